@@ -1,0 +1,42 @@
+# lockstep: the two commands a newcomer needs are `make run` and `make test`.
+GO       ?= go
+PKGS     := ./...
+BIN      := bin/lockstep
+SEED     ?= 1
+BENCHTIME ?= 1x
+
+.PHONY: all build test lint bench sim run clean
+
+all: build
+
+## build: compile the lockstep binary into bin/
+build:
+	$(GO) build -o $(BIN) ./cmd/lockstep
+
+## lint: gofmt, go vet and the determinism lint over node/
+lint:
+	@unformatted=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
+	if [ -n "$$unformatted" ]; then echo "gofmt needed on:"; echo "$$unformatted"; exit 1; fi
+	$(GO) vet $(PKGS)
+	$(GO) test -count=1 ./node/detlint/
+
+## test: lint, then every test with the race detector (includes the
+## determinism checks: same seed => same trace hash under GOMAXPROCS 1 and 4)
+test: lint
+	$(GO) test -race -count=1 -timeout 15m $(PKGS)
+
+## bench: the benchmarks whose figures docs/benchmarks.md records
+bench:
+	$(GO) test -run '^$$' -bench . -benchtime $(BENCHTIME) -cpu 1 ./bench/
+	$(GO) test -run '^$$' -bench 'SchedulerSwitch' -benchtime 2000000x -cpu 1 ./bench/
+
+## sim: a seeded simulation of the demo workload (SEED=n to choose the seed)
+sim:
+	$(GO) run ./cmd/lockstep sim --seed $(SEED)
+
+## run: run the agent on its embedded default. Until the node daemon lands,
+## this is a seeded simulation of the kernel's demo workload.
+run: sim
+
+clean:
+	rm -rf bin

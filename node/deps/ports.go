@@ -1,0 +1,134 @@
+package deps
+
+import (
+	"context"
+	"io/fs"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// API is the set of narrow apiserver ports the agent uses. Real: client-go
+// (node/real/kube). Simulated: sim's apiserver.
+type API struct {
+	Pods   PodAPI
+	Nodes  NodeAPI
+	Leases LeaseAPI
+	Events EventSink
+}
+
+// PodEventType says what happened to a watched pod.
+type PodEventType string
+
+// The pod watch event types.
+const (
+	PodAdded    PodEventType = "ADDED"
+	PodModified PodEventType = "MODIFIED"
+	PodDeleted  PodEventType = "DELETED"
+)
+
+// PodEvent is one change to a pod bound to this node.
+type PodEvent struct {
+	Type PodEventType
+	Pod  *corev1.Pod
+}
+
+// PodWatch is an open watch on the pods bound to this node.
+type PodWatch interface {
+	// Next blocks for the next event; an error means the watch broke and
+	// the caller must list again.
+	Next(ctx context.Context) (PodEvent, error)
+	// Stop releases the watch.
+	Stop()
+}
+
+// PodAPI reads the pods bound to this node and writes what the node owns
+// of them.
+type PodAPI interface {
+	// ListPods returns the pods bound to nodeName and the list's resource
+	// version.
+	ListPods(ctx context.Context, nodeName string) ([]*corev1.Pod, string, error)
+	// WatchPods watches pods bound to nodeName after resourceVersion.
+	WatchPods(ctx context.Context, nodeName, resourceVersion string) (PodWatch, error)
+	// GetPod reads one pod.
+	GetPod(ctx context.Context, namespace, name string) (*corev1.Pod, error)
+	// UpdatePodStatus writes pod.Status, failing with a conflict when
+	// pod.ResourceVersion is stale.
+	UpdatePodStatus(ctx context.Context, pod *corev1.Pod) (*corev1.Pod, error)
+	// DeletePod deletes a pod with grace period 0 and a UID precondition.
+	DeletePod(ctx context.Context, namespace, name string, uid types.UID) error
+	// CreatePod creates a pod (mirror pods of static pods).
+	CreatePod(ctx context.Context, pod *corev1.Pod) (*corev1.Pod, error)
+}
+
+// NodeAPI registers the node and writes its status.
+type NodeAPI interface {
+	GetNode(ctx context.Context, name string) (*corev1.Node, error)
+	CreateNode(ctx context.Context, node *corev1.Node) (*corev1.Node, error)
+	// UpdateNodeStatus writes node.Status, failing with a conflict when
+	// node.ResourceVersion is stale.
+	UpdateNodeStatus(ctx context.Context, node *corev1.Node) (*corev1.Node, error)
+}
+
+// LeaseAPI keeps the node's lease in kube-node-lease.
+type LeaseAPI interface {
+	GetLease(ctx context.Context, namespace, name string) (*coordinationv1.Lease, error)
+	CreateLease(ctx context.Context, lease *coordinationv1.Lease) (*coordinationv1.Lease, error)
+	UpdateLease(ctx context.Context, lease *coordinationv1.Lease) (*coordinationv1.Lease, error)
+}
+
+// EventSink records Kubernetes events about objects (pods, the node).
+type EventSink interface {
+	// Event records an event of eventType (Normal or Warning) on obj.
+	Event(obj *corev1.ObjectReference, eventType, reason, message string)
+}
+
+// MachineInfo is the node's fixed capacity.
+type MachineInfo struct {
+	MachineID     string
+	BootID        string
+	KernelVersion string
+	OSImage       string
+	Architecture  string
+	CPUs          int
+	MemoryBytes   uint64
+	MaxPIDs       uint64
+}
+
+// MachineUsage is a snapshot of node-level resource usage for eviction.
+type MachineUsage struct {
+	MemoryAvailableBytes uint64
+	NodeFSAvailableBytes uint64
+	NodeFSCapacityBytes  uint64
+	NodeFSInodesFree     uint64
+	NodeFSInodes         uint64
+	PIDsAvailable        uint64
+}
+
+// Machine reports the node's capacity and usage. Real: /proc, statfs and
+// cgroups. Simulated: a model.
+type Machine interface {
+	Info(ctx context.Context) (MachineInfo, error)
+	Usage(ctx context.Context) (MachineUsage, error)
+}
+
+// HTTPProbeResult is what an HTTP GET probe saw.
+type HTTPProbeResult struct {
+	StatusCode int
+	Body       []byte
+}
+
+// ProbeNetwork dials probe targets. Real: net/http, net and gRPC health.
+// Simulated: answered from the fake containers' scripted behaviour.
+type ProbeNetwork interface {
+	HTTPGet(ctx context.Context, url string, headers map[string][]string) (HTTPProbeResult, error)
+	DialTCP(ctx context.Context, host string, port int) error
+	GRPCHealth(ctx context.Context, host string, port int, service string) (serving bool, err error)
+}
+
+// Files reads the static pod manifest directory.
+type Files interface {
+	ReadDir(dir string) ([]fs.DirEntry, error)
+	ReadFile(path string) ([]byte, error)
+}
