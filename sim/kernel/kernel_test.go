@@ -287,6 +287,40 @@ func TestDeadlockIsReportedWithTaskNames(t *testing.T) {
 	}
 }
 
+func TestRunForLetsTasksIdleUntilTheDriverActs(t *testing.T) {
+	k := newKernel(t, kernel.Config{})
+	ts := k.Tasks()
+	in := deps.NewInbox[string](ts, "orders")
+	var got []string
+	ts.Go("consumer", func() {
+		for {
+			v, err := in.Get(context.Background())
+			if err != nil {
+				return
+			}
+			got = append(got, fmt.Sprintf("%s at +%v", v, k.Elapsed()))
+		}
+	})
+	if err := k.RunFor(time.Minute); err != nil {
+		t.Fatalf("idle tasks under RunFor: %v", err)
+	}
+	if k.Elapsed() != time.Minute {
+		t.Fatalf("elapsed %v, want 1m", k.Elapsed())
+	}
+	in.Put("first") // the driver acts between runs
+	if err := k.RunFor(time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"first at +1m0s"}, got); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+	err := k.RunUntil(func() bool { return len(got) == 2 }, time.Hour)
+	var f *kernel.Failure
+	if !errors.As(err, &f) || f.Kind != "deadlock" {
+		t.Errorf("RunUntil with nothing able to change: want a deadlock report, got %v", err)
+	}
+}
+
 func TestPanicIsReportedWithTaskAndSeed(t *testing.T) {
 	k := newKernel(t, kernel.Config{Seed: 5, Replay: func(s uint64) string { return fmt.Sprintf("replay-me %d", s) }})
 	ts := k.Tasks()

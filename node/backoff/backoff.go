@@ -1,0 +1,100 @@
+// Package backoff keeps the per-key back-off of restarts and image pulls:
+// CrashLoopBackOff per pod and container (10 s doubling to 300 s, measured
+// from the crashed instance's FinishedAt, reset once an instance ran cleanly
+// for 10 min) and ImagePullBackOff per pod and image.
+package backoff
+
+import (
+	"strings"
+	"sync"
+	"time"
+)
+
+// Config sets a back-off's curve.
+type Config struct {
+	// Initial is the first delay. Default 10 s.
+	Initial time.Duration
+	// Max caps the delay. Default 300 s.
+	Max time.Duration
+	// ResetAfter: an instance that ran at least this long before failing
+	// starts the curve again. Default 10 min.
+	ResetAfter time.Duration
+}
+
+// Backoff tracks one back-off curve per key. It is safe for concurrent use.
+type Backoff struct {
+	cfg     Config
+	mu      sync.Mutex
+	entries map[string]*entry
+}
+
+type entry struct {
+	delay time.Duration
+	// failedAt identifies the failure the current delay was computed for,
+	// so that asking again about the same failure does not double it.
+	failedAt time.Time
+}
+
+// New returns an empty back-off with cfg's curve (zero fields: defaults).
+func New(cfg Config) *Backoff {
+	if cfg.Initial <= 0 {
+		cfg.Initial = 10 * time.Second
+	}
+	if cfg.Max <= 0 {
+		cfg.Max = 300 * time.Second
+	}
+	if cfg.ResetAfter <= 0 {
+		cfg.ResetAfter = 10 * time.Minute
+	}
+	return &Backoff{cfg: cfg, entries: map[string]*entry{}}
+}
+
+// Delay returns how long after failedAt the next attempt must wait, for a
+// failure of key at failedAt by an attempt that had started at startedAt.
+// Each distinct failure advances the curve once: the n-th consecutive
+// failure waits Initial·2ⁿ⁻¹, capped at Max; a failure after a clean run
+// of ResetAfter or more starts again at Initial.
+func (b *Backoff) Delay(key string, startedAt, failedAt time.Time) time.Duration {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	e := b.entries[key]
+	if e == nil {
+		e = &entry{}
+		b.entries[key] = e
+	}
+	if !e.failedAt.Equal(failedAt) || e.delay == 0 {
+		switch {
+		case e.delay == 0, !startedAt.IsZero() && failedAt.Sub(startedAt) >= b.cfg.ResetAfter:
+			e.delay = b.cfg.Initial
+		default:
+			e.delay = min(2*e.delay, b.cfg.Max)
+		}
+		e.failedAt = failedAt
+	}
+	return e.delay
+}
+
+// Remaining returns how long from now the attempt after the failure at
+// failedAt must still wait (0 if it may go now); see Delay.
+func (b *Backoff) Remaining(key string, startedAt, failedAt, now time.Time) time.Duration {
+	d := failedAt.Add(b.Delay(key, startedAt, failedAt)).Sub(now)
+	return max(d, 0)
+}
+
+// Forget drops the keys with the given prefix (a pod that is gone).
+func (b *Backoff) Forget(prefix string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for k := range b.entries {
+		if strings.HasPrefix(k, prefix) {
+			delete(b.entries, k)
+		}
+	}
+}
+
+// Len is the number of keys tracked.
+func (b *Backoff) Len() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return len(b.entries)
+}

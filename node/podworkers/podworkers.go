@@ -1,0 +1,391 @@
+// Package podworkers runs one serialized worker per pod UID. A worker's
+// state only moves forward — syncing → terminating → terminated — and each
+// step is delegated to a Syncer. A newer pending update replaces one not yet
+// processed; kill requests accumulate and the grace period only shrinks.
+// After each step the pod is requeued in a WorkQueue with a jittered delay
+// that the SyncLoop's tick turns back into updates.
+package podworkers
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/lockstep-dev/lockstep/node/deps"
+)
+
+// State is where a pod worker is in its forward-only life.
+type State int
+
+// The worker states.
+const (
+	Syncing State = iota
+	Terminating
+	Terminated
+)
+
+func (s State) String() string {
+	return [...]string{"syncing", "terminating", "terminated"}[s]
+}
+
+// UpdateType says what an update asks of a worker.
+type UpdateType int
+
+// The update types.
+const (
+	// Create: the pod appeared in its source. It restarts a worker whose
+	// pod had fully terminated (a static pod removed and added back).
+	Create UpdateType = iota
+	// Update: the pod's spec or metadata changed.
+	Update
+	// Sync: resync (requeue due, PLEG event, probe result).
+	Sync
+	// Kill: terminate the pod (deleted, evicted, removed from its source,
+	// or an orphan found in the runtime).
+	Kill
+)
+
+// Work is one update for a pod's worker.
+type Work struct {
+	Type UpdateType
+	UID  types.UID
+	// Pod is the newest pod object; nil is allowed for Kill of an orphan.
+	Pod *corev1.Pod
+	// GracePeriod overrides the pod's grace period for Kill (seconds).
+	GracePeriod *int64
+	// Reason explains a Kill in logs and events.
+	Reason string
+}
+
+// SyncResult is what a sync step reports.
+type SyncResult struct {
+	// Terminal: the pod reached Succeeded or Failed; the worker moves on to
+	// terminating it.
+	Terminal bool
+	// RequeueAfter asks for the next sync no later than this (0: the
+	// default resync interval); used to wake up when a back-off expires.
+	RequeueAfter time.Duration
+}
+
+// Syncer performs the steps of a pod's life.
+type Syncer interface {
+	// SyncPod brings the runtime and the pod's status in line with its
+	// spec. lastSync is when the worker's previous step ended: the syncer
+	// must not act on runtime state older than that.
+	SyncPod(ctx context.Context, pod *corev1.Pod, lastSync time.Time) (SyncResult, error)
+	// SyncTerminatingPod stops the pod's containers within gracePeriod.
+	SyncTerminatingPod(ctx context.Context, uid types.UID, pod *corev1.Pod, gracePeriod int64, lastSync time.Time) error
+	// SyncTerminatedPod finishes a pod whose containers are all stopped.
+	SyncTerminatedPod(ctx context.Context, uid types.UID, pod *corev1.Pod) error
+}
+
+// Config tunes the requeue delays.
+type Config struct {
+	// ResyncInterval is the delay after a successful sync (jittered by up
+	// to 50 %). Default 1 min.
+	ResyncInterval time.Duration
+	// BackoffPeriod is the delay after a failed step (jittered by up to
+	// 50 %). Default 10 s.
+	BackoffPeriod time.Duration
+}
+
+// PodWorkers owns the workers.
+type PodWorkers struct {
+	d      deps.Deps
+	syncer Syncer
+	queue  *WorkQueue
+	cfg    Config
+	ctx    context.Context
+
+	mu      sync.Mutex
+	workers map[types.UID]*worker
+}
+
+type worker struct {
+	uid     types.UID
+	name    string
+	pod     *corev1.Pod
+	state   State
+	hasWork bool
+	// grace is the accumulated kill grace period (only shrinks).
+	grace            *int64
+	reason           string
+	restartRequested bool
+	running          bool // the worker task is alive
+	wake             deps.Signal
+	cancelStep       context.CancelFunc
+	lastSync         time.Time
+	finished         bool // terminated step done
+}
+
+// New returns pod workers that run steps through syncer; ctx bounds every
+// worker task.
+func New(ctx context.Context, d deps.Deps, syncer Syncer, queue *WorkQueue, cfg Config) *PodWorkers {
+	if cfg.ResyncInterval <= 0 {
+		cfg.ResyncInterval = time.Minute
+	}
+	if cfg.BackoffPeriod <= 0 {
+		cfg.BackoffPeriod = 10 * time.Second
+	}
+	return &PodWorkers{d: d, syncer: syncer, queue: queue, cfg: cfg, ctx: ctx, workers: map[types.UID]*worker{}}
+}
+
+// UpdatePod hands work to the pod's worker, creating it if needed.
+func (p *PodWorkers) UpdatePod(u Work) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	w := p.workers[u.UID]
+	if w == nil {
+		if u.Type == Update || u.Type == Sync {
+			if u.Pod == nil {
+				return
+			}
+		}
+		w = &worker{uid: u.UID, pod: u.Pod, name: workerName(u), wake: p.d.Tasks.NewSignal("pod " + workerName(u))}
+		p.workers[u.UID] = w
+	}
+	if u.Pod != nil {
+		if w.state == Syncing || u.Type == Create {
+			w.pod = u.Pod
+		}
+	}
+	switch u.Type {
+	case Create:
+		if w.state != Syncing {
+			if w.finished {
+				p.resetLocked(w, u.Pod)
+			} else {
+				w.restartRequested = true
+				w.pod = u.Pod
+			}
+		}
+	case Update, Sync:
+		if w.state != Syncing {
+			return // terminating or terminated pods ignore updates
+		}
+	case Kill:
+		g := killGrace(u, w.pod)
+		if w.grace == nil || g < *w.grace {
+			w.grace = &g
+		}
+		if u.Reason != "" {
+			w.reason = u.Reason
+		}
+		w.restartRequested = false
+		if w.state == Syncing {
+			w.state = Terminating
+			if w.cancelStep != nil {
+				// Stop the sync in flight: termination takes over.
+				w.cancelStep()
+			}
+		}
+		if w.state == Terminated {
+			return
+		}
+	}
+	w.hasWork = true
+	p.ensureRunningLocked(w)
+	w.wake.Notify()
+}
+
+func (p *PodWorkers) resetLocked(w *worker, pod *corev1.Pod) {
+	*w = worker{uid: w.uid, name: w.name, pod: pod, wake: w.wake}
+}
+
+func workerName(u Work) string {
+	if u.Pod != nil {
+		return u.Pod.Namespace + "/" + u.Pod.Name
+	}
+	return string(u.UID)
+}
+
+func killGrace(u Work, pod *corev1.Pod) int64 {
+	switch {
+	case u.GracePeriod != nil:
+		return max(*u.GracePeriod, 0)
+	case pod != nil && pod.DeletionGracePeriodSeconds != nil:
+		return *pod.DeletionGracePeriodSeconds
+	case pod != nil && pod.Spec.TerminationGracePeriodSeconds != nil:
+		return *pod.Spec.TerminationGracePeriodSeconds
+	}
+	return 30
+}
+
+func (p *PodWorkers) ensureRunningLocked(w *worker) {
+	if w.running {
+		return
+	}
+	w.running = true
+	p.d.Tasks.Go("podworker "+w.name, func() { p.run(w) })
+}
+
+// run is a worker task: it takes pending work one step at a time.
+func (p *PodWorkers) run(w *worker) {
+	for {
+		p.mu.Lock()
+		if !w.hasWork {
+			if w.finished && !w.restartRequested {
+				w.running = false
+				p.mu.Unlock()
+				return
+			}
+			p.mu.Unlock()
+			if err := w.wake.Wait(p.ctx); err != nil {
+				p.mu.Lock()
+				w.running = false
+				p.mu.Unlock()
+				return
+			}
+			continue
+		}
+		w.hasWork = false
+		state, pod, lastSync := w.state, w.pod, w.lastSync
+		var grace int64
+		if w.grace != nil {
+			grace = *w.grace
+		}
+		stepCtx, cancel := p.d.Tasks.WithCancel(p.ctx)
+		w.cancelStep = cancel
+		p.mu.Unlock()
+
+		next, delay := p.step(stepCtx, w, state, pod, grace, lastSync)
+		cancel()
+
+		p.mu.Lock()
+		w.cancelStep = nil
+		w.lastSync = p.d.Clock.Now()
+		if next > w.state {
+			if next == Terminating && w.grace == nil {
+				g := killGrace(Work{}, w.pod)
+				w.grace = &g
+			}
+			w.state = next
+			w.hasWork = true // go on to the next state at once
+		}
+		if w.state == Terminated && w.finished && w.restartRequested {
+			p.resetLocked(w, w.pod)
+			w.running, w.hasWork = true, true
+		}
+		requeue := w.state == Syncing
+		p.mu.Unlock()
+		if requeue && delay >= 0 {
+			p.queue.Enqueue(w.uid, delay)
+		}
+	}
+}
+
+// step runs one step and returns the state to move to and the requeue
+// delay (negative: none).
+func (p *PodWorkers) step(ctx context.Context, w *worker, state State, pod *corev1.Pod, grace int64, lastSync time.Time) (State, time.Duration) {
+	log := p.d.Log.With("pod", w.name, "uid", string(w.uid))
+	switch state {
+	case Syncing:
+		res, err := p.syncer.SyncPod(ctx, pod, lastSync)
+		if err != nil {
+			if ctx.Err() != nil {
+				return Syncing, -1 // cancelled by a kill: termination follows
+			}
+			log.Warn("sync failed; will retry", "error", err.Error())
+			return Syncing, p.jitter(p.cfg.BackoffPeriod)
+		}
+		if res.Terminal {
+			return Terminating, -1
+		}
+		delay := p.jitter(p.cfg.ResyncInterval)
+		if res.RequeueAfter > 0 && res.RequeueAfter < delay {
+			delay = res.RequeueAfter
+		}
+		return Syncing, delay
+	case Terminating:
+		if err := p.syncer.SyncTerminatingPod(ctx, w.uid, pod, grace, lastSync); err != nil {
+			log.Warn("terminating failed; will retry", "error", err.Error())
+			p.retryLater(w)
+			return Terminating, -1
+		}
+		return Terminated, -1
+	default:
+		if err := p.syncer.SyncTerminatedPod(ctx, w.uid, pod); err != nil {
+			log.Warn("finishing a terminated pod failed; will retry", "error", err.Error())
+			p.retryLater(w)
+			return Terminated, -1
+		}
+		p.mu.Lock()
+		w.finished = true
+		p.mu.Unlock()
+		return Terminated, -1
+	}
+}
+
+// retryLater wakes the worker again after the back-off period.
+func (p *PodWorkers) retryLater(w *worker) {
+	p.d.Tasks.AfterFunc("retry "+w.name, p.jitter(p.cfg.BackoffPeriod), func() {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		if p.workers[w.uid] != w {
+			return
+		}
+		w.hasWork = true
+		p.ensureRunningLocked(w)
+		w.wake.Notify()
+	})
+}
+
+func (p *PodWorkers) jitter(d time.Duration) time.Duration {
+	if d <= 0 {
+		return 0
+	}
+	return d + time.Duration(p.d.Rand.IntN(int(d/2)+1))
+}
+
+// State reports the state of a pod's worker.
+func (p *PodWorkers) State(uid types.UID) (State, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	w := p.workers[uid]
+	if w == nil {
+		return 0, false
+	}
+	return w.state, true
+}
+
+// IsFinished reports whether the pod's worker has terminated the pod and
+// finished its last step.
+func (p *PodWorkers) IsFinished(uid types.UID) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	w := p.workers[uid]
+	return w != nil && w.finished
+}
+
+// UIDs returns the UIDs with a worker, sorted.
+func (p *PodWorkers) UIDs() []types.UID {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	out := make([]types.UID, 0, len(p.workers))
+	for uid := range p.workers {
+		out = append(out, uid)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// Forget drops a finished worker (its pod is gone from every source).
+// It reports an error when the worker has not finished.
+func (p *PodWorkers) Forget(uid types.UID) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	w := p.workers[uid]
+	if w == nil {
+		return nil
+	}
+	if !w.finished || w.running {
+		return fmt.Errorf("pod worker %s (%s) is still %s", w.name, uid, w.state)
+	}
+	delete(p.workers, uid)
+	return nil
+}

@@ -1,0 +1,163 @@
+package podworkers_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/lockstep-dev/lockstep/node/podworkers"
+	"github.com/lockstep-dev/lockstep/sim/kernel"
+)
+
+// fakeSyncer records every step; each step takes stepTime of virtual time.
+type fakeSyncer struct {
+	k        *kernel.Kernel
+	stepTime time.Duration
+	terminal bool
+	calls    []string
+}
+
+func (f *fakeSyncer) record(format string, args ...any) {
+	f.calls = append(f.calls, fmt.Sprintf("+%v ", f.k.Elapsed())+fmt.Sprintf(format, args...))
+}
+
+func (f *fakeSyncer) SyncPod(ctx context.Context, pod *corev1.Pod, _ time.Time) (podworkers.SyncResult, error) {
+	f.record("sync gen=%d", pod.Generation)
+	if err := f.k.Tasks().Sleep(ctx, f.stepTime); err != nil {
+		f.record("sync cancelled")
+		return podworkers.SyncResult{}, err
+	}
+	return podworkers.SyncResult{Terminal: f.terminal}, nil
+}
+
+func (f *fakeSyncer) SyncTerminatingPod(ctx context.Context, uid types.UID, _ *corev1.Pod, grace int64, _ time.Time) error {
+	f.record("terminating grace=%d", grace)
+	return f.k.Tasks().Sleep(ctx, f.stepTime)
+}
+
+func (f *fakeSyncer) SyncTerminatedPod(_ context.Context, uid types.UID, _ *corev1.Pod) error {
+	f.record("terminated")
+	return nil
+}
+
+func pod(gen int64) *corev1.Pod {
+	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns", UID: "u1", Generation: gen}}
+}
+
+func setup(t *testing.T, step time.Duration) (*kernel.Kernel, *fakeSyncer, *podworkers.PodWorkers, *podworkers.WorkQueue) {
+	k := kernel.New(kernel.Config{Seed: 1})
+	t.Cleanup(k.Close)
+	f := &fakeSyncer{k: k, stepTime: step}
+	q := podworkers.NewWorkQueue(k)
+	return k, f, podworkers.New(context.Background(), k.Deps(), f, q, podworkers.Config{}), q
+}
+
+func TestNewerUpdateReplacesUnprocessedOne(t *testing.T) {
+	k, f, pw, _ := setup(t, time.Second)
+	pw.UpdatePod(podworkers.Work{Type: podworkers.Create, UID: "u1", Pod: pod(1)})
+	if err := k.RunFor(100 * time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	for gen := int64(2); gen <= 6; gen++ {
+		pw.UpdatePod(podworkers.Work{Type: podworkers.Update, UID: "u1", Pod: pod(gen)})
+	}
+	if err := k.RunFor(10 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"+0s sync gen=1", "+1s sync gen=6"}
+	if diff := cmp.Diff(want, f.calls); diff != "" {
+		t.Errorf("steps (-want +got):\n%s", diff)
+	}
+}
+
+func TestKillCancelsSyncAndGraceOnlyShrinks(t *testing.T) {
+	k, f, pw, _ := setup(t, 3*time.Second)
+	pw.UpdatePod(podworkers.Work{Type: podworkers.Create, UID: "u1", Pod: pod(1)})
+	if err := k.RunFor(time.Second); err != nil {
+		t.Fatal(err)
+	}
+	g30, g5, g10 := int64(30), int64(5), int64(10)
+	pw.UpdatePod(podworkers.Work{Type: podworkers.Kill, UID: "u1", GracePeriod: &g30})
+	pw.UpdatePod(podworkers.Work{Type: podworkers.Kill, UID: "u1", GracePeriod: &g5})
+	pw.UpdatePod(podworkers.Work{Type: podworkers.Kill, UID: "u1", GracePeriod: &g10})
+	pw.UpdatePod(podworkers.Work{Type: podworkers.Update, UID: "u1", Pod: pod(2)}) // ignored: terminating
+	if err := k.RunFor(time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"+0s sync gen=1", "+1s sync cancelled", "+1s terminating grace=5", "+4s terminated"}
+	if diff := cmp.Diff(want, f.calls); diff != "" {
+		t.Errorf("steps (-want +got):\n%s", diff)
+	}
+	if st, _ := pw.State("u1"); st != podworkers.Terminated || !pw.IsFinished("u1") {
+		t.Errorf("state %v finished %v, want terminated and finished", st, pw.IsFinished("u1"))
+	}
+	pw.UpdatePod(podworkers.Work{Type: podworkers.Sync, UID: "u1", Pod: pod(3)})
+	if err := k.RunFor(time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	if len(f.calls) != 4 {
+		t.Errorf("a terminated pod was synced again: %v", f.calls)
+	}
+	if err := pw.Forget("u1"); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := pw.State("u1"); ok {
+		t.Errorf("forgotten worker still known")
+	}
+}
+
+func TestTerminalPodIsTerminatedWithItsGrace(t *testing.T) {
+	k, f, pw, _ := setup(t, time.Second)
+	f.terminal = true
+	p := pod(1)
+	g := int64(7)
+	p.Spec.TerminationGracePeriodSeconds = &g
+	pw.UpdatePod(podworkers.Work{Type: podworkers.Create, UID: "u1", Pod: p})
+	if err := k.RunFor(time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"+0s sync gen=1", "+1s terminating grace=7", "+2s terminated"}
+	if diff := cmp.Diff(want, f.calls); diff != "" {
+		t.Errorf("steps (-want +got):\n%s", diff)
+	}
+}
+
+func TestCreateAfterTerminationRestartsTheWorker(t *testing.T) {
+	k, f, pw, _ := setup(t, time.Second)
+	pw.UpdatePod(podworkers.Work{Type: podworkers.Create, UID: "u1", Pod: pod(1)})
+	pw.UpdatePod(podworkers.Work{Type: podworkers.Kill, UID: "u1"})
+	pw.UpdatePod(podworkers.Work{Type: podworkers.Create, UID: "u1", Pod: pod(2)}) // while terminating
+	if err := k.RunFor(time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"+0s terminating grace=30", "+1s terminated", "+1s sync gen=2"}
+	if diff := cmp.Diff(want, f.calls); diff != "" {
+		t.Errorf("steps (-want +got):\n%s", diff)
+	}
+	if st, _ := pw.State("u1"); st != podworkers.Syncing {
+		t.Errorf("state %v, want syncing after the re-add", st)
+	}
+}
+
+func TestRequeueAfterSyncIsJitteredResync(t *testing.T) {
+	k, _, pw, q := setup(t, 0)
+	pw.UpdatePod(podworkers.Work{Type: podworkers.Create, UID: "u1", Pod: pod(1)})
+	if err := k.RunFor(time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if due := q.GetDue(); len(due) != 0 {
+		t.Fatalf("due too early: %v", due)
+	}
+	if err := k.RunFor(91 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]types.UID{"u1"}, q.GetDue()); diff != "" {
+		t.Errorf("due after 1m30s (-want +got):\n%s", diff)
+	}
+}

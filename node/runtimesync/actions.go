@@ -1,0 +1,283 @@
+// Package runtimesync brings the runtime in line with one pod's spec: a pure
+// ComputeActions decides what to kill, create and start from the spec and
+// the runtime's view of the pod (podstate), and an Executor carries the
+// actions out through CRI: kill the sandbox if needed, kill unwanted
+// containers, create the sandbox, the next init container, the regular
+// containers. It also kills whole pods with a grace period.
+package runtimesync
+
+import (
+	"fmt"
+	"slices"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/lockstep-dev/lockstep/node/backoff"
+	"github.com/lockstep-dev/lockstep/node/podstate"
+)
+
+// Inputs is everything ComputeActions looks at.
+type Inputs struct {
+	Pod    *corev1.Pod
+	Status *podstate.PodStatus
+	// Terminal: the pod's API phase is Succeeded or Failed; nothing may
+	// start again.
+	Terminal bool
+	Now      time.Time
+	// Backoff is the crash-loop back-off (keyed by pod UID/container).
+	Backoff *backoff.Backoff
+	// Hash hashes a container spec (the hash containers are labelled with).
+	Hash func(*corev1.Container) string
+	// Unhealthy reports a container instance whose liveness or startup
+	// probe failed; nil: none.
+	Unhealthy func(containerID string) (reason string, failed bool)
+}
+
+// ContainerStart is a container to create and start.
+type ContainerStart struct {
+	Name string
+	// Init marks an init container.
+	Init bool
+	// Index in the pod spec's Containers or InitContainers.
+	Index int
+	// RestartCount is the new instance's attempt number.
+	RestartCount int
+}
+
+// ContainerKill is a container instance to stop.
+type ContainerKill struct {
+	ID     string
+	Name   string
+	Reason string
+}
+
+// Waiting says why a container is not started now.
+type Waiting struct {
+	Reason  string
+	Message string
+}
+
+// Actions is what must happen to bring the runtime in line with the pod.
+type Actions struct {
+	// KillPod: stop every container and the sandbox (before re-creating
+	// the sandbox, or because nothing is left to run).
+	KillPod bool
+	// CreateSandbox: run a new sandbox with Attempt.
+	CreateSandbox bool
+	Attempt       uint32
+	// SandboxID is the sandbox to start containers in (when not creating).
+	SandboxID string
+	// Kill lists container instances to stop first, by name.
+	Kill []ContainerKill
+	// Start lists containers to create and start, in order: at most one
+	// init container, or the regular containers.
+	Start []ContainerStart
+	// InitFailed: an init container failed and may not be retried
+	// (restartPolicy Never): the pod has failed.
+	InitFailed bool
+	// Waiting maps container names to why they are held back.
+	Waiting map[string]Waiting
+}
+
+// BackoffKey is the crash-loop back-off key of a pod's container.
+func BackoffKey(pod *corev1.Pod, container string) string {
+	return string(pod.UID) + "/" + container
+}
+
+// ComputeActions decides what to do for pod given the runtime's view of it.
+// It only reads its inputs (the back-off records the failures it is asked
+// about, once each).
+func ComputeActions(in Inputs) Actions {
+	pod, st := in.Pod, in.Status
+	acts := Actions{Waiting: map[string]Waiting{}}
+	if in.Terminal {
+		// A terminal pod never runs again; stop what still runs.
+		acts.KillPod = len(st.Running()) > 0 || hasReadySandbox(st)
+		return acts
+	}
+	sb, hasSandbox := st.LatestSandbox()
+	switch {
+	case !hasSandbox:
+		acts.CreateSandbox = true
+	case sb.State != podstate.SandboxReady:
+		acts.CreateSandbox = true
+		acts.KillPod = true
+		acts.Attempt = sb.Attempt + 1
+	default:
+		acts.SandboxID = sb.ID
+	}
+	if acts.CreateSandbox {
+		// restartPolicy Never: a pod whose containers already ran does
+		// not get a new sandbox (its containers would run twice).
+		if pod.Spec.RestartPolicy == corev1.RestartPolicyNever && hasSandbox && len(st.Containers) > 0 {
+			acts.CreateSandbox, acts.Attempt = false, 0
+			acts.KillPod = len(st.Running()) > 0 || hasReadySandbox(st)
+			return acts
+		}
+		computeFreshSandbox(in, &acts)
+		return acts
+	}
+
+	// Init containers, one at a time, in order.
+	initDone := true
+	for i := range pod.Spec.InitContainers {
+		c := &pod.Spec.InitContainers[i]
+		latest, ok := st.Latest(c.Name)
+		if !ok {
+			acts.Start = append(acts.Start, ContainerStart{Name: c.Name, Init: true, Index: i})
+			initDone = false
+			break
+		}
+		if latest.State == podstate.ContainerExited && latest.ExitCode == 0 {
+			continue
+		}
+		initDone = false
+		switch latest.State {
+		case podstate.ContainerRunning:
+			if reason, failed := unhealthy(in, latest.ID); failed {
+				acts.Kill = append(acts.Kill, ContainerKill{ID: latest.ID, Name: c.Name, Reason: reason})
+				restartAfterFailure(in, &acts, c.Name, true, i, latest)
+			}
+		case podstate.ContainerCreated:
+			acts.Kill = append(acts.Kill, ContainerKill{ID: latest.ID, Name: c.Name, Reason: "created but never started"})
+			acts.Start = append(acts.Start, ContainerStart{Name: c.Name, Init: true, Index: i, RestartCount: latest.RestartCount})
+		case podstate.ContainerUnknown:
+			acts.Kill = append(acts.Kill, ContainerKill{ID: latest.ID, Name: c.Name, Reason: "state unknown"})
+			restartAfterFailure(in, &acts, c.Name, true, i, latest)
+		case podstate.ContainerExited:
+			if pod.Spec.RestartPolicy == corev1.RestartPolicyNever {
+				acts.InitFailed = true
+				acts.KillPod = len(st.Running()) > 0 || hasReadySandbox(st)
+				return acts
+			}
+			restartAfterFailure(in, &acts, c.Name, true, i, latest)
+		}
+		break
+	}
+	if !initDone {
+		for _, c := range pod.Spec.Containers {
+			if _, ok := acts.Waiting[c.Name]; !ok {
+				acts.Waiting[c.Name] = Waiting{Reason: "PodInitializing"}
+			}
+		}
+		return acts
+	}
+
+	keep := 0
+	for i := range pod.Spec.Containers {
+		c := &pod.Spec.Containers[i]
+		latest, ok := st.Latest(c.Name)
+		if !ok {
+			acts.Start = append(acts.Start, ContainerStart{Name: c.Name, Index: i})
+			continue
+		}
+		switch latest.State {
+		case podstate.ContainerRunning:
+			if in.Hash != nil && latest.Hash != "" && latest.Hash != in.Hash(c) {
+				acts.Kill = append(acts.Kill, ContainerKill{ID: latest.ID, Name: c.Name, Reason: "container spec changed"})
+				acts.Start = append(acts.Start, ContainerStart{Name: c.Name, Index: i, RestartCount: latest.RestartCount + 1})
+				continue
+			}
+			if reason, failed := unhealthy(in, latest.ID); failed {
+				acts.Kill = append(acts.Kill, ContainerKill{ID: latest.ID, Name: c.Name, Reason: reason})
+				if shouldRestart(pod, 1) {
+					restartAfterFailure(in, &acts, c.Name, false, i, latest)
+				}
+				continue
+			}
+			keep++
+		case podstate.ContainerCreated:
+			acts.Kill = append(acts.Kill, ContainerKill{ID: latest.ID, Name: c.Name, Reason: "created but never started"})
+			acts.Start = append(acts.Start, ContainerStart{Name: c.Name, Index: i, RestartCount: latest.RestartCount})
+		case podstate.ContainerUnknown:
+			acts.Kill = append(acts.Kill, ContainerKill{ID: latest.ID, Name: c.Name, Reason: "state unknown"})
+			if shouldRestart(pod, 137) {
+				restartAfterFailure(in, &acts, c.Name, false, i, latest)
+			}
+		case podstate.ContainerExited:
+			if shouldRestart(pod, latest.ExitCode) {
+				restartAfterFailure(in, &acts, c.Name, false, i, latest)
+			}
+		}
+	}
+	// Nothing runs and nothing will: the pod is done; stop its sandbox.
+	if keep == 0 && len(acts.Start) == 0 && len(acts.Waiting) == 0 {
+		acts.KillPod = len(st.Running()) > 0 || hasReadySandbox(st)
+	}
+	return acts
+}
+
+// computeFreshSandbox plans the containers of a new sandbox: the init
+// containers run again from the first; regular containers that finished
+// for good (per the restart policy) are not started again.
+func computeFreshSandbox(in Inputs, acts *Actions) {
+	pod, st := in.Pod, in.Status
+	if len(pod.Spec.InitContainers) > 0 {
+		c := pod.Spec.InitContainers[0]
+		acts.Start = append(acts.Start, ContainerStart{Name: c.Name, Init: true, Index: 0, RestartCount: nextCount(st, c.Name)})
+		return
+	}
+	for i, c := range pod.Spec.Containers {
+		if latest, ok := st.Latest(c.Name); ok && latest.State == podstate.ContainerExited && !shouldRestart(pod, latest.ExitCode) {
+			continue
+		}
+		acts.Start = append(acts.Start, ContainerStart{Name: c.Name, Index: i, RestartCount: nextCount(st, c.Name)})
+	}
+}
+
+// restartAfterFailure starts the container again unless its crash-loop
+// back-off holds it, in which case it is waiting in CrashLoopBackOff.
+func restartAfterFailure(in Inputs, acts *Actions, name string, init bool, index int, latest podstate.Container) {
+	if latest.State == podstate.ContainerExited && in.Backoff != nil {
+		finished := latest.FinishedAt
+		if finished.IsZero() {
+			finished = latest.CreatedAt
+		}
+		delay := in.Backoff.Delay(BackoffKey(in.Pod, name), latest.StartedAt, finished)
+		if remaining := finished.Add(delay).Sub(in.Now); remaining > 0 {
+			acts.Waiting[name] = Waiting{
+				Reason: "CrashLoopBackOff",
+				Message: fmt.Sprintf("back-off %v restarting failed container=%s pod=%s/%s(%s)",
+					delay, name, in.Pod.Namespace, in.Pod.Name, in.Pod.UID),
+			}
+			return
+		}
+	}
+	acts.Start = append(acts.Start, ContainerStart{Name: name, Init: init, Index: index, RestartCount: latest.RestartCount + 1})
+}
+
+// shouldRestart applies the pod's restart policy to an exit code.
+func shouldRestart(pod *corev1.Pod, exitCode int32) bool {
+	switch pod.Spec.RestartPolicy {
+	case corev1.RestartPolicyNever:
+		return false
+	case corev1.RestartPolicyOnFailure:
+		return exitCode != 0
+	default:
+		return true
+	}
+}
+
+func unhealthy(in Inputs, id string) (string, bool) {
+	if in.Unhealthy == nil {
+		return "", false
+	}
+	return in.Unhealthy(id)
+}
+
+func hasReadySandbox(st *podstate.PodStatus) bool {
+	return st != nil && slices.ContainsFunc(st.Sandboxes, func(s podstate.Sandbox) bool { return s.State == podstate.SandboxReady })
+}
+
+// nextCount is the attempt number of a container's next instance.
+func nextCount(st *podstate.PodStatus, name string) int {
+	latest, ok := st.Latest(name)
+	if !ok {
+		return 0
+	}
+	if latest.State == podstate.ContainerCreated {
+		return latest.RestartCount
+	}
+	return latest.RestartCount + 1
+}

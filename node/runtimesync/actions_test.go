@@ -1,0 +1,255 @@
+package runtimesync
+
+import (
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/lockstep-dev/lockstep/node/backoff"
+	"github.com/lockstep-dev/lockstep/node/podstate"
+)
+
+var now = time.Date(2026, 1, 1, 1, 0, 0, 0, time.UTC)
+
+func testPod(policy corev1.RestartPolicy, inits []string, containers ...string) *corev1.Pod {
+	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "ns", UID: "uid-1"}}
+	p.Spec.RestartPolicy = policy
+	for _, n := range inits {
+		p.Spec.InitContainers = append(p.Spec.InitContainers, corev1.Container{Name: n, Image: "busybox"})
+	}
+	for _, n := range containers {
+		p.Spec.Containers = append(p.Spec.Containers, corev1.Container{Name: n, Image: "busybox"})
+	}
+	return p
+}
+
+func hash(c *corev1.Container) string { return "h-" + c.Image }
+
+func ready(id string, attempt uint32) podstate.Sandbox {
+	return podstate.Sandbox{ID: id, State: podstate.SandboxReady, Attempt: attempt, CreatedAt: now.Add(-time.Hour)}
+}
+
+func ctr(id, name string, state podstate.ContainerState, restarts int, exit int32, finishedAgo time.Duration) podstate.Container {
+	c := podstate.Container{ID: id, Name: name, State: state, RestartCount: restarts, ExitCode: exit, Hash: "h-busybox",
+		CreatedAt: now.Add(-time.Hour + time.Duration(restarts)*time.Second), StartedAt: now.Add(-finishedAgo - 2*time.Second)}
+	if state == podstate.ContainerExited {
+		c.FinishedAt = now.Add(-finishedAgo)
+	}
+	return c
+}
+
+func status(sbs []podstate.Sandbox, cs ...podstate.Container) *podstate.PodStatus {
+	s := &podstate.PodStatus{UID: "uid-1", Sandboxes: sbs, Containers: cs}
+	s.Sort()
+	return s
+}
+
+func TestComputeActions(t *testing.T) {
+	always, onFailure, never := corev1.RestartPolicyAlways, corev1.RestartPolicyOnFailure, corev1.RestartPolicyNever
+	sb := []podstate.Sandbox{ready("sb1", 0)}
+	dead := []podstate.Sandbox{{ID: "sb1", State: podstate.SandboxNotReady, Attempt: 0}}
+	backoffMsg := "back-off 10s restarting failed container=app pod=ns/web(uid-1)"
+	cases := []struct {
+		name      string
+		pod       *corev1.Pod
+		status    *podstate.PodStatus
+		terminal  bool
+		unhealthy map[string]string
+		want      Actions
+	}{
+		{
+			name: "new pod: create sandbox and start every container",
+			pod:  testPod(always, nil, "app", "side"), status: status(nil),
+			want: Actions{CreateSandbox: true, Start: []ContainerStart{{Name: "app"}, {Name: "side", Index: 1}}},
+		},
+		{
+			name: "new pod with init containers: only the first init container",
+			pod:  testPod(always, []string{"i1", "i2"}, "app"), status: status(nil),
+			want: Actions{CreateSandbox: true, Start: []ContainerStart{{Name: "i1", Init: true}}},
+		},
+		{
+			name: "sandbox died: kill the pod and recreate with the next attempt",
+			pod:  testPod(always, nil, "app"), status: status(dead, ctr("c1", "app", podstate.ContainerRunning, 0, 0, 0)),
+			want: Actions{KillPod: true, CreateSandbox: true, Attempt: 1, Start: []ContainerStart{{Name: "app", RestartCount: 1}}},
+		},
+		{
+			name: "sandbox died, restartPolicy Never, containers ran: no new sandbox",
+			pod:  testPod(never, nil, "app"), status: status(dead, ctr("c1", "app", podstate.ContainerExited, 0, 0, time.Minute)),
+			want: Actions{},
+		},
+		{
+			name: "sandbox died, OnFailure: succeeded containers are not rerun",
+			pod:  testPod(onFailure, nil, "done", "failed"),
+			status: status(dead, ctr("c1", "done", podstate.ContainerExited, 0, 0, time.Minute),
+				ctr("c2", "failed", podstate.ContainerExited, 0, 1, time.Minute)),
+			want: Actions{KillPod: true, CreateSandbox: true, Attempt: 1, Start: []ContainerStart{{Name: "failed", Index: 1, RestartCount: 1}}},
+		},
+		{
+			name: "running and healthy: nothing to do",
+			pod:  testPod(always, nil, "app"), status: status(sb, ctr("c1", "app", podstate.ContainerRunning, 0, 0, 0)),
+			want: Actions{SandboxID: "sb1"},
+		},
+		{
+			name: "crashed just now under Always: CrashLoopBackOff",
+			pod:  testPod(always, nil, "app"), status: status(sb, ctr("c1", "app", podstate.ContainerExited, 0, 1, time.Second)),
+			want: Actions{SandboxID: "sb1", Waiting: map[string]Waiting{"app": {"CrashLoopBackOff", backoffMsg}}},
+		},
+		{
+			name: "crashed 11 s ago under Always: restart with the next count",
+			pod:  testPod(always, nil, "app"), status: status(sb, ctr("c1", "app", podstate.ContainerExited, 3, 1, 11*time.Second)),
+			want: Actions{SandboxID: "sb1", Start: []ContainerStart{{Name: "app", RestartCount: 4}}},
+		},
+		{
+			name: "exit 0 under Always restarts too (after back-off)",
+			pod:  testPod(always, nil, "app"), status: status(sb, ctr("c1", "app", podstate.ContainerExited, 0, 0, time.Minute)),
+			want: Actions{SandboxID: "sb1", Start: []ContainerStart{{Name: "app", RestartCount: 1}}},
+		},
+		{
+			name: "exit 0 under OnFailure: done, stop the sandbox",
+			pod:  testPod(onFailure, nil, "app"), status: status(sb, ctr("c1", "app", podstate.ContainerExited, 0, 0, time.Minute)),
+			want: Actions{SandboxID: "sb1", KillPod: true},
+		},
+		{
+			name: "exit 1 under OnFailure: restart",
+			pod:  testPod(onFailure, nil, "app"), status: status(sb, ctr("c1", "app", podstate.ContainerExited, 0, 1, time.Minute)),
+			want: Actions{SandboxID: "sb1", Start: []ContainerStart{{Name: "app", RestartCount: 1}}},
+		},
+		{
+			name: "exit 1 under Never: done, stop the sandbox",
+			pod:  testPod(never, nil, "app"), status: status(sb, ctr("c1", "app", podstate.ContainerExited, 0, 1, time.Minute)),
+			want: Actions{SandboxID: "sb1", KillPod: true},
+		},
+		{
+			name: "one of two exited under Never: the other keeps running",
+			pod:  testPod(never, nil, "a", "b"),
+			status: status(sb, ctr("c1", "a", podstate.ContainerExited, 0, 0, time.Minute),
+				ctr("c2", "b", podstate.ContainerRunning, 0, 0, 0)),
+			want: Actions{SandboxID: "sb1"},
+		},
+		{
+			name:   "init container running: wait, regular containers PodInitializing",
+			pod:    testPod(always, []string{"i1", "i2"}, "app"),
+			status: status(sb, ctr("c1", "i1", podstate.ContainerRunning, 0, 0, 0)),
+			want:   Actions{SandboxID: "sb1", Waiting: map[string]Waiting{"app": {Reason: "PodInitializing"}}},
+		},
+		{
+			name:   "first init done: start the second",
+			pod:    testPod(always, []string{"i1", "i2"}, "app"),
+			status: status(sb, ctr("c1", "i1", podstate.ContainerExited, 0, 0, time.Minute)),
+			want: Actions{SandboxID: "sb1", Start: []ContainerStart{{Name: "i2", Init: true, Index: 1}},
+				Waiting: map[string]Waiting{"app": {Reason: "PodInitializing"}}},
+		},
+		{
+			name:   "all init done: start the regular containers",
+			pod:    testPod(always, []string{"i1"}, "app"),
+			status: status(sb, ctr("c1", "i1", podstate.ContainerExited, 0, 0, time.Minute)),
+			want:   Actions{SandboxID: "sb1", Start: []ContainerStart{{Name: "app"}}},
+		},
+		{
+			name:   "init failed under Never: the pod failed",
+			pod:    testPod(never, []string{"i1"}, "app"),
+			status: status(sb, ctr("c1", "i1", podstate.ContainerExited, 0, 2, time.Minute)),
+			want:   Actions{SandboxID: "sb1", InitFailed: true, KillPod: true},
+		},
+		{
+			name:   "init failed under Always: retried under back-off, the rest waits",
+			pod:    testPod(always, []string{"i1"}, "app"),
+			status: status(sb, ctr("c1", "i1", podstate.ContainerExited, 0, 2, time.Second)),
+			want: Actions{SandboxID: "sb1", Waiting: map[string]Waiting{
+				"i1":  {"CrashLoopBackOff", "back-off 10s restarting failed container=i1 pod=ns/web(uid-1)"},
+				"app": {Reason: "PodInitializing"}}},
+		},
+		{
+			name: "spec changed: kill and start a new instance",
+			pod: func() *corev1.Pod {
+				p := testPod(always, nil, "app")
+				p.Spec.Containers[0].Image = "nginx"
+				return p
+			}(),
+			status: status(sb, ctr("c1", "app", podstate.ContainerRunning, 2, 0, 0)),
+			want: Actions{SandboxID: "sb1", Kill: []ContainerKill{{"c1", "app", "container spec changed"}},
+				Start: []ContainerStart{{Name: "app", RestartCount: 3}}},
+		},
+		{
+			name: "liveness failed: kill and restart",
+			pod:  testPod(always, nil, "app"), status: status(sb, ctr("c1", "app", podstate.ContainerRunning, 0, 0, 0)),
+			unhealthy: map[string]string{"c1": "liveness probe failed"},
+			want: Actions{SandboxID: "sb1", Kill: []ContainerKill{{"c1", "app", "liveness probe failed"}},
+				Start: []ContainerStart{{Name: "app", RestartCount: 1}}},
+		},
+		{
+			name: "liveness failed under Never: kill, and the pod is done",
+			pod:  testPod(never, nil, "app"), status: status(sb, ctr("c1", "app", podstate.ContainerRunning, 0, 0, 0)),
+			unhealthy: map[string]string{"c1": "liveness probe failed"},
+			want:      Actions{SandboxID: "sb1", KillPod: true, Kill: []ContainerKill{{"c1", "app", "liveness probe failed"}}},
+		},
+		{
+			name: "created but never started: replace it with the same count",
+			pod:  testPod(always, nil, "app"), status: status(sb, ctr("c1", "app", podstate.ContainerCreated, 1, 0, 0)),
+			want: Actions{SandboxID: "sb1", Kill: []ContainerKill{{"c1", "app", "created but never started"}},
+				Start: []ContainerStart{{Name: "app", RestartCount: 1}}},
+		},
+		{
+			name: "unknown state: kill, then restart",
+			pod:  testPod(always, nil, "app"), status: status(sb, ctr("c1", "app", podstate.ContainerUnknown, 1, 0, 0)),
+			want: Actions{SandboxID: "sb1", Kill: []ContainerKill{{"c1", "app", "state unknown"}},
+				Start: []ContainerStart{{Name: "app", RestartCount: 2}}},
+		},
+		{
+			name: "terminal pod: never start, stop what runs",
+			pod:  testPod(always, nil, "app"), terminal: true,
+			status: status(sb, ctr("c1", "app", podstate.ContainerExited, 0, 1, time.Hour)),
+			want:   Actions{KillPod: true},
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			in := Inputs{Pod: tc.pod, Status: tc.status, Terminal: tc.terminal, Now: now, Backoff: backoff.New(backoff.Config{}), Hash: hash}
+			if tc.unhealthy != nil {
+				in.Unhealthy = func(id string) (string, bool) { r, ok := tc.unhealthy[id]; return r, ok }
+			}
+			got := ComputeActions(in)
+			if diff := cmp.Diff(tc.want, got, cmpopts.EquateEmpty()); diff != "" {
+				t.Errorf("actions (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestCrashLoopDelays follows one container through repeated crashes: the
+// n-th restart may not happen before 10 s·2ⁿ⁻¹ (≤ 300 s) after FinishedAt.
+func TestCrashLoopDelays(t *testing.T) {
+	pod := testPod(corev1.RestartPolicyAlways, nil, "app")
+	b := backoff.New(backoff.Config{})
+	sb := []podstate.Sandbox{ready("sb1", 0)}
+	finished := now
+	var delays []time.Duration
+	for restart := range 7 {
+		c := ctr("c", "app", podstate.ContainerExited, restart, 1, 0)
+		c.StartedAt, c.FinishedAt = finished.Add(-2*time.Second), finished
+		st := status(sb, c)
+		// Scan forward in 1 s steps until the restart is allowed.
+		for at := finished; ; at = at.Add(time.Second) {
+			acts := ComputeActions(Inputs{Pod: pod, Status: st, Now: at, Backoff: b, Hash: hash})
+			if len(acts.Start) == 1 {
+				delays = append(delays, at.Sub(finished))
+				finished = at.Add(2 * time.Second) // runs 2 s, crashes again
+				break
+			}
+			if acts.Waiting["app"].Reason != "CrashLoopBackOff" {
+				t.Fatalf("restart %d at +%v: neither started nor in back-off: %+v", restart, at.Sub(finished), acts)
+			}
+		}
+	}
+	want := []time.Duration{10, 20, 40, 80, 160, 300, 300}
+	for i := range want {
+		want[i] *= time.Second
+	}
+	if diff := cmp.Diff(want, delays); diff != "" {
+		t.Errorf("restart delays after FinishedAt (-want +got):\n%s", diff)
+	}
+}
