@@ -47,18 +47,18 @@ type Sandbox struct {
 // Container is one container instance (a container name may have several:
 // the running one and exited ones kept for logs and status).
 type Container struct {
-	ID          string
-	Name        string
-	SandboxID   string
-	State       ContainerState
-	CreatedAt   time.Time
-	StartedAt   time.Time
-	FinishedAt  time.Time
-	ExitCode    int32
-	Reason      string
-	Message     string
-	Image       string
-	ImageRef    string
+	ID         string
+	Name       string
+	SandboxID  string
+	State      ContainerState
+	CreatedAt  time.Time
+	StartedAt  time.Time
+	FinishedAt time.Time
+	ExitCode   int32
+	Reason     string
+	Message    string
+	Image      string
+	ImageRef   string
 	// RestartCount is the container's restart attempt, from its labels.
 	RestartCount int
 	// Hash is the hash of the container spec it was created from.
