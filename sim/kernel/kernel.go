@@ -295,7 +295,7 @@ func (k *Kernel) switchFrom(t *task) {
 		k.resume(next)
 	}
 	<-t.wake
-	if k.stopping {
+	if k.stopping || t.killed() {
 		panicGoexit()
 	}
 }
@@ -306,7 +306,7 @@ func (k *Kernel) running(op string) *task {
 	if k.current == nil {
 		panic(fmt.Sprintf("sim: %s called outside a simulated task", op))
 	}
-	if k.stopping {
+	if k.stopping || k.current.killed() {
 		panicGoexit()
 	}
 	return k.current

@@ -511,3 +511,38 @@ func TestSeedsFindTheLostUpdateAndReplayIt(t *testing.T) {
 	}
 	t.Logf("seed %d loses an update; seed %d does not", lossy, clean)
 }
+
+func TestKillGroupEndsItsTasksWhereTheyWait(t *testing.T) {
+	k := newKernel(t, kernel.Config{Seed: 4})
+	agent := k.NewGroup("agent")
+	at := k.TasksIn(agent)
+	var log []string
+	add := func(s string) { log = append(log, fmt.Sprintf("+%v %s", k.Elapsed(), s)) }
+	at.Go("worker", func() {
+		defer add("worker defer")
+		k.Tasks().Go("child", func() { // joins the agent group
+			k.Sleep(time.Hour)
+			add("child woke")
+		})
+		for {
+			k.Sleep(time.Second)
+		}
+	})
+	at.AfterFunc("later", time.Minute, func() { add("delayed task ran") })
+	k.Tasks().Go("bystander", func() { k.Sleep(90 * time.Second); add("bystander woke") })
+	if err := k.RunFor(10 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	k.KillGroup(agent)
+	at.Go("after-kill", func() { add("spawned into a killed group") })
+	if err := k.RunFor(2 * time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"+10s worker defer", "+1m30s bystander woke"}
+	if diff := cmp.Diff(want, log); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+	if k.Live() != 0 {
+		t.Errorf("%d tasks still live after the kill", k.Live())
+	}
+}

@@ -7,8 +7,9 @@ import (
 	"github.com/lockstep-dev/lockstep/sim/trace"
 )
 
-func fieldKind(k string) trace.Field { return trace.Field{Key: "failure", Value: k} }
-func fieldMsg(m string) trace.Field  { return trace.Field{Key: "msg", Value: m} }
+func fieldKind(k string) trace.Field  { return trace.Field{Key: "failure", Value: k} }
+func fieldMsg(m string) trace.Field   { return trace.Field{Key: "msg", Value: m} }
+func fieldGroup(g string) trace.Field { return trace.Field{Key: "group", Value: g} }
 
 // logHandler turns slog records into "log" trace events stamped with
 // virtual time; the record's wall-clock time is ignored.

@@ -25,6 +25,7 @@ type task struct {
 	wake      chan struct{}
 	exited    chan struct{}
 	state     taskState
+	group     *Group
 	waitingOn string
 	since     time.Duration
 	wakeErr   error
@@ -37,8 +38,10 @@ type task struct {
 
 // Go starts fn as a new task, ready to run at the next scheduling point.
 // Its trace name is name#id.
-func (k *Kernel) Go(name string, fn func()) {
-	if k.stopping {
+func (k *Kernel) Go(name string, fn func()) { k.spawn(name, fn, k.currentGroup()) }
+
+func (k *Kernel) spawn(name string, fn func(), g *Group) {
+	if k.stopping || g != nil && g.killed {
 		return
 	}
 	k.nextID++
@@ -46,6 +49,7 @@ func (k *Kernel) Go(name string, fn func()) {
 		id:     k.nextID,
 		name:   fmt.Sprintf("%s#%d", name, k.nextID),
 		fn:     fn,
+		group:  g,
 		wake:   make(chan struct{}, 1),
 		exited: make(chan struct{}),
 		state:  stateReady,
@@ -62,6 +66,10 @@ func (k *Kernel) runTask(t *task) {
 		close(t.exited)
 		return
 	}
+	if t.killed() {
+		k.finish(t, "killed")
+		return
+	}
 	returned := false
 	defer func() {
 		v := recover()
@@ -71,25 +79,37 @@ func (k *Kernel) runTask(t *task) {
 			close(t.exited)
 			return
 		}
-		if !returned {
+		kind := "exit"
+		switch {
+		case returned:
+		case v == nil && t.killed():
+			kind = "killed"
+		default:
 			if v == nil {
 				v = "runtime.Goexit called by the task"
 			}
 			k.fail("panic", t, fmt.Sprintf("task %s panicked: %v", t.name, v), string(debug.Stack()))
 		}
-		t.state = stateDone
-		delete(k.live, t.id)
-		k.rec.Record(k.Elapsed(), t.name, "exit")
-		close(t.exited)
-		if next := k.pick(); next != nil {
-			k.resume(next)
-		} else {
-			k.current = nil
-			k.driverRun <- struct{}{}
-		}
+		k.finish(t, kind)
 	}()
 	t.fn()
 	returned = true
+}
+
+func (t *task) killed() bool { return t.group != nil && t.group.killed }
+
+// finish retires t and hands the baton on.
+func (k *Kernel) finish(t *task, kind string) {
+	t.state = stateDone
+	delete(k.live, t.id)
+	k.rec.Record(k.Elapsed(), t.name, kind)
+	close(t.exited)
+	if next := k.pick(); next != nil {
+		k.resume(next)
+	} else {
+		k.current = nil
+		k.driverRun <- struct{}{}
+	}
 }
 
 // panicGoexit ends the calling task's goroutine during Close; deferred calls

@@ -30,6 +30,7 @@ type timerEntry struct {
 	fn    func()
 	tick  *ticker
 	ctx   *simCtx
+	group *Group
 }
 
 type timerHeap []*timerEntry
@@ -85,7 +86,7 @@ func (k *Kernel) fire(e *timerEntry) {
 		e.task.timer = nil
 		k.wakeTask(e.task, nil)
 	case timerFunc:
-		k.Go(e.name, e.fn)
+		k.spawn(e.name, e.fn, e.group)
 	case timerTick:
 		e.tick.sig.Notify()
 		k.arm(e, k.epoch.Add(e.due+e.tick.period))
@@ -139,7 +140,11 @@ func (k *Kernel) yield(t *task) {
 
 // AfterFunc starts fn as a task named name after d of virtual time.
 func (k *Kernel) AfterFunc(name string, d time.Duration, fn func()) deps.Timer {
-	e := &timerEntry{kind: timerFunc, name: name, fn: fn, index: -1}
+	return k.afterFunc(name, d, fn, k.currentGroup())
+}
+
+func (k *Kernel) afterFunc(name string, d time.Duration, fn func(), g *Group) deps.Timer {
+	e := &timerEntry{kind: timerFunc, name: name, fn: fn, index: -1, group: g}
 	k.arm(e, k.now.Add(d))
 	k.Record("timer", trace.Field{Key: "name", Value: name}, trace.F("after", d))
 	return &simTimer{k: k, e: e}
