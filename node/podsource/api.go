@@ -1,0 +1,93 @@
+package podsource
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/lockstep-dev/lockstep/node/deps"
+)
+
+// The API source's retry delays: the first failure after a healthy watch
+// relists at once; each further consecutive failure waits a jittered delay
+// in [d/2, d], d doubling from backoffInitial up to backoffMax.
+const (
+	backoffInitial = time.Second
+	backoffMax     = 30 * time.Second
+)
+
+// APISource lists and watches the pods bound to this node through
+// deps.API.Pods and feeds them to a Merger: every list is a complete
+// snapshot (so pods deleted while the watch was down are removed), every
+// watch event is applied as it comes. Mirror pods are delivered like any
+// other API pod.
+type APISource struct {
+	d    deps.Deps
+	node string
+	m    *Merger
+}
+
+// NewAPISource returns the apiserver source of nodeName's pods feeding m.
+func NewAPISource(d deps.Deps, nodeName string, m *Merger) *APISource {
+	return &APISource{d: d, node: nodeName, m: m}
+}
+
+// Run lists and watches until ctx ends, relisting whenever the watch
+// breaks. Consecutive failures back off; a watch that delivered an event
+// or stayed open for backoffMax counts as healthy and resets the count.
+func (s *APISource) Run(ctx context.Context) {
+	failures := 0
+	for ctx.Err() == nil {
+		if failures > 1 {
+			if s.d.Tasks.Sleep(ctx, s.backoff(failures-1)) != nil {
+				return
+			}
+		}
+		healthy, err := s.listAndWatch(ctx)
+		if ctx.Err() != nil {
+			return
+		}
+		if healthy {
+			failures = 0
+		}
+		failures++
+		s.d.Log.Warn("pod list/watch failed; relisting", "node", s.node, "failures", failures, "error", err)
+	}
+}
+
+// listAndWatch lists once, then applies watch events until the watch
+// breaks. healthy reports whether the watch worked for a while.
+func (s *APISource) listAndWatch(ctx context.Context) (healthy bool, err error) {
+	pods, rv, err := s.d.API.Pods.ListPods(ctx, s.node)
+	if err != nil {
+		return false, fmt.Errorf("list pods of node %q: %w", s.node, err)
+	}
+	s.m.Set(SourceAPI, pods)
+	w, err := s.d.API.Pods.WatchPods(ctx, s.node, rv)
+	if err != nil {
+		return false, fmt.Errorf("watch pods of node %q from resource version %q: %w", s.node, rv, err)
+	}
+	defer w.Stop()
+	start := s.d.Clock.Now()
+	for {
+		ev, err := w.Next(ctx)
+		if err != nil {
+			healthy = healthy || s.d.Clock.Since(start) >= backoffMax
+			return healthy, fmt.Errorf("watch pods of node %q: %w", s.node, err)
+		}
+		healthy = true
+		if ev.Pod != nil {
+			s.m.Apply(SourceAPI, ev.Type, ev.Pod)
+		}
+	}
+}
+
+// backoff is the jittered delay before retry n (n >= 1).
+func (s *APISource) backoff(n int) time.Duration {
+	d := backoffMax
+	if n <= 5 { // 1 s << 5 = 32 s > max
+		d = min(backoffInitial<<(n-1), backoffMax)
+	}
+	half := d / 2
+	return half + time.Duration(s.d.Rand.IntN(int(d-half)+1))
+}

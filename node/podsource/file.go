@@ -1,0 +1,217 @@
+package podsource
+
+import (
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"io/fs"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/lockstep-dev/lockstep/node/deps"
+)
+
+// DefaultFilePeriod is how often the manifest directory is re-read when
+// FileConfig.Period is zero.
+const DefaultFilePeriod = 20 * time.Second
+
+// FileConfig configures the static pod source.
+type FileConfig struct {
+	// Dir is the manifest directory. Empty: no static pods (the source
+	// still delivers one empty snapshot, so the Merger sees it).
+	Dir string
+	// NodeName is this node's name.
+	NodeName string
+	// Period is the re-read interval; zero means DefaultFilePeriod.
+	Period time.Duration
+	// OnManifestError, when set, is told about every manifest (or the
+	// directory) that cannot be used, once per distinct error per file,
+	// typically to record an event. It runs on the source's task.
+	OnManifestError func(file string, err error)
+}
+
+// FileSource reads static pod manifests from a directory through
+// deps.Files: files ending in .yaml, .yml or .json, one pod each, hidden
+// files and subdirectories ignored. Every scan is a complete snapshot for
+// the Merger. A manifest that does not parse or validate is reported and
+// skipped; a manifest that cannot be read for another reason than being
+// gone keeps the pod it last gave, so a transient I/O error kills nothing.
+type FileSource struct {
+	d   deps.Deps
+	cfg FileConfig
+	m   *Merger
+
+	// files holds the last scan's result per path.
+	files map[string]*manifest
+	// reported holds the error last reported per path (or the directory).
+	reported map[string]string
+}
+
+// manifest is one file's content digest and what it gave.
+type manifest struct {
+	sum [sha256.Size]byte
+	pod *corev1.Pod
+	err error
+}
+
+// NewFileSource returns the static pod source feeding m.
+func NewFileSource(d deps.Deps, cfg FileConfig, m *Merger) *FileSource {
+	if cfg.Period <= 0 {
+		cfg.Period = DefaultFilePeriod
+	}
+	return &FileSource{d: d, cfg: cfg, m: m, files: map[string]*manifest{}, reported: map[string]string{}}
+}
+
+// Run scans the directory at once and then every period until ctx ends.
+func (s *FileSource) Run(ctx context.Context) {
+	if s.cfg.Dir == "" {
+		s.m.Set(SourceFile, nil)
+		return
+	}
+	s.scan()
+	tick := s.d.Tasks.NewTicker("podsource-file-scan", s.cfg.Period)
+	defer tick.Stop()
+	for tick.Wait(ctx) == nil {
+		s.scan()
+	}
+}
+
+// scan reads the directory once and hands the Merger the snapshot.
+func (s *FileSource) scan() {
+	failed := map[string]bool{}
+	defer s.forgetFixed(failed)
+
+	entries, err := s.d.Files.ReadDir(s.cfg.Dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		// No directory: no static pods.
+		s.files = map[string]*manifest{}
+		s.m.Set(SourceFile, nil)
+		return
+	}
+	if err != nil {
+		// Keep what we have rather than kill every static pod on an I/O
+		// error; the next scan tries again, and the files' errors stay
+		// reported.
+		for file := range s.reported {
+			failed[file] = true
+		}
+		s.report(failed, s.cfg.Dir, fmt.Errorf("read static pod directory %s: %w", s.cfg.Dir, err))
+		return
+	}
+
+	var names []string
+	for _, e := range entries {
+		if isManifestName(e.Name()) && !e.IsDir() {
+			names = append(names, e.Name())
+		}
+	}
+	slices.Sort(names)
+
+	// The first-seen time of a pod whose manifest was reformatted but not
+	// changed (same UID) carries over.
+	seenOf := map[types.UID]string{}
+	for _, mf := range s.files {
+		if mf.pod != nil {
+			seenOf[mf.pod.UID] = mf.pod.Annotations[AnnotationConfigSeen]
+		}
+	}
+
+	next := make(map[string]*manifest, len(names))
+	owner := map[string]string{} // namespace/name → path
+	var pods []*corev1.Pod
+	for _, name := range names {
+		path := filepath.Join(s.cfg.Dir, name)
+		mf, err := s.read(path, seenOf)
+		if err != nil {
+			s.report(failed, path, err)
+		}
+		if mf == nil {
+			continue
+		}
+		next[path] = mf
+		if mf.err != nil {
+			s.report(failed, path, fmt.Errorf("static pod manifest %s: %w", path, mf.err))
+			continue
+		}
+		key := mf.pod.Namespace + "/" + mf.pod.Name
+		if first, dup := owner[key]; dup {
+			s.report(failed, path, fmt.Errorf("static pod manifest %s: pod %s is already defined by %s", path, key, first))
+			continue
+		}
+		owner[key] = path
+		pods = append(pods, mf.pod)
+	}
+	s.files = next
+	s.m.Set(SourceFile, pods)
+}
+
+// read returns what the manifest at path gives, reusing the last result
+// when its content did not change. A nil manifest means the file is gone;
+// an error means it could not be read (the last result, if any, is kept).
+func (s *FileSource) read(path string, seenOf map[types.UID]string) (*manifest, error) {
+	data, err := s.d.Files.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil // removed since the directory was read
+	}
+	if err != nil {
+		err = fmt.Errorf("read static pod manifest %s: %w", path, err)
+		if prev := s.files[path]; prev != nil && prev.err == nil {
+			return prev, err
+		}
+		return nil, err
+	}
+	sum := sha256.Sum256(data)
+	if prev := s.files[path]; prev != nil && prev.sum == sum {
+		return prev, nil
+	}
+	pod, err := ParseManifest(data, s.cfg.NodeName, s.d.Clock.Now())
+	if err == nil {
+		if seen, ok := seenOf[pod.UID]; ok {
+			pod.Annotations[AnnotationConfigSeen] = seen
+		}
+	}
+	return &manifest{sum: sum, pod: pod, err: err}, nil
+}
+
+// report logs and hands on err about file unless the same error was the
+// last one reported for it.
+func (s *FileSource) report(failed map[string]bool, file string, err error) {
+	failed[file] = true
+	msg := err.Error()
+	if s.reported[file] == msg {
+		return
+	}
+	s.reported[file] = msg
+	s.d.Log.Warn("static pod manifest skipped", "file", file, "error", err)
+	if s.cfg.OnManifestError != nil {
+		s.cfg.OnManifestError(file, err)
+	}
+}
+
+// forgetFixed drops the reported errors of files that did not fail this
+// scan, so that a file that breaks again is reported again.
+func (s *FileSource) forgetFixed(failed map[string]bool) {
+	for file := range s.reported {
+		if !failed[file] {
+			delete(s.reported, file)
+		}
+	}
+}
+
+// isManifestName reports whether a directory entry is a manifest to read.
+func isManifestName(name string) bool {
+	if strings.HasPrefix(name, ".") {
+		return false
+	}
+	switch filepath.Ext(name) {
+	case ".yaml", ".yml", ".json":
+		return true
+	}
+	return false
+}

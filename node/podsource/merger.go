@@ -1,0 +1,226 @@
+package podsource
+
+import (
+	"cmp"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sync"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/lockstep-dev/lockstep/node/deps"
+)
+
+// Merger keeps the pods of every registered source by UID and turns each
+// snapshot or watch event into Updates on its inbox. It is safe for use by
+// several tasks; the Updates of one call are put on the inbox before the
+// call returns, in the order REMOVE, ADD, UPDATE, DELETE, RECONCILE.
+type Merger struct {
+	log *slog.Logger
+	out *deps.Inbox[Update]
+
+	mu      sync.Mutex
+	sources map[string]*sourcePods
+	names   []string
+}
+
+// sourcePods is what one source has delivered so far.
+type sourcePods struct {
+	pods map[types.UID]*corev1.Pod
+	// seen: the source has delivered a complete snapshot.
+	seen bool
+}
+
+// NewMerger returns a Merger for the named sources that puts its Updates
+// on out.
+func NewMerger(d deps.Deps, sources []string, out *deps.Inbox[Update]) *Merger {
+	m := &Merger{log: d.Log, out: out, sources: map[string]*sourcePods{}}
+	for _, name := range sources {
+		if _, dup := m.sources[name]; dup {
+			continue
+		}
+		m.sources[name] = &sourcePods{pods: map[types.UID]*corev1.Pod{}}
+		m.names = append(m.names, name)
+	}
+	return m
+}
+
+// Seen reports whether source has delivered its first complete snapshot.
+func (m *Merger) Seen(source string) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	s := m.sources[source]
+	return s != nil && s.seen
+}
+
+// AllSeen reports whether every registered source has delivered its first
+// complete snapshot: until then the agent cannot tell an orphan from a pod
+// it has not heard of yet.
+func (m *Merger) AllSeen() bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, name := range m.names {
+		if !m.sources[name].seen {
+			return false
+		}
+	}
+	return true
+}
+
+// Set replaces source's pods with a complete snapshot and emits the
+// difference: new UIDs are added, vanished ones removed, known ones
+// updated, deleted or reconciled by what changed. pods is not modified.
+func (m *Merger) Set(source string, pods []*corev1.Pod) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	s := m.source(source)
+	next := make(map[types.UID]*corev1.Pod, len(pods))
+	groups := map[Op][]*corev1.Pod{}
+	for _, p := range pods {
+		if p == nil {
+			continue
+		}
+		if p.UID == "" {
+			m.log.Warn("pod without UID ignored", "source", source, "pod", p.Namespace+"/"+p.Name)
+			continue
+		}
+		if _, dup := next[p.UID]; dup {
+			m.log.Warn("pod listed twice; first kept", "source", source, "pod", p.Namespace+"/"+p.Name, "uid", p.UID)
+			continue
+		}
+		own := ownCopy(source, p)
+		next[own.UID] = own
+		if op, ok := change(s.pods[own.UID], own); ok {
+			groups[op] = append(groups[op], own)
+		}
+	}
+	for uid, old := range s.pods {
+		if _, ok := next[uid]; !ok {
+			groups[OpRemove] = append(groups[OpRemove], old)
+		}
+	}
+	s.pods = next
+	s.seen = true
+	for _, op := range []Op{OpRemove, OpAdd, OpUpdate, OpDelete, OpReconcile} {
+		if len(groups[op]) > 0 {
+			m.emit(op, source, groups[op])
+		}
+	}
+}
+
+// Apply records one watch event of source in constant time: an added or
+// modified pod is added, updated, deleted or reconciled against what the
+// source had; a deleted pod is removed.
+func (m *Merger) Apply(source string, event deps.PodEventType, pod *corev1.Pod) {
+	if pod == nil {
+		return
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	s := m.source(source)
+	if pod.UID == "" {
+		m.log.Warn("pod without UID ignored", "source", source, "pod", pod.Namespace+"/"+pod.Name)
+		return
+	}
+	switch event {
+	case deps.PodAdded, deps.PodModified:
+		own := ownCopy(source, pod)
+		op, ok := change(s.pods[own.UID], own)
+		s.pods[own.UID] = own
+		if ok {
+			m.emit(op, source, []*corev1.Pod{own})
+		}
+	case deps.PodDeleted:
+		if _, ok := s.pods[pod.UID]; !ok {
+			return
+		}
+		delete(s.pods, pod.UID)
+		m.emit(OpRemove, source, []*corev1.Pod{ownCopy(source, pod)})
+	default:
+		m.log.Warn("unknown pod event ignored", "source", source, "event", string(event), "pod", pod.Namespace+"/"+pod.Name)
+	}
+}
+
+// source returns the state of a registered source; an unknown name is a
+// wiring bug.
+func (m *Merger) source(name string) *sourcePods {
+	s := m.sources[name]
+	if s == nil {
+		panic(fmt.Sprintf("podsource: source %q was not registered with the merger", name))
+	}
+	return s
+}
+
+// emit puts copies of pods, sorted by namespace and name, on the inbox.
+// It runs under m.mu so that Updates keep the order of the calls.
+func (m *Merger) emit(op Op, source string, pods []*corev1.Pod) {
+	slices.SortFunc(pods, func(a, b *corev1.Pod) int {
+		return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name), cmp.Compare(a.UID, b.UID))
+	})
+	out := make([]*corev1.Pod, len(pods))
+	for i, p := range pods {
+		out[i] = p.DeepCopy()
+	}
+	m.out.Put(Update{Op: op, Source: source, Pods: out})
+}
+
+// ownCopy returns the merger's copy of p, stamped with its source.
+func ownCopy(source string, p *corev1.Pod) *corev1.Pod {
+	own := p.DeepCopy()
+	if own.Annotations == nil {
+		own.Annotations = map[string]string{}
+	}
+	own.Annotations[AnnotationConfigSource] = source
+	return own
+}
+
+// change classifies how a pod moved from old (nil: unknown) to cur.
+func change(old, cur *corev1.Pod) (Op, bool) {
+	switch {
+	case old == nil:
+		return OpAdd, true
+	case !sameDesire(old, cur):
+		if old.DeletionTimestamp == nil && cur.DeletionTimestamp != nil {
+			return OpDelete, true
+		}
+		return OpUpdate, true
+	case !equality.Semantic.DeepEqual(old.Status, cur.Status):
+		return OpReconcile, true
+	}
+	return "", false
+}
+
+// sameDesire reports whether two versions of a pod ask the agent for the
+// same thing: same spec, labels, annotations (but the first-seen time) and
+// deletion request. Resource versions, managed fields and the like do not
+// count.
+func sameDesire(a, b *corev1.Pod) bool {
+	return equality.Semantic.DeepEqual(a.Spec, b.Spec) &&
+		equality.Semantic.DeepEqual(a.Labels, b.Labels) &&
+		equality.Semantic.DeepEqual(a.DeletionTimestamp, b.DeletionTimestamp) &&
+		equality.Semantic.DeepEqual(a.DeletionGracePeriodSeconds, b.DeletionGracePeriodSeconds) &&
+		annotationsEqual(a.Annotations, b.Annotations)
+}
+
+// annotationsEqual compares annotations, ignoring the first-seen time.
+func annotationsEqual(a, b map[string]string) bool {
+	n := 0
+	for k, va := range a {
+		if k == AnnotationConfigSeen {
+			continue
+		}
+		if vb, ok := b[k]; !ok || vb != va {
+			return false
+		}
+		n++
+	}
+	for k := range b {
+		if k != AnnotationConfigSeen {
+			n--
+		}
+	}
+	return n == 0
+}
