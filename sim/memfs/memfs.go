@@ -1,0 +1,121 @@
+// Package memfs is an in-memory file tree implementing deps.Files, so the
+// simulator can drop, edit and remove static pod manifests.
+package memfs
+
+import (
+	"fmt"
+	"io/fs"
+	"path"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/lockstep-dev/lockstep/node/deps"
+)
+
+// FS is an in-memory tree of files. Directories exist implicitly while they
+// hold a file, or explicitly after MkdirAll.
+type FS struct {
+	mu    sync.Mutex
+	files map[string][]byte
+	dirs  map[string]bool
+}
+
+var _ deps.Files = (*FS)(nil)
+
+// New returns an empty tree.
+func New() *FS { return &FS{files: map[string][]byte{}, dirs: map[string]bool{}} }
+
+// MkdirAll creates dir (and its parents).
+func (f *FS) MkdirAll(dir string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for d := path.Clean(dir); d != "/" && d != "."; d = path.Dir(d) {
+		f.dirs[d] = true
+	}
+}
+
+// WriteFile creates or replaces a file, creating its directory.
+func (f *FS) WriteFile(name string, data []byte) {
+	name = path.Clean(name)
+	f.MkdirAll(path.Dir(name))
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.files[name] = append([]byte(nil), data...)
+}
+
+// Remove deletes a file; it reports whether the file existed.
+func (f *FS) Remove(name string) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	name = path.Clean(name)
+	_, ok := f.files[name]
+	delete(f.files, name)
+	return ok
+}
+
+// ReadFile returns a copy of a file's content.
+func (f *FS) ReadFile(name string) ([]byte, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	data, ok := f.files[path.Clean(name)]
+	if !ok {
+		return nil, &fs.PathError{Op: "open", Path: name, Err: fs.ErrNotExist}
+	}
+	return append([]byte(nil), data...), nil
+}
+
+// ReadDir lists a directory's entries sorted by name.
+func (f *FS) ReadDir(dir string) ([]fs.DirEntry, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	dir = path.Clean(dir)
+	if !f.dirs[dir] {
+		return nil, &fs.PathError{Op: "open", Path: dir, Err: fs.ErrNotExist}
+	}
+	seen := map[string]entry{}
+	prefix := dir + "/"
+	for name, data := range f.files {
+		if rest, ok := strings.CutPrefix(name, prefix); ok {
+			if i := strings.IndexByte(rest, '/'); i >= 0 {
+				seen[rest[:i]] = entry{name: rest[:i], dir: true}
+			} else {
+				seen[rest] = entry{name: rest, size: int64(len(data))}
+			}
+		}
+	}
+	for d := range f.dirs {
+		if rest, ok := strings.CutPrefix(d, prefix); ok && !strings.Contains(rest, "/") {
+			seen[rest] = entry{name: rest, dir: true}
+		}
+	}
+	out := make([]fs.DirEntry, 0, len(seen))
+	for _, e := range seen {
+		out = append(out, e)
+	}
+	slices.SortFunc(out, func(a, b fs.DirEntry) int { return strings.Compare(a.Name(), b.Name()) })
+	return out, nil
+}
+
+type entry struct {
+	name string
+	dir  bool
+	size int64
+}
+
+func (e entry) Name() string               { return e.name }
+func (e entry) IsDir() bool                { return e.dir }
+func (e entry) Type() fs.FileMode          { return e.mode().Type() }
+func (e entry) Info() (fs.FileInfo, error) { return e, nil }
+func (e entry) Size() int64                { return e.size }
+func (e entry) ModTime() time.Time         { return time.Time{} }
+func (e entry) Sys() any                   { return nil }
+func (e entry) String() string             { return fmt.Sprintf("%s (%d bytes)", e.name, e.size) }
+func (e entry) Mode() fs.FileMode          { return e.mode() }
+func (e entry) mode() fs.FileMode {
+	if e.dir {
+		return fs.ModeDir | 0o755
+	}
+	return 0o644
+}
