@@ -78,6 +78,9 @@ type Actions struct {
 	InitFailed bool
 	// Waiting maps container names to why they are held back.
 	Waiting map[string]Waiting
+	// RetryAfter is when the earliest back-off holding a container expires
+	// (0: none).
+	RetryAfter time.Duration
 }
 
 // BackoffKey is the crash-loop back-off key of a pod's container.
@@ -236,6 +239,9 @@ func restartAfterFailure(in Inputs, acts *Actions, name string, init bool, index
 		}
 		delay := in.Backoff.Delay(BackoffKey(in.Pod, name), latest.StartedAt, finished)
 		if remaining := finished.Add(delay).Sub(in.Now); remaining > 0 {
+			if acts.RetryAfter == 0 || remaining < acts.RetryAfter {
+				acts.RetryAfter = remaining
+			}
 			acts.Waiting[name] = Waiting{
 				Reason: "CrashLoopBackOff",
 				Message: fmt.Sprintf("back-off %v restarting failed container=%s pod=%s/%s(%s)",

@@ -42,7 +42,7 @@ func ctr(id, name string, state podstate.ContainerState, restarts int, exit int3
 	return c
 }
 
-func status(sbs []podstate.Sandbox, cs ...podstate.Container) *podstate.PodStatus {
+func podStatus(sbs []podstate.Sandbox, cs ...podstate.Container) *podstate.PodStatus {
 	s := &podstate.PodStatus{UID: "uid-1", Sandboxes: sbs, Containers: cs}
 	s.Sort()
 	return s
@@ -63,103 +63,103 @@ func TestComputeActions(t *testing.T) {
 	}{
 		{
 			name: "new pod: create sandbox and start every container",
-			pod:  testPod(always, nil, "app", "side"), status: status(nil),
+			pod:  testPod(always, nil, "app", "side"), status: podStatus(nil),
 			want: Actions{CreateSandbox: true, Start: []ContainerStart{{Name: "app"}, {Name: "side", Index: 1}}},
 		},
 		{
 			name: "new pod with init containers: only the first init container",
-			pod:  testPod(always, []string{"i1", "i2"}, "app"), status: status(nil),
+			pod:  testPod(always, []string{"i1", "i2"}, "app"), status: podStatus(nil),
 			want: Actions{CreateSandbox: true, Start: []ContainerStart{{Name: "i1", Init: true}}},
 		},
 		{
 			name: "sandbox died: kill the pod and recreate with the next attempt",
-			pod:  testPod(always, nil, "app"), status: status(dead, ctr("c1", "app", podstate.ContainerRunning, 0, 0, 0)),
+			pod:  testPod(always, nil, "app"), status: podStatus(dead, ctr("c1", "app", podstate.ContainerRunning, 0, 0, 0)),
 			want: Actions{KillPod: true, CreateSandbox: true, Attempt: 1, Start: []ContainerStart{{Name: "app", RestartCount: 1}}},
 		},
 		{
 			name: "sandbox died, restartPolicy Never, containers ran: no new sandbox",
-			pod:  testPod(never, nil, "app"), status: status(dead, ctr("c1", "app", podstate.ContainerExited, 0, 0, time.Minute)),
+			pod:  testPod(never, nil, "app"), status: podStatus(dead, ctr("c1", "app", podstate.ContainerExited, 0, 0, time.Minute)),
 			want: Actions{},
 		},
 		{
 			name: "sandbox died, OnFailure: succeeded containers are not rerun",
 			pod:  testPod(onFailure, nil, "done", "failed"),
-			status: status(dead, ctr("c1", "done", podstate.ContainerExited, 0, 0, time.Minute),
+			status: podStatus(dead, ctr("c1", "done", podstate.ContainerExited, 0, 0, time.Minute),
 				ctr("c2", "failed", podstate.ContainerExited, 0, 1, time.Minute)),
 			want: Actions{KillPod: true, CreateSandbox: true, Attempt: 1, Start: []ContainerStart{{Name: "failed", Index: 1, RestartCount: 1}}},
 		},
 		{
 			name: "running and healthy: nothing to do",
-			pod:  testPod(always, nil, "app"), status: status(sb, ctr("c1", "app", podstate.ContainerRunning, 0, 0, 0)),
+			pod:  testPod(always, nil, "app"), status: podStatus(sb, ctr("c1", "app", podstate.ContainerRunning, 0, 0, 0)),
 			want: Actions{SandboxID: "sb1"},
 		},
 		{
 			name: "crashed just now under Always: CrashLoopBackOff",
-			pod:  testPod(always, nil, "app"), status: status(sb, ctr("c1", "app", podstate.ContainerExited, 0, 1, time.Second)),
-			want: Actions{SandboxID: "sb1", Waiting: map[string]Waiting{"app": {"CrashLoopBackOff", backoffMsg}}},
+			pod:  testPod(always, nil, "app"), status: podStatus(sb, ctr("c1", "app", podstate.ContainerExited, 0, 1, time.Second)),
+			want: Actions{SandboxID: "sb1", RetryAfter: 9 * time.Second, Waiting: map[string]Waiting{"app": {"CrashLoopBackOff", backoffMsg}}},
 		},
 		{
 			name: "crashed 11 s ago under Always: restart with the next count",
-			pod:  testPod(always, nil, "app"), status: status(sb, ctr("c1", "app", podstate.ContainerExited, 3, 1, 11*time.Second)),
+			pod:  testPod(always, nil, "app"), status: podStatus(sb, ctr("c1", "app", podstate.ContainerExited, 3, 1, 11*time.Second)),
 			want: Actions{SandboxID: "sb1", Start: []ContainerStart{{Name: "app", RestartCount: 4}}},
 		},
 		{
 			name: "exit 0 under Always restarts too (after back-off)",
-			pod:  testPod(always, nil, "app"), status: status(sb, ctr("c1", "app", podstate.ContainerExited, 0, 0, time.Minute)),
+			pod:  testPod(always, nil, "app"), status: podStatus(sb, ctr("c1", "app", podstate.ContainerExited, 0, 0, time.Minute)),
 			want: Actions{SandboxID: "sb1", Start: []ContainerStart{{Name: "app", RestartCount: 1}}},
 		},
 		{
 			name: "exit 0 under OnFailure: done, stop the sandbox",
-			pod:  testPod(onFailure, nil, "app"), status: status(sb, ctr("c1", "app", podstate.ContainerExited, 0, 0, time.Minute)),
+			pod:  testPod(onFailure, nil, "app"), status: podStatus(sb, ctr("c1", "app", podstate.ContainerExited, 0, 0, time.Minute)),
 			want: Actions{SandboxID: "sb1", KillPod: true},
 		},
 		{
 			name: "exit 1 under OnFailure: restart",
-			pod:  testPod(onFailure, nil, "app"), status: status(sb, ctr("c1", "app", podstate.ContainerExited, 0, 1, time.Minute)),
+			pod:  testPod(onFailure, nil, "app"), status: podStatus(sb, ctr("c1", "app", podstate.ContainerExited, 0, 1, time.Minute)),
 			want: Actions{SandboxID: "sb1", Start: []ContainerStart{{Name: "app", RestartCount: 1}}},
 		},
 		{
 			name: "exit 1 under Never: done, stop the sandbox",
-			pod:  testPod(never, nil, "app"), status: status(sb, ctr("c1", "app", podstate.ContainerExited, 0, 1, time.Minute)),
+			pod:  testPod(never, nil, "app"), status: podStatus(sb, ctr("c1", "app", podstate.ContainerExited, 0, 1, time.Minute)),
 			want: Actions{SandboxID: "sb1", KillPod: true},
 		},
 		{
 			name: "one of two exited under Never: the other keeps running",
 			pod:  testPod(never, nil, "a", "b"),
-			status: status(sb, ctr("c1", "a", podstate.ContainerExited, 0, 0, time.Minute),
+			status: podStatus(sb, ctr("c1", "a", podstate.ContainerExited, 0, 0, time.Minute),
 				ctr("c2", "b", podstate.ContainerRunning, 0, 0, 0)),
 			want: Actions{SandboxID: "sb1"},
 		},
 		{
 			name:   "init container running: wait, regular containers PodInitializing",
 			pod:    testPod(always, []string{"i1", "i2"}, "app"),
-			status: status(sb, ctr("c1", "i1", podstate.ContainerRunning, 0, 0, 0)),
+			status: podStatus(sb, ctr("c1", "i1", podstate.ContainerRunning, 0, 0, 0)),
 			want:   Actions{SandboxID: "sb1", Waiting: map[string]Waiting{"app": {Reason: "PodInitializing"}}},
 		},
 		{
 			name:   "first init done: start the second",
 			pod:    testPod(always, []string{"i1", "i2"}, "app"),
-			status: status(sb, ctr("c1", "i1", podstate.ContainerExited, 0, 0, time.Minute)),
+			status: podStatus(sb, ctr("c1", "i1", podstate.ContainerExited, 0, 0, time.Minute)),
 			want: Actions{SandboxID: "sb1", Start: []ContainerStart{{Name: "i2", Init: true, Index: 1}},
 				Waiting: map[string]Waiting{"app": {Reason: "PodInitializing"}}},
 		},
 		{
 			name:   "all init done: start the regular containers",
 			pod:    testPod(always, []string{"i1"}, "app"),
-			status: status(sb, ctr("c1", "i1", podstate.ContainerExited, 0, 0, time.Minute)),
+			status: podStatus(sb, ctr("c1", "i1", podstate.ContainerExited, 0, 0, time.Minute)),
 			want:   Actions{SandboxID: "sb1", Start: []ContainerStart{{Name: "app"}}},
 		},
 		{
 			name:   "init failed under Never: the pod failed",
 			pod:    testPod(never, []string{"i1"}, "app"),
-			status: status(sb, ctr("c1", "i1", podstate.ContainerExited, 0, 2, time.Minute)),
+			status: podStatus(sb, ctr("c1", "i1", podstate.ContainerExited, 0, 2, time.Minute)),
 			want:   Actions{SandboxID: "sb1", InitFailed: true, KillPod: true},
 		},
 		{
 			name:   "init failed under Always: retried under back-off, the rest waits",
 			pod:    testPod(always, []string{"i1"}, "app"),
-			status: status(sb, ctr("c1", "i1", podstate.ContainerExited, 0, 2, time.Second)),
-			want: Actions{SandboxID: "sb1", Waiting: map[string]Waiting{
+			status: podStatus(sb, ctr("c1", "i1", podstate.ContainerExited, 0, 2, time.Second)),
+			want: Actions{SandboxID: "sb1", RetryAfter: 9 * time.Second, Waiting: map[string]Waiting{
 				"i1":  {"CrashLoopBackOff", "back-off 10s restarting failed container=i1 pod=ns/web(uid-1)"},
 				"app": {Reason: "PodInitializing"}}},
 		},
@@ -170,39 +170,39 @@ func TestComputeActions(t *testing.T) {
 				p.Spec.Containers[0].Image = "nginx"
 				return p
 			}(),
-			status: status(sb, ctr("c1", "app", podstate.ContainerRunning, 2, 0, 0)),
+			status: podStatus(sb, ctr("c1", "app", podstate.ContainerRunning, 2, 0, 0)),
 			want: Actions{SandboxID: "sb1", Kill: []ContainerKill{{"c1", "app", "container spec changed"}},
 				Start: []ContainerStart{{Name: "app", RestartCount: 3}}},
 		},
 		{
 			name: "liveness failed: kill and restart",
-			pod:  testPod(always, nil, "app"), status: status(sb, ctr("c1", "app", podstate.ContainerRunning, 0, 0, 0)),
+			pod:  testPod(always, nil, "app"), status: podStatus(sb, ctr("c1", "app", podstate.ContainerRunning, 0, 0, 0)),
 			unhealthy: map[string]string{"c1": "liveness probe failed"},
 			want: Actions{SandboxID: "sb1", Kill: []ContainerKill{{"c1", "app", "liveness probe failed"}},
 				Start: []ContainerStart{{Name: "app", RestartCount: 1}}},
 		},
 		{
 			name: "liveness failed under Never: kill, and the pod is done",
-			pod:  testPod(never, nil, "app"), status: status(sb, ctr("c1", "app", podstate.ContainerRunning, 0, 0, 0)),
+			pod:  testPod(never, nil, "app"), status: podStatus(sb, ctr("c1", "app", podstate.ContainerRunning, 0, 0, 0)),
 			unhealthy: map[string]string{"c1": "liveness probe failed"},
 			want:      Actions{SandboxID: "sb1", KillPod: true, Kill: []ContainerKill{{"c1", "app", "liveness probe failed"}}},
 		},
 		{
 			name: "created but never started: replace it with the same count",
-			pod:  testPod(always, nil, "app"), status: status(sb, ctr("c1", "app", podstate.ContainerCreated, 1, 0, 0)),
+			pod:  testPod(always, nil, "app"), status: podStatus(sb, ctr("c1", "app", podstate.ContainerCreated, 1, 0, 0)),
 			want: Actions{SandboxID: "sb1", Kill: []ContainerKill{{"c1", "app", "created but never started"}},
 				Start: []ContainerStart{{Name: "app", RestartCount: 1}}},
 		},
 		{
 			name: "unknown state: kill, then restart",
-			pod:  testPod(always, nil, "app"), status: status(sb, ctr("c1", "app", podstate.ContainerUnknown, 1, 0, 0)),
+			pod:  testPod(always, nil, "app"), status: podStatus(sb, ctr("c1", "app", podstate.ContainerUnknown, 1, 0, 0)),
 			want: Actions{SandboxID: "sb1", Kill: []ContainerKill{{"c1", "app", "state unknown"}},
 				Start: []ContainerStart{{Name: "app", RestartCount: 2}}},
 		},
 		{
 			name: "terminal pod: never start, stop what runs",
 			pod:  testPod(always, nil, "app"), terminal: true,
-			status: status(sb, ctr("c1", "app", podstate.ContainerExited, 0, 1, time.Hour)),
+			status: podStatus(sb, ctr("c1", "app", podstate.ContainerExited, 0, 1, time.Hour)),
 			want:   Actions{KillPod: true},
 		},
 	}
@@ -231,7 +231,7 @@ func TestCrashLoopDelays(t *testing.T) {
 	for restart := range 7 {
 		c := ctr("c", "app", podstate.ContainerExited, restart, 1, 0)
 		c.StartedAt, c.FinishedAt = finished.Add(-2*time.Second), finished
-		st := status(sb, c)
+		st := podStatus(sb, c)
 		// Scan forward in 1 s steps until the restart is allowed.
 		for at := finished; ; at = at.Add(time.Second) {
 			acts := ComputeActions(Inputs{Pod: pod, Status: st, Now: at, Backoff: b, Hash: hash})

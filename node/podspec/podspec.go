@@ -1,0 +1,137 @@
+// Package podspec translates a pod's spec into the CRI v1 configs the
+// runtime is asked to create: the PodSandboxConfig of a pod and the
+// ContainerConfig of each container instance. Everything here is a pure
+// function of the pod, the node's facts (NodeInfo) and the per-instance
+// inputs (ContainerOptions): no I/O, no clock, no state, so the same inputs
+// always give the same configs, in the real world and in the simulator.
+//
+// What is translated follows the upstream kubelet's behaviour: command and
+// args with $(VAR) expansion, environment (values, downward-API fieldRef and
+// resourceFieldRef), working directory, ports, Linux resources and OOM
+// score, log paths, labels and annotations, hostname, host namespaces and
+// DNS. Volumes, configMap/secret values and security contexts come later:
+// they will arrive through ContainerOptions and NodeInfo fields without
+// changing these functions' shape.
+package podspec
+
+import (
+	"fmt"
+	"path/filepath"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/lockstep-dev/lockstep/node/podstate"
+)
+
+// DefaultPodLogsRoot is where pod log directories live when
+// NodeInfo.PodLogsRoot is empty.
+const DefaultPodLogsRoot = "/var/log/pods"
+
+// DefaultTerminationGracePeriodSeconds is the grace period recorded on a
+// container when its pod does not set one (the API's default).
+const DefaultTerminationGracePeriodSeconds = 30
+
+// NodeInfo is what the node contributes to configs. The zero value is
+// usable; each field says what its absence means.
+type NodeInfo struct {
+	// NodeName is used for spec.nodeName when the pod does not carry it.
+	NodeName string
+	// HostIP is the node's primary IP (downward API status.hostIP; the
+	// pod IP of host-network pods).
+	HostIP string
+	// HostIPs are all the node's IPs, primary first (status.hostIPs).
+	// Empty means just HostIP.
+	HostIPs []string
+	// ClusterDNS are the cluster DNS server IPs for ClusterFirst pods.
+	// Empty makes ClusterFirst fall back to Default, as upstream does.
+	ClusterDNS []string
+	// ClusterDomain is the cluster's DNS domain (e.g. cluster.local).
+	ClusterDomain string
+	// ResolverConfig is the path of the host resolv.conf the Default DNS
+	// policy inherits. Empty means "no host resolver": Default pods get a
+	// localhost nameserver and search "." (the upstream kubelet's
+	// behaviour for --resolv-conf=""). Its parsed content is HostDNS.
+	ResolverConfig string
+	// HostDNS is ResolverConfig's content (see ParseResolvConf), the base
+	// of the Default and ClusterFirst policies. The caller reads the file;
+	// left empty with ResolverConfig set, Default pods get an empty
+	// DNSConfig, which makes the runtime copy its own host resolv.conf.
+	HostDNS ResolvConf
+	// PodLogsRoot is the parent of every pod's log directory; empty means
+	// DefaultPodLogsRoot.
+	PodLogsRoot string
+	// MemoryCapacity is the node's memory in bytes, the denominator of a
+	// Burstable container's OOM score. Zero (unknown) scores every
+	// Burstable container 999.
+	MemoryCapacity int64
+	// Allocatable is the node's allocatable resources: a resourceFieldRef
+	// to a limit the container does not set reads the node's allocatable
+	// amount instead, as upstream does.
+	Allocatable corev1.ResourceList
+}
+
+// hostIPs returns the node's IPs, primary first.
+func (n NodeInfo) hostIPs() []string {
+	if len(n.HostIPs) > 0 {
+		return n.HostIPs
+	}
+	if n.HostIP != "" {
+		return []string{n.HostIP}
+	}
+	return nil
+}
+
+// primaryHostIP returns the node's primary IP ("" when unknown).
+func (n NodeInfo) primaryHostIP() string {
+	if n.HostIP != "" {
+		return n.HostIP
+	}
+	if len(n.HostIPs) > 0 {
+		return n.HostIPs[0]
+	}
+	return ""
+}
+
+// ContainerOptions is what the rest of the agent contributes to one
+// container instance's config (see ContainerConfigWith). It is the seam for
+// what comes later: volume mounts and devices (volume manager),
+// configMap/secret values and service environment variables will be added
+// here as fields, leaving the functions' signatures as they are.
+type ContainerOptions struct {
+	// RestartCount is the new instance's attempt number: 0 for the first
+	// instance of the container in this pod, then one more per restart.
+	RestartCount int
+	// PodIPs are the sandbox's IPs, from its status. For a host-network pod
+	// an empty list means the node's IPs, as upstream reports them.
+	PodIPs []string
+	// ImageRef is the image ID the image manager resolved for c.Image.
+	// Empty sends c.Image to the runtime as written.
+	ImageRef string
+}
+
+// RefOf returns the identity of a pod as the runtime labels record it.
+func RefOf(pod *corev1.Pod) podstate.PodRef {
+	return podstate.PodRef{UID: pod.UID, Name: pod.Name, Namespace: pod.Namespace}
+}
+
+// LogDirectory returns the directory holding a pod's container logs:
+// <podLogsRoot>/<namespace>_<name>_<uid> (podLogsRoot "" means
+// DefaultPodLogsRoot). It takes a PodRef so that cleanup can compute it
+// from runtime labels alone.
+func LogDirectory(podLogsRoot string, ref podstate.PodRef) string {
+	if podLogsRoot == "" {
+		podLogsRoot = DefaultPodLogsRoot
+	}
+	return filepath.Join(podLogsRoot, fmt.Sprintf("%s_%s_%s", ref.Namespace, ref.Name, ref.UID))
+}
+
+// ContainerLogPath returns a container instance's log file,
+// "<name>/<restartCount>.log", relative to the sandbox's LogDirectory.
+func ContainerLogPath(name string, restartCount int) string {
+	return fmt.Sprintf("%s/%d.log", name, restartCount)
+}
+
+// podName names a pod in errors.
+func podName(pod *corev1.Pod) string {
+	return pod.Namespace + "/" + pod.Name
+}

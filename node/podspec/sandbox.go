@@ -1,0 +1,183 @@
+package podspec
+
+import (
+	"fmt"
+	"maps"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/lockstep-dev/lockstep/node/podstate"
+)
+
+const (
+	// hostnameMaxLen is the longest hostname the kernel takes (64 bytes
+	// with the terminating NUL).
+	hostnameMaxLen = 63
+	// fqdnMaxLen is the longest FQDN used as a hostname.
+	fqdnMaxLen = 64
+)
+
+// SandboxConfig returns the config of a pod's sandbox; attempt counts the
+// sandboxes created for the pod before this one.
+//
+// The sandbox carries: metadata (name, namespace, UID, attempt); the
+// hostname (pod.Spec.Hostname or the pod name, truncated to 63 characters,
+// as FQDN with setHostnameAsFQDN; empty for host-network pods, whose UTS
+// namespace is the node's); the pod's log directory; DNS per dnsPolicy (see
+// dnsConfig); port mappings of every regular container's ports; labels
+// (the pod's, overridden by podstate.SandboxLabels) and the pod's
+// annotations; host network / PID / IPC namespace modes. CgroupParent,
+// sysctls, sandbox resources and the pod security context are not set yet.
+func SandboxConfig(pod *corev1.Pod, attempt uint32, node NodeInfo) (*runtimeapi.PodSandboxConfig, error) {
+	ref := RefOf(pod)
+	cfg := &runtimeapi.PodSandboxConfig{
+		Metadata: &runtimeapi.PodSandboxMetadata{
+			Name:      pod.Name,
+			Namespace: pod.Namespace,
+			Uid:       string(pod.UID),
+			Attempt:   attempt,
+		},
+		LogDirectory: LogDirectory(node.PodLogsRoot, ref),
+		Labels:       sandboxLabels(pod, ref),
+		Annotations:  maps.Clone(pod.Annotations),
+		PortMappings: portMappings(pod),
+		Linux: &runtimeapi.LinuxPodSandboxConfig{
+			SecurityContext: &runtimeapi.LinuxSandboxSecurityContext{
+				NamespaceOptions: namespaceOptions(pod),
+			},
+		},
+	}
+	if !pod.Spec.HostNetwork {
+		hostname, err := podHostname(pod, node.ClusterDomain)
+		if err != nil {
+			return nil, fmt.Errorf("sandbox of pod %s: %w", podName(pod), err)
+		}
+		cfg.Hostname = hostname
+	}
+	dns, err := dnsConfig(pod, node)
+	if err != nil {
+		return nil, fmt.Errorf("sandbox of pod %s: %w", podName(pod), err)
+	}
+	cfg.DnsConfig = dns
+	return cfg, nil
+}
+
+// sandboxLabels returns the pod's labels with the agent's own on top.
+func sandboxLabels(pod *corev1.Pod, ref podstate.PodRef) map[string]string {
+	labels := make(map[string]string, len(pod.Labels)+4)
+	maps.Copy(labels, pod.Labels)
+	maps.Copy(labels, podstate.SandboxLabels(ref))
+	return labels
+}
+
+// podHostname returns the hostname the kernel gives the pod: the pod's
+// hostname (or name) cut to 63 characters without a trailing '-' or '.',
+// or hostname.subdomain.namespace.svc.clusterDomain when the pod asks for
+// its FQDN as hostname.
+func podHostname(pod *corev1.Pod, clusterDomain string) (string, error) {
+	hostname := pod.Name
+	if pod.Spec.Hostname != "" {
+		if msgs := validation.IsDNS1123Label(pod.Spec.Hostname); len(msgs) != 0 {
+			return "", fmt.Errorf("hostname %q is not a valid DNS label: %s", pod.Spec.Hostname, strings.Join(msgs, "; "))
+		}
+		hostname = pod.Spec.Hostname
+	}
+	if len(hostname) > hostnameMaxLen {
+		hostname = strings.TrimRight(hostname[:hostnameMaxLen], "-.")
+		if hostname == "" {
+			return "", fmt.Errorf("hostname %q cannot be truncated to a valid one", pod.Name)
+		}
+	}
+	if pod.Spec.Subdomain == "" {
+		return hostname, nil
+	}
+	if msgs := validation.IsDNS1123Label(pod.Spec.Subdomain); len(msgs) != 0 {
+		return "", fmt.Errorf("subdomain %q is not a valid DNS label: %s", pod.Spec.Subdomain, strings.Join(msgs, "; "))
+	}
+	if pod.Spec.SetHostnameAsFQDN == nil || !*pod.Spec.SetHostnameAsFQDN {
+		return hostname, nil
+	}
+	fqdn := fmt.Sprintf("%s.%s.%s.svc.%s", hostname, pod.Spec.Subdomain, pod.Namespace, clusterDomain)
+	if len(fqdn) > fqdnMaxLen {
+		return "", fmt.Errorf("FQDN %q is too long to be a hostname (%d characters, at most %d)", fqdn, len(fqdn), fqdnMaxLen)
+	}
+	return fqdn, nil
+}
+
+// portMappings lists the ports of the pod's regular containers, in spec
+// order. A container naming the same port twice (same name, or for unnamed
+// ports the same family, protocol, host IP, container and host port) gets
+// it once.
+func portMappings(pod *corev1.Pod) []*runtimeapi.PortMapping {
+	var out []*runtimeapi.PortMapping
+	for i := range pod.Spec.Containers {
+		seen := map[string]bool{}
+		for _, p := range pod.Spec.Containers[i].Ports {
+			key := p.Name
+			if key == "" {
+				key = fmt.Sprintf("%s-%s-%s:%d:%d", ipFamily(p.HostIP), p.Protocol, p.HostIP, p.ContainerPort, p.HostPort)
+			}
+			if seen[key] {
+				continue
+			}
+			seen[key] = true
+			out = append(out, &runtimeapi.PortMapping{
+				Protocol:      runtimeProtocol(p.Protocol),
+				ContainerPort: p.ContainerPort,
+				HostPort:      p.HostPort,
+				HostIp:        p.HostIP,
+			})
+		}
+	}
+	return out
+}
+
+// ipFamily names the address family a host IP binds ("any" when unset).
+func ipFamily(ip string) string {
+	switch {
+	case ip == "":
+		return "any"
+	case strings.Contains(ip, ":"):
+		return "v6"
+	}
+	return "v4"
+}
+
+// runtimeProtocol maps a port protocol to the CRI's (TCP when unset).
+func runtimeProtocol(p corev1.Protocol) runtimeapi.Protocol {
+	switch p {
+	case corev1.ProtocolUDP:
+		return runtimeapi.Protocol_UDP
+	case corev1.ProtocolSCTP:
+		return runtimeapi.Protocol_SCTP
+	}
+	return runtimeapi.Protocol_TCP
+}
+
+// namespaceOptions says which Linux namespaces the pod shares with the node:
+// network for hostNetwork, IPC for hostIPC, PID for hostPID. Otherwise
+// network and IPC are the pod's, and PID is per container unless the pod
+// shares its process namespace.
+func namespaceOptions(pod *corev1.Pod) *runtimeapi.NamespaceOption {
+	ns := &runtimeapi.NamespaceOption{
+		Network: runtimeapi.NamespaceMode_POD,
+		Pid:     runtimeapi.NamespaceMode_CONTAINER,
+		Ipc:     runtimeapi.NamespaceMode_POD,
+	}
+	if pod.Spec.HostNetwork {
+		ns.Network = runtimeapi.NamespaceMode_NODE
+	}
+	if pod.Spec.HostIPC {
+		ns.Ipc = runtimeapi.NamespaceMode_NODE
+	}
+	switch {
+	case pod.Spec.HostPID:
+		ns.Pid = runtimeapi.NamespaceMode_NODE
+	case pod.Spec.ShareProcessNamespace != nil && *pod.Spec.ShareProcessNamespace:
+		ns.Pid = runtimeapi.NamespaceMode_POD
+	}
+	return ns
+}

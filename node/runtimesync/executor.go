@@ -1,0 +1,352 @@
+package runtimesync
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/lockstep-dev/lockstep/node/backoff"
+	"github.com/lockstep-dev/lockstep/node/deps"
+	"github.com/lockstep-dev/lockstep/node/podspec"
+	"github.com/lockstep-dev/lockstep/node/podstate"
+)
+
+// MinStopTimeout is the least time a container gets between SIGTERM and
+// SIGKILL, whatever the grace period (as the kubelet does).
+const MinStopTimeout = 2
+
+// Config configures an Executor.
+type Config struct {
+	// Node is what the node contributes to sandbox and container configs.
+	Node podspec.NodeInfo
+	// RuntimeHandler is the CRI runtime handler for new sandboxes.
+	RuntimeHandler string
+	// CrashBackoff and PullBackoff tune the back-off curves.
+	CrashBackoff, PullBackoff backoff.Config
+}
+
+// Executor carries out a pod's actions through CRI.
+type Executor struct {
+	d     deps.Deps
+	cfg   Config
+	crash *backoff.Backoff
+	pull  *backoff.Backoff
+
+	mu         sync.Mutex
+	pullFailed map[string]time.Time
+}
+
+// NewExecutor returns an executor acting through d's runtime and images.
+func NewExecutor(d deps.Deps, cfg Config) *Executor {
+	return &Executor{
+		d: d, cfg: cfg,
+		crash:      backoff.New(cfg.CrashBackoff),
+		pull:       backoff.New(cfg.PullBackoff),
+		pullFailed: map[string]time.Time{},
+	}
+}
+
+// Result reports what a sync did and why containers wait.
+type Result struct {
+	Actions Actions
+	// Waiting maps container names to why they are not running.
+	Waiting map[string]Waiting
+	// Started lists the containers started, in order.
+	Started []Started
+	// SandboxID is the sandbox the pod's containers run in after the sync.
+	SandboxID string
+	// ActionTaken reports that the runtime was changed.
+	ActionTaken bool
+}
+
+// Started is a container instance a sync started.
+type Started struct {
+	Name string
+	ID   string
+}
+
+// PodLogger returns d.Log with the pod's namespace/name and UID.
+func PodLogger(l *slog.Logger, pod *corev1.Pod) *slog.Logger {
+	return l.With("pod", pod.Namespace+"/"+pod.Name, "uid", string(pod.UID))
+}
+
+// SyncPod computes and executes the actions for pod. Unhealthy reports
+// containers whose liveness or startup probe failed (nil: none).
+func (e *Executor) SyncPod(ctx context.Context, pod *corev1.Pod, st *podstate.PodStatus, terminal bool,
+	unhealthy func(string) (string, bool)) (Result, error) {
+	log := PodLogger(e.d.Log, pod)
+	acts := ComputeActions(Inputs{
+		Pod: pod, Status: st, Terminal: terminal, Now: e.d.Clock.Now(),
+		Backoff: e.crash, Hash: podspec.ContainerHash, Unhealthy: unhealthy,
+	})
+	res := Result{Actions: acts, Waiting: map[string]Waiting{}}
+	for name, w := range acts.Waiting {
+		res.Waiting[name] = w
+		if w.Reason == "CrashLoopBackOff" {
+			e.event(pod, name, corev1.EventTypeWarning, "BackOff", "Back-off restarting failed container "+name)
+		}
+	}
+	grace := podGrace(pod)
+	if acts.KillPod {
+		res.ActionTaken = true
+		if err := e.KillPod(ctx, pod, st, grace); err != nil {
+			return res, fmt.Errorf("kill pod %s/%s before re-creating it: %w", pod.Namespace, pod.Name, err)
+		}
+	} else {
+		var errs []error
+		for _, k := range acts.Kill {
+			res.ActionTaken = true
+			log.Info("killing container", "container", k.Name, "id", k.ID, "reason", k.Reason)
+			e.event(pod, k.Name, corev1.EventTypeNormal, "Killing", fmt.Sprintf("Stopping container %s: %s", k.Name, k.Reason))
+			if err := e.stopContainer(ctx, k.ID, grace); err != nil {
+				errs = append(errs, fmt.Errorf("kill container %q of pod %s/%s: %w", k.Name, pod.Namespace, pod.Name, err))
+			}
+		}
+		if err := errors.Join(errs...); err != nil {
+			return res, err
+		}
+	}
+	if acts.InitFailed || terminal || len(acts.Start) == 0 && !acts.CreateSandbox {
+		res.SandboxID = acts.SandboxID
+		return res, nil
+	}
+
+	sandboxID, attempt := acts.SandboxID, acts.Attempt
+	var podIPs []string
+	if sb, ok := st.LatestSandbox(); ok && !acts.CreateSandbox {
+		attempt = sb.Attempt
+		if sb.IP != "" {
+			podIPs = []string{sb.IP}
+		}
+	}
+	sbConfig, err := podspec.SandboxConfig(pod, attempt, e.cfg.Node)
+	if err != nil {
+		return res, fmt.Errorf("sandbox config of pod %s/%s: %w", pod.Namespace, pod.Name, err)
+	}
+	if acts.CreateSandbox {
+		res.ActionTaken = true
+		log.Info("creating sandbox", "attempt", attempt)
+		sandboxID, err = e.d.Runtime.RunPodSandbox(ctx, sbConfig, e.cfg.RuntimeHandler)
+		if err != nil {
+			e.event(pod, "", corev1.EventTypeWarning, "FailedCreatePodSandBox", fmt.Sprintf("Failed to create pod sandbox: %v", err))
+			for _, s := range acts.Start {
+				res.Waiting[s.Name] = Waiting{Reason: "ContainerCreating"}
+			}
+			return res, fmt.Errorf("create sandbox of pod %s/%s: %w", pod.Namespace, pod.Name, err)
+		}
+		if sst, err := e.d.Runtime.PodSandboxStatus(ctx, sandboxID, false); err == nil && sst.GetStatus().GetNetwork().GetIp() != "" {
+			podIPs = []string{sst.GetStatus().GetNetwork().GetIp()}
+		}
+	}
+	res.SandboxID = sandboxID
+
+	var errs []error
+	for _, s := range acts.Start {
+		c := containerSpec(pod, s)
+		if c == nil {
+			continue
+		}
+		res.ActionTaken = true
+		if w, err := e.ensureImage(ctx, pod, c, sbConfig); w != nil {
+			res.Waiting[s.Name] = *w
+			if err != nil {
+				errs = append(errs, err)
+			}
+			continue
+		}
+		cfg, err := podspec.ContainerConfig(pod, c, s.RestartCount, podIPs, e.cfg.Node)
+		if err != nil {
+			res.Waiting[s.Name] = Waiting{Reason: "CreateContainerConfigError", Message: err.Error()}
+			e.event(pod, s.Name, corev1.EventTypeWarning, "Failed", "Error: "+err.Error())
+			errs = append(errs, err)
+			continue
+		}
+		id, err := e.d.Runtime.CreateContainer(ctx, sandboxID, cfg, sbConfig)
+		if err != nil {
+			res.Waiting[s.Name] = Waiting{Reason: "CreateContainerError", Message: err.Error()}
+			e.event(pod, s.Name, corev1.EventTypeWarning, "Failed", "Error: "+err.Error())
+			errs = append(errs, fmt.Errorf("create container %q of pod %s/%s: %w", s.Name, pod.Namespace, pod.Name, err))
+			continue
+		}
+		e.event(pod, s.Name, corev1.EventTypeNormal, "Created", "Created container "+s.Name)
+		if err := e.d.Runtime.StartContainer(ctx, id); err != nil {
+			res.Waiting[s.Name] = Waiting{Reason: "RunContainerError", Message: err.Error()}
+			e.event(pod, s.Name, corev1.EventTypeWarning, "Failed", "Error: "+err.Error())
+			errs = append(errs, fmt.Errorf("start container %q of pod %s/%s: %w", s.Name, pod.Namespace, pod.Name, err))
+			continue
+		}
+		log.Info("started container", "container", s.Name, "id", id, "restartCount", s.RestartCount)
+		e.event(pod, s.Name, corev1.EventTypeNormal, "Started", "Started container "+s.Name)
+		res.Started = append(res.Started, Started{Name: s.Name, ID: id})
+	}
+	return res, errors.Join(errs...)
+}
+
+func containerSpec(pod *corev1.Pod, s ContainerStart) *corev1.Container {
+	list := pod.Spec.Containers
+	if s.Init {
+		list = pod.Spec.InitContainers
+	}
+	if s.Index < 0 || s.Index >= len(list) || list[s.Index].Name != s.Name {
+		return nil
+	}
+	return &list[s.Index]
+}
+
+// podGrace is the pod's termination grace period in seconds.
+func podGrace(pod *corev1.Pod) int64 {
+	if pod.DeletionGracePeriodSeconds != nil {
+		return *pod.DeletionGracePeriodSeconds
+	}
+	if pod.Spec.TerminationGracePeriodSeconds != nil {
+		return *pod.Spec.TerminationGracePeriodSeconds
+	}
+	return 30
+}
+
+// PullPolicy is a container's effective image pull policy.
+func PullPolicy(c *corev1.Container) corev1.PullPolicy {
+	if c.ImagePullPolicy != "" {
+		return c.ImagePullPolicy
+	}
+	ref := c.Image
+	if i := strings.LastIndex(ref, "@"); i >= 0 {
+		return corev1.PullIfNotPresent
+	}
+	if i := strings.LastIndex(ref, ":"); i < 0 || strings.Contains(ref[i:], "/") || ref[i+1:] == "latest" {
+		return corev1.PullAlways
+	}
+	return corev1.PullIfNotPresent
+}
+
+// ensureImage makes sure c's image is present per its pull policy. It
+// returns the waiting reason when the container cannot start now.
+func (e *Executor) ensureImage(ctx context.Context, pod *corev1.Pod, c *corev1.Container, sb *runtimeapi.PodSandboxConfig) (*Waiting, error) {
+	spec := &runtimeapi.ImageSpec{Image: c.Image}
+	policy := PullPolicy(c)
+	present := false
+	if st, err := e.d.Images.ImageStatus(ctx, spec, false); err == nil && st.GetImage() != nil {
+		present = true
+	}
+	switch {
+	case policy == corev1.PullNever && !present:
+		msg := fmt.Sprintf("Container image %q is not present with pull policy of Never", c.Image)
+		e.event(pod, c.Name, corev1.EventTypeWarning, "ErrImageNeverPull", msg)
+		return &Waiting{Reason: "ErrImageNeverPull", Message: msg}, nil
+	case policy == corev1.PullNever, policy == corev1.PullIfNotPresent && present:
+		return nil, nil
+	}
+	key := string(pod.UID) + "/" + c.Image
+	now := e.d.Clock.Now()
+	e.mu.Lock()
+	failedAt, failed := e.pullFailed[key]
+	e.mu.Unlock()
+	if failed && e.pull.Remaining(key, time.Time{}, failedAt, now) > 0 {
+		msg := fmt.Sprintf("Back-off pulling image %q", c.Image)
+		e.event(pod, c.Name, corev1.EventTypeNormal, "BackOff", msg)
+		return &Waiting{Reason: "ImagePullBackOff", Message: msg}, nil
+	}
+	e.event(pod, c.Name, corev1.EventTypeNormal, "Pulling", fmt.Sprintf("Pulling image %q", c.Image))
+	if _, err := e.d.Images.PullImage(ctx, spec, nil, sb); err != nil {
+		e.mu.Lock()
+		e.pullFailed[key] = e.d.Clock.Now()
+		e.mu.Unlock()
+		msg := fmt.Sprintf("Failed to pull image %q: %v", c.Image, err)
+		e.event(pod, c.Name, corev1.EventTypeWarning, "Failed", msg)
+		return &Waiting{Reason: "ErrImagePull", Message: msg},
+			fmt.Errorf("pull image %q for container %q of pod %s/%s: %w", c.Image, c.Name, pod.Namespace, pod.Name, err)
+	}
+	e.mu.Lock()
+	delete(e.pullFailed, key)
+	e.mu.Unlock()
+	e.event(pod, c.Name, corev1.EventTypeNormal, "Pulled", fmt.Sprintf("Successfully pulled image %q", c.Image))
+	return nil, nil
+}
+
+// KillPod stops every container of the pod in parallel, each with the
+// grace period (at least MinStopTimeout), then stops its ready sandboxes.
+// pod may be nil for an orphan the agent no longer knows.
+func (e *Executor) KillPod(ctx context.Context, pod *corev1.Pod, st *podstate.PodStatus, grace int64) error {
+	name := string(st.UID)
+	if pod != nil {
+		name = pod.Namespace + "/" + pod.Name
+	}
+	var toStop []podstate.Container
+	for _, c := range st.Containers {
+		if c.State == podstate.ContainerRunning || c.State == podstate.ContainerCreated || c.State == podstate.ContainerUnknown {
+			toStop = append(toStop, c)
+		}
+	}
+	results := deps.NewInbox[error](e.d.Tasks, "kill "+name)
+	for _, c := range toStop {
+		if pod != nil {
+			e.event(pod, c.Name, corev1.EventTypeNormal, "Killing", "Stopping container "+c.Name)
+		}
+		e.d.Tasks.Go("stop "+name+"/"+c.Name, func() {
+			err := e.stopContainer(ctx, c.ID, grace)
+			if err != nil {
+				err = fmt.Errorf("stop container %q (%s) of pod %s: %w", c.Name, c.ID, name, err)
+			}
+			results.Put(err)
+		})
+	}
+	var errs []error
+	for range toStop {
+		err, werr := results.Get(ctx)
+		if werr != nil {
+			return fmt.Errorf("kill pod %s: %w", name, werr)
+		}
+		errs = append(errs, err)
+	}
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	for _, sb := range st.Sandboxes {
+		if sb.State != podstate.SandboxReady {
+			continue
+		}
+		if err := e.d.Runtime.StopPodSandbox(ctx, sb.ID); err != nil && !isNotFound(err) {
+			return fmt.Errorf("stop sandbox %s of pod %s: %w", sb.ID, name, err)
+		}
+	}
+	return nil
+}
+
+func (e *Executor) stopContainer(ctx context.Context, id string, grace int64) error {
+	err := e.d.Runtime.StopContainer(ctx, id, max(grace, MinStopTimeout))
+	if isNotFound(err) {
+		return nil
+	}
+	return err
+}
+
+// ForgetPod drops the back-off state of a pod that is gone.
+func (e *Executor) ForgetPod(uid string) {
+	e.crash.Forget(uid + "/")
+	e.pull.Forget(uid + "/")
+	e.mu.Lock()
+	for k := range e.pullFailed {
+		if strings.HasPrefix(k, uid+"/") {
+			delete(e.pullFailed, k)
+		}
+	}
+	e.mu.Unlock()
+}
+
+func (e *Executor) event(pod *corev1.Pod, container, eventType, reason, message string) {
+	if e.d.API.Events == nil || pod == nil {
+		return
+	}
+	ref := &corev1.ObjectReference{Kind: "Pod", APIVersion: "v1", Namespace: pod.Namespace, Name: pod.Name, UID: pod.UID}
+	if container != "" {
+		ref.FieldPath = fmt.Sprintf("spec.containers{%s}", container)
+	}
+	e.d.API.Events.Event(ref, eventType, reason, message)
+}
