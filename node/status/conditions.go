@@ -1,0 +1,169 @@
+package status
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// Pod condition reasons.
+const (
+	ReasonContainersNotReady       = "ContainersNotReady"
+	ReasonContainersNotInitialized = "ContainersNotInitialized"
+	ReasonPodCompleted             = "PodCompleted"
+	ReasonReadinessGatesNotReady   = "ReadinessGatesNotReady"
+)
+
+// IsKubeletCondition reports whether the node agent owns condition type t:
+// PodScheduled, PodReadyToStartContainers, Initialized, ContainersReady and
+// Ready. Every other condition belongs to someone else and is kept as the
+// API holds it.
+func IsKubeletCondition(t corev1.PodConditionType) bool {
+	switch t {
+	case corev1.PodScheduled, corev1.PodReadyToStartContainers, corev1.PodInitialized,
+		corev1.ContainersReady, corev1.PodReady:
+		return true
+	}
+	return false
+}
+
+// conditions returns the conditions of s: those others own, as the previous
+// status had them, then the agent's own. A condition keeps its previous
+// LastTransitionTime while its status does not change.
+func conditions(pod *corev1.Pod, s *corev1.PodStatus, sandboxReady bool, now time.Time) []corev1.PodCondition {
+	prev := pod.Status.Conditions
+	var out []corev1.PodCondition
+	for _, c := range prev {
+		if !IsKubeletCondition(c.Type) {
+			out = append(out, *c.DeepCopy())
+		}
+	}
+	terminal := isTerminal(s.Phase)
+
+	ready := cond(corev1.PodReadyToStartContainers, sandboxReady, "", "")
+
+	init := cond(corev1.PodInitialized, true, "", "")
+	if pending := pendingInit(pod, s.InitContainerStatuses, s.ContainerStatuses); len(pending) > 0 {
+		init = cond(corev1.PodInitialized, false, ReasonContainersNotInitialized, listMessage("containers with incomplete status", pending))
+	}
+
+	crd := cond(corev1.ContainersReady, true, "", "")
+	switch unready := unreadyContainers(pod, s); {
+	case terminal:
+		crd = cond(corev1.ContainersReady, false, ReasonPodCompleted, "")
+	case len(unready) > 0:
+		crd = cond(corev1.ContainersReady, false, ReasonContainersNotReady, listMessage("containers with unready status", unready))
+	}
+
+	podReady := crd
+	podReady.Type = corev1.PodReady
+	if podReady.Status == corev1.ConditionTrue {
+		if msgs := unreadyGates(pod, out); len(msgs) > 0 {
+			podReady = cond(corev1.PodReady, false, ReasonReadinessGatesNotReady, strings.Join(msgs, ", "))
+		}
+	}
+
+	scheduled := cond(corev1.PodScheduled, true, "", "")
+
+	for _, c := range []corev1.PodCondition{ready, init, podReady, crd, scheduled} {
+		c.ObservedGeneration = pod.Generation
+		c.LastTransitionTime = metav1.Time{Time: now}
+		for _, p := range prev {
+			if p.Type == c.Type && p.Status == c.Status {
+				c.LastTransitionTime = p.LastTransitionTime
+			}
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
+func cond(t corev1.PodConditionType, ok bool, reason, msg string) corev1.PodCondition {
+	st := corev1.ConditionFalse
+	if ok {
+		st = corev1.ConditionTrue
+	}
+	return corev1.PodCondition{Type: t, Status: st, Reason: reason, Message: msg}
+}
+
+func listMessage(what string, names []string) string {
+	return fmt.Sprintf("%s: [%s]", what, strings.Join(names, " "))
+}
+
+// initialized reports whether the pod's initialization is complete.
+func initialized(pod *corev1.Pod, initStatuses, statuses []corev1.ContainerStatus) bool {
+	return len(pendingInit(pod, initStatuses, statuses)) == 0
+}
+
+// pendingInit names the init containers that keep the pod from being
+// initialized: regular init containers that have not exited 0 and sidecars
+// that have not started. Once any regular container has run the pod stays
+// initialized.
+func pendingInit(pod *corev1.Pod, initStatuses, statuses []corev1.ContainerStatus) []string {
+	if anyRegularStarted(pod, statuses) {
+		return nil
+	}
+	var pending []string
+	for i := range pod.Spec.InitContainers {
+		c := &pod.Spec.InitContainers[i]
+		cs := findStatus(initStatuses, c.Name)
+		var done bool
+		switch {
+		case cs == nil:
+		case isSidecar(c):
+			done = cs.State.Running != nil && cs.Started != nil && *cs.Started
+		default:
+			done = cs.State.Terminated != nil && cs.State.Terminated.ExitCode == 0
+		}
+		if !done {
+			pending = append(pending, c.Name)
+		}
+	}
+	return pending
+}
+
+// unreadyContainers names the sidecars and regular containers not ready.
+func unreadyContainers(pod *corev1.Pod, s *corev1.PodStatus) []string {
+	var out []string
+	for i := range pod.Spec.InitContainers {
+		c := &pod.Spec.InitContainers[i]
+		if !isSidecar(c) {
+			continue
+		}
+		if cs := findStatus(s.InitContainerStatuses, c.Name); cs == nil || !cs.Ready {
+			out = append(out, c.Name)
+		}
+	}
+	for i := range pod.Spec.Containers {
+		name := pod.Spec.Containers[i].Name
+		if cs := findStatus(s.ContainerStatuses, name); cs == nil || !cs.Ready {
+			out = append(out, name)
+		}
+	}
+	return out
+}
+
+// unreadyGates describes the readiness gates whose conditions (among those
+// others own) are not True.
+func unreadyGates(pod *corev1.Pod, others []corev1.PodCondition) []string {
+	var msgs []string
+	for _, g := range pod.Spec.ReadinessGates {
+		found := false
+		for _, c := range others {
+			if c.Type != g.ConditionType {
+				continue
+			}
+			found = true
+			if c.Status != corev1.ConditionTrue {
+				msgs = append(msgs, fmt.Sprintf("readiness gate %q is %s", g.ConditionType, c.Status))
+			}
+		}
+		if !found {
+			msgs = append(msgs, fmt.Sprintf("readiness gate %q has no condition", g.ConditionType))
+		}
+	}
+	return msgs
+}

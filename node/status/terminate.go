@@ -1,0 +1,173 @@
+package status
+
+import (
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// Annotation keys that tell static and mirror pods apart from API pods.
+const (
+	AnnotationConfigSource = "kubernetes.io/config.source"
+	AnnotationConfigHash   = "kubernetes.io/config.hash"
+	AnnotationConfigMirror = "kubernetes.io/config.mirror"
+)
+
+// IsStatic reports whether pod comes from a static manifest (file or http
+// source) rather than the API.
+func IsStatic(pod *corev1.Pod) bool {
+	src := pod.Annotations[AnnotationConfigSource]
+	return src == "file" || src == "http"
+}
+
+// IsMirror reports whether pod is the API's mirror of a static pod.
+func IsMirror(pod *corev1.Pod) bool {
+	_, ok := pod.Annotations[AnnotationConfigMirror]
+	return ok
+}
+
+// Terminate returns status s of a pod whose containers have all stopped
+// for good: every container not terminated is reported terminated — with the
+// termination it last recorded when it was waiting to restart, else with
+// ExitCodeUnknown and ReasonContainerStatusUnknown — and the phase becomes
+// terminal (Succeeded if every regular container exited 0, else Failed).
+// A terminal phase is kept as it is. Static pods keep their live phase, as
+// their manifest may run them again. Ready and ContainersReady turn False.
+func Terminate(pod *corev1.Pod, s corev1.PodStatus, now time.Time) corev1.PodStatus {
+	out := *s.DeepCopy()
+	out.InitContainerStatuses = complete(pod.Spec.InitContainers, out.InitContainerStatuses)
+	out.ContainerStatuses = complete(pod.Spec.Containers, out.ContainerStatuses)
+	finalizeAll(pod, &out, &s)
+	if !isTerminal(out.Phase) {
+		p := phase(pod, out.InitContainerStatuses, out.ContainerStatuses, !IsStatic(pod))
+		if !isTerminal(p) && !IsStatic(pod) {
+			p = corev1.PodFailed
+		}
+		if p != out.Phase {
+			out.Reason, out.Message = "", ""
+		}
+		out.Phase = p
+	}
+	if isTerminal(out.Phase) {
+		for i := range out.Conditions {
+			c := &out.Conditions[i]
+			if c.Type != corev1.PodReady && c.Type != corev1.ContainersReady {
+				continue
+			}
+			if c.Status != corev1.ConditionFalse {
+				c.LastTransitionTime.Time = now
+			}
+			c.Status, c.Reason, c.Message = corev1.ConditionFalse, ReasonPodCompleted, ""
+		}
+	}
+	return out
+}
+
+// complete adds a waiting status for each spec container that has none, in
+// spec order, so that Terminate reports every container.
+func complete(specs []corev1.Container, list []corev1.ContainerStatus) []corev1.ContainerStatus {
+	if len(specs) == 0 {
+		return list
+	}
+	out := make([]corev1.ContainerStatus, 0, len(specs))
+	for i := range specs {
+		if cs := findStatus(list, specs[i].Name); cs != nil {
+			out = append(out, *cs)
+			continue
+		}
+		out = append(out, corev1.ContainerStatus{
+			Name:  specs[i].Name,
+			Image: specs[i].Image,
+			State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: ReasonContainerCreating}},
+		})
+	}
+	return out
+}
+
+// finalizeAll reports every container of s terminated; prev is the status
+// the pod had before, whose terminations are kept.
+func finalizeAll(pod *corev1.Pod, s *corev1.PodStatus, prev *corev1.PodStatus) {
+	for i := range s.InitContainerStatuses {
+		cs := &s.InitContainerStatuses[i]
+		finalize(cs, findStatus(prev.InitContainerStatuses, cs.Name))
+		cs.Ready = cs.State.Terminated.ExitCode == 0 && !isSidecarNamed(pod, cs.Name)
+	}
+	for i := range s.ContainerStatuses {
+		cs := &s.ContainerStatuses[i]
+		finalize(cs, findStatus(prev.ContainerStatuses, cs.Name))
+		cs.Ready = false
+	}
+}
+
+func isSidecarNamed(pod *corev1.Pod, name string) bool {
+	for i := range pod.Spec.InitContainers {
+		if pod.Spec.InitContainers[i].Name == name {
+			return isSidecar(&pod.Spec.InitContainers[i])
+		}
+	}
+	return false
+}
+
+// finalize makes cs terminated: a waiting container with the termination it
+// waits to restart from, else with the one old recorded; a running or
+// never-finished one as unknown (137).
+func finalize(cs *corev1.ContainerStatus, old *corev1.ContainerStatus) {
+	cs.Started = ptr(false)
+	if cs.State.Terminated != nil {
+		return
+	}
+	switch {
+	case cs.State.Waiting != nil && cs.LastTerminationState.Terminated != nil:
+		cs.State = corev1.ContainerState{Terminated: cs.LastTerminationState.Terminated}
+		cs.LastTerminationState = corev1.ContainerState{}
+	case cs.State.Waiting != nil && old != nil && old.State.Terminated != nil:
+		cs.State = corev1.ContainerState{Terminated: old.State.Terminated.DeepCopy()}
+	default:
+		t := &corev1.ContainerStateTerminated{
+			ExitCode:    ExitCodeUnknown,
+			Reason:      ReasonContainerStatusUnknown,
+			Message:     "the container's final state is unknown: it was not seen to finish",
+			ContainerID: cs.ContainerID,
+		}
+		if r := cs.State.Running; r != nil {
+			t.StartedAt = r.StartedAt
+		}
+		cs.State = corev1.ContainerState{Terminated: t}
+	}
+}
+
+// checkTransition refuses a status change that no sync may make: leaving a
+// terminal phase (or switching between the two terminal phases), and a
+// container leaving the terminated state when its restart policy forbids
+// running it again.
+func checkTransition(pod *corev1.Pod, old, next *corev1.PodStatus) error {
+	if isTerminal(old.Phase) && next.Phase != old.Phase {
+		return fmt.Errorf("pod %s/%s: phase %s is final, refusing %s", pod.Namespace, pod.Name, old.Phase, next.Phase)
+	}
+	if pod.Spec.RestartPolicy == corev1.RestartPolicyAlways || pod.Spec.RestartPolicy == "" {
+		// A new sandbox runs even completed init containers again.
+		return nil
+	}
+	check := func(specs []corev1.Container, olds, nexts []corev1.ContainerStatus) error {
+		for i := range specs {
+			c := &specs[i]
+			o := findStatus(olds, c.Name)
+			if o == nil || o.State.Terminated == nil || isSidecar(c) {
+				continue
+			}
+			if o.State.Terminated.ExitCode != 0 && pod.Spec.RestartPolicy == corev1.RestartPolicyOnFailure {
+				continue
+			}
+			if n := findStatus(nexts, c.Name); n != nil && n.State.Terminated == nil {
+				return fmt.Errorf("pod %s/%s: container %q terminated and may not restart under restartPolicy %s",
+					pod.Namespace, pod.Name, c.Name, pod.Spec.RestartPolicy)
+			}
+		}
+		return nil
+	}
+	if err := check(pod.Spec.InitContainers, old.InitContainerStatuses, next.InitContainerStatuses); err != nil {
+		return err
+	}
+	return check(pod.Spec.Containers, old.ContainerStatuses, next.ContainerStatuses)
+}

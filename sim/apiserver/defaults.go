@@ -1,0 +1,137 @@
+package apiserver
+
+import (
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+)
+
+// defaultPodSpec fills in the defaults the real apiserver gives a pod spec
+// that the agent relies on: restart, DNS and pull policies, the grace
+// period, termination messages, probe timings, port protocols and requests
+// taken from limits. (Not every upstream default is here.)
+func defaultPodSpec(spec *corev1.PodSpec) {
+	if spec.RestartPolicy == "" {
+		spec.RestartPolicy = corev1.RestartPolicyAlways
+	}
+	if spec.TerminationGracePeriodSeconds == nil {
+		grace := int64(corev1.DefaultTerminationGracePeriodSeconds)
+		spec.TerminationGracePeriodSeconds = &grace
+	}
+	if spec.DNSPolicy == "" {
+		spec.DNSPolicy = corev1.DNSClusterFirst
+	}
+	if spec.SchedulerName == "" {
+		spec.SchedulerName = corev1.DefaultSchedulerName
+	}
+	for i := range spec.InitContainers {
+		defaultContainer(&spec.InitContainers[i])
+	}
+	for i := range spec.Containers {
+		defaultContainer(&spec.Containers[i])
+	}
+}
+
+func defaultContainer(c *corev1.Container) {
+	if c.ImagePullPolicy == "" {
+		c.ImagePullPolicy = pullPolicy(c.Image)
+	}
+	if c.TerminationMessagePath == "" {
+		c.TerminationMessagePath = corev1.TerminationMessagePathDefault
+	}
+	if c.TerminationMessagePolicy == "" {
+		c.TerminationMessagePolicy = corev1.TerminationMessageReadFile
+	}
+	for i := range c.Ports {
+		if c.Ports[i].Protocol == "" {
+			c.Ports[i].Protocol = corev1.ProtocolTCP
+		}
+	}
+	for _, p := range []*corev1.Probe{c.LivenessProbe, c.ReadinessProbe, c.StartupProbe} {
+		defaultProbe(p)
+	}
+	for _, name := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory, corev1.ResourceEphemeralStorage} {
+		limit, ok := c.Resources.Limits[name]
+		if _, has := c.Resources.Requests[name]; ok && !has {
+			if c.Resources.Requests == nil {
+				c.Resources.Requests = corev1.ResourceList{}
+			}
+			c.Resources.Requests[name] = limit.DeepCopy()
+		}
+	}
+}
+
+func defaultProbe(p *corev1.Probe) {
+	if p == nil {
+		return
+	}
+	if p.TimeoutSeconds == 0 {
+		p.TimeoutSeconds = 1
+	}
+	if p.PeriodSeconds == 0 {
+		p.PeriodSeconds = 10
+	}
+	if p.SuccessThreshold == 0 {
+		p.SuccessThreshold = 1
+	}
+	if p.FailureThreshold == 0 {
+		p.FailureThreshold = 3
+	}
+	if p.HTTPGet != nil && p.HTTPGet.Scheme == "" {
+		p.HTTPGet.Scheme = corev1.URISchemeHTTP
+	}
+}
+
+// pullPolicy is the default pull policy of an image: Always for an
+// untagged or :latest image, IfNotPresent otherwise.
+func pullPolicy(image string) corev1.PullPolicy {
+	if strings.Contains(image, "@") {
+		return corev1.PullIfNotPresent
+	}
+	name := image[strings.LastIndex(image, "/")+1:]
+	if i := strings.LastIndex(name, ":"); i < 0 || name[i+1:] == "latest" {
+		return corev1.PullAlways
+	}
+	return corev1.PullIfNotPresent
+}
+
+// qosClass is the pod's quality of service class, from the CPU and memory
+// requests and limits of its containers.
+func qosClass(spec *corev1.PodSpec) corev1.PodQOSClass {
+	requests := map[corev1.ResourceName]resource.Quantity{}
+	limits := map[corev1.ResourceName]resource.Quantity{}
+	guaranteed := true
+	containers := append(append([]corev1.Container(nil), spec.InitContainers...), spec.Containers...)
+	for _, c := range containers {
+		found := 0
+		for _, name := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory} {
+			if q, ok := c.Resources.Requests[name]; ok && q.Sign() > 0 {
+				sum := requests[name]
+				sum.Add(q)
+				requests[name] = sum
+			}
+			if q, ok := c.Resources.Limits[name]; ok && q.Sign() > 0 {
+				sum := limits[name]
+				sum.Add(q)
+				limits[name] = sum
+				found++
+			}
+		}
+		if found < 2 {
+			guaranteed = false
+		}
+	}
+	if len(requests) == 0 && len(limits) == 0 {
+		return corev1.PodQOSBestEffort
+	}
+	if guaranteed && len(requests) == len(limits) {
+		for name, r := range requests {
+			if l, ok := limits[name]; !ok || l.Cmp(r) != 0 {
+				return corev1.PodQOSBurstable
+			}
+		}
+		return corev1.PodQOSGuaranteed
+	}
+	return corev1.PodQOSBurstable
+}

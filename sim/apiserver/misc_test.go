@@ -1,0 +1,280 @@
+package apiserver_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/lockstep-dev/lockstep/sim/apiserver"
+	"github.com/lockstep-dev/lockstep/sim/kernel"
+)
+
+func TestNodes(t *testing.T) {
+	w := newWorld(t, 1, apiserver.Config{}, false)
+	node := &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{Name: "n1", Namespace: "ignored", Labels: map[string]string{"zone": "a"}},
+		Status:     corev1.NodeStatus{Phase: corev1.NodeRunning},
+	}
+	type result struct {
+		created, updated        *corev1.Node
+		dup, missing, stale, ok error
+		statusOnly              *corev1.Node
+	}
+	r := call(t, w, func(ctx context.Context) result {
+		var r result
+		if _, r.missing = w.s.GetNode(ctx, "n1"); r.missing == nil {
+			return r
+		}
+		if r.created, r.ok = w.s.CreateNode(ctx, node); r.ok != nil {
+			return r
+		}
+		_, r.dup = w.s.CreateNode(ctx, node)
+		upd := r.created.DeepCopy()
+		upd.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}
+		upd.Labels = map[string]string{"zone": "b"} // not written by a status update
+		if r.updated, r.ok = w.s.UpdateNodeStatus(ctx, upd); r.ok != nil {
+			return r
+		}
+		_, r.stale = w.s.UpdateNodeStatus(ctx, upd)
+		r.statusOnly, r.ok = w.s.GetNode(ctx, "n1")
+		return r
+	})
+	if r.ok != nil {
+		t.Fatal(r.ok)
+	}
+	if !apierrors.IsNotFound(r.missing) || !apierrors.IsAlreadyExists(r.dup) || !apierrors.IsConflict(r.stale) {
+		t.Errorf("missing %v, duplicate %v, stale %v", r.missing, r.dup, r.stale)
+	}
+	if r.created.UID == "" || r.created.ResourceVersion != "1" || r.created.Namespace != "" || r.created.CreationTimestamp.IsZero() {
+		t.Errorf("created node metadata: %+v", r.created.ObjectMeta)
+	}
+	if r.updated.ResourceVersion != "2" || r.statusOnly.Labels["zone"] != "a" || len(r.statusOnly.Status.Conditions) != 1 {
+		t.Errorf("after status update: rv %q labels %v conditions %v", r.updated.ResourceVersion, r.statusOnly.Labels, r.statusOnly.Status.Conditions)
+	}
+	if nodes := w.u.Nodes(); len(nodes) != 1 || !cmp.Equal(r.statusOnly, nodes[0]) {
+		t.Errorf("user Nodes() = %v", nodes)
+	}
+}
+
+func TestLeases(t *testing.T) {
+	w := newWorld(t, 1, apiserver.Config{}, false)
+	lease := &coordinationv1.Lease{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "kube-node-lease", Name: "n1"},
+		Spec:       coordinationv1.LeaseSpec{HolderIdentity: ptr("n1"), LeaseDurationSeconds: ptr(int32(40))},
+	}
+	type result struct {
+		created, renewed          *coordinationv1.Lease
+		dup, stale, badRV, absent error
+		err                       error
+	}
+	r := call(t, w, func(ctx context.Context) result {
+		var r result
+		if r.created, r.err = w.s.CreateLease(ctx, lease); r.err != nil {
+			return r
+		}
+		_, r.dup = w.s.CreateLease(ctx, lease)
+		withRV := lease.DeepCopy()
+		withRV.ResourceVersion = "1"
+		_, r.badRV = w.s.CreateLease(ctx, withRV)
+		renew := r.created.DeepCopy()
+		renew.Spec.RenewTime = &metav1.MicroTime{Time: w.k.Now()}
+		if r.renewed, r.err = w.s.UpdateLease(ctx, renew); r.err != nil {
+			return r
+		}
+		_, r.stale = w.s.UpdateLease(ctx, renew)
+		_, r.absent = w.s.GetLease(ctx, "kube-node-lease", "n2")
+		return r
+	})
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	if !apierrors.IsAlreadyExists(r.dup) || !apierrors.IsBadRequest(r.badRV) || !apierrors.IsConflict(r.stale) || !apierrors.IsNotFound(r.absent) {
+		t.Errorf("duplicate %v, create with RV %v, stale %v, absent %v", r.dup, r.badRV, r.stale, r.absent)
+	}
+	got, err := w.u.GetLease("kube-node-lease", "n1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(r.renewed, got); diff != "" || got.ResourceVersion != "2" || got.Spec.RenewTime == nil {
+		t.Errorf("stored lease (rv %q) differs from the update's answer (-answer +stored):\n%s", got.ResourceVersion, diff)
+	}
+}
+
+func TestEventsAreCountedWhenRepeated(t *testing.T) {
+	w := newWorld(t, 1, apiserver.Config{}, false)
+	ref := &corev1.ObjectReference{Kind: "Pod", Namespace: "default", Name: "a", UID: "u1", ResourceVersion: "3"}
+	w.s.Event(ref, corev1.EventTypeNormal, "Pulled", "pulled image")
+	advance(t, w, time.Second)
+	later := ref.DeepCopy()
+	later.ResourceVersion = "9" // still the same object
+	w.s.Event(later, corev1.EventTypeNormal, "Pulled", "pulled image")
+	w.s.Event(ref, corev1.EventTypeWarning, "BackOff", "back-off restarting")
+	advance(t, w, time.Second)
+	w.s.Event(ref, corev1.EventTypeNormal, "Pulled", "pulled image")
+	t0 := kernel.DefaultEpoch
+	want := []apiserver.Event{
+		{Object: *ref, Type: "Normal", Reason: "Pulled", Message: "pulled image", Count: 3, First: t0, Last: t0.Add(2 * time.Second)},
+		{Object: *ref, Type: "Warning", Reason: "BackOff", Message: "back-off restarting", Count: 1, First: t0.Add(time.Second), Last: t0.Add(time.Second)},
+	}
+	if diff := cmp.Diff(want, w.u.Events()); diff != "" {
+		t.Errorf("events (-want +got):\n%s", diff)
+	}
+}
+
+func TestOnWriteSeesEveryWriteInOrder(t *testing.T) {
+	w := newWorld(t, 1, apiserver.Config{}, false)
+	var seenRecs []apiserver.Record
+	var statusAtAnswer []int
+	w.s.OnWrite(func(r apiserver.Record) { seenRecs = append(seenRecs, r) })
+	mustCreate(t, w, newPod("a", "n1"))
+	call(t, w, func(ctx context.Context) error {
+		if _, err := w.s.CreateNode(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1"}}); err != nil {
+			return err
+		}
+		_, err := statusWrite(ctx, w.s, "a", corev1.PodRunning)
+		statusAtAnswer = append(statusAtAnswer, len(seenRecs)) // the observer ran before the answer
+		return err
+	})
+	if err := w.u.DeletePodGracefully("default", "a", nil); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(w.s.History(), seenRecs); diff != "" {
+		t.Errorf("observed records differ from the history (-history +observed):\n%s", diff)
+	}
+	var summary []string
+	for i, r := range seenRecs {
+		if r.RV != uint64(i+1) {
+			t.Errorf("record %d has RV %d", i, r.RV)
+		}
+		summary = append(summary, fmt.Sprintf("%s %s %s %s", r.Actor, r.Verb, r.Kind, r.Name))
+	}
+	want := []string{"user create Pod a", "agent create Node n1", "agent updateStatus Pod a", "user gracefulDelete Pod a"}
+	if diff := cmp.Diff(want, summary); diff != "" {
+		t.Errorf("records (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]int{3}, statusAtAnswer); diff != "" {
+		t.Errorf("records observed when the status write answered (-want +got):\n%s", diff)
+	}
+}
+
+// scripted is a small world of agent tasks racing on the server under
+// faults, with user actions between runs. It returns what the server saw.
+func scripted(t *testing.T, seed uint64) ([]apiserver.Record, []apiserver.Event) {
+	t.Helper()
+	w := newWorld(t, seed, apiserver.Config{WatchWindow: 20}, true)
+	s, ts := w.s, w.k.Tasks()
+	for i := range 6 {
+		mustCreate(t, w, newPod(fmt.Sprintf("p%d", i), fmt.Sprintf("n%d", 1+i%2)))
+	}
+	ctx, cancel := ts.WithCancel(context.Background())
+	ts.Go("lease", func() {
+		l, err := s.CreateLease(ctx, &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: "kube-node-lease", Name: "n1"}})
+		for ctx.Err() == nil {
+			if err == nil {
+				renew := l.DeepCopy()
+				renew.Spec.RenewTime = &metav1.MicroTime{Time: w.k.Now()}
+				l, err = s.UpdateLease(ctx, renew)
+			} else {
+				l, err = s.GetLease(ctx, "kube-node-lease", "n1")
+			}
+			_ = ts.Sleep(ctx, 3*time.Second)
+		}
+	})
+	for i := range 6 {
+		name := fmt.Sprintf("p%d", i)
+		ts.Go("sync-"+name, func() {
+			for round := 0; ctx.Err() == nil; round++ {
+				p, err := s.GetPod(ctx, "default", name)
+				if err == nil {
+					p.Status.Phase = corev1.PodRunning
+					p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "app", RestartCount: int32(round / 3)}}
+					_, err = s.UpdatePodStatus(ctx, p)
+				}
+				if err != nil && ctx.Err() == nil {
+					s.Event(&corev1.ObjectReference{Kind: "Pod", Namespace: "default", Name: name}, "Warning", "StatusFailed", err.Error())
+				}
+				_ = ts.Sleep(ctx, time.Second)
+			}
+		})
+	}
+	// The node's pod loop: list, watch, finish graceful deletions.
+	ts.Go("pods-n1", func() {
+		for ctx.Err() == nil {
+			_, rv, err := s.ListPods(ctx, "n1")
+			if err != nil {
+				_ = ts.Sleep(ctx, time.Second)
+				continue
+			}
+			pw, err := s.WatchPods(ctx, "n1", rv)
+			for err == nil {
+				ev, nextErr := pw.Next(ctx)
+				if err = nextErr; err == nil && ev.Pod.DeletionTimestamp != nil {
+					_ = s.DeletePod(ctx, ev.Pod.Namespace, ev.Pod.Name, ev.Pod.UID)
+				}
+			}
+		}
+	})
+	step := func(d time.Duration) {
+		t.Helper()
+		if err := w.k.RunFor(d); err != nil {
+			t.Fatal(err)
+		}
+	}
+	step(5 * time.Second)
+	s.Conflicts(3)
+	s.Flaky(20)
+	step(10 * time.Second)
+	s.DropWatches()
+	for _, name := range []string{"p0", "p2"} {
+		if err := w.u.DeletePodGracefully("default", name, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s.StaleReads(2 * time.Second)
+	step(10 * time.Second)
+	s.ClearFaults()
+	s.Latency(apiserver.VerbUpdate, time.Second)
+	s.Down(true)
+	step(5 * time.Second)
+	s.Down(false)
+	step(10 * time.Second)
+	cancel()
+	if err := w.k.Run(); err != nil {
+		t.Fatal(err)
+	}
+	return s.History(), w.u.Events()
+}
+
+func TestSameScriptSameHistory(t *testing.T) {
+	h1, e1 := scripted(t, 42)
+	h2, e2 := scripted(t, 42)
+	if diff := cmp.Diff(h1, h2); diff != "" {
+		t.Errorf("histories of two identical runs differ (-first +second):\n%s", diff)
+	}
+	if diff := cmp.Diff(e1, e2); diff != "" {
+		t.Errorf("events of two identical runs differ (-first +second):\n%s", diff)
+	}
+	verbs := map[string]int{}
+	for _, r := range h1 {
+		verbs[r.Actor+" "+r.Verb+" "+r.Kind]++
+	}
+	for _, v := range []string{"agent updateStatus Pod", "agent update Lease", "agent delete Pod", "user gracefulDelete Pod"} {
+		if verbs[v] == 0 {
+			t.Errorf("the script never did %q: %v", v, verbs)
+		}
+	}
+	if len(e1) == 0 {
+		t.Errorf("the script's faults caused no failure event")
+	}
+	h3, _ := scripted(t, 7)
+	if cmp.Equal(h1, h3) {
+		t.Errorf("seeds 42 and 7 gave the same history")
+	}
+}

@@ -1,0 +1,342 @@
+package apiserver
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strconv"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+)
+
+// podChange is one committed pod write, kept (within the watch window) to
+// replay watches and to answer stale reads. before and after are store
+// objects: never mutated.
+type podChange struct {
+	rv            uint64
+	at            time.Time
+	key           string
+	before, after *corev1.Pod
+}
+
+// ListPods returns the pods bound to nodeName, sorted by namespace and
+// name, and the list's resource version.
+func (s *Server) ListPods(ctx context.Context, nodeName string) ([]*corev1.Pod, string, error) {
+	if err := s.request(ctx, VerbList, fmt.Sprintf("pods on node %q", nodeName)); err != nil {
+		return nil, "", err
+	}
+	defer s.response()
+	s.mu.Lock()
+	defer s.unlock()
+	pods, rv := s.readViewLocked()
+	var out []*corev1.Pod
+	for _, k := range sortedKeys(pods) {
+		if p := pods[k]; p.Spec.NodeName == nodeName {
+			out = append(out, p.DeepCopy())
+		}
+	}
+	return out, strconv.FormatUint(rv, 10), nil
+}
+
+// GetPod reads one pod.
+func (s *Server) GetPod(ctx context.Context, namespace, name string) (*corev1.Pod, error) {
+	if err := s.request(ctx, VerbGet, "pod "+key(namespace, name)); err != nil {
+		return nil, err
+	}
+	defer s.response()
+	s.mu.Lock()
+	defer s.unlock()
+	pods, _ := s.readViewLocked()
+	p, ok := pods[key(namespace, name)]
+	if !ok {
+		return nil, apierrors.NewNotFound(podsResource, name)
+	}
+	return p.DeepCopy(), nil
+}
+
+// UpdatePodStatus writes pod.Status (the rest of pod is ignored but for
+// its UID and resource version preconditions; an empty resource version
+// writes unconditionally). A write that changes nothing commits nothing.
+func (s *Server) UpdatePodStatus(ctx context.Context, pod *corev1.Pod) (*corev1.Pod, error) {
+	what := "pod " + key(pod.Namespace, pod.Name)
+	if err := s.request(ctx, VerbUpdateStatus, what); err != nil {
+		return nil, err
+	}
+	defer s.response()
+	s.mu.Lock()
+	defer s.unlock()
+	old, err := s.podForWriteLocked(pod.Namespace, pod.Name, pod.UID, pod.ResourceVersion, VerbUpdateStatus)
+	if err != nil {
+		return nil, err
+	}
+	status := pod.Status.DeepCopy()
+	if status.QOSClass == "" {
+		status.QOSClass = old.Status.QOSClass
+	}
+	return s.setPodStatusLocked(ActorAgent, old, *status).DeepCopy(), nil
+}
+
+// DeletePod deletes a pod at once (grace period 0), provided its UID is
+// uid (an empty uid deletes whatever pod has the name).
+func (s *Server) DeletePod(ctx context.Context, namespace, name string, uid types.UID) error {
+	if err := s.request(ctx, VerbDelete, "pod "+key(namespace, name)); err != nil {
+		return err
+	}
+	defer s.response()
+	s.mu.Lock()
+	defer s.unlock()
+	old, err := s.podForWriteLocked(namespace, name, uid, "", VerbDelete)
+	if err != nil {
+		return err
+	}
+	s.removePodLocked(ActorAgent, old)
+	return nil
+}
+
+// CreatePod creates a pod (the agent's mirror pods). Like the real
+// apiserver it assigns the UID, resets the status to Pending and refuses a
+// pod that carries a resource version.
+func (s *Server) CreatePod(ctx context.Context, pod *corev1.Pod) (*corev1.Pod, error) {
+	if err := s.request(ctx, VerbCreate, "pod "+key(pod.Namespace, pod.Name)); err != nil {
+		return nil, err
+	}
+	defer s.response()
+	if pod.Namespace == "" {
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("create pod %q: the namespace is required", pod.Name))
+	}
+	if pod.ResourceVersion != "" {
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("create pod %s: resourceVersion should not be set on objects to be created", key(pod.Namespace, pod.Name)))
+	}
+	p := pod.DeepCopy()
+	p.Status = corev1.PodStatus{}
+	s.mu.Lock()
+	defer s.unlock()
+	created, err := s.createPodLocked(ActorAgent, p)
+	if err != nil {
+		return nil, err
+	}
+	return created.DeepCopy(), nil
+}
+
+// readViewLocked returns the pods the agent's reads see, with their
+// resource version: the store, or under StaleReads the store as it was
+// the configured lag ago, rebuilt by undoing the newer pod changes still
+// in the window. The map and its pods must not be changed. Caller holds mu.
+func (s *Server) readViewLocked() (map[string]*corev1.Pod, uint64) {
+	if s.faults.stale <= 0 {
+		return s.pods, s.rv
+	}
+	cutoff := s.clock.Now().Add(-s.faults.stale)
+	i := len(s.podLog)
+	for i > 0 && s.podLog[i-1].at.After(cutoff) {
+		i--
+	}
+	if i == len(s.podLog) {
+		return s.pods, s.rv
+	}
+	view := make(map[string]*corev1.Pod, len(s.pods))
+	for k, p := range s.pods {
+		view[k] = p
+	}
+	for j := len(s.podLog) - 1; j >= i; j-- {
+		if c := s.podLog[j]; c.before == nil {
+			delete(view, c.key)
+		} else {
+			view[c.key] = c.before
+		}
+	}
+	return view, s.podLog[i].rv - 1
+}
+
+// podForWriteLocked finds the pod a write is about and checks its
+// preconditions: the UID (when given), injected conflicts and the
+// resource version (when given). Caller holds mu.
+func (s *Server) podForWriteLocked(namespace, name string, uid types.UID, rv, verb string) (*corev1.Pod, error) {
+	old, ok := s.pods[key(namespace, name)]
+	if !ok {
+		return nil, apierrors.NewNotFound(podsResource, name)
+	}
+	return old, checkPreconditions(s, podsResource, name, uid, old.UID, rv, old.ResourceVersion, verb)
+}
+
+// checkPreconditions applies the UID precondition, injected conflicts and
+// optimistic concurrency to an agent's write of an object. Caller holds mu.
+func checkPreconditions(s *Server, gr schema.GroupResource, name string, uid, haveUID types.UID, rv, haveRV, verb string) error {
+	if err := uidPrecondition(gr, name, uid, haveUID); err != nil {
+		return err
+	}
+	if s.injectConflictLocked(rv, verb, gr.Resource+" "+name) {
+		return apierrors.NewConflict(gr, name, errModified)
+	}
+	return rvPrecondition(gr, name, rv, haveRV)
+}
+
+// uidPrecondition fails with Conflict when a UID is given and is not the
+// object's.
+func uidPrecondition(gr schema.GroupResource, name string, uid, haveUID types.UID) error {
+	if uid != "" && uid != haveUID {
+		return apierrors.NewConflict(gr, name, fmt.Errorf("Precondition failed: UID in precondition: %v, UID in object meta: %v", uid, haveUID))
+	}
+	return nil
+}
+
+// rvPrecondition fails with Conflict when a resource version is given and
+// is not the object's.
+func rvPrecondition(gr schema.GroupResource, name string, rv, haveRV string) error {
+	if rv != "" && rv != haveRV {
+		return apierrors.NewConflict(gr, name, errModified)
+	}
+	return nil
+}
+
+// createPodLocked stores a new pod, which the caller owns: it fills in the
+// server's metadata and defaults. Caller holds mu.
+func (s *Server) createPodLocked(actor string, p *corev1.Pod) (*corev1.Pod, error) {
+	if p.Name == "" && p.GenerateName != "" {
+		s.names++
+		p.Name = fmt.Sprintf("%s%05x", p.GenerateName, s.names)
+	}
+	if p.Name == "" {
+		return nil, apierrors.NewInvalid(schema.GroupKind{Kind: KindPod}, "", field.ErrorList{
+			field.Required(field.NewPath("metadata", "name"), "name or generateName is required"),
+		})
+	}
+	if _, ok := s.pods[key(p.Namespace, p.Name)]; ok {
+		return nil, apierrors.NewAlreadyExists(podsResource, p.Name)
+	}
+	p.UID = types.UID(s.nextUID())
+	p.ResourceVersion = ""
+	p.CreationTimestamp = metav1.NewTime(s.now())
+	p.Generation = 1
+	p.DeletionTimestamp = nil
+	p.DeletionGracePeriodSeconds = nil
+	defaultPodSpec(&p.Spec)
+	if p.Status.Phase == "" {
+		p.Status.Phase = corev1.PodPending
+	}
+	if p.Status.QOSClass == "" {
+		p.Status.QOSClass = qosClass(&p.Spec)
+	}
+	return s.putPodLocked(actor, VerbCreate, nil, p), nil
+}
+
+// setPodStatusLocked writes status over old's. Caller holds mu.
+func (s *Server) setPodStatusLocked(actor string, old *corev1.Pod, status corev1.PodStatus) *corev1.Pod {
+	if equality.Semantic.DeepEqual(old.Status, status) {
+		return old
+	}
+	p := old.DeepCopy()
+	p.Status = status
+	return s.putPodLocked(actor, VerbUpdateStatus, old, p)
+}
+
+// putPodLocked commits p (a new object replacing old, which is nil for a
+// create): it gets the next resource version, goes to the store, the pod
+// log, the open watches and the history. Caller holds mu and never
+// touches p again but to copy it.
+func (s *Server) putPodLocked(actor, verb string, old, p *corev1.Pod) *corev1.Pod {
+	rv := s.nextRV()
+	p.ResourceVersion = strconv.FormatUint(rv, 10)
+	k := key(p.Namespace, p.Name)
+	s.pods[k] = p
+	s.publishLocked(podChange{rv: rv, at: s.clock.Now(), key: k, before: old, after: p})
+	s.record(Record{RV: rv, Actor: actor, Verb: verb, Kind: KindPod, Namespace: p.Namespace, Name: p.Name, UID: p.UID, Pod: p})
+	return p
+}
+
+// removePodLocked deletes old from the store. Caller holds mu.
+func (s *Server) removePodLocked(actor string, old *corev1.Pod) {
+	rv := s.nextRV()
+	k := key(old.Namespace, old.Name)
+	delete(s.pods, k)
+	s.publishLocked(podChange{rv: rv, at: s.clock.Now(), key: k, before: old})
+	s.record(Record{RV: rv, Actor: actor, Verb: VerbDelete, Kind: KindPod, Namespace: old.Namespace, Name: old.Name, UID: old.UID, Pod: deletedPod(old, rv)})
+}
+
+// deletedPod is the last state of a pod deleted at rv, as the DELETED
+// watch event and the history show it.
+func deletedPod(old *corev1.Pod, rv uint64) *corev1.Pod {
+	p := old.DeepCopy()
+	p.ResourceVersion = strconv.FormatUint(rv, 10)
+	return p
+}
+
+// gracefulDeleteLocked deletes a pod the way the real apiserver does for
+// a user: an unbound or finished pod, a zero grace period or a pending
+// deletion already at zero deletes at once; otherwise the pod is marked
+// (deletionTimestamp = now + grace) and stays until the node deletes it
+// with grace 0. A later delete may only shorten the grace period. Caller
+// holds mu.
+func (s *Server) gracefulDeleteLocked(actor string, old *corev1.Pod, grace *int64) {
+	if old.DeletionTimestamp != nil {
+		pending := old.DeletionGracePeriodSeconds
+		if pending == nil || *pending == 0 {
+			s.removePodLocked(actor, old)
+			return
+		}
+		if grace == nil {
+			return // graceful deletion already pending
+		}
+		period := *grace
+		if period < 0 {
+			period = 1
+		}
+		if period >= *pending {
+			return // only a shorter grace period changes a pending deletion
+		}
+		if period == 0 {
+			s.removePodLocked(actor, old)
+			return
+		}
+		requested := old.DeletionTimestamp.Add(-time.Duration(*pending) * time.Second)
+		p := old.DeepCopy()
+		p.DeletionTimestamp = ptrTime(requested.Add(time.Duration(period) * time.Second))
+		p.DeletionGracePeriodSeconds = &period
+		s.putPodLocked(actor, VerbGracefulDelete, old, p)
+		return
+	}
+	period := int64(30)
+	switch {
+	case grace != nil:
+		period = *grace
+	case old.Spec.TerminationGracePeriodSeconds != nil:
+		period = *old.Spec.TerminationGracePeriodSeconds
+	}
+	if old.Spec.NodeName == "" || old.Status.Phase == corev1.PodSucceeded || old.Status.Phase == corev1.PodFailed {
+		period = 0
+	}
+	if period < 0 {
+		period = 1
+	}
+	if period == 0 {
+		s.removePodLocked(actor, old)
+		return
+	}
+	p := old.DeepCopy()
+	p.DeletionTimestamp = ptrTime(s.now().Add(time.Duration(period) * time.Second))
+	p.DeletionGracePeriodSeconds = &period
+	p.Generation++
+	s.putPodLocked(actor, VerbGracefulDelete, old, p)
+}
+
+func ptrTime(t time.Time) *metav1.Time {
+	mt := metav1.NewTime(t)
+	return &mt
+}
+
+// sortedKeys returns m's keys in order.
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
