@@ -127,8 +127,11 @@ type ProbeNetwork interface {
 	GRPCHealth(ctx context.Context, host string, port int, service string) (serving bool, err error)
 }
 
-// Files reads the static pod manifest directory.
+// Files is the agent's file system: it reads the static pod manifest
+// directory and creates pod log directories.
 type Files interface {
 	ReadDir(dir string) ([]fs.DirEntry, error)
 	ReadFile(path string) ([]byte, error)
+	// MkdirAll creates a directory and its parents (mode 0755).
+	MkdirAll(dir string) error
 }

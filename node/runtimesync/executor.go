@@ -133,6 +133,11 @@ func (e *Executor) SyncPod(ctx context.Context, pod *corev1.Pod, st *podstate.Po
 	if acts.CreateSandbox {
 		res.ActionTaken = true
 		log.Info("creating sandbox", "attempt", attempt)
+		if e.d.Files != nil {
+			if err := e.d.Files.MkdirAll(sbConfig.LogDirectory); err != nil {
+				return res, fmt.Errorf("create log directory %s of pod %s/%s: %w", sbConfig.LogDirectory, pod.Namespace, pod.Name, err)
+			}
+		}
 		sandboxID, err = e.d.Runtime.RunPodSandbox(ctx, sbConfig, e.cfg.RuntimeHandler)
 		if err != nil {
 			e.event(pod, "", corev1.EventTypeWarning, "FailedCreatePodSandBox", fmt.Sprintf("Failed to create pod sandbox: %v", err))

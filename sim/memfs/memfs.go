@@ -28,9 +28,14 @@ var _ deps.Files = (*FS)(nil)
 func New() *FS { return &FS{files: map[string][]byte{}, dirs: map[string]bool{}} }
 
 // MkdirAll creates dir (and its parents).
-func (f *FS) MkdirAll(dir string) {
+func (f *FS) MkdirAll(dir string) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	f.mkdirAllLocked(dir)
+	return nil
+}
+
+func (f *FS) mkdirAllLocked(dir string) {
 	for d := path.Clean(dir); d != "/" && d != "."; d = path.Dir(d) {
 		f.dirs[d] = true
 	}
@@ -39,9 +44,9 @@ func (f *FS) MkdirAll(dir string) {
 // WriteFile creates or replaces a file, creating its directory.
 func (f *FS) WriteFile(name string, data []byte) {
 	name = path.Clean(name)
-	f.MkdirAll(path.Dir(name))
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	f.mkdirAllLocked(path.Dir(name))
 	f.files[name] = append([]byte(nil), data...)
 }
 
@@ -118,4 +123,21 @@ func (e entry) mode() fs.FileMode {
 		return fs.ModeDir | 0o755
 	}
 	return 0o644
+}
+
+// AppendFile appends data to a file, creating it (the fake runtime writes
+// container logs with it). Like containerd opening a container's log, it
+// creates the file's own directory (the container's), but the directory
+// above it (the pod's log directory, which the agent makes) must exist.
+func (f *FS) AppendFile(name string, data []byte) error {
+	name = path.Clean(name)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	dir := path.Dir(name)
+	if parent := path.Dir(dir); parent != "/" && parent != "." && !f.dirs[parent] {
+		return &fs.PathError{Op: "open", Path: name, Err: fs.ErrNotExist}
+	}
+	f.mkdirAllLocked(dir)
+	f.files[name] = append(f.files[name], data...)
+	return nil
 }

@@ -1,0 +1,228 @@
+// Package agent assembles the node agent from its parts and runs its
+// SyncLoop: config updates from the pod sources, PLEG lifecycle events, the
+// 1 s sync tick (pods whose requeue time is due) and the 2 s housekeeping
+// all turn into work for the pod workers, whose steps this package performs
+// (the Syncer): wait for a runtime view newer than the last action, compute
+// and execute the runtime actions, and publish the pod's status.
+package agent
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/lockstep-dev/lockstep/node/deps"
+	"github.com/lockstep-dev/lockstep/node/pleg"
+	"github.com/lockstep-dev/lockstep/node/podsource"
+	"github.com/lockstep-dev/lockstep/node/podspec"
+	"github.com/lockstep-dev/lockstep/node/podworkers"
+	"github.com/lockstep-dev/lockstep/node/runtimesync"
+	"github.com/lockstep-dev/lockstep/node/status"
+)
+
+// Config configures an agent. Zero durations take the kubelet's defaults.
+type Config struct {
+	// NodeName is the node this agent runs.
+	NodeName string
+	// ManifestDir is the static pod manifest directory ("" : none).
+	ManifestDir string
+	// FileCheckFrequency is how often the manifest directory is re-read.
+	FileCheckFrequency time.Duration
+	// SyncFrequency is the resync period of a healthy pod (jittered).
+	SyncFrequency time.Duration
+	// SyncTick is the period at which due pods are synced.
+	SyncTick time.Duration
+	// HousekeepingPeriod is the period of orphan and garbage cleanup.
+	HousekeepingPeriod time.Duration
+	// Node is what the node contributes to sandbox and container configs.
+	Node podspec.NodeInfo
+	// RuntimeType prefixes container IDs in statuses ("containerd").
+	RuntimeType string
+	// RuntimeSync tunes the executor (back-off curves, runtime handler).
+	RuntimeSync runtimesync.Config
+	// PLEG tunes the lifecycle event generator.
+	PLEG pleg.Config
+	// Status tunes the status manager.
+	Status status.Config
+}
+
+// Agent is one node agent.
+type Agent struct {
+	d   deps.Deps
+	cfg Config
+
+	updates *deps.Inbox[podsource.Update]
+	merger  *podsource.Merger
+	pods    *podManager
+	pleg    *pleg.PLEG
+	queue   *podworkers.WorkQueue
+	workers *podworkers.PodWorkers
+	exec    *runtimesync.Executor
+	status  *status.Manager
+
+	startTime time.Time
+
+	mu         sync.Mutex
+	lastLoop   time.Time
+	expected   map[types.UID]map[string]expectation // containers started, not yet seen in the cache
+	mirrorsSet map[types.UID]bool
+}
+
+// New builds an agent over d. Nothing runs until Start.
+func New(d deps.Deps, cfg Config) *Agent {
+	if cfg.SyncFrequency <= 0 {
+		cfg.SyncFrequency = time.Minute
+	}
+	if cfg.SyncTick <= 0 {
+		cfg.SyncTick = time.Second
+	}
+	if cfg.HousekeepingPeriod <= 0 {
+		cfg.HousekeepingPeriod = 2 * time.Second
+	}
+	if cfg.FileCheckFrequency <= 0 {
+		cfg.FileCheckFrequency = 20 * time.Second
+	}
+	if cfg.Node.NodeName == "" {
+		cfg.Node.NodeName = cfg.NodeName
+	}
+	cfg.RuntimeSync.Node = cfg.Node
+	a := &Agent{
+		d:          d,
+		cfg:        cfg,
+		updates:    deps.NewInbox[podsource.Update](d.Tasks, "config updates"),
+		pods:       newPodManager(),
+		pleg:       pleg.New(d, cfg.PLEG),
+		queue:      podworkers.NewWorkQueue(d.Clock),
+		exec:       runtimesync.NewExecutor(d, cfg.RuntimeSync),
+		status:     status.NewManager(d, cfg.Status),
+		expected:   map[types.UID]map[string]expectation{},
+		mirrorsSet: map[types.UID]bool{},
+	}
+	var sources []string
+	if d.API.Pods != nil {
+		sources = append(sources, podsource.SourceAPI)
+	}
+	if cfg.ManifestDir != "" {
+		sources = append(sources, podsource.SourceFile)
+	}
+	a.merger = podsource.NewMerger(d, sources, a.updates)
+	return a
+}
+
+// Start launches the agent's tasks; they stop when ctx ends.
+func (a *Agent) Start(ctx context.Context) {
+	a.startTime = a.d.Clock.Now()
+	a.lastLoop = a.startTime
+	a.d.Log.Info("starting agent", "node", a.cfg.NodeName)
+	a.workers = podworkers.New(ctx, a.d, a, a.queue, podworkers.Config{ResyncInterval: a.cfg.SyncFrequency})
+	a.pleg.Start(ctx)
+	if a.d.API.Pods != nil {
+		a.status.Start(ctx)
+		src := podsource.NewAPISource(a.d, a.cfg.NodeName, a.merger)
+		a.d.Tasks.Go("source api", func() { src.Run(ctx) })
+	}
+	if a.cfg.ManifestDir != "" {
+		src := podsource.NewFileSource(a.d, podsource.FileConfig{
+			Dir: a.cfg.ManifestDir, NodeName: a.cfg.NodeName, Period: a.cfg.FileCheckFrequency,
+			OnManifestError: a.manifestError,
+		}, a.merger)
+		a.d.Tasks.Go("source file", func() { src.Run(ctx) })
+	}
+	a.d.Tasks.Go("syncloop config", func() { a.configLoop(ctx) })
+	a.d.Tasks.Go("syncloop pleg", func() { a.plegLoop(ctx) })
+	a.d.Tasks.Go("syncloop tick", func() { a.tickLoop(ctx) })
+	a.d.Tasks.Go("syncloop housekeeping", func() { a.housekeepingLoop(ctx) })
+}
+
+func (a *Agent) manifestError(file string, err error) {
+	a.d.Log.Warn("static pod manifest skipped", "file", file, "error", err.Error())
+	if a.d.API.Events != nil {
+		ref := &corev1.ObjectReference{Kind: "Node", APIVersion: "v1", Name: a.cfg.NodeName, UID: types.UID(a.cfg.NodeName)}
+		a.d.API.Events.Event(ref, corev1.EventTypeWarning, "FailedStaticPodManifest", fmt.Sprintf("manifest %s: %v", file, err))
+	}
+}
+
+// LastLoop is when the SyncLoop last ran (for /healthz).
+func (a *Agent) LastLoop() time.Time {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.lastLoop
+}
+
+// PLEGHealthy reports the PLEG's health.
+func (a *Agent) PLEGHealthy() (bool, error) { return a.pleg.Healthy() }
+
+// Pods returns the pods the agent manages (static pods included), sorted.
+func (a *Agent) Pods() []*corev1.Pod { return a.pods.list() }
+
+// PodStatus returns the status the agent last computed for a pod.
+func (a *Agent) PodStatus(uid types.UID) (corev1.PodStatus, bool) { return a.status.PodStatus(uid) }
+
+func (a *Agent) configLoop(ctx context.Context) {
+	for {
+		u, err := a.updates.Get(ctx)
+		if err != nil {
+			return
+		}
+		a.handleUpdate(u)
+	}
+}
+
+func (a *Agent) handleUpdate(u podsource.Update) {
+	for _, pod := range u.Pods {
+		if podsource.IsMirrorPod(pod) {
+			continue // the static pod it mirrors is what runs
+		}
+		switch u.Op {
+		case podsource.OpAdd:
+			a.pods.set(pod)
+			if pod.DeletionTimestamp != nil {
+				a.workers.UpdatePod(podworkers.Work{Type: podworkers.Kill, UID: pod.UID, Pod: pod, Reason: "deleted"})
+				continue
+			}
+			a.workers.UpdatePod(podworkers.Work{Type: podworkers.Create, UID: pod.UID, Pod: pod})
+		case podsource.OpUpdate:
+			a.pods.set(pod)
+			a.workers.UpdatePod(podworkers.Work{Type: podworkers.Update, UID: pod.UID, Pod: pod})
+		case podsource.OpDelete:
+			a.pods.set(pod)
+			a.workers.UpdatePod(podworkers.Work{Type: podworkers.Kill, UID: pod.UID, Pod: pod, Reason: "deleted"})
+		case podsource.OpRemove:
+			a.pods.remove(pod.UID)
+			a.workers.UpdatePod(podworkers.Work{Type: podworkers.Kill, UID: pod.UID, Pod: pod, Reason: "removed from " + u.Source})
+		case podsource.OpReconcile:
+			a.pods.set(pod)
+		}
+	}
+}
+
+func (a *Agent) plegLoop(ctx context.Context) {
+	for {
+		ev, err := a.pleg.Events().Get(ctx)
+		if err != nil {
+			return
+		}
+		if pod, ok := a.pods.get(ev.UID); ok {
+			a.workers.UpdatePod(podworkers.Work{Type: podworkers.Sync, UID: ev.UID, Pod: pod})
+		}
+	}
+}
+
+func (a *Agent) tickLoop(ctx context.Context) {
+	t := a.d.Tasks.NewTicker("sync tick", a.cfg.SyncTick)
+	defer t.Stop()
+	for t.Wait(ctx) == nil {
+		a.mu.Lock()
+		a.lastLoop = a.d.Clock.Now()
+		a.mu.Unlock()
+		for _, uid := range a.queue.GetDue() {
+			if pod, ok := a.pods.get(uid); ok {
+				a.workers.UpdatePod(podworkers.Work{Type: podworkers.Sync, UID: uid, Pod: pod})
+			}
+		}
+	}
+}

@@ -1,0 +1,143 @@
+package agent
+
+import (
+	"context"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/lockstep-dev/lockstep/node/podsource"
+	"github.com/lockstep-dev/lockstep/node/podworkers"
+)
+
+func (a *Agent) housekeepingLoop(ctx context.Context) {
+	t := a.d.Tasks.NewTicker("housekeeping", a.cfg.HousekeepingPeriod)
+	defer t.Stop()
+	for t.Wait(ctx) == nil {
+		if !a.merger.AllSeen() {
+			continue // orphans are only orphans once every source has spoken
+		}
+		a.housekeeping(ctx)
+	}
+}
+
+// housekeeping removes what no source wants any more: finished pods'
+// runtime objects and workers, orphaned runtime pods, dead containers of
+// live pods; and keeps mirror pods in step with static pods.
+func (a *Agent) housekeeping(ctx context.Context) {
+	known := map[types.UID]bool{}
+	for _, uid := range a.workers.UIDs() {
+		known[uid] = true
+		pod, desired := a.pods.get(uid)
+		if desired {
+			if st, ok := a.pleg.Cache().Get(uid); ok {
+				if state, _ := a.workers.State(uid); state == podworkers.Syncing {
+					if err := a.exec.GCPod(ctx, st); err != nil {
+						a.d.Log.Warn("garbage collection failed", "uid", string(uid), "error", err.Error())
+					}
+				}
+			}
+			if podsource.IsStaticPod(pod) {
+				a.ensureMirror(ctx, uid)
+			}
+			continue
+		}
+		if !a.workers.IsFinished(uid) {
+			continue // still terminating
+		}
+		if st, ok := a.pleg.Cache().Get(uid); ok {
+			if err := a.exec.RemovePod(ctx, st); err != nil {
+				a.d.Log.Warn("removing a finished pod's containers failed; will retry", "uid", string(uid), "error", err.Error())
+				continue
+			}
+			if err := a.pleg.UpdatePod(ctx, uid); err != nil {
+				continue
+			}
+		}
+		if err := a.workers.Forget(uid); err != nil {
+			continue
+		}
+		a.status.RemovePod(uid)
+		a.exec.ForgetPod(string(uid))
+		a.mu.Lock()
+		delete(a.expected, uid)
+		mirrored := a.mirrorsSet[uid]
+		delete(a.mirrorsSet, uid)
+		a.mu.Unlock()
+		if mirrored {
+			a.deleteMirror(ctx, uid)
+		}
+		a.d.Log.Info("pod removed", "uid", string(uid))
+	}
+	// Orphans: runtime pods no source wants and no worker owns.
+	for _, uid := range a.pleg.Cache().UIDs() {
+		if known[uid] {
+			continue
+		}
+		if _, desired := a.pods.get(uid); desired {
+			continue
+		}
+		st, ok := a.pleg.Cache().Get(uid)
+		if !ok || len(st.Containers) == 0 && len(st.Sandboxes) == 0 {
+			continue
+		}
+		a.d.Log.Info("killing orphaned runtime pod", "pod", st.Namespace+"/"+st.Name, "uid", string(uid))
+		zero := int64(0)
+		a.workers.UpdatePod(podworkers.Work{Type: podworkers.Kill, UID: uid, GracePeriod: &zero, Reason: "orphaned"})
+	}
+}
+
+// ensureMirror creates the mirror pod of a static pod in the API, replacing
+// a stale mirror of an earlier version of the manifest.
+func (a *Agent) ensureMirror(ctx context.Context, uid types.UID) {
+	a.mu.Lock()
+	done := a.mirrorsSet[uid]
+	a.mu.Unlock()
+	pod, ok := a.pods.get(uid)
+	if done || !ok || a.d.API.Pods == nil {
+		return
+	}
+	existing, err := a.d.API.Pods.GetPod(ctx, pod.Namespace, pod.Name)
+	switch {
+	case err == nil:
+		if hash, ok := podsource.StaticPodUIDFromMirror(existing); ok && hash == uid {
+			a.markMirror(uid)
+			return
+		}
+		if err := a.d.API.Pods.DeletePod(ctx, existing.Namespace, existing.Name, existing.UID); err != nil && !apierrors.IsNotFound(err) {
+			a.d.Log.Warn("replacing a stale mirror pod failed", "pod", pod.Namespace+"/"+pod.Name, "error", err.Error())
+			return
+		}
+	case !apierrors.IsNotFound(err):
+		a.d.Log.Warn("reading mirror pod failed", "pod", pod.Namespace+"/"+pod.Name, "error", err.Error())
+		return
+	}
+	if _, err := a.d.API.Pods.CreatePod(ctx, podsource.MirrorPodFor(pod)); err != nil && !apierrors.IsAlreadyExists(err) {
+		a.d.Log.Warn("creating mirror pod failed", "pod", pod.Namespace+"/"+pod.Name, "error", err.Error())
+		return
+	}
+	a.d.Log.Info("mirror pod created", "pod", pod.Namespace+"/"+pod.Name, "uid", string(uid))
+	a.markMirror(uid)
+}
+
+func (a *Agent) markMirror(uid types.UID) {
+	a.mu.Lock()
+	a.mirrorsSet[uid] = true
+	a.mu.Unlock()
+}
+
+// deleteMirror removes the mirror pod of a static pod that is gone. The
+// name is recovered from the mirror pods the API holds for this node.
+func (a *Agent) deleteMirror(ctx context.Context, uid types.UID) {
+	pods, _, err := a.d.API.Pods.ListPods(ctx, a.cfg.NodeName)
+	if err != nil {
+		return
+	}
+	for _, p := range pods {
+		if hash, ok := podsource.StaticPodUIDFromMirror(p); ok && hash == uid {
+			if err := a.d.API.Pods.DeletePod(ctx, p.Namespace, p.Name, p.UID); err != nil && !apierrors.IsNotFound(err) {
+				a.d.Log.Warn("deleting mirror pod failed", "pod", p.Namespace+"/"+p.Name, "error", err.Error())
+			}
+		}
+	}
+}

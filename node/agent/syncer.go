@@ -1,0 +1,165 @@
+package agent
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/lockstep-dev/lockstep/node/podsource"
+	"github.com/lockstep-dev/lockstep/node/podstate"
+	"github.com/lockstep-dev/lockstep/node/podworkers"
+	"github.com/lockstep-dev/lockstep/node/runtimesync"
+	"github.com/lockstep-dev/lockstep/node/status"
+)
+
+// expectationTimeout bounds how long a started container may stay missing
+// from the runtime's view before the agent stops waiting for it.
+const expectationTimeout = time.Minute
+
+var _ podworkers.Syncer = (*Agent)(nil)
+
+// since is the oldest runtime view a step may act on: after the worker's
+// last action, and never from before this agent started.
+func (a *Agent) since(lastSync time.Time) time.Time {
+	if lastSync.Before(a.startTime) {
+		return a.startTime
+	}
+	return lastSync
+}
+
+func isTerminal(phase corev1.PodPhase) bool {
+	return phase == corev1.PodSucceeded || phase == corev1.PodFailed
+}
+
+// SyncPod is the syncing step of a pod's worker.
+func (a *Agent) SyncPod(ctx context.Context, pod *corev1.Pod, lastSync time.Time) (podworkers.SyncResult, error) {
+	st, err := a.pleg.Cache().GetNewerThan(ctx, pod.UID, a.since(lastSync))
+	if err != nil {
+		return podworkers.SyncResult{}, fmt.Errorf("wait for the runtime view of pod %s/%s: %w", pod.Namespace, pod.Name, err)
+	}
+	if a.viewIsStale(pod, st) {
+		// A container this agent started is missing from the view: it
+		// lags behind our own actions. Acting on it could start a second
+		// instance, so wait for a fresher one.
+		return podworkers.SyncResult{RequeueAfter: a.cfg.SyncTick}, nil
+	}
+	prev := a.status.WithCachedStatus(pod)
+	terminal := isTerminal(prev.Status.Phase)
+	res, syncErr := a.exec.SyncPod(ctx, pod, st, terminal, nil)
+	a.expect(pod.UID, res.Started)
+
+	waiting := make(map[string]status.Waiting, len(res.Waiting))
+	for name, w := range res.Waiting {
+		waiting[name] = status.Waiting{Reason: w.Reason, Message: w.Message}
+	}
+	s := status.Generate(prev, st, waiting, nil, a.nodeAddrs(), a.d.Clock.Now())
+	a.status.SetPodStatus(pod, s)
+	out := podworkers.SyncResult{Terminal: isTerminal(s.Phase), RequeueAfter: res.Actions.RetryAfter}
+	return out, syncErr
+}
+
+// SyncTerminatingPod stops every container of the pod within the grace
+// period and confirms nothing still runs.
+func (a *Agent) SyncTerminatingPod(ctx context.Context, uid types.UID, pod *corev1.Pod, grace int64, lastSync time.Time) error {
+	st, err := a.pleg.Cache().GetNewerThan(ctx, uid, a.since(lastSync))
+	if err != nil {
+		return fmt.Errorf("wait for the runtime view of terminating pod %s: %w", uid, err)
+	}
+	if err := a.exec.KillPod(ctx, pod, st, grace); err != nil {
+		return err
+	}
+	if err := a.pleg.UpdatePod(ctx, uid); err != nil {
+		return fmt.Errorf("refresh terminating pod %s: %w", uid, err)
+	}
+	after, _ := a.pleg.Cache().Get(uid)
+	if running := after.Running(); len(running) > 0 {
+		return fmt.Errorf("pod %s still has %d running containers (first: %q)", uid, len(running), running[0].Name)
+	}
+	if pod != nil {
+		prev := a.status.WithCachedStatus(pod)
+		now := a.d.Clock.Now()
+		s := status.Generate(prev, after, nil, nil, a.nodeAddrs(), now)
+		a.status.SetPodStatus(pod, status.Terminate(prev, s, now))
+	}
+	return nil
+}
+
+// SyncTerminatedPod finishes a stopped pod: a deleted API pod may now be
+// removed from the API.
+func (a *Agent) SyncTerminatedPod(_ context.Context, uid types.UID, pod *corev1.Pod) error {
+	a.mu.Lock()
+	delete(a.expected, uid)
+	a.mu.Unlock()
+	if pod == nil || podsource.IsStaticPod(pod) {
+		return nil
+	}
+	if pod.DeletionTimestamp != nil {
+		a.status.SetPodDeletable(uid)
+		return nil
+	}
+	if _, desired := a.pods.get(uid); !desired {
+		// Gone from the API already: nothing to write.
+		a.status.SetPodDeletable(uid)
+	}
+	return nil
+}
+
+func (a *Agent) nodeAddrs() status.NodeAddrs {
+	return status.NodeAddrs{HostIP: a.cfg.Node.HostIP, HostIPs: a.cfg.Node.HostIPs, RuntimeType: a.cfg.RuntimeType}
+}
+
+// expectation is a container instance this agent started and has not yet
+// seen in the runtime's view.
+type expectation struct {
+	id    string
+	since time.Time
+}
+
+// expect records containers just started, until the runtime view shows them.
+func (a *Agent) expect(uid types.UID, started []runtimesync.Started) {
+	if len(started) == 0 {
+		return
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	m := a.expected[uid]
+	if m == nil {
+		m = map[string]expectation{}
+		a.expected[uid] = m
+	}
+	for _, s := range started {
+		m[s.Name] = expectation{id: s.ID, since: a.d.Clock.Now()}
+	}
+}
+
+// viewIsStale reports whether st lacks a container this agent started
+// (and forgets the expectations st satisfies).
+func (a *Agent) viewIsStale(pod *corev1.Pod, st *podstate.PodStatus) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	m := a.expected[pod.UID]
+	stale := false
+	for _, name := range slices.Sorted(maps.Keys(m)) {
+		e := m[name]
+		found := slices.ContainsFunc(st.Containers, func(c podstate.Container) bool { return c.ID == e.id })
+		switch {
+		case found:
+			delete(m, name)
+		case a.d.Clock.Since(e.since) > expectationTimeout:
+			a.d.Log.Warn("started container never showed up in the runtime",
+				"pod", pod.Namespace+"/"+pod.Name, "uid", string(pod.UID), "container", name, "id", e.id)
+			delete(m, name)
+		default:
+			stale = true
+		}
+	}
+	if len(m) == 0 {
+		delete(a.expected, pod.UID)
+	}
+	return stale
+}
