@@ -1,19 +1,88 @@
 package main
 
 import (
-	"errors"
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
+
+	"github.com/lockstep-dev/lockstep/fakecri"
+	"github.com/lockstep-dev/lockstep/fakecri/criserver"
 )
 
-// newFakeCRICommand serves the fake CRI runtime over a unix socket.
-// Placeholder until the fakecri package lands.
+// newFakeCRICommand serves the fake CRI runtime over a unix socket, on the
+// real clock, until SIGTERM or SIGINT.
 func newFakeCRICommand() *cobra.Command {
-	return &cobra.Command{
+	var (
+		listen          string
+		noEvents        bool
+		images          []string
+		noDefaultImages bool
+		pullLatency     time.Duration
+		failPulls       []string
+		grace           time.Duration
+	)
+	cmd := &cobra.Command{
 		Use:   "fakecri",
 		Short: "Serve the scriptable fake CRI v1 runtime on a unix socket",
-		RunE: func(*cobra.Command, []string) error {
-			return errors.New("fakecri: not built yet")
+		Long: `Serve fakecri, a fake CRI v1 runtime that behaves like containerd, on a
+unix socket. Containers are scripted with FAKECRI_* environment variables
+(see fakecri/README.md). Any CRI client (crictl, a kubelet, lockstep) can
+use it. SIGTERM or SIGINT stops it cleanly and removes the socket.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg := fakecri.Config{NoEvents: noEvents, PullLatency: pullLatency}
+			if noDefaultImages {
+				cfg.Images = []fakecri.Image{}
+			} else {
+				cfg.Images = fakecri.DefaultImages()
+			}
+			for _, spec := range images {
+				img, err := fakecri.ParseImage(spec)
+				if err != nil {
+					return fmt.Errorf("fakecri: --image %q: %w", spec, err)
+				}
+				cfg.Images = append(cfg.Images, img)
+			}
+			rt := fakecri.New(cfg)
+			for _, ref := range failPulls {
+				if err := rt.FailPull(ref, "", 0); err != nil {
+					return fmt.Errorf("fakecri: --fail-pull %q: %w", ref, err)
+				}
+			}
+			lis, err := criserver.Listen(listen)
+			if err != nil {
+				return err
+			}
+			parent := cmd.Context()
+			if parent == nil {
+				parent = context.Background()
+			}
+			ctx, stop := signal.NotifyContext(parent, syscall.SIGTERM, os.Interrupt)
+			defer stop()
+			events := "on"
+			if noEvents {
+				events = "off"
+			}
+			fmt.Fprintf(cmd.ErrOrStderr(), "fakecri: serving CRI v1 on %s (container events %s)\n", listen, events)
+			if err := criserver.Serve(ctx, lis, rt, grace); err != nil {
+				return fmt.Errorf("fakecri: serve on %s: %w", listen, err)
+			}
+			fmt.Fprintln(cmd.ErrOrStderr(), "fakecri: stopped")
+			return nil
 		},
 	}
+	f := cmd.Flags()
+	f.StringVar(&listen, "listen", "unix:///tmp/lockstep-fakecri.sock", "unix socket endpoint to serve on (unix:///path)")
+	f.BoolVar(&noEvents, "no-events", false, "answer GetContainerEvents with Unimplemented, like containerd 1.6")
+	f.StringArrayVar(&images, "image", nil, "preload an extra image, as ref or ref=size (e.g. alpine:3.20=7Mi); repeatable")
+	f.BoolVar(&noDefaultImages, "no-default-images", false, "do not preload busybox, nginx and the pause image")
+	f.DurationVar(&pullLatency, "pull-latency", 0, "how long PullImage takes")
+	f.StringArrayVar(&failPulls, "fail-pull", nil, "make pulls of this image fail with a registry \"not found\" error; repeatable")
+	f.DurationVar(&grace, "shutdown-grace", 5*time.Second, "how long in-flight calls may take on shutdown")
+	return cmd
 }

@@ -248,7 +248,8 @@ func (k *Kernel) pick() *task {
 		}
 		if len(k.timers) == 0 {
 			switch {
-			case len(k.live) > 0 && k.idleOK:
+			case k.idleOK:
+				// Time passes in an idle (even an empty) world.
 				k.now = k.until
 			case len(k.live) > 0:
 				k.fail("deadlock", nil, "no task is ready and no timer is pending", "")

@@ -307,6 +307,10 @@ func TestRunForLetsTasksIdleUntilTheDriverActs(t *testing.T) {
 	if k.Elapsed() != time.Minute {
 		t.Fatalf("elapsed %v, want 1m", k.Elapsed())
 	}
+	empty := newKernel(t, kernel.Config{})
+	if err := empty.RunFor(time.Hour); err != nil || empty.Elapsed() != time.Hour {
+		t.Fatalf("an empty world under RunFor(1h): err %v, elapsed %v", err, empty.Elapsed())
+	}
 	in.Put("first") // the driver acts between runs
 	if err := k.RunFor(time.Second); err != nil {
 		t.Fatal(err)

@@ -1,0 +1,130 @@
+package fakecri
+
+import (
+	"math/rand/v2"
+	"net/netip"
+	"time"
+
+	"github.com/benbjohnson/clock"
+)
+
+// Config configures a Runtime. The zero value is usable: New fills every
+// unset field with a default suited to the real clock.
+type Config struct {
+	// Clock is the time source (default: the real clock, clock.New()).
+	Clock Clock
+	// Rand is the randomness source (default: a PCG seeded with 1, 2).
+	Rand Rand
+	// NewSignal makes the signals the runtime blocks on (default:
+	// NewChanSignal). The name says what the signal is for.
+	NewSignal func(name string) Signal
+	// Files receives container logs (default: OSFiles).
+	Files Files
+
+	// Node is the node's capacity and the usage of everything that is not
+	// a container or an image (default: DefaultNodeModel()).
+	Node *NodeModel
+	// Images are present at start. Nil means DefaultImages(); an empty,
+	// non-nil slice means none.
+	Images []Image
+	// Registry gives the size of images that PullImage fetches; images not
+	// listed get DefaultPullSize bytes and DefaultPullInodes inodes.
+	Registry []Image
+	// PullLatency is how long PullImage takes (through Clock.Sleep).
+	PullLatency time.Duration
+
+	// NoEvents makes GetContainerEvents answer Unimplemented, like
+	// containerd 1.6.
+	NoEvents bool
+	// EventBuffer is how many undelivered events a subscription keeps
+	// before it drops new ones, like containerd's 1000-event channel
+	// (default 1000).
+	EventBuffer int
+	// StaleRetention is how long removed objects are remembered so that
+	// stale lists are exact (default 5 minutes; raised to the largest
+	// staleness set with SetListStaleness).
+	StaleRetention time.Duration
+
+	// PodCIDR is where sandbox IPs come from (default 10.88.0.0/16,
+	// containerd's default bridge network).
+	PodCIDR netip.Prefix
+	// RuntimeHandlers are the accepted RunPodSandbox runtime handlers in
+	// addition to "" (default: "runc").
+	RuntimeHandlers []string
+	// RuntimeName and RuntimeVersion are what Version answers (default
+	// "fakecri" and "0.1.0").
+	RuntimeName, RuntimeVersion string
+	// IDSeed is mixed into every generated ID, so that several runtimes in
+	// one simulation make different IDs.
+	IDSeed uint64
+}
+
+// Image describes an image, preloaded or in the registry.
+type Image struct {
+	// Ref is the image reference, e.g. "busybox:latest"; it is normalized
+	// like containerd does ("docker.io/library/busybox:latest").
+	Ref string
+	// Size is the image's size in bytes, counted in imagefs.
+	Size uint64
+	// Inodes is the number of inodes its layers use in imagefs.
+	Inodes uint64
+	// Pinned images are reported as pinned (kubelet's image GC skips them).
+	Pinned bool
+}
+
+// Default sizes of a pulled image that Config.Registry does not describe.
+const (
+	DefaultPullSize   = 20 << 20
+	DefaultPullInodes = 1000
+)
+
+// DefaultImages is the preloaded image set.
+func DefaultImages() []Image {
+	return []Image{
+		{Ref: "registry.k8s.io/pause:3.10", Size: 320_368, Inodes: 12, Pinned: true},
+		{Ref: "busybox:latest", Size: 2_166_802, Inodes: 410},
+		{Ref: "nginx:latest", Size: 72_099_501, Inodes: 3_400},
+	}
+}
+
+// withDefaults returns cfg with every unset field filled.
+func (cfg Config) withDefaults() Config {
+	if cfg.Clock == nil {
+		cfg.Clock = clock.New()
+	}
+	if cfg.Rand == nil {
+		cfg.Rand = rand.New(rand.NewPCG(1, 2))
+	}
+	if cfg.NewSignal == nil {
+		cfg.NewSignal = NewChanSignal
+	}
+	if cfg.Files == nil {
+		cfg.Files = OSFiles{}
+	}
+	if cfg.Node == nil {
+		m := DefaultNodeModel()
+		cfg.Node = &m
+	}
+	if cfg.Images == nil {
+		cfg.Images = DefaultImages()
+	}
+	if cfg.EventBuffer <= 0 {
+		cfg.EventBuffer = 1000
+	}
+	if cfg.StaleRetention <= 0 {
+		cfg.StaleRetention = 5 * time.Minute
+	}
+	if !cfg.PodCIDR.IsValid() {
+		cfg.PodCIDR = netip.MustParsePrefix("10.88.0.0/16")
+	}
+	if cfg.RuntimeHandlers == nil {
+		cfg.RuntimeHandlers = []string{"runc"}
+	}
+	if cfg.RuntimeName == "" {
+		cfg.RuntimeName = "fakecri"
+	}
+	if cfg.RuntimeVersion == "" {
+		cfg.RuntimeVersion = "0.1.0"
+	}
+	return cfg
+}

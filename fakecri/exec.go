@@ -1,0 +1,223 @@
+package fakecri
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+)
+
+// ExitError is the error of an ExecSync whose command exited non-zero. It
+// has the method set of k8s.io/utils/exec.ExitError, as the CRI remote
+// client's error has.
+type ExitError struct {
+	Cmd    []string
+	Code   int
+	Stderr []byte
+}
+
+// Error says which command exited with which code.
+func (e *ExitError) Error() string {
+	return fmt.Sprintf("command '%s' exited with %d: %s", strings.Join(e.Cmd, " "), e.Code, e.Stderr)
+}
+
+// String is Error.
+func (e *ExitError) String() string { return e.Error() }
+
+// Exited is always true: the command ran and exited.
+func (e *ExitError) Exited() bool { return true }
+
+// ExitStatus is the command's exit code.
+func (e *ExitError) ExitStatus() int { return e.Code }
+
+// ExecSync runs a command in a running container, the CRI client way: a
+// non-zero exit is an *ExitError carrying the code.
+func (r *Runtime) ExecSync(ctx context.Context, containerID string, cmd []string, timeout time.Duration) (stdout []byte, stderr []byte, err error) {
+	resp, err := r.ExecSyncResponse(ctx, containerID, cmd, timeout)
+	if err != nil {
+		return nil, nil, err
+	}
+	if resp.ExitCode != 0 {
+		return resp.Stdout, resp.Stderr, &ExitError{Cmd: cmd, Code: int(resp.ExitCode), Stderr: resp.Stderr}
+	}
+	return resp.Stdout, resp.Stderr, nil
+}
+
+// ExecSyncResponse runs a command in a running container and returns the
+// CRI response (what the gRPC server sends). The exit code comes from
+// FAKECRI_EXEC at the time since the container started; without a rule,
+// `echo ARGS` prints its arguments, `false` exits 1 and anything else exits
+// 0. A "hang" answer waits out the timeout (through Clock.Sleep) and fails
+// with DeadlineExceeded; with no timeout it waits for ctx to end.
+func (r *Runtime) ExecSyncResponse(ctx context.Context, containerID string, cmd []string, timeout time.Duration) (*runtimeapi.ExecSyncResponse, error) {
+	if err := r.enter(ctx, "ExecSync", callTarget{containerID: containerID}); err != nil {
+		return nil, err
+	}
+	if len(cmd) == 0 {
+		return nil, status.Errorf(codes.InvalidArgument, "exec in container %q: command must not be empty", containerID)
+	}
+	r.mu.Lock()
+	now := r.now()
+	r.advance(now)
+	c, err := r.getContainer(containerID)
+	if err != nil {
+		r.unlock()
+		return nil, err
+	}
+	if c.state != runningState {
+		r.unlock()
+		return nil, status.Errorf(codes.FailedPrecondition, "exec in container %q: container is in %s state", c.id, c.state)
+	}
+	rl, scripted := findExecRule(c.script.exec, cmd)
+	ans := answer{}
+	if scripted {
+		ans = rl.tl.at(time.Duration(now - c.startedAt))
+	}
+	r.unlock()
+
+	if ans.kind == answerHang {
+		if timeout > 0 {
+			r.clock.Sleep(timeout)
+			return nil, status.Errorf(codes.DeadlineExceeded, "exec in container %q: command %q timed out after %s", containerID, strings.Join(cmd, " "), timeout)
+		}
+		return nil, r.newSignal("fakecri/exec-hang/" + containerID).Wait(ctx)
+	}
+	resp := &runtimeapi.ExecSyncResponse{ExitCode: int32(ans.value)}
+	if !scripted {
+		switch cmd[0] {
+		case "echo":
+			resp.Stdout = []byte(strings.Join(cmd[1:], " ") + "\n")
+		case "false":
+			resp.ExitCode = 1
+		}
+	}
+	return resp, nil
+}
+
+// ProbeFailure says why a probe got no answer.
+type ProbeFailure int
+
+const (
+	// ProbeRefused: nothing listens (container not running, or scripted
+	// "down").
+	ProbeRefused ProbeFailure = iota + 1
+	// ProbeTimeout: the endpoint never answers (scripted "hang"); the
+	// caller decides how long the probe waited.
+	ProbeTimeout
+	// ProbeNoContainer: no such container.
+	ProbeNoContainer
+)
+
+// ProbeError is the error of a probe that got no answer.
+type ProbeError struct {
+	Failure     ProbeFailure
+	ContainerID string
+	Port        int
+}
+
+// Error describes the failure like a dialer would.
+func (e *ProbeError) Error() string {
+	switch e.Failure {
+	case ProbeRefused:
+		return fmt.Sprintf("container %q port %d: connection refused", e.ContainerID, e.Port)
+	case ProbeTimeout:
+		return fmt.Sprintf("container %q port %d: i/o timeout", e.ContainerID, e.Port)
+	default:
+		return fmt.Sprintf("container %q not found", e.ContainerID)
+	}
+}
+
+// ProbeHTTP answers an HTTP GET on a container's port and path at the
+// clock's now, from FAKECRI_HTTP. Unscripted ports answer 200.
+func (r *Runtime) ProbeHTTP(containerID string, port int, path string) (int, error) {
+	ans, scripted, err := r.probe(containerID, port, func(s *script) []rule { return s.http }, path)
+	if err != nil {
+		return 0, err
+	}
+	if !scripted {
+		return 200, nil
+	}
+	return ans.value, nil
+}
+
+// ProbeTCP answers a TCP connect to a container's port at the clock's now,
+// from FAKECRI_TCP. Unscripted ports accept.
+func (r *Runtime) ProbeTCP(containerID string, port int) error {
+	_, _, err := r.probe(containerID, port, func(s *script) []rule { return s.tcp }, "")
+	return err
+}
+
+// ProbeGRPC answers a gRPC health check of service on a container's port
+// at the clock's now, from FAKECRI_GRPC. Unscripted ports answer SERVING.
+func (r *Runtime) ProbeGRPC(containerID string, port int, service string) (bool, error) {
+	ans, scripted, err := r.probe(containerID, port, func(s *script) []rule { return s.grpc }, service)
+	if err != nil {
+		return false, err
+	}
+	return !scripted || ans.value == grpcServing, nil
+}
+
+// probe evaluates a container's endpoint rules at now; scripted is false
+// when no rule covers the endpoint (each protocol then answers healthy).
+func (r *Runtime) probe(containerID string, port int, rules func(*script) []rule, sub string) (ans answer, scripted bool, err error) {
+	r.mu.Lock()
+	defer r.unlock()
+	now := r.now()
+	r.advance(now)
+	c, ok := r.containers[containerID]
+	if !ok {
+		return answer{}, false, &ProbeError{Failure: ProbeNoContainer, ContainerID: containerID, Port: port}
+	}
+	if c.state != runningState {
+		return answer{}, false, &ProbeError{Failure: ProbeRefused, ContainerID: containerID, Port: port}
+	}
+	rl, ok := findRule(rules(c.script), port, sub)
+	if !ok {
+		return answer{}, false, nil
+	}
+	ans = rl.tl.at(time.Duration(now - c.startedAt))
+	switch ans.kind {
+	case answerDown:
+		return answer{}, true, &ProbeError{Failure: ProbeRefused, ContainerID: containerID, Port: port}
+	case answerHang:
+		return answer{}, true, &ProbeError{Failure: ProbeTimeout, ContainerID: containerID, Port: port}
+	}
+	return ans, true, nil
+}
+
+// ContainerAt returns the running container that answers on ip:port: the
+// first container of the READY sandbox with that IP whose script names the
+// port, else its first running container. Host-network sandboxes have no
+// IP here.
+func (r *Runtime) ContainerAt(ip string, port int) (string, bool) {
+	r.mu.Lock()
+	defer r.unlock()
+	r.advance(r.now())
+	var first string
+	for _, sb := range r.sandboxOrder {
+		if sb.removed || sb.state != readyState || sb.ip != ip {
+			continue
+		}
+		for _, c := range sb.containers {
+			if c.state != runningState {
+				continue
+			}
+			if first == "" {
+				first = c.id
+			}
+			for _, rules := range [][]rule{c.script.http, c.script.tcp, c.script.grpc} {
+				for _, rl := range rules {
+					if rl.port == port {
+						return c.id, true
+					}
+				}
+			}
+		}
+		return first, first != ""
+	}
+	return "", false
+}

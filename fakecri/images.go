@@ -1,0 +1,337 @@
+package fakecri
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"slices"
+	"strings"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+)
+
+// image is an image present on the node.
+type image struct {
+	id          string // "sha256:<64 hex>"
+	repoTags    []string
+	repoDigests []string
+	size        uint64
+	inodes      uint64
+	pinned      bool
+	seq         uint64
+}
+
+// imageStore holds the node's images, guarded by Runtime.mu.
+type imageStore struct {
+	byID     map[string]*image
+	byRef    map[string]*image // normalized tag or digest reference → image
+	order    []*image          // in the order they arrived
+	registry map[string]Image  // sizes of pullable images, by normalized ref
+	size     uint64            // sum of image sizes
+	inodes   uint64            // sum of image inodes
+	seq      uint64
+}
+
+// init makes the maps.
+func (s *imageStore) init() {
+	s.byID = map[string]*image{}
+	s.byRef = map[string]*image{}
+	s.registry = map[string]Image{}
+}
+
+// digestOf is a deterministic sha256 digest of a kind and a name.
+func digestOf(kind, name string) string {
+	sum := sha256.Sum256([]byte("fakecri/" + kind + "/" + name))
+	return "sha256:" + hex.EncodeToString(sum[:])
+}
+
+// add makes the image named by the normalized ref present and returns it.
+func (s *imageStore) add(ref string, spec Image) *image {
+	if img, ok := s.byRef[ref]; ok {
+		return img
+	}
+	repo, tag, digest := splitRef(ref)
+	s.seq++
+	img := &image{id: digestOf("config", ref), size: spec.Size, inodes: spec.Inodes, pinned: spec.Pinned, seq: s.seq}
+	s.byID[img.id] = img
+	s.order = append(s.order, img)
+	s.size = addSatU(s.size, img.size)
+	s.inodes = addSatU(s.inodes, img.inodes)
+	if tag != "" {
+		img.repoTags = []string{ref}
+		d := repo + "@" + digestOf("manifest", ref)
+		img.repoDigests = []string{d}
+		s.byRef[d] = img
+	} else {
+		img.repoDigests = []string{repo + "@" + digest}
+	}
+	s.byRef[ref] = img
+	return img
+}
+
+// remove deletes img and all its references.
+func (s *imageStore) remove(img *image) {
+	for _, ref := range img.repoTags {
+		delete(s.byRef, ref)
+	}
+	for _, ref := range img.repoDigests {
+		delete(s.byRef, ref)
+	}
+	delete(s.byID, img.id)
+	s.order = slices.DeleteFunc(s.order, func(o *image) bool { return o == img })
+	s.size -= img.size
+	s.inodes -= img.inodes
+}
+
+// resolve finds a present image by ID or reference.
+func (s *imageStore) resolve(ref string) (*image, error) {
+	if img, ok := s.byID[ref]; ok {
+		return img, nil
+	}
+	if img, ok := s.byID["sha256:"+ref]; ok {
+		return img, nil
+	}
+	n, err := normalizeRef(ref)
+	if err != nil {
+		return nil, err
+	}
+	if img, ok := s.byRef[n]; ok {
+		return img, nil
+	}
+	return nil, fmt.Errorf("image %q not found", ref)
+}
+
+// normalizeRef turns an image reference into containerd's canonical form:
+// "busybox" → "docker.io/library/busybox:latest".
+func normalizeRef(ref string) (string, error) {
+	if ref == "" {
+		return "", fmt.Errorf("image reference must not be empty")
+	}
+	name, digest, hasDigest := strings.Cut(ref, "@")
+	if hasDigest {
+		hexPart, ok := strings.CutPrefix(digest, "sha256:")
+		if !ok || len(hexPart) != 64 || strings.Trim(hexPart, "0123456789abcdef") != "" {
+			return "", fmt.Errorf("image reference %q: invalid digest %q", ref, digest)
+		}
+	}
+	domain, rest := "docker.io", name
+	if i := strings.IndexByte(name, '/'); i >= 0 && (strings.ContainsAny(name[:i], ".:") || name[:i] == "localhost") {
+		domain, rest = name[:i], name[i+1:]
+	}
+	tag := ""
+	if i := strings.LastIndexByte(rest, ':'); i >= 0 {
+		rest, tag = rest[:i], rest[i+1:]
+		if !validTag(tag) {
+			return "", fmt.Errorf("image reference %q: invalid tag %q", ref, tag)
+		}
+	}
+	if !validDomain(domain) {
+		return "", fmt.Errorf("image reference %q: invalid registry %q", ref, domain)
+	}
+	for _, comp := range strings.Split(rest, "/") {
+		if !validComponent(comp) {
+			return "", fmt.Errorf("image reference %q: invalid repository path component %q", ref, comp)
+		}
+	}
+	if domain == "docker.io" && !strings.Contains(rest, "/") {
+		rest = "library/" + rest
+	}
+	if hasDigest {
+		return domain + "/" + rest + "@" + digest, nil
+	}
+	if tag == "" {
+		tag = "latest"
+	}
+	return domain + "/" + rest + ":" + tag, nil
+}
+
+// splitRef splits a normalized ref into repository, tag and digest.
+func splitRef(ref string) (repo, tag, digest string) {
+	if r, d, ok := strings.Cut(ref, "@"); ok {
+		return r, "", d
+	}
+	i := strings.LastIndexByte(ref, ':')
+	return ref[:i], ref[i+1:], ""
+}
+
+// validComponent: lowercase alphanumerics separated by '.', '_', '__' or dashes.
+func validComponent(s string) bool {
+	if s == "" || len(s) > 255 || !isLowerAlnum(s[0]) || !isLowerAlnum(s[len(s)-1]) {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; !isLowerAlnum(c) && c != '.' && c != '_' && c != '-' {
+			return false
+		}
+	}
+	return !strings.Contains(s, "..") && !strings.Contains(s, "___")
+}
+
+// validTag: [A-Za-z0-9_][A-Za-z0-9_.-]{0,127}.
+func validTag(s string) bool {
+	if s == "" || len(s) > 128 || s[0] == '.' || s[0] == '-' {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !isLowerAlnum(c) && !(c >= 'A' && c <= 'Z') && c != '_' && c != '.' && c != '-' {
+			return false
+		}
+	}
+	return true
+}
+
+// validDomain: host name characters with an optional :port.
+func validDomain(s string) bool {
+	host, port, hasPort := strings.Cut(s, ":")
+	if host == "" || (hasPort && (port == "" || !allDigits(port))) {
+		return false
+	}
+	for i := 0; i < len(host); i++ {
+		c := host[i]
+		if !isLowerAlnum(c) && !(c >= 'A' && c <= 'Z') && c != '.' && c != '-' {
+			return false
+		}
+	}
+	return true
+}
+
+// isLowerAlnum reports whether c is [a-z0-9].
+func isLowerAlnum(c byte) bool { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') }
+
+// criImage builds the CRI view of img.
+func criImage(img *image) *runtimeapi.Image {
+	return &runtimeapi.Image{
+		Id:          img.id,
+		RepoTags:    slices.Clone(img.repoTags),
+		RepoDigests: slices.Clone(img.repoDigests),
+		Size:        img.size,
+		Spec:        &runtimeapi.ImageSpec{Image: img.id},
+		Pinned:      img.pinned,
+	}
+}
+
+// ListImages lists images in the order they arrived, optionally only the
+// one a filter names.
+func (r *Runtime) ListImages(ctx context.Context, filter *runtimeapi.ImageFilter) ([]*runtimeapi.Image, error) {
+	if err := r.enter(ctx, "ListImages", callTarget{}); err != nil {
+		return nil, err
+	}
+	r.mu.Lock()
+	defer r.unlock()
+	out := []*runtimeapi.Image{}
+	if ref := filter.GetImage().GetImage(); ref != "" {
+		if img, err := r.images.resolve(ref); err == nil {
+			out = append(out, criImage(img))
+		}
+		return out, nil
+	}
+	for _, img := range r.images.order {
+		out = append(out, criImage(img))
+	}
+	return out, nil
+}
+
+// ImageStatus returns an image's status, or a response without an image
+// when it is not present (not an error, per CRI).
+func (r *Runtime) ImageStatus(ctx context.Context, spec *runtimeapi.ImageSpec, verbose bool) (*runtimeapi.ImageStatusResponse, error) {
+	if err := r.enter(ctx, "ImageStatus", callTarget{}); err != nil {
+		return nil, err
+	}
+	r.mu.Lock()
+	defer r.unlock()
+	img, err := r.images.resolve(spec.GetImage())
+	if err != nil {
+		return &runtimeapi.ImageStatusResponse{}, nil
+	}
+	resp := &runtimeapi.ImageStatusResponse{Image: criImage(img)}
+	if verbose {
+		resp.Info = map[string]string{"info": mustJSON(map[string]any{"id": img.id, "size": img.size, "inodes": img.inodes})}
+	}
+	return resp, nil
+}
+
+// PullImage "pulls" an image: it takes Config.PullLatency (through
+// Clock.Sleep), then the image is present and its ID returned, unless a
+// FailPull fault makes it fail like a registry error.
+func (r *Runtime) PullImage(ctx context.Context, spec *runtimeapi.ImageSpec, auth *runtimeapi.AuthConfig, podSandboxConfig *runtimeapi.PodSandboxConfig) (string, error) {
+	if err := r.enter(ctx, "PullImage", callTarget{podUID: podUIDOf(podSandboxConfig)}); err != nil {
+		return "", err
+	}
+	ref, err := normalizeRef(spec.GetImage())
+	if err != nil {
+		return "", status.Errorf(codes.InvalidArgument, "failed to pull image: %v", err)
+	}
+	if r.cfg.PullLatency > 0 {
+		r.clock.Sleep(r.cfg.PullLatency)
+	}
+	r.mu.Lock()
+	defer r.unlock()
+	if err := r.faults.pullFailure(ref); err != nil {
+		return "", err
+	}
+	desc, ok := r.images.registry[ref]
+	if !ok {
+		desc = Image{Size: DefaultPullSize, Inodes: DefaultPullInodes}
+	}
+	return r.images.add(ref, desc).id, nil
+}
+
+// RemoveImage removes an image and all its references. Like containerd it
+// does not check whether containers use it (they keep running). Removing
+// an absent image succeeds.
+func (r *Runtime) RemoveImage(ctx context.Context, spec *runtimeapi.ImageSpec) error {
+	if err := r.enter(ctx, "RemoveImage", callTarget{}); err != nil {
+		return err
+	}
+	r.mu.Lock()
+	defer r.unlock()
+	img, err := r.images.resolve(spec.GetImage())
+	if err != nil {
+		return nil
+	}
+	r.images.remove(img)
+	return nil
+}
+
+// ImageFsInfo reports the imagefs (containerd's snapshotter) usage: base +
+// images + containers' writable layers, consistent with NodeUsage.
+func (r *Runtime) ImageFsInfo(ctx context.Context) (*runtimeapi.ImageFsInfoResponse, error) {
+	if err := r.enter(ctx, "ImageFsInfo", callTarget{}); err != nil {
+		return nil, err
+	}
+	r.mu.Lock()
+	defer r.unlock()
+	now := r.now()
+	r.advance(now)
+	u := r.nodeUsage(now)
+	return &runtimeapi.ImageFsInfoResponse{
+		ImageFilesystems: []*runtimeapi.FilesystemUsage{{
+			Timestamp:  now,
+			FsId:       &runtimeapi.FilesystemIdentifier{Mountpoint: snapshotterMount},
+			UsedBytes:  u64(u.Imagefs.Used),
+			InodesUsed: u64(u.Imagefs.InodesUsed),
+		}},
+	}, nil
+}
+
+// ParseImage parses an image given as "ref" or "ref=size" (size a byte
+// quantity such as 7Mi), as the --image flag of `lockstep fakecri` takes it.
+func ParseImage(spec string) (Image, error) {
+	ref, size, hasSize := strings.Cut(spec, "=")
+	if _, err := normalizeRef(ref); err != nil {
+		return Image{}, err
+	}
+	img := Image{Ref: ref, Size: DefaultPullSize, Inodes: DefaultPullInodes}
+	if hasSize {
+		n, err := parseBytes(size)
+		if err != nil {
+			return Image{}, fmt.Errorf("image %q: size %q: %w", ref, size, err)
+		}
+		img.Size = n
+	}
+	return img, nil
+}

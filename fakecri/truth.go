@@ -1,0 +1,38 @@
+package fakecri
+
+import (
+	"maps"
+
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+)
+
+// TrueContainers lists every container as it is at the clock's now, in
+// creation order, bypassing every injected fault (staleness, errors,
+// latency, hangs). It is for simulators and invariant checkers, not a CRI
+// call: it never blocks.
+func (r *Runtime) TrueContainers() []*runtimeapi.Container {
+	r.mu.Lock()
+	defer r.unlock()
+	now := r.now()
+	r.advance(now)
+	out := []*runtimeapi.Container{}
+	candidates, _ := r.containersAt("", "", now, false)
+	for _, c := range candidates {
+		state, visible := c.stateAt(now, false)
+		if !visible {
+			continue
+		}
+		out = append(out, &runtimeapi.Container{
+			Id:           c.id,
+			PodSandboxId: c.sb.id,
+			Metadata:     &runtimeapi.ContainerMetadata{Name: c.config.GetMetadata().GetName(), Attempt: c.config.GetMetadata().GetAttempt()},
+			Image:        &runtimeapi.ImageSpec{Image: c.imageSpec.GetImage()},
+			ImageRef:     c.imageID,
+			State:        state,
+			CreatedAt:    c.createdAt,
+			Labels:       maps.Clone(c.config.GetLabels()),
+			Annotations:  maps.Clone(c.config.GetAnnotations()),
+		})
+	}
+	return out
+}

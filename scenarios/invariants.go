@@ -1,0 +1,133 @@
+package scenarios
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/lockstep-dev/lockstep/sim/apiserver"
+	"github.com/lockstep-dev/lockstep/sim/harness"
+)
+
+// Violation is a broken invariant, named as in the project's invariants
+// note, with when and what.
+type Violation struct {
+	Invariant string
+	At        time.Duration
+	Detail    string
+}
+
+func (v Violation) String() string { return fmt.Sprintf("%s at +%v: %s", v.Invariant, v.At, v.Detail) }
+
+// Checker watches a simulated node and records every safety violation it
+// sees: the runtime after each step it is asked to check, and every status
+// the apiserver commits.
+type Checker struct {
+	h          *harness.Harness
+	violations []Violation
+	// instances: distinct container IDs ever seen per pod UID/container.
+	instances map[string]map[string]bool
+	policy    map[types.UID]corev1.RestartPolicy
+	lastPhase map[types.UID]corev1.PodPhase
+	restarts  map[string]int32
+}
+
+// NewChecker starts checking h's apiserver writes at once; call Check to
+// check the runtime.
+func NewChecker(h *harness.Harness) *Checker {
+	c := &Checker{h: h, instances: map[string]map[string]bool{}, policy: map[types.UID]corev1.RestartPolicy{},
+		lastPhase: map[types.UID]corev1.PodPhase{}, restarts: map[string]int32{}}
+	h.API.OnWrite(c.onWrite)
+	return c
+}
+
+func (c *Checker) fail(inv, format string, args ...any) {
+	c.violations = append(c.violations, Violation{inv, c.h.K.Elapsed(), fmt.Sprintf(format, args...)})
+}
+
+// Violations returns what was seen so far.
+func (c *Checker) Violations() []Violation { return c.violations }
+
+// Check inspects the runtime's true state: one-instance and never-restart.
+func (c *Checker) Check() {
+	running := map[string][]string{}
+	for _, ct := range TrueContainers(c.h) {
+		key := string(ct.PodUID) + "/" + ct.Name
+		if ct.State == runtimeapi.ContainerState_CONTAINER_RUNNING {
+			running[key] = append(running[key], ct.ID)
+		}
+		if c.instances[key] == nil {
+			c.instances[key] = map[string]bool{}
+		}
+		if ct.State != runtimeapi.ContainerState_CONTAINER_CREATED {
+			c.instances[key][ct.ID] = true
+		}
+		if c.policy[ct.PodUID] == corev1.RestartPolicyNever && len(c.instances[key]) > 1 {
+			c.fail("never-restart", "container %s of a restartPolicy=Never pod ran as %d instances", key, len(c.instances[key]))
+			c.instances[key] = map[string]bool{ct.ID: true} // report once
+		}
+	}
+	for _, key := range slices.Sorted(maps.Keys(running)) {
+		if ids := running[key]; len(ids) > 1 {
+			c.fail("one-instance", "container %s has %d running instances: %v", key, len(ids), ids)
+		}
+	}
+}
+
+// onWrite checks pod statuses as the apiserver commits them.
+func (c *Checker) onWrite(r apiserver.Record) {
+	if r.Kind != apiserver.KindPod || r.Pod == nil {
+		return
+	}
+	p := r.Pod
+	c.policy[p.UID] = p.Spec.RestartPolicy
+	prev, seen := c.lastPhase[p.UID]
+	now := p.Status.Phase
+	if seen && prev != now {
+		legal := map[corev1.PodPhase][]corev1.PodPhase{
+			corev1.PodPending: {corev1.PodRunning, corev1.PodSucceeded, corev1.PodFailed},
+			corev1.PodRunning: {corev1.PodSucceeded, corev1.PodFailed},
+		}
+		if prev == corev1.PodSucceeded || prev == corev1.PodFailed {
+			c.fail("terminal-is-final", "pod %s/%s went %s → %s", p.Namespace, p.Name, prev, now)
+		} else if now != "" && !slices.Contains(legal[prev], now) {
+			c.fail("legal-phases", "pod %s/%s went %s → %s", p.Namespace, p.Name, prev, now)
+		}
+	}
+	if now != "" {
+		c.lastPhase[p.UID] = now
+	}
+	for _, cs := range append(append([]corev1.ContainerStatus(nil), p.Status.InitContainerStatuses...), p.Status.ContainerStatuses...) {
+		key := string(p.UID) + "/" + cs.Name
+		if old, ok := c.restarts[key]; ok && cs.RestartCount < old {
+			c.fail("restart-count-monotone", "container %s restartCount %d → %d", key, old, cs.RestartCount)
+		}
+		c.restarts[key] = cs.RestartCount
+	}
+	if IsReady(p) {
+		for _, cs := range p.Status.ContainerStatuses {
+			if cs.State.Running == nil || !cs.Ready {
+				c.fail("ready-is-true", "pod %s/%s Ready while container %s is not running and ready", p.Namespace, p.Name, cs.Name)
+			}
+		}
+		if p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+			c.fail("ready-is-true", "terminal pod %s/%s reports Ready", p.Namespace, p.Name)
+		}
+	}
+}
+
+// RunChecked runs h for d in steps of slice, checking after each.
+func RunChecked(h *harness.Harness, c *Checker, d, slice time.Duration) error {
+	for end := h.K.Elapsed() + d; h.K.Elapsed() < end; {
+		if err := h.K.RunFor(min(slice, end-h.K.Elapsed())); err != nil {
+			return err
+		}
+		c.Check()
+	}
+	return nil
+}

@@ -1,0 +1,134 @@
+// Package harness assembles a complete simulated node from one seed: the
+// real agent (node/agent) over the deterministic kernel, the in-process fake
+// CRI runtime, the simulated apiserver and an in-memory manifest directory.
+// Scenarios drive it between runs: create and delete pods, inject faults,
+// crash and restart the agent.
+package harness
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+
+	"github.com/lockstep-dev/lockstep/fakecri"
+	"github.com/lockstep-dev/lockstep/node/agent"
+	"github.com/lockstep-dev/lockstep/node/deps"
+	"github.com/lockstep-dev/lockstep/sim/apiserver"
+	"github.com/lockstep-dev/lockstep/sim/choice"
+	"github.com/lockstep-dev/lockstep/sim/kernel"
+	"github.com/lockstep-dev/lockstep/sim/memfs"
+)
+
+// Config sets up a simulated node.
+type Config struct {
+	// Seed identifies the run.
+	Seed uint64
+	// Choices overrides the seeded choice source (e.g. rapid-backed).
+	Choices choice.Source
+	// Trace receives the trace as JSON lines (nil: hash only).
+	Trace io.Writer
+	// NodeName defaults to "sim-node".
+	NodeName string
+	// ManifestDir defaults to /etc/kubernetes/manifests.
+	ManifestDir string
+	// Agent is the agent's configuration; NodeName and ManifestDir are
+	// filled in.
+	Agent agent.Config
+	// Runtime tweaks the fake runtime's configuration (clock, randomness,
+	// signals and files are filled in).
+	Runtime fakecri.Config
+	// Replay formats the command that replays a failing run.
+	Replay func(seed uint64) string
+}
+
+// Harness is one simulated node.
+type Harness struct {
+	K        *kernel.Kernel
+	Runtime  *fakecri.Runtime
+	API      *apiserver.Server
+	Files    *memfs.FS
+	NodeName string
+
+	cfg      Config
+	agent    *agent.Agent
+	group    *kernel.Group
+	cancel   context.CancelFunc
+	restarts int
+}
+
+// New builds the world; the agent is not started yet.
+func New(cfg Config) *Harness {
+	if cfg.NodeName == "" {
+		cfg.NodeName = "sim-node"
+	}
+	if cfg.ManifestDir == "" {
+		cfg.ManifestDir = "/etc/kubernetes/manifests"
+	}
+	k := kernel.New(kernel.Config{Seed: cfg.Seed, Choices: cfg.Choices, Trace: cfg.Trace, Replay: cfg.Replay})
+	files := memfs.New()
+	_ = files.MkdirAll(cfg.ManifestDir)
+	_ = files.MkdirAll("/var/log/pods")
+	rc := cfg.Runtime
+	rc.Clock, rc.Rand, rc.NewSignal, rc.Files = k, k.Rand(), func(name string) fakecri.Signal { return k.NewSignal(name) }, files
+	if rc.IDSeed == 0 {
+		rc.IDSeed = cfg.Seed
+	}
+	rt := fakecri.New(rc)
+	api := apiserver.New(apiserver.Config{Clock: k, Tasks: k.Tasks(), Rand: k.Rand(), Log: k.Logger().With("component", "apiserver")})
+	return &Harness{K: k, Runtime: rt, API: api, Files: files, NodeName: cfg.NodeName, cfg: cfg}
+}
+
+// Agent is the running agent (nil before StartAgent).
+func (h *Harness) Agent() *agent.Agent { return h.agent }
+
+// Restarts is how many times the agent was (re)started.
+func (h *Harness) Restarts() int { return h.restarts }
+
+// StartAgent starts a new agent process with no memory of earlier ones:
+// everything it knows it must learn from the runtime and the apiserver.
+func (h *Harness) StartAgent() {
+	if h.agent != nil {
+		panic("harness: StartAgent with an agent running; CrashAgent first")
+	}
+	h.restarts++
+	h.group = h.K.NewGroup(fmt.Sprintf("agent-%d", h.restarts))
+	log := h.K.Logger().With("component", "agent")
+	d := deps.Deps{
+		Clock:   h.K,
+		Rand:    h.K.Rand(),
+		Tasks:   h.K.TasksIn(h.group),
+		Log:     log,
+		Runtime: h.Runtime,
+		Images:  h.Runtime,
+		API:     deps.API{Pods: h.API, Nodes: h.API, Leases: h.API, Events: h.API},
+		Files:   h.Files,
+	}
+	cfg := h.cfg.Agent
+	cfg.NodeName = h.NodeName
+	cfg.ManifestDir = h.cfg.ManifestDir
+	if cfg.RuntimeType == "" {
+		cfg.RuntimeType = "fakecri"
+	}
+	h.agent = agent.New(d, cfg)
+	ctx, cancel := h.K.WithCancel(context.Background())
+	h.cancel = cancel
+	h.agent.Start(ctx)
+}
+
+// CrashAgent kills the agent's every task where it stands, like a SIGKILL:
+// in-flight runtime and API calls are abandoned half-way.
+func (h *Harness) CrashAgent() {
+	if h.agent == nil {
+		return
+	}
+	h.K.KillGroup(h.group)
+	h.cancel()
+	h.agent, h.group, h.cancel = nil, nil, nil
+}
+
+// Close ends the simulation and every goroutine in it.
+func (h *Harness) Close() { h.K.Close() }
+
+// Logger returns a logger writing to the trace.
+func (h *Harness) Logger() *slog.Logger { return h.K.Logger() }
