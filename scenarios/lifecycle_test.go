@@ -277,3 +277,42 @@ func TestOOMKilledIsReported(t *testing.T) {
 		t.Errorf("container state %+v, want terminated OOMKilled 137", p.Status.ContainerStatuses[0].State)
 	}
 }
+
+// TestEventedPLEG runs a pod's life with the PLEG fed by the runtime's
+// container events (relisting only every 5 minutes): starts, crashes and
+// deletions are seen within a second, not at the next relist.
+func TestEventedPLEG(t *testing.T) {
+	h := harness.New(harness.Config{Seed: 8, EventedPLEG: true})
+	t.Cleanup(h.Close)
+	h.StartAgent()
+	if err := h.K.RunFor(time.Second); err != nil {
+		t.Fatal(err)
+	}
+	created := h.K.Now()
+	mustCreate(t, h, NewPod("evented", h.NodeName, Container("crasher"), Exits("crasher", 5*time.Second, 1)))
+	runUntil(t, h, "evented Running", time.Minute, func() bool {
+		p, ok := APIPod(h, "default", "evented")
+		return ok && p.Status.Phase == corev1.PodRunning && len(p.Status.ContainerStatuses) == 2 &&
+			p.Status.ContainerStatuses[0].State.Running != nil
+	})
+	if took := h.K.Since(created); took > 3*time.Second {
+		t.Errorf("Running after %v with evented PLEG", took)
+	}
+	runUntil(t, h, "crasher restarted", 2*time.Minute, func() bool {
+		p, _ := APIPod(h, "default", "evented")
+		for _, cs := range p.Status.ContainerStatuses {
+			if cs.Name == "crasher" && cs.RestartCount >= 2 {
+				return true
+			}
+		}
+		return false
+	})
+	deleted := h.K.Now()
+	if err := h.API.User().DeletePodGracefully("default", "evented", nil); err != nil {
+		t.Fatal(err)
+	}
+	runUntil(t, h, "evented deleted", time.Minute, func() bool { _, ok := APIPod(h, "default", "evented"); return !ok })
+	if took := h.K.Since(deleted); took > 5*time.Second {
+		t.Errorf("deletion took %v with evented PLEG", took)
+	}
+}

@@ -153,6 +153,15 @@ func (a *Agent) LastLoop() time.Time {
 	return a.lastLoop
 }
 
+// WakePod asks for a sync of the pod now: the hook through which probe
+// results (and anything else that learns something about a pod) wake the
+// SyncLoop.
+func (a *Agent) WakePod(uid types.UID) {
+	if pod, ok := a.pods.get(uid); ok {
+		a.workers.UpdatePod(podworkers.Work{Type: podworkers.Sync, UID: uid, Pod: pod})
+	}
+}
+
 // PLEGHealthy reports the PLEG's health.
 func (a *Agent) PLEGHealthy() (bool, error) { return a.pleg.Healthy() }
 

@@ -40,6 +40,10 @@ type Config struct {
 	Runtime fakecri.Config
 	// Replay formats the command that replays a failing run.
 	Replay func(seed uint64) string
+	// EventedPLEG makes the agent's PLEG consume the runtime's container
+	// events and relist rarely, as it does on a runtime that implements
+	// GetContainerEvents.
+	EventedPLEG bool
 }
 
 // Harness is one simulated node.
@@ -109,6 +113,10 @@ func (h *Harness) StartAgent() {
 	cfg.ManifestDir = h.cfg.ManifestDir
 	if cfg.RuntimeType == "" {
 		cfg.RuntimeType = "fakecri"
+	}
+	if h.cfg.EventedPLEG {
+		cfg.PLEG.UseEvents = true
+		cfg.PLEG.Events = runtimeEvents{h.Runtime}
 	}
 	h.agent = agent.New(d, cfg)
 	ctx, cancel := h.K.WithCancel(context.Background())
