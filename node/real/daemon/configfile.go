@@ -1,0 +1,141 @@
+package daemon
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+
+	kubeletv1beta1 "k8s.io/kubelet/config/v1beta1"
+	"sigs.k8s.io/yaml"
+)
+
+// supportedFields are the KubeletConfiguration fields lockstep honours (a
+// dotted path for nested ones). Any other field present in a file is
+// reported once as ignored.
+var supportedFields = []string{
+	"apiVersion", "kind", "staticPodPath", "podLogsDir", "syncFrequency", "fileCheckFrequency", "address", "port",
+	"readOnlyPort", "tlsCertFile", "tlsPrivateKeyFile", "authentication.x509.clientCAFile",
+	"authentication.webhook.enabled", "authentication.anonymous.enabled", "authorization.mode",
+	"clusterDomain", "clusterDNS", "resolvConf", "runtimeRequestTimeout", "maxPods",
+	"nodeStatusUpdateFrequency", "nodeStatusReportFrequency", "nodeLeaseDurationSeconds",
+	"kubeAPIQPS", "kubeAPIBurst", "containerRuntimeEndpoint", "imageServiceEndpoint", "logging.verbosity",
+}
+
+// ConfigFile is a parsed KubeletConfiguration and the fields it set that
+// lockstep ignores.
+type ConfigFile struct {
+	Path    string
+	Config  kubeletv1beta1.KubeletConfiguration
+	Set     map[string]bool
+	Ignored []string
+}
+
+// LoadConfigFile reads a KubeletConfiguration (YAML or JSON) strictly: an
+// unknown field is an error naming it.
+func LoadConfigFile(path string) (*ConfigFile, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read config file: %w", err)
+	}
+	return ParseConfigFile(path, data)
+}
+
+// ParseConfigFile parses the content of the config file at path.
+func ParseConfigFile(path string, data []byte) (*ConfigFile, error) {
+	js, err := yaml.YAMLToJSON(data)
+	if err != nil {
+		return nil, fmt.Errorf("config file %s is not valid YAML or JSON: %w", path, err)
+	}
+	cf := &ConfigFile{Path: path, Set: map[string]bool{}}
+	dec := json.NewDecoder(bytes.NewReader(js))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&cf.Config); err != nil {
+		msg := err.Error()
+		if f, ok := strings.CutPrefix(msg, "json: unknown field "); ok {
+			return nil, fmt.Errorf("config file %s: unknown field %s", path, f)
+		}
+		return nil, fmt.Errorf("config file %s: %s", path, strings.TrimPrefix(msg, "json: "))
+	}
+	if cf.Config.Kind != "KubeletConfiguration" || cf.Config.APIVersion != "kubelet.config.k8s.io/v1beta1" {
+		return nil, fmt.Errorf("config file %s: want kind KubeletConfiguration, apiVersion kubelet.config.k8s.io/v1beta1; got kind %q, apiVersion %q",
+			path, cf.Config.Kind, cf.Config.APIVersion)
+	}
+	var raw map[string]any
+	if err := json.Unmarshal(js, &raw); err != nil {
+		return nil, fmt.Errorf("config file %s: %w", path, err)
+	}
+	collectPaths(raw, "", cf.Set)
+	for p := range cf.Set {
+		if !slices.Contains(supportedFields, p) && !slices.ContainsFunc(supportedFields, func(s string) bool { return strings.HasPrefix(s, p+".") }) {
+			cf.Ignored = append(cf.Ignored, p)
+		}
+	}
+	slices.Sort(cf.Ignored)
+	return cf, nil
+}
+
+// collectPaths records the dotted path of every leaf (and of every object
+// whose fields lockstep does not look into).
+func collectPaths(m map[string]any, prefix string, out map[string]bool) {
+	for k, v := range m {
+		p := prefix + k
+		if sub, ok := v.(map[string]any); ok && len(sub) > 0 && slices.ContainsFunc(supportedFields, func(s string) bool { return strings.HasPrefix(s, p+".") }) {
+			collectPaths(sub, p+".", out)
+			continue
+		}
+		out[p] = true
+	}
+}
+
+// Apply copies the file's settings into o, except those whose flag was
+// given on the command line (flags win). It records where values came from.
+func (cf *ConfigFile) Apply(o *Options, flagSet func(flag string) bool) {
+	c := &cf.Config
+	set := func(field, flag string, apply func()) {
+		if cf.Set[field] && !flagSet(flag) {
+			apply()
+			o.SetOrigin(flag, fmt.Sprintf("field %s in %s", field, cf.Path))
+		}
+	}
+	set("staticPodPath", "pod-manifest-path", func() { o.ManifestPath = c.StaticPodPath })
+	set("podLogsDir", "pod-logs-dir", func() { o.PodLogsRoot = c.PodLogsDir })
+	set("syncFrequency", "sync-frequency", func() { o.SyncFrequency = c.SyncFrequency.Duration })
+	set("fileCheckFrequency", "file-check-frequency", func() { o.FileCheckFrequency = c.FileCheckFrequency.Duration })
+	set("address", "address", func() { o.Address = c.Address })
+	set("port", "port", func() { o.Port = c.Port })
+	set("readOnlyPort", "read-only-port", func() { o.ReadOnlyPort = c.ReadOnlyPort })
+	set("tlsCertFile", "tls-cert-file", func() { o.TLSCertFile = c.TLSCertFile })
+	set("tlsPrivateKeyFile", "tls-private-key-file", func() { o.TLSKeyFile = c.TLSPrivateKeyFile })
+	set("authentication.x509.clientCAFile", "client-ca-file", func() { o.ClientCAFile = c.Authentication.X509.ClientCAFile })
+	set("authorization.mode", "authorization-mode", func() { o.AuthorizationMode = string(c.Authorization.Mode) })
+	set("clusterDomain", "cluster-domain", func() { o.ClusterDomain = c.ClusterDomain })
+	set("clusterDNS", "cluster-dns", func() { o.ClusterDNS = c.ClusterDNS })
+	set("resolvConf", "resolv-conf", func() {
+		if c.ResolverConfig != nil {
+			o.ResolvConf = *c.ResolverConfig
+		}
+	})
+	set("runtimeRequestTimeout", "runtime-request-timeout", func() { o.RuntimeRequestTimeout = c.RuntimeRequestTimeout.Duration })
+	set("maxPods", "max-pods", func() { o.MaxPods = c.MaxPods })
+	set("nodeStatusUpdateFrequency", "node-status-update-frequency", func() { o.NodeStatusUpdateFrequency = c.NodeStatusUpdateFrequency.Duration })
+	set("nodeStatusReportFrequency", "node-status-report-frequency", func() { o.NodeStatusReportFrequency = c.NodeStatusReportFrequency.Duration })
+	set("nodeLeaseDurationSeconds", "node-lease-duration-seconds", func() { o.NodeLeaseDurationSeconds = c.NodeLeaseDurationSeconds })
+	set("kubeAPIQPS", "kube-api-qps", func() {
+		if c.KubeAPIQPS != nil {
+			o.APIQPS = *c.KubeAPIQPS
+		}
+	})
+	set("kubeAPIBurst", "kube-api-burst", func() { o.APIBurst = c.KubeAPIBurst })
+	set("containerRuntimeEndpoint", "container-runtime-endpoint", func() { o.RuntimeEndpoint = c.ContainerRuntimeEndpoint })
+	set("imageServiceEndpoint", "image-service-endpoint", func() { o.ImageEndpoint = c.ImageServiceEndpoint })
+	set("logging.verbosity", "v", func() { o.Verbosity = int(c.Logging.Verbosity) })
+	if cf.Set["authentication.anonymous.enabled"] && c.Authentication.Anonymous.Enabled != nil && *c.Authentication.Anonymous.Enabled {
+		cf.Ignored = append(cf.Ignored, "authentication.anonymous.enabled (anonymous access is always off)")
+	}
+	if cf.Set["authentication.webhook.enabled"] && c.Authentication.Webhook.Enabled != nil && !*c.Authentication.Webhook.Enabled {
+		cf.Ignored = append(cf.Ignored, "authentication.webhook.enabled=false (token authentication is on whenever --kubeconfig is given)")
+	}
+}

@@ -1,0 +1,192 @@
+// Package daemon turns the agent into the node daemon an operator runs:
+// its options (kubelet-named flags and a KubeletConfiguration file, flags
+// winning), their validation, and the wiring of the real world — the CRI
+// gRPC client, client-go, /proc, the OS file system, the HTTP server and
+// the metrics — around the agent. cmd/lockstep's `node` command calls it.
+package daemon
+
+import (
+	"fmt"
+	"net"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+)
+
+// FakeRuntime is the runtime endpoint value that runs the in-process fake
+// runtime on the real clock (the demo).
+const FakeRuntime = "fake"
+
+// Options is everything the daemon can be told. Each field has a flag
+// (named like the kubelet's) and, where the kubelet has one, a field of the
+// KubeletConfiguration file.
+type Options struct {
+	Kubeconfig                string
+	ConfigFile                string
+	NodeName                  string
+	NodeIP                    string
+	RuntimeEndpoint           string
+	ImageEndpoint             string
+	ManifestPath              string
+	RootDir                   string
+	PodLogsRoot               string
+	MaxPods                   int32
+	SyncFrequency             time.Duration
+	FileCheckFrequency        time.Duration
+	NodeStatusUpdateFrequency time.Duration
+	NodeStatusReportFrequency time.Duration
+	NodeLeaseDurationSeconds  int32
+	RuntimeRequestTimeout     time.Duration
+	Address                   string
+	Port                      int32
+	ReadOnlyPort              int32
+	TLSCertFile               string
+	TLSKeyFile                string
+	ClientCAFile              string
+	AuthorizationMode         string
+	ClusterDNS                []string
+	ClusterDomain             string
+	ResolvConf                string
+	APIQPS                    int32
+	APIBurst                  int32
+	Verbosity                 int
+
+	// origin says where each option's value came from, by option key:
+	// "--flag" or "field <name> in <file>"; absent means the default.
+	origin map[string]string
+}
+
+// Defaults returns the options a daemon runs with when told nothing: the
+// kubelet's defaults where lockstep shares its meaning.
+func Defaults() Options {
+	return Options{
+		RuntimeEndpoint:           "unix:///run/containerd/containerd.sock",
+		RootDir:                   "/var/lib/lockstep",
+		PodLogsRoot:               "/var/log/pods",
+		MaxPods:                   110,
+		SyncFrequency:             time.Minute,
+		FileCheckFrequency:        20 * time.Second,
+		NodeStatusUpdateFrequency: 10 * time.Second,
+		NodeStatusReportFrequency: 5 * time.Minute,
+		NodeLeaseDurationSeconds:  40,
+		RuntimeRequestTimeout:     2 * time.Minute,
+		Address:                   "0.0.0.0",
+		Port:                      10250,
+		ReadOnlyPort:              0,
+		AuthorizationMode:         "Webhook",
+		ClusterDomain:             "cluster.local",
+		ResolvConf:                "/etc/resolv.conf",
+		APIQPS:                    50,
+		APIBurst:                  100,
+		origin:                    map[string]string{},
+	}
+}
+
+// SetOrigin records where option key's value came from.
+func (o *Options) SetOrigin(key, origin string) {
+	if o.origin == nil {
+		o.origin = map[string]string{}
+	}
+	o.origin[key] = origin
+}
+
+// describe names an option's value and its source for an error message.
+func (o *Options) describe(key string, value any) string {
+	if src, ok := o.origin[key]; ok {
+		if strings.HasPrefix(src, "--") {
+			return fmt.Sprintf("%s=%v", src, value)
+		}
+		return fmt.Sprintf("%s (%v)", src, value)
+	}
+	return fmt.Sprintf("default %s=%v", key, value)
+}
+
+var dns1123 = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`)
+
+// Validate checks every option and returns one error line naming the flag
+// or config field, its value and the allowed range.
+func (o *Options) Validate() error {
+	bad := func(key string, value any, rule string) error {
+		return fmt.Errorf("invalid %s: %s", o.describe(key, value), rule)
+	}
+	positive := []struct {
+		key string
+		d   time.Duration
+	}{
+		{"sync-frequency", o.SyncFrequency}, {"file-check-frequency", o.FileCheckFrequency},
+		{"node-status-update-frequency", o.NodeStatusUpdateFrequency},
+		{"node-status-report-frequency", o.NodeStatusReportFrequency},
+		{"runtime-request-timeout", o.RuntimeRequestTimeout},
+	}
+	for _, p := range positive {
+		if p.d <= 0 {
+			return bad(p.key, p.d, "must be a positive duration such as 10s")
+		}
+	}
+	switch {
+	case o.MaxPods < 1 || o.MaxPods > 10000:
+		return bad("max-pods", o.MaxPods, "must be between 1 and 10000")
+	case o.NodeLeaseDurationSeconds < 1:
+		return bad("node-lease-duration-seconds", o.NodeLeaseDurationSeconds, "must be at least 1")
+	case o.Port < 1 || o.Port > 65535:
+		return bad("port", o.Port, "must be between 1 and 65535")
+	case o.ReadOnlyPort < 0 || o.ReadOnlyPort > 65535:
+		return bad("read-only-port", o.ReadOnlyPort, "must be between 0 (off) and 65535")
+	case o.ReadOnlyPort != 0 && o.ReadOnlyPort == o.Port:
+		return bad("read-only-port", o.ReadOnlyPort, "must differ from --port")
+	case o.APIQPS < 0:
+		return bad("kube-api-qps", o.APIQPS, "must be 0 or more")
+	case o.APIBurst < 0:
+		return bad("kube-api-burst", o.APIBurst, "must be 0 or more")
+	case o.Verbosity < 0 || o.Verbosity > 10:
+		return bad("v", o.Verbosity, "must be between 0 and 10")
+	case net.ParseIP(o.Address) == nil:
+		return bad("address", o.Address, "must be an IP address such as 0.0.0.0 or 127.0.0.1")
+	case o.NodeIP != "" && net.ParseIP(o.NodeIP) == nil:
+		return bad("node-ip", o.NodeIP, "must be an IP address")
+	case o.NodeName != "" && (len(o.NodeName) > 253 || !dns1123.MatchString(o.NodeName)):
+		return bad("hostname-override", o.NodeName, "must be a lowercase DNS name (a-z, 0-9, '-', '.')")
+	case !filepath.IsAbs(o.RootDir):
+		return bad("root-dir", o.RootDir, "must be an absolute path")
+	case !filepath.IsAbs(o.PodLogsRoot):
+		return bad("pod-logs-dir", o.PodLogsRoot, "must be an absolute path")
+	case o.ManifestPath != "" && !filepath.IsAbs(o.ManifestPath):
+		return bad("pod-manifest-path", o.ManifestPath, "must be an absolute path")
+	case !slices.Contains([]string{"Webhook", "AlwaysAllow"}, o.AuthorizationMode):
+		return bad("authorization-mode", o.AuthorizationMode, "must be Webhook or AlwaysAllow")
+	case o.AuthorizationMode == "Webhook" && o.Kubeconfig == "" && o.origin["authorization-mode"] != "":
+		return bad("authorization-mode", o.AuthorizationMode, "Webhook needs --kubeconfig (standalone mode has no apiserver to ask)")
+	}
+	if err := validEndpoint(o.RuntimeEndpoint, true); err != nil {
+		return bad("container-runtime-endpoint", o.RuntimeEndpoint, err.Error())
+	}
+	if o.ImageEndpoint != "" {
+		if err := validEndpoint(o.ImageEndpoint, false); err != nil {
+			return bad("image-service-endpoint", o.ImageEndpoint, err.Error())
+		}
+	}
+	for _, ip := range o.ClusterDNS {
+		if net.ParseIP(ip) == nil {
+			return bad("cluster-dns", strings.Join(o.ClusterDNS, ","), fmt.Sprintf("%q is not an IP address", ip))
+		}
+	}
+	return nil
+}
+
+func validEndpoint(ep string, fakeOK bool) error {
+	switch {
+	case ep == FakeRuntime && fakeOK:
+		return nil
+	case strings.HasPrefix(ep, "unix:///"), strings.HasPrefix(ep, "/"):
+		return nil
+	}
+	if fakeOK {
+		return fmt.Errorf("must be a unix socket (unix:///path or /path) or %q", FakeRuntime)
+	}
+	return fmt.Errorf("must be a unix socket (unix:///path or /path)")
+}
+
+// SocketPath returns the file system path of a unix endpoint.
+func SocketPath(ep string) string { return strings.TrimPrefix(ep, "unix://") }

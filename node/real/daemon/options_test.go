@@ -1,0 +1,131 @@
+package daemon
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+)
+
+func TestDefaultsAreValid(t *testing.T) {
+	o := Defaults()
+	if err := o.Validate(); err != nil {
+		t.Fatalf("defaults do not validate: %v", err)
+	}
+}
+
+func TestInvalidOptions(t *testing.T) {
+	cases := []struct {
+		name   string
+		mutate func(*Options)
+		want   string
+	}{
+		{"max pods zero flag", func(o *Options) { o.MaxPods = 0; o.SetOrigin("max-pods", "--max-pods") }, "invalid --max-pods=0: must be between 1 and 10000"},
+		{"max pods from file", func(o *Options) { o.MaxPods = -3; o.SetOrigin("max-pods", "field maxPods in /etc/c.yaml") },
+			"invalid field maxPods in /etc/c.yaml (-3): must be between 1 and 10000"},
+		{"port", func(o *Options) { o.Port = 70000; o.SetOrigin("port", "--port") }, "invalid --port=70000: must be between 1 and 65535"},
+		{"read-only port", func(o *Options) { o.ReadOnlyPort = -1; o.SetOrigin("read-only-port", "--read-only-port") }, "invalid --read-only-port=-1: must be between 0 (off) and 65535"},
+		{"ports clash", func(o *Options) { o.ReadOnlyPort = 10250; o.SetOrigin("read-only-port", "--read-only-port") }, "invalid --read-only-port=10250: must differ from --port"},
+		{"sync frequency", func(o *Options) { o.SyncFrequency = 0; o.SetOrigin("sync-frequency", "--sync-frequency") }, "invalid --sync-frequency=0s: must be a positive duration such as 10s"},
+		{"status frequency", func(o *Options) { o.NodeStatusUpdateFrequency = -time.Second; o.SetOrigin("node-status-update-frequency", "--node-status-update-frequency") },
+			"invalid --node-status-update-frequency=-1s: must be a positive duration such as 10s"},
+		{"node ip", func(o *Options) { o.NodeIP = "10.0.0.300"; o.SetOrigin("node-ip", "--node-ip") }, "invalid --node-ip=10.0.0.300: must be an IP address"},
+		{"address", func(o *Options) { o.Address = "localhost"; o.SetOrigin("address", "--address") }, "invalid --address=localhost: must be an IP address such as 0.0.0.0 or 127.0.0.1"},
+		{"hostname", func(o *Options) { o.NodeName = "Node_1"; o.SetOrigin("hostname-override", "--hostname-override") },
+			"invalid --hostname-override=Node_1: must be a lowercase DNS name (a-z, 0-9, '-', '.')"},
+		{"root dir", func(o *Options) { o.RootDir = "var/lib"; o.SetOrigin("root-dir", "--root-dir") }, "invalid --root-dir=var/lib: must be an absolute path"},
+		{"manifest path", func(o *Options) { o.ManifestPath = "manifests"; o.SetOrigin("pod-manifest-path", "--pod-manifest-path") },
+			"invalid --pod-manifest-path=manifests: must be an absolute path"},
+		{"runtime endpoint", func(o *Options) { o.RuntimeEndpoint = "tcp://1.2.3.4:1"; o.SetOrigin("container-runtime-endpoint", "--container-runtime-endpoint") },
+			`invalid --container-runtime-endpoint=tcp://1.2.3.4:1: must be a unix socket (unix:///path or /path) or "fake"`},
+		{"image endpoint", func(o *Options) { o.ImageEndpoint = "fake"; o.SetOrigin("image-service-endpoint", "--image-service-endpoint") },
+			"invalid --image-service-endpoint=fake: must be a unix socket (unix:///path or /path)"},
+		{"cluster dns", func(o *Options) { o.ClusterDNS = []string{"10.96.0.10", "dns"}; o.SetOrigin("cluster-dns", "--cluster-dns") },
+			`invalid --cluster-dns=10.96.0.10,dns: "dns" is not an IP address`},
+		{"authorization mode", func(o *Options) { o.AuthorizationMode = "RBAC"; o.SetOrigin("authorization-mode", "--authorization-mode") },
+			"invalid --authorization-mode=RBAC: must be Webhook or AlwaysAllow"},
+		{"verbosity", func(o *Options) { o.Verbosity = 11; o.SetOrigin("v", "--v") }, "invalid --v=11: must be between 0 and 10"},
+		{"qps", func(o *Options) { o.APIQPS = -1; o.SetOrigin("kube-api-qps", "--kube-api-qps") }, "invalid --kube-api-qps=-1: must be 0 or more"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			o := Defaults()
+			tc.mutate(&o)
+			err := o.Validate()
+			if err == nil {
+				t.Fatalf("no error, want %q", tc.want)
+			}
+			if err.Error() != tc.want {
+				t.Errorf("error:\n got %q\nwant %q", err, tc.want)
+			}
+			if strings.Contains(err.Error(), "\n") {
+				t.Errorf("error is not one line: %q", err)
+			}
+		})
+	}
+}
+
+func TestConfigFileAppliesAndFlagsWin(t *testing.T) {
+	cf, err := ParseConfigFile("/etc/lockstep/config.yaml", []byte(`
+apiVersion: kubelet.config.k8s.io/v1beta1
+kind: KubeletConfiguration
+staticPodPath: /etc/kubernetes/manifests
+maxPods: 50
+readOnlyPort: 10255
+syncFrequency: 30s
+clusterDNS: [10.96.0.10]
+authentication:
+  x509: {clientCAFile: /etc/ca.crt}
+  anonymous: {enabled: true}
+authorization: {mode: AlwaysAllow}
+logging: {verbosity: 3}
+cgroupDriver: systemd
+evictionHard: {memory.available: 200Mi}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := Defaults()
+	o.MaxPods = 20 // from the flag, which wins
+	cf.Apply(&o, func(flag string) bool { return flag == "max-pods" })
+	want := Defaults()
+	want.ManifestPath, want.MaxPods, want.ReadOnlyPort, want.SyncFrequency = "/etc/kubernetes/manifests", 20, 10255, 30*time.Second
+	want.ClusterDNS, want.ClientCAFile, want.AuthorizationMode, want.Verbosity = []string{"10.96.0.10"}, "/etc/ca.crt", "AlwaysAllow", 3
+	if diff := cmp.Diff(want, o, cmpopts.IgnoreUnexported(Options{})); diff != "" {
+		t.Errorf("options (-want +got):\n%s", diff)
+	}
+	wantIgnored := []string{"cgroupDriver", "evictionHard", "authentication.anonymous.enabled (anonymous access is always off)"}
+	if diff := cmp.Diff(wantIgnored, cf.Ignored); diff != "" {
+		t.Errorf("ignored fields (-want +got):\n%s", diff)
+	}
+	o.ReadOnlyPort = 70000
+	if err := o.Validate(); err == nil || err.Error() != "invalid field readOnlyPort in /etc/lockstep/config.yaml (70000): must be between 0 (off) and 65535" {
+		t.Errorf("a bad file value must name the field and the file: %v", err)
+	}
+}
+
+func TestBadConfigFiles(t *testing.T) {
+	cases := []struct {
+		name, content, want string
+	}{
+		{"unknown field", "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\nmaxPodz: 3\n",
+			`config file /c.yaml: unknown field "maxPodz"`},
+		{"wrong kind", "apiVersion: v1\nkind: Pod\n",
+			`config file /c.yaml: want kind KubeletConfiguration, apiVersion kubelet.config.k8s.io/v1beta1; got kind "Pod", apiVersion "v1"`},
+		{"wrong type", "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\nmaxPods: lots\n",
+			"config file /c.yaml: cannot unmarshal string into Go struct field KubeletConfiguration.maxPods of type int32"},
+		{"bad duration", "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\nsyncFrequency: soon\n",
+			`config file /c.yaml: time: invalid duration "soon"`},
+		{"not yaml", "a: [b\n", "config file /c.yaml is not valid YAML or JSON: yaml: line 1: did not find expected ',' or ']'"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := ParseConfigFile("/c.yaml", []byte(tc.content))
+			if err == nil || err.Error() != tc.want {
+				t.Errorf("error:\n got %v\nwant %s", err, tc.want)
+			}
+		})
+	}
+}
