@@ -1,0 +1,223 @@
+package nodestatus
+
+import (
+	"runtime"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/lockstep-dev/lockstep/node/deps"
+)
+
+// Pressure condition reasons and messages.
+const (
+	ReasonSufficientMemory   = "KubeletHasSufficientMemory"
+	ReasonInsufficientMemory = "KubeletHasInsufficientMemory"
+	ReasonNoDiskPressure     = "KubeletHasNoDiskPressure"
+	ReasonDiskPressure       = "KubeletHasDiskPressure"
+	ReasonSufficientPID      = "KubeletHasSufficientPID"
+	ReasonInsufficientPID    = "KubeletHasInsufficientPID"
+)
+
+// facts is everything a node status is computed from.
+type facts struct {
+	now  time.Time
+	info deps.MachineInfo
+	// fsCapacity is the node filesystem's size; 0 when unknown.
+	fsCapacity uint64
+	// runtimeVersion is "<name>://<version>"; "" when unknown.
+	runtimeVersion string
+	ready          readiness
+	memoryPressure bool
+	diskPressure   bool
+	pidPressure    bool
+}
+
+// goArch turns a machine architecture as uname reports it into GOARCH
+// form; an empty one is this binary's GOARCH.
+func goArch(arch string) string {
+	switch arch {
+	case "":
+		return runtime.GOARCH
+	case "x86_64", "x86-64":
+		return "amd64"
+	case "aarch64", "armv8l":
+		return "arm64"
+	case "i386", "i486", "i586", "i686":
+		return "386"
+	case "armv6l", "armv7l":
+		return "arm"
+	}
+	return arch
+}
+
+// nodeLabels are the labels a new Node gets: the extra ones, then the
+// well-known ones (which win).
+func nodeLabels(cfg Config, info deps.MachineInfo) map[string]string {
+	l := make(map[string]string, len(cfg.Labels)+3)
+	for k, v := range cfg.Labels {
+		l[k] = v
+	}
+	l[corev1.LabelHostname] = cfg.NodeName
+	l[corev1.LabelOSStable] = "linux"
+	l[corev1.LabelArchStable] = goArch(info.Architecture)
+	return l
+}
+
+// newNode is the Node to register.
+func newNode(cfg Config, f facts) *corev1.Node {
+	return &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{Name: cfg.NodeName, Labels: nodeLabels(cfg, f.info)},
+		Status:     buildStatus(cfg, nil, f),
+	}
+}
+
+// capacity is what the node owns of its capacity.
+func capacity(cfg Config, f facts) corev1.ResourceList {
+	c := corev1.ResourceList{
+		corev1.ResourceCPU:    *resource.NewQuantity(int64(f.info.CPUs), resource.DecimalSI),
+		corev1.ResourceMemory: *resource.NewQuantity(int64(f.info.MemoryBytes), resource.BinarySI),
+		corev1.ResourcePods:   *resource.NewQuantity(int64(cfg.MaxPods), resource.DecimalSI),
+	}
+	if f.fsCapacity > 0 {
+		c[corev1.ResourceEphemeralStorage] = *resource.NewQuantity(int64(f.fsCapacity), resource.BinarySI)
+	}
+	return c
+}
+
+// allocatable is capacity minus reserved, never below zero.
+func allocatable(capacity, reserved corev1.ResourceList) corev1.ResourceList {
+	a := make(corev1.ResourceList, len(capacity))
+	for name, q := range capacity {
+		q = q.DeepCopy()
+		if r, ok := reserved[name]; ok {
+			q.Sub(r)
+			if q.Sign() < 0 {
+				q = *resource.NewQuantity(0, q.Format)
+			}
+		}
+		a[name] = q
+	}
+	return a
+}
+
+// buildStatus computes the node status from f on top of old (the status in
+// the API, or nil for a new node). Fields the node owns are replaced;
+// everything else (other conditions, extended resources, images…) is kept.
+// Heartbeat times are f.now; a condition's transition time moves only when
+// its status flips.
+func buildStatus(cfg Config, old *corev1.NodeStatus, f facts) corev1.NodeStatus {
+	var s corev1.NodeStatus
+	if old != nil {
+		s = *old.DeepCopy()
+	}
+	now := metav1.NewTime(f.now.Truncate(time.Second))
+
+	c := capacity(cfg, f)
+	if s.Capacity == nil {
+		s.Capacity = corev1.ResourceList{}
+	}
+	if s.Allocatable == nil {
+		s.Allocatable = corev1.ResourceList{}
+	}
+	for name, q := range c {
+		s.Capacity[name] = q
+	}
+	for name, q := range allocatable(c, cfg.Reserved) {
+		s.Allocatable[name] = q
+	}
+
+	ni := &s.NodeInfo
+	ni.MachineID = f.info.MachineID
+	ni.BootID = f.info.BootID
+	ni.KernelVersion = f.info.KernelVersion
+	ni.OSImage = f.info.OSImage
+	ni.OperatingSystem = "linux"
+	ni.Architecture = goArch(f.info.Architecture)
+	ni.KubeletVersion = cfg.KubeletVersion
+	if f.runtimeVersion != "" {
+		ni.ContainerRuntimeVersion = f.runtimeVersion
+	}
+
+	s.Addresses = nil
+	if cfg.NodeIP != "" {
+		s.Addresses = append(s.Addresses, corev1.NodeAddress{Type: corev1.NodeInternalIP, Address: cfg.NodeIP})
+	}
+	s.Addresses = append(s.Addresses, corev1.NodeAddress{Type: corev1.NodeHostName, Address: cfg.NodeName})
+
+	for _, c := range []corev1.NodeCondition{
+		pressureCondition(corev1.NodeMemoryPressure, f.memoryPressure,
+			ReasonInsufficientMemory, "lockstep has insufficient memory available",
+			ReasonSufficientMemory, "lockstep has sufficient memory available"),
+		pressureCondition(corev1.NodeDiskPressure, f.diskPressure,
+			ReasonDiskPressure, "lockstep has disk pressure",
+			ReasonNoDiskPressure, "lockstep has no disk pressure"),
+		pressureCondition(corev1.NodePIDPressure, f.pidPressure,
+			ReasonInsufficientPID, "lockstep has insufficient PID available",
+			ReasonSufficientPID, "lockstep has sufficient PID available"),
+		{Type: corev1.NodeReady, Status: conditionStatus(f.ready.ready), Reason: f.ready.reason(), Message: f.ready.message},
+	} {
+		s.Conditions = setCondition(s.Conditions, c, now)
+	}
+	return s
+}
+
+func conditionStatus(b bool) corev1.ConditionStatus {
+	if b {
+		return corev1.ConditionTrue
+	}
+	return corev1.ConditionFalse
+}
+
+func pressureCondition(t corev1.NodeConditionType, on bool, onReason, onMsg, offReason, offMsg string) corev1.NodeCondition {
+	if on {
+		return corev1.NodeCondition{Type: t, Status: corev1.ConditionTrue, Reason: onReason, Message: onMsg}
+	}
+	return corev1.NodeCondition{Type: t, Status: corev1.ConditionFalse, Reason: offReason, Message: offMsg}
+}
+
+// setCondition puts c into conds (in place of the one of its type, else at
+// the end), heartbeat now; the transition time is kept unless the status
+// flipped or the condition is new.
+func setCondition(conds []corev1.NodeCondition, c corev1.NodeCondition, now metav1.Time) []corev1.NodeCondition {
+	c.LastHeartbeatTime = now
+	c.LastTransitionTime = now
+	for i := range conds {
+		if conds[i].Type != c.Type {
+			continue
+		}
+		if conds[i].Status == c.Status {
+			c.LastTransitionTime = conds[i].LastTransitionTime
+		}
+		conds[i] = c
+		return conds
+	}
+	return append(conds, c)
+}
+
+// statusChanged reports whether b differs from a in more than the
+// conditions' heartbeat times.
+func statusChanged(a, b *corev1.NodeStatus) bool {
+	return !equality.Semantic.DeepEqual(withoutHeartbeats(a), withoutHeartbeats(b))
+}
+
+func withoutHeartbeats(s *corev1.NodeStatus) *corev1.NodeStatus {
+	s = s.DeepCopy()
+	for i := range s.Conditions {
+		s.Conditions[i].LastHeartbeatTime = metav1.Time{}
+	}
+	return s
+}
+
+// readyCondition returns the Ready condition of s, if any.
+func readyCondition(s *corev1.NodeStatus) *corev1.NodeCondition {
+	for i := range s.Conditions {
+		if s.Conditions[i].Type == corev1.NodeReady {
+			return &s.Conditions[i]
+		}
+	}
+	return nil
+}

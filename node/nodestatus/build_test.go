@@ -1,0 +1,310 @@
+package nodestatus
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/lockstep-dev/lockstep/node/deps"
+)
+
+var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+func at(s float64) time.Time { return t0.Add(time.Duration(s * float64(time.Second))) }
+
+// quantities renders a resource list as strings, for readable diffs.
+func quantities(l corev1.ResourceList) map[string]string {
+	out := map[string]string{}
+	for k, q := range l {
+		out[string(k)] = q.String()
+	}
+	return out
+}
+
+func rl(kv ...string) corev1.ResourceList {
+	l := corev1.ResourceList{}
+	for i := 0; i < len(kv); i += 2 {
+		l[corev1.ResourceName(kv[i])] = resource.MustParse(kv[i+1])
+	}
+	return l
+}
+
+func TestGoArch(t *testing.T) {
+	for in, want := range map[string]string{
+		"x86_64": "amd64", "aarch64": "arm64", "armv7l": "arm", "i686": "386",
+		"amd64": "amd64", "arm64": "arm64", "s390x": "s390x", "ppc64le": "ppc64le",
+	} {
+		if got := goArch(in); got != want {
+			t.Errorf("goArch(%q) = %q, want %q", in, got, want)
+		}
+	}
+	if goArch("") == "" {
+		t.Error(`goArch("") is empty, want this binary's GOARCH`)
+	}
+}
+
+func TestAllocatable(t *testing.T) {
+	capacity := rl("cpu", "4", "memory", "8Gi", "pods", "110")
+	for _, tc := range []struct {
+		name     string
+		reserved corev1.ResourceList
+		want     map[string]string
+	}{
+		{"nil reserved", nil, map[string]string{"cpu": "4", "memory": "8Gi", "pods": "110"}},
+		{"cpu and memory reserved", rl("cpu", "500m", "memory", "1Gi"),
+			map[string]string{"cpu": "3500m", "memory": "7Gi", "pods": "110"}},
+		{"more reserved than there is", rl("cpu", "5", "memory", "9Gi"),
+			map[string]string{"cpu": "0", "memory": "0", "pods": "110"}},
+		{"reserved resource the node lacks is ignored", rl("example.com/gpu", "1"),
+			map[string]string{"cpu": "4", "memory": "8Gi", "pods": "110"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := allocatable(capacity, tc.reserved)
+			if diff := cmp.Diff(tc.want, quantities(got)); diff != "" {
+				t.Errorf("allocatable (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(map[string]string{"cpu": "4", "memory": "8Gi", "pods": "110"}, quantities(capacity)); diff != "" {
+				t.Errorf("capacity was modified (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+type health struct {
+	ok  bool
+	err error
+}
+
+func (h health) PLEGHealthy() (bool, error) { return h.ok, h.err }
+
+func TestComputeReadiness(t *testing.T) {
+	fresh := runtimeHealth{lastOK: at(95)}
+	unhealthy := health{false, errors.New("pleg: last successful relist was 3m0s ago; the threshold is 3m0s")}
+	for _, tc := range []struct {
+		name   string
+		rt     runtimeHealth
+		health Health
+		want   readiness
+	}{
+		{"fresh check, nil health", fresh, nil, readiness{true, MessageReady}},
+		{"fresh check, healthy PLEG", fresh, health{ok: true}, readiness{true, MessageReady}},
+		{"no check yet", runtimeHealth{}, nil,
+			readiness{false, "container runtime status check may not have completed yet"}},
+		{"last check 29 s old", runtimeHealth{lastOK: at(71)}, nil, readiness{true, MessageReady}},
+		{"last check 30 s old", runtimeHealth{lastOK: at(70)}, nil, readiness{false, "container runtime is down"}},
+		{"PLEG unhealthy", fresh, unhealthy,
+			readiness{false, "PLEG is not healthy: pleg: last successful relist was 3m0s ago; the threshold is 3m0s"}},
+		{"network not ready", runtimeHealth{lastOK: at(95), networkErr: "container runtime network not ready: x"}, nil,
+			readiness{false, "container runtime network not ready: x"}},
+		{"everything wrong, in order", runtimeHealth{lastOK: at(10), runtimeErr: "container runtime not ready: r", networkErr: "container runtime network not ready: n"}, unhealthy,
+			readiness{false, "container runtime is down, PLEG is not healthy: pleg: last successful relist was 3m0s ago; the threshold is 3m0s, container runtime not ready: r, container runtime network not ready: n"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := computeReadiness(at(100), tc.rt, 30*time.Second, tc.health)
+			if diff := cmp.Diff(tc.want, got, cmp.AllowUnexported(readiness{})); diff != "" {
+				t.Errorf("readiness (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestApplyRuntimeStatus(t *testing.T) {
+	cond := func(typ string, ok bool, reason, msg string) *runtimeapi.RuntimeCondition {
+		return &runtimeapi.RuntimeCondition{Type: typ, Status: ok, Reason: reason, Message: msg}
+	}
+	resp := func(cs ...*runtimeapi.RuntimeCondition) *runtimeapi.StatusResponse {
+		return &runtimeapi.StatusResponse{Status: &runtimeapi.RuntimeStatus{Conditions: cs}}
+	}
+	prev := runtimeHealth{lastOK: at(50), runtimeErr: "old", networkErr: "old"}
+	for _, tc := range []struct {
+		name string
+		resp *runtimeapi.StatusResponse
+		want runtimeHealth
+	}{
+		{"all ready", resp(cond(runtimeapi.RuntimeReady, true, "", ""), cond(runtimeapi.NetworkReady, true, "", "")),
+			runtimeHealth{lastOK: at(100)}},
+		{"runtime not ready keeps the last good check", resp(cond(runtimeapi.RuntimeReady, false, "Boom", "it broke"), cond(runtimeapi.NetworkReady, true, "", "")),
+			runtimeHealth{lastOK: at(50), runtimeErr: "container runtime not ready: RuntimeReady=false reason:Boom message:it broke"}},
+		{"network not ready", resp(cond(runtimeapi.RuntimeReady, true, "", ""), cond(runtimeapi.NetworkReady, false, "NetworkPluginNotReady", "cni plugin not initialized")),
+			runtimeHealth{lastOK: at(100), networkErr: "container runtime network not ready: NetworkReady=false reason:NetworkPluginNotReady message:cni plugin not initialized"}},
+		{"no conditions", &runtimeapi.StatusResponse{},
+			runtimeHealth{lastOK: at(50), runtimeErr: "container runtime not ready: RuntimeReady condition missing", networkErr: "container runtime network not ready: NetworkReady condition missing"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := applyRuntimeStatus(prev, at(100), tc.resp)
+			if diff := cmp.Diff(tc.want, got, cmp.AllowUnexported(runtimeHealth{})); diff != "" {
+				t.Errorf("runtime health (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+var testCfg = Config{
+	NodeName: "node-a", NodeIP: "10.0.0.7", Labels: map[string]string{"tier": "edge", "kubernetes.io/os": "plan9"},
+	Reserved: rl("cpu", "500m", "memory", "1Gi"), KubeletVersion: "lockstep v0.1.0",
+}.withDefaults()
+
+var testInfo = deps.MachineInfo{
+	MachineID: "mid", BootID: "bid", KernelVersion: "6.8.0", OSImage: "Ubuntu 24.04 LTS",
+	Architecture: "aarch64", CPUs: 4, MemoryBytes: 8 << 30,
+}
+
+func TestNewNode(t *testing.T) {
+	f := facts{now: at(12.7), info: testInfo, fsCapacity: 100 << 30, runtimeVersion: "containerd://2.0.0", ready: readiness{true, MessageReady}}
+	n := newNode(testCfg, f)
+	wantLabels := map[string]string{
+		"tier": "edge", "kubernetes.io/hostname": "node-a", "kubernetes.io/os": "linux", "kubernetes.io/arch": "arm64",
+	}
+	if diff := cmp.Diff(wantLabels, n.Labels); diff != "" {
+		t.Errorf("labels (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(map[string]string{"cpu": "4", "memory": "8Gi", "pods": "110", "ephemeral-storage": "100Gi"}, quantities(n.Status.Capacity)); diff != "" {
+		t.Errorf("capacity (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(map[string]string{"cpu": "3500m", "memory": "7Gi", "pods": "110", "ephemeral-storage": "100Gi"}, quantities(n.Status.Allocatable)); diff != "" {
+		t.Errorf("allocatable (-want +got):\n%s", diff)
+	}
+	wantInfo := corev1.NodeSystemInfo{
+		MachineID: "mid", BootID: "bid", KernelVersion: "6.8.0", OSImage: "Ubuntu 24.04 LTS",
+		ContainerRuntimeVersion: "containerd://2.0.0", KubeletVersion: "lockstep v0.1.0",
+		OperatingSystem: "linux", Architecture: "arm64",
+	}
+	if diff := cmp.Diff(wantInfo, n.Status.NodeInfo); diff != "" {
+		t.Errorf("nodeInfo (-want +got):\n%s", diff)
+	}
+	wantAddrs := []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: "10.0.0.7"}, {Type: corev1.NodeHostName, Address: "node-a"}}
+	if diff := cmp.Diff(wantAddrs, n.Status.Addresses); diff != "" {
+		t.Errorf("addresses (-want +got):\n%s", diff)
+	}
+	now := metav1.NewTime(at(12))
+	cond := func(typ corev1.NodeConditionType, s corev1.ConditionStatus, reason, msg string) corev1.NodeCondition {
+		return corev1.NodeCondition{Type: typ, Status: s, Reason: reason, Message: msg, LastHeartbeatTime: now, LastTransitionTime: now}
+	}
+	wantConds := []corev1.NodeCondition{
+		cond(corev1.NodeMemoryPressure, corev1.ConditionFalse, "KubeletHasSufficientMemory", "lockstep has sufficient memory available"),
+		cond(corev1.NodeDiskPressure, corev1.ConditionFalse, "KubeletHasNoDiskPressure", "lockstep has no disk pressure"),
+		cond(corev1.NodePIDPressure, corev1.ConditionFalse, "KubeletHasSufficientPID", "lockstep has sufficient PID available"),
+		cond(corev1.NodeReady, corev1.ConditionTrue, "KubeletReady", "lockstep is posting ready status"),
+	}
+	if diff := cmp.Diff(wantConds, n.Status.Conditions); diff != "" {
+		t.Errorf("conditions (-want +got):\n%s", diff)
+	}
+}
+
+func TestNewNodeWithoutOptionalFacts(t *testing.T) {
+	cfg := testCfg
+	cfg.NodeIP = ""
+	n := newNode(cfg, facts{now: at(0), info: testInfo})
+	if _, ok := n.Status.Capacity[corev1.ResourceEphemeralStorage]; ok {
+		t.Error("ephemeral-storage capacity set with the filesystem size unknown")
+	}
+	if diff := cmp.Diff([]corev1.NodeAddress{{Type: corev1.NodeHostName, Address: "node-a"}}, n.Status.Addresses); diff != "" {
+		t.Errorf("addresses (-want +got):\n%s", diff)
+	}
+	if got := n.Status.NodeInfo.ContainerRuntimeVersion; got != "" {
+		t.Errorf("containerRuntimeVersion = %q with the version unknown, want empty", got)
+	}
+}
+
+func TestBuildStatusOnExisting(t *testing.T) {
+	f := facts{now: at(100), info: testInfo, fsCapacity: 100 << 30, ready: readiness{true, MessageReady}}
+	old := newNode(testCfg, facts{now: at(10), info: testInfo, runtimeVersion: "containerd://1.7.0", ready: readiness{message: "container runtime is down"}}).Status
+	old.Capacity["example.com/gpu"] = resource.MustParse("2")
+	old.Allocatable["example.com/gpu"] = resource.MustParse("2")
+	old.Conditions = append([]corev1.NodeCondition{{Type: corev1.NodeNetworkUnavailable, Status: corev1.ConditionFalse, Reason: "RouteCreated"}}, old.Conditions...)
+	old.Images = []corev1.ContainerImage{{Names: []string{"busybox"}, SizeBytes: 1}}
+	oldCopy := old.DeepCopy()
+
+	s := buildStatus(testCfg, &old, f)
+	if diff := cmp.Diff(oldCopy, &old); diff != "" {
+		t.Errorf("old status was modified (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(map[string]string{"cpu": "4", "memory": "8Gi", "pods": "110", "ephemeral-storage": "100Gi", "example.com/gpu": "2"}, quantities(s.Capacity)); diff != "" {
+		t.Errorf("capacity (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(old.Images, s.Images); diff != "" {
+		t.Errorf("images (-want +got):\n%s", diff)
+	}
+	if got := s.NodeInfo.ContainerRuntimeVersion; got != "containerd://1.7.0" {
+		t.Errorf("containerRuntimeVersion = %q, want the known one kept", got)
+	}
+	type times struct {
+		Type                  corev1.NodeConditionType
+		Status                corev1.ConditionStatus
+		Heartbeat, Transition time.Time
+	}
+	var got []times
+	for _, c := range s.Conditions {
+		got = append(got, times{c.Type, c.Status, c.LastHeartbeatTime.Time, c.LastTransitionTime.Time})
+	}
+	want := []times{
+		{corev1.NodeNetworkUnavailable, corev1.ConditionFalse, time.Time{}, time.Time{}}, // not ours: untouched
+		{corev1.NodeMemoryPressure, corev1.ConditionFalse, at(100), at(10)},
+		{corev1.NodeDiskPressure, corev1.ConditionFalse, at(100), at(10)},
+		{corev1.NodePIDPressure, corev1.ConditionFalse, at(100), at(10)},
+		{corev1.NodeReady, corev1.ConditionTrue, at(100), at(100)}, // flipped
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("conditions (-want +got):\n%s", diff)
+	}
+}
+
+type pressure struct{ memory, disk, pid bool }
+
+func TestPressureConditions(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		p    pressure
+		want map[corev1.NodeConditionType]string
+	}{
+		{"none", pressure{}, map[corev1.NodeConditionType]string{
+			corev1.NodeMemoryPressure: "False KubeletHasSufficientMemory", corev1.NodeDiskPressure: "False KubeletHasNoDiskPressure", corev1.NodePIDPressure: "False KubeletHasSufficientPID",
+		}},
+		{"all", pressure{true, true, true}, map[corev1.NodeConditionType]string{
+			corev1.NodeMemoryPressure: "True KubeletHasInsufficientMemory", corev1.NodeDiskPressure: "True KubeletHasDiskPressure", corev1.NodePIDPressure: "True KubeletHasInsufficientPID",
+		}},
+		{"disk only", pressure{disk: true}, map[corev1.NodeConditionType]string{
+			corev1.NodeMemoryPressure: "False KubeletHasSufficientMemory", corev1.NodeDiskPressure: "True KubeletHasDiskPressure", corev1.NodePIDPressure: "False KubeletHasSufficientPID",
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := buildStatus(testCfg, nil, facts{now: at(0), info: testInfo, memoryPressure: tc.p.memory, diskPressure: tc.p.disk, pidPressure: tc.p.pid})
+			got := map[corev1.NodeConditionType]string{}
+			for _, c := range s.Conditions {
+				if c.Type != corev1.NodeReady {
+					got[c.Type] = string(c.Status) + " " + c.Reason
+				}
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("pressure conditions (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestStatusChanged(t *testing.T) {
+	base := buildStatus(testCfg, nil, facts{now: at(0), info: testInfo, ready: readiness{true, MessageReady}})
+	for _, tc := range []struct {
+		name string
+		f    facts
+		want bool
+	}{
+		{"only heartbeats moved", facts{now: at(10), info: testInfo, ready: readiness{true, MessageReady}}, false},
+		{"ready flipped", facts{now: at(10), info: testInfo, ready: readiness{message: "container runtime is down"}}, true},
+		{"capacity grew", facts{now: at(10), info: deps.MachineInfo{MachineID: "mid", BootID: "bid", KernelVersion: "6.8.0", OSImage: "Ubuntu 24.04 LTS", Architecture: "aarch64", CPUs: 8, MemoryBytes: 8 << 30}, ready: readiness{true, MessageReady}}, true},
+		{"runtime version learnt", facts{now: at(10), info: testInfo, runtimeVersion: "x://1", ready: readiness{true, MessageReady}}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			next := buildStatus(testCfg, &base, tc.f)
+			if got := statusChanged(&base, &next); got != tc.want {
+				t.Errorf("statusChanged = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}

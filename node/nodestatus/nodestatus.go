@@ -1,0 +1,206 @@
+// Package nodestatus keeps the node's own objects in the apiserver: it
+// registers the Node (labels, capacity, allocatable, nodeInfo, addresses),
+// computes its status every StatusUpdateFrequency and writes it when it
+// changed or every StatusReportFrequency, and keeps the node lease in
+// kube-node-lease renewed. The lease has a task of its own, so neither the
+// SyncLoop nor slow or failing status writes can let it expire.
+//
+// Where this differs from the kubelet: registration tries at once (then
+// backs off 100 ms doubling to 7 s); a failed lease update is retried
+// with the lease back-off (200 ms doubling to 7 s, until it succeeds)
+// instead of five immediate retries; an adopted Node's labels are left as
+// they are (deps.NodeAPI writes status only); allocatable is capacity
+// minus Config.Reserved, without the eviction threshold.
+package nodestatus
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/lockstep-dev/lockstep/node/deps"
+)
+
+// Health reports the PLEG's health; the agent provides it (wrapping
+// pleg.PLEG.Healthy). A nil Health counts as always healthy.
+type Health interface {
+	PLEGHealthy() (bool, error)
+}
+
+// Pressure reports node resource pressure; eviction will provide it. A nil
+// Pressure means no pressure.
+type Pressure interface {
+	NodePressure() (memory, disk, pid bool)
+}
+
+// Default values of Config's zero fields.
+const (
+	DefaultMaxPods               = 110
+	DefaultStatusUpdateFrequency = 10 * time.Second
+	DefaultStatusReportFrequency = 5 * time.Minute
+	DefaultLeaseDuration         = 40 * time.Second
+	DefaultRuntimeUnhealthyAfter = 30 * time.Second
+	DefaultKubeletVersion        = "lockstep"
+)
+
+// LeaseNamespace is where node leases live.
+const LeaseNamespace = corev1.NamespaceNodeLease
+
+// Config says what the node is and how often its objects are refreshed.
+// Zero fields take their defaults.
+type Config struct {
+	// NodeName names the Node and its lease (required).
+	NodeName string
+	// NodeIP is the node's InternalIP address; empty leaves it out.
+	NodeIP string
+	// Labels are added to the well-known labels at registration.
+	Labels map[string]string
+	// MaxPods is the pods capacity (default 110).
+	MaxPods int
+	// StatusUpdateFrequency is how often the status is computed (10 s).
+	StatusUpdateFrequency time.Duration
+	// StatusReportFrequency is how often the status is written even when
+	// nothing changed (5 min).
+	StatusReportFrequency time.Duration
+	// LeaseDuration is the lease's leaseDurationSeconds (40 s).
+	LeaseDuration time.Duration
+	// LeaseRenewInterval is how often the lease is renewed (default a
+	// quarter of LeaseDuration).
+	LeaseRenewInterval time.Duration
+	// RuntimeUnhealthyAfter: the node is NotReady once the last successful
+	// runtime status check is this old (30 s).
+	RuntimeUnhealthyAfter time.Duration
+	// Reserved (system + kube reserved) is subtracted from capacity to
+	// give allocatable; may be nil.
+	Reserved corev1.ResourceList
+	// KubeletVersion is nodeInfo.kubeletVersion (default "lockstep").
+	KubeletVersion string
+	// Pressure feeds the pressure conditions; nil means none.
+	Pressure Pressure
+}
+
+func (c Config) withDefaults() Config {
+	if c.MaxPods <= 0 {
+		c.MaxPods = DefaultMaxPods
+	}
+	if c.StatusUpdateFrequency <= 0 {
+		c.StatusUpdateFrequency = DefaultStatusUpdateFrequency
+	}
+	if c.StatusReportFrequency <= 0 {
+		c.StatusReportFrequency = DefaultStatusReportFrequency
+	}
+	if c.LeaseDuration <= 0 {
+		c.LeaseDuration = DefaultLeaseDuration
+	}
+	if c.LeaseRenewInterval <= 0 {
+		c.LeaseRenewInterval = c.LeaseDuration / 4
+	}
+	if c.RuntimeUnhealthyAfter <= 0 {
+		c.RuntimeUnhealthyAfter = DefaultRuntimeUnhealthyAfter
+	}
+	if c.KubeletVersion == "" {
+		c.KubeletVersion = DefaultKubeletVersion
+	}
+	return c
+}
+
+// Retry limits and back-off curves, as the kubelet's.
+const (
+	// statusUpdateRetries is how many times one status sync tries to write.
+	statusUpdateRetries = 5
+	// registerBackoffInitial and registerBackoffMax shape the register loop.
+	registerBackoffInitial = 100 * time.Millisecond
+	registerBackoffMax     = 7 * time.Second
+	// leaseBackoffInitial and leaseBackoffMax shape lease retries.
+	leaseBackoffInitial = 200 * time.Millisecond
+	leaseBackoffMax     = 7 * time.Second
+)
+
+// Manager registers the node and keeps its status and lease fresh.
+type Manager struct {
+	d      deps.Deps
+	cfg    Config
+	health Health
+	log    *slog.Logger
+	// timeout bounds every apiserver and runtime call of the heartbeats:
+	// min(StatusUpdateFrequency, LeaseDuration), as the kubelet's
+	// heartbeat client.
+	timeout time.Duration
+
+	mu         sync.Mutex
+	registered bool
+	uid        types.UID
+	info       *deps.MachineInfo
+	runtimeVer string
+	fsCapacity uint64
+	rt         runtimeHealth
+	// lastReport is when the status was last written (or created).
+	lastReport time.Time
+
+	// lease is the newest lease the lease task knows; only that task
+	// touches it.
+	lease *coordinationv1.Lease
+}
+
+// New returns a Manager for cfg.NodeName; health may be nil.
+func New(d deps.Deps, cfg Config, health Health) *Manager {
+	cfg = cfg.withDefaults()
+	log := d.Log
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Manager{
+		d:       d,
+		cfg:     cfg,
+		health:  health,
+		log:     log.With("node", cfg.NodeName),
+		timeout: min(cfg.StatusUpdateFrequency, cfg.LeaseDuration),
+	}
+}
+
+// Start spawns the "node register+status" task (register, then the status
+// loop) and the independent "node lease" task. Both end with ctx.
+func (m *Manager) Start(ctx context.Context) {
+	m.d.Tasks.Go("node register+status", func() { m.runStatus(ctx) })
+	m.d.Tasks.Go("node lease", func() { m.runLease(ctx) })
+}
+
+// Registered reports whether the Node exists in the API (created by us or
+// adopted).
+func (m *Manager) Registered() bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.registered
+}
+
+// Ready computes the Ready condition now: whether the node is ready, and
+// the condition's reason and message.
+func (m *Manager) Ready() (bool, string, string) {
+	r := m.readiness()
+	return r.ready, r.reason(), r.message
+}
+
+// nodeUID returns the Node's UID once known.
+func (m *Manager) nodeUID() types.UID {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.uid
+}
+
+// nodeRef is the object reference of the node's events (the kubelet uses
+// the node name as the UID).
+func (m *Manager) nodeRef() *corev1.ObjectReference {
+	return &corev1.ObjectReference{Kind: "Node", APIVersion: "v1", Name: m.cfg.NodeName, UID: types.UID(m.cfg.NodeName)}
+}
+
+// event records an event about the node when an event sink is wired.
+func (m *Manager) event(eventType, reason, message string) {
+	if m.d.API.Events != nil {
+		m.d.API.Events.Event(m.nodeRef(), eventType, reason, message)
+	}
+}

@@ -1,0 +1,223 @@
+package nodestatus
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+)
+
+// runStatus is the "node register+status" task: it registers the node,
+// then computes the status every StatusUpdateFrequency and writes it when
+// needed.
+func (m *Manager) runStatus(ctx context.Context) {
+	if !m.register(ctx) {
+		return
+	}
+	tk := m.d.Tasks.NewTicker("node status", m.cfg.StatusUpdateFrequency)
+	defer tk.Stop()
+	for {
+		m.syncStatus(ctx)
+		if tk.Wait(ctx) != nil {
+			return
+		}
+	}
+}
+
+// register creates the Node, or adopts the one that exists, retrying with
+// a back-off of 100 ms doubling to 7 s until it succeeds. It reports false
+// when ctx ended first.
+func (m *Manager) register(ctx context.Context) bool {
+	delay := registerBackoffInitial
+	for {
+		err := m.tryRegister(ctx)
+		if err == nil {
+			return true
+		}
+		if ctx.Err() != nil {
+			return false
+		}
+		m.log.Warn("node registration failed, will retry", "err", err, "retryIn", delay)
+		if m.d.Tasks.Sleep(ctx, delay) != nil {
+			return false
+		}
+		delay = min(2*delay, registerBackoffMax)
+	}
+}
+
+// tryRegister makes one registration attempt.
+func (m *Manager) tryRegister(ctx context.Context) error {
+	m.checkRuntime(ctx)
+	f, err := m.gather(ctx)
+	if err != nil {
+		return err
+	}
+	node := newNode(m.cfg, f)
+	cctx, cancel := m.d.Clock.WithTimeout(ctx, m.timeout)
+	created, err := m.d.API.Nodes.CreateNode(cctx, node)
+	cancel()
+	if err == nil {
+		m.registeredAs(created, f)
+		m.log.Info("node registered", "uid", created.UID)
+		m.readyEvent(nil, &created.Status)
+		return nil
+	}
+	if !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("register node %q: %w", m.cfg.NodeName, err)
+	}
+	cctx, cancel = m.d.Clock.WithTimeout(ctx, m.timeout)
+	existing, err := m.d.API.Nodes.GetNode(cctx, m.cfg.NodeName)
+	cancel()
+	if err != nil {
+		return fmt.Errorf("register node %q: it exists but reading it failed: %w", m.cfg.NodeName, err)
+	}
+	m.mu.Lock()
+	m.registered, m.uid = true, existing.UID
+	m.mu.Unlock()
+	m.log.Info("node already registered, adopting it", "uid", existing.UID)
+	return nil
+}
+
+// registeredAs records a node this agent created with facts f.
+func (m *Manager) registeredAs(n *corev1.Node, f facts) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.registered, m.uid, m.lastReport = true, n.UID, f.now
+}
+
+// gather collects the facts of a status now. Machine info is read once;
+// the filesystem size every time and the runtime version until known,
+// both best effort.
+func (m *Manager) gather(ctx context.Context) (facts, error) {
+	m.mu.Lock()
+	info, ver := m.info, m.runtimeVer
+	m.mu.Unlock()
+	if info == nil {
+		cctx, cancel := m.d.Clock.WithTimeout(ctx, m.timeout)
+		i, err := m.d.Machine.Info(cctx)
+		cancel()
+		if err != nil {
+			return facts{}, fmt.Errorf("machine info of node %q: %w", m.cfg.NodeName, err)
+		}
+		info = &i
+	}
+	if ver == "" {
+		cctx, cancel := m.d.Clock.WithTimeout(ctx, m.timeout)
+		v, err := m.d.Runtime.Version(cctx, "v1")
+		cancel()
+		if err != nil {
+			m.log.Warn("container runtime version unknown", "err", err)
+		} else {
+			ver = v.GetRuntimeName() + "://" + v.GetRuntimeVersion()
+		}
+	}
+	cctx, cancel := m.d.Clock.WithTimeout(ctx, m.timeout)
+	u, uerr := m.d.Machine.Usage(cctx)
+	cancel()
+
+	m.mu.Lock()
+	m.info, m.runtimeVer = info, ver
+	if uerr == nil && u.NodeFSCapacityBytes > 0 {
+		m.fsCapacity = u.NodeFSCapacityBytes
+	}
+	fsCap := m.fsCapacity
+	m.mu.Unlock()
+	if uerr != nil {
+		m.log.Warn("machine usage unknown", "err", uerr)
+	}
+
+	f := facts{
+		now:            m.d.Clock.Now(),
+		info:           *info,
+		fsCapacity:     fsCap,
+		runtimeVersion: ver,
+		ready:          m.readiness(),
+	}
+	if m.cfg.Pressure != nil {
+		f.memoryPressure, f.diskPressure, f.pidPressure = m.cfg.Pressure.NodePressure()
+	}
+	return f, nil
+}
+
+// syncStatus computes the status and writes it when it changed or a
+// report is due, trying up to statusUpdateRetries times.
+func (m *Manager) syncStatus(ctx context.Context) {
+	m.checkRuntime(ctx)
+	var err error
+	for i := range statusUpdateRetries {
+		if err = m.tryUpdateStatus(ctx); err == nil {
+			return
+		}
+		if ctx.Err() != nil {
+			return
+		}
+		m.log.Warn("updating node status failed, will retry", "attempt", i+1, "err", err)
+	}
+	m.log.Error("updating node status failed", "attempts", statusUpdateRetries, "err", err)
+}
+
+// errNotRegistered is returned by a sync that runs before registration.
+var errNotRegistered = errors.New("not registered")
+
+// tryUpdateStatus reads the node, computes its status on top of the read
+// one and writes it if needed.
+func (m *Manager) tryUpdateStatus(ctx context.Context) error {
+	if !m.Registered() {
+		return errNotRegistered
+	}
+	f, err := m.gather(ctx)
+	if err != nil {
+		return err
+	}
+	cctx, cancel := m.d.Clock.WithTimeout(ctx, m.timeout)
+	node, err := m.d.API.Nodes.GetNode(cctx, m.cfg.NodeName)
+	cancel()
+	if err != nil {
+		return fmt.Errorf("get node %q: %w", m.cfg.NodeName, err)
+	}
+	m.mu.Lock()
+	m.uid = node.UID
+	due := !f.now.Before(m.lastReport.Add(m.cfg.StatusReportFrequency))
+	m.mu.Unlock()
+
+	status := buildStatus(m.cfg, &node.Status, f)
+	if !due && !statusChanged(&node.Status, &status) {
+		return nil
+	}
+	upd := node.DeepCopy()
+	upd.Status = status
+	cctx, cancel = m.d.Clock.WithTimeout(ctx, m.timeout)
+	_, err = m.d.API.Nodes.UpdateNodeStatus(cctx, upd)
+	cancel()
+	if err != nil {
+		return fmt.Errorf("update status of node %q: %w", m.cfg.NodeName, err)
+	}
+	m.mu.Lock()
+	m.lastReport = f.now
+	m.mu.Unlock()
+	m.readyEvent(&node.Status, &status)
+	return nil
+}
+
+// readyEvent logs and records a change of the Ready condition's status
+// between the written status before (nil for a new node) and after.
+func (m *Manager) readyEvent(before, after *corev1.NodeStatus) {
+	now := readyCondition(after)
+	if now == nil {
+		return
+	}
+	if before != nil {
+		if was := readyCondition(before); was != nil && was.Status == now.Status {
+			return
+		}
+	}
+	if now.Status == corev1.ConditionTrue {
+		m.log.Info("node is Ready")
+		m.event(corev1.EventTypeNormal, "NodeReady", fmt.Sprintf("Node %s status is now: NodeReady", m.cfg.NodeName))
+		return
+	}
+	m.log.Warn("node is NotReady", "reason", now.Reason, "message", now.Message)
+	m.event(corev1.EventTypeNormal, "NodeNotReady", fmt.Sprintf("Node %s status is now: NodeNotReady", m.cfg.NodeName))
+}

@@ -1,0 +1,379 @@
+package nodestatus_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/lockstep-dev/lockstep/node/nodestatus"
+	"github.com/lockstep-dev/lockstep/sim/apiserver"
+)
+
+func quantities(l corev1.ResourceList) map[string]string {
+	out := map[string]string{}
+	for k, q := range l {
+		out[string(k)] = q.String()
+	}
+	return out
+}
+
+func TestRegistersNode(t *testing.T) {
+	w := newWorld(t, nil)
+	if ready, reason, msg := w.m.Ready(); ready || reason != "KubeletNotReady" || msg != "container runtime status check may not have completed yet" {
+		t.Errorf("Ready() before start = %v, %q, %q", ready, reason, msg)
+	}
+	w.start()
+	w.run(time.Second)
+	if !w.m.Registered() {
+		t.Fatal("not registered after 1 s")
+	}
+	n := w.node()
+	if n == nil {
+		t.Fatal("no node in the API")
+	}
+	wantLabels := map[string]string{
+		"tier": "edge", "kubernetes.io/hostname": nodeName, "kubernetes.io/os": "linux", "kubernetes.io/arch": "amd64",
+	}
+	if diff := cmp.Diff(wantLabels, n.Labels); diff != "" {
+		t.Errorf("labels (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(map[string]string{"cpu": "4", "memory": "8Gi", "pods": "110", "ephemeral-storage": "100Gi"}, quantities(n.Status.Capacity)); diff != "" {
+		t.Errorf("capacity (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(map[string]string{"cpu": "3500m", "memory": "7Gi", "pods": "110", "ephemeral-storage": "100Gi"}, quantities(n.Status.Allocatable)); diff != "" {
+		t.Errorf("allocatable (-want +got):\n%s", diff)
+	}
+	wantInfo := corev1.NodeSystemInfo{
+		MachineID: "mid", BootID: "bid", KernelVersion: "6.8.0", OSImage: "Ubuntu 24.04 LTS",
+		ContainerRuntimeVersion: "containerd://2.0.0", KubeletVersion: "lockstep v0.1.0",
+		OperatingSystem: "linux", Architecture: "amd64",
+	}
+	if diff := cmp.Diff(wantInfo, n.Status.NodeInfo); diff != "" {
+		t.Errorf("nodeInfo (-want +got):\n%s", diff)
+	}
+	wantAddrs := []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: "10.0.0.7"}, {Type: corev1.NodeHostName, Address: nodeName}}
+	if diff := cmp.Diff(wantAddrs, n.Status.Addresses); diff != "" {
+		t.Errorf("addresses (-want +got):\n%s", diff)
+	}
+	type cond struct {
+		Type            corev1.NodeConditionType
+		Status          corev1.ConditionStatus
+		Reason, Message string
+	}
+	var got []cond
+	for _, c := range n.Status.Conditions {
+		got = append(got, cond{c.Type, c.Status, c.Reason, c.Message})
+	}
+	want := []cond{
+		{corev1.NodeMemoryPressure, corev1.ConditionFalse, "KubeletHasSufficientMemory", "lockstep has sufficient memory available"},
+		{corev1.NodeDiskPressure, corev1.ConditionFalse, "KubeletHasNoDiskPressure", "lockstep has no disk pressure"},
+		{corev1.NodePIDPressure, corev1.ConditionFalse, "KubeletHasSufficientPID", "lockstep has sufficient PID available"},
+		{corev1.NodeReady, corev1.ConditionTrue, "KubeletReady", "lockstep is posting ready status"},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("conditions (-want +got):\n%s", diff)
+	}
+	if ready, reason, msg := w.m.Ready(); !ready || reason != "KubeletReady" || msg != "lockstep is posting ready status" {
+		t.Errorf("Ready() = %v, %q, %q", ready, reason, msg)
+	}
+	if got := w.writes(apiserver.KindNode, apiserver.VerbCreate, 0); !cmp.Equal(secs(0), got) {
+		t.Errorf("node creations at %v, want one at 0s", got)
+	}
+	var events []string
+	for _, e := range w.srv.User().Events() {
+		events = append(events, e.Object.Kind+"/"+e.Object.Name+" "+e.Reason)
+	}
+	if diff := cmp.Diff([]string{"Node/node-a NodeReady"}, events); diff != "" {
+		t.Errorf("events (-want +got):\n%s", diff)
+	}
+}
+
+func TestAdoptsExistingNode(t *testing.T) {
+	w := newWorld(t, nil)
+	existing := &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{Name: nodeName, Labels: map[string]string{"kubernetes.io/hostname": nodeName, "team": "infra"}},
+		Status: corev1.NodeStatus{
+			Capacity:   corev1.ResourceList{"example.com/gpu": resource.MustParse("2")},
+			Conditions: []corev1.NodeCondition{{Type: corev1.NodeNetworkUnavailable, Status: corev1.ConditionFalse, Reason: "RouteCreated"}},
+		},
+	}
+	var created *corev1.Node
+	w.k.Tasks().Go("precreate", func() {
+		var err error
+		if created, err = w.srv.CreateNode(context.Background(), existing); err != nil {
+			t.Errorf("precreate: %v", err)
+		}
+	})
+	w.run(0)
+	w.start()
+	w.run(time.Second)
+	if !w.m.Registered() {
+		t.Fatal("existing node not adopted")
+	}
+	n := w.node()
+	if n.UID != created.UID {
+		t.Errorf("node UID %q, want the existing %q", n.UID, created.UID)
+	}
+	if diff := cmp.Diff(existing.Labels, n.Labels); diff != "" {
+		t.Errorf("labels of the adopted node changed (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(map[string]string{"cpu": "4", "memory": "8Gi", "pods": "110", "ephemeral-storage": "100Gi", "example.com/gpu": "2"}, quantities(n.Status.Capacity)); diff != "" {
+		t.Errorf("capacity (-want +got):\n%s", diff)
+	}
+	var types []corev1.NodeConditionType
+	for _, c := range n.Status.Conditions {
+		types = append(types, c.Type)
+	}
+	wantTypes := []corev1.NodeConditionType{corev1.NodeNetworkUnavailable, corev1.NodeMemoryPressure, corev1.NodeDiskPressure, corev1.NodePIDPressure, corev1.NodeReady}
+	if diff := cmp.Diff(wantTypes, types); diff != "" {
+		t.Errorf("condition types (-want +got):\n%s", diff)
+	}
+	if got := w.statusWrites(0); !cmp.Equal(secs(0), got) {
+		t.Errorf("status writes at %v, want one at once (the adopted node's report is due)", got)
+	}
+	// The lease learns the node's UID at its next renewal.
+	w.run(10 * time.Second)
+	l := w.lease()
+	want := []metav1.OwnerReference{{APIVersion: "v1", Kind: "Node", Name: nodeName, UID: created.UID}}
+	if diff := cmp.Diff(want, l.OwnerReferences); diff != "" {
+		t.Errorf("lease owner references (-want +got):\n%s", diff)
+	}
+}
+
+func TestRegisterRetriesWithBackoff(t *testing.T) {
+	t.Run("apiserver down for 5 s", func(t *testing.T) {
+		w := newWorld(t, nil)
+		w.srv.Down(true)
+		w.start()
+		w.run(5 * time.Second)
+		if w.m.Registered() || w.node() != nil {
+			t.Fatal("registered while the apiserver is down")
+		}
+		w.srv.Down(false)
+		w.run(5 * time.Second)
+		// Attempts at 0, 0.1, 0.3, 0.7, 1.5, 3.1 s failed; 6.3 s is next.
+		if got := w.writes(apiserver.KindNode, apiserver.VerbCreate, 0); !cmp.Equal(secs(6.3), got) {
+			t.Errorf("node created at %v, want at 6.3s", got)
+		}
+		if !w.m.Registered() {
+			t.Error("Registered() false after the node was created")
+		}
+	})
+	t.Run("backoff is capped at 7 s", func(t *testing.T) {
+		w := newWorld(t, nil)
+		w.srv.Down(true)
+		w.start()
+		w.run(30 * time.Second) // attempts ... 6.3, 12.7, 19.7, 26.7, 33.7
+		w.srv.Down(false)
+		w.run(10 * time.Second)
+		if got := w.writes(apiserver.KindNode, apiserver.VerbCreate, 0); !cmp.Equal(secs(33.7), got) {
+			t.Errorf("node created at %v, want at 33.7s", got)
+		}
+	})
+	t.Run("machine info fails twice", func(t *testing.T) {
+		w := newWorld(t, nil)
+		w.machine.infoFailures = 2
+		w.start()
+		w.run(time.Second)
+		if got := w.writes(apiserver.KindNode, apiserver.VerbCreate, 0); !cmp.Equal(secs(0.3), got) {
+			t.Errorf("node created at %v, want at 0.3s", got)
+		}
+	})
+}
+
+func TestStatusWrittenWhenChangedOrEveryReportPeriod(t *testing.T) {
+	w := newWorld(t, nil)
+	w.start()
+	w.run(12 * time.Minute)
+	// Computed every 10 s, but nothing changed: written only when the
+	// report is due.
+	if diff := cmp.Diff(secs(300, 600), w.statusWrites(0)); diff != "" {
+		t.Errorf("status writes (-want +got):\n%s", diff)
+	}
+	hb := w.ready().LastHeartbeatTime.Time
+	if got := w.since(hb); got != 600*time.Second {
+		t.Errorf("Ready heartbeat at %v, want 10m0s (the last write)", got)
+	}
+	// A change is written at the next computation, and restarts the
+	// report period.
+	w.pleg.ok, w.pleg.err = false, errors.New("pleg: no relist has succeeded yet")
+	w.run(15 * time.Second) // written at 12m10s
+	w.pleg.ok, w.pleg.err = true, nil
+	w.run(10 * time.Second) // written at 12m20s
+	w.run(5 * time.Minute)  // due again at 17m20s
+	if diff := cmp.Diff(secs(300, 600, 730, 740, 1040), w.statusWrites(0)); diff != "" {
+		t.Errorf("status writes (-want +got):\n%s", diff)
+	}
+}
+
+func TestRuntimeDownMakesNodeNotReady(t *testing.T) {
+	w := newWorld(t, nil)
+	w.start()
+	w.run(15 * time.Second)
+	w.rt.Restart(2 * time.Minute) // every call fails until 2m15s
+	w.runUntil("NotReady", w.readyIs(corev1.ConditionFalse), 45*time.Second)
+	// The last good check was at 10 s: it is 30 s old at 40 s.
+	if got := w.elapsed(); got != 40*time.Second {
+		t.Errorf("NotReady written at %v, want 40s (30 s after the last good check)", got)
+	}
+	c := w.ready()
+	if c.Reason != "KubeletNotReady" || c.Message != "container runtime is down" || w.since(c.LastTransitionTime.Time) != 40*time.Second {
+		t.Errorf("Ready condition = %+v", c)
+	}
+	if ready, reason, msg := w.m.Ready(); ready || reason != "KubeletNotReady" || msg != "container runtime is down" {
+		t.Errorf("Ready() = %v, %q, %q", ready, reason, msg)
+	}
+	w.runUntil("Ready again", w.readyIs(corev1.ConditionTrue), 2*time.Minute)
+	if got := w.elapsed(); got != 140*time.Second {
+		t.Errorf("Ready again at %v, want 2m20s (first computation after the runtime is back)", got)
+	}
+	if got := w.since(w.ready().LastTransitionTime.Time); got != 140*time.Second {
+		t.Errorf("Ready transition time %v, want 2m20s", got)
+	}
+	// Only the two flips were written; NotReady heartbeats were not.
+	if diff := cmp.Diff(secs(40, 140), w.statusWrites(0)); diff != "" {
+		t.Errorf("status writes (-want +got):\n%s", diff)
+	}
+	var reasons []string
+	for _, e := range w.srv.User().Events() {
+		reasons = append(reasons, e.Reason)
+	}
+	if diff := cmp.Diff([]string{"NodeReady", "NodeNotReady"}, reasons); diff != "" {
+		t.Errorf("event reasons (-want +got):\n%s", diff)
+	}
+}
+
+func TestRuntimeConditions(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		fault    func(w *world)
+		heal     func(w *world)
+		wantAt   time.Duration
+		wantMsg  string
+		laterMsg string // the message once the last good check is 30 s old
+		laterAt  time.Duration
+	}{
+		{
+			name:  "runtime not ready",
+			fault: func(w *world) { w.rt.SetRuntimeReady(false) },
+			heal:  func(w *world) { w.rt.SetRuntimeReady(true) },
+			// Not ready at the next computation (20 s); the last good
+			// check (10 s) is 30 s old at 40 s: then also down.
+			wantAt:   20 * time.Second,
+			wantMsg:  "container runtime not ready: RuntimeReady=false reason:FakeRuntimeNotReady message:fakecri: runtime set not ready",
+			laterAt:  40 * time.Second,
+			laterMsg: "container runtime is down, container runtime not ready: RuntimeReady=false reason:FakeRuntimeNotReady message:fakecri: runtime set not ready",
+		},
+		{
+			name:    "network not ready",
+			fault:   func(w *world) { w.rt.SetNetworkReady(false) },
+			heal:    func(w *world) { w.rt.SetNetworkReady(true) },
+			wantAt:  20 * time.Second,
+			wantMsg: "container runtime network not ready: NetworkReady=false reason:NetworkPluginNotReady message:Network plugin returns error: cni plugin not initialized",
+		},
+		{
+			name: "PLEG unhealthy",
+			fault: func(w *world) {
+				w.pleg.ok, w.pleg.err = false, errors.New("pleg: last successful relist was 3m0s ago; the threshold is 3m0s")
+			},
+			heal:    func(w *world) { w.pleg.ok, w.pleg.err = true, nil },
+			wantAt:  20 * time.Second,
+			wantMsg: "PLEG is not healthy: pleg: last successful relist was 3m0s ago; the threshold is 3m0s",
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := newWorld(t, nil)
+			w.start()
+			w.run(15 * time.Second)
+			tc.fault(w)
+			w.runUntil("NotReady", w.readyIs(corev1.ConditionFalse), time.Minute)
+			if got := w.elapsed(); got != tc.wantAt {
+				t.Errorf("NotReady at %v, want %v", got, tc.wantAt)
+			}
+			if got := w.ready().Message; got != tc.wantMsg {
+				t.Errorf("Ready message:\n got %q\nwant %q", got, tc.wantMsg)
+			}
+			want := secs(tc.wantAt.Seconds())
+			if tc.laterMsg != "" {
+				w.run(tc.laterAt - w.elapsed())
+				if got := w.ready().Message; got != tc.laterMsg {
+					t.Errorf("Ready message at %v:\n got %q\nwant %q", w.elapsed(), got, tc.laterMsg)
+				}
+				want = append(want, tc.laterAt)
+			}
+			w.run(time.Minute)
+			if diff := cmp.Diff(want, w.statusWrites(0)); diff != "" {
+				t.Errorf("status writes while NotReady (-want +got):\n%s", diff)
+			}
+			tc.heal(w)
+			healed := w.elapsed()
+			w.runUntil("Ready", w.readyIs(corev1.ConditionTrue), time.Minute)
+			if got := w.elapsed() - healed; got > 10*time.Second {
+				t.Errorf("Ready %v after the fault healed, want within one status period", got)
+			}
+			if c := w.ready(); c.Reason != nodestatus.ReasonReady || c.Message != nodestatus.MessageReady {
+				t.Errorf("Ready condition = %+v", c)
+			}
+		})
+	}
+}
+
+func TestStatusConflictRetry(t *testing.T) {
+	// No lease renewals in the window: every conflict hits a status write.
+	w := newWorld(t, func(c *nodestatus.Config) { c.LeaseRenewInterval = time.Hour })
+	w.start()
+	w.run(15 * time.Second)
+
+	w.pleg.ok, w.pleg.err = false, errors.New("pleg: stuck")
+	w.srv.Conflicts(4)
+	w.run(10 * time.Second)
+	// Four conflicts, the fifth attempt wins: written at 20 s.
+	if diff := cmp.Diff(secs(20), w.statusWrites(0)); diff != "" {
+		t.Errorf("status writes (-want +got):\n%s", diff)
+	}
+	if c := w.ready(); c.Status != corev1.ConditionFalse {
+		t.Errorf("Ready = %s after the conflicts, want False", c.Status)
+	}
+
+	w.pleg.ok, w.pleg.err = true, nil
+	w.srv.Conflicts(5)
+	w.run(10 * time.Second)
+	// All five attempts at 30 s conflict; the next computation writes.
+	if diff := cmp.Diff(secs(20), w.statusWrites(0)); diff != "" {
+		t.Errorf("status writes after 5 conflicts (-want +got):\n%s", diff)
+	}
+	w.run(10 * time.Second)
+	if diff := cmp.Diff(secs(20, 40), w.statusWrites(0)); diff != "" {
+		t.Errorf("status writes (-want +got):\n%s", diff)
+	}
+	if c := w.ready(); c.Status != corev1.ConditionTrue {
+		t.Errorf("Ready = %s, want True", c.Status)
+	}
+}
+
+type pressure struct{ memory, disk, pid bool }
+
+func (p *pressure) NodePressure() (bool, bool, bool) { return p.memory, p.disk, p.pid }
+
+func TestPressureSeam(t *testing.T) {
+	p := &pressure{}
+	w := newWorld(t, func(c *nodestatus.Config) { c.Pressure = p })
+	w.start()
+	w.run(15 * time.Second)
+	p.memory = true
+	w.run(10 * time.Second)
+	for _, c := range w.node().Status.Conditions {
+		if c.Type == corev1.NodeMemoryPressure && (c.Status != corev1.ConditionTrue || c.Reason != nodestatus.ReasonInsufficientMemory) {
+			t.Errorf("MemoryPressure = %+v, want True %s", c, nodestatus.ReasonInsufficientMemory)
+		}
+	}
+	if diff := cmp.Diff(secs(20), w.statusWrites(0)); diff != "" {
+		t.Errorf("status writes (-want +got):\n%s", diff)
+	}
+}
