@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/lockstep-dev/lockstep/node/deps"
+	"github.com/lockstep-dev/lockstep/node/nodestatus"
 	"github.com/lockstep-dev/lockstep/node/pleg"
 	"github.com/lockstep-dev/lockstep/node/podsource"
 	"github.com/lockstep-dev/lockstep/node/podspec"
@@ -48,6 +49,9 @@ type Config struct {
 	PLEG pleg.Config
 	// Status tunes the status manager.
 	Status status.Config
+	// NodeStatus tunes node registration, node status and the lease (used
+	// when the agent has an apiserver); NodeName is filled in.
+	NodeStatus nodestatus.Config
 }
 
 // Agent is one node agent.
@@ -63,6 +67,7 @@ type Agent struct {
 	workers *podworkers.PodWorkers
 	exec    *runtimesync.Executor
 	status  *status.Manager
+	node    *nodestatus.Manager
 
 	startTime time.Time
 
@@ -110,6 +115,14 @@ func New(d deps.Deps, cfg Config) *Agent {
 		sources = append(sources, podsource.SourceFile)
 	}
 	a.merger = podsource.NewMerger(d, sources, a.updates)
+	if d.API.Nodes != nil && d.API.Leases != nil {
+		nc := cfg.NodeStatus
+		nc.NodeName = cfg.NodeName
+		if nc.NodeIP == "" {
+			nc.NodeIP = cfg.Node.HostIP
+		}
+		a.node = nodestatus.New(d, nc, plegHealth{a.pleg})
+	}
 	return a
 }
 
@@ -120,6 +133,9 @@ func (a *Agent) Start(ctx context.Context) {
 	a.d.Log.Info("starting agent", "node", a.cfg.NodeName)
 	a.workers = podworkers.New(ctx, a.d, a, a.queue, podworkers.Config{ResyncInterval: a.cfg.SyncFrequency})
 	a.pleg.Start(ctx)
+	if a.node != nil {
+		a.node.Start(ctx)
+	}
 	if a.d.API.Pods != nil {
 		a.status.Start(ctx)
 		src := podsource.NewAPISource(a.d, a.cfg.NodeName, a.merger)
@@ -160,6 +176,20 @@ func (a *Agent) WakePod(uid types.UID) {
 	if pod, ok := a.pods.get(uid); ok {
 		a.workers.UpdatePod(podworkers.Work{Type: podworkers.Sync, UID: uid, Pod: pod})
 	}
+}
+
+// plegHealth adapts the PLEG to the node status manager's health source.
+type plegHealth struct{ p *pleg.PLEG }
+
+func (h plegHealth) PLEGHealthy() (bool, error) { return h.p.Healthy() }
+
+// NodeReady reports the node's Ready condition as the agent computes it
+// (true without an apiserver, where there is no node object).
+func (a *Agent) NodeReady() (bool, string, string) {
+	if a.node == nil {
+		return true, "", ""
+	}
+	return a.node.Ready()
 }
 
 // PLEGHealthy reports the PLEG's health.

@@ -107,6 +107,7 @@ func (h *Harness) StartAgent() {
 		Images:  h.Runtime,
 		API:     deps.API{Pods: h.API, Nodes: h.API, Leases: h.API, Events: h.API},
 		Files:   h.Files,
+		Machine: machineModel{h.Runtime, h.NodeName},
 	}
 	cfg := h.cfg.Agent
 	cfg.NodeName = h.NodeName

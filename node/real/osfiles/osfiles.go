@@ -1,0 +1,30 @@
+// Package osfiles is the production side of deps.Files: the operating
+// system's file system.
+package osfiles
+
+import (
+	"io/fs"
+	"os"
+
+	"github.com/lockstep-dev/lockstep/node/deps"
+)
+
+// FS implements deps.Files with package os. Its errors are os's
+// *fs.PathError values, which name the path and satisfy errors.Is with
+// fs.ErrNotExist and the like.
+type FS struct{}
+
+var _ deps.Files = FS{}
+
+// New returns the OS file system.
+func New() FS { return FS{} }
+
+// ReadDir lists dir sorted by file name.
+func (FS) ReadDir(dir string) ([]fs.DirEntry, error) { return os.ReadDir(dir) }
+
+// ReadFile returns the content of path.
+func (FS) ReadFile(path string) ([]byte, error) { return os.ReadFile(path) }
+
+// MkdirAll creates dir and its missing parents with mode 0755 (before the
+// umask); an existing directory is not an error.
+func (FS) MkdirAll(dir string) error { return os.MkdirAll(dir, 0o755) }

@@ -1,0 +1,88 @@
+package osfiles
+
+import (
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"syscall"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestReadDirSortedWithTypes(t *testing.T) {
+	dir := t.TempDir()
+	for _, n := range []string{"c.yaml", "a.yaml", "b.json"} {
+		if err := os.WriteFile(filepath.Join(dir, n), []byte(n), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Mkdir(filepath.Join(dir, "sub"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	entries, err := New().ReadDir(dir)
+	if err != nil {
+		t.Fatalf("ReadDir: %v", err)
+	}
+	var got []string
+	for _, e := range entries {
+		name := e.Name()
+		if e.IsDir() {
+			name += "/"
+		}
+		got = append(got, name)
+	}
+	if d := cmp.Diff([]string{"a.yaml", "b.json", "c.yaml", "sub/"}, got); d != "" {
+		t.Errorf("entries (-want +got):\n%s", d)
+	}
+	if _, err := New().ReadDir(filepath.Join(dir, "missing")); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("ReadDir of a missing dir: err = %v, want fs.ErrNotExist", err)
+	}
+}
+
+func TestReadFile(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "pod.yaml")
+	if err := os.WriteFile(p, []byte("kind: Pod\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	got, err := New().ReadFile(p)
+	if err != nil {
+		t.Fatalf("ReadFile: %v", err)
+	}
+	if string(got) != "kind: Pod\n" {
+		t.Errorf("content = %q, want %q", got, "kind: Pod\n")
+	}
+	if _, err := New().ReadFile(p + ".gone"); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("ReadFile of a missing file: err = %v, want fs.ErrNotExist", err)
+	}
+}
+
+func TestMkdirAll(t *testing.T) {
+	old := syscall.Umask(0)
+	t.Cleanup(func() { syscall.Umask(old) })
+	dir := filepath.Join(t.TempDir(), "pods", "uid", "c")
+	f := New()
+	if err := f.MkdirAll(dir); err != nil {
+		t.Fatalf("MkdirAll: %v", err)
+	}
+	if err := f.MkdirAll(dir); err != nil {
+		t.Fatalf("MkdirAll of an existing dir: %v", err)
+	}
+	for _, d := range []string{dir, filepath.Dir(dir)} {
+		st, err := os.Stat(d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !st.IsDir() || st.Mode().Perm() != 0o755 {
+			t.Errorf("%s: mode %v, want a directory with 0755", d, st.Mode())
+		}
+	}
+	file := filepath.Join(t.TempDir(), "file")
+	if err := os.WriteFile(file, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.MkdirAll(filepath.Join(file, "sub")); err == nil {
+		t.Error("MkdirAll under a regular file succeeded")
+	}
+}

@@ -1,0 +1,56 @@
+package scenarios
+
+import (
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/lockstep-dev/lockstep/node/nodestatus"
+)
+
+// TestNodeReadyAndLeaseFresh: the agent registers its node, reports it
+// Ready, and keeps its lease fresh (lease-fresh, node-ready) while pods
+// come and go and even across an agent restart shorter than the lease.
+func TestNodeReadyAndLeaseFresh(t *testing.T) {
+	h := start(t, 41)
+	createMixed(t, h.NodeName, func(p *corev1.Pod) { mustCreate(t, h, p) })
+	for i := range 120 {
+		if err := h.K.RunFor(time.Second); err != nil {
+			t.Fatal(err)
+		}
+		if i == 60 {
+			h.CrashAgent()
+			if err := h.K.RunFor(15 * time.Second); err != nil {
+				t.Fatal(err)
+			}
+			h.StartAgent()
+		}
+		if i < 5 {
+			continue
+		}
+		lease, err := h.API.User().GetLease(nodestatus.LeaseNamespace, h.NodeName)
+		if err != nil {
+			t.Fatalf("+%v: node lease: %v", h.K.Elapsed(), err)
+		}
+		if age := h.K.Now().Sub(lease.Spec.RenewTime.Time); age > 40*time.Second {
+			t.Errorf("lease-fresh at +%v: lease renewed %v ago", h.K.Elapsed(), age)
+		}
+	}
+	nodes := h.API.User().Nodes()
+	if len(nodes) != 1 || nodes[0].Name != h.NodeName {
+		t.Fatalf("nodes: %+v", nodes)
+	}
+	ready := false
+	for _, c := range nodes[0].Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			ready = c.Status == corev1.ConditionTrue
+		}
+	}
+	if !ready {
+		t.Errorf("node-ready: node conditions %+v", nodes[0].Status.Conditions)
+	}
+	if v := nodes[0].Status.NodeInfo.ContainerRuntimeVersion; v == "" {
+		t.Errorf("node info lacks the runtime version")
+	}
+}

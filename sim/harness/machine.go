@@ -1,0 +1,35 @@
+package harness
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/lockstep-dev/lockstep/fakecri"
+	"github.com/lockstep-dev/lockstep/node/deps"
+)
+
+// machineModel is the simulated node's deps.Machine, read from the fake
+// runtime's node model so that container usage moves the eviction signals.
+type machineModel struct {
+	rt   *fakecri.Runtime
+	name string
+}
+
+func (m machineModel) Info(context.Context) (deps.MachineInfo, error) {
+	u := m.rt.NodeUsage()
+	return deps.MachineInfo{
+		MachineID: fmt.Sprintf("sim-%s", m.name), BootID: "sim-boot", KernelVersion: "6.1.0-sim",
+		OSImage: "lockstep simulated node", Architecture: "amd64",
+		CPUs: int(u.CPUCapacityMilli / 1000), MemoryBytes: u.MemoryCapacity, MaxPIDs: u.PIDCapacity,
+	}, nil
+}
+
+func (m machineModel) Usage(context.Context) (deps.MachineUsage, error) {
+	u := m.rt.NodeUsage()
+	return deps.MachineUsage{
+		MemoryAvailableBytes: u.MemoryAvailable,
+		NodeFSAvailableBytes: u.Nodefs.Available, NodeFSCapacityBytes: u.Nodefs.Capacity,
+		NodeFSInodesFree: u.Nodefs.InodesFree, NodeFSInodes: u.Nodefs.Inodes,
+		PIDsAvailable: u.PIDCapacity - min(u.PIDsUsed, u.PIDCapacity),
+	}, nil
+}
