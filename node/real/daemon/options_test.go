@@ -29,22 +29,40 @@ func TestInvalidOptions(t *testing.T) {
 		{"read-only port", func(o *Options) { o.ReadOnlyPort = -1; o.SetOrigin("read-only-port", "--read-only-port") }, "invalid --read-only-port=-1: must be between 0 (off) and 65535"},
 		{"ports clash", func(o *Options) { o.ReadOnlyPort = 10250; o.SetOrigin("read-only-port", "--read-only-port") }, "invalid --read-only-port=10250: must differ from --port"},
 		{"sync frequency", func(o *Options) { o.SyncFrequency = 0; o.SetOrigin("sync-frequency", "--sync-frequency") }, "invalid --sync-frequency=0s: must be a positive duration such as 10s"},
-		{"status frequency", func(o *Options) { o.NodeStatusUpdateFrequency = -time.Second; o.SetOrigin("node-status-update-frequency", "--node-status-update-frequency") },
+		{"status frequency", func(o *Options) {
+			o.NodeStatusUpdateFrequency = -time.Second
+			o.SetOrigin("node-status-update-frequency", "--node-status-update-frequency")
+		},
 			"invalid --node-status-update-frequency=-1s: must be a positive duration such as 10s"},
 		{"node ip", func(o *Options) { o.NodeIP = "10.0.0.300"; o.SetOrigin("node-ip", "--node-ip") }, "invalid --node-ip=10.0.0.300: must be an IP address"},
 		{"address", func(o *Options) { o.Address = "localhost"; o.SetOrigin("address", "--address") }, "invalid --address=localhost: must be an IP address such as 0.0.0.0 or 127.0.0.1"},
 		{"hostname", func(o *Options) { o.NodeName = "Node_1"; o.SetOrigin("hostname-override", "--hostname-override") },
 			"invalid --hostname-override=Node_1: must be a lowercase DNS name (a-z, 0-9, '-', '.')"},
 		{"root dir", func(o *Options) { o.RootDir = "var/lib"; o.SetOrigin("root-dir", "--root-dir") }, "invalid --root-dir=var/lib: must be an absolute path"},
-		{"manifest path", func(o *Options) { o.ManifestPath = "manifests"; o.SetOrigin("pod-manifest-path", "--pod-manifest-path") },
+		{"manifest path", func(o *Options) {
+			o.ManifestPath = "manifests"
+			o.SetOrigin("pod-manifest-path", "--pod-manifest-path")
+		},
 			"invalid --pod-manifest-path=manifests: must be an absolute path"},
-		{"runtime endpoint", func(o *Options) { o.RuntimeEndpoint = "tcp://1.2.3.4:1"; o.SetOrigin("container-runtime-endpoint", "--container-runtime-endpoint") },
+		{"runtime endpoint", func(o *Options) {
+			o.RuntimeEndpoint = "tcp://1.2.3.4:1"
+			o.SetOrigin("container-runtime-endpoint", "--container-runtime-endpoint")
+		},
 			`invalid --container-runtime-endpoint=tcp://1.2.3.4:1: must be a unix socket (unix:///path or /path) or "fake"`},
-		{"image endpoint", func(o *Options) { o.ImageEndpoint = "fake"; o.SetOrigin("image-service-endpoint", "--image-service-endpoint") },
+		{"image endpoint", func(o *Options) {
+			o.ImageEndpoint = "fake"
+			o.SetOrigin("image-service-endpoint", "--image-service-endpoint")
+		},
 			"invalid --image-service-endpoint=fake: must be a unix socket (unix:///path or /path)"},
-		{"cluster dns", func(o *Options) { o.ClusterDNS = []string{"10.96.0.10", "dns"}; o.SetOrigin("cluster-dns", "--cluster-dns") },
+		{"cluster dns", func(o *Options) {
+			o.ClusterDNS = []string{"10.96.0.10", "dns"}
+			o.SetOrigin("cluster-dns", "--cluster-dns")
+		},
 			`invalid --cluster-dns=10.96.0.10,dns: "dns" is not an IP address`},
-		{"authorization mode", func(o *Options) { o.AuthorizationMode = "RBAC"; o.SetOrigin("authorization-mode", "--authorization-mode") },
+		{"authorization mode", func(o *Options) {
+			o.AuthorizationMode = "RBAC"
+			o.SetOrigin("authorization-mode", "--authorization-mode")
+		},
 			"invalid --authorization-mode=RBAC: must be Webhook or AlwaysAllow"},
 		{"verbosity", func(o *Options) { o.Verbosity = 11; o.SetOrigin("v", "--v") }, "invalid --v=11: must be between 0 and 10"},
 		{"qps", func(o *Options) { o.APIQPS = -1; o.SetOrigin("kube-api-qps", "--kube-api-qps") }, "invalid --kube-api-qps=-1: must be 0 or more"},
