@@ -3,6 +3,7 @@ package fakecri
 import (
 	"context"
 	"os"
+	"path/filepath"
 	"time"
 )
 
@@ -80,6 +81,15 @@ type OSFiles struct{}
 
 // AppendFile appends data to path, creating it with mode 0640.
 func (OSFiles) AppendFile(path string, data []byte) error {
+	// Like containerd opening a container's log, create the container's
+	// log directory; the pod's log directory (its parent) must exist.
+	dir := filepath.Dir(path)
+	if _, err := os.Stat(filepath.Dir(dir)); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o640)
 	if err != nil {
 		return err

@@ -27,6 +27,7 @@ func newRootCommand() *cobra.Command {
 	root.AddCommand(
 		newVersionCommand(),
 		newSimCommand(),
+		newNodeCommand(),
 		newFakeCRICommand(),
 	)
 	return root

@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/lockstep-dev/lockstep/node/deps"
+	"github.com/lockstep-dev/lockstep/node/metrics"
 	"github.com/lockstep-dev/lockstep/node/nodestatus"
 	"github.com/lockstep-dev/lockstep/node/pleg"
 	"github.com/lockstep-dev/lockstep/node/podsource"
@@ -52,6 +53,8 @@ type Config struct {
 	// NodeStatus tunes node registration, node status and the lease (used
 	// when the agent has an apiserver); NodeName is filled in.
 	NodeStatus nodestatus.Config
+	// Metrics receives the kubelet's metrics; nil turns them off.
+	Metrics *metrics.Metrics
 }
 
 // Agent is one node agent.
@@ -95,6 +98,13 @@ func New(d deps.Deps, cfg Config) *Agent {
 		cfg.Node.NodeName = cfg.NodeName
 	}
 	cfg.RuntimeSync.Node = cfg.Node
+	if m := cfg.Metrics; m != nil {
+		d.Runtime = metrics.InstrumentRuntime(d.Runtime, m, d.Clock)
+		d.Images = metrics.InstrumentImages(d.Images, m, d.Clock)
+		cfg.PLEG.Observer = m
+		cfg.RuntimeSync.Observer = m
+		m.SetNodeName(cfg.NodeName)
+	}
 	a := &Agent{
 		d:          d,
 		cfg:        cfg,
@@ -131,7 +141,11 @@ func (a *Agent) Start(ctx context.Context) {
 	a.startTime = a.d.Clock.Now()
 	a.lastLoop = a.startTime
 	a.d.Log.Info("starting agent", "node", a.cfg.NodeName)
-	a.workers = podworkers.New(ctx, a.d, a, a.queue, podworkers.Config{ResyncInterval: a.cfg.SyncFrequency})
+	wc := podworkers.Config{ResyncInterval: a.cfg.SyncFrequency}
+	if a.cfg.Metrics != nil {
+		wc.Observer = a.cfg.Metrics
+	}
+	a.workers = podworkers.New(ctx, a.d, a, a.queue, wc)
 	a.pleg.Start(ctx)
 	if a.node != nil {
 		a.node.Start(ctx)

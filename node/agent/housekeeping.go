@@ -6,7 +6,9 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/lockstep-dev/lockstep/node/metrics"
 	"github.com/lockstep-dev/lockstep/node/podsource"
+	"github.com/lockstep-dev/lockstep/node/podstate"
 	"github.com/lockstep-dev/lockstep/node/podworkers"
 )
 
@@ -69,6 +71,7 @@ func (a *Agent) housekeeping(ctx context.Context) {
 		}
 		a.d.Log.Info("pod removed", "uid", string(uid))
 	}
+	a.reportRunning()
 	// Orphans: runtime pods no source wants and no worker owns.
 	for _, uid := range a.pleg.Cache().UIDs() {
 		if known[uid] {
@@ -140,4 +143,20 @@ func (a *Agent) deleteMirror(ctx context.Context, uid types.UID) {
 			}
 		}
 	}
+}
+
+// reportRunning updates the running pods and containers gauges from the
+// runtime's view.
+func (a *Agent) reportRunning() {
+	if a.cfg.Metrics == nil {
+		return
+	}
+	uids := a.pleg.Cache().UIDs()
+	statuses := make([]*podstate.PodStatus, 0, len(uids))
+	for _, uid := range uids {
+		if st, ok := a.pleg.Cache().Get(uid); ok {
+			statuses = append(statuses, st)
+		}
+	}
+	a.cfg.Metrics.SetRunning(metrics.CountRunning(statuses))
 }

@@ -57,7 +57,11 @@ func (a *Agent) SyncPod(ctx context.Context, pod *corev1.Pod, lastSync time.Time
 	for name, w := range res.Waiting {
 		waiting[name] = status.Waiting{Reason: w.Reason, Message: w.Message}
 	}
-	s := status.Generate(prev, st, waiting, nil, a.nodeAddrs(), a.d.Clock.Now())
+	now := a.d.Clock.Now()
+	s := status.Generate(prev, st, waiting, nil, a.nodeAddrs(), now)
+	if s.Phase == corev1.PodRunning && prev.Status.Phase != corev1.PodRunning && !pod.CreationTimestamp.IsZero() {
+		a.cfg.Metrics.ObservePodStartDuration(now.Sub(pod.CreationTimestamp.Time))
+	}
 	a.status.SetPodStatus(pod, s)
 	out := podworkers.SyncResult{Terminal: isTerminal(s.Phase), RequeueAfter: res.Actions.RetryAfter}
 	return out, syncErr

@@ -140,6 +140,20 @@ type Config struct {
 	// refresh, and a relist's whole refresh phase (default 2 min). Keep it
 	// below UnhealthyAfter.
 	PodStatusTimeout time.Duration
+	// Observer, when set, is told about every full relist (for metrics);
+	// nil observes nothing. It must not block.
+	Observer Observer
+}
+
+// Observer watches full relists (the relist loop's and Relist's; not the
+// per-pod relists of evented mode). ObserveRelist is called once at the end
+// of each, whether its lists succeeded or not, from the relist task:
+// duration is the relist's own time (lists, refreshes, emitting); interval
+// is the time from the start of the previous relist whose lists succeeded
+// to this one's start, 0 when there was none; lastSeen is LastRelist()
+// after this relist (zero until a relist's lists succeed).
+type Observer interface {
+	ObserveRelist(duration, interval time.Duration, lastSeen time.Time)
 }
 
 // The defaults.

@@ -23,6 +23,16 @@ import (
 // state and the cache are then untouched.
 func (p *PLEG) Relist(ctx context.Context) error {
 	ts := p.clock.Now()
+	if obs := p.cfg.Observer; obs != nil {
+		prev := p.LastRelist()
+		defer func() {
+			var interval time.Duration
+			if !prev.IsZero() {
+				interval = ts.Sub(prev)
+			}
+			obs.ObserveRelist(p.clock.Since(ts), interval, p.LastRelist())
+		}()
+	}
 	lctx, cancel := p.clock.WithTimeout(ctx, p.cfg.PodStatusTimeout)
 	sandboxes, err := p.rt.ListPodSandbox(lctx, nil)
 	var containers []*runtimeapi.Container

@@ -92,6 +92,31 @@ type Config struct {
 	// BackoffPeriod is the delay after a failed step (jittered by up to
 	// 50 %). Default 10 s.
 	BackoffPeriod time.Duration
+	// Observer, when set, is told about every step a worker runs (for
+	// metrics); nil observes nothing. It must not block.
+	Observer Observer
+}
+
+// Operation names a worker step the way the kubelet labels
+// kubelet_pod_worker_duration_seconds (operation_type).
+type Operation string
+
+// The operations. A sync step is OpCreate, OpUpdate or OpSync after the
+// strongest kind of work that was pending when it began (Create before
+// Update before Sync): the first sync of a pod is OpCreate.
+const (
+	OpCreate     Operation = "create"
+	OpUpdate     Operation = "update"
+	OpSync       Operation = "sync"
+	OpKill       Operation = "kill"       // a terminating step
+	OpTerminated Operation = "terminated" // a terminated step
+)
+
+// Observer watches worker steps. ObservePodWorker is called from the
+// worker's task after each step, with the step's duration on the clock
+// (the Syncer call only, not the time the work waited).
+type Observer interface {
+	ObservePodWorker(op Operation, duration time.Duration)
 }
 
 // PodWorkers owns the workers.
@@ -121,6 +146,9 @@ type worker struct {
 	cancelStep       context.CancelFunc
 	lastSync         time.Time
 	finished         bool // terminated step done
+	// op is the strongest kind of pending sync work, for the Observer
+	// (the zero value, Create, is right for a new or reset worker).
+	op UpdateType
 }
 
 // New returns pod workers that run steps through syncer; ctx bounds every
@@ -188,6 +216,9 @@ func (p *PodWorkers) UpdatePod(u Work) {
 			return
 		}
 	}
+	if u.Type != Kill && (!w.hasWork || u.Type < w.op) {
+		w.op = u.Type
+	}
 	w.hasWork = true
 	p.ensureRunningLocked(w)
 	w.wake.Notify()
@@ -244,7 +275,8 @@ func (p *PodWorkers) run(w *worker) {
 			continue
 		}
 		w.hasWork = false
-		state, pod, lastSync := w.state, w.pod, w.lastSync
+		state, pod, lastSync, op := w.state, w.pod, w.lastSync, w.op
+		w.op = Sync
 		var grace int64
 		if w.grace != nil {
 			grace = *w.grace
@@ -253,8 +285,12 @@ func (p *PodWorkers) run(w *worker) {
 		w.cancelStep = cancel
 		p.mu.Unlock()
 
+		began := p.d.Clock.Now()
 		next, delay := p.step(stepCtx, w, state, pod, grace, lastSync)
 		cancel()
+		if obs := p.cfg.Observer; obs != nil {
+			obs.ObservePodWorker(stepOperation(state, op), p.d.Clock.Since(began))
+		}
 
 		p.mu.Lock()
 		w.cancelStep = nil
@@ -319,6 +355,24 @@ func (p *PodWorkers) step(ctx context.Context, w *worker, state State, pod *core
 		p.mu.Unlock()
 		return Terminated, -1
 	}
+}
+
+// stepOperation is the Operation of a step run in state after pending
+// work of kind op.
+func stepOperation(state State, op UpdateType) Operation {
+	switch state {
+	case Terminating:
+		return OpKill
+	case Terminated:
+		return OpTerminated
+	}
+	switch op {
+	case Create:
+		return OpCreate
+	case Update:
+		return OpUpdate
+	}
+	return OpSync
 }
 
 // retryLater wakes the worker again after the back-off period.

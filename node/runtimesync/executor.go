@@ -30,6 +30,24 @@ type Config struct {
 	RuntimeHandler string
 	// CrashBackoff and PullBackoff tune the back-off curves.
 	CrashBackoff, PullBackoff backoff.Config
+	// Observer, when set, is told about every sandbox and container start
+	// attempt (for metrics); nil observes nothing. It must not block.
+	Observer Observer
+}
+
+// Observer watches what the executor starts, from the syncing task.
+type Observer interface {
+	// ObservePodSandboxStart reports a RunPodSandbox attempt and its
+	// error, nil when the sandbox was created (the kubelet counts pods
+	// started as sandbox creations attempted, and their failures).
+	ObservePodSandboxStart(err error)
+	// ObserveContainerStart reports an attempt to start a container (one
+	// not held back by its crash back-off): init says whether it is an
+	// init container (sidecars included); code is "" when it started, else
+	// the waiting reason that stopped it (ErrImagePull, ImagePullBackOff,
+	// ErrImageNeverPull, CreateContainerConfigError, CreateContainerError,
+	// RunContainerError).
+	ObserveContainerStart(init bool, code string)
 }
 
 // Executor carries out a pod's actions through CRI.
@@ -139,6 +157,9 @@ func (e *Executor) SyncPod(ctx context.Context, pod *corev1.Pod, st *podstate.Po
 			}
 		}
 		sandboxID, err = e.d.Runtime.RunPodSandbox(ctx, sbConfig, e.cfg.RuntimeHandler)
+		if obs := e.cfg.Observer; obs != nil {
+			obs.ObservePodSandboxStart(err)
+		}
 		if err != nil {
 			e.event(pod, "", corev1.EventTypeWarning, "FailedCreatePodSandBox", fmt.Sprintf("Failed to create pod sandbox: %v", err))
 			for _, s := range acts.Start {
@@ -160,6 +181,7 @@ func (e *Executor) SyncPod(ctx context.Context, pod *corev1.Pod, st *podstate.Po
 		}
 		res.ActionTaken = true
 		if w, err := e.ensureImage(ctx, pod, c, sbConfig); w != nil {
+			e.observeStart(s, w.Reason)
 			res.Waiting[s.Name] = *w
 			if err != nil {
 				errs = append(errs, err)
@@ -169,6 +191,7 @@ func (e *Executor) SyncPod(ctx context.Context, pod *corev1.Pod, st *podstate.Po
 		cfg, err := podspec.ContainerConfig(pod, c, s.RestartCount, podIPs, e.cfg.Node)
 		if err != nil {
 			res.Waiting[s.Name] = Waiting{Reason: "CreateContainerConfigError", Message: err.Error()}
+			e.observeStart(s, "CreateContainerConfigError")
 			e.event(pod, s.Name, corev1.EventTypeWarning, "Failed", "Error: "+err.Error())
 			errs = append(errs, err)
 			continue
@@ -176,6 +199,7 @@ func (e *Executor) SyncPod(ctx context.Context, pod *corev1.Pod, st *podstate.Po
 		id, err := e.d.Runtime.CreateContainer(ctx, sandboxID, cfg, sbConfig)
 		if err != nil {
 			res.Waiting[s.Name] = Waiting{Reason: "CreateContainerError", Message: err.Error()}
+			e.observeStart(s, "CreateContainerError")
 			e.event(pod, s.Name, corev1.EventTypeWarning, "Failed", "Error: "+err.Error())
 			errs = append(errs, fmt.Errorf("create container %q of pod %s/%s: %w", s.Name, pod.Namespace, pod.Name, err))
 			continue
@@ -183,15 +207,24 @@ func (e *Executor) SyncPod(ctx context.Context, pod *corev1.Pod, st *podstate.Po
 		e.event(pod, s.Name, corev1.EventTypeNormal, "Created", "Created container "+s.Name)
 		if err := e.d.Runtime.StartContainer(ctx, id); err != nil {
 			res.Waiting[s.Name] = Waiting{Reason: "RunContainerError", Message: err.Error()}
+			e.observeStart(s, "RunContainerError")
 			e.event(pod, s.Name, corev1.EventTypeWarning, "Failed", "Error: "+err.Error())
 			errs = append(errs, fmt.Errorf("start container %q of pod %s/%s: %w", s.Name, pod.Namespace, pod.Name, err))
 			continue
 		}
+		e.observeStart(s, "")
 		log.Info("started container", "container", s.Name, "id", id, "restartCount", s.RestartCount)
 		e.event(pod, s.Name, corev1.EventTypeNormal, "Started", "Started container "+s.Name)
 		res.Started = append(res.Started, Started{Name: s.Name, ID: id})
 	}
 	return res, errors.Join(errs...)
+}
+
+// observeStart tells the Observer, if any, how starting s ended.
+func (e *Executor) observeStart(s ContainerStart, code string) {
+	if obs := e.cfg.Observer; obs != nil {
+		obs.ObserveContainerStart(s.Init, code)
+	}
 }
 
 func containerSpec(pod *corev1.Pod, s ContainerStart) *corev1.Container {

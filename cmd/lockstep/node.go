@@ -1,0 +1,115 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/lockstep-dev/lockstep/fakecri"
+	"github.com/lockstep-dev/lockstep/node/real/daemon"
+)
+
+// newNodeCommand runs the node agent as a daemon.
+func newNodeCommand() *cobra.Command {
+	o := daemon.Defaults()
+	cmd := &cobra.Command{
+		Use:   "node",
+		Short: "Run the node agent (a kubelet) against a CRI runtime and, with --kubeconfig, an apiserver",
+		Long: `Run lockstep as a node agent. With --kubeconfig it registers the node with the
+apiserver and runs the pods bound to it; without, it runs standalone with static
+pods from --pod-manifest-path only. --container-runtime-endpoint=fake runs the
+in-process fake runtime (the demo). Flags are named like the kubelet's; a
+--config file of kind KubeletConfiguration (kubelet.config.k8s.io/v1beta1) may
+set the same options, and flags override it.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := resolveNodeOptions(cmd.Flags(), &o); err != nil {
+				return err
+			}
+			log := newLogger(o.Verbosity)
+			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGTERM, syscall.SIGINT)
+			defer stop()
+			return runNode(ctx, o, log)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.Kubeconfig, "kubeconfig", o.Kubeconfig, "kubeconfig of the node's apiserver identity; empty runs standalone (static pods only)")
+	f.StringVar(&o.ConfigFile, "config", o.ConfigFile, "KubeletConfiguration file (kubelet.config.k8s.io/v1beta1); flags override it")
+	f.StringVar(&o.NodeName, "hostname-override", o.NodeName, "node name (default: the host name, lowercased)")
+	f.StringVar(&o.NodeIP, "node-ip", o.NodeIP, "the node's IP address (default: the first non-loopback IPv4 address)")
+	f.StringVar(&o.RuntimeEndpoint, "container-runtime-endpoint", o.RuntimeEndpoint, `CRI runtime socket, or "fake" for the in-process fake runtime`)
+	f.StringVar(&o.ImageEndpoint, "image-service-endpoint", o.ImageEndpoint, "CRI image service socket (default: the runtime endpoint)")
+	f.StringVar(&o.ManifestPath, "pod-manifest-path", o.ManifestPath, "directory of static pod manifests")
+	f.StringVar(&o.RootDir, "root-dir", o.RootDir, "directory for lockstep's files (serving certificates)")
+	f.StringVar(&o.PodLogsRoot, "pod-logs-dir", o.PodLogsRoot, "directory of pod log directories")
+	f.Int32Var(&o.MaxPods, "max-pods", o.MaxPods, "most pods this node runs")
+	f.DurationVar(&o.SyncFrequency, "sync-frequency", o.SyncFrequency, "resync period of a running pod")
+	f.DurationVar(&o.FileCheckFrequency, "file-check-frequency", o.FileCheckFrequency, "how often the manifest directory is read")
+	f.DurationVar(&o.NodeStatusUpdateFrequency, "node-status-update-frequency", o.NodeStatusUpdateFrequency, "how often node status is computed")
+	f.DurationVar(&o.NodeStatusReportFrequency, "node-status-report-frequency", o.NodeStatusReportFrequency, "how often node status is written when unchanged")
+	f.Int32Var(&o.NodeLeaseDurationSeconds, "node-lease-duration-seconds", o.NodeLeaseDurationSeconds, "duration of the node lease")
+	f.DurationVar(&o.RuntimeRequestTimeout, "runtime-request-timeout", o.RuntimeRequestTimeout, "timeout of CRI calls (except pulls)")
+	f.StringVar(&o.Address, "address", o.Address, "IP address the HTTP server listens on")
+	f.Int32Var(&o.Port, "port", o.Port, "secure (TLS) port of the HTTP server")
+	f.Int32Var(&o.ReadOnlyPort, "read-only-port", o.ReadOnlyPort, "unauthenticated read-only port (0: off)")
+	f.StringVar(&o.TLSCertFile, "tls-cert-file", o.TLSCertFile, "serving certificate (default: self-signed, generated in --root-dir)")
+	f.StringVar(&o.TLSKeyFile, "tls-private-key-file", o.TLSKeyFile, "serving key")
+	f.StringVar(&o.ClientCAFile, "client-ca-file", o.ClientCAFile, "CA bundle that authenticates client certificates")
+	f.StringVar(&o.AuthorizationMode, "authorization-mode", o.AuthorizationMode, "Webhook (SubjectAccessReview) or AlwaysAllow")
+	f.StringSliceVar(&o.ClusterDNS, "cluster-dns", o.ClusterDNS, "cluster DNS server IPs for ClusterFirst pods")
+	f.StringVar(&o.ClusterDomain, "cluster-domain", o.ClusterDomain, "the cluster's DNS domain")
+	f.StringVar(&o.ResolvConf, "resolv-conf", o.ResolvConf, "host resolver configuration for Default DNS pods")
+	f.Int32Var(&o.APIQPS, "kube-api-qps", o.APIQPS, "queries per second to the apiserver")
+	f.Int32Var(&o.APIBurst, "kube-api-burst", o.APIBurst, "burst of queries to the apiserver")
+	f.IntVar(&o.Verbosity, "v", o.Verbosity, "log verbosity (0: info, 4 and more: debug)")
+	return cmd
+}
+
+// resolveNodeOptions merges the config file under the flags and validates.
+func resolveNodeOptions(f *pflag.FlagSet, o *daemon.Options) error {
+	f.Visit(func(fl *pflag.Flag) { o.SetOrigin(fl.Name, "--"+fl.Name) })
+	if o.ConfigFile != "" {
+		cf, err := daemon.LoadConfigFile(o.ConfigFile)
+		if err != nil {
+			return err
+		}
+		cf.Apply(o, f.Changed)
+		if len(cf.Ignored) > 0 {
+			fmt.Fprintf(os.Stderr, "lockstep: config file %s: ignoring fields lockstep does not support: %v\n", o.ConfigFile, cf.Ignored)
+		}
+	}
+	return o.Validate()
+}
+
+// newLogger returns a structured text logger at the verbosity asked for.
+func newLogger(v int) *slog.Logger {
+	level := slog.LevelInfo
+	if v >= 4 {
+		level = slog.LevelDebug
+	}
+	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+}
+
+// runNode picks the runtime — the in-process fake on the real clock, or a
+// CRI runtime over gRPC — and runs the daemon until ctx ends.
+func runNode(ctx context.Context, o daemon.Options, log *slog.Logger) error {
+	var rt daemon.Runtime
+	if o.RuntimeEndpoint == daemon.FakeRuntime {
+		fake := fakecri.New(fakecri.Config{})
+		rt = daemon.Runtime{Runtime: fake, Images: fake, Type: "fakecri", Close: func() {}}
+		log.Info("using the in-process fake runtime (nothing really runs)")
+	} else {
+		var err error
+		if rt, err = daemon.DialRuntime(ctx, o); err != nil {
+			return err
+		}
+	}
+	defer rt.Close()
+	return daemon.Run(ctx, o, rt, log)
+}

@@ -1,0 +1,237 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/kubernetes"
+	cri "k8s.io/cri-api/pkg/apis"
+
+	"github.com/lockstep-dev/lockstep/node/agent"
+	"github.com/lockstep-dev/lockstep/node/deps"
+	"github.com/lockstep-dev/lockstep/node/metrics"
+	"github.com/lockstep-dev/lockstep/node/nodestatus"
+	"github.com/lockstep-dev/lockstep/node/pleg"
+	"github.com/lockstep-dev/lockstep/node/podspec"
+	realcri "github.com/lockstep-dev/lockstep/node/real/cri"
+	"github.com/lockstep-dev/lockstep/node/real/kube"
+	"github.com/lockstep-dev/lockstep/node/real/machine"
+	"github.com/lockstep-dev/lockstep/node/real/osfiles"
+	"github.com/lockstep-dev/lockstep/node/real/server"
+	"github.com/lockstep-dev/lockstep/node/real/world"
+)
+
+// Version is the agent's version as reported in the node's nodeInfo.
+const Version = "lockstep v0.1.0"
+
+// Runtime is the container runtime the daemon drives.
+type Runtime struct {
+	Runtime cri.RuntimeService
+	Images  cri.ImageManagerService
+	// Events feeds the evented PLEG; nil relists only.
+	Events pleg.EventSource
+	// Type prefixes container IDs in statuses ("containerd").
+	Type string
+	// Close releases the connection.
+	Close func()
+}
+
+// DialRuntime connects to the CRI runtime at o.RuntimeEndpoint.
+func DialRuntime(ctx context.Context, o Options) (Runtime, error) {
+	c, err := realcri.Dial(ctx, o.RuntimeEndpoint, realcri.Options{
+		RequestTimeout: o.RuntimeRequestTimeout, ImageEndpoint: o.ImageEndpoint,
+	})
+	if err != nil {
+		return Runtime{}, err
+	}
+	typ := "cri"
+	if v := c.DialVersion(); v != nil && v.GetRuntimeName() != "" {
+		typ = v.GetRuntimeName()
+	}
+	return Runtime{Runtime: c, Images: c, Events: c.EventSource(), Type: typ, Close: func() { _ = c.Close(context.Background()) }}, nil
+}
+
+// Run runs the node agent until ctx ends. Containers outlive it: stopping
+// the daemon stops no container, as with the kubelet.
+func Run(ctx context.Context, o Options, rt Runtime, log *slog.Logger) error {
+	nodeName, err := resolveNodeName(o.NodeName)
+	if err != nil {
+		return err
+	}
+	nodeIP := o.NodeIP
+	if nodeIP == "" {
+		nodeIP = detectNodeIP()
+	}
+	log = log.With("node", nodeName)
+	for _, dir := range []string{o.RootDir, o.PodLogsRoot} {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return fmt.Errorf("create directory %s: %w", dir, err)
+		}
+	}
+	mach := machine.New(machine.Options{RootDir: o.RootDir})
+	d := deps.Deps{
+		Clock: world.Clock(), Rand: world.NewRand(), Tasks: world.Tasks{}, Log: log,
+		Runtime: rt.Runtime, Images: rt.Images, Machine: mach, Files: osfiles.New(),
+	}
+
+	var cs kubernetes.Interface
+	if o.Kubeconfig != "" {
+		rc, err := kube.LoadKubeconfig(o.Kubeconfig)
+		if err != nil {
+			return err
+		}
+		kc, err := kube.NewForConfig(rc, float32(o.APIQPS), int(o.APIBurst), kube.Options{NodeName: nodeName})
+		if err != nil {
+			return fmt.Errorf("apiserver client from %s: %w", o.Kubeconfig, err)
+		}
+		defer kc.Shutdown()
+		d.API = kc.API()
+		if cs, err = kubernetes.NewForConfig(rc); err != nil {
+			return fmt.Errorf("apiserver client from %s: %w", o.Kubeconfig, err)
+		}
+		log.Info("connected to the apiserver", "host", rc.Host)
+	} else {
+		log.Info("no --kubeconfig: running standalone (static pods only)", "manifests", o.ManifestPath)
+	}
+
+	var memCapacity int64
+	if info, err := mach.Info(ctx); err == nil {
+		memCapacity = int64(info.MemoryBytes)
+	}
+	var hostDNS podspec.ResolvConf
+	if o.ResolvConf != "" {
+		if data, err := os.ReadFile(o.ResolvConf); err == nil {
+			hostDNS = podspec.ParseResolvConf(data)
+		} else {
+			log.Warn("cannot read the host resolver configuration; Default DNS pods get an empty one", "file", o.ResolvConf, "error", err.Error())
+		}
+	}
+	reg, probeReg := prometheus.NewRegistry(), prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	m := metrics.NewWithProbes(reg, probeReg)
+	a := agent.New(d, agent.Config{
+		Metrics:  m,
+		NodeName: nodeName, ManifestDir: o.ManifestPath,
+		FileCheckFrequency: o.FileCheckFrequency, SyncFrequency: o.SyncFrequency,
+		Node: podspec.NodeInfo{
+			NodeName: nodeName, HostIP: nodeIP, ClusterDNS: o.ClusterDNS, ClusterDomain: o.ClusterDomain,
+			ResolverConfig: o.ResolvConf, HostDNS: hostDNS, PodLogsRoot: o.PodLogsRoot, MemoryCapacity: memCapacity,
+		},
+		RuntimeType: rt.Type,
+		PLEG:        pleg.Config{UseEvents: rt.Events != nil, Events: rt.Events},
+		NodeStatus: nodestatus.Config{
+			NodeIP: nodeIP, MaxPods: int(o.MaxPods), KubeletVersion: Version,
+			StatusUpdateFrequency: o.NodeStatusUpdateFrequency, StatusReportFrequency: o.NodeStatusReportFrequency,
+			LeaseDuration: time.Duration(o.NodeLeaseDurationSeconds) * time.Second,
+		},
+	})
+	a.Start(ctx)
+
+	scfg := server.Config{
+		Address: o.Address, Port: int(o.Port), ReadOnlyPort: int(o.ReadOnlyPort),
+		TLSCertFile: o.TLSCertFile, TLSKeyFile: o.TLSKeyFile, CertDir: filepath.Join(o.RootDir, "pki"),
+		ClientCAFile: o.ClientCAFile,
+		Metrics:      metrics.Handler(reg), ProbeMetrics: metrics.Handler(probeReg),
+	}
+	if ip := net.ParseIP(nodeIP); ip != nil {
+		scfg.NodeIPs = []net.IP{ip}
+	}
+	if cs != nil {
+		scfg.Authenticator = server.TokenReviewAuthenticator(cs)
+		if o.AuthorizationMode == "Webhook" {
+			scfg.Authorizer = server.SubjectAccessReviewAuthorizer(cs)
+		}
+	}
+	if o.AuthorizationMode == "AlwaysAllow" {
+		scfg.Authorizer = server.AlwaysAllow{}
+	}
+	srv, err := server.New(&provider{a: a, d: d, node: nodeName, logs: o.PodLogsRoot, loopAge: max(2*o.SyncFrequency, 5*time.Minute)}, scfg, log)
+	if err != nil {
+		return err
+	}
+	if err := srv.Start(ctx); err != nil {
+		return err
+	}
+	attrs := []any{"secure", srv.SecureAddr().String()}
+	if ro := srv.ReadOnlyAddr(); ro != nil {
+		attrs = append(attrs, "readOnly", ro.String())
+	}
+	log.Info("lockstep node is running", attrs...)
+	<-ctx.Done()
+	<-srv.Done()
+	log.Info("lockstep node stopped; its containers keep running")
+	return nil
+}
+
+// resolveNodeName is the node name asked for, or the host name lowercased.
+func resolveNodeName(name string) (string, error) {
+	if name != "" {
+		return name, nil
+	}
+	host, err := os.Hostname()
+	if err != nil {
+		return "", fmt.Errorf("node name: no --hostname-override and no host name: %w", err)
+	}
+	return strings.ToLower(host), nil
+}
+
+// detectNodeIP is the first non-loopback IPv4 address, else 127.0.0.1.
+func detectNodeIP() string {
+	addrs, err := net.InterfaceAddrs()
+	if err == nil {
+		for _, a := range addrs {
+			if n, ok := a.(*net.IPNet); ok && !n.IP.IsLoopback() && n.IP.To4() != nil {
+				return n.IP.String()
+			}
+		}
+	}
+	return "127.0.0.1"
+}
+
+// provider is what the HTTP server reports on.
+type provider struct {
+	a       *agent.Agent
+	d       deps.Deps
+	node    string
+	logs    string
+	loopAge time.Duration
+}
+
+func (p *provider) Pods() []*corev1.Pod {
+	pods := p.a.Pods()
+	out := make([]*corev1.Pod, 0, len(pods))
+	for _, pod := range pods {
+		c := pod.DeepCopy()
+		if s, ok := p.a.PodStatus(pod.UID); ok {
+			c.Status = s
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
+func (p *provider) Healthy() error {
+	var errs []error
+	if age := p.d.Clock.Since(p.a.LastLoop()); age > p.loopAge {
+		errs = append(errs, fmt.Errorf("syncloop: last ran %v ago (more than %v)", age.Round(time.Second), p.loopAge))
+	}
+	if ok, err := p.a.PLEGHealthy(); !ok {
+		errs = append(errs, fmt.Errorf("pleg: %w", err))
+	}
+	return errors.Join(errs...)
+}
+
+func (p *provider) Runtime() cri.RuntimeService { return p.d.Runtime }
+func (p *provider) Machine() deps.Machine       { return p.d.Machine }
+func (p *provider) NodeName() string            { return p.node }
+func (p *provider) PodLogsRoot() string         { return p.logs }

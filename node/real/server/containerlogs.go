@@ -1,0 +1,147 @@
+package server
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"net/http"
+	"path/filepath"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/lockstep-dev/lockstep/node/podspec"
+)
+
+// containerLogs answers /containerLogs/{namespace}/{pod}/{container} with
+// the container's log messages, like kubectl logs: tailLines, follow,
+// previous, timestamps, limitBytes, sinceSeconds, sinceTime.
+func (s *Server) containerLogs(w http.ResponseWriter, r *http.Request) {
+	ns, name, container := r.PathValue("namespace"), r.PathValue("pod"), r.PathValue("container")
+	opts, err := parseLogOptions(r.URL.Query(), time.Now())
+	if err != nil {
+		http.Error(w, "invalid query: "+err.Error(), http.StatusBadRequest)
+		return
+	}
+	pod := findPod(s.p.Pods(), ns, name)
+	if pod == nil {
+		http.Error(w, fmt.Sprintf("pod %s/%s does not exist", ns, name), http.StatusNotFound)
+		return
+	}
+	podDesc := fmt.Sprintf("%s/%s (%s)", ns, name, pod.UID)
+	if !hasContainer(pod, container) {
+		http.Error(w, fmt.Sprintf("container %q not found in pod %s", container, podDesc), http.StatusNotFound)
+		return
+	}
+	st, ok := findStatus(pod, container)
+	if !ok {
+		http.Error(w, fmt.Sprintf("container %q in pod %s is waiting to start", container, podDesc), http.StatusBadRequest)
+		return
+	}
+	instance := int(st.RestartCount)
+	if opts.previous {
+		if instance == 0 {
+			http.Error(w, fmt.Sprintf("previous terminated container %q in pod %s not found", container, podDesc), http.StatusBadRequest)
+			return
+		}
+		instance--
+	}
+	path := filepath.Join(podspec.LogDirectory(s.p.PodLogsRoot(), podspec.RefOf(pod)), podspec.ContainerLogPath(container, instance))
+	file, err := openLogFile(path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist) && !opts.previous && st.State.Waiting != nil:
+		http.Error(w, fmt.Sprintf("container %q in pod %s is waiting to start: %s", container, podDesc, st.State.Waiting.Reason), http.StatusBadRequest)
+		return
+	case errors.Is(err, fs.ErrNotExist):
+		http.Error(w, fmt.Sprintf("log of container %q (restart %d) in pod %s not found", container, instance, podDesc), http.StatusNotFound)
+		return
+	case err != nil:
+		s.log.Error("open container log", "pod", ns+"/"+name, "podUID", pod.UID, "container", container, "path", path, "err", err)
+		http.Error(w, fmt.Sprintf("open log of container %q in pod %s: %v", container, podDesc, err), http.StatusInternalServerError)
+		return
+	}
+	if opts.previous || st.State.Running == nil {
+		opts.follow = false // the instance has ended: nothing more will come
+	}
+	rc := http.NewResponseController(w)
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(http.StatusOK)
+	remaining := int64(-1)
+	if opts.limitBytes > 0 {
+		remaining = opts.limitBytes
+	}
+	uid, id := pod.UID, st.ContainerID
+	stream := &logStream{
+		file:  file,
+		opts:  opts,
+		out:   &logWriter{w: w, timestamps: opts.timestamps, since: opts.since, remaining: remaining},
+		flush: func() { _ = rc.Flush() },
+		poll:  s.cfg.LogPollInterval,
+		running: func() bool {
+			for _, p := range s.p.Pods() {
+				if p.UID != uid {
+					continue
+				}
+				cur, ok := findStatus(p, container)
+				return ok && cur.ContainerID == id && cur.State.Running != nil
+			}
+			return false
+		},
+		stop: s.stopping,
+	}
+	if err := stream.run(r.Context().Done()); err != nil {
+		s.log.Info("container log stream ended with an error", "pod", ns+"/"+name, "podUID", pod.UID, "container", container, "err", err)
+	}
+}
+
+// findPod returns the pod named namespace/name, preferring one that is not
+// being deleted (a static pod's old and new UIDs can briefly coexist).
+func findPod(pods []*corev1.Pod, namespace, name string) *corev1.Pod {
+	var found *corev1.Pod
+	for _, p := range pods {
+		if p.Namespace != namespace || p.Name != name {
+			continue
+		}
+		if p.DeletionTimestamp == nil {
+			return p
+		}
+		if found == nil {
+			found = p
+		}
+	}
+	return found
+}
+
+// hasContainer reports whether the pod's spec has a container (regular,
+// init or ephemeral) of that name.
+func hasContainer(pod *corev1.Pod, name string) bool {
+	for _, c := range pod.Spec.Containers {
+		if c.Name == name {
+			return true
+		}
+	}
+	for _, c := range pod.Spec.InitContainers {
+		if c.Name == name {
+			return true
+		}
+	}
+	for _, c := range pod.Spec.EphemeralContainers {
+		if c.Name == name {
+			return true
+		}
+	}
+	return false
+}
+
+// findStatus returns the status of the named container.
+func findStatus(pod *corev1.Pod, name string) (corev1.ContainerStatus, bool) {
+	for _, list := range [][]corev1.ContainerStatus{pod.Status.ContainerStatuses, pod.Status.InitContainerStatuses, pod.Status.EphemeralContainerStatuses} {
+		for _, st := range list {
+			if st.Name == name {
+				return st, true
+			}
+		}
+	}
+	return corev1.ContainerStatus{}, false
+}

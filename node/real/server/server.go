@@ -1,0 +1,423 @@
+// Package server is the node agent's HTTP server, shaped like the
+// kubelet's: a secure port (TLS, 10250) whose every request is
+// authenticated (client certificate or bearer token through TokenReview;
+// anonymous requests are refused) and authorized (SubjectAccessReview on
+// nodes/<subresource>), and an optional read-only port (10255 by
+// convention, off by default) that serves the harmless endpoints without
+// authentication.
+//
+// Endpoints, on both ports: /healthz (and /healthz/ping, /healthz/log,
+// /healthz/syncloop), /pods, /stats/summary, /metrics, /metrics/probes.
+// On the secure port only: /containerLogs/{namespace}/{pod}/{container}.
+//
+// This is real-world code (node/real): it runs net/http goroutines on the
+// wall clock and is not part of the simulated agent.
+package server
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	corev1 "k8s.io/api/core/v1"
+	cri "k8s.io/cri-api/pkg/apis"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	statsv1alpha1 "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
+
+	"github.com/lockstep-dev/lockstep/node/deps"
+	"github.com/lockstep-dev/lockstep/node/statssummary"
+)
+
+// DefaultPort is the kubelet's secure port.
+const DefaultPort = 10250
+
+// Provider is what the server reports on: the agent's pods, health,
+// runtime and machine.
+type Provider interface {
+	// Pods returns the managed pods with their latest statuses, sorted.
+	Pods() []*corev1.Pod
+	// Healthy returns nil when the SyncLoop ran recently and the PLEG is
+	// healthy, else an error saying which is not.
+	Healthy() error
+	// Runtime is the CRI runtime service (stats).
+	Runtime() cri.RuntimeService
+	// Machine reports the node's capacity and usage.
+	Machine() deps.Machine
+	// NodeName is the node's name (the SubjectAccessReview object name).
+	NodeName() string
+	// PodLogsRoot is the parent of the pod log directories (empty means
+	// /var/log/pods): <root>/<ns>_<name>_<uid>/<container>/<restartCount>.log
+	// in the CRI log format.
+	PodLogsRoot() string
+}
+
+// Config configures a Server.
+type Config struct {
+	// Address is the IP to listen on; empty means all interfaces.
+	Address string
+	// Port is the secure port; 0 means DefaultPort.
+	Port int
+	// ReadOnlyPort is the unauthenticated port; 0 turns it off (the
+	// kubelet config file's default).
+	ReadOnlyPort int
+
+	// TLSCertFile and TLSKeyFile are the serving certificate and key.
+	// When both are empty, a self-signed certificate for the node name
+	// and NodeIPs is generated into CertDir (kubelet.crt, kubelet.key),
+	// or reused from there when it is present, valid and names the node.
+	TLSCertFile, TLSKeyFile string
+	// CertDir is where a self-signed certificate is kept.
+	CertDir string
+	// NodeIPs are added to a generated certificate's IP SANs.
+	NodeIPs []net.IP
+
+	// ClientCAFile is a PEM bundle of CAs that sign client certificates
+	// (user = CN, groups = O); empty turns client certificates off.
+	ClientCAFile string
+	// Authenticator checks bearer tokens; nil turns tokens off.
+	Authenticator Authenticator
+	// Authorizer decides authenticated requests; nil forbids them all
+	// (use AlwaysAllow{} to allow everything).
+	Authorizer Authorizer
+
+	// Metrics is served at /metrics; nil answers 404.
+	Metrics http.Handler
+	// ProbeMetrics is served at /metrics/probes; nil answers 404.
+	ProbeMetrics http.Handler
+
+	// LogPollInterval is how often a followed log is checked for new
+	// lines (default 250 ms).
+	LogPollInterval time.Duration
+	// ShutdownTimeout bounds the graceful shutdown before connections
+	// are closed (default 10 s).
+	ShutdownTimeout time.Duration
+}
+
+// Server is the HTTP server. Its handlers may be used without Start (e.g.
+// with httptest).
+type Server struct {
+	p        Provider
+	cfg      Config
+	log      *slog.Logger
+	tls      *tls.Config
+	clientCA *x509.CertPool
+
+	secure   http.Handler
+	readOnly http.Handler
+
+	// listen opens listeners (net.Listen; tests replace it).
+	listen func(network, address string) (net.Listener, error)
+
+	// stopping is closed when shutdown starts: followed logs end.
+	stopping chan struct{}
+	done     chan struct{}
+
+	mu           sync.Mutex
+	started      bool
+	secureAddr   net.Addr
+	readOnlyAddr net.Addr
+}
+
+// New validates cfg, loads or generates the serving certificate and the
+// client CA, and builds the handlers. It does not listen.
+func New(p Provider, cfg Config, log *slog.Logger) (*Server, error) {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Port == 0 {
+		cfg.Port = DefaultPort
+	}
+	if cfg.Port < 1 || cfg.Port > 65535 {
+		return nil, fmt.Errorf("secure port %d: must be between 1 and 65535", cfg.Port)
+	}
+	if cfg.ReadOnlyPort < 0 || cfg.ReadOnlyPort > 65535 {
+		return nil, fmt.Errorf("read-only port %d: must be 0 (off) or between 1 and 65535", cfg.ReadOnlyPort)
+	}
+	if cfg.ReadOnlyPort == cfg.Port {
+		return nil, fmt.Errorf("read-only port %d: must differ from the secure port", cfg.ReadOnlyPort)
+	}
+	if cfg.LogPollInterval <= 0 {
+		cfg.LogPollInterval = 250 * time.Millisecond
+	}
+	if cfg.ShutdownTimeout <= 0 {
+		cfg.ShutdownTimeout = 10 * time.Second
+	}
+	s := &Server{
+		p: p, cfg: cfg, log: log,
+		listen:   net.Listen,
+		stopping: make(chan struct{}),
+		done:     make(chan struct{}),
+	}
+	cert, err := servingCert(cfg, p.NodeName(), time.Now(), log)
+	if err != nil {
+		return nil, fmt.Errorf("serving certificate of node %q: %w", p.NodeName(), err)
+	}
+	s.tls = &tls.Config{MinVersion: tls.VersionTLS12, Certificates: []tls.Certificate{cert}}
+	if cfg.ClientCAFile != "" {
+		if s.clientCA, err = loadClientCA(cfg.ClientCAFile); err != nil {
+			return nil, err
+		}
+		s.tls.ClientAuth = tls.RequestClientCert
+	}
+	authz := cfg.Authorizer
+	if authz == nil {
+		log.Warn("no authorizer configured: the secure port forbids every request")
+		authz = denyAll{}
+	}
+	if cfg.Authenticator == nil && s.clientCA == nil {
+		log.Warn("no authenticator and no client CA configured: the secure port refuses every request")
+	}
+
+	secureMux := http.NewServeMux()
+	s.installCommon(secureMux)
+	secureMux.HandleFunc("GET /containerLogs/{namespace}/{pod}/{container}", s.containerLogs)
+	s.secure = s.logged("secure", &secureFilter{
+		next:     secureMux,
+		nodeName: p.NodeName,
+		authn:    cfg.Authenticator,
+		clientCA: s.clientCA,
+		authz:    authz,
+		log:      log,
+	})
+
+	roMux := http.NewServeMux()
+	s.installCommon(roMux)
+	s.readOnly = s.logged("read-only", roMux)
+	return s, nil
+}
+
+// installCommon adds the endpoints both ports serve.
+func (s *Server) installCommon(mux *http.ServeMux) {
+	mux.HandleFunc("GET /healthz", s.healthz)
+	mux.HandleFunc("GET /healthz/{check}", s.healthzCheck)
+	mux.HandleFunc("GET /pods", s.pods)
+	mux.HandleFunc("GET /stats/summary", s.statsSummary)
+	mux.Handle("GET /metrics", orNotFound(s.cfg.Metrics))
+	mux.Handle("GET /metrics/probes", orNotFound(s.cfg.ProbeMetrics))
+}
+
+// orNotFound returns h, or a 404 handler when h is nil.
+func orNotFound(h http.Handler) http.Handler {
+	if h == nil {
+		return http.NotFoundHandler()
+	}
+	return h
+}
+
+// SecureHandler is the secure port's handler: authentication,
+// authorization, then the endpoints.
+func (s *Server) SecureHandler() http.Handler { return s.secure }
+
+// ReadOnlyHandler is the read-only port's handler (no authentication).
+func (s *Server) ReadOnlyHandler() http.Handler { return s.readOnly }
+
+// TLSConfig is a copy of the secure port's TLS configuration (serving
+// certificate; client certificates requested when a client CA is set).
+func (s *Server) TLSConfig() *tls.Config { return s.tls.Clone() }
+
+// Start listens on the secure port and, when configured, the read-only
+// port, and returns once both listen. It serves until ctx ends, then shuts
+// down gracefully (followed logs end at once, other requests get
+// ShutdownTimeout) and closes Done.
+func (s *Server) Start(ctx context.Context) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.started {
+		return errors.New("server already started")
+	}
+	secureLn, err := s.listen("tcp", net.JoinHostPort(s.cfg.Address, strconv.Itoa(s.cfg.Port)))
+	if err != nil {
+		return fmt.Errorf("listen on secure port %d: %w", s.cfg.Port, err)
+	}
+	var roLn net.Listener
+	if s.cfg.ReadOnlyPort != 0 {
+		if roLn, err = s.listen("tcp", net.JoinHostPort(s.cfg.Address, strconv.Itoa(s.cfg.ReadOnlyPort))); err != nil {
+			secureLn.Close()
+			return fmt.Errorf("listen on read-only port %d: %w", s.cfg.ReadOnlyPort, err)
+		}
+	}
+	s.started = true
+	errLog := slog.NewLogLogger(s.log.Handler(), slog.LevelDebug)
+	secureSrv := &http.Server{Handler: s.secure, TLSConfig: s.tls.Clone(), ErrorLog: errLog, ReadHeaderTimeout: 30 * time.Second}
+	servers := []*http.Server{secureSrv}
+	s.secureAddr = secureLn.Addr()
+	s.log.Info("serving the secure port", "addr", s.secureAddr.String())
+	go s.serve("secure", func() error { return secureSrv.ServeTLS(secureLn, "", "") })
+	if roLn != nil {
+		roSrv := &http.Server{Handler: s.readOnly, ErrorLog: errLog, ReadHeaderTimeout: 30 * time.Second}
+		servers = append(servers, roSrv)
+		s.readOnlyAddr = roLn.Addr()
+		s.log.Info("serving the read-only port", "addr", s.readOnlyAddr.String())
+		go s.serve("read-only", func() error { return roSrv.Serve(roLn) })
+	}
+	go func() {
+		<-ctx.Done()
+		close(s.stopping)
+		sctx, cancel := context.WithTimeout(context.Background(), s.cfg.ShutdownTimeout)
+		defer cancel()
+		var wg sync.WaitGroup
+		for _, srv := range servers {
+			wg.Go(func() {
+				if err := srv.Shutdown(sctx); err != nil {
+					s.log.Warn("graceful shutdown timed out; closing connections", "err", err)
+					srv.Close()
+				}
+			})
+		}
+		wg.Wait()
+		s.log.Info("HTTP server stopped")
+		close(s.done)
+	}()
+	return nil
+}
+
+// serve runs one server's serve loop and logs how it ended.
+func (s *Server) serve(port string, fn func() error) {
+	if err := fn(); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		s.log.Error("HTTP server failed", "port", port, "err", err)
+	}
+}
+
+// Done is closed once a started server has shut down.
+func (s *Server) Done() <-chan struct{} { return s.done }
+
+// SecureAddr is the secure listener's address (nil before Start).
+func (s *Server) SecureAddr() net.Addr {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.secureAddr
+}
+
+// ReadOnlyAddr is the read-only listener's address (nil before Start or
+// when the port is off).
+func (s *Server) ReadOnlyAddr() net.Addr {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.readOnlyAddr
+}
+
+// pods answers the managed pods as a v1 PodList.
+func (s *Server) pods(w http.ResponseWriter, r *http.Request) {
+	pods := s.p.Pods()
+	list := corev1.PodList{Items: make([]corev1.Pod, 0, len(pods))}
+	list.Kind, list.APIVersion = "PodList", "v1"
+	for _, p := range pods {
+		list.Items = append(list.Items, *p)
+	}
+	s.writeJSON(w, r, list)
+}
+
+// statsSummary answers the stats Summary; only_cpu_and_memory=true keeps
+// only CPU and memory, like the kubelet.
+func (s *Server) statsSummary(w http.ResponseWriter, r *http.Request) {
+	onlyCPUMem, err := boolParam(r.URL.Query(), "only_cpu_and_memory")
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	sum, err := s.summary(r.Context())
+	if err != nil {
+		s.log.Error("stats summary failed", "err", err)
+		http.Error(w, "Internal Error: "+err.Error(), http.StatusInternalServerError)
+		return
+	}
+	if onlyCPUMem {
+		sum = cpuAndMemoryOnly(sum)
+	}
+	s.writeJSON(w, r, sum)
+}
+
+// summary gathers the runtime's and the machine's stats and builds the
+// Summary. A runtime without ListPodSandboxStats (containerd 1.6) gives
+// pod CPU and memory as sums over containers.
+func (s *Server) summary(ctx context.Context) (*statsv1alpha1.Summary, error) {
+	rt := s.p.Runtime()
+	sandboxes, err := rt.ListPodSandboxStats(ctx, &runtimeapi.PodSandboxStatsFilter{})
+	if status.Code(err) == codes.Unimplemented {
+		sandboxes, err = nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("list pod sandbox stats: %w", err)
+	}
+	stats, err := rt.ListContainerStats(ctx, &runtimeapi.ContainerStatsFilter{})
+	if err != nil {
+		return nil, fmt.Errorf("list container stats: %w", err)
+	}
+	containers, err := rt.ListContainers(ctx, &runtimeapi.ContainerFilter{})
+	if err != nil {
+		return nil, fmt.Errorf("list containers: %w", err)
+	}
+	info, err := s.p.Machine().Info(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("machine info: %w", err)
+	}
+	usage, err := s.p.Machine().Usage(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("machine usage: %w", err)
+	}
+	return statssummary.Build(s.p.NodeName(), time.Now(), info, usage, s.p.Pods(), sandboxes, stats, containers), nil
+}
+
+// cpuAndMemoryOnly strips a Summary down to CPU and memory.
+func cpuAndMemoryOnly(in *statsv1alpha1.Summary) *statsv1alpha1.Summary {
+	out := &statsv1alpha1.Summary{
+		Node: statsv1alpha1.NodeStats{NodeName: in.Node.NodeName, StartTime: in.Node.StartTime, CPU: in.Node.CPU, Memory: in.Node.Memory},
+		Pods: make([]statsv1alpha1.PodStats, 0, len(in.Pods)),
+	}
+	for _, p := range in.Pods {
+		op := statsv1alpha1.PodStats{PodRef: p.PodRef, StartTime: p.StartTime, CPU: p.CPU, Memory: p.Memory, Containers: make([]statsv1alpha1.ContainerStats, 0, len(p.Containers))}
+		for _, c := range p.Containers {
+			op.Containers = append(op.Containers, statsv1alpha1.ContainerStats{Name: c.Name, StartTime: c.StartTime, CPU: c.CPU, Memory: c.Memory})
+		}
+		out.Pods = append(out.Pods, op)
+	}
+	return out
+}
+
+// writeJSON answers v as JSON.
+func (s *Server) writeJSON(w http.ResponseWriter, r *http.Request, v any) {
+	data, err := json.Marshal(v)
+	if err != nil {
+		s.log.Error("encode response", "path", r.URL.Path, "err", err)
+		http.Error(w, "Internal Error: "+err.Error(), http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Write(data)
+}
+
+// logged logs every request at debug level.
+func (s *Server) logged(port string, next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		rec := &statusRecorder{ResponseWriter: w, status: http.StatusOK}
+		next.ServeHTTP(rec, r)
+		s.log.Debug("HTTP request", "port", port, "method", r.Method, "path", r.URL.Path, "status", rec.status, "duration", time.Since(start), "remote", r.RemoteAddr)
+	})
+}
+
+// statusRecorder remembers the status a handler wrote.
+type statusRecorder struct {
+	http.ResponseWriter
+	status int
+}
+
+// WriteHeader records the status.
+func (r *statusRecorder) WriteHeader(code int) {
+	r.status = code
+	r.ResponseWriter.WriteHeader(code)
+}
+
+// Unwrap lets http.ResponseController reach the original writer (Flush).
+func (r *statusRecorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }

@@ -1,0 +1,389 @@
+// Package statssummary builds the kubelet's stats Summary
+// (/stats/summary, k8s.io/kubelet/pkg/apis/stats/v1alpha1) from what the
+// CRI runtime and the machine port report. It is a pure function of its
+// inputs: the caller does the I/O (ListPodSandboxStats, ListContainerStats,
+// ListContainers, Machine.Info/Usage) and passes the time of the snapshot.
+//
+// What is reported follows the upstream kubelet's CRI stats provider:
+//   - the node's memory from the machine (working set = capacity −
+//     available), its root filesystem (capacity, available, used, inodes)
+//     and its process limits; its CPU is the sum of the pods' CPU, because
+//     the machine port does not report node CPU (system processes are not
+//     counted);
+//   - one entry per managed pod that the runtime knows (a sandbox with
+//     stats, or any container), with its running containers only: an
+//     exited instance of a container is not reported, like upstream;
+//   - per container: CPU, memory and the writable layer (rootfs); log
+//     usage is not known to the runtime and is left out;
+//   - per pod: CPU, memory, network and process count from the sandbox's
+//     stats when the runtime reports them (containerd 1.7+), else CPU and
+//     memory summed over its containers; ephemeral storage as the sum of the
+//     containers' writable layers.
+package statssummary
+
+import (
+	"cmp"
+	"slices"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	statsv1alpha1 "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
+
+	"github.com/lockstep-dev/lockstep/node/deps"
+	"github.com/lockstep-dev/lockstep/node/podstate"
+)
+
+// Build returns the Summary of node nodeName at time now. pods are the
+// managed pods (their order is kept); sandboxStats, containerStats and
+// containers are the runtime's lists (any order; sandboxStats may be nil
+// when the runtime does not implement ListPodSandboxStats).
+func Build(nodeName string, now time.Time, machine deps.MachineInfo, usage deps.MachineUsage, pods []*corev1.Pod, sandboxStats []*runtimeapi.PodSandboxStats, containerStats []*runtimeapi.ContainerStats, containers []*runtimeapi.Container) *statsv1alpha1.Summary {
+	idx := index(sandboxStats, containerStats, containers)
+	out := &statsv1alpha1.Summary{Pods: []statsv1alpha1.PodStats{}}
+	for _, pod := range pods {
+		ps, ok := podStats(pod, idx, now)
+		if ok {
+			out.Pods = append(out.Pods, ps)
+		}
+	}
+	out.Node = nodeStats(nodeName, now, machine, usage, out.Pods)
+	return out
+}
+
+// runtimeIndex groups the runtime's lists by pod UID and container ID.
+type runtimeIndex struct {
+	sandboxes  map[string][]*runtimeapi.PodSandboxStats // by pod UID, list order
+	containers map[string][]*runtimeapi.Container       // by pod UID, list order
+	stats      map[string]*runtimeapi.ContainerStats    // by container ID
+}
+
+// index builds the lookups Build needs. Maps are only read by key.
+func index(sandboxStats []*runtimeapi.PodSandboxStats, containerStats []*runtimeapi.ContainerStats, containers []*runtimeapi.Container) runtimeIndex {
+	idx := runtimeIndex{
+		sandboxes:  map[string][]*runtimeapi.PodSandboxStats{},
+		containers: map[string][]*runtimeapi.Container{},
+		stats:      map[string]*runtimeapi.ContainerStats{},
+	}
+	for _, s := range sandboxStats {
+		uid := s.GetAttributes().GetMetadata().GetUid()
+		if uid == "" {
+			uid = s.GetAttributes().GetLabels()[podstate.LabelPodUID]
+		}
+		if uid != "" {
+			idx.sandboxes[uid] = append(idx.sandboxes[uid], s)
+		}
+	}
+	for _, c := range containers {
+		if uid := c.GetLabels()[podstate.LabelPodUID]; uid != "" {
+			idx.containers[uid] = append(idx.containers[uid], c)
+		}
+	}
+	for _, s := range containerStats {
+		if id := s.GetAttributes().GetId(); id != "" {
+			idx.stats[id] = s
+		}
+	}
+	return idx
+}
+
+// podStats returns pod's stats, or false when the runtime knows nothing of
+// the pod.
+func podStats(pod *corev1.Pod, idx runtimeIndex, now time.Time) (statsv1alpha1.PodStats, bool) {
+	uid := string(pod.UID)
+	all := idx.containers[uid]
+	sandboxes := idx.sandboxes[uid]
+	if len(all) == 0 && len(sandboxes) == 0 {
+		return statsv1alpha1.PodStats{}, false
+	}
+	ps := statsv1alpha1.PodStats{
+		PodRef:     statsv1alpha1.PodReference{Name: pod.Name, Namespace: pod.Namespace, UID: uid},
+		Containers: []statsv1alpha1.ContainerStats{},
+	}
+	if pod.Status.StartTime != nil {
+		ps.StartTime = *pod.Status.StartTime
+	}
+	var running []*runtimeapi.Container
+	for _, c := range all {
+		if c.GetState() == runtimeapi.ContainerState_CONTAINER_RUNNING {
+			running = append(running, c)
+		}
+	}
+	for _, c := range running {
+		ps.Containers = append(ps.Containers, containerStats(c, idx.stats[c.GetId()]))
+	}
+	slices.SortStableFunc(ps.Containers, func(a, b statsv1alpha1.ContainerStats) int { return cmp.Compare(a.Name, b.Name) })
+
+	sb := pickSandbox(sandboxes, running)
+	linux := sb.GetLinux()
+	if linux.GetCpu() != nil {
+		ps.CPU = cpuStats(linux.GetCpu())
+	} else {
+		ps.CPU = sumCPU(ps.Containers, now)
+	}
+	if linux.GetMemory() != nil {
+		ps.Memory = memoryStats(linux.GetMemory())
+	} else {
+		ps.Memory = sumMemory(ps.Containers, now)
+	}
+	if n := linux.GetNetwork(); n != nil {
+		ps.Network = networkStats(n)
+	}
+	if p := linux.GetProcess(); p != nil && p.GetProcessCount() != nil {
+		ps.ProcessStats = &statsv1alpha1.ProcessStats{ProcessCount: u64p(p.GetProcessCount())}
+	}
+	ps.EphemeralStorage = sumRootfs(ps.Containers)
+	return ps, true
+}
+
+// pickSandbox chooses the sandbox whose stats describe the pod: the one
+// its running containers live in, else the last listed (runtimes list in
+// creation order, so the newest). It returns nil when there is none.
+func pickSandbox(sandboxes []*runtimeapi.PodSandboxStats, running []*runtimeapi.Container) *runtimeapi.PodSandboxStats {
+	for _, c := range running {
+		for _, s := range sandboxes {
+			if s.GetAttributes().GetId() == c.GetPodSandboxId() {
+				return s
+			}
+		}
+	}
+	if len(sandboxes) == 0 {
+		return nil
+	}
+	return sandboxes[len(sandboxes)-1]
+}
+
+// containerStats converts one running container and its stats (nil when
+// the runtime had none for it).
+func containerStats(c *runtimeapi.Container, s *runtimeapi.ContainerStats) statsv1alpha1.ContainerStats {
+	name := c.GetLabels()[podstate.LabelContainerName]
+	if name == "" {
+		name = c.GetMetadata().GetName()
+	}
+	cs := statsv1alpha1.ContainerStats{Name: name, StartTime: nanoTime(c.GetCreatedAt())}
+	if s == nil {
+		return cs
+	}
+	if s.GetCpu() != nil {
+		cs.CPU = cpuStats(s.GetCpu())
+	}
+	if s.GetMemory() != nil {
+		cs.Memory = memoryStats(s.GetMemory())
+	}
+	if l := s.GetWritableLayer(); l != nil {
+		cs.Rootfs = &statsv1alpha1.FsStats{
+			Time:       nanoTime(l.GetTimestamp()),
+			UsedBytes:  u64p(l.GetUsedBytes()),
+			InodesUsed: u64p(l.GetInodesUsed()),
+		}
+	}
+	return cs
+}
+
+// cpuStats converts CRI CPU usage.
+func cpuStats(c *runtimeapi.CpuUsage) *statsv1alpha1.CPUStats {
+	return &statsv1alpha1.CPUStats{
+		Time:                 nanoTime(c.GetTimestamp()),
+		UsageNanoCores:       u64p(c.GetUsageNanoCores()),
+		UsageCoreNanoSeconds: u64p(c.GetUsageCoreNanoSeconds()),
+	}
+}
+
+// memoryStats converts CRI memory usage.
+func memoryStats(m *runtimeapi.MemoryUsage) *statsv1alpha1.MemoryStats {
+	return &statsv1alpha1.MemoryStats{
+		Time:            nanoTime(m.GetTimestamp()),
+		AvailableBytes:  u64p(m.GetAvailableBytes()),
+		UsageBytes:      u64p(m.GetUsageBytes()),
+		WorkingSetBytes: u64p(m.GetWorkingSetBytes()),
+		RSSBytes:        u64p(m.GetRssBytes()),
+		PageFaults:      u64p(m.GetPageFaults()),
+		MajorPageFaults: u64p(m.GetMajorPageFaults()),
+	}
+}
+
+// networkStats converts a sandbox's network usage: the default interface
+// inline, every interface in Interfaces.
+func networkStats(n *runtimeapi.NetworkUsage) *statsv1alpha1.NetworkStats {
+	out := &statsv1alpha1.NetworkStats{Time: nanoTime(n.GetTimestamp())}
+	if d := n.GetDefaultInterface(); d != nil {
+		out.InterfaceStats = interfaceStats(d)
+	}
+	for _, i := range n.GetInterfaces() {
+		out.Interfaces = append(out.Interfaces, interfaceStats(i))
+	}
+	return out
+}
+
+// interfaceStats converts one interface's usage.
+func interfaceStats(i *runtimeapi.NetworkInterfaceUsage) statsv1alpha1.InterfaceStats {
+	return statsv1alpha1.InterfaceStats{
+		Name:     i.GetName(),
+		RxBytes:  u64p(i.GetRxBytes()),
+		RxErrors: u64p(i.GetRxErrors()),
+		TxBytes:  u64p(i.GetTxBytes()),
+		TxErrors: u64p(i.GetTxErrors()),
+	}
+}
+
+// sumCPU adds the containers' CPU; nil when none reports CPU. Its time is
+// the newest of theirs.
+func sumCPU(cs []statsv1alpha1.ContainerStats, now time.Time) *statsv1alpha1.CPUStats {
+	var out *statsv1alpha1.CPUStats
+	for _, c := range cs {
+		if c.CPU == nil {
+			continue
+		}
+		if out == nil {
+			out = &statsv1alpha1.CPUStats{}
+		}
+		out.Time = later(out.Time, c.CPU.Time)
+		out.UsageNanoCores = addp(out.UsageNanoCores, c.CPU.UsageNanoCores)
+		out.UsageCoreNanoSeconds = addp(out.UsageCoreNanoSeconds, c.CPU.UsageCoreNanoSeconds)
+	}
+	if out != nil && out.Time.IsZero() {
+		out.Time = metav1.NewTime(now)
+	}
+	return out
+}
+
+// sumMemory adds the containers' memory usage; nil when none reports
+// memory. Available bytes are not additive and are left out.
+func sumMemory(cs []statsv1alpha1.ContainerStats, now time.Time) *statsv1alpha1.MemoryStats {
+	var out *statsv1alpha1.MemoryStats
+	for _, c := range cs {
+		if c.Memory == nil {
+			continue
+		}
+		if out == nil {
+			out = &statsv1alpha1.MemoryStats{}
+		}
+		m := c.Memory
+		out.Time = later(out.Time, m.Time)
+		out.UsageBytes = addp(out.UsageBytes, m.UsageBytes)
+		out.WorkingSetBytes = addp(out.WorkingSetBytes, m.WorkingSetBytes)
+		out.RSSBytes = addp(out.RSSBytes, m.RSSBytes)
+		out.PageFaults = addp(out.PageFaults, m.PageFaults)
+		out.MajorPageFaults = addp(out.MajorPageFaults, m.MajorPageFaults)
+	}
+	if out != nil && out.Time.IsZero() {
+		out.Time = metav1.NewTime(now)
+	}
+	return out
+}
+
+// sumRootfs adds the containers' writable layers into the pod's ephemeral
+// storage; nil when no container reports one.
+func sumRootfs(cs []statsv1alpha1.ContainerStats) *statsv1alpha1.FsStats {
+	var out *statsv1alpha1.FsStats
+	for _, c := range cs {
+		if c.Rootfs == nil {
+			continue
+		}
+		if out == nil {
+			out = &statsv1alpha1.FsStats{}
+		}
+		out.Time = later(out.Time, c.Rootfs.Time)
+		out.UsedBytes = addp(out.UsedBytes, c.Rootfs.UsedBytes)
+		out.InodesUsed = addp(out.InodesUsed, c.Rootfs.InodesUsed)
+	}
+	return out
+}
+
+// nodeStats is the node's part of the Summary.
+func nodeStats(nodeName string, now time.Time, machine deps.MachineInfo, usage deps.MachineUsage, pods []statsv1alpha1.PodStats) statsv1alpha1.NodeStats {
+	t := metav1.NewTime(now)
+	ns := statsv1alpha1.NodeStats{NodeName: nodeName}
+
+	cpu := &statsv1alpha1.CPUStats{Time: t, UsageNanoCores: ptr(uint64(0)), UsageCoreNanoSeconds: ptr(uint64(0))}
+	for _, p := range pods {
+		if p.CPU != nil {
+			cpu.UsageNanoCores = addp(cpu.UsageNanoCores, p.CPU.UsageNanoCores)
+			cpu.UsageCoreNanoSeconds = addp(cpu.UsageCoreNanoSeconds, p.CPU.UsageCoreNanoSeconds)
+		}
+	}
+	ns.CPU = cpu
+
+	if machine.MemoryBytes > 0 {
+		used := subSat(machine.MemoryBytes, usage.MemoryAvailableBytes)
+		ns.Memory = &statsv1alpha1.MemoryStats{
+			Time:            t,
+			AvailableBytes:  ptr(usage.MemoryAvailableBytes),
+			UsageBytes:      ptr(used),
+			WorkingSetBytes: ptr(used),
+		}
+	}
+	if usage.NodeFSCapacityBytes > 0 {
+		fs := &statsv1alpha1.FsStats{
+			Time:           t,
+			CapacityBytes:  ptr(usage.NodeFSCapacityBytes),
+			AvailableBytes: ptr(usage.NodeFSAvailableBytes),
+			UsedBytes:      ptr(subSat(usage.NodeFSCapacityBytes, usage.NodeFSAvailableBytes)),
+		}
+		if usage.NodeFSInodes > 0 {
+			fs.Inodes = ptr(usage.NodeFSInodes)
+			fs.InodesFree = ptr(usage.NodeFSInodesFree)
+			fs.InodesUsed = ptr(subSat(usage.NodeFSInodes, usage.NodeFSInodesFree))
+		}
+		ns.Fs = fs
+	}
+	if machine.MaxPIDs > 0 {
+		maxPID := int64(min(machine.MaxPIDs, 1<<62))
+		cur := int64(min(subSat(machine.MaxPIDs, usage.PIDsAvailable), 1<<62))
+		ns.Rlimit = &statsv1alpha1.RlimitStats{Time: t, MaxPID: &maxPID, NumOfRunningProcesses: &cur}
+	}
+	return ns
+}
+
+// nanoTime converts CRI Unix nanoseconds; 0 is "unknown" (the zero Time).
+func nanoTime(ns int64) metav1.Time {
+	if ns == 0 {
+		return metav1.Time{}
+	}
+	return metav1.NewTime(time.Unix(0, ns).UTC())
+}
+
+// later returns the later of a and b.
+func later(a, b metav1.Time) metav1.Time {
+	if b.After(a.Time) {
+		return b
+	}
+	return a
+}
+
+// u64p unwraps a CRI UInt64Value; nil stays nil.
+func u64p(v *runtimeapi.UInt64Value) *uint64 {
+	if v == nil {
+		return nil
+	}
+	return ptr(v.GetValue())
+}
+
+// addp adds b to a where b is known, saturating; a nil a counts as 0.
+func addp(a, b *uint64) *uint64 {
+	if b == nil {
+		return a
+	}
+	var sum uint64
+	if a != nil {
+		sum = *a
+	}
+	if sum+*b < sum {
+		sum = ^uint64(0)
+	} else {
+		sum += *b
+	}
+	return &sum
+}
+
+// subSat returns a−b, or 0 when b > a.
+func subSat(a, b uint64) uint64 {
+	if b > a {
+		return 0
+	}
+	return a - b
+}
+
+// ptr returns a pointer to a copy of v.
+func ptr[T any](v T) *T { return &v }
