@@ -36,9 +36,15 @@ bench:
 sim:
 	$(GO) run ./cmd/lockstep sim --seed $(SEED)
 
-## run: run the agent on its embedded default. Until the node daemon lands,
-## this is a seeded simulation of the kernel's demo workload.
-run: sim
+DEMO_DIR ?= /tmp/lockstep-demo
+
+## run: the node agent, standalone, on the in-process fake runtime, running
+## the static pods of examples/manifests; read-only port on 127.0.0.1:10255
+run:
+	$(GO) run ./cmd/lockstep node --container-runtime-endpoint=fake \
+		--pod-manifest-path=$(CURDIR)/examples/manifests \
+		--hostname-override=demo-node --address=127.0.0.1 --read-only-port=10255 \
+		--root-dir=$(DEMO_DIR) --pod-logs-dir=$(DEMO_DIR)/pods
 
 clean:
 	rm -rf bin
