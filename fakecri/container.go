@@ -219,13 +219,11 @@ func (r *Runtime) StopContainer(ctx context.Context, containerID string, timeout
 // RemoveContainer removes a container, killing it first if it is running
 // (like containerd). Removing an unknown container succeeds.
 func (r *Runtime) RemoveContainer(ctx context.Context, containerID string) error {
-	if err := r.enter(ctx, "RemoveContainer", callTarget{containerID: containerID}); err != nil {
+	now, err := r.begin(ctx, "RemoveContainer", callTarget{containerID: containerID})
+	if err != nil {
 		return err
 	}
-	r.mu.Lock()
 	defer r.unlock()
-	now := r.now()
-	r.advance(now)
 	c, err := r.getContainer(containerID)
 	if isNotFound(err) {
 		return nil
@@ -253,13 +251,11 @@ func (r *Runtime) removeContainer(c *container, now int64) {
 // unique prefix), pod sandbox ID, state and labels. Under
 // SetListStaleness it answers the state as of that long ago.
 func (r *Runtime) ListContainers(ctx context.Context, filter *runtimeapi.ContainerFilter) ([]*runtimeapi.Container, error) {
-	if err := r.enter(ctx, "ListContainers", callTarget{sandboxID: filter.GetPodSandboxId(), containerID: filter.GetId()}); err != nil {
+	now, err := r.begin(ctx, "ListContainers", callTarget{sandboxID: filter.GetPodSandboxId(), containerID: filter.GetId()})
+	if err != nil {
 		return nil, err
 	}
-	r.mu.Lock()
 	defer r.unlock()
-	now := r.now()
-	r.advance(now)
 	at, stale := r.listTime(now)
 	out := []*runtimeapi.Container{}
 	candidates, ok := r.containersAt(filter.GetId(), filter.GetPodSandboxId(), at, stale)
@@ -296,13 +292,11 @@ func (r *Runtime) ListContainers(ctx context.Context, filter *runtimeapi.Contain
 // ContainerStatus returns a container's status; with verbose, an "info"
 // JSON with its sandbox, pid and script summary.
 func (r *Runtime) ContainerStatus(ctx context.Context, containerID string, verbose bool) (*runtimeapi.ContainerStatusResponse, error) {
-	if err := r.enter(ctx, "ContainerStatus", callTarget{containerID: containerID}); err != nil {
+	_, err := r.begin(ctx, "ContainerStatus", callTarget{containerID: containerID})
+	if err != nil {
 		return nil, err
 	}
-	r.mu.Lock()
 	defer r.unlock()
-	now := r.now()
-	r.advance(now)
 	c, err := r.getContainer(containerID)
 	if err != nil {
 		return nil, err
@@ -364,13 +358,11 @@ func (r *Runtime) containerStatus(c *container) *runtimeapi.ContainerStatus {
 // resources. A lower memory limit takes effect at once (the container is
 // OOM-killed now if it already uses more).
 func (r *Runtime) UpdateContainerResources(ctx context.Context, containerID string, resources *runtimeapi.ContainerResources) error {
-	if err := r.enter(ctx, "UpdateContainerResources", callTarget{containerID: containerID}); err != nil {
+	now, err := r.begin(ctx, "UpdateContainerResources", callTarget{containerID: containerID})
+	if err != nil {
 		return err
 	}
-	r.mu.Lock()
 	defer r.unlock()
-	now := r.now()
-	r.advance(now)
 	c, err := r.getContainer(containerID)
 	if err != nil {
 		return err
@@ -390,13 +382,11 @@ func (r *Runtime) UpdateContainerResources(ctx context.Context, containerID stri
 // ReopenContainerLog reopens (creates again) a running container's log
 // file, after the kubelet has rotated it.
 func (r *Runtime) ReopenContainerLog(ctx context.Context, containerID string) error {
-	if err := r.enter(ctx, "ReopenContainerLog", callTarget{containerID: containerID}); err != nil {
+	_, err := r.begin(ctx, "ReopenContainerLog", callTarget{containerID: containerID})
+	if err != nil {
 		return err
 	}
-	r.mu.Lock()
 	defer r.unlock()
-	now := r.now()
-	r.advance(now)
 	c, err := r.getContainer(containerID)
 	if err != nil {
 		return err

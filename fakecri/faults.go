@@ -258,6 +258,19 @@ func (f *faultState) unavailable(now int64, method string) error {
 // enter runs the faults of a call before its body: unavailability, a
 // hang, injected latency and an injected error, in that order. It never
 // holds the lock while it blocks.
+// begin starts a CRI call that works on the runtime's state: it applies the
+// call's faults, then locks the state (the caller defers r.unlock) and
+// brings it up to the clock's now, which it returns (in nanoseconds).
+func (r *Runtime) begin(ctx context.Context, method string, t callTarget) (int64, error) {
+	if err := r.enter(ctx, method, t); err != nil {
+		return 0, err
+	}
+	r.mu.Lock()
+	now := r.now()
+	r.advance(now)
+	return now, nil
+}
+
 func (r *Runtime) enter(ctx context.Context, method string, t callTarget) error {
 	r.mu.Lock()
 	f := &r.faults

@@ -300,13 +300,11 @@ func (r *Runtime) RemoveImage(ctx context.Context, spec *runtimeapi.ImageSpec) e
 // ImageFsInfo reports the imagefs (containerd's snapshotter) usage: base +
 // images + containers' writable layers, consistent with NodeUsage.
 func (r *Runtime) ImageFsInfo(ctx context.Context) (*runtimeapi.ImageFsInfoResponse, error) {
-	if err := r.enter(ctx, "ImageFsInfo", callTarget{}); err != nil {
+	now, err := r.begin(ctx, "ImageFsInfo", callTarget{})
+	if err != nil {
 		return nil, err
 	}
-	r.mu.Lock()
 	defer r.unlock()
-	now := r.now()
-	r.advance(now)
 	u := r.nodeUsage(now)
 	return &runtimeapi.ImageFsInfoResponse{
 		ImageFilesystems: []*runtimeapi.FilesystemUsage{{

@@ -67,13 +67,11 @@ func (r *Runtime) RunPodSandbox(ctx context.Context, config *runtimeapi.PodSandb
 // StopPodSandbox kills the sandbox's running containers (exit 137, like
 // containerd's forced stop) and makes it NOTREADY. It is idempotent.
 func (r *Runtime) StopPodSandbox(ctx context.Context, podSandboxID string) error {
-	if err := r.enter(ctx, "StopPodSandbox", callTarget{sandboxID: podSandboxID}); err != nil {
+	now, err := r.begin(ctx, "StopPodSandbox", callTarget{sandboxID: podSandboxID})
+	if err != nil {
 		return err
 	}
-	r.mu.Lock()
 	defer r.unlock()
-	now := r.now()
-	r.advance(now)
 	sb, err := r.getSandbox(podSandboxID)
 	if err != nil {
 		return err
@@ -99,13 +97,11 @@ func (r *Runtime) stopSandbox(sb *sandbox, now int64) {
 // first if it is READY (as containerd does). Removing an unknown sandbox
 // succeeds.
 func (r *Runtime) RemovePodSandbox(ctx context.Context, podSandboxID string) error {
-	if err := r.enter(ctx, "RemovePodSandbox", callTarget{sandboxID: podSandboxID}); err != nil {
+	now, err := r.begin(ctx, "RemovePodSandbox", callTarget{sandboxID: podSandboxID})
+	if err != nil {
 		return err
 	}
-	r.mu.Lock()
 	defer r.unlock()
-	now := r.now()
-	r.advance(now)
 	sb, err := r.getSandbox(podSandboxID)
 	if isNotFound(err) {
 		return nil
@@ -124,13 +120,11 @@ func (r *Runtime) RemovePodSandbox(ctx context.Context, podSandboxID string) err
 
 // PodSandboxStatus returns a sandbox's status; with verbose, an "info" JSON.
 func (r *Runtime) PodSandboxStatus(ctx context.Context, podSandboxID string, verbose bool) (*runtimeapi.PodSandboxStatusResponse, error) {
-	if err := r.enter(ctx, "PodSandboxStatus", callTarget{sandboxID: podSandboxID}); err != nil {
+	now, err := r.begin(ctx, "PodSandboxStatus", callTarget{sandboxID: podSandboxID})
+	if err != nil {
 		return nil, err
 	}
-	r.mu.Lock()
 	defer r.unlock()
-	now := r.now()
-	r.advance(now)
 	sb, err := r.getSandbox(podSandboxID)
 	if err != nil {
 		return nil, err
@@ -176,13 +170,11 @@ func (r *Runtime) sandboxStatus(sb *sandbox) *runtimeapi.PodSandboxStatus {
 // unique prefix), state and labels. Under SetListStaleness it answers the
 // state as of that long ago.
 func (r *Runtime) ListPodSandbox(ctx context.Context, filter *runtimeapi.PodSandboxFilter) ([]*runtimeapi.PodSandbox, error) {
-	if err := r.enter(ctx, "ListPodSandbox", callTarget{sandboxID: filter.GetId()}); err != nil {
+	now, err := r.begin(ctx, "ListPodSandbox", callTarget{sandboxID: filter.GetId()})
+	if err != nil {
 		return nil, err
 	}
-	r.mu.Lock()
 	defer r.unlock()
-	now := r.now()
-	r.advance(now)
 	at, stale := r.listTime(now)
 	var candidates []*sandbox
 	if id := filter.GetId(); id != "" {

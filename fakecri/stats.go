@@ -17,13 +17,11 @@ const snapshotterMount = "/var/lib/containerd/io.containerd.snapshotter.v1.overl
 // ContainerStats returns a container's stats now. Only running containers
 // have CPU and memory, like containerd.
 func (r *Runtime) ContainerStats(ctx context.Context, containerID string) (*runtimeapi.ContainerStats, error) {
-	if err := r.enter(ctx, "ContainerStats", callTarget{containerID: containerID}); err != nil {
+	now, err := r.begin(ctx, "ContainerStats", callTarget{containerID: containerID})
+	if err != nil {
 		return nil, err
 	}
-	r.mu.Lock()
 	defer r.unlock()
-	now := r.now()
-	r.advance(now)
 	c, err := r.getContainer(containerID)
 	if err != nil {
 		return nil, err
@@ -35,13 +33,11 @@ func (r *Runtime) ContainerStats(ctx context.Context, containerID string) (*runt
 // ID, pod sandbox ID and labels. Under SetListStaleness it answers the
 // state and usage as of that long ago.
 func (r *Runtime) ListContainerStats(ctx context.Context, filter *runtimeapi.ContainerStatsFilter) ([]*runtimeapi.ContainerStats, error) {
-	if err := r.enter(ctx, "ListContainerStats", callTarget{sandboxID: filter.GetPodSandboxId(), containerID: filter.GetId()}); err != nil {
+	now, err := r.begin(ctx, "ListContainerStats", callTarget{sandboxID: filter.GetPodSandboxId(), containerID: filter.GetId()})
+	if err != nil {
 		return nil, err
 	}
-	r.mu.Lock()
 	defer r.unlock()
-	now := r.now()
-	r.advance(now)
 	at, stale := r.listTime(now)
 	out := []*runtimeapi.ContainerStats{}
 	candidates, ok := r.containersAt(filter.GetId(), filter.GetPodSandboxId(), at, stale)
@@ -61,13 +57,11 @@ func (r *Runtime) ListContainerStats(ctx context.Context, filter *runtimeapi.Con
 // PodSandboxStats returns a READY sandbox's stats: the sums of its
 // containers' stats.
 func (r *Runtime) PodSandboxStats(ctx context.Context, podSandboxID string) (*runtimeapi.PodSandboxStats, error) {
-	if err := r.enter(ctx, "PodSandboxStats", callTarget{sandboxID: podSandboxID}); err != nil {
+	now, err := r.begin(ctx, "PodSandboxStats", callTarget{sandboxID: podSandboxID})
+	if err != nil {
 		return nil, err
 	}
-	r.mu.Lock()
 	defer r.unlock()
-	now := r.now()
-	r.advance(now)
 	sb, err := r.getSandbox(podSandboxID)
 	if err != nil {
 		return nil, err
@@ -81,13 +75,11 @@ func (r *Runtime) PodSandboxStats(ctx context.Context, podSandboxID string) (*ru
 // ListPodSandboxStats lists the stats of READY sandboxes in creation
 // order, filtered by ID and labels.
 func (r *Runtime) ListPodSandboxStats(ctx context.Context, filter *runtimeapi.PodSandboxStatsFilter) ([]*runtimeapi.PodSandboxStats, error) {
-	if err := r.enter(ctx, "ListPodSandboxStats", callTarget{sandboxID: filter.GetId()}); err != nil {
+	now, err := r.begin(ctx, "ListPodSandboxStats", callTarget{sandboxID: filter.GetId()})
+	if err != nil {
 		return nil, err
 	}
-	r.mu.Lock()
 	defer r.unlock()
-	now := r.now()
-	r.advance(now)
 	candidates := r.sandboxOrder
 	if id := filter.GetId(); id != "" {
 		sb, err := r.getSandbox(id)
