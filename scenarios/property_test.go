@@ -1,0 +1,134 @@
+package scenarios
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	"pgregory.net/rapid"
+
+	"github.com/lockstep-dev/lockstep/sim/harness"
+)
+
+// podKinds are the behaviours the property scenario draws pods from.
+var podKinds = []func(name, node string) *corev1.Pod{
+	func(n, node string) *corev1.Pod { return NewPod(n, node) },
+	func(n, node string) *corev1.Pod { return NewPod(n, node, Exits("app", 2*time.Second, 1)) },
+	func(n, node string) *corev1.Pod {
+		return NewPod(n, node, Restart(corev1.RestartPolicyNever), Exits("app", 3*time.Second, 0))
+	},
+	func(n, node string) *corev1.Pod {
+		return NewPod(n, node, Restart(corev1.RestartPolicyOnFailure), Exits("app", time.Second, 2))
+	},
+	func(n, node string) *corev1.Pod {
+		return NewPod(n, node, Restart(corev1.RestartPolicyNever), GrowsMemory("app", "10Mi", "20Mi/s", "64Mi"))
+	},
+	func(n, node string) *corev1.Pod {
+		return NewPod(n, node, Init("setup", time.Second, 0), IgnoresSIGTERM("app"), Grace(5))
+	},
+}
+
+// TestPropertyAgentUnderFaults: for any sequence of pod creations and
+// deletions, agent crashes, stale relists, apiserver conflicts and watch
+// drops, the safety invariants hold throughout, and once the faults stop
+// the node converges: deleted pods disappear from the API and the runtime,
+// and running statuses match running containers. rapid shrinks a failing
+// sequence to a minimal one; the kernel's seed is one of its draws.
+func TestPropertyAgentUnderFaults(t *testing.T) {
+	rapid.Check(t, func(rt *rapid.T) {
+		seed := rapid.Uint64().Draw(rt, "seed")
+		h := harness.New(harness.Config{Seed: seed})
+		defer h.Close()
+		h.StartAgent()
+		c := NewChecker(h)
+		created, deleted := []string{}, map[string]bool{}
+		steps := rapid.IntRange(1, 25).Draw(rt, "steps")
+		for i := range steps {
+			switch action := rapid.IntRange(0, 9).Draw(rt, "action"); action {
+			case 0, 1, 2, 3:
+				kind := rapid.IntRange(0, len(podKinds)-1).Draw(rt, "kind")
+				name := fmt.Sprintf("p%d", i)
+				if _, err := Create(h, podKinds[kind](name, h.NodeName)); err != nil {
+					rt.Fatal(err)
+				}
+				created = append(created, name)
+			case 4:
+				if len(created) > 0 {
+					name := created[rapid.IntRange(0, len(created)-1).Draw(rt, "victim")]
+					if _, ok := APIPod(h, "default", name); ok && !deleted[name] {
+						if err := h.API.User().DeletePodGracefully("default", name, nil); err != nil {
+							rt.Fatal(err)
+						}
+						deleted[name] = true
+					}
+				}
+			case 5:
+				h.CrashAgent()
+				if err := RunChecked(h, c, time.Duration(rapid.IntRange(0, 5000).Draw(rt, "downtime-ms"))*time.Millisecond, 100*time.Millisecond); err != nil {
+					rt.Fatal(err)
+				}
+				h.StartAgent()
+			case 6:
+				h.Runtime.SetListStaleness(time.Duration(rapid.IntRange(0, 3000).Draw(rt, "staleness-ms")) * time.Millisecond)
+			case 7:
+				h.API.Conflicts(rapid.IntRange(1, 5).Draw(rt, "conflicts"))
+			case 8:
+				h.API.DropWatches()
+			case 9:
+				// just time passing
+			}
+			if err := RunChecked(h, c, time.Duration(rapid.IntRange(100, 20000).Draw(rt, "run-ms"))*time.Millisecond, 100*time.Millisecond); err != nil {
+				rt.Fatal(err)
+			}
+		}
+		// Heal and settle.
+		h.Runtime.SetListStaleness(0)
+		h.API.ClearFaults()
+		if err := RunChecked(h, c, 3*time.Minute, time.Second); err != nil {
+			rt.Fatal(err)
+		}
+		for _, v := range c.Violations() {
+			rt.Errorf("%s", v)
+		}
+		checkConverged(rt, h, created, deleted)
+	})
+}
+
+// checkConverged is the liveness half: deleted-disappears, converges and
+// status-matches.
+func checkConverged(rt *rapid.T, h *harness.Harness, created []string, deleted map[string]bool) {
+	apiUIDs := map[types.UID]bool{}
+	for _, name := range created {
+		p, ok := APIPod(h, "default", name)
+		if deleted[name] {
+			if ok {
+				rt.Errorf("deleted-disappears: pod %s still in the API (phase %s, deletion %v)", name, p.Status.Phase, p.DeletionTimestamp)
+			}
+			continue
+		}
+		if !ok {
+			rt.Errorf("pod %s vanished from the API without being deleted", name)
+			continue
+		}
+		apiUIDs[p.UID] = true
+		running := map[string]bool{}
+		for _, ct := range TrueContainers(h) {
+			if ct.PodUID == p.UID && ct.State == runtimeapi.ContainerState_CONTAINER_RUNNING {
+				running["fakecri://"+ct.ID] = true
+			}
+		}
+		for _, cs := range p.Status.ContainerStatuses {
+			if cs.State.Running != nil && !running[cs.ContainerID] {
+				rt.Errorf("status-matches: pod %s reports container %s running as %s, which is not running", name, cs.Name, cs.ContainerID)
+			}
+		}
+	}
+	for _, ct := range TrueContainers(h) {
+		if !apiUIDs[ct.PodUID] {
+			rt.Errorf("converges: container %s/%s of a pod no longer in the API is still in the runtime (%v)", ct.PodUID, ct.Name, ct.State)
+		}
+	}
+}
