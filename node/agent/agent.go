@@ -140,7 +140,7 @@ func New(d deps.Deps, cfg Config) *Agent {
 func (a *Agent) Start(ctx context.Context) {
 	a.startTime = a.d.Clock.Now()
 	a.lastLoop = a.startTime
-	a.d.Log.Info("starting agent", "node", a.cfg.NodeName)
+	a.d.Log.Info("starting agent")
 	wc := podworkers.Config{ResyncInterval: a.cfg.SyncFrequency}
 	if a.cfg.Metrics != nil {
 		wc.Observer = a.cfg.Metrics

@@ -97,7 +97,7 @@ func (h *Harness) StartAgent() {
 	}
 	h.restarts++
 	h.group = h.K.NewGroup(fmt.Sprintf("agent-%d", h.restarts))
-	log := h.K.Logger().With("component", "agent")
+	log := h.K.Logger().With("component", "agent", "node", h.NodeName)
 	d := deps.Deps{
 		Clock:   h.K,
 		Rand:    h.K.Rand(),
