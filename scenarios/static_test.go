@@ -49,6 +49,9 @@ func TestStaticPodLifecycle(t *testing.T) {
 	})
 	first, _ := mirrorOf(h)
 	oldUID := first.Annotations[podsource.AnnotationConfigMirror]
+	if refs := first.OwnerReferences; len(refs) != 1 || refs[0].Kind != "Node" || refs[0].Name != h.NodeName || refs[0].UID == "" {
+		t.Errorf("mirror pod owner references %+v, want the node (NodeRestriction admits nothing else)", refs)
+	}
 	running := Containers(h)
 	if len(running) != 1 || string(running[0].PodUID) != oldUID {
 		t.Fatalf("runtime containers %+v, want the one static container of pod %s", running, oldUID)

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/lockstep-dev/lockstep/node/metrics"
@@ -91,7 +92,9 @@ func (a *Agent) housekeeping(ctx context.Context) {
 }
 
 // ensureMirror creates the mirror pod of a static pod in the API, replacing
-// a stale mirror of an earlier version of the manifest.
+// a stale mirror of an earlier version of the manifest. It looks for an
+// existing mirror in the node's own pod list: under Node authorization a
+// node may not even read a pod that does not exist yet.
 func (a *Agent) ensureMirror(ctx context.Context, uid types.UID) {
 	a.mu.Lock()
 	done := a.mirrorsSet[uid]
@@ -100,26 +103,42 @@ func (a *Agent) ensureMirror(ctx context.Context, uid types.UID) {
 	if done || !ok || a.d.API.Pods == nil {
 		return
 	}
-	existing, err := a.d.API.Pods.GetPod(ctx, pod.Namespace, pod.Name)
-	switch {
-	case err == nil:
+	log := a.d.Log.With("pod", pod.Namespace+"/"+pod.Name, "uid", string(uid))
+	pods, _, err := a.d.API.Pods.ListPods(ctx, a.cfg.NodeName)
+	if err != nil {
+		log.Warn("listing the node's pods to find the mirror pod failed", "error", err.Error())
+		return
+	}
+	for _, existing := range pods {
+		if existing.Namespace != pod.Namespace || existing.Name != pod.Name {
+			continue
+		}
 		if hash, ok := podsource.StaticPodUIDFromMirror(existing); ok && hash == uid {
 			a.markMirror(uid)
 			return
 		}
 		if err := a.d.API.Pods.DeletePod(ctx, existing.Namespace, existing.Name, existing.UID); err != nil && !apierrors.IsNotFound(err) {
-			a.d.Log.Warn("replacing a stale mirror pod failed", "pod", pod.Namespace+"/"+pod.Name, "error", err.Error())
+			log.Warn("replacing a stale mirror pod failed", "error", err.Error())
 			return
 		}
-	case !apierrors.IsNotFound(err):
-		a.d.Log.Warn("reading mirror pod failed", "pod", pod.Namespace+"/"+pod.Name, "error", err.Error())
+	}
+	mirror := podsource.MirrorPodFor(pod)
+	if a.d.API.Nodes != nil {
+		// NodeRestriction admits a node's mirror pods only when the node
+		// itself is their controller owner.
+		node, err := a.d.API.Nodes.GetNode(ctx, a.cfg.NodeName)
+		if err != nil {
+			log.Warn("reading the node for the mirror pod's owner failed", "error", err.Error())
+			return
+		}
+		controller := true
+		mirror.OwnerReferences = []metav1.OwnerReference{{APIVersion: "v1", Kind: "Node", Name: node.Name, UID: node.UID, Controller: &controller}}
+	}
+	if _, err := a.d.API.Pods.CreatePod(ctx, mirror); err != nil && !apierrors.IsAlreadyExists(err) {
+		log.Warn("creating mirror pod failed", "error", err.Error())
 		return
 	}
-	if _, err := a.d.API.Pods.CreatePod(ctx, podsource.MirrorPodFor(pod)); err != nil && !apierrors.IsAlreadyExists(err) {
-		a.d.Log.Warn("creating mirror pod failed", "pod", pod.Namespace+"/"+pod.Name, "error", err.Error())
-		return
-	}
-	a.d.Log.Info("mirror pod created", "pod", pod.Namespace+"/"+pod.Name, "uid", string(uid))
+	log.Info("mirror pod created")
 	a.markMirror(uid)
 }
 
