@@ -4,7 +4,7 @@ PKGS     := ./...
 BIN      := bin/lockstep
 SEED     ?= 1
 
-.PHONY: all build test lint bench sim run clean
+.PHONY: all build test lint bench sim run e2e clean
 
 all: build
 
@@ -45,6 +45,11 @@ run:
 		--pod-manifest-path=$(CURDIR)/examples/manifests \
 		--hostname-override=demo-node --address=127.0.0.1 --read-only-port=10255 \
 		--root-dir=$(DEMO_DIR) --pod-logs-dir=$(DEMO_DIR)/pods
+
+## e2e: lockstep against real containerd + kube-apiserver + etcd (as root;
+## see hack/e2e/README.md). E2E_ARGS go to `go test`, e.g. E2E_ARGS='-run TestPod'
+e2e:
+	hack/e2e/run.sh $(E2E_ARGS)
 
 clean:
 	rm -rf bin

@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# The body of `make e2e`: builds lockstep, starts containerd and the control
+# plane, runs `lockstep node` as system:node:$E2E_NODE, runs the e2e tests,
+# and tears everything down even when something fails. Logs of containerd,
+# etcd, kube-apiserver and lockstep stay in a directory printed at the end.
+# Usage (as root): hack/e2e/run.sh [extra go test args, e.g. -run TestNode]
+set -uo pipefail
+here="$(cd "$(dirname "$0")" && pwd)"
+repo="$(cd "$here/../.." && pwd)"
+export E2E_DIR="${E2E_DIR:-/tmp/lockstep-e2e}"
+source "$here/lib.sh"
+keep_logs="${E2E_LOGS:-/tmp/lockstep-e2e-logs-$(date -u +%Y%m%dT%H%M%S)}"
+
+timings=()
+phase_start=$SECONDS
+phase() { # NAME: ends the current phase, starts NAME
+  [[ -n ${cur:-} ]] && timings+=("$(printf '%-24s %4d s' "$cur" $((SECONDS - phase_start)))")
+  cur=$1; phase_start=$SECONDS
+  log "=== $1"
+}
+finish() {
+  local rc=$?
+  phase teardown
+  "$here/stop.sh"
+  timings+=("$(printf '%-24s %4d s' teardown $((SECONDS - phase_start)))")
+  mkdir -p "$keep_logs" && cp -a "$LOG_DIR"/. "$keep_logs"/ 2>/dev/null
+  rm -rf "$E2E_DIR"
+  echo; echo "phase timings:"; printf '  %s\n' "${timings[@]}"
+  echo "logs (containerd, etcd, kube-apiserver, lockstep): $keep_logs"
+  echo "e2e result: $([[ $rc == 0 ]] && echo PASS || echo "FAIL (exit $rc)")"
+  exit "$rc"
+}
+trap finish EXIT
+trap 'exit 130' INT TERM
+
+set -e
+"$here/stop.sh" # a previous run killed hard may have left things behind
+rm -rf "$E2E_DIR"; mkdir -p "$LOG_DIR" "$PID_DIR"
+
+phase "install packages"
+"$here/install-containerd.sh"
+phase "build lockstep"
+(cd "$repo" && go build -o "$E2E_DIR/bin/lockstep" ./cmd/lockstep)
+phase "build control plane"
+export CONTROL_PLANE_BIN="$("$here/build-control-plane.sh")"
+phase "start containerd"
+"$here/start-containerd.sh"
+phase "start control plane"
+"$here/start-control-plane.sh"
+phase "start lockstep"
+mkdir -p "$E2E_DIR/manifests"
+port=$(free_port)
+cat > "$E2E_DIR/lockstep.args" <<ARGS
+node
+--kubeconfig=$E2E_DIR/node.kubeconfig
+--container-runtime-endpoint=unix://$CONTAINERD_SOCK
+--pod-manifest-path=$E2E_DIR/manifests
+--hostname-override=$E2E_NODE
+--node-ip=127.0.0.1
+--root-dir=$E2E_DIR/lockstep
+--pod-logs-dir=$E2E_DIR/pods
+--address=127.0.0.1
+--port=$port
+--read-only-port=0
+--authorization-mode=Webhook
+--v=${E2E_LOCKSTEP_V:-2}
+ARGS
+"$here/start-lockstep.sh"
+phase "e2e tests"
+cd "$repo"
+LOCKSTEP_E2E_DIR="$E2E_DIR" LOCKSTEP_E2E_NODE="$E2E_NODE" LOCKSTEP_E2E_PORT="$port" \
+  go test -tags e2e -count=1 -v -timeout 20m ./e2e/ "$@"
