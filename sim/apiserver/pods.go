@@ -33,6 +33,9 @@ func (s *Server) ListPods(ctx context.Context, nodeName string) ([]*corev1.Pod, 
 		return nil, "", err
 	}
 	defer s.response()
+	if err := s.authorizePodList("list", nodeName); err != nil {
+		return nil, "", err
+	}
 	s.mu.Lock()
 	defer s.unlock()
 	pods, rv := s.readViewLocked()
@@ -55,6 +58,9 @@ func (s *Server) GetPod(ctx context.Context, namespace, name string) (*corev1.Po
 	defer s.unlock()
 	pods, _ := s.readViewLocked()
 	p, ok := pods[key(namespace, name)]
+	if err := s.authorizePod("get", p, name); err != nil {
+		return nil, err
+	}
 	if !ok {
 		return nil, apierrors.NewNotFound(podsResource, name)
 	}
@@ -72,6 +78,9 @@ func (s *Server) UpdatePodStatus(ctx context.Context, pod *corev1.Pod) (*corev1.
 	defer s.response()
 	s.mu.Lock()
 	defer s.unlock()
+	if err := s.authorizePod("update", s.pods[key(pod.Namespace, pod.Name)], pod.Name); err != nil {
+		return nil, err
+	}
 	old, err := s.podForWriteLocked(pod.Namespace, pod.Name, pod.UID, pod.ResourceVersion, VerbUpdateStatus)
 	if err != nil {
 		return nil, err
@@ -92,6 +101,9 @@ func (s *Server) DeletePod(ctx context.Context, namespace, name string, uid type
 	defer s.response()
 	s.mu.Lock()
 	defer s.unlock()
+	if err := s.authorizePod("delete", s.pods[key(namespace, name)], name); err != nil {
+		return err
+	}
 	old, err := s.podForWriteLocked(namespace, name, uid, "", VerbDelete)
 	if err != nil {
 		return err
@@ -113,6 +125,9 @@ func (s *Server) CreatePod(ctx context.Context, pod *corev1.Pod) (*corev1.Pod, e
 	}
 	if pod.ResourceVersion != "" {
 		return nil, apierrors.NewBadRequest(fmt.Sprintf("create pod %s: resourceVersion should not be set on objects to be created", key(pod.Namespace, pod.Name)))
+	}
+	if err := s.admitMirrorPod(pod); err != nil {
+		return nil, err
 	}
 	p := pod.DeepCopy()
 	p.Status = corev1.PodStatus{}

@@ -70,6 +70,11 @@ type Config struct {
 	// WatchQueue bounds the events waiting in one watch; a watch whose
 	// reader falls further behind is broken. 0 means DefaultWatchQueue.
 	WatchQueue int
+	// Node, when set, is the agent's node: its calls are restricted as Node
+	// authorization and NodeRestriction restrict a kubelet (only its own
+	// pods, no reading of pods that do not exist, only mirror pods that
+	// the node controls).
+	Node string
 }
 
 // The resources, as the errors name them.
@@ -83,18 +88,20 @@ var (
 // simulated task; the User side and the fault hooks are meant for the
 // scenario driver between runs and never block.
 type Server struct {
-	clock       deps.Clock
-	tasks       deps.Tasks
-	rand        deps.Rand
-	log         *slog.Logger
-	window      int
-	watchQueue  int
-	user        *User
-	mu          sync.Mutex
-	rv          uint64
-	uids        uint64
-	names       uint64
-	watchIDs    uint64
+	clock      deps.Clock
+	tasks      deps.Tasks
+	rand       deps.Rand
+	log        *slog.Logger
+	window     int
+	watchQueue int
+	user       *User
+	mu         sync.Mutex
+	rv         uint64
+	uids       uint64
+	names      uint64
+	watchIDs   uint64
+	// node is the agent's node (Config.Node): its calls are restricted.
+	node        string
 	pods        map[string]*corev1.Pod
 	nodes       map[string]*corev1.Node
 	leases      map[string]*coordinationv1.Lease
@@ -130,6 +137,7 @@ func New(cfg Config) *Server {
 		log:        cfg.Log,
 		window:     cfg.WatchWindow,
 		watchQueue: cfg.WatchQueue,
+		node:       cfg.Node,
 		pods:       map[string]*corev1.Pod{},
 		nodes:      map[string]*corev1.Node{},
 		leases:     map[string]*coordinationv1.Lease{},

@@ -41,6 +41,9 @@ func (s *Server) WatchPods(ctx context.Context, nodeName, resourceVersion string
 		return nil, err
 	}
 	defer s.response()
+	if err := s.authorizePodList("watch", nodeName); err != nil {
+		return nil, err
+	}
 	var from uint64
 	if resourceVersion != "" {
 		v, err := strconv.ParseUint(resourceVersion, 10, 64)

@@ -79,7 +79,8 @@ func New(cfg Config) *Harness {
 		rc.IDSeed = cfg.Seed
 	}
 	rt := fakecri.New(rc)
-	api := apiserver.New(apiserver.Config{Clock: k, Tasks: k.Tasks(), Rand: k.Rand(), Log: k.Logger().With("component", "apiserver")})
+	api := apiserver.New(apiserver.Config{Clock: k, Tasks: k.Tasks(), Rand: k.Rand(), Log: k.Logger().With("component", "apiserver"),
+		Node: cfg.NodeName})
 	return &Harness{K: k, Runtime: rt, API: api, Files: files, NodeName: cfg.NodeName, cfg: cfg}
 }
 
