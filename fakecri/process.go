@@ -28,79 +28,64 @@ func exitReason(code int32) string {
 	return reasonError
 }
 
-// exitHeap orders containers by scheduled exit time, then creation order.
-// Its methods implement container/heap.Interface.
-type exitHeap []*container
+// timeHeap orders containers by one of their scheduled times, then by
+// creation order; K says which time, and which index the container keeps
+// its place in. Its methods implement container/heap.Interface.
+type timeHeap[K heapKey] []*container
+
+// heapKey selects a container's time and heap index for a timeHeap.
+type heapKey interface {
+	at(c *container) int64
+	index(c *container) *int
+}
+
+// exitKey orders by scheduled exit.
+type exitKey struct{}
+
+func (exitKey) at(c *container) int64   { return c.exitAt }
+func (exitKey) index(c *container) *int { return &c.exitIdx }
+
+// logKey orders by the next periodic log line.
+type logKey struct{}
+
+func (logKey) at(c *container) int64   { return c.logNext }
+func (logKey) index(c *container) *int { return &c.logIdx }
 
 // Len is the number of queued containers.
-func (h exitHeap) Len() int { return len(h) }
+func (h timeHeap[K]) Len() int { return len(h) }
 
 // Less orders by time, then creation.
-func (h exitHeap) Less(i, j int) bool {
-	if h[i].exitAt != h[j].exitAt {
-		return h[i].exitAt < h[j].exitAt
+func (h timeHeap[K]) Less(i, j int) bool {
+	var k K
+	if a, b := k.at(h[i]), k.at(h[j]); a != b {
+		return a < b
 	}
 	return h[i].seq < h[j].seq
 }
 
 // Swap swaps two entries and their indexes.
-func (h exitHeap) Swap(i, j int) {
+func (h timeHeap[K]) Swap(i, j int) {
+	var k K
 	h[i], h[j] = h[j], h[i]
-	h[i].exitIdx, h[j].exitIdx = i, j
+	*k.index(h[i]), *k.index(h[j]) = i, j
 }
 
 // Push appends a container.
-func (h *exitHeap) Push(x any) {
+func (h *timeHeap[K]) Push(x any) {
+	var k K
 	c := x.(*container)
-	c.exitIdx = len(*h)
+	*k.index(c) = len(*h)
 	*h = append(*h, c)
 }
 
 // Pop removes the last container.
-func (h *exitHeap) Pop() any {
+func (h *timeHeap[K]) Pop() any {
+	var k K
 	old := *h
 	c := old[len(old)-1]
 	old[len(old)-1] = nil
 	*h = old[:len(old)-1]
-	c.exitIdx = -1
-	return c
-}
-
-// logHeap orders containers by their next log line, then creation order.
-// Its methods implement container/heap.Interface.
-type logHeap []*container
-
-// Len is the number of queued containers.
-func (h logHeap) Len() int { return len(h) }
-
-// Less orders by time, then creation.
-func (h logHeap) Less(i, j int) bool {
-	if h[i].logNext != h[j].logNext {
-		return h[i].logNext < h[j].logNext
-	}
-	return h[i].seq < h[j].seq
-}
-
-// Swap swaps two entries and their indexes.
-func (h logHeap) Swap(i, j int) {
-	h[i], h[j] = h[j], h[i]
-	h[i].logIdx, h[j].logIdx = i, j
-}
-
-// Push appends a container.
-func (h *logHeap) Push(x any) {
-	c := x.(*container)
-	c.logIdx = len(*h)
-	*h = append(*h, c)
-}
-
-// Pop removes the last container.
-func (h *logHeap) Pop() any {
-	old := *h
-	c := old[len(old)-1]
-	old[len(old)-1] = nil
-	*h = old[:len(old)-1]
-	c.logIdx = -1
+	*k.index(c) = -1
 	return c
 }
 

@@ -43,8 +43,8 @@ type Runtime struct {
 	containerCompactAt int               // compact when containerTombs grows past this
 	names              map[string]string // reserved sandbox/container names → ID
 
-	exits exitHeap // running containers with a scheduled exit
-	logs  logHeap  // running containers with periodic log lines
+	exits timeHeap[exitKey] // running containers with a scheduled exit
+	logs  timeHeap[logKey]  // running containers with periodic log lines
 
 	images imageStore
 	node   NodeModel
