@@ -14,6 +14,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/yaml"
+
+	"github.com/lockstep-dev/lockstep/node/podutil"
 )
 
 // defaultTerminationGrace is the grace period of a manifest that sets none.
@@ -129,26 +131,10 @@ func applyStaticDefaults(pod *corev1.Pod, nodeName string, uid types.UID, seen t
 	for _, cs := range [][]corev1.Container{pod.Spec.InitContainers, pod.Spec.Containers} {
 		for i := range cs {
 			if cs[i].ImagePullPolicy == "" {
-				cs[i].ImagePullPolicy = DefaultPullPolicy(cs[i].Image)
+				cs[i].ImagePullPolicy = podutil.DefaultPullPolicy(cs[i].Image)
 			}
 		}
 	}
-}
-
-// DefaultPullPolicy is the pull policy of a container that sets none:
-// Always when the image has no tag and no digest or the tag "latest",
-// else IfNotPresent.
-func DefaultPullPolicy(image string) corev1.PullPolicy {
-	name, digest, _ := strings.Cut(image, "@")
-	last := name[strings.LastIndexByte(name, '/')+1:]
-	_, tag, tagged := strings.Cut(last, ":")
-	switch {
-	case tagged && tag == "latest":
-		return corev1.PullAlways
-	case !tagged && digest == "":
-		return corev1.PullAlways
-	}
-	return corev1.PullIfNotPresent
 }
 
 // IsStaticPod reports whether pod came from a source other than the

@@ -110,28 +110,6 @@ func TestManifestUID(t *testing.T) {
 	}
 }
 
-func TestDefaultPullPolicy(t *testing.T) {
-	tests := []struct {
-		image string
-		want  corev1.PullPolicy
-	}{
-		{"nginx", corev1.PullAlways},
-		{"nginx:latest", corev1.PullAlways},
-		{"nginx:1.27", corev1.PullIfNotPresent},
-		{"registry.local:5000/team/app", corev1.PullAlways},
-		{"registry.local:5000/team/app:v2", corev1.PullIfNotPresent},
-		{"registry.local:5000/team/app:latest", corev1.PullAlways},
-		{"app@sha256:0123abcd", corev1.PullIfNotPresent},
-		{"app:latest@sha256:0123abcd", corev1.PullAlways},
-		{"app:v1@sha256:0123abcd", corev1.PullIfNotPresent},
-	}
-	for _, tt := range tests {
-		if got := podsource.DefaultPullPolicy(tt.image); got != tt.want {
-			t.Errorf("DefaultPullPolicy(%q) = %s, want %s", tt.image, got, tt.want)
-		}
-	}
-}
-
 func TestMirrorPods(t *testing.T) {
 	static, err := podsource.ParseManifest([]byte(goodManifest), "node-1", seenAt)
 	if err != nil {

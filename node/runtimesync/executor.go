@@ -16,6 +16,7 @@ import (
 	"github.com/lockstep-dev/lockstep/node/deps"
 	"github.com/lockstep-dev/lockstep/node/podspec"
 	"github.com/lockstep-dev/lockstep/node/podstate"
+	"github.com/lockstep-dev/lockstep/node/podutil"
 )
 
 // MinStopTimeout is the least time a container gets between SIGTERM and
@@ -249,26 +250,11 @@ func podGrace(pod *corev1.Pod) int64 {
 	return 30
 }
 
-// PullPolicy is a container's effective image pull policy.
-func PullPolicy(c *corev1.Container) corev1.PullPolicy {
-	if c.ImagePullPolicy != "" {
-		return c.ImagePullPolicy
-	}
-	ref := c.Image
-	if i := strings.LastIndex(ref, "@"); i >= 0 {
-		return corev1.PullIfNotPresent
-	}
-	if i := strings.LastIndex(ref, ":"); i < 0 || strings.Contains(ref[i:], "/") || ref[i+1:] == "latest" {
-		return corev1.PullAlways
-	}
-	return corev1.PullIfNotPresent
-}
-
 // ensureImage makes sure c's image is present per its pull policy. It
 // returns the waiting reason when the container cannot start now.
 func (e *Executor) ensureImage(ctx context.Context, pod *corev1.Pod, c *corev1.Container, sb *runtimeapi.PodSandboxConfig) (*Waiting, error) {
 	spec := &runtimeapi.ImageSpec{Image: c.Image}
-	policy := PullPolicy(c)
+	policy := podutil.PullPolicy(c)
 	present := false
 	if st, err := e.d.Images.ImageStatus(ctx, spec, false); err == nil && st.GetImage() != nil {
 		present = true
