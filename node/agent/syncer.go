@@ -10,8 +10,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/lockstep-dev/lockstep/node/podsource"
 	"github.com/lockstep-dev/lockstep/node/podstate"
+	"github.com/lockstep-dev/lockstep/node/podutil"
 	"github.com/lockstep-dev/lockstep/node/podworkers"
 	"github.com/lockstep-dev/lockstep/node/runtimesync"
 	"github.com/lockstep-dev/lockstep/node/status"
@@ -99,7 +99,7 @@ func (a *Agent) SyncTerminatedPod(_ context.Context, uid types.UID, pod *corev1.
 	a.mu.Lock()
 	delete(a.expected, uid)
 	a.mu.Unlock()
-	if pod == nil || podsource.IsStaticPod(pod) {
+	if pod == nil || podutil.IsStaticPod(pod) {
 		return nil
 	}
 	if pod.DeletionTimestamp != nil {

@@ -137,20 +137,6 @@ func applyStaticDefaults(pod *corev1.Pod, nodeName string, uid types.UID, seen t
 	}
 }
 
-// IsStaticPod reports whether pod came from a source other than the
-// apiserver (a manifest file). Pods handed out by a Merger carry their
-// source; a mirror pod read from the API is not static.
-func IsStaticPod(pod *corev1.Pod) bool {
-	src, ok := pod.Annotations[AnnotationConfigSource]
-	return ok && src != SourceAPI
-}
-
-// IsMirrorPod reports whether pod is the API mirror of a static pod.
-func IsMirrorPod(pod *corev1.Pod) bool {
-	_, ok := pod.Annotations[AnnotationConfigMirror]
-	return ok
-}
-
 // MirrorPodFor returns the mirror pod to create in the API for a static
 // pod: same name, namespace, labels, annotations and spec, plus the mirror
 // annotation holding the static pod's config hash; no UID, resource

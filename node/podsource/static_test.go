@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/lockstep-dev/lockstep/node/podsource"
+	"github.com/lockstep-dev/lockstep/node/podutil"
 )
 
 var seenAt = time.Date(2026, 1, 1, 0, 0, 0, 123, time.UTC)
@@ -150,8 +151,8 @@ func TestMirrorPods(t *testing.T) {
 		t.Fatalf("updates %v", summarize(us))
 	}
 	got := us[0].Pods[0]
-	if !podsource.IsMirrorPod(got) || podsource.IsStaticPod(got) {
-		t.Errorf("mirror from the API: IsMirrorPod %v, IsStaticPod %v; want true, false", podsource.IsMirrorPod(got), podsource.IsStaticPod(got))
+	if !podutil.IsMirrorPod(got) || podutil.IsStaticPod(got) {
+		t.Errorf("mirror from the API: IsMirrorPod %v, IsStaticPod %v; want true, false", podutil.IsMirrorPod(got), podutil.IsStaticPod(got))
 	}
 	if uid, ok := podsource.StaticPodUIDFromMirror(got); !ok || uid != static.UID {
 		t.Errorf("StaticPodUIDFromMirror = %q, %v; want %q, true", uid, ok, static.UID)
@@ -159,7 +160,7 @@ func TestMirrorPods(t *testing.T) {
 	if uid, ok := podsource.StaticPodUIDFromMirror(static); ok {
 		t.Errorf("StaticPodUIDFromMirror(static pod) = %q, true; want false", uid)
 	}
-	if podsource.IsStaticPod(apiPod("plain")) || podsource.IsMirrorPod(apiPod("plain")) {
+	if podutil.IsStaticPod(apiPod("plain")) || podutil.IsMirrorPod(apiPod("plain")) {
 		t.Error("a plain API pod is static or mirror")
 	}
 }

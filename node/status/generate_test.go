@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/lockstep-dev/lockstep/node/podstate"
+	"github.com/lockstep-dev/lockstep/node/podutil"
 )
 
 // TestRestartPolicyTruthTable is the invariant-level table: one container
@@ -550,7 +551,7 @@ func TestTerminate(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			pod := newPod(corev1.RestartPolicyAlways, "a", "b")
 			if tc.static {
-				pod.Annotations = map[string]string{AnnotationConfigSource: "file"}
+				pod.Annotations = map[string]string{podutil.AnnotationConfigSource: "file"}
 			}
 			in := corev1.PodStatus{Phase: tc.phase, ContainerStatuses: tc.cs, Conditions: []corev1.PodCondition{
 				{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: mt(1)},

@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/lockstep-dev/lockstep/node/deps"
+	"github.com/lockstep-dev/lockstep/node/podutil"
 )
 
 // Config tunes the Manager. Zero fields take their defaults.
@@ -425,7 +426,7 @@ func (m *Manager) writeStatus(ctx context.Context, snap snapshot) (adopted *core
 			return adopted, nil
 		case apierrors.IsConflict(err) && attempt < m.cfg.ConflictRetries:
 			continue
-		case apierrors.IsNotFound(err) && !IsStatic(pod):
+		case apierrors.IsNotFound(err) && !podutil.IsStaticPod(pod):
 			return nil, errGone
 		default:
 			return nil, fmt.Errorf("update status of pod %s: %w", podKey(pod), err)
@@ -439,7 +440,7 @@ func (m *Manager) getPod(ctx context.Context, pod *corev1.Pod) (*corev1.Pod, err
 	rctx, cancel := m.d.Clock.WithTimeout(ctx, m.cfg.RequestTimeout)
 	api, err := m.d.API.Pods.GetPod(rctx, pod.Namespace, pod.Name)
 	cancel()
-	static := IsStatic(pod)
+	static := podutil.IsStaticPod(pod)
 	switch {
 	case apierrors.IsNotFound(err) && static:
 		return nil, fmt.Errorf("mirror pod of static pod %s not found", podKey(pod))
@@ -449,11 +450,11 @@ func (m *Manager) getPod(ctx context.Context, pod *corev1.Pod) (*corev1.Pod, err
 		return nil, fmt.Errorf("get pod %s: %w", podKey(pod), err)
 	}
 	if static {
-		want := pod.Annotations[AnnotationConfigHash]
+		want := pod.Annotations[podutil.AnnotationConfigHash]
 		if want == "" {
 			want = string(pod.UID)
 		}
-		if got, ok := api.Annotations[AnnotationConfigMirror]; !ok || got != want {
+		if got, ok := api.Annotations[podutil.AnnotationConfigMirror]; !ok || got != want {
 			return nil, fmt.Errorf("pod %s in the API is not the mirror of static pod %s", podKey(api), pod.UID)
 		}
 		return api, nil
@@ -468,7 +469,7 @@ func (m *Manager) getPod(ctx context.Context, pod *corev1.Pod) (*corev1.Pod, err
 // precondition; a pod already gone counts as deleted. Static and mirror
 // pods are left alone.
 func (m *Manager) deletePod(ctx context.Context, pod *corev1.Pod) error {
-	if IsStatic(pod) || IsMirror(pod) {
+	if podutil.IsStaticPod(pod) || podutil.IsMirrorPod(pod) {
 		return nil
 	}
 	rctx, cancel := m.d.Clock.WithTimeout(ctx, m.cfg.RequestTimeout)

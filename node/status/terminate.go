@@ -5,27 +5,9 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/lockstep-dev/lockstep/node/podutil"
 )
-
-// Annotation keys that tell static and mirror pods apart from API pods.
-const (
-	AnnotationConfigSource = "kubernetes.io/config.source"
-	AnnotationConfigHash   = "kubernetes.io/config.hash"
-	AnnotationConfigMirror = "kubernetes.io/config.mirror"
-)
-
-// IsStatic reports whether pod comes from a static manifest (file or http
-// source) rather than the API.
-func IsStatic(pod *corev1.Pod) bool {
-	src := pod.Annotations[AnnotationConfigSource]
-	return src == "file" || src == "http"
-}
-
-// IsMirror reports whether pod is the API's mirror of a static pod.
-func IsMirror(pod *corev1.Pod) bool {
-	_, ok := pod.Annotations[AnnotationConfigMirror]
-	return ok
-}
 
 // Terminate returns status s of a pod whose containers have all stopped
 // for good: every container not terminated is reported terminated — with the
@@ -40,8 +22,8 @@ func Terminate(pod *corev1.Pod, s corev1.PodStatus, now time.Time) corev1.PodSta
 	out.ContainerStatuses = complete(pod.Spec.Containers, out.ContainerStatuses)
 	finalizeAll(pod, &out, &s)
 	if !isTerminal(out.Phase) {
-		p := phase(pod, out.InitContainerStatuses, out.ContainerStatuses, !IsStatic(pod))
-		if !isTerminal(p) && !IsStatic(pod) {
+		p := phase(pod, out.InitContainerStatuses, out.ContainerStatuses, !podutil.IsStaticPod(pod))
+		if !isTerminal(p) && !podutil.IsStaticPod(pod) {
 			p = corev1.PodFailed
 		}
 		if p != out.Phase {
