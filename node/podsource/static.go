@@ -18,9 +18,6 @@ import (
 	"github.com/lockstep-dev/lockstep/node/podutil"
 )
 
-// defaultTerminationGrace is the grace period of a manifest that sets none.
-const defaultTerminationGrace int64 = 30
-
 // ParseManifest reads one static pod manifest (YAML or JSON; unknown
 // fields are errors), validates it and returns the pod the agent runs for
 // it on nodeName:
@@ -125,7 +122,7 @@ func applyStaticDefaults(pod *corev1.Pod, nodeName string, uid types.UID, seen t
 		pod.Spec.DNSPolicy = corev1.DNSClusterFirst
 	}
 	if pod.Spec.TerminationGracePeriodSeconds == nil {
-		grace := defaultTerminationGrace
+		grace := podutil.DefaultGracePeriodSeconds
 		pod.Spec.TerminationGracePeriodSeconds = &grace
 	}
 	for _, cs := range [][]corev1.Container{pod.Spec.InitContainers, pod.Spec.Containers} {

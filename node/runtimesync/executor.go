@@ -112,7 +112,7 @@ func (e *Executor) SyncPod(ctx context.Context, pod *corev1.Pod, st *podstate.Po
 			e.event(pod, name, corev1.EventTypeWarning, "BackOff", "Back-off restarting failed container "+name)
 		}
 	}
-	grace := podGrace(pod)
+	grace := podutil.GracePeriod(pod)
 	if acts.KillPod {
 		res.ActionTaken = true
 		if err := e.KillPod(ctx, pod, st, grace); err != nil {
@@ -237,17 +237,6 @@ func containerSpec(pod *corev1.Pod, s ContainerStart) *corev1.Container {
 		return nil
 	}
 	return &list[s.Index]
-}
-
-// podGrace is the pod's termination grace period in seconds.
-func podGrace(pod *corev1.Pod) int64 {
-	if pod.DeletionGracePeriodSeconds != nil {
-		return *pod.DeletionGracePeriodSeconds
-	}
-	if pod.Spec.TerminationGracePeriodSeconds != nil {
-		return *pod.Spec.TerminationGracePeriodSeconds
-	}
-	return 30
 }
 
 // ensureImage makes sure c's image is present per its pull policy. It
