@@ -196,7 +196,7 @@ func memoryRequest(c *corev1.Container) int64 {
 // isSidecar reports whether c is one of the pod's restartable init
 // containers.
 func isSidecar(pod *corev1.Pod, c *corev1.Container) bool {
-	if c.RestartPolicy == nil || *c.RestartPolicy != corev1.ContainerRestartPolicyAlways {
+	if !podutil.IsSidecar(c) {
 		return false
 	}
 	for i := range pod.Spec.InitContainers {

@@ -18,6 +18,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/lockstep-dev/lockstep/node/podstate"
+	"github.com/lockstep-dev/lockstep/node/podutil"
 )
 
 // Container waiting reasons the agent reports.
@@ -228,7 +229,7 @@ func (g *generator) status(c *corev1.Container, old *corev1.ContainerStatus, isI
 		cs.Ready = started && (g.probes == nil || g.probes.Ready(latest.ID))
 	case podstate.ContainerExited, podstate.ContainerUnknown:
 		term := g.terminated(latest)
-		if hasWaiting && mayRestart(g.pod, c, isInit, term.ExitCode) {
+		if hasWaiting && podutil.ShouldRestart(g.pod, c, isInit, term.ExitCode) {
 			// Waiting to be restarted (back-off, image pull, …): the instance
 			// that just finished is the last termination.
 			cs.State.Waiting = &corev1.ContainerStateWaiting{Reason: w.Reason, Message: w.Message}
@@ -246,7 +247,7 @@ func (g *generator) status(c *corev1.Container, old *corev1.ContainerStatus, isI
 	if cs.Started == nil {
 		cs.Started = ptr(false)
 	}
-	if isInit && !isSidecar(c) {
+	if isInit && !podutil.IsSidecar(c) {
 		// A completed init container counts as ready.
 		cs.Ready = cs.State.Terminated != nil && cs.State.Terminated.ExitCode == 0
 	}
@@ -263,9 +264,9 @@ func (g *generator) noInstance(c *corev1.Container, old *corev1.ContainerStatus,
 		// It finished and was removed since: what it finished with stays
 		// true, unless the sync says it is waiting to run again.
 		cs := *old.DeepCopy()
-		cs.Ready = isInit && !isSidecar(c) && old.State.Terminated.ExitCode == 0
+		cs.Ready = isInit && !podutil.IsSidecar(c) && old.State.Terminated.ExitCode == 0
 		cs.Started = ptr(false)
-		if hasWaiting && mayRestart(g.pod, c, isInit, old.State.Terminated.ExitCode) {
+		if hasWaiting && podutil.ShouldRestart(g.pod, c, isInit, old.State.Terminated.ExitCode) {
 			cs.LastTerminationState = corev1.ContainerState{Terminated: cs.State.Terminated}
 			cs.State = corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: w.Reason, Message: w.Message}}
 		}
@@ -357,28 +358,4 @@ func ptr[T any](v T) *T { return &v }
 
 func isTerminal(p corev1.PodPhase) bool {
 	return p == corev1.PodSucceeded || p == corev1.PodFailed
-}
-
-// isSidecar reports whether c is a restartable init container.
-func isSidecar(c *corev1.Container) bool {
-	return c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways
-}
-
-// mayRestart reports whether container c, having exited with exitCode, is
-// run again in the same pod under its restart policy.
-func mayRestart(pod *corev1.Pod, c *corev1.Container, isInit bool, exitCode int32) bool {
-	if isInit {
-		if isSidecar(c) {
-			return true
-		}
-		return exitCode != 0 && pod.Spec.RestartPolicy != corev1.RestartPolicyNever
-	}
-	switch pod.Spec.RestartPolicy {
-	case corev1.RestartPolicyNever:
-		return false
-	case corev1.RestartPolicyOnFailure:
-		return exitCode != 0
-	default:
-		return true
-	}
 }

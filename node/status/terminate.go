@@ -85,7 +85,7 @@ func finalizeAll(pod *corev1.Pod, s *corev1.PodStatus, prev *corev1.PodStatus) {
 func isSidecarNamed(pod *corev1.Pod, name string) bool {
 	for i := range pod.Spec.InitContainers {
 		if pod.Spec.InitContainers[i].Name == name {
-			return isSidecar(&pod.Spec.InitContainers[i])
+			return podutil.IsSidecar(&pod.Spec.InitContainers[i])
 		}
 	}
 	return false
@@ -131,14 +131,11 @@ func checkTransition(pod *corev1.Pod, old, next *corev1.PodStatus) error {
 		// A new sandbox runs even completed init containers again.
 		return nil
 	}
-	check := func(specs []corev1.Container, olds, nexts []corev1.ContainerStatus) error {
+	check := func(specs []corev1.Container, olds, nexts []corev1.ContainerStatus, init bool) error {
 		for i := range specs {
 			c := &specs[i]
 			o := findStatus(olds, c.Name)
-			if o == nil || o.State.Terminated == nil || isSidecar(c) {
-				continue
-			}
-			if o.State.Terminated.ExitCode != 0 && pod.Spec.RestartPolicy == corev1.RestartPolicyOnFailure {
+			if o == nil || o.State.Terminated == nil || podutil.ShouldRestart(pod, c, init, o.State.Terminated.ExitCode) {
 				continue
 			}
 			if n := findStatus(nexts, c.Name); n != nil && n.State.Terminated == nil {
@@ -148,8 +145,8 @@ func checkTransition(pod *corev1.Pod, old, next *corev1.PodStatus) error {
 		}
 		return nil
 	}
-	if err := check(pod.Spec.InitContainers, old.InitContainerStatuses, next.InitContainerStatuses); err != nil {
+	if err := check(pod.Spec.InitContainers, old.InitContainerStatuses, next.InitContainerStatuses, true); err != nil {
 		return err
 	}
-	return check(pod.Spec.Containers, old.ContainerStatuses, next.ContainerStatuses)
+	return check(pod.Spec.Containers, old.ContainerStatuses, next.ContainerStatuses, false)
 }
