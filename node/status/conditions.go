@@ -43,7 +43,7 @@ func conditions(pod *corev1.Pod, s *corev1.PodStatus, sandboxReady bool, now tim
 			out = append(out, *c.DeepCopy())
 		}
 	}
-	terminal := isTerminal(s.Phase)
+	terminal := podutil.IsTerminal(s.Phase)
 
 	ready := cond(corev1.PodReadyToStartContainers, sandboxReady, "", "")
 

@@ -115,7 +115,7 @@ func Generate(pod *corev1.Pod, rs *podstate.PodStatus, waiting map[string]Waitin
 	}
 	s.ContainerStatuses = g.statuses(pod.Spec.Containers, prev.ContainerStatuses, false, regularDefault)
 
-	if isTerminal(prev.Phase) {
+	if podutil.IsTerminal(prev.Phase) {
 		s.Phase = prev.Phase
 		finalizeAll(pod, &s, prev)
 	} else {
@@ -355,7 +355,3 @@ func findStatus(list []corev1.ContainerStatus, name string) *corev1.ContainerSta
 }
 
 func ptr[T any](v T) *T { return &v }
-
-func isTerminal(p corev1.PodPhase) bool {
-	return p == corev1.PodSucceeded || p == corev1.PodFailed
-}

@@ -572,7 +572,7 @@ func TestTerminate(t *testing.T) {
 					t.Errorf("%s ready=%v started=%v after Terminate", cs.Name, cs.Ready, *cs.Started)
 				}
 			}
-			if c := condStatus(out, corev1.PodReady); isTerminal(tc.want) && (c.Status != corev1.ConditionFalse || !c.LastTransitionTime.Equal(&metav1.Time{Time: at(9)})) {
+			if c := condStatus(out, corev1.PodReady); podutil.IsTerminal(tc.want) && (c.Status != corev1.ConditionFalse || !c.LastTransitionTime.Equal(&metav1.Time{Time: at(9)})) {
 				t.Errorf("Ready = %s since %v, want False since 9s", c.Status, c.LastTransitionTime)
 			}
 			if diff := cmp.Diff(tc.cs, in.ContainerStatuses); diff != "" {

@@ -138,7 +138,7 @@ func (m *Manager) PodStatus(uid types.UID) (corev1.PodStatus, bool) {
 // when the API already holds a terminal phase the cache has not seen.
 func (m *Manager) WithCachedStatus(pod *corev1.Pod) *corev1.Pod {
 	s, ok := m.PodStatus(pod.UID)
-	if !ok || (isTerminal(pod.Status.Phase) && !isTerminal(s.Phase)) {
+	if !ok || (podutil.IsTerminal(pod.Status.Phase) && !podutil.IsTerminal(s.Phase)) {
 		return pod
 	}
 	p := *pod
@@ -157,7 +157,7 @@ func (m *Manager) TerminatePod(pod *corev1.Pod) {
 	if e := m.pods[pod.UID]; e != nil && e.version > 0 {
 		base = e.status
 	}
-	if isTerminal(pod.Status.Phase) && !isTerminal(base.Phase) {
+	if podutil.IsTerminal(pod.Status.Phase) && !podutil.IsTerminal(base.Phase) {
 		base = *base.DeepCopy()
 		base.Phase = pod.Status.Phase
 	}
@@ -401,7 +401,7 @@ func (m *Manager) writeStatus(ctx context.Context, snap snapshot) (adopted *core
 		}
 		want := snap.status
 		adopted = nil
-		if isTerminal(api.Status.Phase) && want.Phase != api.Status.Phase {
+		if podutil.IsTerminal(api.Status.Phase) && want.Phase != api.Status.Phase {
 			m.log.Warn("API holds a terminal phase; keeping it", "pod", podKey(pod),
 				"api", api.Status.Phase, "ours", want.Phase)
 			base := *want.DeepCopy()

@@ -21,9 +21,9 @@ func Terminate(pod *corev1.Pod, s corev1.PodStatus, now time.Time) corev1.PodSta
 	out.InitContainerStatuses = complete(pod.Spec.InitContainers, out.InitContainerStatuses)
 	out.ContainerStatuses = complete(pod.Spec.Containers, out.ContainerStatuses)
 	finalizeAll(pod, &out, &s)
-	if !isTerminal(out.Phase) {
+	if !podutil.IsTerminal(out.Phase) {
 		p := phase(pod, out.InitContainerStatuses, out.ContainerStatuses, !podutil.IsStaticPod(pod))
-		if !isTerminal(p) && !podutil.IsStaticPod(pod) {
+		if !podutil.IsTerminal(p) && !podutil.IsStaticPod(pod) {
 			p = corev1.PodFailed
 		}
 		if p != out.Phase {
@@ -31,7 +31,7 @@ func Terminate(pod *corev1.Pod, s corev1.PodStatus, now time.Time) corev1.PodSta
 		}
 		out.Phase = p
 	}
-	if isTerminal(out.Phase) {
+	if podutil.IsTerminal(out.Phase) {
 		for i := range out.Conditions {
 			c := &out.Conditions[i]
 			if c.Type != corev1.PodReady && c.Type != corev1.ContainersReady {
@@ -124,7 +124,7 @@ func finalize(cs *corev1.ContainerStatus, old *corev1.ContainerStatus) {
 // container leaving the terminated state when its restart policy forbids
 // running it again.
 func checkTransition(pod *corev1.Pod, old, next *corev1.PodStatus) error {
-	if isTerminal(old.Phase) && next.Phase != old.Phase {
+	if podutil.IsTerminal(old.Phase) && next.Phase != old.Phase {
 		return fmt.Errorf("pod %s/%s: phase %s is final, refusing %s", pod.Namespace, pod.Name, old.Phase, next.Phase)
 	}
 	if pod.Spec.RestartPolicy == corev1.RestartPolicyAlways || pod.Spec.RestartPolicy == "" {
