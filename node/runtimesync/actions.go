@@ -162,7 +162,7 @@ func ComputeActions(in Inputs) Actions {
 	if !initDone {
 		for _, c := range pod.Spec.Containers {
 			if _, ok := acts.Waiting[c.Name]; !ok {
-				acts.Waiting[c.Name] = Waiting{Reason: "PodInitializing"}
+				acts.Waiting[c.Name] = Waiting{Reason: podutil.ReasonPodInitializing}
 			}
 		}
 		return acts
@@ -244,7 +244,7 @@ func restartAfterFailure(in Inputs, acts *Actions, name string, init bool, index
 				acts.RetryAfter = remaining
 			}
 			acts.Waiting[name] = Waiting{
-				Reason: "CrashLoopBackOff",
+				Reason: podutil.ReasonCrashLoopBackOff,
 				Message: fmt.Sprintf("back-off %v restarting failed container=%s pod=%s/%s(%s)",
 					delay, name, in.Pod.Namespace, in.Pod.Name, in.Pod.UID),
 			}

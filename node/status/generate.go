@@ -21,30 +21,6 @@ import (
 	"github.com/lockstep-dev/lockstep/node/podutil"
 )
 
-// Container waiting reasons the agent reports.
-const (
-	ReasonContainerCreating          = "ContainerCreating"
-	ReasonPodInitializing            = "PodInitializing"
-	ReasonCrashLoopBackOff           = "CrashLoopBackOff"
-	ReasonErrImagePull               = "ErrImagePull"
-	ReasonImagePullBackOff           = "ImagePullBackOff"
-	ReasonCreateContainerError       = "CreateContainerError"
-	ReasonCreateContainerConfigError = "CreateContainerConfigError"
-)
-
-// Container termination reasons.
-const (
-	// ReasonCompleted is a clean exit (code 0) with no reason from the runtime.
-	ReasonCompleted = "Completed"
-	// ReasonError is a non-zero exit with no reason from the runtime.
-	ReasonError = "Error"
-	// ReasonOOMKilled is the runtime's reason for a kernel OOM kill.
-	ReasonOOMKilled = "OOMKilled"
-	// ReasonContainerStatusUnknown marks a container whose final state
-	// nobody knows; it is always reported with ExitCodeUnknown.
-	ReasonContainerStatusUnknown = "ContainerStatusUnknown"
-)
-
 // ExitCodeUnknown is the exit code reported for a container whose final
 // state is unknown: a failure (SIGKILL's code), never a success, so a lost
 // container can never turn a Failed pod into a Succeeded one (upstream
@@ -108,10 +84,10 @@ func Generate(pod *corev1.Pod, rs *podstate.PodStatus, waiting map[string]Waitin
 	s.ObservedGeneration = pod.Generation
 	s.QOSClass = QOSClass(pod)
 
-	s.InitContainerStatuses = g.statuses(pod.Spec.InitContainers, prev.InitContainerStatuses, true, ReasonContainerCreating)
-	regularDefault := ReasonContainerCreating
+	s.InitContainerStatuses = g.statuses(pod.Spec.InitContainers, prev.InitContainerStatuses, true, podutil.ReasonContainerCreating)
+	regularDefault := podutil.ReasonContainerCreating
 	if len(pod.Spec.InitContainers) > 0 && !initialized(pod, s.InitContainerStatuses, nil) {
-		regularDefault = ReasonPodInitializing
+		regularDefault = podutil.ReasonPodInitializing
 	}
 	s.ContainerStatuses = g.statuses(pod.Spec.Containers, prev.ContainerStatuses, false, regularDefault)
 
@@ -289,7 +265,7 @@ func (g *generator) noInstance(c *corev1.Container, old *corev1.ContainerStatus,
 			// count as a success.
 			cs.LastTerminationState.Terminated = &corev1.ContainerStateTerminated{
 				ExitCode:    ExitCodeUnknown,
-				Reason:      ReasonContainerStatusUnknown,
+				Reason:      podutil.ReasonContainerStatusUnknown,
 				Message:     "the container was running and is no longer known to the runtime",
 				StartedAt:   old.State.Running.StartedAt,
 				ContainerID: old.ContainerID,
@@ -311,14 +287,14 @@ func (g *generator) terminated(c podstate.Container) *corev1.ContainerStateTermi
 	}
 	if c.State == podstate.ContainerUnknown {
 		t.ExitCode = ExitCodeUnknown
-		t.Reason = ReasonContainerStatusUnknown
+		t.Reason = podutil.ReasonContainerStatusUnknown
 		t.Message = "the runtime reports the container's state as unknown"
 		return t
 	}
 	if t.Reason == "" {
-		t.Reason = ReasonCompleted
+		t.Reason = podutil.ReasonCompleted
 		if t.ExitCode != 0 {
-			t.Reason = ReasonError
+			t.Reason = podutil.ReasonError
 		}
 	}
 	return t

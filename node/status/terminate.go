@@ -12,7 +12,7 @@ import (
 // Terminate returns status s of a pod whose containers have all stopped
 // for good: every container not terminated is reported terminated — with the
 // termination it last recorded when it was waiting to restart, else with
-// ExitCodeUnknown and ReasonContainerStatusUnknown — and the phase becomes
+// ExitCodeUnknown and podutil.ReasonContainerStatusUnknown — and the phase becomes
 // terminal (Succeeded if every regular container exited 0, else Failed).
 // A terminal phase is kept as it is. Static pods keep their live phase, as
 // their manifest may run them again. Ready and ContainersReady turn False.
@@ -61,7 +61,7 @@ func complete(specs []corev1.Container, list []corev1.ContainerStatus) []corev1.
 		out = append(out, corev1.ContainerStatus{
 			Name:  specs[i].Name,
 			Image: specs[i].Image,
-			State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: ReasonContainerCreating}},
+			State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: podutil.ReasonContainerCreating}},
 		})
 	}
 	return out
@@ -108,7 +108,7 @@ func finalize(cs *corev1.ContainerStatus, old *corev1.ContainerStatus) {
 	default:
 		t := &corev1.ContainerStateTerminated{
 			ExitCode:    ExitCodeUnknown,
-			Reason:      ReasonContainerStatusUnknown,
+			Reason:      podutil.ReasonContainerStatusUnknown,
 			Message:     "the container's final state is unknown: it was not seen to finish",
 			ContainerID: cs.ContainerID,
 		}
