@@ -14,6 +14,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/lockstep-dev/lockstep/node/backoff"
 	"github.com/lockstep-dev/lockstep/node/deps"
 	"github.com/lockstep-dev/lockstep/node/podutil"
 )
@@ -374,10 +375,8 @@ func (m *Manager) syncPod(ctx context.Context, uid types.UID) {
 		m.log.Info("pod gone from the API; status no longer written", "pod", podKey(snap.pod), "uid", uid)
 	default:
 		e.failures++
-		d := m.cfg.RetryBackoff << min(e.failures-1, 30)
-		if d <= 0 || d > m.cfg.MaxRetryBackoff {
-			d = m.cfg.MaxRetryBackoff
-		}
+		retry := backoff.Curve{Initial: m.cfg.RetryBackoff, Max: m.cfg.MaxRetryBackoff}
+		d := retry.Delay(e.failures)
 		e.notBefore = m.d.Clock.Now().Add(d)
 		if e.retry == nil {
 			e.retry = m.d.Tasks.AfterFunc("status-retry", d, func() { m.enqueue(uid) })
