@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/lockstep-dev/lockstep/node/podsource"
+	"github.com/lockstep-dev/lockstep/node/podutil"
 	"github.com/lockstep-dev/lockstep/sim/harness"
 )
 
@@ -32,7 +33,7 @@ spec:
 // mirrorOf returns the mirror pod of the static pod named etcd.
 func mirrorOf(h *harness.Harness) (*corev1.Pod, bool) {
 	p, ok := APIPod(h, "kube-system", "etcd-"+h.NodeName)
-	if !ok || !podsource.IsMirrorPod(p) {
+	if !ok || !podutil.IsMirrorPod(p) {
 		return nil, false
 	}
 	return p, true

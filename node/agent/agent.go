@@ -21,6 +21,7 @@ import (
 	"github.com/lockstep-dev/lockstep/node/pleg"
 	"github.com/lockstep-dev/lockstep/node/podsource"
 	"github.com/lockstep-dev/lockstep/node/podspec"
+	"github.com/lockstep-dev/lockstep/node/podutil"
 	"github.com/lockstep-dev/lockstep/node/podworkers"
 	"github.com/lockstep-dev/lockstep/node/runtimesync"
 	"github.com/lockstep-dev/lockstep/node/status"
@@ -227,7 +228,7 @@ func (a *Agent) configLoop(ctx context.Context) {
 
 func (a *Agent) handleUpdate(u podsource.Update) {
 	for _, pod := range u.Pods {
-		if podsource.IsMirrorPod(pod) {
+		if podutil.IsMirrorPod(pod) {
 			continue // the static pod it mirrors is what runs
 		}
 		switch u.Op {

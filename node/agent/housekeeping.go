@@ -10,6 +10,7 @@ import (
 	"github.com/lockstep-dev/lockstep/node/metrics"
 	"github.com/lockstep-dev/lockstep/node/podsource"
 	"github.com/lockstep-dev/lockstep/node/podstate"
+	"github.com/lockstep-dev/lockstep/node/podutil"
 	"github.com/lockstep-dev/lockstep/node/podworkers"
 )
 
@@ -40,7 +41,7 @@ func (a *Agent) housekeeping(ctx context.Context) {
 					}
 				}
 			}
-			if podsource.IsStaticPod(pod) {
+			if podutil.IsStaticPod(pod) {
 				a.ensureMirror(ctx, uid)
 			}
 			continue

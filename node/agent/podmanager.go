@@ -1,12 +1,12 @@
 package agent
 
 import (
-	"slices"
-	"strings"
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/lockstep-dev/lockstep/node/podutil"
 )
 
 // podManager holds the desired pods from every source, by UID.
@@ -44,14 +44,6 @@ func (m *podManager) list() []*corev1.Pod {
 		out = append(out, p)
 	}
 	m.mu.Unlock()
-	slices.SortFunc(out, func(a, b *corev1.Pod) int {
-		if c := strings.Compare(a.Namespace, b.Namespace); c != 0 {
-			return c
-		}
-		if c := strings.Compare(a.Name, b.Name); c != 0 {
-			return c
-		}
-		return strings.Compare(string(a.UID), string(b.UID))
-	})
+	podutil.SortPods(out)
 	return out
 }

@@ -10,8 +10,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/lockstep-dev/lockstep/node/podsource"
 	"github.com/lockstep-dev/lockstep/node/podstate"
+	"github.com/lockstep-dev/lockstep/node/podutil"
 	"github.com/lockstep-dev/lockstep/node/podworkers"
 	"github.com/lockstep-dev/lockstep/node/runtimesync"
 	"github.com/lockstep-dev/lockstep/node/status"
@@ -32,10 +32,6 @@ func (a *Agent) since(lastSync time.Time) time.Time {
 	return lastSync
 }
 
-func isTerminal(phase corev1.PodPhase) bool {
-	return phase == corev1.PodSucceeded || phase == corev1.PodFailed
-}
-
 // SyncPod is the syncing step of a pod's worker.
 func (a *Agent) SyncPod(ctx context.Context, pod *corev1.Pod, lastSync time.Time) (podworkers.SyncResult, error) {
 	st, err := a.pleg.Cache().GetNewerThan(ctx, pod.UID, a.since(lastSync))
@@ -49,7 +45,7 @@ func (a *Agent) SyncPod(ctx context.Context, pod *corev1.Pod, lastSync time.Time
 		return podworkers.SyncResult{RequeueAfter: a.cfg.SyncTick}, nil
 	}
 	prev := a.status.WithCachedStatus(pod)
-	terminal := isTerminal(prev.Status.Phase)
+	terminal := podutil.IsTerminal(prev.Status.Phase)
 	res, syncErr := a.exec.SyncPod(ctx, pod, st, terminal, nil)
 	a.expect(pod.UID, res.Started)
 
@@ -63,7 +59,7 @@ func (a *Agent) SyncPod(ctx context.Context, pod *corev1.Pod, lastSync time.Time
 		a.cfg.Metrics.ObservePodStartDuration(now.Sub(pod.CreationTimestamp.Time))
 	}
 	a.status.SetPodStatus(pod, s)
-	out := podworkers.SyncResult{Terminal: isTerminal(s.Phase), RequeueAfter: res.Actions.RetryAfter}
+	out := podworkers.SyncResult{Terminal: podutil.IsTerminal(s.Phase), RequeueAfter: res.Actions.RetryAfter}
 	return out, syncErr
 }
 
@@ -99,7 +95,7 @@ func (a *Agent) SyncTerminatedPod(_ context.Context, uid types.UID, pod *corev1.
 	a.mu.Lock()
 	delete(a.expected, uid)
 	a.mu.Unlock()
-	if pod == nil || podsource.IsStaticPod(pod) {
+	if pod == nil || podutil.IsStaticPod(pod) {
 		return nil
 	}
 	if pod.DeletionTimestamp != nil {

@@ -1,7 +1,11 @@
-// Package backoff keeps the per-key back-off of restarts and image pulls:
-// CrashLoopBackOff per pod and container (10 s doubling to 300 s, measured
-// from the crashed instance's FinishedAt, reset once an instance ran cleanly
-// for 10 min) and ImagePullBackOff per pod and image.
+// Package backoff owns every back-off curve of the agent. Curve is one
+// exponential retry curve (initial delay, factor, cap, jitter from
+// deps.Rand, reset) that each retry loop walks: API relists, status write
+// retries, PLEG refreshes and event subscriptions, node lease renewal and
+// registration. Backoff keeps one curve per key for restarts and image
+// pulls: CrashLoopBackOff per pod and container (10 s doubling to 300 s,
+// measured from the crashed instance's FinishedAt, reset once an instance
+// ran cleanly for 10 min) and ImagePullBackOff per pod and image.
 package backoff
 
 import (
@@ -24,12 +28,16 @@ type Config struct {
 // Backoff tracks one back-off curve per key. It is safe for concurrent use.
 type Backoff struct {
 	cfg     Config
+	curve   Curve
 	mu      sync.Mutex
 	entries map[string]*entry
 }
 
 type entry struct {
-	delay time.Duration
+	// failures counts the failures in a row; delay is what the last one
+	// waits.
+	failures int
+	delay    time.Duration
 	// failedAt identifies the failure the current delay was computed for,
 	// so that asking again about the same failure does not double it.
 	failedAt time.Time
@@ -46,7 +54,7 @@ func New(cfg Config) *Backoff {
 	if cfg.ResetAfter <= 0 {
 		cfg.ResetAfter = 10 * time.Minute
 	}
-	return &Backoff{cfg: cfg, entries: map[string]*entry{}}
+	return &Backoff{cfg: cfg, curve: Curve{Initial: cfg.Initial, Max: cfg.Max}, entries: map[string]*entry{}}
 }
 
 // Delay returns how long after failedAt the next attempt must wait, for a
@@ -63,12 +71,11 @@ func (b *Backoff) Delay(key string, startedAt, failedAt time.Time) time.Duration
 		b.entries[key] = e
 	}
 	if !e.failedAt.Equal(failedAt) || e.delay == 0 {
-		switch {
-		case e.delay == 0, !startedAt.IsZero() && failedAt.Sub(startedAt) >= b.cfg.ResetAfter:
-			e.delay = b.cfg.Initial
-		default:
-			e.delay = min(2*e.delay, b.cfg.Max)
+		if e.delay == 0 || !startedAt.IsZero() && failedAt.Sub(startedAt) >= b.cfg.ResetAfter {
+			e.failures = 0
 		}
+		e.failures++
+		e.delay = b.curve.Delay(e.failures)
 		e.failedAt = failedAt
 	}
 	return e.delay

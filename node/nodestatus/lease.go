@@ -9,6 +9,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/lockstep-dev/lockstep/node/backoff"
 )
 
 // runLease is the "node lease" task: it renews the lease every
@@ -28,7 +30,7 @@ func (m *Manager) runLease(ctx context.Context) {
 // failures with a back-off of 200 ms doubling to 7 s until it succeeds;
 // the next renewal is then back on the normal interval.
 func (m *Manager) syncLease(ctx context.Context) {
-	delay := leaseBackoffInitial
+	retry := backoff.Curve{Initial: leaseBackoffInitial, Max: leaseBackoffMax}
 	for {
 		err := m.renewLease(ctx)
 		if err == nil {
@@ -37,11 +39,11 @@ func (m *Manager) syncLease(ctx context.Context) {
 		if ctx.Err() != nil {
 			return
 		}
+		delay := retry.Next()
 		m.log.Warn("renewing node lease failed, will retry", "err", err, "retryIn", delay)
 		if m.d.Tasks.Sleep(ctx, delay) != nil {
 			return
 		}
-		delay = min(2*delay, leaseBackoffMax)
 	}
 }
 

@@ -7,6 +7,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+
+	"github.com/lockstep-dev/lockstep/node/backoff"
 )
 
 // runStatus is the "node register+status" task: it registers the node,
@@ -30,7 +32,7 @@ func (m *Manager) runStatus(ctx context.Context) {
 // a back-off of 100 ms doubling to 7 s until it succeeds. It reports false
 // when ctx ended first.
 func (m *Manager) register(ctx context.Context) bool {
-	delay := registerBackoffInitial
+	retry := backoff.Curve{Initial: registerBackoffInitial, Max: registerBackoffMax}
 	for {
 		err := m.tryRegister(ctx)
 		if err == nil {
@@ -39,11 +41,11 @@ func (m *Manager) register(ctx context.Context) bool {
 		if ctx.Err() != nil {
 			return false
 		}
+		delay := retry.Next()
 		m.log.Warn("node registration failed, will retry", "err", err, "retryIn", delay)
 		if m.d.Tasks.Sleep(ctx, delay) != nil {
 			return false
 		}
-		delay = min(2*delay, registerBackoffMax)
 	}
 }
 

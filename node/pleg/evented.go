@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/lockstep-dev/lockstep/node/backoff"
 	"github.com/lockstep-dev/lockstep/node/podstate"
 )
 
@@ -33,7 +34,7 @@ type trigger struct {
 // after a backoff (RelistPeriod doubling up to EventedRelistPeriod, back to
 // RelistPeriod once a stream has delivered an event).
 func (p *PLEG) watch(ctx context.Context) {
-	backoff := p.cfg.RelistPeriod
+	retry := backoff.Curve{Initial: p.cfg.RelistPeriod, Max: p.cfg.EventedRelistPeriod}
 	for ctx.Err() == nil {
 		stream, err := p.cfg.Events.Subscribe(ctx)
 		if err == nil {
@@ -44,7 +45,7 @@ func (p *PLEG) watch(ctx context.Context) {
 					err = nerr
 					break
 				}
-				backoff = p.cfg.RelistPeriod
+				retry.Reset()
 				p.triggers.Put(trigger{kind: containerEvent, ev: ev})
 			}
 		}
@@ -52,10 +53,9 @@ func (p *PLEG) watch(ctx context.Context) {
 			return
 		}
 		p.triggers.Put(trigger{kind: streamDown, err: err})
-		if p.tasks.Sleep(ctx, backoff) != nil {
+		if p.tasks.Sleep(ctx, retry.Next()) != nil {
 			return
 		}
-		backoff = min(2*backoff, p.cfg.EventedRelistPeriod)
 	}
 }
 

@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/lockstep-dev/lockstep/node/backoff"
 	"github.com/lockstep-dev/lockstep/node/podstate"
 )
 
@@ -173,16 +174,15 @@ func (p *PLEG) failed(ctx context.Context, uid types.UID, ts time.Time, evs []Ev
 // a backoff from RelistPeriod doubling up to maxRetryBackoff, until it
 // succeeds; then the relist loop takes the pod back.
 func (p *PLEG) probe(ctx context.Context, uid types.UID) {
-	backoff := p.cfg.RelistPeriod
+	retry := backoff.Curve{Initial: p.cfg.RelistPeriod, Max: maxRetryBackoff}
 	for {
-		if p.tasks.Sleep(ctx, backoff) != nil {
+		if p.tasks.Sleep(ctx, retry.Next()) != nil {
 			return
 		}
 		if err := p.UpdatePod(ctx, uid); err == nil {
 			p.triggers.Put(trigger{kind: podResponsive, uid: uid})
 			return
 		}
-		backoff = min(2*backoff, maxRetryBackoff)
 	}
 }
 
@@ -195,14 +195,8 @@ func timedOut(err error) bool {
 // failures times in a row: none after the first failure (the next relist
 // retries), then twice the relist period, doubling up to maxRetryBackoff.
 func retryBackoff(failures int, period time.Duration) time.Duration {
-	if failures <= 1 {
-		return 0
-	}
-	d := period
-	for i := 1; i < failures && d < maxRetryBackoff; i++ {
-		d *= 2
-	}
-	return min(d, maxRetryBackoff)
+	retry := backoff.Curve{Initial: 2 * period, Max: maxRetryBackoff}
+	return retry.Delay(failures - 1)
 }
 
 // refreshPod rebuilds one pod's cache entry from the snapshot's objects,

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/lockstep-dev/lockstep/node/backoff"
 	"github.com/lockstep-dev/lockstep/node/deps"
 )
 
@@ -22,14 +23,16 @@ const (
 // watch event is applied as it comes. Mirror pods are delivered like any
 // other API pod.
 type APISource struct {
-	d    deps.Deps
-	node string
-	m    *Merger
+	d     deps.Deps
+	node  string
+	m     *Merger
+	retry backoff.Curve
 }
 
 // NewAPISource returns the apiserver source of nodeName's pods feeding m.
 func NewAPISource(d deps.Deps, nodeName string, m *Merger) *APISource {
-	return &APISource{d: d, node: nodeName, m: m}
+	retry := backoff.Curve{Initial: backoffInitial, Max: backoffMax, Jitter: 0.5, Rand: d.Rand}
+	return &APISource{d: d, node: nodeName, m: m, retry: retry}
 }
 
 // Run lists and watches until ctx ends, relisting whenever the watch
@@ -39,7 +42,7 @@ func (s *APISource) Run(ctx context.Context) {
 	failures := 0
 	for ctx.Err() == nil {
 		if failures > 1 {
-			if s.d.Tasks.Sleep(ctx, s.backoff(failures-1)) != nil {
+			if s.d.Tasks.Sleep(ctx, s.retry.Delay(failures-1)) != nil {
 				return
 			}
 		}
@@ -80,14 +83,4 @@ func (s *APISource) listAndWatch(ctx context.Context) (healthy bool, err error) 
 			s.m.Apply(SourceAPI, ev.Type, ev.Pod)
 		}
 	}
-}
-
-// backoff is the jittered delay before retry n (n >= 1).
-func (s *APISource) backoff(n int) time.Duration {
-	d := backoffMax
-	if n <= 5 { // 1 s << 5 = 32 s > max
-		d = min(backoffInitial<<(n-1), backoffMax)
-	}
-	half := d / 2
-	return half + time.Duration(s.d.Rand.IntN(int(d-half)+1))
 }

@@ -17,6 +17,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/lockstep-dev/lockstep/node/podsource"
+	"github.com/lockstep-dev/lockstep/node/podutil"
 )
 
 const manifestDir = "etc/manifests"
@@ -127,8 +128,8 @@ func TestFileSourceAddsStaticPod(t *testing.T) {
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("static pod (-want +got):\n%s", diff)
 	}
-	if !podsource.IsStaticPod(got) || podsource.IsMirrorPod(got) {
-		t.Errorf("IsStaticPod %v, IsMirrorPod %v: want true, false", podsource.IsStaticPod(got), podsource.IsMirrorPod(got))
+	if !podutil.IsStaticPod(got) || podutil.IsMirrorPod(got) {
+		t.Errorf("IsStaticPod %v, IsMirrorPod %v: want true, false", podutil.IsStaticPod(got), podutil.IsMirrorPod(got))
 	}
 	// Re-reads of the unchanged file change nothing, though time moved on.
 	fw.run(time.Minute)

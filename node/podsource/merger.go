@@ -1,10 +1,8 @@
 package podsource
 
 import (
-	"cmp"
 	"fmt"
 	"log/slog"
-	"slices"
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
@@ -12,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/lockstep-dev/lockstep/node/deps"
+	"github.com/lockstep-dev/lockstep/node/podutil"
 )
 
 // Merger keeps the pods of every registered source by UID and turns each
@@ -157,9 +156,7 @@ func (m *Merger) source(name string) *sourcePods {
 // emit puts copies of pods, sorted by namespace and name, on the inbox.
 // It runs under m.mu so that Updates keep the order of the calls.
 func (m *Merger) emit(op Op, source string, pods []*corev1.Pod) {
-	slices.SortFunc(pods, func(a, b *corev1.Pod) int {
-		return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name), cmp.Compare(a.UID, b.UID))
-	})
+	podutil.SortPods(pods)
 	out := make([]*corev1.Pod, len(pods))
 	for i, p := range pods {
 		out[i] = p.DeepCopy()

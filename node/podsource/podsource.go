@@ -9,7 +9,11 @@
 // tasks; they reach the world only through deps.
 package podsource
 
-import corev1 "k8s.io/api/core/v1"
+import (
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/lockstep-dev/lockstep/node/podutil"
+)
 
 // Op is the kind of change an Update carries.
 type Op string
@@ -35,27 +39,28 @@ const (
 // The source names.
 const (
 	// SourceAPI names the pods bound to this node in the apiserver.
-	SourceAPI = "api"
+	SourceAPI = podutil.SourceAPI
 	// SourceFile names the static pods of the manifest directory.
 	SourceFile = "file"
 )
 
 // The annotations the agent reads and writes on pods to tell where they
-// come from. They are the upstream kubelet's keys.
+// come from. They are the upstream kubelet's keys; podutil owns those it
+// shares with other packages.
 const (
 	// AnnotationConfigSource holds the source a pod came from ("api",
 	// "file"). The Merger sets it on every pod it hands out.
-	AnnotationConfigSource = "kubernetes.io/config.source"
+	AnnotationConfigSource = podutil.AnnotationConfigSource
 	// AnnotationConfigHash holds a static pod's UID, the hash of its
 	// manifest.
-	AnnotationConfigHash = "kubernetes.io/config.hash"
+	AnnotationConfigHash = podutil.AnnotationConfigHash
 	// AnnotationConfigSeen holds when the agent first saw a static pod's
 	// manifest (RFC 3339 with nanoseconds). It is ignored when pods are
 	// compared.
 	AnnotationConfigSeen = "kubernetes.io/config.seen"
 	// AnnotationConfigMirror marks a mirror pod; its value is the config
 	// hash (UID) of the static pod it mirrors.
-	AnnotationConfigMirror = "kubernetes.io/config.mirror"
+	AnnotationConfigMirror = podutil.AnnotationConfigMirror
 )
 
 // Update is one batch of changes of one kind from one source, in namespace,

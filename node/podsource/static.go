@@ -14,10 +14,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/yaml"
-)
 
-// defaultTerminationGrace is the grace period of a manifest that sets none.
-const defaultTerminationGrace int64 = 30
+	"github.com/lockstep-dev/lockstep/node/podutil"
+)
 
 // ParseManifest reads one static pod manifest (YAML or JSON; unknown
 // fields are errors), validates it and returns the pod the agent runs for
@@ -123,46 +122,16 @@ func applyStaticDefaults(pod *corev1.Pod, nodeName string, uid types.UID, seen t
 		pod.Spec.DNSPolicy = corev1.DNSClusterFirst
 	}
 	if pod.Spec.TerminationGracePeriodSeconds == nil {
-		grace := defaultTerminationGrace
+		grace := podutil.DefaultGracePeriodSeconds
 		pod.Spec.TerminationGracePeriodSeconds = &grace
 	}
 	for _, cs := range [][]corev1.Container{pod.Spec.InitContainers, pod.Spec.Containers} {
 		for i := range cs {
 			if cs[i].ImagePullPolicy == "" {
-				cs[i].ImagePullPolicy = DefaultPullPolicy(cs[i].Image)
+				cs[i].ImagePullPolicy = podutil.DefaultPullPolicy(cs[i].Image)
 			}
 		}
 	}
-}
-
-// DefaultPullPolicy is the pull policy of a container that sets none:
-// Always when the image has no tag and no digest or the tag "latest",
-// else IfNotPresent.
-func DefaultPullPolicy(image string) corev1.PullPolicy {
-	name, digest, _ := strings.Cut(image, "@")
-	last := name[strings.LastIndexByte(name, '/')+1:]
-	_, tag, tagged := strings.Cut(last, ":")
-	switch {
-	case tagged && tag == "latest":
-		return corev1.PullAlways
-	case !tagged && digest == "":
-		return corev1.PullAlways
-	}
-	return corev1.PullIfNotPresent
-}
-
-// IsStaticPod reports whether pod came from a source other than the
-// apiserver (a manifest file). Pods handed out by a Merger carry their
-// source; a mirror pod read from the API is not static.
-func IsStaticPod(pod *corev1.Pod) bool {
-	src, ok := pod.Annotations[AnnotationConfigSource]
-	return ok && src != SourceAPI
-}
-
-// IsMirrorPod reports whether pod is the API mirror of a static pod.
-func IsMirrorPod(pod *corev1.Pod) bool {
-	_, ok := pod.Annotations[AnnotationConfigMirror]
-	return ok
 }
 
 // MirrorPodFor returns the mirror pod to create in the API for a static

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/lockstep-dev/lockstep/node/podsource"
+	"github.com/lockstep-dev/lockstep/node/podutil"
 )
 
 var seenAt = time.Date(2026, 1, 1, 0, 0, 0, 123, time.UTC)
@@ -110,28 +111,6 @@ func TestManifestUID(t *testing.T) {
 	}
 }
 
-func TestDefaultPullPolicy(t *testing.T) {
-	tests := []struct {
-		image string
-		want  corev1.PullPolicy
-	}{
-		{"nginx", corev1.PullAlways},
-		{"nginx:latest", corev1.PullAlways},
-		{"nginx:1.27", corev1.PullIfNotPresent},
-		{"registry.local:5000/team/app", corev1.PullAlways},
-		{"registry.local:5000/team/app:v2", corev1.PullIfNotPresent},
-		{"registry.local:5000/team/app:latest", corev1.PullAlways},
-		{"app@sha256:0123abcd", corev1.PullIfNotPresent},
-		{"app:latest@sha256:0123abcd", corev1.PullAlways},
-		{"app:v1@sha256:0123abcd", corev1.PullIfNotPresent},
-	}
-	for _, tt := range tests {
-		if got := podsource.DefaultPullPolicy(tt.image); got != tt.want {
-			t.Errorf("DefaultPullPolicy(%q) = %s, want %s", tt.image, got, tt.want)
-		}
-	}
-}
-
 func TestMirrorPods(t *testing.T) {
 	static, err := podsource.ParseManifest([]byte(goodManifest), "node-1", seenAt)
 	if err != nil {
@@ -172,8 +151,8 @@ func TestMirrorPods(t *testing.T) {
 		t.Fatalf("updates %v", summarize(us))
 	}
 	got := us[0].Pods[0]
-	if !podsource.IsMirrorPod(got) || podsource.IsStaticPod(got) {
-		t.Errorf("mirror from the API: IsMirrorPod %v, IsStaticPod %v; want true, false", podsource.IsMirrorPod(got), podsource.IsStaticPod(got))
+	if !podutil.IsMirrorPod(got) || podutil.IsStaticPod(got) {
+		t.Errorf("mirror from the API: IsMirrorPod %v, IsStaticPod %v; want true, false", podutil.IsMirrorPod(got), podutil.IsStaticPod(got))
 	}
 	if uid, ok := podsource.StaticPodUIDFromMirror(got); !ok || uid != static.UID {
 		t.Errorf("StaticPodUIDFromMirror = %q, %v; want %q, true", uid, ok, static.UID)
@@ -181,7 +160,7 @@ func TestMirrorPods(t *testing.T) {
 	if uid, ok := podsource.StaticPodUIDFromMirror(static); ok {
 		t.Errorf("StaticPodUIDFromMirror(static pod) = %q, true; want false", uid)
 	}
-	if podsource.IsStaticPod(apiPod("plain")) || podsource.IsMirrorPod(apiPod("plain")) {
+	if podutil.IsStaticPod(apiPod("plain")) || podutil.IsMirrorPod(apiPod("plain")) {
 		t.Error("a plain API pod is static or mirror")
 	}
 }

@@ -9,6 +9,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/lockstep-dev/lockstep/node/podstate"
+	"github.com/lockstep-dev/lockstep/node/podutil"
 )
 
 // ContainerConfig returns the config of a new instance of container c of
@@ -97,11 +98,7 @@ func imageSpec(c *corev1.Container, imageRef string) *runtimeapi.ImageSpec {
 // the runtime after a restart.
 func containerAnnotations(pod *corev1.Pod, c *corev1.Container, restartCount int) map[string]string {
 	a := podstate.ContainerAnnotations(ContainerHash(c), restartCount)
-	grace := int64(DefaultTerminationGracePeriodSeconds)
-	if pod.Spec.TerminationGracePeriodSeconds != nil {
-		grace = *pod.Spec.TerminationGracePeriodSeconds
-	}
-	a[podstate.AnnotationTerminationGrace] = strconv.FormatInt(grace, 10)
+	a[podstate.AnnotationTerminationGrace] = strconv.FormatInt(podutil.SpecGracePeriod(pod), 10)
 	a[podstate.AnnotationTerminationMessagePth] = c.TerminationMessagePath
 	return a
 }

@@ -27,10 +27,6 @@ import (
 // NodeInfo.PodLogsRoot is empty.
 const DefaultPodLogsRoot = "/var/log/pods"
 
-// DefaultTerminationGracePeriodSeconds is the grace period recorded on a
-// container when its pod does not set one (the API's default).
-const DefaultTerminationGracePeriodSeconds = 30
-
 // NodeInfo is what the node contributes to configs. The zero value is
 // usable; each field says what its absence means.
 type NodeInfo struct {

@@ -6,6 +6,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/lockstep-dev/lockstep/node/podutil"
 )
 
 // CPU cgroup conversions.
@@ -31,9 +33,6 @@ const (
 
 // Pod annotations and priority that make a pod critical.
 const (
-	annotationConfigSource = "kubernetes.io/config.source"
-	annotationConfigMirror = "kubernetes.io/config.mirror"
-	configSourceAPI        = "api"
 	systemNodeCritical     = "system-node-critical"
 	systemCriticalPriority = 2000000000
 )
@@ -197,7 +196,7 @@ func memoryRequest(c *corev1.Container) int64 {
 // isSidecar reports whether c is one of the pod's restartable init
 // containers.
 func isSidecar(pod *corev1.Pod, c *corev1.Container) bool {
-	if c.RestartPolicy == nil || *c.RestartPolicy != corev1.ContainerRestartPolicyAlways {
+	if !podutil.IsSidecar(c) {
 		return false
 	}
 	for i := range pod.Spec.InitContainers {
@@ -215,10 +214,7 @@ func isNodeCritical(pod *corev1.Pod) bool {
 	if pod.Spec.PriorityClassName != systemNodeCritical {
 		return false
 	}
-	if src, ok := pod.Annotations[annotationConfigSource]; ok && src != configSourceAPI {
-		return true
-	}
-	if _, ok := pod.Annotations[annotationConfigMirror]; ok {
+	if podutil.IsStaticPod(pod) || podutil.IsMirrorPod(pod) {
 		return true
 	}
 	return pod.Spec.Priority != nil && *pod.Spec.Priority >= systemCriticalPriority

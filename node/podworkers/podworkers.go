@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/lockstep-dev/lockstep/node/deps"
+	"github.com/lockstep-dev/lockstep/node/podutil"
 )
 
 // State is where a pod worker is in its forward-only life.
@@ -239,12 +240,10 @@ func killGrace(u Work, pod *corev1.Pod) int64 {
 	switch {
 	case u.GracePeriod != nil:
 		return max(*u.GracePeriod, 0)
-	case pod != nil && pod.DeletionGracePeriodSeconds != nil:
-		return *pod.DeletionGracePeriodSeconds
-	case pod != nil && pod.Spec.TerminationGracePeriodSeconds != nil:
-		return *pod.Spec.TerminationGracePeriodSeconds
+	case pod != nil:
+		return podutil.GracePeriod(pod)
 	}
-	return 30
+	return podutil.DefaultGracePeriodSeconds
 }
 
 func (p *PodWorkers) ensureRunningLocked(w *worker) {

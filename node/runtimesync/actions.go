@@ -15,6 +15,7 @@ import (
 
 	"github.com/lockstep-dev/lockstep/node/backoff"
 	"github.com/lockstep-dev/lockstep/node/podstate"
+	"github.com/lockstep-dev/lockstep/node/podutil"
 )
 
 // Inputs is everything ComputeActions looks at.
@@ -161,7 +162,7 @@ func ComputeActions(in Inputs) Actions {
 	if !initDone {
 		for _, c := range pod.Spec.Containers {
 			if _, ok := acts.Waiting[c.Name]; !ok {
-				acts.Waiting[c.Name] = Waiting{Reason: "PodInitializing"}
+				acts.Waiting[c.Name] = Waiting{Reason: podutil.ReasonPodInitializing}
 			}
 		}
 		return acts
@@ -184,7 +185,7 @@ func ComputeActions(in Inputs) Actions {
 			}
 			if reason, failed := unhealthy(in, latest.ID); failed {
 				acts.Kill = append(acts.Kill, ContainerKill{ID: latest.ID, Name: c.Name, Reason: reason})
-				if shouldRestart(pod, 1) {
+				if podutil.ShouldRestart(pod, c, false, 1) {
 					restartAfterFailure(in, &acts, c.Name, false, i, latest)
 				}
 				continue
@@ -195,11 +196,11 @@ func ComputeActions(in Inputs) Actions {
 			acts.Start = append(acts.Start, ContainerStart{Name: c.Name, Index: i, RestartCount: latest.RestartCount})
 		case podstate.ContainerUnknown:
 			acts.Kill = append(acts.Kill, ContainerKill{ID: latest.ID, Name: c.Name, Reason: "state unknown"})
-			if shouldRestart(pod, 137) {
+			if podutil.ShouldRestart(pod, c, false, 137) {
 				restartAfterFailure(in, &acts, c.Name, false, i, latest)
 			}
 		case podstate.ContainerExited:
-			if shouldRestart(pod, latest.ExitCode) {
+			if podutil.ShouldRestart(pod, c, false, latest.ExitCode) {
 				restartAfterFailure(in, &acts, c.Name, false, i, latest)
 			}
 		}
@@ -222,7 +223,7 @@ func computeFreshSandbox(in Inputs, acts *Actions) {
 		return
 	}
 	for i, c := range pod.Spec.Containers {
-		if latest, ok := st.Latest(c.Name); ok && latest.State == podstate.ContainerExited && !shouldRestart(pod, latest.ExitCode) {
+		if latest, ok := st.Latest(c.Name); ok && latest.State == podstate.ContainerExited && !podutil.ShouldRestart(pod, &c, false, latest.ExitCode) {
 			continue
 		}
 		acts.Start = append(acts.Start, ContainerStart{Name: c.Name, Index: i, RestartCount: nextCount(st, c.Name)})
@@ -243,7 +244,7 @@ func restartAfterFailure(in Inputs, acts *Actions, name string, init bool, index
 				acts.RetryAfter = remaining
 			}
 			acts.Waiting[name] = Waiting{
-				Reason: "CrashLoopBackOff",
+				Reason: podutil.ReasonCrashLoopBackOff,
 				Message: fmt.Sprintf("back-off %v restarting failed container=%s pod=%s/%s(%s)",
 					delay, name, in.Pod.Namespace, in.Pod.Name, in.Pod.UID),
 			}
@@ -251,18 +252,6 @@ func restartAfterFailure(in Inputs, acts *Actions, name string, init bool, index
 		}
 	}
 	acts.Start = append(acts.Start, ContainerStart{Name: name, Init: init, Index: index, RestartCount: latest.RestartCount + 1})
-}
-
-// shouldRestart applies the pod's restart policy to an exit code.
-func shouldRestart(pod *corev1.Pod, exitCode int32) bool {
-	switch pod.Spec.RestartPolicy {
-	case corev1.RestartPolicyNever:
-		return false
-	case corev1.RestartPolicyOnFailure:
-		return exitCode != 0
-	default:
-		return true
-	}
 }
 
 func unhealthy(in Inputs, id string) (string, bool) {

@@ -16,6 +16,7 @@ import (
 	"github.com/lockstep-dev/lockstep/node/deps"
 	"github.com/lockstep-dev/lockstep/node/podspec"
 	"github.com/lockstep-dev/lockstep/node/podstate"
+	"github.com/lockstep-dev/lockstep/node/podutil"
 )
 
 // MinStopTimeout is the least time a container gets between SIGTERM and
@@ -107,11 +108,11 @@ func (e *Executor) SyncPod(ctx context.Context, pod *corev1.Pod, st *podstate.Po
 	res := Result{Actions: acts, Waiting: map[string]Waiting{}}
 	for name, w := range acts.Waiting {
 		res.Waiting[name] = w
-		if w.Reason == "CrashLoopBackOff" {
+		if w.Reason == podutil.ReasonCrashLoopBackOff {
 			e.event(pod, name, corev1.EventTypeWarning, "BackOff", "Back-off restarting failed container "+name)
 		}
 	}
-	grace := podGrace(pod)
+	grace := podutil.GracePeriod(pod)
 	if acts.KillPod {
 		res.ActionTaken = true
 		if err := e.KillPod(ctx, pod, st, grace); err != nil {
@@ -163,7 +164,7 @@ func (e *Executor) SyncPod(ctx context.Context, pod *corev1.Pod, st *podstate.Po
 		if err != nil {
 			e.event(pod, "", corev1.EventTypeWarning, "FailedCreatePodSandBox", fmt.Sprintf("Failed to create pod sandbox: %v", err))
 			for _, s := range acts.Start {
-				res.Waiting[s.Name] = Waiting{Reason: "ContainerCreating"}
+				res.Waiting[s.Name] = Waiting{Reason: podutil.ReasonContainerCreating}
 			}
 			return res, fmt.Errorf("create sandbox of pod %s/%s: %w", pod.Namespace, pod.Name, err)
 		}
@@ -190,24 +191,24 @@ func (e *Executor) SyncPod(ctx context.Context, pod *corev1.Pod, st *podstate.Po
 		}
 		cfg, err := podspec.ContainerConfig(pod, c, s.RestartCount, podIPs, e.cfg.Node)
 		if err != nil {
-			res.Waiting[s.Name] = Waiting{Reason: "CreateContainerConfigError", Message: err.Error()}
-			e.observeStart(s, "CreateContainerConfigError")
+			res.Waiting[s.Name] = Waiting{Reason: podutil.ReasonCreateContainerConfigError, Message: err.Error()}
+			e.observeStart(s, podutil.ReasonCreateContainerConfigError)
 			e.event(pod, s.Name, corev1.EventTypeWarning, "Failed", "Error: "+err.Error())
 			errs = append(errs, err)
 			continue
 		}
 		id, err := e.d.Runtime.CreateContainer(ctx, sandboxID, cfg, sbConfig)
 		if err != nil {
-			res.Waiting[s.Name] = Waiting{Reason: "CreateContainerError", Message: err.Error()}
-			e.observeStart(s, "CreateContainerError")
+			res.Waiting[s.Name] = Waiting{Reason: podutil.ReasonCreateContainerError, Message: err.Error()}
+			e.observeStart(s, podutil.ReasonCreateContainerError)
 			e.event(pod, s.Name, corev1.EventTypeWarning, "Failed", "Error: "+err.Error())
 			errs = append(errs, fmt.Errorf("create container %q of pod %s/%s: %w", s.Name, pod.Namespace, pod.Name, err))
 			continue
 		}
 		e.event(pod, s.Name, corev1.EventTypeNormal, "Created", "Created container "+s.Name)
 		if err := e.d.Runtime.StartContainer(ctx, id); err != nil {
-			res.Waiting[s.Name] = Waiting{Reason: "RunContainerError", Message: err.Error()}
-			e.observeStart(s, "RunContainerError")
+			res.Waiting[s.Name] = Waiting{Reason: podutil.ReasonRunContainerError, Message: err.Error()}
+			e.observeStart(s, podutil.ReasonRunContainerError)
 			e.event(pod, s.Name, corev1.EventTypeWarning, "Failed", "Error: "+err.Error())
 			errs = append(errs, fmt.Errorf("start container %q of pod %s/%s: %w", s.Name, pod.Namespace, pod.Name, err))
 			continue
@@ -238,37 +239,11 @@ func containerSpec(pod *corev1.Pod, s ContainerStart) *corev1.Container {
 	return &list[s.Index]
 }
 
-// podGrace is the pod's termination grace period in seconds.
-func podGrace(pod *corev1.Pod) int64 {
-	if pod.DeletionGracePeriodSeconds != nil {
-		return *pod.DeletionGracePeriodSeconds
-	}
-	if pod.Spec.TerminationGracePeriodSeconds != nil {
-		return *pod.Spec.TerminationGracePeriodSeconds
-	}
-	return 30
-}
-
-// PullPolicy is a container's effective image pull policy.
-func PullPolicy(c *corev1.Container) corev1.PullPolicy {
-	if c.ImagePullPolicy != "" {
-		return c.ImagePullPolicy
-	}
-	ref := c.Image
-	if i := strings.LastIndex(ref, "@"); i >= 0 {
-		return corev1.PullIfNotPresent
-	}
-	if i := strings.LastIndex(ref, ":"); i < 0 || strings.Contains(ref[i:], "/") || ref[i+1:] == "latest" {
-		return corev1.PullAlways
-	}
-	return corev1.PullIfNotPresent
-}
-
 // ensureImage makes sure c's image is present per its pull policy. It
 // returns the waiting reason when the container cannot start now.
 func (e *Executor) ensureImage(ctx context.Context, pod *corev1.Pod, c *corev1.Container, sb *runtimeapi.PodSandboxConfig) (*Waiting, error) {
 	spec := &runtimeapi.ImageSpec{Image: c.Image}
-	policy := PullPolicy(c)
+	policy := podutil.PullPolicy(c)
 	present := false
 	if st, err := e.d.Images.ImageStatus(ctx, spec, false); err == nil && st.GetImage() != nil {
 		present = true
@@ -276,8 +251,8 @@ func (e *Executor) ensureImage(ctx context.Context, pod *corev1.Pod, c *corev1.C
 	switch {
 	case policy == corev1.PullNever && !present:
 		msg := fmt.Sprintf("Container image %q is not present with pull policy of Never", c.Image)
-		e.event(pod, c.Name, corev1.EventTypeWarning, "ErrImageNeverPull", msg)
-		return &Waiting{Reason: "ErrImageNeverPull", Message: msg}, nil
+		e.event(pod, c.Name, corev1.EventTypeWarning, podutil.ReasonErrImageNeverPull, msg)
+		return &Waiting{Reason: podutil.ReasonErrImageNeverPull, Message: msg}, nil
 	case policy == corev1.PullNever, policy == corev1.PullIfNotPresent && present:
 		return nil, nil
 	}
@@ -289,7 +264,7 @@ func (e *Executor) ensureImage(ctx context.Context, pod *corev1.Pod, c *corev1.C
 	if failed && e.pull.Remaining(key, time.Time{}, failedAt, now) > 0 {
 		msg := fmt.Sprintf("Back-off pulling image %q", c.Image)
 		e.event(pod, c.Name, corev1.EventTypeNormal, "BackOff", msg)
-		return &Waiting{Reason: "ImagePullBackOff", Message: msg}, nil
+		return &Waiting{Reason: podutil.ReasonImagePullBackOff, Message: msg}, nil
 	}
 	e.event(pod, c.Name, corev1.EventTypeNormal, "Pulling", fmt.Sprintf("Pulling image %q", c.Image))
 	if _, err := e.d.Images.PullImage(ctx, spec, nil, sb); err != nil {
@@ -298,7 +273,7 @@ func (e *Executor) ensureImage(ctx context.Context, pod *corev1.Pod, c *corev1.C
 		e.mu.Unlock()
 		msg := fmt.Sprintf("Failed to pull image %q: %v", c.Image, err)
 		e.event(pod, c.Name, corev1.EventTypeWarning, "Failed", msg)
-		return &Waiting{Reason: "ErrImagePull", Message: msg},
+		return &Waiting{Reason: podutil.ReasonErrImagePull, Message: msg},
 			fmt.Errorf("pull image %q for container %q of pod %s/%s: %w", c.Image, c.Name, pod.Namespace, pod.Name, err)
 	}
 	e.mu.Lock()

@@ -7,6 +7,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/lockstep-dev/lockstep/node/podutil"
 )
 
 // Pod condition reasons.
@@ -41,7 +43,7 @@ func conditions(pod *corev1.Pod, s *corev1.PodStatus, sandboxReady bool, now tim
 			out = append(out, *c.DeepCopy())
 		}
 	}
-	terminal := isTerminal(s.Phase)
+	terminal := podutil.IsTerminal(s.Phase)
 
 	ready := cond(corev1.PodReadyToStartContainers, sandboxReady, "", "")
 
@@ -113,7 +115,7 @@ func pendingInit(pod *corev1.Pod, initStatuses, statuses []corev1.ContainerStatu
 		var done bool
 		switch {
 		case cs == nil:
-		case isSidecar(c):
+		case podutil.IsSidecar(c):
 			done = cs.State.Running != nil && cs.Started != nil && *cs.Started
 		default:
 			done = cs.State.Terminated != nil && cs.State.Terminated.ExitCode == 0
@@ -130,7 +132,7 @@ func unreadyContainers(pod *corev1.Pod, s *corev1.PodStatus) []string {
 	var out []string
 	for i := range pod.Spec.InitContainers {
 		c := &pod.Spec.InitContainers[i]
-		if !isSidecar(c) {
+		if !podutil.IsSidecar(c) {
 			continue
 		}
 		if cs := findStatus(s.InitContainerStatuses, c.Name); cs == nil || !cs.Ready {

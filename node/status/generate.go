@@ -18,30 +18,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/lockstep-dev/lockstep/node/podstate"
-)
-
-// Container waiting reasons the agent reports.
-const (
-	ReasonContainerCreating          = "ContainerCreating"
-	ReasonPodInitializing            = "PodInitializing"
-	ReasonCrashLoopBackOff           = "CrashLoopBackOff"
-	ReasonErrImagePull               = "ErrImagePull"
-	ReasonImagePullBackOff           = "ImagePullBackOff"
-	ReasonCreateContainerError       = "CreateContainerError"
-	ReasonCreateContainerConfigError = "CreateContainerConfigError"
-)
-
-// Container termination reasons.
-const (
-	// ReasonCompleted is a clean exit (code 0) with no reason from the runtime.
-	ReasonCompleted = "Completed"
-	// ReasonError is a non-zero exit with no reason from the runtime.
-	ReasonError = "Error"
-	// ReasonOOMKilled is the runtime's reason for a kernel OOM kill.
-	ReasonOOMKilled = "OOMKilled"
-	// ReasonContainerStatusUnknown marks a container whose final state
-	// nobody knows; it is always reported with ExitCodeUnknown.
-	ReasonContainerStatusUnknown = "ContainerStatusUnknown"
+	"github.com/lockstep-dev/lockstep/node/podutil"
 )
 
 // ExitCodeUnknown is the exit code reported for a container whose final
@@ -107,14 +84,14 @@ func Generate(pod *corev1.Pod, rs *podstate.PodStatus, waiting map[string]Waitin
 	s.ObservedGeneration = pod.Generation
 	s.QOSClass = QOSClass(pod)
 
-	s.InitContainerStatuses = g.statuses(pod.Spec.InitContainers, prev.InitContainerStatuses, true, ReasonContainerCreating)
-	regularDefault := ReasonContainerCreating
+	s.InitContainerStatuses = g.statuses(pod.Spec.InitContainers, prev.InitContainerStatuses, true, podutil.ReasonContainerCreating)
+	regularDefault := podutil.ReasonContainerCreating
 	if len(pod.Spec.InitContainers) > 0 && !initialized(pod, s.InitContainerStatuses, nil) {
-		regularDefault = ReasonPodInitializing
+		regularDefault = podutil.ReasonPodInitializing
 	}
 	s.ContainerStatuses = g.statuses(pod.Spec.Containers, prev.ContainerStatuses, false, regularDefault)
 
-	if isTerminal(prev.Phase) {
+	if podutil.IsTerminal(prev.Phase) {
 		s.Phase = prev.Phase
 		finalizeAll(pod, &s, prev)
 	} else {
@@ -228,7 +205,7 @@ func (g *generator) status(c *corev1.Container, old *corev1.ContainerStatus, isI
 		cs.Ready = started && (g.probes == nil || g.probes.Ready(latest.ID))
 	case podstate.ContainerExited, podstate.ContainerUnknown:
 		term := g.terminated(latest)
-		if hasWaiting && mayRestart(g.pod, c, isInit, term.ExitCode) {
+		if hasWaiting && podutil.ShouldRestart(g.pod, c, isInit, term.ExitCode) {
 			// Waiting to be restarted (back-off, image pull, …): the instance
 			// that just finished is the last termination.
 			cs.State.Waiting = &corev1.ContainerStateWaiting{Reason: w.Reason, Message: w.Message}
@@ -246,7 +223,7 @@ func (g *generator) status(c *corev1.Container, old *corev1.ContainerStatus, isI
 	if cs.Started == nil {
 		cs.Started = ptr(false)
 	}
-	if isInit && !isSidecar(c) {
+	if isInit && !podutil.IsSidecar(c) {
 		// A completed init container counts as ready.
 		cs.Ready = cs.State.Terminated != nil && cs.State.Terminated.ExitCode == 0
 	}
@@ -263,9 +240,9 @@ func (g *generator) noInstance(c *corev1.Container, old *corev1.ContainerStatus,
 		// It finished and was removed since: what it finished with stays
 		// true, unless the sync says it is waiting to run again.
 		cs := *old.DeepCopy()
-		cs.Ready = isInit && !isSidecar(c) && old.State.Terminated.ExitCode == 0
+		cs.Ready = isInit && !podutil.IsSidecar(c) && old.State.Terminated.ExitCode == 0
 		cs.Started = ptr(false)
-		if hasWaiting && mayRestart(g.pod, c, isInit, old.State.Terminated.ExitCode) {
+		if hasWaiting && podutil.ShouldRestart(g.pod, c, isInit, old.State.Terminated.ExitCode) {
 			cs.LastTerminationState = corev1.ContainerState{Terminated: cs.State.Terminated}
 			cs.State = corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: w.Reason, Message: w.Message}}
 		}
@@ -288,7 +265,7 @@ func (g *generator) noInstance(c *corev1.Container, old *corev1.ContainerStatus,
 			// count as a success.
 			cs.LastTerminationState.Terminated = &corev1.ContainerStateTerminated{
 				ExitCode:    ExitCodeUnknown,
-				Reason:      ReasonContainerStatusUnknown,
+				Reason:      podutil.ReasonContainerStatusUnknown,
 				Message:     "the container was running and is no longer known to the runtime",
 				StartedAt:   old.State.Running.StartedAt,
 				ContainerID: old.ContainerID,
@@ -310,14 +287,14 @@ func (g *generator) terminated(c podstate.Container) *corev1.ContainerStateTermi
 	}
 	if c.State == podstate.ContainerUnknown {
 		t.ExitCode = ExitCodeUnknown
-		t.Reason = ReasonContainerStatusUnknown
+		t.Reason = podutil.ReasonContainerStatusUnknown
 		t.Message = "the runtime reports the container's state as unknown"
 		return t
 	}
 	if t.Reason == "" {
-		t.Reason = ReasonCompleted
+		t.Reason = podutil.ReasonCompleted
 		if t.ExitCode != 0 {
-			t.Reason = ReasonError
+			t.Reason = podutil.ReasonError
 		}
 	}
 	return t
@@ -354,31 +331,3 @@ func findStatus(list []corev1.ContainerStatus, name string) *corev1.ContainerSta
 }
 
 func ptr[T any](v T) *T { return &v }
-
-func isTerminal(p corev1.PodPhase) bool {
-	return p == corev1.PodSucceeded || p == corev1.PodFailed
-}
-
-// isSidecar reports whether c is a restartable init container.
-func isSidecar(c *corev1.Container) bool {
-	return c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways
-}
-
-// mayRestart reports whether container c, having exited with exitCode, is
-// run again in the same pod under its restart policy.
-func mayRestart(pod *corev1.Pod, c *corev1.Container, isInit bool, exitCode int32) bool {
-	if isInit {
-		if isSidecar(c) {
-			return true
-		}
-		return exitCode != 0 && pod.Spec.RestartPolicy != corev1.RestartPolicyNever
-	}
-	switch pod.Spec.RestartPolicy {
-	case corev1.RestartPolicyNever:
-		return false
-	case corev1.RestartPolicyOnFailure:
-		return exitCode != 0
-	default:
-		return true
-	}
-}

@@ -10,13 +10,14 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/lockstep-dev/lockstep/node/podstate"
+	"github.com/lockstep-dev/lockstep/node/podutil"
 )
 
 // TestRestartPolicyTruthTable is the invariant-level table: one container
 // that exited with 0 or 1 under each restart policy, with and without the
 // sync saying it waits in back-off.
 func TestRestartPolicyTruthTable(t *testing.T) {
-	backoff := map[string]Waiting{"app": {Reason: ReasonCrashLoopBackOff, Message: "back-off 10s"}}
+	backoff := map[string]Waiting{"app": {Reason: podutil.ReasonCrashLoopBackOff, Message: "back-off 10s"}}
 	tests := []struct {
 		policy  corev1.RestartPolicy
 		code    int32
@@ -64,12 +65,12 @@ func TestPhaseTable(t *testing.T) {
 	term := func(code int32) corev1.ContainerState {
 		return corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: code}}
 	}
-	wait := corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: ReasonContainerCreating}}
+	wait := corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: podutil.ReasonContainerCreating}}
 	st := func(name string, s corev1.ContainerState) corev1.ContainerStatus {
 		return corev1.ContainerStatus{Name: name, State: s}
 	}
 	backoff := func(name string, last int32) corev1.ContainerStatus {
-		cs := st(name, corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: ReasonCrashLoopBackOff}})
+		cs := st(name, corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: podutil.ReasonCrashLoopBackOff}})
 		cs.LastTerminationState = term(last)
 		return cs
 	}
@@ -180,7 +181,7 @@ func TestInitContainersInOrder(t *testing.T) {
 		{
 			name: "second init crash-looping under onfailure", pod: pod(corev1.RestartPolicyOnFailure),
 			rs:          world(true, exited("i1", "c1", 0, 1, 2, 0, ""), exited("i2", "c2", 0, 3, 4, 3, "")),
-			waiting:     map[string]Waiting{"i2": {Reason: ReasonCrashLoopBackOff}},
+			waiting:     map[string]Waiting{"i2": {Reason: podutil.ReasonCrashLoopBackOff}},
 			phase:       corev1.PodPending,
 			init:        []string{"i1=terminated:0:Completed", "i2=waiting:CrashLoopBackOff/last:3:Error"},
 			regs:        []string{"app=waiting:PodInitializing"},
@@ -216,14 +217,14 @@ func TestCrashLoopBackOffStatus(t *testing.T) {
 		exited("app", "c1", 0, 1, 2, 1, ""),
 		exited("app", "c2", 1, 12, 13, 2, ""),
 	)
-	s := Generate(pod, rs, map[string]Waiting{"app": {Reason: ReasonCrashLoopBackOff, Message: msg}}, nil, node, at(14))
+	s := Generate(pod, rs, map[string]Waiting{"app": {Reason: podutil.ReasonCrashLoopBackOff, Message: msg}}, nil, node, at(14))
 	want := corev1.ContainerStatus{
 		Name: "app",
 		State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{
-			Reason: ReasonCrashLoopBackOff, Message: msg,
+			Reason: podutil.ReasonCrashLoopBackOff, Message: msg,
 		}},
 		LastTerminationState: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{
-			ExitCode: 2, Reason: ReasonError, StartedAt: mt(12), FinishedAt: mt(13), ContainerID: "containerd://c2",
+			ExitCode: 2, Reason: podutil.ReasonError, StartedAt: mt(12), FinishedAt: mt(13), ContainerID: "containerd://c2",
 		}},
 		RestartCount: 1,
 		Image:        "img-app",
@@ -260,12 +261,12 @@ func TestOOMKilledAndUnknown(t *testing.T) {
 		want  corev1.ContainerStateTerminated
 	}{
 		{
-			name: "oom", c: exited("app", "c1", 0, 1, 5, 137, ReasonOOMKilled), phase: corev1.PodFailed,
-			want: corev1.ContainerStateTerminated{ExitCode: 137, Reason: ReasonOOMKilled, StartedAt: mt(1), FinishedAt: mt(5), ContainerID: "containerd://c1"},
+			name: "oom", c: exited("app", "c1", 0, 1, 5, 137, podutil.ReasonOOMKilled), phase: corev1.PodFailed,
+			want: corev1.ContainerStateTerminated{ExitCode: 137, Reason: podutil.ReasonOOMKilled, StartedAt: mt(1), FinishedAt: mt(5), ContainerID: "containerd://c1"},
 		},
 		{
 			name: "unknown is a failure, never a success", c: unknown("app", "c1", 0, 1), phase: corev1.PodFailed,
-			want: corev1.ContainerStateTerminated{ExitCode: ExitCodeUnknown, Reason: ReasonContainerStatusUnknown,
+			want: corev1.ContainerStateTerminated{ExitCode: ExitCodeUnknown, Reason: podutil.ReasonContainerStatusUnknown,
 				Message: "the runtime reports the container's state as unknown", StartedAt: mt(1), ContainerID: "containerd://c1"},
 		},
 	}
@@ -331,7 +332,7 @@ func TestTerminalPhaseNeverRegresses(t *testing.T) {
 			pod.Status = Generate(pod, world(true, exited("app", "c1", 0, 1, 2, 1, "")), nil, nil, node, at(3))
 			pod.Status.Phase = tc.prev
 			pod.Status.Reason = "Evicted"
-			s := Generate(pod, tc.rs, map[string]Waiting{"app": {Reason: ReasonCrashLoopBackOff}}, nil, node, at(10))
+			s := Generate(pod, tc.rs, map[string]Waiting{"app": {Reason: podutil.ReasonCrashLoopBackOff}}, nil, node, at(10))
 			if s.Phase != tc.prev || s.Reason != "Evicted" {
 				t.Errorf("phase = %s (%s), want %s (Evicted)", s.Phase, s.Reason, tc.prev)
 			}
@@ -486,11 +487,11 @@ func TestCreatedContainerWaits(t *testing.T) {
 	if got, want := stateOf(s.ContainerStatuses[0]), "waiting:ContainerCreating"; got != want {
 		t.Errorf("state = %s, want %s", got, want)
 	}
-	s = Generate(pod, world(true, created("a", "ca", 0, 1)), map[string]Waiting{"a": {Reason: ReasonCreateContainerError, Message: "boom"}}, nil, node, at(2))
+	s = Generate(pod, world(true, created("a", "ca", 0, 1)), map[string]Waiting{"a": {Reason: podutil.ReasonCreateContainerError, Message: "boom"}}, nil, node, at(2))
 	if got, want := stateOf(s.ContainerStatuses[0]), "waiting:CreateContainerError"; got != want {
 		t.Errorf("state = %s, want %s", got, want)
 	}
-	s = Generate(pod, nil, map[string]Waiting{"a": {Reason: ReasonImagePullBackOff}}, nil, node, at(2))
+	s = Generate(pod, nil, map[string]Waiting{"a": {Reason: podutil.ReasonImagePullBackOff}}, nil, node, at(2))
 	if got, want := stateOf(s.ContainerStatuses[0]), "waiting:ImagePullBackOff"; got != want || s.Phase != corev1.PodPending {
 		t.Errorf("state = %s (phase %s), want %s (Pending)", got, s.Phase, want)
 	}
@@ -522,11 +523,11 @@ func TestRemovedAfterFinishing(t *testing.T) {
 func TestTerminate(t *testing.T) {
 	backoff := func(last int32) corev1.ContainerStatus {
 		return corev1.ContainerStatus{Name: "b",
-			State:                corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: ReasonCrashLoopBackOff}},
+			State:                corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: podutil.ReasonCrashLoopBackOff}},
 			LastTerminationState: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: last, Reason: "x"}}}
 	}
 	runningA := corev1.ContainerStatus{Name: "a", Ready: true, State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: mt(1)}}}
-	doneA := corev1.ContainerStatus{Name: "a", State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 0, Reason: ReasonCompleted}}}
+	doneA := corev1.ContainerStatus{Name: "a", State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 0, Reason: podutil.ReasonCompleted}}}
 	tests := []struct {
 		name   string
 		static bool
@@ -550,7 +551,7 @@ func TestTerminate(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			pod := newPod(corev1.RestartPolicyAlways, "a", "b")
 			if tc.static {
-				pod.Annotations = map[string]string{AnnotationConfigSource: "file"}
+				pod.Annotations = map[string]string{podutil.AnnotationConfigSource: "file"}
 			}
 			in := corev1.PodStatus{Phase: tc.phase, ContainerStatuses: tc.cs, Conditions: []corev1.PodCondition{
 				{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: mt(1)},
@@ -571,7 +572,7 @@ func TestTerminate(t *testing.T) {
 					t.Errorf("%s ready=%v started=%v after Terminate", cs.Name, cs.Ready, *cs.Started)
 				}
 			}
-			if c := condStatus(out, corev1.PodReady); isTerminal(tc.want) && (c.Status != corev1.ConditionFalse || !c.LastTransitionTime.Equal(&metav1.Time{Time: at(9)})) {
+			if c := condStatus(out, corev1.PodReady); podutil.IsTerminal(tc.want) && (c.Status != corev1.ConditionFalse || !c.LastTransitionTime.Equal(&metav1.Time{Time: at(9)})) {
 				t.Errorf("Ready = %s since %v, want False since 9s", c.Status, c.LastTransitionTime)
 			}
 			if diff := cmp.Diff(tc.cs, in.ContainerStatuses); diff != "" {

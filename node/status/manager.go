@@ -14,7 +14,9 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/lockstep-dev/lockstep/node/backoff"
 	"github.com/lockstep-dev/lockstep/node/deps"
+	"github.com/lockstep-dev/lockstep/node/podutil"
 )
 
 // Config tunes the Manager. Zero fields take their defaults.
@@ -137,7 +139,7 @@ func (m *Manager) PodStatus(uid types.UID) (corev1.PodStatus, bool) {
 // when the API already holds a terminal phase the cache has not seen.
 func (m *Manager) WithCachedStatus(pod *corev1.Pod) *corev1.Pod {
 	s, ok := m.PodStatus(pod.UID)
-	if !ok || (isTerminal(pod.Status.Phase) && !isTerminal(s.Phase)) {
+	if !ok || (podutil.IsTerminal(pod.Status.Phase) && !podutil.IsTerminal(s.Phase)) {
 		return pod
 	}
 	p := *pod
@@ -156,7 +158,7 @@ func (m *Manager) TerminatePod(pod *corev1.Pod) {
 	if e := m.pods[pod.UID]; e != nil && e.version > 0 {
 		base = e.status
 	}
-	if isTerminal(pod.Status.Phase) && !isTerminal(base.Phase) {
+	if podutil.IsTerminal(pod.Status.Phase) && !podutil.IsTerminal(base.Phase) {
 		base = *base.DeepCopy()
 		base.Phase = pod.Status.Phase
 	}
@@ -373,10 +375,8 @@ func (m *Manager) syncPod(ctx context.Context, uid types.UID) {
 		m.log.Info("pod gone from the API; status no longer written", "pod", podKey(snap.pod), "uid", uid)
 	default:
 		e.failures++
-		d := m.cfg.RetryBackoff << min(e.failures-1, 30)
-		if d <= 0 || d > m.cfg.MaxRetryBackoff {
-			d = m.cfg.MaxRetryBackoff
-		}
+		retry := backoff.Curve{Initial: m.cfg.RetryBackoff, Max: m.cfg.MaxRetryBackoff}
+		d := retry.Delay(e.failures)
 		e.notBefore = m.d.Clock.Now().Add(d)
 		if e.retry == nil {
 			e.retry = m.d.Tasks.AfterFunc("status-retry", d, func() { m.enqueue(uid) })
@@ -400,7 +400,7 @@ func (m *Manager) writeStatus(ctx context.Context, snap snapshot) (adopted *core
 		}
 		want := snap.status
 		adopted = nil
-		if isTerminal(api.Status.Phase) && want.Phase != api.Status.Phase {
+		if podutil.IsTerminal(api.Status.Phase) && want.Phase != api.Status.Phase {
 			m.log.Warn("API holds a terminal phase; keeping it", "pod", podKey(pod),
 				"api", api.Status.Phase, "ours", want.Phase)
 			base := *want.DeepCopy()
@@ -425,7 +425,7 @@ func (m *Manager) writeStatus(ctx context.Context, snap snapshot) (adopted *core
 			return adopted, nil
 		case apierrors.IsConflict(err) && attempt < m.cfg.ConflictRetries:
 			continue
-		case apierrors.IsNotFound(err) && !IsStatic(pod):
+		case apierrors.IsNotFound(err) && !podutil.IsStaticPod(pod):
 			return nil, errGone
 		default:
 			return nil, fmt.Errorf("update status of pod %s: %w", podKey(pod), err)
@@ -439,7 +439,7 @@ func (m *Manager) getPod(ctx context.Context, pod *corev1.Pod) (*corev1.Pod, err
 	rctx, cancel := m.d.Clock.WithTimeout(ctx, m.cfg.RequestTimeout)
 	api, err := m.d.API.Pods.GetPod(rctx, pod.Namespace, pod.Name)
 	cancel()
-	static := IsStatic(pod)
+	static := podutil.IsStaticPod(pod)
 	switch {
 	case apierrors.IsNotFound(err) && static:
 		return nil, fmt.Errorf("mirror pod of static pod %s not found", podKey(pod))
@@ -449,11 +449,11 @@ func (m *Manager) getPod(ctx context.Context, pod *corev1.Pod) (*corev1.Pod, err
 		return nil, fmt.Errorf("get pod %s: %w", podKey(pod), err)
 	}
 	if static {
-		want := pod.Annotations[AnnotationConfigHash]
+		want := pod.Annotations[podutil.AnnotationConfigHash]
 		if want == "" {
 			want = string(pod.UID)
 		}
-		if got, ok := api.Annotations[AnnotationConfigMirror]; !ok || got != want {
+		if got, ok := api.Annotations[podutil.AnnotationConfigMirror]; !ok || got != want {
 			return nil, fmt.Errorf("pod %s in the API is not the mirror of static pod %s", podKey(api), pod.UID)
 		}
 		return api, nil
@@ -468,7 +468,7 @@ func (m *Manager) getPod(ctx context.Context, pod *corev1.Pod) (*corev1.Pod, err
 // precondition; a pod already gone counts as deleted. Static and mirror
 // pods are left alone.
 func (m *Manager) deletePod(ctx context.Context, pod *corev1.Pod) error {
-	if IsStatic(pod) || IsMirror(pod) {
+	if podutil.IsStaticPod(pod) || podutil.IsMirrorPod(pod) {
 		return nil
 	}
 	rctx, cancel := m.d.Clock.WithTimeout(ctx, m.cfg.RequestTimeout)

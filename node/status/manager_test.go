@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/lockstep-dev/lockstep/node/deps"
+	"github.com/lockstep-dev/lockstep/node/podutil"
 	"github.com/lockstep-dev/lockstep/sim/kernel"
 )
 
@@ -435,10 +436,10 @@ func TestManagerDeleteUIDPrecondition(t *testing.T) {
 func TestManagerStaticPodNeverDeleted(t *testing.T) {
 	static := apiPod("etcd-node", corev1.RestartPolicyAlways)
 	static.UID = "hash123"
-	static.Annotations = map[string]string{AnnotationConfigSource: "file", AnnotationConfigHash: "hash123"}
+	static.Annotations = map[string]string{podutil.AnnotationConfigSource: "file", podutil.AnnotationConfigHash: "hash123"}
 	mirror := static.DeepCopy()
 	mirror.UID = "uid-mirror"
-	mirror.Annotations = map[string]string{AnnotationConfigMirror: "hash123"}
+	mirror.Annotations = map[string]string{podutil.AnnotationConfigMirror: "hash123"}
 	r := newRig(t, mirror)
 	r.m.SetPodStatus(static, live("v1"))
 	r.m.TerminatePod(static)

@@ -2,6 +2,8 @@ package status
 
 import (
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/lockstep-dev/lockstep/node/podutil"
 )
 
 // Phase computes a live pod's phase from its init and regular container
@@ -32,7 +34,7 @@ func phase(pod *corev1.Pod, initStatuses, statuses []corev1.ContainerStatus, ter
 	for i := range spec.InitContainers {
 		c := &spec.InitContainers[i]
 		cs := findStatus(initStatuses, c.Name)
-		if isSidecar(c) {
+		if podutil.IsSidecar(c) {
 			// A sidecar counts for initialization once it has started; a
 			// stopped sidecar does not hold the pod back.
 			switch {

@@ -5,32 +5,14 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/lockstep-dev/lockstep/node/podutil"
 )
-
-// Annotation keys that tell static and mirror pods apart from API pods.
-const (
-	AnnotationConfigSource = "kubernetes.io/config.source"
-	AnnotationConfigHash   = "kubernetes.io/config.hash"
-	AnnotationConfigMirror = "kubernetes.io/config.mirror"
-)
-
-// IsStatic reports whether pod comes from a static manifest (file or http
-// source) rather than the API.
-func IsStatic(pod *corev1.Pod) bool {
-	src := pod.Annotations[AnnotationConfigSource]
-	return src == "file" || src == "http"
-}
-
-// IsMirror reports whether pod is the API's mirror of a static pod.
-func IsMirror(pod *corev1.Pod) bool {
-	_, ok := pod.Annotations[AnnotationConfigMirror]
-	return ok
-}
 
 // Terminate returns status s of a pod whose containers have all stopped
 // for good: every container not terminated is reported terminated — with the
 // termination it last recorded when it was waiting to restart, else with
-// ExitCodeUnknown and ReasonContainerStatusUnknown — and the phase becomes
+// ExitCodeUnknown and podutil.ReasonContainerStatusUnknown — and the phase becomes
 // terminal (Succeeded if every regular container exited 0, else Failed).
 // A terminal phase is kept as it is. Static pods keep their live phase, as
 // their manifest may run them again. Ready and ContainersReady turn False.
@@ -39,9 +21,9 @@ func Terminate(pod *corev1.Pod, s corev1.PodStatus, now time.Time) corev1.PodSta
 	out.InitContainerStatuses = complete(pod.Spec.InitContainers, out.InitContainerStatuses)
 	out.ContainerStatuses = complete(pod.Spec.Containers, out.ContainerStatuses)
 	finalizeAll(pod, &out, &s)
-	if !isTerminal(out.Phase) {
-		p := phase(pod, out.InitContainerStatuses, out.ContainerStatuses, !IsStatic(pod))
-		if !isTerminal(p) && !IsStatic(pod) {
+	if !podutil.IsTerminal(out.Phase) {
+		p := phase(pod, out.InitContainerStatuses, out.ContainerStatuses, !podutil.IsStaticPod(pod))
+		if !podutil.IsTerminal(p) && !podutil.IsStaticPod(pod) {
 			p = corev1.PodFailed
 		}
 		if p != out.Phase {
@@ -49,7 +31,7 @@ func Terminate(pod *corev1.Pod, s corev1.PodStatus, now time.Time) corev1.PodSta
 		}
 		out.Phase = p
 	}
-	if isTerminal(out.Phase) {
+	if podutil.IsTerminal(out.Phase) {
 		for i := range out.Conditions {
 			c := &out.Conditions[i]
 			if c.Type != corev1.PodReady && c.Type != corev1.ContainersReady {
@@ -79,7 +61,7 @@ func complete(specs []corev1.Container, list []corev1.ContainerStatus) []corev1.
 		out = append(out, corev1.ContainerStatus{
 			Name:  specs[i].Name,
 			Image: specs[i].Image,
-			State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: ReasonContainerCreating}},
+			State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: podutil.ReasonContainerCreating}},
 		})
 	}
 	return out
@@ -103,7 +85,7 @@ func finalizeAll(pod *corev1.Pod, s *corev1.PodStatus, prev *corev1.PodStatus) {
 func isSidecarNamed(pod *corev1.Pod, name string) bool {
 	for i := range pod.Spec.InitContainers {
 		if pod.Spec.InitContainers[i].Name == name {
-			return isSidecar(&pod.Spec.InitContainers[i])
+			return podutil.IsSidecar(&pod.Spec.InitContainers[i])
 		}
 	}
 	return false
@@ -126,7 +108,7 @@ func finalize(cs *corev1.ContainerStatus, old *corev1.ContainerStatus) {
 	default:
 		t := &corev1.ContainerStateTerminated{
 			ExitCode:    ExitCodeUnknown,
-			Reason:      ReasonContainerStatusUnknown,
+			Reason:      podutil.ReasonContainerStatusUnknown,
 			Message:     "the container's final state is unknown: it was not seen to finish",
 			ContainerID: cs.ContainerID,
 		}
@@ -142,21 +124,18 @@ func finalize(cs *corev1.ContainerStatus, old *corev1.ContainerStatus) {
 // container leaving the terminated state when its restart policy forbids
 // running it again.
 func checkTransition(pod *corev1.Pod, old, next *corev1.PodStatus) error {
-	if isTerminal(old.Phase) && next.Phase != old.Phase {
+	if podutil.IsTerminal(old.Phase) && next.Phase != old.Phase {
 		return fmt.Errorf("pod %s/%s: phase %s is final, refusing %s", pod.Namespace, pod.Name, old.Phase, next.Phase)
 	}
 	if pod.Spec.RestartPolicy == corev1.RestartPolicyAlways || pod.Spec.RestartPolicy == "" {
 		// A new sandbox runs even completed init containers again.
 		return nil
 	}
-	check := func(specs []corev1.Container, olds, nexts []corev1.ContainerStatus) error {
+	check := func(specs []corev1.Container, olds, nexts []corev1.ContainerStatus, init bool) error {
 		for i := range specs {
 			c := &specs[i]
 			o := findStatus(olds, c.Name)
-			if o == nil || o.State.Terminated == nil || isSidecar(c) {
-				continue
-			}
-			if o.State.Terminated.ExitCode != 0 && pod.Spec.RestartPolicy == corev1.RestartPolicyOnFailure {
+			if o == nil || o.State.Terminated == nil || podutil.ShouldRestart(pod, c, init, o.State.Terminated.ExitCode) {
 				continue
 			}
 			if n := findStatus(nexts, c.Name); n != nil && n.State.Terminated == nil {
@@ -166,8 +145,8 @@ func checkTransition(pod *corev1.Pod, old, next *corev1.PodStatus) error {
 		}
 		return nil
 	}
-	if err := check(pod.Spec.InitContainers, old.InitContainerStatuses, next.InitContainerStatuses); err != nil {
+	if err := check(pod.Spec.InitContainers, old.InitContainerStatuses, next.InitContainerStatuses, true); err != nil {
 		return err
 	}
-	return check(pod.Spec.Containers, old.ContainerStatuses, next.ContainerStatuses)
+	return check(pod.Spec.Containers, old.ContainerStatuses, next.ContainerStatuses, false)
 }

@@ -1,10 +1,10 @@
 package apiserver
 
 import (
-	"strings"
-
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/lockstep-dev/lockstep/node/podutil"
 )
 
 // defaultPodSpec fills in the defaults the real apiserver gives a pod spec
@@ -35,7 +35,7 @@ func defaultPodSpec(spec *corev1.PodSpec) {
 
 func defaultContainer(c *corev1.Container) {
 	if c.ImagePullPolicy == "" {
-		c.ImagePullPolicy = pullPolicy(c.Image)
+		c.ImagePullPolicy = podutil.DefaultPullPolicy(c.Image)
 	}
 	if c.TerminationMessagePath == "" {
 		c.TerminationMessagePath = corev1.TerminationMessagePathDefault
@@ -81,19 +81,6 @@ func defaultProbe(p *corev1.Probe) {
 	if p.HTTPGet != nil && p.HTTPGet.Scheme == "" {
 		p.HTTPGet.Scheme = corev1.URISchemeHTTP
 	}
-}
-
-// pullPolicy is the default pull policy of an image: Always for an
-// untagged or :latest image, IfNotPresent otherwise.
-func pullPolicy(image string) corev1.PullPolicy {
-	if strings.Contains(image, "@") {
-		return corev1.PullIfNotPresent
-	}
-	name := image[strings.LastIndex(image, "/")+1:]
-	if i := strings.LastIndex(name, ":"); i < 0 || name[i+1:] == "latest" {
-		return corev1.PullAlways
-	}
-	return corev1.PullIfNotPresent
 }
 
 // qosClass is the pod's quality of service class, from the CPU and memory

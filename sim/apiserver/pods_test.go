@@ -87,6 +87,7 @@ func TestPodDefaults(t *testing.T) {
 		{"latest", "reg:5000/nginx:latest", nil, nil, corev1.PodQOSBestEffort, corev1.PullAlways},
 		{"tagged", "reg:5000/nginx:1.27", res("100m", ""), nil, corev1.PodQOSBurstable, corev1.PullIfNotPresent},
 		{"digest", "nginx@sha256:abcd", nil, res("1", "1Gi"), corev1.PodQOSGuaranteed, corev1.PullIfNotPresent},
+		{"latest-digest", "nginx:latest@sha256:2d93f6c5a2fa6ef1b1f47c7a2b7c8f0d0b6f6f2b1b8e8d5c4f3a2b1c0d9e8f7a", nil, nil, corev1.PodQOSBestEffort, corev1.PullAlways},
 		{"equal", "nginx:1", res("1", "1Gi"), res("1", "1Gi"), corev1.PodQOSGuaranteed, corev1.PullIfNotPresent},
 		{"unequal", "nginx:1", res("500m", "1Gi"), res("1", "1Gi"), corev1.PodQOSBurstable, corev1.PullIfNotPresent},
 		{"cpu-limit-only", "nginx:1", nil, res("1", ""), corev1.PodQOSBurstable, corev1.PullIfNotPresent},
