@@ -97,6 +97,7 @@ func New(d deps.Deps, cfg Config) *Agent {
 	if cfg.Node.NodeName == "" {
 		cfg.Node.NodeName = cfg.NodeName
 	}
+	cfg.Node = withMachineFacts(d, cfg.Node, cfg.NodeStatus)
 	cfg.RuntimeSync.Node = cfg.Node
 	if m := cfg.Metrics; m != nil {
 		d.Runtime = metrics.InstrumentRuntime(d.Runtime, m, d.Clock)

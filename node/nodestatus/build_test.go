@@ -65,7 +65,7 @@ func TestAllocatable(t *testing.T) {
 			map[string]string{"cpu": "4", "memory": "8Gi", "pods": "110"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got := allocatable(capacity, tc.reserved)
+			got := Allocatable(capacity, tc.reserved)
 			if diff := cmp.Diff(tc.want, quantities(got)); diff != "" {
 				t.Errorf("allocatable (-want +got):\n%s", diff)
 			}

@@ -104,10 +104,6 @@ func Run(ctx context.Context, o Options, rt Runtime, log *slog.Logger) error {
 		log.Info("no --kubeconfig: running standalone (static pods only)", "manifests", o.ManifestPath)
 	}
 
-	var memCapacity int64
-	if info, err := mach.Info(ctx); err == nil {
-		memCapacity = int64(info.MemoryBytes)
-	}
 	var hostDNS podspec.ResolvConf
 	if o.ResolvConf != "" {
 		if data, err := os.ReadFile(o.ResolvConf); err == nil {
@@ -125,7 +121,7 @@ func Run(ctx context.Context, o Options, rt Runtime, log *slog.Logger) error {
 		FileCheckFrequency: o.FileCheckFrequency, SyncFrequency: o.SyncFrequency,
 		Node: podspec.NodeInfo{
 			NodeName: nodeName, HostIP: nodeIP, ClusterDNS: o.ClusterDNS, ClusterDomain: o.ClusterDomain,
-			ResolverConfig: o.ResolvConf, HostDNS: hostDNS, PodLogsRoot: o.PodLogsRoot, MemoryCapacity: memCapacity,
+			ResolverConfig: o.ResolvConf, HostDNS: hostDNS, PodLogsRoot: o.PodLogsRoot,
 		},
 		RuntimeType: rt.Type,
 		PLEG:        pleg.Config{UseEvents: rt.Events != nil, Events: rt.Events},
