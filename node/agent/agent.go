@@ -132,6 +132,9 @@ func New(d deps.Deps, cfg Config) *Agent {
 		if nc.NodeIP == "" {
 			nc.NodeIP = cfg.Node.HostIP
 		}
+		if nc.SecondaryNodeIP == "" && len(cfg.Node.HostIPs) > 1 {
+			nc.SecondaryNodeIP = cfg.Node.HostIPs[1]
+		}
 		a.node = nodestatus.New(d, nc, plegHealth{a.pleg})
 	}
 	return a

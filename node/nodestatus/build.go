@@ -168,6 +168,9 @@ func buildStatus(cfg Config, old *corev1.NodeStatus, f facts) corev1.NodeStatus 
 	if cfg.NodeIP != "" {
 		s.Addresses = append(s.Addresses, corev1.NodeAddress{Type: corev1.NodeInternalIP, Address: cfg.NodeIP})
 	}
+	if cfg.SecondaryNodeIP != "" {
+		s.Addresses = append(s.Addresses, corev1.NodeAddress{Type: corev1.NodeInternalIP, Address: cfg.SecondaryNodeIP})
+	}
 	s.Addresses = append(s.Addresses, corev1.NodeAddress{Type: corev1.NodeHostName, Address: cfg.NodeName})
 
 	for _, c := range []corev1.NodeCondition{

@@ -308,3 +308,17 @@ func TestStatusChanged(t *testing.T) {
 		})
 	}
 }
+
+func TestDualStackNodeAddresses(t *testing.T) {
+	cfg := testCfg
+	cfg.SecondaryNodeIP = "fd00::7"
+	n := newNode(cfg, facts{now: at(0), info: testInfo})
+	want := []corev1.NodeAddress{
+		{Type: corev1.NodeInternalIP, Address: "10.0.0.7"},
+		{Type: corev1.NodeInternalIP, Address: "fd00::7"},
+		{Type: corev1.NodeHostName, Address: "node-a"},
+	}
+	if diff := cmp.Diff(want, n.Status.Addresses); diff != "" {
+		t.Errorf("addresses (-want +got):\n%s", diff)
+	}
+}
