@@ -78,6 +78,9 @@ type Agent struct {
 	lastLoop   time.Time
 	expected   map[types.UID]map[string]expectation // containers started, not yet seen in the cache
 	mirrorsSet map[types.UID]bool
+	// unsupported is what was last reported about each pod's unsupported
+	// fields (see checkUnsupported).
+	unsupported map[types.UID]string
 }
 
 // New builds an agent over d. Nothing runs until Start.
