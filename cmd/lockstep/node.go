@@ -42,7 +42,7 @@ set the same options, and flags override it.`,
 	f.StringVar(&o.Kubeconfig, "kubeconfig", o.Kubeconfig, "kubeconfig of the node's apiserver identity; empty runs standalone (static pods only)")
 	f.StringVar(&o.ConfigFile, "config", o.ConfigFile, "KubeletConfiguration file (kubelet.config.k8s.io/v1beta1); flags override it")
 	f.StringVar(&o.NodeName, "hostname-override", o.NodeName, "node name (default: the host name, lowercased)")
-	f.StringVar(&o.NodeIP, "node-ip", o.NodeIP, "the node's IP address (default: the first non-loopback IPv4 address)")
+	f.StringVar(&o.NodeIP, "node-ip", o.NodeIP, "the node's IP address, or a comma-separated dual-stack pair (one IPv4, one IPv6); default: the host name's address, else the default route's interface address, never loopback")
 	f.StringVar(&o.RuntimeEndpoint, "container-runtime-endpoint", o.RuntimeEndpoint, `CRI runtime socket, or "fake" for the in-process fake runtime`)
 	f.StringVar(&o.ImageEndpoint, "image-service-endpoint", o.ImageEndpoint, "CRI image service socket (default: the runtime endpoint)")
 	f.StringVar(&o.ManifestPath, "pod-manifest-path", o.ManifestPath, "directory of static pod manifests")

@@ -79,6 +79,9 @@ type Agent struct {
 	lastLoop   time.Time
 	expected   map[types.UID]map[string]expectation // containers started, not yet seen in the cache
 	mirrorsSet map[types.UID]bool
+	// unsupported is what was last reported about each pod's unsupported
+	// fields (see checkUnsupported).
+	unsupported map[types.UID]string
 }
 
 // New builds an agent over d. Nothing runs until Start.
@@ -98,6 +101,7 @@ func New(d deps.Deps, cfg Config) *Agent {
 	if cfg.Node.NodeName == "" {
 		cfg.Node.NodeName = cfg.NodeName
 	}
+	cfg.Node = withMachineFacts(d, cfg.Node, cfg.NodeStatus)
 	cfg.RuntimeSync.Node = cfg.Node
 	if m := cfg.Metrics; m != nil {
 		d.Runtime = metrics.InstrumentRuntime(d.Runtime, m, d.Clock)
@@ -131,6 +135,9 @@ func New(d deps.Deps, cfg Config) *Agent {
 		nc.NodeName = cfg.NodeName
 		if nc.NodeIP == "" {
 			nc.NodeIP = cfg.Node.HostIP
+		}
+		if nc.SecondaryNodeIP == "" && len(cfg.Node.HostIPs) > 1 {
+			nc.SecondaryNodeIP = cfg.Node.HostIPs[1]
 		}
 		a.node = nodestatus.New(d, nc, plegHealth{a.pleg})
 	}

@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/lockstep-dev/lockstep/node/admission"
 	"github.com/lockstep-dev/lockstep/node/podstate"
 	"github.com/lockstep-dev/lockstep/node/podutil"
 	"github.com/lockstep-dev/lockstep/node/podworkers"
@@ -34,6 +35,10 @@ func (a *Agent) since(lastSync time.Time) time.Time {
 
 // SyncPod is the syncing step of a pod's worker.
 func (a *Agent) SyncPod(ctx context.Context, pod *corev1.Pod, lastSync time.Time) (podworkers.SyncResult, error) {
+	unsupported := a.checkUnsupported(pod)
+	if unsupported.Rejected() {
+		return a.refuse(pod, unsupported), nil
+	}
 	st, err := a.pleg.Cache().GetNewerThan(ctx, pod.UID, a.since(lastSync))
 	if err != nil {
 		return podworkers.SyncResult{}, fmt.Errorf("wait for the runtime view of pod %s/%s: %w", pod.Namespace, pod.Name, err)
@@ -54,7 +59,7 @@ func (a *Agent) SyncPod(ctx context.Context, pod *corev1.Pod, lastSync time.Time
 		waiting[name] = status.Waiting{Reason: w.Reason, Message: w.Message}
 	}
 	now := a.d.Clock.Now()
-	s := status.Generate(prev, st, waiting, nil, a.nodeAddrs(), now)
+	s := withUnsupportedMessage(status.Generate(prev, st, waiting, nil, a.nodeAddrs(), now), unsupported)
 	if s.Phase == corev1.PodRunning && prev.Status.Phase != corev1.PodRunning && !pod.CreationTimestamp.IsZero() {
 		a.cfg.Metrics.ObservePodStartDuration(now.Sub(pod.CreationTimestamp.Time))
 	}
@@ -80,7 +85,7 @@ func (a *Agent) SyncTerminatingPod(ctx context.Context, uid types.UID, pod *core
 	if running := after.Running(); len(running) > 0 {
 		return fmt.Errorf("pod %s still has %d running containers (first: %q)", uid, len(running), running[0].Name)
 	}
-	if pod != nil {
+	if pod != nil && !admission.Check(pod).Rejected() { // a refused pod keeps the status of its refusal
 		prev := a.status.WithCachedStatus(pod)
 		now := a.d.Clock.Now()
 		s := status.Generate(prev, after, nil, nil, a.nodeAddrs(), now)
@@ -95,6 +100,7 @@ func (a *Agent) SyncTerminatedPod(_ context.Context, uid types.UID, pod *corev1.
 	a.mu.Lock()
 	delete(a.expected, uid)
 	a.mu.Unlock()
+	a.forgetUnsupported(uid)
 	if pod == nil || podutil.IsStaticPod(pod) {
 		return nil
 	}

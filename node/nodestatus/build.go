@@ -1,6 +1,8 @@
 package nodestatus
 
 import (
+	"context"
+	"fmt"
 	"runtime"
 	"time"
 
@@ -75,21 +77,24 @@ func newNode(cfg Config, f facts) *corev1.Node {
 	}
 }
 
-// capacity is what the node owns of its capacity.
-func capacity(cfg Config, f facts) corev1.ResourceList {
+// Capacity is the node's capacity from its machine facts: cpu and memory
+// from info, pods maxPods, ephemeral-storage the node filesystem's size
+// (left out when fsCapacity is 0, unknown).
+func Capacity(info deps.MachineInfo, fsCapacity uint64, maxPods int) corev1.ResourceList {
 	c := corev1.ResourceList{
-		corev1.ResourceCPU:    *resource.NewQuantity(int64(f.info.CPUs), resource.DecimalSI),
-		corev1.ResourceMemory: *resource.NewQuantity(int64(f.info.MemoryBytes), resource.BinarySI),
-		corev1.ResourcePods:   *resource.NewQuantity(int64(cfg.MaxPods), resource.DecimalSI),
+		corev1.ResourceCPU:    *resource.NewQuantity(int64(info.CPUs), resource.DecimalSI),
+		corev1.ResourceMemory: *resource.NewQuantity(int64(info.MemoryBytes), resource.BinarySI),
+		corev1.ResourcePods:   *resource.NewQuantity(int64(maxPods), resource.DecimalSI),
 	}
-	if f.fsCapacity > 0 {
-		c[corev1.ResourceEphemeralStorage] = *resource.NewQuantity(int64(f.fsCapacity), resource.BinarySI)
+	if fsCapacity > 0 {
+		c[corev1.ResourceEphemeralStorage] = *resource.NewQuantity(int64(fsCapacity), resource.BinarySI)
 	}
 	return c
 }
 
-// allocatable is capacity minus reserved, never below zero.
-func allocatable(capacity, reserved corev1.ResourceList) corev1.ResourceList {
+// Allocatable is capacity minus reserved, never below zero: what the node
+// status reports and what a resourceFieldRef to an unset limit reads.
+func Allocatable(capacity, reserved corev1.ResourceList) corev1.ResourceList {
 	a := make(corev1.ResourceList, len(capacity))
 	for name, q := range capacity {
 		q = q.DeepCopy()
@@ -104,6 +109,23 @@ func allocatable(capacity, reserved corev1.ResourceList) corev1.ResourceList {
 	return a
 }
 
+// ReadResources reads the machine and returns the node's capacity and
+// allocatable as the node status reports them under cfg. A failed usage
+// read only leaves ephemeral-storage out.
+func ReadResources(ctx context.Context, m deps.Machine, cfg Config) (capacity, allocatable corev1.ResourceList, err error) {
+	cfg = cfg.withDefaults()
+	info, err := m.Info(ctx)
+	if err != nil {
+		return nil, nil, fmt.Errorf("node %s: machine info: %w", cfg.NodeName, err)
+	}
+	var fs uint64
+	if u, err := m.Usage(ctx); err == nil {
+		fs = u.NodeFSCapacityBytes
+	}
+	capacity = Capacity(info, fs, cfg.MaxPods)
+	return capacity, Allocatable(capacity, cfg.Reserved), nil
+}
+
 // buildStatus computes the node status from f on top of old (the status in
 // the API, or nil for a new node). Fields the node owns are replaced;
 // everything else (other conditions, extended resources, images…) is kept.
@@ -116,7 +138,7 @@ func buildStatus(cfg Config, old *corev1.NodeStatus, f facts) corev1.NodeStatus 
 	}
 	now := metav1.NewTime(f.now.Truncate(time.Second))
 
-	c := capacity(cfg, f)
+	c := Capacity(f.info, f.fsCapacity, cfg.MaxPods)
 	if s.Capacity == nil {
 		s.Capacity = corev1.ResourceList{}
 	}
@@ -126,7 +148,7 @@ func buildStatus(cfg Config, old *corev1.NodeStatus, f facts) corev1.NodeStatus 
 	for name, q := range c {
 		s.Capacity[name] = q
 	}
-	for name, q := range allocatable(c, cfg.Reserved) {
+	for name, q := range Allocatable(c, cfg.Reserved) {
 		s.Allocatable[name] = q
 	}
 
@@ -145,6 +167,9 @@ func buildStatus(cfg Config, old *corev1.NodeStatus, f facts) corev1.NodeStatus 
 	s.Addresses = nil
 	if cfg.NodeIP != "" {
 		s.Addresses = append(s.Addresses, corev1.NodeAddress{Type: corev1.NodeInternalIP, Address: cfg.NodeIP})
+	}
+	if cfg.SecondaryNodeIP != "" {
+		s.Addresses = append(s.Addresses, corev1.NodeAddress{Type: corev1.NodeInternalIP, Address: cfg.SecondaryNodeIP})
 	}
 	s.Addresses = append(s.Addresses, corev1.NodeAddress{Type: corev1.NodeHostName, Address: cfg.NodeName})
 

@@ -65,7 +65,7 @@ func TestAllocatable(t *testing.T) {
 			map[string]string{"cpu": "4", "memory": "8Gi", "pods": "110"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got := allocatable(capacity, tc.reserved)
+			got := Allocatable(capacity, tc.reserved)
 			if diff := cmp.Diff(tc.want, quantities(got)); diff != "" {
 				t.Errorf("allocatable (-want +got):\n%s", diff)
 			}
@@ -306,5 +306,19 @@ func TestStatusChanged(t *testing.T) {
 				t.Errorf("statusChanged = %v, want %v", got, tc.want)
 			}
 		})
+	}
+}
+
+func TestDualStackNodeAddresses(t *testing.T) {
+	cfg := testCfg
+	cfg.SecondaryNodeIP = "fd00::7"
+	n := newNode(cfg, facts{now: at(0), info: testInfo})
+	want := []corev1.NodeAddress{
+		{Type: corev1.NodeInternalIP, Address: "10.0.0.7"},
+		{Type: corev1.NodeInternalIP, Address: "fd00::7"},
+		{Type: corev1.NodeHostName, Address: "node-a"},
+	}
+	if diff := cmp.Diff(want, n.Status.Addresses); diff != "" {
+		t.Errorf("addresses (-want +got):\n%s", diff)
 	}
 }

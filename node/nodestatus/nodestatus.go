@@ -58,6 +58,9 @@ type Config struct {
 	NodeName string
 	// NodeIP is the node's InternalIP address; empty leaves it out.
 	NodeIP string
+	// SecondaryNodeIP is the node's second InternalIP address, of the
+	// other family (dual-stack); empty means none.
+	SecondaryNodeIP string
 	// Labels are added to the well-known labels at registration.
 	Labels map[string]string
 	// MaxPods is the pods capacity (default 110).

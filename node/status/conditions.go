@@ -16,6 +16,7 @@ const (
 	ReasonContainersNotReady       = "ContainersNotReady"
 	ReasonContainersNotInitialized = "ContainersNotInitialized"
 	ReasonPodCompleted             = "PodCompleted"
+	ReasonPodFailed                = "PodFailed"
 	ReasonReadinessGatesNotReady   = "ReadinessGatesNotReady"
 )
 
@@ -48,6 +49,9 @@ func conditions(pod *corev1.Pod, s *corev1.PodStatus, sandboxReady bool, now tim
 	ready := cond(corev1.PodReadyToStartContainers, sandboxReady, "", "")
 
 	init := cond(corev1.PodInitialized, true, "", "")
+	if s.Phase == corev1.PodSucceeded {
+		init.Reason = ReasonPodCompleted
+	}
 	if pending := pendingInit(pod, s.InitContainerStatuses, s.ContainerStatuses); len(pending) > 0 {
 		init = cond(corev1.PodInitialized, false, ReasonContainersNotInitialized, listMessage("containers with incomplete status", pending))
 	}
@@ -55,7 +59,7 @@ func conditions(pod *corev1.Pod, s *corev1.PodStatus, sandboxReady bool, now tim
 	crd := cond(corev1.ContainersReady, true, "", "")
 	switch unready := unreadyContainers(pod, s); {
 	case terminal:
-		crd = cond(corev1.ContainersReady, false, ReasonPodCompleted, "")
+		crd = cond(corev1.ContainersReady, false, terminalReason(s.Phase), "")
 	case len(unready) > 0:
 		crd = cond(corev1.ContainersReady, false, ReasonContainersNotReady, listMessage("containers with unready status", unready))
 	}
@@ -81,6 +85,16 @@ func conditions(pod *corev1.Pod, s *corev1.PodStatus, sandboxReady bool, now tim
 		out = append(out, c)
 	}
 	return out
+}
+
+// terminalReason is the reason of a terminal pod's Ready and
+// ContainersReady conditions: PodFailed for a Failed pod, PodCompleted for a
+// Succeeded one.
+func terminalReason(phase corev1.PodPhase) string {
+	if phase == corev1.PodFailed {
+		return ReasonPodFailed
+	}
+	return ReasonPodCompleted
 }
 
 func cond(t corev1.PodConditionType, ok bool, reason, msg string) corev1.PodCondition {

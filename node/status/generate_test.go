@@ -339,8 +339,11 @@ func TestTerminalPhaseNeverRegresses(t *testing.T) {
 			if diff := cmp.Diff(tc.states, states(s.ContainerStatuses)); diff != "" {
 				t.Errorf("statuses (-want +got):\n%s", diff)
 			}
-			if c := condStatus(s, corev1.PodReady); c.Status != corev1.ConditionFalse || c.Reason != ReasonPodCompleted {
-				t.Errorf("Ready = %s/%s, want False/PodCompleted", c.Status, c.Reason)
+			wantReason := map[corev1.PodPhase]string{corev1.PodSucceeded: ReasonPodCompleted, corev1.PodFailed: ReasonPodFailed}[tc.prev]
+			for _, ct := range []corev1.PodConditionType{corev1.PodReady, corev1.ContainersReady} {
+				if c := condStatus(s, ct); c.Status != corev1.ConditionFalse || c.Reason != wantReason {
+					t.Errorf("%s = %s/%s, want False/%s", ct, c.Status, c.Reason, wantReason)
+				}
 			}
 		})
 	}
@@ -678,4 +681,116 @@ func sidecarPod() *corev1.Pod {
 func startedAs(cs corev1.ContainerStatus, started bool) corev1.ContainerStatus {
 	cs.Started = &started
 	return cs
+}
+
+// TestTerminateMarksOnlyStartedContainers: as upstream, a container that
+// never started gets no made-up termination: regular containers only once
+// the pod initialized, init containers only up to the last one that started
+// (the first always).
+func TestTerminateMarksOnlyStartedContainers(t *testing.T) {
+	waiting := func(name, reason string) corev1.ContainerStatus {
+		return corev1.ContainerStatus{Name: name, State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: reason}}}
+	}
+	done := func(name string, code int32) corev1.ContainerStatus {
+		return corev1.ContainerStatus{Name: name, State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: code, Reason: "x"}}}
+	}
+	run := func(name string) corev1.ContainerStatus {
+		return corev1.ContainerStatus{Name: name, State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: mt(1)}}}
+	}
+	tests := []struct {
+		name          string
+		init, regular []corev1.ContainerStatus
+		wantInit      []string
+		wantRegular   []string
+	}{
+		{
+			name:        "second init container running",
+			init:        []corev1.ContainerStatus{done("i1", 0), run("i2"), waiting("i3", podutil.ReasonPodInitializing)},
+			regular:     []corev1.ContainerStatus{waiting("a", podutil.ReasonPodInitializing)},
+			wantInit:    []string{"i1=terminated:0:x", "i2=terminated:137:ContainerStatusUnknown", "i3=waiting:PodInitializing"},
+			wantRegular: []string{"a=waiting:PodInitializing"},
+		},
+		{
+			name:        "nothing started: only the first init container",
+			init:        []corev1.ContainerStatus{waiting("i1", podutil.ReasonContainerCreating), waiting("i2", podutil.ReasonPodInitializing), waiting("i3", podutil.ReasonPodInitializing)},
+			regular:     []corev1.ContainerStatus{waiting("a", podutil.ReasonPodInitializing)},
+			wantInit:    []string{"i1=terminated:137:ContainerStatusUnknown", "i2=waiting:PodInitializing", "i3=waiting:PodInitializing"},
+			wantRegular: []string{"a=waiting:PodInitializing"},
+		},
+		{
+			name:        "init failed, the rest never ran",
+			init:        []corev1.ContainerStatus{done("i1", 1), waiting("i2", podutil.ReasonPodInitializing), waiting("i3", podutil.ReasonPodInitializing)},
+			regular:     []corev1.ContainerStatus{waiting("a", podutil.ReasonPodInitializing)},
+			wantInit:    []string{"i1=terminated:1:x", "i2=waiting:PodInitializing", "i3=waiting:PodInitializing"},
+			wantRegular: []string{"a=waiting:PodInitializing"},
+		},
+		{
+			name:        "initialized: regular containers are finalized",
+			init:        []corev1.ContainerStatus{done("i1", 0), done("i2", 0), done("i3", 0)},
+			regular:     []corev1.ContainerStatus{waiting("a", podutil.ReasonContainerCreating)},
+			wantInit:    []string{"i1=terminated:0:x", "i2=terminated:0:x", "i3=terminated:0:x"},
+			wantRegular: []string{"a=terminated:137:ContainerStatusUnknown"},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			pod := withInit(newPod(corev1.RestartPolicyNever, "a"), "i1", "i2", "i3")
+			in := corev1.PodStatus{Phase: corev1.PodPending, InitContainerStatuses: tc.init, ContainerStatuses: tc.regular}
+			out := Terminate(pod, in, at(9))
+			if diff := cmp.Diff(tc.wantInit, states(out.InitContainerStatuses)); diff != "" {
+				t.Errorf("init statuses (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tc.wantRegular, states(out.ContainerStatuses)); diff != "" {
+				t.Errorf("statuses (-want +got):\n%s", diff)
+			}
+			if out.Phase != corev1.PodFailed {
+				t.Errorf("phase = %s, want Failed", out.Phase)
+			}
+			// A later sync of the terminal pod keeps the same picture.
+			pod.Status = out
+			again := Generate(pod, nil, nil, nil, node, at(10))
+			if diff := cmp.Diff(tc.wantRegular, states(again.ContainerStatuses)); diff != "" {
+				t.Errorf("statuses after a later sync (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestTerminalConditionReasons: Ready and ContainersReady of a Failed pod
+// say PodFailed, of a Succeeded one PodCompleted (whose Initialized says
+// PodCompleted too), as upstream.
+func TestTerminalConditionReasons(t *testing.T) {
+	for _, tc := range []struct {
+		code       int32
+		phase      corev1.PodPhase
+		ready      string
+		initReason string
+	}{
+		{0, corev1.PodSucceeded, ReasonPodCompleted, ReasonPodCompleted},
+		{1, corev1.PodFailed, ReasonPodFailed, ""},
+	} {
+		pod := newPod(corev1.RestartPolicyNever, "app")
+		s := Generate(pod, world(true, exited("app", "c1", 0, 1, 2, tc.code, "")), nil, nil, node, at(3))
+		if s.Phase != tc.phase {
+			t.Fatalf("exit %d: phase %s, want %s", tc.code, s.Phase, tc.phase)
+		}
+		got := map[corev1.PodConditionType]string{}
+		for _, c := range s.Conditions {
+			got[c.Type] = string(c.Status) + "/" + c.Reason
+		}
+		want := map[corev1.PodConditionType]string{
+			corev1.PodReadyToStartContainers: "True/", corev1.PodScheduled: "True/",
+			corev1.PodInitialized: "True/" + tc.initReason,
+			corev1.PodReady:       "False/" + tc.ready, corev1.ContainersReady: "False/" + tc.ready,
+		}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("exit %d: conditions (-want +got):\n%s", tc.code, diff)
+		}
+		term := Terminate(pod, s, at(4))
+		for _, ct := range []corev1.PodConditionType{corev1.PodReady, corev1.ContainersReady} {
+			if c := condStatus(term, ct); c.Reason != tc.ready {
+				t.Errorf("exit %d: after Terminate %s reason %q, want %q", tc.code, ct, c.Reason, tc.ready)
+			}
+		}
+	}
 }

@@ -10,12 +10,14 @@ import (
 )
 
 // Terminate returns status s of a pod whose containers have all stopped
-// for good: every container not terminated is reported terminated — with the
-// termination it last recorded when it was waiting to restart, else with
-// ExitCodeUnknown and podutil.ReasonContainerStatusUnknown — and the phase becomes
+// for good: every container that started and is not terminated is reported
+// terminated — with the termination it last recorded when it was waiting to
+// restart, else with ExitCodeUnknown and podutil.ReasonContainerStatusUnknown (see
+// finalizeAll for which ones count as started) — and the phase becomes
 // terminal (Succeeded if every regular container exited 0, else Failed).
 // A terminal phase is kept as it is. Static pods keep their live phase, as
-// their manifest may run them again. Ready and ContainersReady turn False.
+// their manifest may run them again. Ready and ContainersReady turn False
+// with reason PodFailed or PodCompleted.
 func Terminate(pod *corev1.Pod, s corev1.PodStatus, now time.Time) corev1.PodStatus {
 	out := *s.DeepCopy()
 	out.InitContainerStatuses = complete(pod.Spec.InitContainers, out.InitContainerStatuses)
@@ -40,10 +42,23 @@ func Terminate(pod *corev1.Pod, s corev1.PodStatus, now time.Time) corev1.PodSta
 			if c.Status != corev1.ConditionFalse {
 				c.LastTransitionTime.Time = now
 			}
-			c.Status, c.Reason, c.Message = corev1.ConditionFalse, ReasonPodCompleted, ""
+			c.Status, c.Reason, c.Message = corev1.ConditionFalse, terminalReason(out.Phase), ""
+		}
+		if c := findCondition(out.Conditions, corev1.PodInitialized); c != nil && out.Phase == corev1.PodSucceeded && c.Status == corev1.ConditionTrue {
+			c.Reason = ReasonPodCompleted
 		}
 	}
 	return out
+}
+
+// findCondition returns the condition of type t in conds, if any.
+func findCondition(conds []corev1.PodCondition, t corev1.PodConditionType) *corev1.PodCondition {
+	for i := range conds {
+		if conds[i].Type == t {
+			return &conds[i]
+		}
+	}
+	return nil
 }
 
 // complete adds a waiting status for each spec container that has none, in
@@ -67,19 +82,72 @@ func complete(specs []corev1.Container, list []corev1.ContainerStatus) []corev1.
 	return out
 }
 
-// finalizeAll reports every container of s terminated; prev is the status
-// the pod had before, whose terminations are kept.
+// finalizeAll reports terminated, in s, the containers of a pod that ended
+// whose final state must show; prev is the status the pod had before,
+// whose terminations are kept. As upstream, a container that never started
+// is not made up a termination: regular containers are finalized only once
+// the pod has initialized, and init containers only up to the last one that
+// started (always the first, as upstream); the others stay waiting.
 func finalizeAll(pod *corev1.Pod, s *corev1.PodStatus, prev *corev1.PodStatus) {
+	started := startedInitPrefix(s.InitContainerStatuses)
+	initialized := hasInitialized(pod, s)
 	for i := range s.InitContainerStatuses {
 		cs := &s.InitContainerStatuses[i]
-		finalize(cs, findStatus(prev.InitContainerStatuses, cs.Name))
-		cs.Ready = cs.State.Terminated.ExitCode == 0 && !isSidecarNamed(pod, cs.Name)
+		if i < started {
+			finalize(cs, findStatus(prev.InitContainerStatuses, cs.Name))
+		}
+		cs.Started = ptr(false)
+		t := cs.State.Terminated
+		cs.Ready = t != nil && t.ExitCode == 0 && !isSidecarNamed(pod, cs.Name)
 	}
 	for i := range s.ContainerStatuses {
 		cs := &s.ContainerStatuses[i]
-		finalize(cs, findStatus(prev.ContainerStatuses, cs.Name))
+		if initialized {
+			finalize(cs, findStatus(prev.ContainerStatuses, cs.Name))
+		}
+		cs.Started = ptr(false)
 		cs.Ready = false
 	}
+}
+
+// hasInitialized reports whether a pod got past its init containers: it has
+// none, a regular container left the waiting state (or has a past
+// termination), or its last init container completed (a sidecar: started).
+func hasInitialized(pod *corev1.Pod, s *corev1.PodStatus) bool {
+	if len(pod.Spec.InitContainers) == 0 {
+		return true
+	}
+	for _, cs := range s.ContainerStatuses {
+		if cs.State.Waiting == nil || cs.LastTerminationState.Terminated != nil {
+			return true
+		}
+	}
+	last := &pod.Spec.InitContainers[len(pod.Spec.InitContainers)-1]
+	cs := findStatus(s.InitContainerStatuses, last.Name)
+	switch {
+	case cs == nil:
+		return false
+	case podutil.IsSidecar(last):
+		return cs.State.Running != nil && cs.Started != nil && *cs.Started
+	}
+	for _, t := range []*corev1.ContainerStateTerminated{cs.State.Terminated, cs.LastTerminationState.Terminated} {
+		if t != nil && t.ExitCode == 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// startedInitPrefix is how many init container statuses, from the first,
+// reach the last one with evidence of a start (not waiting, or a past
+// termination); at least one when there are any.
+func startedInitPrefix(list []corev1.ContainerStatus) int {
+	for i := len(list) - 1; i >= 0; i-- {
+		if list[i].State.Waiting == nil || list[i].LastTerminationState.Terminated != nil {
+			return i + 1
+		}
+	}
+	return min(len(list), 1)
 }
 
 func isSidecarNamed(pod *corev1.Pod, name string) bool {
@@ -95,7 +163,6 @@ func isSidecarNamed(pod *corev1.Pod, name string) bool {
 // waits to restart from, else with the one old recorded; a running or
 // never-finished one as unknown (137).
 func finalize(cs *corev1.ContainerStatus, old *corev1.ContainerStatus) {
-	cs.Started = ptr(false)
 	if cs.State.Terminated != nil {
 		return
 	}

@@ -144,8 +144,6 @@ func (o *Options) Validate() error {
 		return bad("v", o.Verbosity, "must be between 0 and 10")
 	case net.ParseIP(o.Address) == nil:
 		return bad("address", o.Address, "must be an IP address such as 0.0.0.0 or 127.0.0.1")
-	case o.NodeIP != "" && net.ParseIP(o.NodeIP) == nil:
-		return bad("node-ip", o.NodeIP, "must be an IP address")
 	case o.NodeName != "" && (len(o.NodeName) > 253 || !dns1123.MatchString(o.NodeName)):
 		return bad("hostname-override", o.NodeName, "must be a lowercase DNS name (a-z, 0-9, '-', '.')")
 	case !filepath.IsAbs(o.RootDir):
@@ -158,6 +156,9 @@ func (o *Options) Validate() error {
 		return bad("authorization-mode", o.AuthorizationMode, "must be Webhook or AlwaysAllow")
 	case o.AuthorizationMode == "Webhook" && o.Kubeconfig == "" && o.origin["authorization-mode"] != "":
 		return bad("authorization-mode", o.AuthorizationMode, "Webhook needs --kubeconfig (standalone mode has no apiserver to ask)")
+	}
+	if _, err := ParseNodeIPs(o.NodeIP); err != nil {
+		return bad("node-ip", o.NodeIP, err.Error())
 	}
 	if err := validEndpoint(o.RuntimeEndpoint, true); err != nil {
 		return bad("container-runtime-endpoint", o.RuntimeEndpoint, err.Error())

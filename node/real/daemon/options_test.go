@@ -34,7 +34,7 @@ func TestInvalidOptions(t *testing.T) {
 			o.SetOrigin("node-status-update-frequency", "--node-status-update-frequency")
 		},
 			"invalid --node-status-update-frequency=-1s: must be a positive duration such as 10s"},
-		{"node ip", func(o *Options) { o.NodeIP = "10.0.0.300"; o.SetOrigin("node-ip", "--node-ip") }, "invalid --node-ip=10.0.0.300: must be an IP address"},
+		{"node ip", func(o *Options) { o.NodeIP = "10.0.0.300"; o.SetOrigin("node-ip", "--node-ip") }, `invalid --node-ip=10.0.0.300: "10.0.0.300" is not an IP address`},
 		{"address", func(o *Options) { o.Address = "localhost"; o.SetOrigin("address", "--address") }, "invalid --address=localhost: must be an IP address such as 0.0.0.0 or 127.0.0.1"},
 		{"hostname", func(o *Options) { o.NodeName = "Node_1"; o.SetOrigin("hostname-override", "--hostname-override") },
 			"invalid --hostname-override=Node_1: must be a lowercase DNS name (a-z, 0-9, '-', '.')"},

@@ -68,10 +68,19 @@ func Run(ctx context.Context, o Options, rt Runtime, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	nodeIP := o.NodeIP
-	if nodeIP == "" {
-		nodeIP = detectNodeIP()
+	given, err := ParseNodeIPs(o.NodeIP)
+	if err != nil {
+		return fmt.Errorf("invalid --node-ip=%s: %w", o.NodeIP, err)
 	}
+	ips, err := chooseNodeIPs(given, nodeName, hostIPSources())
+	if err != nil {
+		return err
+	}
+	nodeIPs := make([]string, len(ips))
+	for i, ip := range ips {
+		nodeIPs[i] = ip.String()
+	}
+	nodeIP := nodeIPs[0]
 	log = log.With("node", nodeName)
 	for _, dir := range []string{o.RootDir, o.PodLogsRoot} {
 		if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -104,10 +113,6 @@ func Run(ctx context.Context, o Options, rt Runtime, log *slog.Logger) error {
 		log.Info("no --kubeconfig: running standalone (static pods only)", "manifests", o.ManifestPath)
 	}
 
-	var memCapacity int64
-	if info, err := mach.Info(ctx); err == nil {
-		memCapacity = int64(info.MemoryBytes)
-	}
 	var hostDNS podspec.ResolvConf
 	if o.ResolvConf != "" {
 		if data, err := os.ReadFile(o.ResolvConf); err == nil {
@@ -124,8 +129,8 @@ func Run(ctx context.Context, o Options, rt Runtime, log *slog.Logger) error {
 		NodeName: nodeName, ManifestDir: o.ManifestPath,
 		FileCheckFrequency: o.FileCheckFrequency, SyncFrequency: o.SyncFrequency,
 		Node: podspec.NodeInfo{
-			NodeName: nodeName, HostIP: nodeIP, ClusterDNS: o.ClusterDNS, ClusterDomain: o.ClusterDomain,
-			ResolverConfig: o.ResolvConf, HostDNS: hostDNS, PodLogsRoot: o.PodLogsRoot, MemoryCapacity: memCapacity,
+			NodeName: nodeName, HostIP: nodeIP, HostIPs: nodeIPs, ClusterDNS: o.ClusterDNS, ClusterDomain: o.ClusterDomain,
+			ResolverConfig: o.ResolvConf, HostDNS: hostDNS, PodLogsRoot: o.PodLogsRoot,
 		},
 		RuntimeType: rt.Type,
 		PLEG:        pleg.Config{UseEvents: rt.Events != nil, Events: rt.Events},
@@ -143,8 +148,8 @@ func Run(ctx context.Context, o Options, rt Runtime, log *slog.Logger) error {
 		ClientCAFile: o.ClientCAFile,
 		Metrics:      metrics.Handler(reg), ProbeMetrics: metrics.Handler(probeReg),
 	}
-	if ip := net.ParseIP(nodeIP); ip != nil {
-		scfg.NodeIPs = []net.IP{ip}
+	for _, ip := range ips {
+		scfg.NodeIPs = append(scfg.NodeIPs, net.IP(ip.AsSlice()))
 	}
 	if cs != nil {
 		scfg.Authenticator = server.TokenReviewAuthenticator(cs)
@@ -186,19 +191,6 @@ func resolveNodeName(name string) (string, error) {
 		return "", fmt.Errorf("node name: no --hostname-override and no host name: %w", err)
 	}
 	return strings.ToLower(host), nil
-}
-
-// detectNodeIP is the first non-loopback IPv4 address, else 127.0.0.1.
-func detectNodeIP() string {
-	addrs, err := net.InterfaceAddrs()
-	if err == nil {
-		for _, a := range addrs {
-			if n, ok := a.(*net.IPNet); ok && !n.IP.IsLoopback() && n.IP.To4() != nil {
-				return n.IP.String()
-			}
-		}
-	}
-	return "127.0.0.1"
 }
 
 // provider is what the HTTP server reports on.

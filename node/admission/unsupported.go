@@ -1,0 +1,242 @@
+// Package admission holds the agent's decisions about whether it can run a
+// pod as asked, made from the pod alone (pure functions, no I/O).
+//
+// Today it holds the unsupported-field check: the fields of a pod spec the
+// agent does not honour yet. Nothing is dropped silently: a pod that uses an
+// ignored field runs without it, with a Warning event and a status message
+// naming the field (ReasonUnsupportedPodField); a pod that uses a field
+// whose loss would weaken its protection (a non-root user, a read-only root
+// file system, dropped capabilities, seccomp, AppArmor, SELinux, no
+// privilege escalation, user namespaces, a sandboxed runtime class) is not
+// run at all: it fails admission (ReasonUnsupportedSecurityContext).
+//
+// Each category is one list (ignoredPodFields, ignoredContainerFields,
+// refusedPodFields, refusedContainerFields). The issue that builds a
+// feature removes its fields from these lists, and their table tests, in
+// the same change.
+package admission
+
+import (
+	"fmt"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// Event and status reasons.
+const (
+	// ReasonUnsupportedPodField is the reason of the Warning event about
+	// ignored fields.
+	ReasonUnsupportedPodField = "UnsupportedPodField"
+	// ReasonUnsupportedSecurityContext is the reason of a pod that failed
+	// admission because the agent cannot honour its protection.
+	ReasonUnsupportedSecurityContext = "UnsupportedSecurityContext"
+)
+
+// Unsupported lists the fields of a pod the agent cannot honour yet, as
+// field paths ("spec.containers[0].livenessProbe"), in spec order.
+type Unsupported struct {
+	// Ignored fields: the pod runs without them.
+	Ignored []string
+	// Refused fields: running without them would give the pod less
+	// protection than it asks for, so the pod is not run.
+	Refused []string
+}
+
+// Rejected reports whether the pod must fail admission.
+func (u Unsupported) Rejected() bool { return len(u.Refused) > 0 }
+
+// WarningMessage describes the ignored fields ("" when none).
+func (u Unsupported) WarningMessage() string {
+	if len(u.Ignored) == 0 {
+		return ""
+	}
+	return "lockstep does not support these pod fields yet and runs the pod without them: " + strings.Join(u.Ignored, ", ")
+}
+
+// RejectionMessage describes the refused fields ("" when none).
+func (u Unsupported) RejectionMessage() string {
+	if len(u.Refused) == 0 {
+		return ""
+	}
+	return "lockstep cannot enforce these pod fields yet and will not run the pod with less protection than it asks for: " +
+		strings.Join(u.Refused, ", ")
+}
+
+// Check returns the fields of pod the agent does not honour.
+func Check(pod *corev1.Pod) Unsupported {
+	var u Unsupported
+	spec := &pod.Spec
+	for _, r := range ignoredPodFields() {
+		if r.set(spec) {
+			u.Ignored = append(u.Ignored, "spec."+r.path)
+		}
+	}
+	for _, r := range refusedPodFields() {
+		if r.set(spec) {
+			u.Refused = append(u.Refused, "spec."+r.path)
+		}
+	}
+	for _, group := range []struct {
+		name string
+		list []corev1.Container
+	}{{"initContainers", spec.InitContainers}, {"containers", spec.Containers}} {
+		for i := range group.list {
+			c := &group.list[i]
+			prefix := fmt.Sprintf("spec.%s[%d].", group.name, i)
+			for _, r := range ignoredContainerFields(group.name == "initContainers") {
+				if r.set(c) {
+					u.Ignored = append(u.Ignored, prefix+r.path)
+				}
+			}
+			for _, r := range refusedContainerFields() {
+				if r.set(c) {
+					u.Refused = append(u.Refused, prefix+r.path)
+				}
+			}
+		}
+	}
+	for i := range spec.EphemeralContainers {
+		u.Ignored = append(u.Ignored, fmt.Sprintf("spec.ephemeralContainers[%d]", i))
+	}
+	return u
+}
+
+// podRule finds one pod-level field in use.
+type podRule struct {
+	path string // below spec.
+	set  func(*corev1.PodSpec) bool
+}
+
+// containerRule finds one container field in use.
+type containerRule struct {
+	path string // below the container
+	set  func(*corev1.Container) bool
+}
+
+// ignoredPodFields are the pod-level fields a pod runs without. Ephemeral
+// containers are listed by Check itself (they are never started).
+func ignoredPodFields() []podRule {
+	psc := func(f func(*corev1.PodSecurityContext) bool) func(*corev1.PodSpec) bool {
+		return func(s *corev1.PodSpec) bool { return s.SecurityContext != nil && f(s.SecurityContext) }
+	}
+	return []podRule{
+		{"volumes", func(s *corev1.PodSpec) bool { return len(s.Volumes) > 0 }},
+		{"hostAliases", func(s *corev1.PodSpec) bool { return len(s.HostAliases) > 0 }},
+		{"imagePullSecrets", func(s *corev1.PodSpec) bool { return len(s.ImagePullSecrets) > 0 }},
+		{"activeDeadlineSeconds", func(s *corev1.PodSpec) bool { return s.ActiveDeadlineSeconds != nil }},
+		{"overhead", func(s *corev1.PodSpec) bool { return len(s.Overhead) > 0 }},
+		{"resources", func(s *corev1.PodSpec) bool { return s.Resources != nil }},
+		{"resourceClaims", func(s *corev1.PodSpec) bool { return len(s.ResourceClaims) > 0 }},
+		{"securityContext.fsGroup", psc(func(c *corev1.PodSecurityContext) bool { return c.FSGroup != nil })},
+		{"securityContext.fsGroupChangePolicy", psc(func(c *corev1.PodSecurityContext) bool { return c.FSGroupChangePolicy != nil })},
+		{"securityContext.supplementalGroups", psc(func(c *corev1.PodSecurityContext) bool { return len(c.SupplementalGroups) > 0 })},
+		{"securityContext.supplementalGroupsPolicy", psc(func(c *corev1.PodSecurityContext) bool { return c.SupplementalGroupsPolicy != nil })},
+		{"securityContext.sysctls", psc(func(c *corev1.PodSecurityContext) bool { return len(c.Sysctls) > 0 })},
+		{"securityContext.seLinuxChangePolicy", psc(func(c *corev1.PodSecurityContext) bool { return c.SELinuxChangePolicy != nil })},
+		{"securityContext.windowsOptions", psc(func(c *corev1.PodSecurityContext) bool { return c.WindowsOptions != nil })},
+	}
+}
+
+// refusedPodFields are the pod-level fields whose loss would weaken the
+// pod's protection.
+func refusedPodFields() []podRule {
+	psc := func(f func(*corev1.PodSecurityContext) bool) func(*corev1.PodSpec) bool {
+		return func(s *corev1.PodSpec) bool { return s.SecurityContext != nil && f(s.SecurityContext) }
+	}
+	return []podRule{
+		{"securityContext.runAsUser", psc(func(c *corev1.PodSecurityContext) bool { return c.RunAsUser != nil })},
+		{"securityContext.runAsGroup", psc(func(c *corev1.PodSecurityContext) bool { return c.RunAsGroup != nil })},
+		{"securityContext.runAsNonRoot", psc(func(c *corev1.PodSecurityContext) bool { return isTrue(c.RunAsNonRoot) })},
+		{"securityContext.seLinuxOptions", psc(func(c *corev1.PodSecurityContext) bool { return c.SELinuxOptions != nil })},
+		{"securityContext.seccompProfile", psc(func(c *corev1.PodSecurityContext) bool { return confinedSeccomp(c.SeccompProfile) })},
+		{"securityContext.appArmorProfile", psc(func(c *corev1.PodSecurityContext) bool { return confinedAppArmor(c.AppArmorProfile) })},
+		{"hostUsers", func(s *corev1.PodSpec) bool { return s.HostUsers != nil && !*s.HostUsers }},
+		{"runtimeClassName", func(s *corev1.PodSpec) bool { return s.RuntimeClassName != nil && *s.RuntimeClassName != "" }},
+	}
+}
+
+// ignoredContainerFields are the container fields a pod runs without
+// (init says whether the container is an init container).
+func ignoredContainerFields(init bool) []containerRule {
+	csc := func(f func(*corev1.SecurityContext) bool) func(*corev1.Container) bool {
+		return func(c *corev1.Container) bool { return c.SecurityContext != nil && f(c.SecurityContext) }
+	}
+	rules := []containerRule{
+		{"livenessProbe", func(c *corev1.Container) bool { return c.LivenessProbe != nil }},
+		{"readinessProbe", func(c *corev1.Container) bool { return c.ReadinessProbe != nil }},
+		{"startupProbe", func(c *corev1.Container) bool { return c.StartupProbe != nil }},
+		{"lifecycle", func(c *corev1.Container) bool { return c.Lifecycle != nil }},
+		{"volumeMounts", func(c *corev1.Container) bool { return len(c.VolumeMounts) > 0 }},
+		{"volumeDevices", func(c *corev1.Container) bool { return len(c.VolumeDevices) > 0 }},
+		{"restartPolicyRules", func(c *corev1.Container) bool { return len(c.RestartPolicyRules) > 0 }},
+		{"resizePolicy", func(c *corev1.Container) bool { return len(c.ResizePolicy) > 0 }},
+		{"resources.claims", func(c *corev1.Container) bool { return len(c.Resources.Claims) > 0 }},
+		{"resources.limits.hugepages-*", func(c *corev1.Container) bool { return hasHugePages(c.Resources.Limits) }},
+		{"resources.requests.hugepages-*", func(c *corev1.Container) bool { return hasHugePages(c.Resources.Requests) }},
+		{"terminationMessagePath", func(c *corev1.Container) bool {
+			return c.TerminationMessagePath != "" && c.TerminationMessagePath != corev1.TerminationMessagePathDefault
+		}},
+		{"terminationMessagePolicy", func(c *corev1.Container) bool {
+			return c.TerminationMessagePolicy == corev1.TerminationMessageFallbackToLogsOnError
+		}},
+		{"securityContext.privileged", csc(func(s *corev1.SecurityContext) bool { return isTrue(s.Privileged) })},
+		{"securityContext.capabilities.add", csc(func(s *corev1.SecurityContext) bool {
+			return s.Capabilities != nil && len(s.Capabilities.Add) > 0
+		})},
+		{"securityContext.procMount", csc(func(s *corev1.SecurityContext) bool {
+			return s.ProcMount != nil && *s.ProcMount != corev1.DefaultProcMount
+		})},
+		{"securityContext.windowsOptions", csc(func(s *corev1.SecurityContext) bool { return s.WindowsOptions != nil })},
+	}
+	if init {
+		rules = append(rules, containerRule{"restartPolicy", func(c *corev1.Container) bool { return c.RestartPolicy != nil }})
+	}
+	return rules
+}
+
+// refusedContainerFields are the container fields whose loss would weaken
+// the pod's protection.
+func refusedContainerFields() []containerRule {
+	csc := func(f func(*corev1.SecurityContext) bool) func(*corev1.Container) bool {
+		return func(c *corev1.Container) bool { return c.SecurityContext != nil && f(c.SecurityContext) }
+	}
+	return []containerRule{
+		{"securityContext.runAsUser", csc(func(s *corev1.SecurityContext) bool { return s.RunAsUser != nil })},
+		{"securityContext.runAsGroup", csc(func(s *corev1.SecurityContext) bool { return s.RunAsGroup != nil })},
+		{"securityContext.runAsNonRoot", csc(func(s *corev1.SecurityContext) bool { return isTrue(s.RunAsNonRoot) })},
+		{"securityContext.readOnlyRootFilesystem", csc(func(s *corev1.SecurityContext) bool { return isTrue(s.ReadOnlyRootFilesystem) })},
+		{"securityContext.allowPrivilegeEscalation", csc(func(s *corev1.SecurityContext) bool {
+			return s.AllowPrivilegeEscalation != nil && !*s.AllowPrivilegeEscalation
+		})},
+		{"securityContext.capabilities.drop", csc(func(s *corev1.SecurityContext) bool {
+			return s.Capabilities != nil && len(s.Capabilities.Drop) > 0
+		})},
+		{"securityContext.seLinuxOptions", csc(func(s *corev1.SecurityContext) bool { return s.SELinuxOptions != nil })},
+		{"securityContext.seccompProfile", csc(func(s *corev1.SecurityContext) bool { return confinedSeccomp(s.SeccompProfile) })},
+		{"securityContext.appArmorProfile", csc(func(s *corev1.SecurityContext) bool { return confinedAppArmor(s.AppArmorProfile) })},
+	}
+}
+
+func isTrue(b *bool) bool { return b != nil && *b }
+
+// confinedSeccomp reports whether a seccomp profile asks for confinement
+// (anything but Unconfined).
+func confinedSeccomp(p *corev1.SeccompProfile) bool {
+	return p != nil && p.Type != corev1.SeccompProfileTypeUnconfined
+}
+
+// confinedAppArmor reports whether an AppArmor profile asks for
+// confinement (anything but Unconfined).
+func confinedAppArmor(p *corev1.AppArmorProfile) bool {
+	return p != nil && p.Type != corev1.AppArmorProfileTypeUnconfined
+}
+
+func hasHugePages(l corev1.ResourceList) bool {
+	for name := range l {
+		if strings.HasPrefix(string(name), corev1.ResourceHugePagesPrefix) {
+			return true
+		}
+	}
+	return false
+}

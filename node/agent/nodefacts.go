@@ -1,0 +1,41 @@
+package agent
+
+import (
+	"context"
+
+	"github.com/lockstep-dev/lockstep/node/deps"
+	"github.com/lockstep-dev/lockstep/node/nodestatus"
+	"github.com/lockstep-dev/lockstep/node/podspec"
+)
+
+// withMachineFacts fills what the machine says about the node into the
+// pod-spec layer's NodeInfo, computed exactly as the node status computes
+// it (nodestatus.ReadResources): the memory capacity (the denominator of
+// OOM scores) and the allocatable resources (what a resourceFieldRef to a
+// limit the container does not set reads). Values the caller set win. The
+// machine is read once, when the agent is built: a node's capacity does not
+// change while it runs.
+func withMachineFacts(d deps.Deps, node podspec.NodeInfo, nc nodestatus.Config) podspec.NodeInfo {
+	if d.Machine == nil || (node.Allocatable != nil && node.MemoryCapacity > 0) {
+		return node
+	}
+	if nc.NodeName == "" {
+		nc.NodeName = node.NodeName
+	}
+	// Built before any task runs: no cancellation to honour, and both
+	// machines answer without blocking.
+	capacity, allocatable, err := nodestatus.ReadResources(context.Background(), d.Machine, nc)
+	if err != nil {
+		if d.Log != nil {
+			d.Log.Warn("node resources unknown: unset limits read as 0 in the downward API", "error", err.Error())
+		}
+		return node
+	}
+	if node.Allocatable == nil {
+		node.Allocatable = allocatable
+	}
+	if node.MemoryCapacity <= 0 {
+		node.MemoryCapacity = capacity.Memory().Value()
+	}
+	return node
+}

@@ -1,0 +1,62 @@
+package agent
+
+import (
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/lockstep-dev/lockstep/node/admission"
+	"github.com/lockstep-dev/lockstep/node/podworkers"
+	"github.com/lockstep-dev/lockstep/node/status"
+)
+
+// checkUnsupported finds the fields of pod the agent does not honour
+// (admission.Check) and sends Warning events about them whenever what it
+// finds differs from what it last reported for the pod.
+func (a *Agent) checkUnsupported(pod *corev1.Pod) admission.Unsupported {
+	u := admission.Check(pod)
+	key := strings.Join(u.Ignored, ",") + "|" + strings.Join(u.Refused, ",")
+	a.mu.Lock()
+	if a.unsupported == nil {
+		a.unsupported = map[types.UID]string{}
+	}
+	reported := a.unsupported[pod.UID] == key
+	a.unsupported[pod.UID] = key
+	a.mu.Unlock()
+	if reported || a.d.API.Events == nil {
+		return u
+	}
+	ref := &corev1.ObjectReference{Kind: "Pod", APIVersion: "v1", Namespace: pod.Namespace, Name: pod.Name, UID: pod.UID}
+	if msg := u.RejectionMessage(); msg != "" {
+		a.d.API.Events.Event(ref, corev1.EventTypeWarning, admission.ReasonUnsupportedSecurityContext, msg)
+	}
+	if msg := u.WarningMessage(); msg != "" {
+		a.d.API.Events.Event(ref, corev1.EventTypeWarning, admission.ReasonUnsupportedPodField, msg)
+	}
+	return u
+}
+
+// refuse fails a pod whose protection the agent cannot enforce: phase
+// Failed, reason UnsupportedSecurityContext, and no container is started.
+func (a *Agent) refuse(pod *corev1.Pod, u admission.Unsupported) podworkers.SyncResult {
+	prev := a.status.WithCachedStatus(pod)
+	a.status.SetPodStatus(pod, status.Reject(prev, admission.ReasonUnsupportedSecurityContext, u.RejectionMessage(), a.nodeAddrs(), a.d.Clock.Now()))
+	return podworkers.SyncResult{Terminal: true}
+}
+
+// withUnsupportedMessage names the ignored fields in the status message,
+// unless the status already carries a reason or message of its own.
+func withUnsupportedMessage(s corev1.PodStatus, u admission.Unsupported) corev1.PodStatus {
+	if msg := u.WarningMessage(); msg != "" && s.Reason == "" && s.Message == "" {
+		s.Message = msg
+	}
+	return s
+}
+
+// forgetUnsupported drops what was reported for a finished pod.
+func (a *Agent) forgetUnsupported(uid types.UID) {
+	a.mu.Lock()
+	delete(a.unsupported, uid)
+	a.mu.Unlock()
+}
