@@ -50,6 +50,10 @@ type ContainerKill struct {
 	ID     string
 	Name   string
 	Reason string
+	// Remove: remove the instance once stopped (one created but never
+	// started: it would hold its name and attempt in the runtime forever,
+	// and has no logs worth keeping).
+	Remove bool
 }
 
 // Waiting says why a container is not started now.
@@ -143,8 +147,8 @@ func ComputeActions(in Inputs) Actions {
 				restartAfterFailure(in, &acts, c.Name, true, i, latest)
 			}
 		case podstate.ContainerCreated:
-			acts.Kill = append(acts.Kill, ContainerKill{ID: latest.ID, Name: c.Name, Reason: "created but never started"})
-			acts.Start = append(acts.Start, ContainerStart{Name: c.Name, Init: true, Index: i, RestartCount: latest.RestartCount})
+			acts.Kill = append(acts.Kill, staleCreated(latest))
+			acts.Start = append(acts.Start, ContainerStart{Name: c.Name, Init: true, Index: i, RestartCount: latest.RestartCount + 1})
 		case podstate.ContainerUnknown:
 			acts.Kill = append(acts.Kill, ContainerKill{ID: latest.ID, Name: c.Name, Reason: "state unknown"})
 			restartAfterFailure(in, &acts, c.Name, true, i, latest)
@@ -191,8 +195,8 @@ func ComputeActions(in Inputs) Actions {
 			}
 			keep++
 		case podstate.ContainerCreated:
-			acts.Kill = append(acts.Kill, ContainerKill{ID: latest.ID, Name: c.Name, Reason: "created but never started"})
-			acts.Start = append(acts.Start, ContainerStart{Name: c.Name, Index: i, RestartCount: latest.RestartCount})
+			acts.Kill = append(acts.Kill, staleCreated(latest))
+			acts.Start = append(acts.Start, ContainerStart{Name: c.Name, Index: i, RestartCount: latest.RestartCount + 1})
 		case podstate.ContainerUnknown:
 			acts.Kill = append(acts.Kill, ContainerKill{ID: latest.ID, Name: c.Name, Reason: "state unknown"})
 			if shouldRestart(pod, 137) {
@@ -276,14 +280,21 @@ func hasReadySandbox(st *podstate.PodStatus) bool {
 	return st != nil && slices.ContainsFunc(st.Sandboxes, func(s podstate.Sandbox) bool { return s.State == podstate.SandboxReady })
 }
 
-// nextCount is the attempt number of a container's next instance.
+// staleCreated is the kill of an instance created but never started (the
+// agent died between CreateContainer and StartContainer, or StartContainer
+// failed). The runtime keeps its name and attempt reserved until it is
+// removed, so the next instance takes the next attempt and this one goes.
+func staleCreated(c podstate.Container) ContainerKill {
+	return ContainerKill{ID: c.ID, Name: c.Name, Reason: "created but never started", Remove: true}
+}
+
+// nextCount is the attempt number of a container's next instance: one
+// past the newest, whatever its state (a Created instance's attempt is
+// taken too).
 func nextCount(st *podstate.PodStatus, name string) int {
 	latest, ok := st.Latest(name)
 	if !ok {
 		return 0
-	}
-	if latest.State == podstate.ContainerCreated {
-		return latest.RestartCount
 	}
 	return latest.RestartCount + 1
 }

@@ -125,6 +125,12 @@ func (e *Executor) SyncPod(ctx context.Context, pod *corev1.Pod, st *podstate.Po
 			e.event(pod, k.Name, corev1.EventTypeNormal, "Killing", fmt.Sprintf("Stopping container %s: %s", k.Name, k.Reason))
 			if err := e.stopContainer(ctx, k.ID, grace); err != nil {
 				errs = append(errs, fmt.Errorf("kill container %q of pod %s/%s: %w", k.Name, pod.Namespace, pod.Name, err))
+				continue
+			}
+			if k.Remove {
+				if err := e.removeContainer(ctx, k.ID); err != nil {
+					errs = append(errs, fmt.Errorf("remove stale container %q (%s) of pod %s/%s: %w", k.Name, k.ID, pod.Namespace, pod.Name, err))
+				}
 			}
 		}
 		if err := errors.Join(errs...); err != nil {

@@ -63,3 +63,11 @@ func (e *Executor) GCPod(ctx context.Context, st *podstate.PodStatus) error {
 func isNotFound(err error) bool {
 	return err != nil && status.Code(err) == codes.NotFound
 }
+
+// removeContainer removes one container instance; one already gone is fine.
+func (e *Executor) removeContainer(ctx context.Context, id string) error {
+	if err := e.d.Runtime.RemoveContainer(ctx, id); err != nil && !isNotFound(err) {
+		return err
+	}
+	return nil
+}
