@@ -8,6 +8,7 @@ package runtimesync
 
 import (
 	"fmt"
+	"hash/fnv"
 	"slices"
 	"time"
 
@@ -25,7 +26,7 @@ type Inputs struct {
 	// start again.
 	Terminal bool
 	Now      time.Time
-	// Backoff is the crash-loop back-off (keyed by pod UID/container).
+	// Backoff is the crash-loop back-off (keyed by BackoffKey).
 	Backoff *backoff.Backoff
 	// Hash hashes a container spec (the hash containers are labelled with).
 	Hash func(*corev1.Container) string
@@ -87,9 +88,17 @@ type Actions struct {
 	RetryAfter time.Duration
 }
 
-// BackoffKey is the crash-loop back-off key of a pod's container.
-func BackoffKey(pod *corev1.Pod, container string) string {
-	return string(pod.UID) + "/" + container
+// BackoffKey is the crash-loop back-off key of a pod's container: the pod
+// UID and container name, and a hash of the container's image and
+// resources, as upstream keys it, so that fixing a crashing container's
+// image (or resources) starts the fixed one without waiting out the old
+// back-off. Keys start with "<pod UID>/" (ForgetPod drops them by prefix).
+func BackoffKey(pod *corev1.Pod, c *corev1.Container) string {
+	h := fnv.New64a()
+	h.Write([]byte(c.Image))
+	h.Write([]byte{0})
+	h.Write([]byte(c.Resources.String()))
+	return fmt.Sprintf("%s/%s/%016x", pod.UID, c.Name, h.Sum64())
 }
 
 // ComputeActions decides what to do for pod given the runtime's view of it.
@@ -144,21 +153,21 @@ func ComputeActions(in Inputs) Actions {
 		case podstate.ContainerRunning:
 			if reason, failed := unhealthy(in, latest.ID); failed {
 				acts.Kill = append(acts.Kill, ContainerKill{ID: latest.ID, Name: c.Name, Reason: reason})
-				restartAfterFailure(in, &acts, c.Name, true, i, latest)
+				restartAfterFailure(in, &acts, c, true, i, latest)
 			}
 		case podstate.ContainerCreated:
 			acts.Kill = append(acts.Kill, staleCreated(latest))
 			acts.Start = append(acts.Start, ContainerStart{Name: c.Name, Init: true, Index: i, RestartCount: latest.RestartCount + 1})
 		case podstate.ContainerUnknown:
 			acts.Kill = append(acts.Kill, ContainerKill{ID: latest.ID, Name: c.Name, Reason: "state unknown"})
-			restartAfterFailure(in, &acts, c.Name, true, i, latest)
+			restartAfterFailure(in, &acts, c, true, i, latest)
 		case podstate.ContainerExited:
 			if pod.Spec.RestartPolicy == corev1.RestartPolicyNever {
 				acts.InitFailed = true
 				acts.KillPod = len(st.Running()) > 0 || hasReadySandbox(st)
 				return acts
 			}
-			restartAfterFailure(in, &acts, c.Name, true, i, latest)
+			restartAfterFailure(in, &acts, c, true, i, latest)
 		}
 		break
 	}
@@ -189,7 +198,7 @@ func ComputeActions(in Inputs) Actions {
 			if reason, failed := unhealthy(in, latest.ID); failed {
 				acts.Kill = append(acts.Kill, ContainerKill{ID: latest.ID, Name: c.Name, Reason: reason})
 				if shouldRestart(pod, 1) {
-					restartAfterFailure(in, &acts, c.Name, false, i, latest)
+					restartAfterFailure(in, &acts, c, false, i, latest)
 				}
 				continue
 			}
@@ -200,11 +209,11 @@ func ComputeActions(in Inputs) Actions {
 		case podstate.ContainerUnknown:
 			acts.Kill = append(acts.Kill, ContainerKill{ID: latest.ID, Name: c.Name, Reason: "state unknown"})
 			if shouldRestart(pod, 137) {
-				restartAfterFailure(in, &acts, c.Name, false, i, latest)
+				restartAfterFailure(in, &acts, c, false, i, latest)
 			}
 		case podstate.ContainerExited:
 			if shouldRestart(pod, latest.ExitCode) {
-				restartAfterFailure(in, &acts, c.Name, false, i, latest)
+				restartAfterFailure(in, &acts, c, false, i, latest)
 			}
 		}
 	}
@@ -235,13 +244,14 @@ func computeFreshSandbox(in Inputs, acts *Actions) {
 
 // restartAfterFailure starts the container again unless its crash-loop
 // back-off holds it, in which case it is waiting in CrashLoopBackOff.
-func restartAfterFailure(in Inputs, acts *Actions, name string, init bool, index int, latest podstate.Container) {
+func restartAfterFailure(in Inputs, acts *Actions, c *corev1.Container, init bool, index int, latest podstate.Container) {
+	name := c.Name
 	if latest.State == podstate.ContainerExited && in.Backoff != nil {
 		finished := latest.FinishedAt
 		if finished.IsZero() {
 			finished = latest.CreatedAt
 		}
-		delay := in.Backoff.Delay(BackoffKey(in.Pod, name), latest.StartedAt, finished)
+		delay := in.Backoff.Delay(BackoffKey(in.Pod, c), latest.StartedAt, finished)
 		if remaining := finished.Add(delay).Sub(in.Now); remaining > 0 {
 			if acts.RetryAfter == 0 || remaining < acts.RetryAfter {
 				acts.RetryAfter = remaining

@@ -1,12 +1,14 @@
 package runtimesync
 
 import (
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/lockstep-dev/lockstep/node/backoff"
@@ -265,5 +267,61 @@ func TestCrashLoopDelays(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, delays); diff != "" {
 		t.Errorf("restart delays after FinishedAt (-want +got):\n%s", diff)
+	}
+}
+
+func TestBackoffKey(t *testing.T) {
+	pod := testPod(corev1.RestartPolicyAlways, nil, "app")
+	base := pod.Spec.Containers[0]
+	key := BackoffKey(pod, &base)
+	if !strings.HasPrefix(key, "uid-1/app/") {
+		t.Errorf("key %q does not start with the pod UID and container name", key)
+	}
+	tests := []struct {
+		name    string
+		mod     func(*corev1.Container)
+		changes bool
+	}{
+		{"image", func(c *corev1.Container) { c.Image = "nginx" }, true},
+		{"memory limit", func(c *corev1.Container) {
+			c.Resources.Limits = corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("64Mi")}
+		}, true},
+		{"env", func(c *corev1.Container) { c.Env = []corev1.EnvVar{{Name: "A", Value: "b"}} }, false},
+		{"command", func(c *corev1.Container) { c.Command = []string{"sh"} }, false},
+	}
+	for _, tt := range tests {
+		c := base.DeepCopy()
+		tt.mod(c)
+		if changed := BackoffKey(pod, c) != key; changed != tt.changes {
+			t.Errorf("%s: key changed = %v, want %v", tt.name, changed, tt.changes)
+		}
+	}
+}
+
+// TestImageFixEndsBackOff: a container deep in its crash-loop back-off
+// whose image is changed starts again after the first step of a fresh
+// back-off, not the old one.
+func TestImageFixEndsBackOff(t *testing.T) {
+	pod := testPod(corev1.RestartPolicyAlways, nil, "app")
+	b := backoff.New(backoff.Config{})
+	sb := []podstate.Sandbox{ready("sb1", 0)}
+	for restart := range 5 { // the back-off grows to 160 s
+		c := ctr("c", "app", podstate.ContainerExited, restart, 1, 0)
+		c.FinishedAt = now.Add(time.Duration(restart) * time.Second)
+		ComputeActions(Inputs{Pod: pod, Status: podStatus(sb, c), Now: c.FinishedAt, Backoff: b, Hash: hash})
+	}
+	last := ctr("c", "app", podstate.ContainerExited, 4, 1, 0)
+	last.FinishedAt = now.Add(4 * time.Second)
+	at := last.FinishedAt.Add(11 * time.Second)
+	held := ComputeActions(Inputs{Pod: pod, Status: podStatus(sb, last), Now: at, Backoff: b, Hash: hash})
+	if held.Waiting["app"].Reason != "CrashLoopBackOff" {
+		t.Fatalf("same image 11 s after the 5th crash: %+v, want CrashLoopBackOff", held)
+	}
+	fixed := pod.DeepCopy()
+	fixed.Spec.Containers[0].Image = "busybox:fixed"
+	got := ComputeActions(Inputs{Pod: fixed, Status: podStatus(sb, last), Now: at, Backoff: b, Hash: hash})
+	want := []ContainerStart{{Name: "app", RestartCount: 5}}
+	if diff := cmp.Diff(want, got.Start); diff != "" {
+		t.Errorf("starts after the image fix (-want +got):\n%s", diff)
 	}
 }
