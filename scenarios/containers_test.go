@@ -1,11 +1,15 @@
 package scenarios
 
 import (
+	"context"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/lockstep-dev/lockstep/sim/harness"
 )
 
 // TestCrashBetweenCreateAndStart crashes the agent right after it created
@@ -78,4 +82,128 @@ func TestImageFixSkipsOldBackOff(t *testing.T) {
 	if waited := h.K.Now().Sub(edited); waited > 15*time.Second {
 		t.Errorf("the fixed image started %v after the edit, want ≤ 15 s (a fresh back-off)", waited)
 	}
+}
+
+// readyToStart returns the pod's PodReadyToStartContainers condition.
+func readyToStart(h *harness.Harness, name string) corev1.PodCondition {
+	p, ok := APIPod(h, "default", name)
+	if !ok {
+		return corev1.PodCondition{}
+	}
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReadyToStartContainers {
+			return c
+		}
+	}
+	return corev1.PodCondition{}
+}
+
+// TestSandboxWithoutIPIsRecreated: the CNI plugin gives a pod's sandbox no
+// IP. The agent replaces the sandbox, so the pod runs with an IP; while
+// the plugin keeps failing, PodReadyToStartContainers is False and says
+// why.
+func TestSandboxWithoutIPIsRecreated(t *testing.T) {
+	h := start(t, 43)
+	c := NewChecker(h)
+	withIP := func(name string) func() bool {
+		return func() bool {
+			p, ok := APIPod(h, "default", name)
+			return ok && PodIs(h, "default", name, corev1.PodRunning, true) && p.Status.PodIP != ""
+		}
+	}
+	// One sandbox without IP: replaced at once.
+	h.Runtime.DropSandboxIPs(1)
+	web := mustCreate(t, h, NewPod("web", h.NodeName))
+	runUntil(t, h, "web Running and Ready with an IP", time.Minute, withIP("web"))
+
+	// Every sandbox without IP until the network is fixed.
+	h.Runtime.DropSandboxIPs(0)
+	mustCreate(t, h, NewPod("web2", h.NodeName))
+	runUntil(t, h, "PodReadyToStartContainers False for the missing IP", time.Minute, func() bool {
+		cond := readyToStart(h, "web2")
+		return cond.Status == corev1.ConditionFalse && cond.Reason == "PodSandboxNotReady" && cond.Message == "pod sandbox has no IP address"
+	})
+	h.Runtime.ClearFaults()
+	runUntil(t, h, "web2 Running and Ready with an IP", time.Minute, withIP("web2"))
+	if err := RunChecked(h, c, 10*time.Second, 100*time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	reportViolations(t, c)
+	web2, _ := APIPod(h, "default", "web2")
+	for _, p := range []*corev1.Pod{web, web2} {
+		if ready := readySandboxes(h, p.UID); len(ready) != 1 {
+			t.Errorf("ready sandboxes of %s: %d, want 1", p.Name, len(ready))
+		}
+		if cond := readyToStart(h, p.Name); cond.Status != corev1.ConditionTrue || cond.Reason != "" {
+			t.Errorf("PodReadyToStartContainers of %s = %+v, want True without reason", p.Name, cond)
+		}
+	}
+}
+
+// readySandboxes lists the pod's READY sandboxes.
+func readySandboxes(h *harness.Harness, uid types.UID) []*runtimeapi.PodSandbox {
+	var out []*runtimeapi.PodSandbox
+	for _, sb := range Sandboxes(h, uid) {
+		if sb.State == runtimeapi.PodSandboxState_SANDBOX_READY {
+			out = append(out, sb)
+		}
+	}
+	return out
+}
+
+// TestTwoReadySandboxesAreReconciled: the runtime holds two ready sandboxes
+// for one pod (left by another agent, or by a crash mid-re-creation); the
+// agent kills both and runs the pod in one new sandbox.
+func TestTwoReadySandboxesAreReconciled(t *testing.T) {
+	h := start(t, 44)
+	c := NewChecker(h)
+	pod := mustCreate(t, h, NewPod("web", h.NodeName))
+	runUntil(t, h, "web Running and Ready", time.Minute, func() bool {
+		return PodIs(h, "default", "web", corev1.PodRunning, true)
+	})
+	sbs := readySandboxes(h, pod.UID)
+	if len(sbs) != 1 {
+		t.Fatalf("ready sandboxes: %d, want 1", len(sbs))
+	}
+	// A second ready sandbox of the same pod, one attempt later.
+	old := sbs[0].Metadata
+	md := &runtimeapi.PodSandboxMetadata{Name: old.Name, Namespace: old.Namespace, Uid: old.Uid, Attempt: old.Attempt + 1}
+	cfg := &runtimeapi.PodSandboxConfig{Metadata: md, Labels: sbs[0].Labels, LogDirectory: "/var/log/pods/other"}
+	if _, err := h.Runtime.RunPodSandbox(context.Background(), cfg, ""); err != nil {
+		t.Fatal(err)
+	}
+	runUntil(t, h, "one ready sandbox again, web Running and Ready", time.Minute, func() bool {
+		c.Check()
+		return len(readySandboxes(h, pod.UID)) == 1 && PodIs(h, "default", "web", corev1.PodRunning, true)
+	})
+	reportViolations(t, c)
+	if got := readySandboxes(h, pod.UID)[0].Metadata.Attempt; got != 2 {
+		t.Errorf("the surviving sandbox has attempt %d, want 2 (a new one)", got)
+	}
+}
+
+// TestNetworkModeChangeRecreatesSandbox: the pod's network namespace mode
+// changes (hostNetwork flips; the real apiserver forbids it for API pods,
+// but an agent switch or a runtime left by another agent can show it):
+// the agent replaces the sandbox with one in the pod's mode.
+func TestNetworkModeChangeRecreatesSandbox(t *testing.T) {
+	h := start(t, 45)
+	pod := mustCreate(t, h, NewPod("web", h.NodeName))
+	runUntil(t, h, "web Running and Ready", time.Minute, func() bool {
+		return PodIs(h, "default", "web", corev1.PodRunning, true)
+	})
+	if _, err := h.API.User().UpdatePodSpec("default", "web", func(s *corev1.PodSpec) { s.HostNetwork = true }); err != nil {
+		t.Fatal(err)
+	}
+	runUntil(t, h, "one ready host-network sandbox", time.Minute, func() bool {
+		ready := readySandboxes(h, pod.UID)
+		if len(ready) != 1 {
+			return false
+		}
+		st, err := h.Runtime.PodSandboxStatus(context.Background(), ready[0].Id, false)
+		return err == nil && st.GetStatus().GetLinux().GetNamespaces().GetOptions().GetNetwork() == runtimeapi.NamespaceMode_NODE
+	})
+	runUntil(t, h, "web Running and Ready", time.Minute, func() bool {
+		return PodIs(h, "default", "web", corev1.PodRunning, true)
+	})
 }

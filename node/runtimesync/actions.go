@@ -71,6 +71,9 @@ type Actions struct {
 	// CreateSandbox: run a new sandbox with Attempt.
 	CreateSandbox bool
 	Attempt       uint32
+	// SandboxReason says why a (new) sandbox is needed (see
+	// podstate.SandboxChange); "" when the newest one serves.
+	SandboxReason string
 	// SandboxID is the sandbox to start containers in (when not creating).
 	SandboxID string
 	// Kill lists container instances to stop first, by name.
@@ -113,10 +116,11 @@ func ComputeActions(in Inputs) Actions {
 		return acts
 	}
 	sb, hasSandbox := st.LatestSandbox()
+	acts.SandboxReason = st.SandboxChange(pod.Spec.HostNetwork)
 	switch {
 	case !hasSandbox:
 		acts.CreateSandbox = true
-	case sb.State != podstate.SandboxReady:
+	case acts.SandboxReason != "":
 		acts.CreateSandbox = true
 		acts.KillPod = true
 		acts.Attempt = sb.Attempt + 1
@@ -127,7 +131,7 @@ func ComputeActions(in Inputs) Actions {
 		// restartPolicy Never: a pod whose containers already ran does
 		// not get a new sandbox (its containers would run twice).
 		if pod.Spec.RestartPolicy == corev1.RestartPolicyNever && hasSandbox && len(st.Containers) > 0 {
-			acts.CreateSandbox, acts.Attempt = false, 0
+			acts.CreateSandbox, acts.Attempt, acts.SandboxReason = false, 0, ""
 			acts.KillPod = len(st.Running()) > 0 || hasReadySandbox(st)
 			return acts
 		}

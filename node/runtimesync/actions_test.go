@@ -32,7 +32,7 @@ func testPod(policy corev1.RestartPolicy, inits []string, containers ...string) 
 func hash(c *corev1.Container) string { return "h-" + c.Image }
 
 func ready(id string, attempt uint32) podstate.Sandbox {
-	return podstate.Sandbox{ID: id, State: podstate.SandboxReady, Attempt: attempt, CreatedAt: now.Add(-time.Hour)}
+	return podstate.Sandbox{ID: id, State: podstate.SandboxReady, Attempt: attempt, CreatedAt: now.Add(-time.Hour), IP: "10.0.0.1"}
 }
 
 func ctr(id, name string, state podstate.ContainerState, restarts int, exit int32, finishedAgo time.Duration) podstate.Container {
@@ -66,17 +66,17 @@ func TestComputeActions(t *testing.T) {
 		{
 			name: "new pod: create sandbox and start every container",
 			pod:  testPod(always, nil, "app", "side"), status: podStatus(nil),
-			want: Actions{CreateSandbox: true, Start: []ContainerStart{{Name: "app"}, {Name: "side", Index: 1}}},
+			want: Actions{CreateSandbox: true, SandboxReason: podstate.SandboxMsgNone, Start: []ContainerStart{{Name: "app"}, {Name: "side", Index: 1}}},
 		},
 		{
 			name: "new pod with init containers: only the first init container",
 			pod:  testPod(always, []string{"i1", "i2"}, "app"), status: podStatus(nil),
-			want: Actions{CreateSandbox: true, Start: []ContainerStart{{Name: "i1", Init: true}}},
+			want: Actions{CreateSandbox: true, SandboxReason: podstate.SandboxMsgNone, Start: []ContainerStart{{Name: "i1", Init: true}}},
 		},
 		{
 			name: "sandbox died: kill the pod and recreate with the next attempt",
 			pod:  testPod(always, nil, "app"), status: podStatus(dead, ctr("c1", "app", podstate.ContainerRunning, 0, 0, 0)),
-			want: Actions{KillPod: true, CreateSandbox: true, Attempt: 1, Start: []ContainerStart{{Name: "app", RestartCount: 1}}},
+			want: Actions{KillPod: true, CreateSandbox: true, Attempt: 1, SandboxReason: podstate.SandboxMsgNotReady, Start: []ContainerStart{{Name: "app", RestartCount: 1}}},
 		},
 		{
 			name: "sandbox died, restartPolicy Never, containers ran: no new sandbox",
@@ -88,7 +88,45 @@ func TestComputeActions(t *testing.T) {
 			pod:  testPod(onFailure, nil, "done", "failed"),
 			status: podStatus(dead, ctr("c1", "done", podstate.ContainerExited, 0, 0, time.Minute),
 				ctr("c2", "failed", podstate.ContainerExited, 0, 1, time.Minute)),
-			want: Actions{KillPod: true, CreateSandbox: true, Attempt: 1, Start: []ContainerStart{{Name: "failed", Index: 1, RestartCount: 1}}},
+			want: Actions{KillPod: true, CreateSandbox: true, Attempt: 1, SandboxReason: podstate.SandboxMsgNotReady, Start: []ContainerStart{{Name: "failed", Index: 1, RestartCount: 1}}},
+		},
+		{
+			name: "two sandboxes ready: kill the pod, recreate with the next attempt",
+			pod:  testPod(always, nil, "app"),
+			status: podStatus([]podstate.Sandbox{ready("sb2", 1), ready("sb1", 0)},
+				ctr("c1", "app", podstate.ContainerRunning, 0, 0, 0)),
+			want: Actions{KillPod: true, CreateSandbox: true, Attempt: 2, SandboxReason: podstate.SandboxMsgMultipleReady,
+				Start: []ContainerStart{{Name: "app", RestartCount: 1}}},
+		},
+		{
+			name: "pod-network sandbox without IP: recreate",
+			pod:  testPod(always, nil, "app"),
+			status: podStatus([]podstate.Sandbox{{ID: "sb1", State: podstate.SandboxReady}},
+				ctr("c1", "app", podstate.ContainerRunning, 0, 0, 0)),
+			want: Actions{KillPod: true, CreateSandbox: true, Attempt: 1, SandboxReason: podstate.SandboxMsgNoIP,
+				Start: []ContainerStart{{Name: "app", RestartCount: 1}}},
+		},
+		{
+			name: "network namespace mode changed: recreate",
+			pod: func() *corev1.Pod {
+				p := testPod(always, nil, "app")
+				p.Spec.HostNetwork = true
+				return p
+			}(),
+			status: podStatus(sb, ctr("c1", "app", podstate.ContainerRunning, 0, 0, 0)),
+			want: Actions{KillPod: true, CreateSandbox: true, Attempt: 1, SandboxReason: podstate.SandboxMsgNetworkModeDiff,
+				Start: []ContainerStart{{Name: "app", RestartCount: 1}}},
+		},
+		{
+			name: "host-network sandbox without IP is fine",
+			pod: func() *corev1.Pod {
+				p := testPod(always, nil, "app")
+				p.Spec.HostNetwork = true
+				return p
+			}(),
+			status: podStatus([]podstate.Sandbox{{ID: "sb1", State: podstate.SandboxReady, HostNetwork: true}},
+				ctr("c1", "app", podstate.ContainerRunning, 0, 0, 0)),
+			want: Actions{SandboxID: "sb1"},
 		},
 		{
 			name: "running and healthy: nothing to do",
@@ -207,7 +245,7 @@ func TestComputeActions(t *testing.T) {
 			name:   "sandbox died with a created container: the new sandbox takes the next attempt",
 			pod:    testPod(always, nil, "app"),
 			status: podStatus(dead, ctr("c1", "app", podstate.ContainerCreated, 0, 0, 0)),
-			want:   Actions{KillPod: true, CreateSandbox: true, Attempt: 1, Start: []ContainerStart{{Name: "app", RestartCount: 1}}},
+			want:   Actions{KillPod: true, CreateSandbox: true, Attempt: 1, SandboxReason: podstate.SandboxMsgNotReady, Start: []ContainerStart{{Name: "app", RestartCount: 1}}},
 		},
 		{
 			name: "unknown state: kill, then restart",

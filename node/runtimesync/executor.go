@@ -156,7 +156,7 @@ func (e *Executor) SyncPod(ctx context.Context, pod *corev1.Pod, st *podstate.Po
 	}
 	if acts.CreateSandbox {
 		res.ActionTaken = true
-		log.Info("creating sandbox", "attempt", attempt)
+		log.Info("creating sandbox", "attempt", attempt, "reason", acts.SandboxReason)
 		if e.d.Files != nil {
 			if err := e.d.Files.MkdirAll(sbConfig.LogDirectory); err != nil {
 				return res, fmt.Errorf("create log directory %s of pod %s/%s: %w", sbConfig.LogDirectory, pod.Namespace, pod.Name, err)
