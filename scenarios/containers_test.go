@@ -5,10 +5,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/lockstep-dev/lockstep/node/podspec"
 	"github.com/lockstep-dev/lockstep/sim/harness"
 )
 
@@ -207,3 +209,66 @@ func TestNetworkModeChangeRecreatesSandbox(t *testing.T) {
 		return PodIs(h, "default", "web", corev1.PodRunning, true)
 	})
 }
+
+// TestPreviousInstanceKept: a crash-looping container keeps its previous
+// instance and that instance's log (what kubectl logs --previous reads, at
+// the path the HTTP server computes from restartCount-1); older instances
+// go with their logs and /var/log/containers symlinks; the live ones have
+// a symlink to their log. Deleting the pod removes its log directory and
+// every symlink.
+func TestPreviousInstanceKept(t *testing.T) {
+	h := start(t, 46)
+	c := NewChecker(h)
+	// Each instance runs 90 s: longer than a GC period.
+	pod := mustCreate(t, h, NewPod("crasher", h.NodeName, Exits("app", 90*time.Second, 1)))
+	ref := podspec.RefOf(pod)
+	runUntil(t, h, "restartCount 3 running", 10*time.Minute, func() bool {
+		p, ok := APIPod(h, "default", "crasher")
+		return ok && len(p.Status.ContainerStatuses) == 1 && p.Status.ContainerStatuses[0].RestartCount == 3 &&
+			p.Status.ContainerStatuses[0].State.Running != nil
+	})
+	// Let a GC period pass with the new instance running.
+	if err := RunChecked(h, c, containerGCWait, 100*time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	reportViolations(t, c)
+	var attempts []uint32
+	for _, ct := range PodContainers(h, pod.UID) {
+		attempts = append(attempts, ct.Attempt)
+		link := podspec.ContainerLogSymlink("", ref, "app", ct.ID)
+		if target, err := h.Files.Readlink(link); err != nil || target != podspec.ContainerLogFile("", ref, "app", int(ct.Attempt)) {
+			t.Errorf("symlink %s of attempt %d → %q, %v", link, ct.Attempt, target, err)
+		}
+	}
+	if diff := cmp.Diff([]uint32{2, 3}, attempts); diff != "" {
+		t.Errorf("instances kept (-want +got):\n%s", diff)
+	}
+	p, _ := APIPod(h, "default", "crasher")
+	previous := podspec.ContainerLogFile("", ref, "app", int(p.Status.ContainerStatuses[0].RestartCount)-1)
+	if !h.Files.Exists(previous) {
+		t.Errorf("the previous instance's log %s is gone", previous)
+	}
+	for _, old := range []int{0, 1} {
+		if f := podspec.ContainerLogFile("", ref, "app", old); h.Files.Exists(f) {
+			t.Errorf("the log %s of a collected instance is still there", f)
+		}
+	}
+	links, _ := h.Files.ReadDir(podspec.DefaultContainerLogsDir)
+	if len(links) != 2 {
+		t.Errorf("symlinks in %s: %v, want the two kept instances'", podspec.DefaultContainerLogsDir, links)
+	}
+
+	if err := h.API.User().DeletePodGracefully("default", "crasher", nil); err != nil {
+		t.Fatal(err)
+	}
+	runUntil(t, h, "crasher gone from the runtime", 2*time.Minute, func() bool { return len(PodContainers(h, pod.UID)) == 0 })
+	if entries, err := h.Files.ReadDir(podspec.LogDirectory("", ref)); err == nil {
+		t.Errorf("the pod's log directory is still there: %v", entries)
+	}
+	if links, _ := h.Files.ReadDir(podspec.DefaultContainerLogsDir); len(links) != 0 {
+		t.Errorf("symlinks left after the pod is gone: %v", links)
+	}
+}
+
+// containerGCWait is longer than the agent's container GC period.
+const containerGCWait = 61 * time.Second

@@ -30,6 +30,8 @@ type Config struct {
 	RuntimeHandler string
 	// CrashBackoff and PullBackoff tune the back-off curves.
 	CrashBackoff, PullBackoff backoff.Config
+	// GC is the dead container policy; nil means DefaultGCPolicy().
+	GC *GCPolicy
 	// Observer, when set, is told about every sandbox and container start
 	// attempt (for metrics); nil observes nothing. It must not block.
 	Observer Observer
@@ -128,7 +130,11 @@ func (e *Executor) SyncPod(ctx context.Context, pod *corev1.Pod, st *podstate.Po
 				continue
 			}
 			if k.Remove {
-				if err := e.removeContainer(ctx, k.ID); err != nil {
+				stale := podstate.Container{ID: k.ID, Name: k.Name}
+				if c, ok := st.Instance(k.ID); ok {
+					stale = c
+				}
+				if err := e.removeContainer(ctx, podspec.RefOf(pod), stale); err != nil {
 					errs = append(errs, fmt.Errorf("remove stale container %q (%s) of pod %s/%s: %w", k.Name, k.ID, pod.Namespace, pod.Name, err))
 				}
 			}
@@ -211,6 +217,7 @@ func (e *Executor) SyncPod(ctx context.Context, pod *corev1.Pod, st *podstate.Po
 			continue
 		}
 		e.event(pod, s.Name, corev1.EventTypeNormal, "Created", "Created container "+s.Name)
+		e.linkLog(podspec.RefOf(pod), s.Name, id, s.RestartCount)
 		if err := e.d.Runtime.StartContainer(ctx, id); err != nil {
 			res.Waiting[s.Name] = Waiting{Reason: "RunContainerError", Message: err.Error()}
 			e.observeStart(s, "RunContainerError")
