@@ -44,7 +44,7 @@ run:
 	$(GO) run ./cmd/lockstep node --container-runtime-endpoint=fake \
 		--pod-manifest-path=$(CURDIR)/examples/manifests \
 		--hostname-override=demo-node --address=127.0.0.1 --read-only-port=10255 \
-		--root-dir=$(DEMO_DIR) --pod-logs-dir=$(DEMO_DIR)/pods
+		--root-dir=$(DEMO_DIR) --pod-logs-dir=$(DEMO_DIR)/pods --container-logs-dir=$(DEMO_DIR)/containers
 
 ## e2e: lockstep against real containerd + kube-apiserver + etcd (as root;
 ## see hack/e2e/README.md). E2E_ARGS go to `go test`, e.g. E2E_ARGS='-run TestPod'

@@ -23,6 +23,7 @@ type faultState struct {
 	hangs     []*Hang
 	pulls     []*pullFault
 	hangSeq   int
+	noIP      int // pod-network sandboxes left to create without an IP; <0: all
 }
 
 // latencyFault delays calls of a method.
@@ -137,13 +138,33 @@ func (r *Runtime) FailPull(ref, cause string, count int) error {
 	return nil
 }
 
-// ClearFaults removes every latency, error and pull fault and the list
-// staleness. Hangs stay until released.
+// DropSandboxIPs makes the next count pod-network sandboxes (every one
+// when count <= 0) come up READY but without an IP, as with a CNI plugin
+// that returned no address.
+func (r *Runtime) DropSandboxIPs(count int) {
+	r.mu.Lock()
+	defer r.unlock()
+	r.faults.noIP = countLeft(count)
+}
+
+// takeNoIP reports whether the sandbox being created gets no IP.
+func (f *faultState) takeNoIP() bool {
+	if f.noIP == 0 {
+		return false
+	}
+	if f.noIP > 0 {
+		f.noIP--
+	}
+	return true
+}
+
+// ClearFaults removes every latency, error, pull and sandbox IP fault and
+// the list staleness. Hangs stay until released.
 func (r *Runtime) ClearFaults() {
 	r.mu.Lock()
 	defer r.unlock()
 	r.faults.latencies, r.faults.errs, r.faults.pulls = nil, nil, nil
-	r.faults.staleness = 0
+	r.faults.staleness, r.faults.noIP = 0, 0
 }
 
 // countLeft turns a user count into the "left" field (-1: forever).

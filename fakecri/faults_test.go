@@ -269,3 +269,30 @@ func TestStaleLists(t *testing.T) {
 		t.Errorf("removed container listed: %v %v", items, err)
 	}
 }
+
+func TestDropSandboxIPs(t *testing.T) {
+	f := newFixture(t)
+	f.r.DropSandboxIPs(1)
+	ip := func(sb string) string {
+		t.Helper()
+		st, err := f.r.PodSandboxStatus(f.ctx, sb, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.GetStatus().GetState() != runtimeapi.PodSandboxState_SANDBOX_READY {
+			t.Errorf("sandbox %s is %v, want READY", sb, st.GetStatus().GetState())
+		}
+		return st.GetStatus().GetNetwork().GetIp()
+	}
+	if got := ip(f.runPod("a")); got != "" {
+		t.Errorf("first sandbox after DropSandboxIPs(1) has IP %q, want none", got)
+	}
+	if got := ip(f.runPod("b")); got == "" {
+		t.Errorf("second sandbox has no IP; the fault was for one only")
+	}
+	f.r.DropSandboxIPs(0)
+	f.r.ClearFaults()
+	if got := ip(f.runPod("c")); got == "" {
+		t.Errorf("sandbox after ClearFaults has no IP")
+	}
+}

@@ -53,7 +53,7 @@ func (r *Runtime) RunPodSandbox(ctx context.Context, config *runtimeapi.PodSandb
 		state:     readyState,
 		createdAt: now,
 	}
-	if !hostNet {
+	if !hostNet && !r.faults.takeNoIP() {
 		sb.ip = r.nextIP()
 	}
 	r.sandboxes[sb.id] = sb

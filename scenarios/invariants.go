@@ -35,6 +35,7 @@ type Checker struct {
 	policy    map[types.UID]corev1.RestartPolicy
 	lastPhase map[types.UID]corev1.PodPhase
 	restarts  map[string]int32
+	ctr       *containerChecks // see invariants_containers.go
 }
 
 // NewChecker starts checking h's apiserver writes at once; call Check to
@@ -53,8 +54,10 @@ func (c *Checker) fail(inv, format string, args ...any) {
 // Violations returns what was seen so far.
 func (c *Checker) Violations() []Violation { return c.violations }
 
-// Check inspects the runtime's true state: one-instance and never-restart.
+// Check inspects the runtime's true state: one-instance, never-restart,
+// no-stuck-created and previous-kept.
 func (c *Checker) Check() {
+	c.checkContainers()
 	running := map[string][]string{}
 	for _, ct := range TrueContainers(c.h) {
 		key := string(ct.PodUID) + "/" + ct.Name

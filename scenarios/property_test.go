@@ -32,7 +32,8 @@ var podKinds = []func(name, node string) *corev1.Pod{
 }
 
 // TestPropertyAgentUnderFaults: for any sequence of pod creations and
-// deletions, agent crashes, stale relists, apiserver conflicts and watch
+// deletions, agent crashes (also inside a sync, just before any of its CRI
+// calls), stale relists, apiserver conflicts and watch
 // drops, the safety invariants hold throughout, and once the faults stop
 // the node converges: deleted pods disappear from the API and the runtime,
 // and running statuses match running containers. rapid shrinks a failing
@@ -47,7 +48,7 @@ func TestPropertyAgentUnderFaults(t *testing.T) {
 		created, deleted := []string{}, map[string]bool{}
 		steps := rapid.IntRange(1, 25).Draw(rt, "steps")
 		for i := range steps {
-			switch action := rapid.IntRange(0, 9).Draw(rt, "action"); action {
+			switch action := rapid.IntRange(0, 10).Draw(rt, "action"); action {
 			case 0, 1, 2, 3:
 				kind := rapid.IntRange(0, len(podKinds)-1).Draw(rt, "kind")
 				name := fmt.Sprintf("p%d", i)
@@ -79,6 +80,8 @@ func TestPropertyAgentUnderFaults(t *testing.T) {
 				h.API.DropWatches()
 			case 9:
 				// just time passing
+			case 10:
+				crashInSync(rt, h, c)
 			}
 			if err := RunChecked(h, c, time.Duration(rapid.IntRange(100, 20000).Draw(rt, "run-ms"))*time.Millisecond, 100*time.Millisecond); err != nil {
 				rt.Fatal(err)
@@ -95,6 +98,38 @@ func TestPropertyAgentUnderFaults(t *testing.T) {
 		}
 		checkConverged(rt, h, created, deleted)
 	})
+}
+
+// crashPoints are the CRI calls of a sync an agent crash can land just
+// before: before StartContainer is between CreateContainer and
+// StartContainer; before RemoveContainer, between stopping and removing.
+var crashPoints = []string{
+	"RunPodSandbox", "PodSandboxStatus", "ImageStatus", "CreateContainer", "StartContainer",
+	"StopContainer", "RemoveContainer", "StopPodSandbox", "RemovePodSandbox", "ListContainers",
+}
+
+// crashInSync crashes the agent inside a sync: the next call of a drawn
+// CRI method hangs, the agent dies while it hangs (the call never takes
+// effect), and a new agent starts after a drawn downtime. If no such call
+// comes within 30 s, nothing crashes.
+func crashInSync(rt *rapid.T, h *harness.Harness, c *Checker) {
+	method := rapid.SampledFrom(crashPoints).Draw(rt, "crash-before")
+	hang := h.Runtime.Hang(method, "")
+	defer hang.Release()
+	for end := h.K.Elapsed() + 30*time.Second; !hang.Caught() && h.K.Elapsed() < end; {
+		if err := RunChecked(h, c, 100*time.Millisecond, 100*time.Millisecond); err != nil {
+			rt.Fatal(err)
+		}
+	}
+	if !hang.Caught() {
+		return
+	}
+	h.CrashAgent()
+	hang.Release()
+	if err := RunChecked(h, c, time.Duration(rapid.IntRange(0, 5000).Draw(rt, "crash-downtime-ms"))*time.Millisecond, 100*time.Millisecond); err != nil {
+		rt.Fatal(err)
+	}
+	h.StartAgent()
 }
 
 // checkConverged is the liveness half: deleted-disappears, converges and

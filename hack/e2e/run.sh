@@ -59,6 +59,7 @@ node
 --node-ip=127.0.0.1
 --root-dir=$E2E_DIR/lockstep
 --pod-logs-dir=$E2E_DIR/pods
+--container-logs-dir=$E2E_DIR/containers
 --address=127.0.0.1
 --port=$port
 --read-only-port=0

@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -14,31 +15,40 @@ import (
 	"github.com/lockstep-dev/lockstep/node/podworkers"
 )
 
+// containerGCPeriod is how often dead containers are collected (the
+// upstream kubelet's ContainerGCPeriod), less often than housekeeping.
+const containerGCPeriod = time.Minute
+
 func (a *Agent) housekeepingLoop(ctx context.Context) {
 	t := a.d.Tasks.NewTicker("housekeeping", a.cfg.HousekeepingPeriod)
 	defer t.Stop()
+	var lastGC time.Time
 	for t.Wait(ctx) == nil {
 		if !a.merger.AllSeen() {
 			continue // orphans are only orphans once every source has spoken
 		}
-		a.housekeeping(ctx)
+		gc := lastGC.IsZero() || a.d.Clock.Since(lastGC) >= containerGCPeriod
+		if gc {
+			lastGC = a.d.Clock.Now()
+		}
+		a.housekeeping(ctx, gc)
 	}
 }
 
 // housekeeping removes what no source wants any more: finished pods'
-// runtime objects and workers, orphaned runtime pods, dead containers of
-// live pods; and keeps mirror pods in step with static pods.
-func (a *Agent) housekeeping(ctx context.Context) {
+// runtime objects and workers, orphaned runtime pods, and (when gc is set)
+// dead containers of live pods; and keeps mirror pods in step with static
+// pods.
+func (a *Agent) housekeeping(ctx context.Context, gc bool) {
 	known := map[types.UID]bool{}
+	var live []*podstate.PodStatus
 	for _, uid := range a.workers.UIDs() {
 		known[uid] = true
 		pod, desired := a.pods.get(uid)
 		if desired {
 			if st, ok := a.pleg.Cache().Get(uid); ok {
 				if state, _ := a.workers.State(uid); state == podworkers.Syncing {
-					if err := a.exec.GCPod(ctx, st); err != nil {
-						a.d.Log.Warn("garbage collection failed", "uid", string(uid), "error", err.Error())
-					}
+					live = append(live, st)
 				}
 			}
 			if podutil.IsStaticPod(pod) {
@@ -72,6 +82,11 @@ func (a *Agent) housekeeping(ctx context.Context) {
 			a.deleteMirror(ctx, uid)
 		}
 		a.d.Log.Info("pod removed", "uid", string(uid))
+	}
+	if gc {
+		if err := a.exec.CollectGarbage(ctx, live); err != nil {
+			a.d.Log.Warn("container garbage collection failed", "error", err.Error())
+		}
 	}
 	a.reportRunning()
 	// Orphans: runtime pods no source wants and no worker owns.

@@ -128,10 +128,20 @@ type ProbeNetwork interface {
 }
 
 // Files is the agent's file system: it reads the static pod manifest
-// directory and creates pod log directories.
+// directory, creates pod log directories and the container log symlinks,
+// and removes the logs of removed containers and pods.
 type Files interface {
 	ReadDir(dir string) ([]fs.DirEntry, error)
 	ReadFile(path string) ([]byte, error)
 	// MkdirAll creates a directory and its parents (mode 0755).
 	MkdirAll(dir string) error
+	// Remove removes a file or symbolic link (not what it points to); a
+	// path that does not exist is not an error.
+	Remove(path string) error
+	// RemoveAll removes a path and everything under it; a path that does
+	// not exist is not an error.
+	RemoveAll(path string) error
+	// Symlink creates link pointing to target; an existing link is an
+	// error.
+	Symlink(target, link string) error
 }

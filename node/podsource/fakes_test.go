@@ -218,5 +218,8 @@ func (m *memFiles) ReadFile(path string) ([]byte, error) {
 func (m *memFiles) write(path, content string) { m.fs[path] = &fstest.MapFile{Data: []byte(content)} }
 func (m *memFiles) rm(path string)             { delete(m.fs, path) }
 
-// MkdirAll is not used by the sources.
-func (f *memFiles) MkdirAll(string) error { return nil }
+// MkdirAll, Remove, RemoveAll and Symlink are not used by the sources.
+func (f *memFiles) MkdirAll(string) error        { return nil }
+func (f *memFiles) Remove(string) error          { return nil }
+func (f *memFiles) RemoveAll(string) error       { return nil }
+func (f *memFiles) Symlink(string, string) error { return nil }

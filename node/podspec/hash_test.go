@@ -6,19 +6,27 @@ import (
 	corev1 "k8s.io/api/core/v1"
 )
 
-func TestContainerHashIsStable(t *testing.T) {
-	// Golden values: a change here means every running container would be
-	// restarted by an agent upgrade. Change them only on purpose.
+func TestContainerHashIsUpstreams(t *testing.T) {
+	// Golden values computed with the upstream kubelet's own function
+	// (k8s.io/kubernetes v1.37.2 pkg/kubelet/container HashContainer,
+	// printed with strconv.FormatUint(h, 16) as its labels code does). A
+	// change here means a node cannot switch between the upstream kubelet
+	// and lockstep without restarting every container.
 	tests := []struct {
-		c    corev1.Container
-		want string
+		name, image, want string
 	}{
-		{corev1.Container{Name: "app", Image: "busybox:1"}, "b758e5b0b2243ddf"},
-		{corev1.Container{}, "6c0dc1f9bab41595"},
+		{"app", "busybox:1", "d58a7d96"},
+		{"", "", "edd67cc4"},
+		{"app", "busybox:latest", "a18570d5"},
+		{"nginx", "nginx@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef", "4be14991"},
+		{"weird \"name\"", "registry.example.com:5000/a/b:<tag>&", "c3b0651a"},
+		{"kube-apiserver", "registry.k8s.io/kube-apiserver:v1.37.2", "bd8bd84c"},
+		{"üñí", "x\u2028y", "489c500e"},
 	}
 	for _, tt := range tests {
-		if got := ContainerHash(&tt.c); got != tt.want {
-			t.Errorf("ContainerHash(%s, %s) = %s, want %s", tt.c.Name, tt.c.Image, got, tt.want)
+		c := corev1.Container{Name: tt.name, Image: tt.image}
+		if got := ContainerHash(&c); got != tt.want {
+			t.Errorf("ContainerHash(%q, %q) = %s, want %s", tt.name, tt.image, got, tt.want)
 		}
 	}
 }

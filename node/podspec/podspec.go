@@ -27,6 +27,10 @@ import (
 // NodeInfo.PodLogsRoot is empty.
 const DefaultPodLogsRoot = "/var/log/pods"
 
+// DefaultContainerLogsDir is where the container log symlinks live when
+// NodeInfo.ContainerLogsDir is empty (the directory log shippers tail).
+const DefaultContainerLogsDir = "/var/log/containers"
+
 // NodeInfo is what the node contributes to configs. The zero value is
 // usable; each field says what its absence means.
 type NodeInfo struct {
@@ -56,6 +60,9 @@ type NodeInfo struct {
 	// PodLogsRoot is the parent of every pod's log directory; empty means
 	// DefaultPodLogsRoot.
 	PodLogsRoot string
+	// ContainerLogsDir holds a symlink to every container instance's log
+	// (see ContainerLogSymlink); empty means DefaultContainerLogsDir.
+	ContainerLogsDir string
 	// MemoryCapacity is the node's memory in bytes, the denominator of a
 	// Burstable container's OOM score. Zero (unknown) scores every
 	// Burstable container 999.
@@ -125,6 +132,31 @@ func LogDirectory(podLogsRoot string, ref podstate.PodRef) string {
 // "<name>/<restartCount>.log", relative to the sandbox's LogDirectory.
 func ContainerLogPath(name string, restartCount int) string {
 	return fmt.Sprintf("%s/%d.log", name, restartCount)
+}
+
+// ContainerLogFile returns the absolute path of a container instance's
+// log file (LogDirectory joined with ContainerLogPath).
+func ContainerLogFile(podLogsRoot string, ref podstate.PodRef, name string, restartCount int) string {
+	return filepath.Join(LogDirectory(podLogsRoot, ref), ContainerLogPath(name, restartCount))
+}
+
+// maxFileName is the longest file name ext4 allows.
+const maxFileName = 255
+
+// ContainerLogSymlink returns the symlink log shippers tail for a
+// container instance: <dir>/<pod>_<namespace>_<container>-<containerID>.log
+// (dir "" means DefaultContainerLogsDir), cut to the longest file name
+// ext4 allows, as the upstream kubelet names it.
+func ContainerLogSymlink(dir string, ref podstate.PodRef, container, containerID string) string {
+	if dir == "" {
+		dir = DefaultContainerLogsDir
+	}
+	const suffix = ".log"
+	name := fmt.Sprintf("%s_%s_%s-%s", ref.Name, ref.Namespace, container, containerID)
+	if len(name) > maxFileName-len(suffix) {
+		name = name[:maxFileName-len(suffix)]
+	}
+	return filepath.Join(dir, name+suffix)
 }
 
 // podName names a pod in errors.

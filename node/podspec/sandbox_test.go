@@ -1,6 +1,7 @@
 package podspec
 
 import (
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -203,5 +204,20 @@ func TestLogPaths(t *testing.T) {
 	}
 	if got, want := sb.LogDirectory, "/scratch/logs/prod_web_uid-1"; got != want {
 		t.Errorf("sandbox LogDirectory = %q, want %q", got, want)
+	}
+}
+
+func TestContainerLogNames(t *testing.T) {
+	ref := podstate.PodRef{UID: "u1", Name: "web", Namespace: "ns"}
+	if got, want := ContainerLogFile("", ref, "app", 2), "/var/log/pods/ns_web_u1/app/2.log"; got != want {
+		t.Errorf("ContainerLogFile = %q, want %q", got, want)
+	}
+	if got, want := ContainerLogSymlink("", ref, "app", "abc"), "/var/log/containers/web_ns_app-abc.log"; got != want {
+		t.Errorf("ContainerLogSymlink = %q, want %q", got, want)
+	}
+	long := podstate.PodRef{UID: "u1", Name: strings.Repeat("p", 253), Namespace: "ns"}
+	got := ContainerLogSymlink("/c", long, "app", "abc")
+	if base := filepath.Base(got); len(base) != 255 || !strings.HasSuffix(base, ".log") {
+		t.Errorf("long symlink name %q: %d bytes, want 255 ending in .log", base, len(base))
 	}
 }

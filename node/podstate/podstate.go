@@ -123,6 +123,19 @@ func (s *PodStatus) Latest(name string) (Container, bool) {
 	return Container{}, false
 }
 
+// Instance returns the container instance with the given ID, if any.
+func (s *PodStatus) Instance(id string) (Container, bool) {
+	if s == nil {
+		return Container{}, false
+	}
+	for _, c := range s.Containers {
+		if c.ID == id {
+			return c, true
+		}
+	}
+	return Container{}, false
+}
+
 // Previous returns the instance of the named container before the newest.
 func (s *PodStatus) Previous(name string) (Container, bool) {
 	if s == nil {

@@ -8,6 +8,7 @@ package runtimesync
 
 import (
 	"fmt"
+	"hash/fnv"
 	"slices"
 	"time"
 
@@ -26,7 +27,7 @@ type Inputs struct {
 	// start again.
 	Terminal bool
 	Now      time.Time
-	// Backoff is the crash-loop back-off (keyed by pod UID/container).
+	// Backoff is the crash-loop back-off (keyed by BackoffKey).
 	Backoff *backoff.Backoff
 	// Hash hashes a container spec (the hash containers are labelled with).
 	Hash func(*corev1.Container) string
@@ -51,6 +52,10 @@ type ContainerKill struct {
 	ID     string
 	Name   string
 	Reason string
+	// Remove: remove the instance once stopped (one created but never
+	// started: it would hold its name and attempt in the runtime forever,
+	// and has no logs worth keeping).
+	Remove bool
 }
 
 // Waiting says why a container is not started now.
@@ -67,6 +72,9 @@ type Actions struct {
 	// CreateSandbox: run a new sandbox with Attempt.
 	CreateSandbox bool
 	Attempt       uint32
+	// SandboxReason says why a (new) sandbox is needed (see
+	// podstate.SandboxChange); "" when the newest one serves.
+	SandboxReason string
 	// SandboxID is the sandbox to start containers in (when not creating).
 	SandboxID string
 	// Kill lists container instances to stop first, by name.
@@ -84,9 +92,17 @@ type Actions struct {
 	RetryAfter time.Duration
 }
 
-// BackoffKey is the crash-loop back-off key of a pod's container.
-func BackoffKey(pod *corev1.Pod, container string) string {
-	return string(pod.UID) + "/" + container
+// BackoffKey is the crash-loop back-off key of a pod's container: the pod
+// UID and container name, and a hash of the container's image and
+// resources, as upstream keys it, so that fixing a crashing container's
+// image (or resources) starts the fixed one without waiting out the old
+// back-off. Keys start with "<pod UID>/" (ForgetPod drops them by prefix).
+func BackoffKey(pod *corev1.Pod, c *corev1.Container) string {
+	h := fnv.New64a()
+	h.Write([]byte(c.Image))
+	h.Write([]byte{0})
+	h.Write([]byte(c.Resources.String()))
+	return fmt.Sprintf("%s/%s/%016x", pod.UID, c.Name, h.Sum64())
 }
 
 // ComputeActions decides what to do for pod given the runtime's view of it.
@@ -101,10 +117,11 @@ func ComputeActions(in Inputs) Actions {
 		return acts
 	}
 	sb, hasSandbox := st.LatestSandbox()
+	acts.SandboxReason = st.SandboxChange(pod.Spec.HostNetwork)
 	switch {
 	case !hasSandbox:
 		acts.CreateSandbox = true
-	case sb.State != podstate.SandboxReady:
+	case acts.SandboxReason != "":
 		acts.CreateSandbox = true
 		acts.KillPod = true
 		acts.Attempt = sb.Attempt + 1
@@ -115,7 +132,7 @@ func ComputeActions(in Inputs) Actions {
 		// restartPolicy Never: a pod whose containers already ran does
 		// not get a new sandbox (its containers would run twice).
 		if pod.Spec.RestartPolicy == corev1.RestartPolicyNever && hasSandbox && len(st.Containers) > 0 {
-			acts.CreateSandbox, acts.Attempt = false, 0
+			acts.CreateSandbox, acts.Attempt, acts.SandboxReason = false, 0, ""
 			acts.KillPod = len(st.Running()) > 0 || hasReadySandbox(st)
 			return acts
 		}
@@ -141,21 +158,21 @@ func ComputeActions(in Inputs) Actions {
 		case podstate.ContainerRunning:
 			if reason, failed := unhealthy(in, latest.ID); failed {
 				acts.Kill = append(acts.Kill, ContainerKill{ID: latest.ID, Name: c.Name, Reason: reason})
-				restartAfterFailure(in, &acts, c.Name, true, i, latest)
+				restartAfterFailure(in, &acts, c, true, i, latest)
 			}
 		case podstate.ContainerCreated:
-			acts.Kill = append(acts.Kill, ContainerKill{ID: latest.ID, Name: c.Name, Reason: "created but never started"})
-			acts.Start = append(acts.Start, ContainerStart{Name: c.Name, Init: true, Index: i, RestartCount: latest.RestartCount})
+			acts.Kill = append(acts.Kill, staleCreated(latest))
+			acts.Start = append(acts.Start, ContainerStart{Name: c.Name, Init: true, Index: i, RestartCount: latest.RestartCount + 1})
 		case podstate.ContainerUnknown:
 			acts.Kill = append(acts.Kill, ContainerKill{ID: latest.ID, Name: c.Name, Reason: "state unknown"})
-			restartAfterFailure(in, &acts, c.Name, true, i, latest)
+			restartAfterFailure(in, &acts, c, true, i, latest)
 		case podstate.ContainerExited:
 			if pod.Spec.RestartPolicy == corev1.RestartPolicyNever {
 				acts.InitFailed = true
 				acts.KillPod = len(st.Running()) > 0 || hasReadySandbox(st)
 				return acts
 			}
-			restartAfterFailure(in, &acts, c.Name, true, i, latest)
+			restartAfterFailure(in, &acts, c, true, i, latest)
 		}
 		break
 	}
@@ -186,22 +203,22 @@ func ComputeActions(in Inputs) Actions {
 			if reason, failed := unhealthy(in, latest.ID); failed {
 				acts.Kill = append(acts.Kill, ContainerKill{ID: latest.ID, Name: c.Name, Reason: reason})
 				if podutil.ShouldRestart(pod, c, false, 1) {
-					restartAfterFailure(in, &acts, c.Name, false, i, latest)
+					restartAfterFailure(in, &acts, c, false, i, latest)
 				}
 				continue
 			}
 			keep++
 		case podstate.ContainerCreated:
-			acts.Kill = append(acts.Kill, ContainerKill{ID: latest.ID, Name: c.Name, Reason: "created but never started"})
-			acts.Start = append(acts.Start, ContainerStart{Name: c.Name, Index: i, RestartCount: latest.RestartCount})
+			acts.Kill = append(acts.Kill, staleCreated(latest))
+			acts.Start = append(acts.Start, ContainerStart{Name: c.Name, Index: i, RestartCount: latest.RestartCount + 1})
 		case podstate.ContainerUnknown:
 			acts.Kill = append(acts.Kill, ContainerKill{ID: latest.ID, Name: c.Name, Reason: "state unknown"})
 			if podutil.ShouldRestart(pod, c, false, 137) {
-				restartAfterFailure(in, &acts, c.Name, false, i, latest)
+				restartAfterFailure(in, &acts, c, false, i, latest)
 			}
 		case podstate.ContainerExited:
 			if podutil.ShouldRestart(pod, c, false, latest.ExitCode) {
-				restartAfterFailure(in, &acts, c.Name, false, i, latest)
+				restartAfterFailure(in, &acts, c, false, i, latest)
 			}
 		}
 	}
@@ -232,13 +249,14 @@ func computeFreshSandbox(in Inputs, acts *Actions) {
 
 // restartAfterFailure starts the container again unless its crash-loop
 // back-off holds it, in which case it is waiting in CrashLoopBackOff.
-func restartAfterFailure(in Inputs, acts *Actions, name string, init bool, index int, latest podstate.Container) {
+func restartAfterFailure(in Inputs, acts *Actions, c *corev1.Container, init bool, index int, latest podstate.Container) {
+	name := c.Name
 	if latest.State == podstate.ContainerExited && in.Backoff != nil {
 		finished := latest.FinishedAt
 		if finished.IsZero() {
 			finished = latest.CreatedAt
 		}
-		delay := in.Backoff.Delay(BackoffKey(in.Pod, name), latest.StartedAt, finished)
+		delay := in.Backoff.Delay(BackoffKey(in.Pod, c), latest.StartedAt, finished)
 		if remaining := finished.Add(delay).Sub(in.Now); remaining > 0 {
 			if acts.RetryAfter == 0 || remaining < acts.RetryAfter {
 				acts.RetryAfter = remaining
@@ -265,14 +283,21 @@ func hasReadySandbox(st *podstate.PodStatus) bool {
 	return st != nil && slices.ContainsFunc(st.Sandboxes, func(s podstate.Sandbox) bool { return s.State == podstate.SandboxReady })
 }
 
-// nextCount is the attempt number of a container's next instance.
+// staleCreated is the kill of an instance created but never started (the
+// agent died between CreateContainer and StartContainer, or StartContainer
+// failed). The runtime keeps its name and attempt reserved until it is
+// removed, so the next instance takes the next attempt and this one goes.
+func staleCreated(c podstate.Container) ContainerKill {
+	return ContainerKill{ID: c.ID, Name: c.Name, Reason: "created but never started", Remove: true}
+}
+
+// nextCount is the attempt number of a container's next instance: one
+// past the newest, whatever its state (a Created instance's attempt is
+// taken too).
 func nextCount(st *podstate.PodStatus, name string) int {
 	latest, ok := st.Latest(name)
 	if !ok {
 		return 0
-	}
-	if latest.State == podstate.ContainerCreated {
-		return latest.RestartCount
 	}
 	return latest.RestartCount + 1
 }

@@ -1,12 +1,14 @@
 package runtimesync
 
 import (
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/lockstep-dev/lockstep/node/backoff"
@@ -30,7 +32,7 @@ func testPod(policy corev1.RestartPolicy, inits []string, containers ...string) 
 func hash(c *corev1.Container) string { return "h-" + c.Image }
 
 func ready(id string, attempt uint32) podstate.Sandbox {
-	return podstate.Sandbox{ID: id, State: podstate.SandboxReady, Attempt: attempt, CreatedAt: now.Add(-time.Hour)}
+	return podstate.Sandbox{ID: id, State: podstate.SandboxReady, Attempt: attempt, CreatedAt: now.Add(-time.Hour), IP: "10.0.0.1"}
 }
 
 func ctr(id, name string, state podstate.ContainerState, restarts int, exit int32, finishedAgo time.Duration) podstate.Container {
@@ -64,17 +66,17 @@ func TestComputeActions(t *testing.T) {
 		{
 			name: "new pod: create sandbox and start every container",
 			pod:  testPod(always, nil, "app", "side"), status: podStatus(nil),
-			want: Actions{CreateSandbox: true, Start: []ContainerStart{{Name: "app"}, {Name: "side", Index: 1}}},
+			want: Actions{CreateSandbox: true, SandboxReason: podstate.SandboxMsgNone, Start: []ContainerStart{{Name: "app"}, {Name: "side", Index: 1}}},
 		},
 		{
 			name: "new pod with init containers: only the first init container",
 			pod:  testPod(always, []string{"i1", "i2"}, "app"), status: podStatus(nil),
-			want: Actions{CreateSandbox: true, Start: []ContainerStart{{Name: "i1", Init: true}}},
+			want: Actions{CreateSandbox: true, SandboxReason: podstate.SandboxMsgNone, Start: []ContainerStart{{Name: "i1", Init: true}}},
 		},
 		{
 			name: "sandbox died: kill the pod and recreate with the next attempt",
 			pod:  testPod(always, nil, "app"), status: podStatus(dead, ctr("c1", "app", podstate.ContainerRunning, 0, 0, 0)),
-			want: Actions{KillPod: true, CreateSandbox: true, Attempt: 1, Start: []ContainerStart{{Name: "app", RestartCount: 1}}},
+			want: Actions{KillPod: true, CreateSandbox: true, Attempt: 1, SandboxReason: podstate.SandboxMsgNotReady, Start: []ContainerStart{{Name: "app", RestartCount: 1}}},
 		},
 		{
 			name: "sandbox died, restartPolicy Never, containers ran: no new sandbox",
@@ -86,7 +88,45 @@ func TestComputeActions(t *testing.T) {
 			pod:  testPod(onFailure, nil, "done", "failed"),
 			status: podStatus(dead, ctr("c1", "done", podstate.ContainerExited, 0, 0, time.Minute),
 				ctr("c2", "failed", podstate.ContainerExited, 0, 1, time.Minute)),
-			want: Actions{KillPod: true, CreateSandbox: true, Attempt: 1, Start: []ContainerStart{{Name: "failed", Index: 1, RestartCount: 1}}},
+			want: Actions{KillPod: true, CreateSandbox: true, Attempt: 1, SandboxReason: podstate.SandboxMsgNotReady, Start: []ContainerStart{{Name: "failed", Index: 1, RestartCount: 1}}},
+		},
+		{
+			name: "two sandboxes ready: kill the pod, recreate with the next attempt",
+			pod:  testPod(always, nil, "app"),
+			status: podStatus([]podstate.Sandbox{ready("sb2", 1), ready("sb1", 0)},
+				ctr("c1", "app", podstate.ContainerRunning, 0, 0, 0)),
+			want: Actions{KillPod: true, CreateSandbox: true, Attempt: 2, SandboxReason: podstate.SandboxMsgMultipleReady,
+				Start: []ContainerStart{{Name: "app", RestartCount: 1}}},
+		},
+		{
+			name: "pod-network sandbox without IP: recreate",
+			pod:  testPod(always, nil, "app"),
+			status: podStatus([]podstate.Sandbox{{ID: "sb1", State: podstate.SandboxReady}},
+				ctr("c1", "app", podstate.ContainerRunning, 0, 0, 0)),
+			want: Actions{KillPod: true, CreateSandbox: true, Attempt: 1, SandboxReason: podstate.SandboxMsgNoIP,
+				Start: []ContainerStart{{Name: "app", RestartCount: 1}}},
+		},
+		{
+			name: "network namespace mode changed: recreate",
+			pod: func() *corev1.Pod {
+				p := testPod(always, nil, "app")
+				p.Spec.HostNetwork = true
+				return p
+			}(),
+			status: podStatus(sb, ctr("c1", "app", podstate.ContainerRunning, 0, 0, 0)),
+			want: Actions{KillPod: true, CreateSandbox: true, Attempt: 1, SandboxReason: podstate.SandboxMsgNetworkModeDiff,
+				Start: []ContainerStart{{Name: "app", RestartCount: 1}}},
+		},
+		{
+			name: "host-network sandbox without IP is fine",
+			pod: func() *corev1.Pod {
+				p := testPod(always, nil, "app")
+				p.Spec.HostNetwork = true
+				return p
+			}(),
+			status: podStatus([]podstate.Sandbox{{ID: "sb1", State: podstate.SandboxReady, HostNetwork: true}},
+				ctr("c1", "app", podstate.ContainerRunning, 0, 0, 0)),
+			want: Actions{SandboxID: "sb1"},
 		},
 		{
 			name: "running and healthy: nothing to do",
@@ -171,32 +211,46 @@ func TestComputeActions(t *testing.T) {
 				return p
 			}(),
 			status: podStatus(sb, ctr("c1", "app", podstate.ContainerRunning, 2, 0, 0)),
-			want: Actions{SandboxID: "sb1", Kill: []ContainerKill{{"c1", "app", "container spec changed"}},
+			want: Actions{SandboxID: "sb1", Kill: []ContainerKill{{ID: "c1", Name: "app", Reason: "container spec changed"}},
 				Start: []ContainerStart{{Name: "app", RestartCount: 3}}},
 		},
 		{
 			name: "liveness failed: kill and restart",
 			pod:  testPod(always, nil, "app"), status: podStatus(sb, ctr("c1", "app", podstate.ContainerRunning, 0, 0, 0)),
 			unhealthy: map[string]string{"c1": "liveness probe failed"},
-			want: Actions{SandboxID: "sb1", Kill: []ContainerKill{{"c1", "app", "liveness probe failed"}},
+			want: Actions{SandboxID: "sb1", Kill: []ContainerKill{{ID: "c1", Name: "app", Reason: "liveness probe failed"}},
 				Start: []ContainerStart{{Name: "app", RestartCount: 1}}},
 		},
 		{
 			name: "liveness failed under Never: kill, and the pod is done",
 			pod:  testPod(never, nil, "app"), status: podStatus(sb, ctr("c1", "app", podstate.ContainerRunning, 0, 0, 0)),
 			unhealthy: map[string]string{"c1": "liveness probe failed"},
-			want:      Actions{SandboxID: "sb1", KillPod: true, Kill: []ContainerKill{{"c1", "app", "liveness probe failed"}}},
+			want:      Actions{SandboxID: "sb1", KillPod: true, Kill: []ContainerKill{{ID: "c1", Name: "app", Reason: "liveness probe failed"}}},
 		},
 		{
-			name: "created but never started: replace it with the same count",
+			name: "created but never started: remove it, start the next attempt",
 			pod:  testPod(always, nil, "app"), status: podStatus(sb, ctr("c1", "app", podstate.ContainerCreated, 1, 0, 0)),
-			want: Actions{SandboxID: "sb1", Kill: []ContainerKill{{"c1", "app", "created but never started"}},
-				Start: []ContainerStart{{Name: "app", RestartCount: 1}}},
+			want: Actions{SandboxID: "sb1", Kill: []ContainerKill{{ID: "c1", Name: "app", Reason: "created but never started", Remove: true}},
+				Start: []ContainerStart{{Name: "app", RestartCount: 2}}},
+		},
+		{
+			name:   "init container created but never started: remove it, start the next attempt",
+			pod:    testPod(always, []string{"i1"}, "app"),
+			status: podStatus(sb, ctr("c1", "i1", podstate.ContainerCreated, 0, 0, 0)),
+			want: Actions{SandboxID: "sb1", Kill: []ContainerKill{{ID: "c1", Name: "i1", Reason: "created but never started", Remove: true}},
+				Start:   []ContainerStart{{Name: "i1", Init: true, RestartCount: 1}},
+				Waiting: map[string]Waiting{"app": {Reason: "PodInitializing"}}},
+		},
+		{
+			name:   "sandbox died with a created container: the new sandbox takes the next attempt",
+			pod:    testPod(always, nil, "app"),
+			status: podStatus(dead, ctr("c1", "app", podstate.ContainerCreated, 0, 0, 0)),
+			want:   Actions{KillPod: true, CreateSandbox: true, Attempt: 1, SandboxReason: podstate.SandboxMsgNotReady, Start: []ContainerStart{{Name: "app", RestartCount: 1}}},
 		},
 		{
 			name: "unknown state: kill, then restart",
 			pod:  testPod(always, nil, "app"), status: podStatus(sb, ctr("c1", "app", podstate.ContainerUnknown, 1, 0, 0)),
-			want: Actions{SandboxID: "sb1", Kill: []ContainerKill{{"c1", "app", "state unknown"}},
+			want: Actions{SandboxID: "sb1", Kill: []ContainerKill{{ID: "c1", Name: "app", Reason: "state unknown"}},
 				Start: []ContainerStart{{Name: "app", RestartCount: 2}}},
 		},
 		{
@@ -251,5 +305,61 @@ func TestCrashLoopDelays(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, delays); diff != "" {
 		t.Errorf("restart delays after FinishedAt (-want +got):\n%s", diff)
+	}
+}
+
+func TestBackoffKey(t *testing.T) {
+	pod := testPod(corev1.RestartPolicyAlways, nil, "app")
+	base := pod.Spec.Containers[0]
+	key := BackoffKey(pod, &base)
+	if !strings.HasPrefix(key, "uid-1/app/") {
+		t.Errorf("key %q does not start with the pod UID and container name", key)
+	}
+	tests := []struct {
+		name    string
+		mod     func(*corev1.Container)
+		changes bool
+	}{
+		{"image", func(c *corev1.Container) { c.Image = "nginx" }, true},
+		{"memory limit", func(c *corev1.Container) {
+			c.Resources.Limits = corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("64Mi")}
+		}, true},
+		{"env", func(c *corev1.Container) { c.Env = []corev1.EnvVar{{Name: "A", Value: "b"}} }, false},
+		{"command", func(c *corev1.Container) { c.Command = []string{"sh"} }, false},
+	}
+	for _, tt := range tests {
+		c := base.DeepCopy()
+		tt.mod(c)
+		if changed := BackoffKey(pod, c) != key; changed != tt.changes {
+			t.Errorf("%s: key changed = %v, want %v", tt.name, changed, tt.changes)
+		}
+	}
+}
+
+// TestImageFixEndsBackOff: a container deep in its crash-loop back-off
+// whose image is changed starts again after the first step of a fresh
+// back-off, not the old one.
+func TestImageFixEndsBackOff(t *testing.T) {
+	pod := testPod(corev1.RestartPolicyAlways, nil, "app")
+	b := backoff.New(backoff.Config{})
+	sb := []podstate.Sandbox{ready("sb1", 0)}
+	for restart := range 5 { // the back-off grows to 160 s
+		c := ctr("c", "app", podstate.ContainerExited, restart, 1, 0)
+		c.FinishedAt = now.Add(time.Duration(restart) * time.Second)
+		ComputeActions(Inputs{Pod: pod, Status: podStatus(sb, c), Now: c.FinishedAt, Backoff: b, Hash: hash})
+	}
+	last := ctr("c", "app", podstate.ContainerExited, 4, 1, 0)
+	last.FinishedAt = now.Add(4 * time.Second)
+	at := last.FinishedAt.Add(11 * time.Second)
+	held := ComputeActions(Inputs{Pod: pod, Status: podStatus(sb, last), Now: at, Backoff: b, Hash: hash})
+	if held.Waiting["app"].Reason != "CrashLoopBackOff" {
+		t.Fatalf("same image 11 s after the 5th crash: %+v, want CrashLoopBackOff", held)
+	}
+	fixed := pod.DeepCopy()
+	fixed.Spec.Containers[0].Image = "busybox:fixed"
+	got := ComputeActions(Inputs{Pod: fixed, Status: podStatus(sb, last), Now: at, Backoff: b, Hash: hash})
+	want := []ContainerStart{{Name: "app", RestartCount: 5}}
+	if diff := cmp.Diff(want, got.Start); diff != "" {
+		t.Errorf("starts after the image fix (-want +got):\n%s", diff)
 	}
 }

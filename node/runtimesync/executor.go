@@ -31,6 +31,8 @@ type Config struct {
 	RuntimeHandler string
 	// CrashBackoff and PullBackoff tune the back-off curves.
 	CrashBackoff, PullBackoff backoff.Config
+	// GC is the dead container policy; nil means DefaultGCPolicy().
+	GC *GCPolicy
 	// Observer, when set, is told about every sandbox and container start
 	// attempt (for metrics); nil observes nothing. It must not block.
 	Observer Observer
@@ -126,6 +128,16 @@ func (e *Executor) SyncPod(ctx context.Context, pod *corev1.Pod, st *podstate.Po
 			e.event(pod, k.Name, corev1.EventTypeNormal, "Killing", fmt.Sprintf("Stopping container %s: %s", k.Name, k.Reason))
 			if err := e.stopContainer(ctx, k.ID, grace); err != nil {
 				errs = append(errs, fmt.Errorf("kill container %q of pod %s/%s: %w", k.Name, pod.Namespace, pod.Name, err))
+				continue
+			}
+			if k.Remove {
+				stale := podstate.Container{ID: k.ID, Name: k.Name}
+				if c, ok := st.Instance(k.ID); ok {
+					stale = c
+				}
+				if err := e.removeContainer(ctx, podspec.RefOf(pod), stale); err != nil {
+					errs = append(errs, fmt.Errorf("remove stale container %q (%s) of pod %s/%s: %w", k.Name, k.ID, pod.Namespace, pod.Name, err))
+				}
 			}
 		}
 		if err := errors.Join(errs...); err != nil {
@@ -151,7 +163,7 @@ func (e *Executor) SyncPod(ctx context.Context, pod *corev1.Pod, st *podstate.Po
 	}
 	if acts.CreateSandbox {
 		res.ActionTaken = true
-		log.Info("creating sandbox", "attempt", attempt)
+		log.Info("creating sandbox", "attempt", attempt, "reason", acts.SandboxReason)
 		if e.d.Files != nil {
 			if err := e.d.Files.MkdirAll(sbConfig.LogDirectory); err != nil {
 				return res, fmt.Errorf("create log directory %s of pod %s/%s: %w", sbConfig.LogDirectory, pod.Namespace, pod.Name, err)
@@ -206,6 +218,7 @@ func (e *Executor) SyncPod(ctx context.Context, pod *corev1.Pod, st *podstate.Po
 			continue
 		}
 		e.event(pod, s.Name, corev1.EventTypeNormal, "Created", "Created container "+s.Name)
+		e.linkLog(podspec.RefOf(pod), s.Name, id, s.RestartCount)
 		if err := e.d.Runtime.StartContainer(ctx, id); err != nil {
 			res.Waiting[s.Name] = Waiting{Reason: podutil.ReasonRunContainerError, Message: err.Error()}
 			e.observeStart(s, podutil.ReasonRunContainerError)

@@ -18,6 +18,9 @@ const (
 	ReasonPodCompleted             = "PodCompleted"
 	ReasonPodFailed                = "PodFailed"
 	ReasonReadinessGatesNotReady   = "ReadinessGatesNotReady"
+	// ReasonPodSandboxNotReady: PodReadyToStartContainers is false; the
+	// message says why (podstate.SandboxChange).
+	ReasonPodSandboxNotReady = "PodSandboxNotReady"
 )
 
 // IsKubeletCondition reports whether the node agent owns condition type t:
@@ -36,7 +39,7 @@ func IsKubeletCondition(t corev1.PodConditionType) bool {
 // conditions returns the conditions of s: those others own, as the previous
 // status had them, then the agent's own. A condition keeps its previous
 // LastTransitionTime while its status does not change.
-func conditions(pod *corev1.Pod, s *corev1.PodStatus, sandboxReady bool, now time.Time) []corev1.PodCondition {
+func conditions(pod *corev1.Pod, s *corev1.PodStatus, sandboxChange string, now time.Time) []corev1.PodCondition {
 	prev := pod.Status.Conditions
 	var out []corev1.PodCondition
 	for _, c := range prev {
@@ -46,7 +49,10 @@ func conditions(pod *corev1.Pod, s *corev1.PodStatus, sandboxReady bool, now tim
 	}
 	terminal := podutil.IsTerminal(s.Phase)
 
-	ready := cond(corev1.PodReadyToStartContainers, sandboxReady, "", "")
+	ready := cond(corev1.PodReadyToStartContainers, true, "", "")
+	if sandboxChange != "" {
+		ready = cond(corev1.PodReadyToStartContainers, false, ReasonPodSandboxNotReady, sandboxChange)
+	}
 
 	init := cond(corev1.PodInitialized, true, "", "")
 	if s.Phase == corev1.PodSucceeded {

@@ -102,7 +102,7 @@ func Generate(pod *corev1.Pod, rs *podstate.PodStatus, waiting map[string]Waitin
 	}
 
 	sandbox, hasSandbox := rs.LatestSandbox()
-	s.Conditions = conditions(pod, &s, hasSandbox && sandbox.State == podstate.SandboxReady, now)
+	s.Conditions = conditions(pod, &s, rs.SandboxChange(pod.Spec.HostNetwork), now)
 
 	s.HostIP, s.HostIPs = prev.HostIP, slices.Clone(prev.HostIPs)
 	if node.HostIP != "" {

@@ -467,6 +467,8 @@ func TestPodLevelFields(t *testing.T) {
 	}
 	if c := condStatus(s, corev1.PodReadyToStartContainers); c.Status != corev1.ConditionFalse || !c.LastTransitionTime.Equal(&metav1.Time{Time: at(50)}) {
 		t.Errorf("PodReadyToStartContainers = %s since %v, want False since 50s", c.Status, c.LastTransitionTime)
+	} else if c.Reason != ReasonPodSandboxNotReady || c.Message != podstate.SandboxMsgNone {
+		t.Errorf("PodReadyToStartContainers reason %q message %q, want %q %q", c.Reason, c.Message, ReasonPodSandboxNotReady, podstate.SandboxMsgNone)
 	}
 
 	// Host network: the node's IPs.

@@ -4,6 +4,8 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/lockstep-dev/lockstep/node/podstate"
 )
 
 // Reject returns the status of a pod that failed admission and will never
@@ -15,6 +17,6 @@ func Reject(pod *corev1.Pod, reason, message string, node NodeAddrs, now time.Ti
 	s := Generate(pod, nil, nil, nil, node, now)
 	s.Phase, s.Reason, s.Message = corev1.PodFailed, reason, message
 	s.InitContainerStatuses, s.ContainerStatuses = nil, nil
-	s.Conditions = conditions(pod, &s, false, now)
+	s.Conditions = conditions(pod, &s, podstate.SandboxMsgNone, now)
 	return s
 }

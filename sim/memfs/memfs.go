@@ -14,18 +14,21 @@ import (
 	"github.com/lockstep-dev/lockstep/node/deps"
 )
 
-// FS is an in-memory tree of files. Directories exist implicitly while they
-// hold a file, or explicitly after MkdirAll.
+// FS is an in-memory tree of files and symbolic links. Directories exist
+// implicitly while they hold a file, or explicitly after MkdirAll.
 type FS struct {
 	mu    sync.Mutex
 	files map[string][]byte
 	dirs  map[string]bool
+	links map[string]string // link → target
 }
 
 var _ deps.Files = (*FS)(nil)
 
 // New returns an empty tree.
-func New() *FS { return &FS{files: map[string][]byte{}, dirs: map[string]bool{}} }
+func New() *FS {
+	return &FS{files: map[string][]byte{}, dirs: map[string]bool{}, links: map[string]string{}}
+}
 
 // MkdirAll creates dir (and its parents).
 func (f *FS) MkdirAll(dir string) error {
@@ -50,21 +53,99 @@ func (f *FS) WriteFile(name string, data []byte) {
 	f.files[name] = append([]byte(nil), data...)
 }
 
-// Remove deletes a file; it reports whether the file existed.
-func (f *FS) Remove(name string) bool {
+// Remove deletes a file or symbolic link; a missing one is not an error.
+func (f *FS) Remove(name string) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	name = path.Clean(name)
-	_, ok := f.files[name]
 	delete(f.files, name)
+	delete(f.links, name)
+	return nil
+}
+
+// RemoveAll deletes name and everything under it.
+func (f *FS) RemoveAll(name string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	name = path.Clean(name)
+	prefix := name + "/"
+	for k := range f.files {
+		if k == name || strings.HasPrefix(k, prefix) {
+			delete(f.files, k)
+		}
+	}
+	for k := range f.links {
+		if k == name || strings.HasPrefix(k, prefix) {
+			delete(f.links, k)
+		}
+	}
+	for k := range f.dirs {
+		if k == name || strings.HasPrefix(k, prefix) {
+			delete(f.dirs, k)
+		}
+	}
+	return nil
+}
+
+// Symlink creates link pointing to target (which need not exist); its
+// directory must exist.
+func (f *FS) Symlink(target, link string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	link = path.Clean(link)
+	if dir := path.Dir(link); dir != "/" && dir != "." && !f.dirs[dir] {
+		return &fs.PathError{Op: "symlink", Path: link, Err: fs.ErrNotExist}
+	}
+	if _, ok := f.links[link]; ok {
+		return &fs.PathError{Op: "symlink", Path: link, Err: fs.ErrExist}
+	}
+	if _, ok := f.files[link]; ok {
+		return &fs.PathError{Op: "symlink", Path: link, Err: fs.ErrExist}
+	}
+	f.links[link] = target
+	return nil
+}
+
+// Readlink returns a symbolic link's target.
+func (f *FS) Readlink(name string) (string, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	target, ok := f.links[path.Clean(name)]
+	if !ok {
+		return "", &fs.PathError{Op: "readlink", Path: name, Err: fs.ErrNotExist}
+	}
+	return target, nil
+}
+
+// Exists reports whether a file (following symbolic links) exists.
+func (f *FS) Exists(name string) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	_, ok := f.files[f.resolveLocked(name)]
 	return ok
 }
 
-// ReadFile returns a copy of a file's content.
+// resolveLocked follows symbolic links (a bounded number of times).
+func (f *FS) resolveLocked(name string) string {
+	name = path.Clean(name)
+	for range 40 {
+		target, ok := f.links[name]
+		if !ok {
+			break
+		}
+		if !path.IsAbs(target) {
+			target = path.Join(path.Dir(name), target)
+		}
+		name = path.Clean(target)
+	}
+	return name
+}
+
+// ReadFile returns a copy of a file's content, following symbolic links.
 func (f *FS) ReadFile(name string) ([]byte, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	data, ok := f.files[path.Clean(name)]
+	data, ok := f.files[f.resolveLocked(name)]
 	if !ok {
 		return nil, &fs.PathError{Op: "open", Path: name, Err: fs.ErrNotExist}
 	}
@@ -95,6 +176,11 @@ func (f *FS) ReadDir(dir string) ([]fs.DirEntry, error) {
 			seen[rest] = entry{name: rest, dir: true}
 		}
 	}
+	for l := range f.links {
+		if rest, ok := strings.CutPrefix(l, prefix); ok && !strings.Contains(rest, "/") {
+			seen[rest] = entry{name: rest, link: true}
+		}
+	}
 	out := make([]fs.DirEntry, 0, len(seen))
 	for _, e := range seen {
 		out = append(out, e)
@@ -106,6 +192,7 @@ func (f *FS) ReadDir(dir string) ([]fs.DirEntry, error) {
 type entry struct {
 	name string
 	dir  bool
+	link bool
 	size int64
 }
 
@@ -121,6 +208,9 @@ func (e entry) Mode() fs.FileMode          { return e.mode() }
 func (e entry) mode() fs.FileMode {
 	if e.dir {
 		return fs.ModeDir | 0o755
+	}
+	if e.link {
+		return fs.ModeSymlink | 0o777
 	}
 	return 0o644
 }

@@ -33,13 +33,59 @@ func TestReadDirAndFiles(t *testing.T) {
 	if again, _ := f.ReadFile("/etc/m/a.yaml"); string(again) != "aa" {
 		t.Errorf("ReadFile shares memory with the tree")
 	}
-	if !f.Remove("/etc/m/a.yaml") || f.Remove("/etc/m/a.yaml") {
-		t.Errorf("Remove did not report existence right")
+	if err := f.Remove("/etc/m/a.yaml"); err != nil {
+		t.Errorf("Remove: %v", err)
+	}
+	if err := f.Remove("/etc/m/a.yaml"); err != nil {
+		t.Errorf("Remove of a missing file: %v", err)
 	}
 	if _, err := f.ReadFile("/etc/m/a.yaml"); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("removed file: %v, want ErrNotExist", err)
 	}
 	if _, err := f.ReadDir("/nope"); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("missing dir: %v, want ErrNotExist", err)
+	}
+}
+
+func TestSymlinkAndRemoveAll(t *testing.T) {
+	f := New()
+	f.WriteFile("/var/log/pods/ns_p_u/app/0.log", []byte("hi"))
+	if err := f.Symlink("/var/log/pods/ns_p_u/app/0.log", "/var/log/containers/p_ns_app-id.log"); err == nil {
+		t.Errorf("Symlink in a missing directory succeeded")
+	}
+	if err := f.MkdirAll("/var/log/containers"); err != nil {
+		t.Fatal(err)
+	}
+	link := "/var/log/containers/p_ns_app-id.log"
+	if err := f.Symlink("/var/log/pods/ns_p_u/app/0.log", link); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Symlink("/x", link); !errors.Is(err, fs.ErrExist) {
+		t.Errorf("second Symlink: %v, want ErrExist", err)
+	}
+	if data, err := f.ReadFile(link); err != nil || string(data) != "hi" {
+		t.Errorf("ReadFile through the link = %q, %v", data, err)
+	}
+	entries, err := f.ReadDir("/var/log/containers")
+	if err != nil || len(entries) != 1 || entries[0].Type() != fs.ModeSymlink {
+		t.Errorf("ReadDir of the links = %v, %v", entries, err)
+	}
+	if err := f.RemoveAll("/var/log/pods/ns_p_u"); err != nil {
+		t.Fatal(err)
+	}
+	if f.Exists(link) || f.Exists("/var/log/pods/ns_p_u/app/0.log") {
+		t.Errorf("the log survived RemoveAll")
+	}
+	if _, err := f.ReadDir("/var/log/pods/ns_p_u"); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("the directory survived RemoveAll: %v", err)
+	}
+	if target, err := f.Readlink(link); err != nil || target != "/var/log/pods/ns_p_u/app/0.log" {
+		t.Errorf("Readlink = %q, %v (a dangling link stays)", target, err)
+	}
+	if err := f.Remove(link); err != nil || f.Exists(link) {
+		t.Errorf("Remove of the link: %v", err)
+	}
+	if _, err := f.Readlink(link); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("Readlink after Remove: %v", err)
 	}
 }

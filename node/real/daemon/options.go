@@ -23,35 +23,40 @@ const FakeRuntime = "fake"
 // (named like the kubelet's) and, where the kubelet has one, a field of the
 // KubeletConfiguration file.
 type Options struct {
-	Kubeconfig                string
-	ConfigFile                string
-	NodeName                  string
-	NodeIP                    string
-	RuntimeEndpoint           string
-	ImageEndpoint             string
-	ManifestPath              string
-	RootDir                   string
-	PodLogsRoot               string
-	MaxPods                   int32
-	SyncFrequency             time.Duration
-	FileCheckFrequency        time.Duration
-	NodeStatusUpdateFrequency time.Duration
-	NodeStatusReportFrequency time.Duration
-	NodeLeaseDurationSeconds  int32
-	RuntimeRequestTimeout     time.Duration
-	Address                   string
-	Port                      int32
-	ReadOnlyPort              int32
-	TLSCertFile               string
-	TLSKeyFile                string
-	ClientCAFile              string
-	AuthorizationMode         string
-	ClusterDNS                []string
-	ClusterDomain             string
-	ResolvConf                string
-	APIQPS                    int32
-	APIBurst                  int32
-	Verbosity                 int
+	Kubeconfig       string
+	ConfigFile       string
+	NodeName         string
+	NodeIP           string
+	RuntimeEndpoint  string
+	ImageEndpoint    string
+	ManifestPath     string
+	RootDir          string
+	PodLogsRoot      string
+	ContainerLogsDir string
+	// Dead container garbage collection (runtimesync.GCPolicy).
+	MinimumContainerTTLDuration   time.Duration
+	MaxDeadContainersPerContainer int32
+	MaxDeadContainers             int32
+	MaxPods                       int32
+	SyncFrequency                 time.Duration
+	FileCheckFrequency            time.Duration
+	NodeStatusUpdateFrequency     time.Duration
+	NodeStatusReportFrequency     time.Duration
+	NodeLeaseDurationSeconds      int32
+	RuntimeRequestTimeout         time.Duration
+	Address                       string
+	Port                          int32
+	ReadOnlyPort                  int32
+	TLSCertFile                   string
+	TLSKeyFile                    string
+	ClientCAFile                  string
+	AuthorizationMode             string
+	ClusterDNS                    []string
+	ClusterDomain                 string
+	ResolvConf                    string
+	APIQPS                        int32
+	APIBurst                      int32
+	Verbosity                     int
 
 	// origin says where each option's value came from, by option key:
 	// "--flag" or "field <name> in <file>"; absent means the default.
@@ -62,25 +67,28 @@ type Options struct {
 // kubelet's defaults where lockstep shares its meaning.
 func Defaults() Options {
 	return Options{
-		RuntimeEndpoint:           "unix:///run/containerd/containerd.sock",
-		RootDir:                   "/var/lib/lockstep",
-		PodLogsRoot:               "/var/log/pods",
-		MaxPods:                   110,
-		SyncFrequency:             time.Minute,
-		FileCheckFrequency:        20 * time.Second,
-		NodeStatusUpdateFrequency: 10 * time.Second,
-		NodeStatusReportFrequency: 5 * time.Minute,
-		NodeLeaseDurationSeconds:  40,
-		RuntimeRequestTimeout:     2 * time.Minute,
-		Address:                   "0.0.0.0",
-		Port:                      10250,
-		ReadOnlyPort:              0,
-		AuthorizationMode:         "Webhook",
-		ClusterDomain:             "cluster.local",
-		ResolvConf:                "/etc/resolv.conf",
-		APIQPS:                    50,
-		APIBurst:                  100,
-		origin:                    map[string]string{},
+		RuntimeEndpoint:               "unix:///run/containerd/containerd.sock",
+		RootDir:                       "/var/lib/lockstep",
+		PodLogsRoot:                   "/var/log/pods",
+		ContainerLogsDir:              "/var/log/containers",
+		MaxDeadContainersPerContainer: 1,
+		MaxDeadContainers:             -1,
+		MaxPods:                       110,
+		SyncFrequency:                 time.Minute,
+		FileCheckFrequency:            20 * time.Second,
+		NodeStatusUpdateFrequency:     10 * time.Second,
+		NodeStatusReportFrequency:     5 * time.Minute,
+		NodeLeaseDurationSeconds:      40,
+		RuntimeRequestTimeout:         2 * time.Minute,
+		Address:                       "0.0.0.0",
+		Port:                          10250,
+		ReadOnlyPort:                  0,
+		AuthorizationMode:             "Webhook",
+		ClusterDomain:                 "cluster.local",
+		ResolvConf:                    "/etc/resolv.conf",
+		APIQPS:                        50,
+		APIBurst:                      100,
+		origin:                        map[string]string{},
 	}
 }
 
@@ -150,6 +158,10 @@ func (o *Options) Validate() error {
 		return bad("root-dir", o.RootDir, "must be an absolute path")
 	case !filepath.IsAbs(o.PodLogsRoot):
 		return bad("pod-logs-dir", o.PodLogsRoot, "must be an absolute path")
+	case !filepath.IsAbs(o.ContainerLogsDir):
+		return bad("container-logs-dir", o.ContainerLogsDir, "must be an absolute path")
+	case o.MinimumContainerTTLDuration < 0:
+		return bad("minimum-container-ttl-duration", o.MinimumContainerTTLDuration, "must be 0 or more")
 	case o.ManifestPath != "" && !filepath.IsAbs(o.ManifestPath):
 		return bad("pod-manifest-path", o.ManifestPath, "must be an absolute path")
 	case !slices.Contains([]string{"Webhook", "AlwaysAllow"}, o.AuthorizationMode):

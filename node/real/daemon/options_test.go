@@ -39,6 +39,15 @@ func TestInvalidOptions(t *testing.T) {
 		{"hostname", func(o *Options) { o.NodeName = "Node_1"; o.SetOrigin("hostname-override", "--hostname-override") },
 			"invalid --hostname-override=Node_1: must be a lowercase DNS name (a-z, 0-9, '-', '.')"},
 		{"root dir", func(o *Options) { o.RootDir = "var/lib"; o.SetOrigin("root-dir", "--root-dir") }, "invalid --root-dir=var/lib: must be an absolute path"},
+		{"container logs dir", func(o *Options) {
+			o.ContainerLogsDir = "logs"
+			o.SetOrigin("container-logs-dir", "--container-logs-dir")
+		},
+			"invalid --container-logs-dir=logs: must be an absolute path"},
+		{"container ttl", func(o *Options) {
+			o.MinimumContainerTTLDuration = -time.Second
+			o.SetOrigin("minimum-container-ttl-duration", "--minimum-container-ttl-duration")
+		}, "invalid --minimum-container-ttl-duration=-1s: must be 0 or more"},
 		{"manifest path", func(o *Options) {
 			o.ManifestPath = "manifests"
 			o.SetOrigin("pod-manifest-path", "--pod-manifest-path")

@@ -29,6 +29,7 @@ import (
 	"github.com/lockstep-dev/lockstep/node/real/osfiles"
 	"github.com/lockstep-dev/lockstep/node/real/server"
 	"github.com/lockstep-dev/lockstep/node/real/world"
+	"github.com/lockstep-dev/lockstep/node/runtimesync"
 )
 
 // Version is the agent's version as reported in the node's nodeInfo.
@@ -82,7 +83,7 @@ func Run(ctx context.Context, o Options, rt Runtime, log *slog.Logger) error {
 	}
 	nodeIP := nodeIPs[0]
 	log = log.With("node", nodeName)
-	for _, dir := range []string{o.RootDir, o.PodLogsRoot} {
+	for _, dir := range []string{o.RootDir, o.PodLogsRoot, o.ContainerLogsDir} {
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return fmt.Errorf("create directory %s: %w", dir, err)
 		}
@@ -131,7 +132,13 @@ func Run(ctx context.Context, o Options, rt Runtime, log *slog.Logger) error {
 		Node: podspec.NodeInfo{
 			NodeName: nodeName, HostIP: nodeIP, HostIPs: nodeIPs, ClusterDNS: o.ClusterDNS, ClusterDomain: o.ClusterDomain,
 			ResolverConfig: o.ResolvConf, HostDNS: hostDNS, PodLogsRoot: o.PodLogsRoot,
+			ContainerLogsDir: o.ContainerLogsDir,
 		},
+		RuntimeSync: runtimesync.Config{GC: &runtimesync.GCPolicy{
+			MinAge:             o.MinimumContainerTTLDuration,
+			MaxPerPodContainer: int(o.MaxDeadContainersPerContainer),
+			MaxContainers:      int(o.MaxDeadContainers),
+		}},
 		RuntimeType: rt.Type,
 		PLEG:        pleg.Config{UseEvents: rt.Events != nil, Events: rt.Events},
 		NodeStatus: nodestatus.Config{

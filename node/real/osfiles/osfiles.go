@@ -3,6 +3,7 @@
 package osfiles
 
 import (
+	"errors"
 	"io/fs"
 	"os"
 
@@ -28,3 +29,17 @@ func (FS) ReadFile(path string) ([]byte, error) { return os.ReadFile(path) }
 // MkdirAll creates dir and its missing parents with mode 0755 (before the
 // umask); an existing directory is not an error.
 func (FS) MkdirAll(dir string) error { return os.MkdirAll(dir, 0o755) }
+
+// Remove removes a file or symbolic link; a missing one is not an error.
+func (FS) Remove(path string) error {
+	if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	return nil
+}
+
+// RemoveAll removes path and everything under it.
+func (FS) RemoveAll(path string) error { return os.RemoveAll(path) }
+
+// Symlink creates link pointing to target.
+func (FS) Symlink(target, link string) error { return os.Symlink(target, link) }

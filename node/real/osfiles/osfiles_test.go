@@ -86,3 +86,44 @@ func TestMkdirAll(t *testing.T) {
 		t.Error("MkdirAll under a regular file succeeded")
 	}
 }
+
+func TestSymlinkAndRemove(t *testing.T) {
+	dir := t.TempDir()
+	f := New()
+	target, link := filepath.Join(dir, "pods", "0.log"), filepath.Join(dir, "containers", "c.log")
+	for _, d := range []string{filepath.Dir(target), filepath.Dir(link)} {
+		if err := f.MkdirAll(d); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(target, []byte("hello\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Symlink(target, link); err != nil {
+		t.Fatalf("Symlink: %v", err)
+	}
+	if err := f.Symlink(target, link); err == nil {
+		t.Error("Symlink over an existing link succeeded")
+	}
+	if got, err := f.ReadFile(link); err != nil || string(got) != "hello\n" {
+		t.Errorf("ReadFile through the link = %q, %v", got, err)
+	}
+	if err := f.Remove(link); err != nil {
+		t.Fatalf("Remove of the link: %v", err)
+	}
+	if _, err := os.Stat(target); err != nil {
+		t.Errorf("removing the link removed its target: %v", err)
+	}
+	if err := f.Remove(link); err != nil {
+		t.Errorf("Remove of a missing path: %v", err)
+	}
+	if err := f.RemoveAll(filepath.Join(dir, "pods")); err != nil {
+		t.Fatalf("RemoveAll: %v", err)
+	}
+	if _, err := os.Stat(target); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("after RemoveAll the log still exists: %v", err)
+	}
+	if err := f.RemoveAll(filepath.Join(dir, "pods")); err != nil {
+		t.Errorf("RemoveAll of a missing path: %v", err)
+	}
+}

@@ -5,7 +5,10 @@ import (
 	"fmt"
 	"io/fs"
 	"net/http"
+	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -39,14 +42,15 @@ func (s *Server) containerLogs(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	instance := int(st.RestartCount)
+	podDir := podspec.LogDirectory(s.p.PodLogsRoot(), podspec.RefOf(pod))
 	if opts.previous {
-		if instance == 0 {
+		instance = previousInstance(filepath.Join(podDir, container), instance)
+		if instance < 0 {
 			http.Error(w, fmt.Sprintf("previous terminated container %q in pod %s not found", container, podDesc), http.StatusBadRequest)
 			return
 		}
-		instance--
 	}
-	path := filepath.Join(podspec.LogDirectory(s.p.PodLogsRoot(), podspec.RefOf(pod)), podspec.ContainerLogPath(container, instance))
+	path := filepath.Join(podDir, podspec.ContainerLogPath(container, instance))
 	file, err := openLogFile(path)
 	switch {
 	case errors.Is(err, fs.ErrNotExist) && !opts.previous && st.State.Waiting != nil:
@@ -144,4 +148,25 @@ func findStatus(pod *corev1.Pod, name string) (corev1.ContainerStatus, bool) {
 		}
 	}
 	return corev1.ContainerStatus{}, false
+}
+
+// previousInstance returns the newest instance below current whose log is
+// in dir (a container's log directory, "<n>.log" per instance), or -1. It
+// is usually current-1; an attempt may be missing (an instance created
+// but never started is removed without a log), and garbage collection
+// keeps only the newest dead instances.
+func previousInstance(dir string, current int) int {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return -1
+	}
+	best := -1
+	for _, e := range entries {
+		n, err := strconv.Atoi(strings.TrimSuffix(e.Name(), ".log"))
+		if err != nil || !strings.HasSuffix(e.Name(), ".log") || n >= current || n <= best {
+			continue
+		}
+		best = n
+	}
+	return best
 }

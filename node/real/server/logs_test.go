@@ -143,10 +143,19 @@ func TestContainerLogs(t *testing.T) {
 	done := logPod(0)
 	done.Name, done.UID = "done", "uid-4"
 	done.Status.ContainerStatuses[0].State = corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 0}}
-	p.setPods(web, fresh, waiting, done)
+	gap := logPod(3)
+	gap.Name, gap.UID = "gap", "uid-5"
+	p.setPods(web, fresh, waiting, done, gap)
 	writeLog(t, logPath(p, "app", 1), currentLog...)
 	writeLog(t, logPath(p, "app", 0), "2025-01-01T00:00:00Z stdout F previous run")
 	writeLog(t, strings.Replace(logPath(p, "app", 0), "default_web_uid-1", "default_done_uid-4", 1), "2025-01-01T00:00:00Z stdout F finished")
+	// Attempt 2 was created but never started (removed without a log);
+	// attempt 0 was collected: previous is attempt 1.
+	gapLog := func(n int) string {
+		return strings.Replace(logPath(p, "app", n), "default_web_uid-1", "default_gap_uid-5", 1)
+	}
+	writeLog(t, gapLog(3), "2025-01-01T00:00:00Z stdout F now")
+	writeLog(t, gapLog(1), "2025-01-01T00:00:00Z stdout F before the gap")
 	s := newServer(t, p, AlwaysAllow{})
 
 	const all = "one\ntwo\nerr-between\nthree!\nfour\n"
@@ -168,6 +177,7 @@ func TestContainerLogs(t *testing.T) {
 		{"sinceTime", "/containerLogs/default/web/app?sinceTime=2025-01-01T00:00:03Z", 200, "err-between\nthree!\nfour\n"},
 		{"sinceTime with tail", "/containerLogs/default/web/app?sinceTime=2025-01-01T00:00:03Z&tailLines=5", 200, "err-between\nthree!\nfour\n"},
 		{"previous", "/containerLogs/default/web/app?previous=true", 200, "previous run\n"},
+		{"previous skips a missing attempt", "/containerLogs/default/gap/app?previous=true", 200, "before the gap\n"},
 		{"previous never follows", "/containerLogs/default/web/app?previous=true&follow=true", 200, "previous run\n"},
 		{"a finished container is not followed", "/containerLogs/default/done/app?follow=true", 200, "finished\n"},
 		{"malformed tailLines", "/containerLogs/default/web/app?tailLines=abc", 400, "invalid query: tailLines \"abc\" is not an integer\n"},

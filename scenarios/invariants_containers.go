@@ -1,0 +1,127 @@
+package scenarios
+
+import (
+	"maps"
+	"slices"
+	"time"
+
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/lockstep-dev/lockstep/node/podspec"
+	"github.com/lockstep-dev/lockstep/node/podstate"
+)
+
+// MaxCreated bounds how long a container instance may stay in Created
+// (no-stuck-created). The agent starts an instance right after creating
+// it; one left Created by an agent crash between the two calls is removed
+// by the pod's next sync after the agent is back. The bound covers the
+// agent's downtime in the scenarios (≤ 5 s), a relist (1 s), an error
+// requeue (≤ 15 s), a stale list (≤ 3 s) and slow CRI calls, with room to
+// spare; an instance stuck for good (upstream-style name clash) breaks it.
+const MaxCreated = time.Minute
+
+// containerChecks is what no-stuck-created and previous-kept remember.
+type containerChecks struct {
+	// createdSince: when each instance was first seen in Created.
+	createdSince map[string]time.Duration
+	reported     map[string]bool
+	// started: per pod UID/container name, the instances whose log was
+	// seen (so they started), by ID, with their attempt and log path.
+	started map[string]map[string]startedInstance
+}
+
+type startedInstance struct {
+	attempt uint32
+	log     string
+}
+
+func newContainerChecks() *containerChecks {
+	return &containerChecks{createdSince: map[string]time.Duration{}, reported: map[string]bool{},
+		started: map[string]map[string]startedInstance{}}
+}
+
+// checkContainers checks no-stuck-created and previous-kept against the
+// runtime's true state and the node's files.
+func (c *Checker) checkContainers() {
+	if c.ctr == nil {
+		c.ctr = newContainerChecks()
+	}
+	now := c.h.K.Elapsed()
+	present := map[string]bool{}
+	// latest live (not exited) instance per pod UID/container name.
+	live := map[string]*runtimeapi.Container{}
+	for _, ct := range c.h.Runtime.TrueContainers() {
+		present[ct.Id] = true
+		ref, err := podstate.PodRefFromLabels(ct.Labels)
+		if err != nil {
+			continue
+		}
+		name := ct.Metadata.GetName()
+		key := string(ref.UID) + "/" + name
+		c.checkCreated(ct, key, now)
+		log := podspec.ContainerLogFile("", ref, name, int(ct.Metadata.GetAttempt()))
+		if c.h.Files.Exists(log) {
+			if c.ctr.started[key] == nil {
+				c.ctr.started[key] = map[string]startedInstance{}
+			}
+			c.ctr.started[key][ct.Id] = startedInstance{attempt: ct.Metadata.GetAttempt(), log: log}
+		}
+		if ct.State != runtimeapi.ContainerState_CONTAINER_EXITED {
+			if l := live[key]; l == nil || ct.Metadata.GetAttempt() > l.Metadata.GetAttempt() {
+				live[key] = ct
+			}
+		}
+	}
+	for id := range c.ctr.createdSince {
+		if !present[id] {
+			delete(c.ctr.createdSince, id)
+		}
+	}
+	for _, key := range slices.Sorted(maps.Keys(live)) {
+		c.checkPrevious(key, live[key], present)
+	}
+}
+
+// checkCreated is no-stuck-created for one instance.
+func (c *Checker) checkCreated(ct *runtimeapi.Container, key string, now time.Duration) {
+	if ct.State != runtimeapi.ContainerState_CONTAINER_CREATED {
+		delete(c.ctr.createdSince, ct.Id)
+		return
+	}
+	since, ok := c.ctr.createdSince[ct.Id]
+	if !ok {
+		c.ctr.createdSince[ct.Id] = now
+		return
+	}
+	if now-since > MaxCreated && !c.ctr.reported[ct.Id] {
+		c.ctr.reported[ct.Id] = true
+		c.fail("no-stuck-created", "container %s (%s, attempt %d) has been Created for %v (bound %v)",
+			key, ct.Id, ct.Metadata.GetAttempt(), now-since, MaxCreated)
+	}
+}
+
+// checkPrevious is previous-kept for the live instance of one container:
+// the newest instance started before it must still be in the runtime,
+// and its log must still be there.
+func (c *Checker) checkPrevious(key string, latest *runtimeapi.Container, present map[string]bool) {
+	var prevID string
+	var prev startedInstance
+	for id, s := range c.ctr.started[key] {
+		if s.attempt < latest.Metadata.GetAttempt() && (prevID == "" || s.attempt > prev.attempt) {
+			prevID, prev = id, s
+		}
+	}
+	if prevID == "" || c.ctr.reported[prevID] {
+		return
+	}
+	switch {
+	case !present[prevID]:
+		c.ctr.reported[prevID] = true
+		c.fail("previous-kept", "container %s: previous instance %s (attempt %d) removed while attempt %d is %v",
+			key, prevID, prev.attempt, latest.Metadata.GetAttempt(), latest.State)
+	case !c.h.Files.Exists(prev.log):
+		c.ctr.reported[prevID] = true
+		c.fail("previous-kept", "container %s: log %s of the previous instance (attempt %d) removed while attempt %d is %v",
+			key, prev.log, prev.attempt, latest.Metadata.GetAttempt(), latest.State)
+	}
+}
