@@ -91,3 +91,21 @@ func TestStaticPodLifecycle(t *testing.T) {
 		return ok && m.Status.Phase == corev1.PodRunning && len(Containers(h)) == 1
 	})
 }
+
+// TestStaticManifestWithoutExtension: every non-hidden file of the manifest
+// directory is a manifest, whatever its name, as with the kubelet; a hidden
+// file is not read.
+func TestStaticManifestWithoutExtension(t *testing.T) {
+	h := start(t, 12)
+	h.Files.WriteFile(manifestDir+"/etcd", manifest("busybox:latest", "1"))
+	h.Files.WriteFile(manifestDir+"/.etcd.swp", []byte("editor junk"))
+	runUntil(t, h, "the static pod of a manifest named without an extension running", 2*time.Minute, func() bool {
+		m, ok := mirrorOf(h)
+		return ok && m.Status.Phase == corev1.PodRunning && len(Containers(h)) == 1
+	})
+	for _, e := range h.API.User().Events() {
+		if e.Reason == "FailedStaticPodManifest" {
+			t.Errorf("unexpected manifest error: %s", e.Message)
+		}
+	}
+}
