@@ -246,11 +246,24 @@ func (a *Agent) handleUpdate(u podsource.Update) {
 			a.workers.UpdatePod(podworkers.Work{Type: podworkers.Kill, UID: pod.UID, Pod: pod, Reason: "deleted"})
 		case podsource.OpRemove:
 			a.pods.remove(pod.UID)
-			a.workers.UpdatePod(podworkers.Work{Type: podworkers.Kill, UID: pod.UID, Pod: pod, Reason: "removed from " + u.Source})
+			a.workers.UpdatePod(podworkers.Work{Type: podworkers.Kill, UID: pod.UID, Pod: pod,
+				GracePeriod: removedGrace(u.Source), Reason: "removed from " + u.Source})
 		case podsource.OpReconcile:
 			a.pods.set(pod)
 		}
 	}
+}
+
+// removedGrace is the grace period override for a pod gone from source:
+// none for a static pod (its own grace applies), zero for an API pod (it
+// was force-deleted, or its deletion completed: nobody waits on it any
+// more, and its name may already be reused).
+func removedGrace(source string) *int64 {
+	if source != podsource.SourceAPI {
+		return nil
+	}
+	zero := int64(0)
+	return &zero
 }
 
 func (a *Agent) plegLoop(ctx context.Context) {

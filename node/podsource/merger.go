@@ -183,7 +183,7 @@ func change(old, cur *corev1.Pod) (Op, bool) {
 	case old == nil:
 		return OpAdd, true
 	case !sameDesire(old, cur):
-		if old.DeletionTimestamp == nil && cur.DeletionTimestamp != nil {
+		if deletionRequested(old, cur) {
 			return OpDelete, true
 		}
 		return OpUpdate, true
@@ -191,6 +191,20 @@ func change(old, cur *corev1.Pod) (Op, bool) {
 		return OpReconcile, true
 	}
 	return "", false
+}
+
+// deletionRequested reports whether cur asks for a deletion old did not:
+// a deletion newly requested, or a pending one whose grace period was
+// shortened (a second delete with a shorter grace, or a forced one).
+func deletionRequested(old, cur *corev1.Pod) bool {
+	switch {
+	case cur.DeletionTimestamp == nil:
+		return false
+	case old.DeletionTimestamp == nil:
+		return true
+	}
+	was, now := old.DeletionGracePeriodSeconds, cur.DeletionGracePeriodSeconds
+	return now != nil && (was == nil || *now < *was)
 }
 
 // sameDesire reports whether two versions of a pod ask the agent for the

@@ -57,6 +57,17 @@ func TestSetDiffsSnapshots(t *testing.T) {
 			c2 := c.DeepCopy()
 			c2.Annotations = map[string]string{"x": "y"}
 			return []*corev1.Pod{a2, c2}
+		}(), []string{"DELETE api ns/a"}},
+		{"a deleting pod relabelled, grace unchanged", func() []*corev1.Pod {
+			a2 := a.DeepCopy()
+			a2.Labels = map[string]string{"l": "2"}
+			now := metav1.Unix(100, 0)
+			a2.DeletionTimestamp = &now
+			grace := int64(0)
+			a2.DeletionGracePeriodSeconds = &grace
+			c2 := c.DeepCopy()
+			c2.Annotations = map[string]string{"x": "y"}
+			return []*corev1.Pod{a2, c2}
 		}(), []string{"UPDATE api ns/a"}},
 		{"all gone", nil, []string{"REMOVE api ns/a,ns/c"}},
 	}

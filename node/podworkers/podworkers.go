@@ -1,7 +1,8 @@
 // Package podworkers runs one serialized worker per pod UID. A worker's
 // state only moves forward — syncing → terminating → terminated — and each
 // step is delegated to a Syncer. A newer pending update replaces one not yet
-// processed; kill requests accumulate and the grace period only shrinks.
+// processed; kill requests accumulate and the grace period only shrinks: a
+// shorter one cancels the kill in flight, which is redone at once with it.
 // After each step the pod is requeued in a WorkQueue with a jittered delay
 // that the SyncLoop's tick turns back into updates.
 package podworkers
@@ -178,7 +179,7 @@ func (p *PodWorkers) UpdatePod(u Work) {
 		p.workers[u.UID] = w
 	}
 	if u.Pod != nil {
-		if w.state == Syncing || u.Type == Create {
+		if w.state == Syncing || u.Type == Create || u.Type == Kill {
 			w.pod = u.Pod
 		}
 	}
@@ -198,21 +199,26 @@ func (p *PodWorkers) UpdatePod(u Work) {
 		}
 	case Kill:
 		g := killGrace(u, w.pod)
-		if w.grace == nil || g < *w.grace {
+		shortened := w.grace != nil && g < *w.grace
+		if w.grace == nil || shortened {
 			w.grace = &g
 		}
 		if u.Reason != "" {
 			w.reason = u.Reason
 		}
 		w.restartRequested = false
-		if w.state == Syncing {
+		switch {
+		case w.state == Syncing:
 			w.state = Terminating
 			if w.cancelStep != nil {
 				// Stop the sync in flight: termination takes over.
 				w.cancelStep()
 			}
-		}
-		if w.state == Terminated {
+		case w.state == Terminating && shortened && w.cancelStep != nil:
+			// Stop the kill in flight: it is redone at once with the
+			// shorter grace period.
+			w.cancelStep()
+		case w.state == Terminated:
 			return
 		}
 	}
@@ -339,6 +345,12 @@ func (p *PodWorkers) step(ctx context.Context, w *worker, state State, pod *core
 		return Syncing, delay
 	case Terminating:
 		if err := p.syncer.SyncTerminatingPod(ctx, w.uid, pod, grace, lastSync); err != nil {
+			if ctx.Err() != nil && p.ctx.Err() == nil {
+				// Cancelled by a shorter grace period: the kill that
+				// replaces it is pending already.
+				log.Info("terminating cut short by a shorter grace period", "grace", grace)
+				return Terminating, -1
+			}
 			log.Warn("terminating failed; will retry", "error", err.Error())
 			p.retryLater(w)
 			return Terminating, -1
