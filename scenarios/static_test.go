@@ -1,11 +1,14 @@
 package scenarios
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/lockstep-dev/lockstep/node/podsource"
 	"github.com/lockstep-dev/lockstep/sim/harness"
@@ -107,5 +110,83 @@ func TestStaticManifestWithoutExtension(t *testing.T) {
 		if e.Reason == "FailedStaticPodManifest" {
 			t.Errorf("unexpected manifest error: %s", e.Message)
 		}
+	}
+}
+
+// slowManifest is a hostNetwork static pod whose container ignores SIGTERM
+// and has 10 s of grace: stopping a version of it takes 10 s.
+func slowManifest(version string) []byte {
+	return []byte(`apiVersion: v1
+kind: Pod
+metadata:
+  name: apiserver
+  namespace: kube-system
+spec:
+  hostNetwork: true
+  terminationGracePeriodSeconds: 10
+  containers:
+  - name: apiserver
+    image: busybox:latest
+    imagePullPolicy: IfNotPresent
+    env:
+    - {name: FAKECRI_IGNORE_SIGTERM, value: "true"}
+    - {name: VERSION, value: "` + version + `"}
+`)
+}
+
+// TestStaticEditSerialised: an edited static pod (a new UID under the same
+// full name) starts only after the old version has fully stopped, as the
+// kubelet serialises static pods by full name; two hostNetwork versions
+// never run together (static-exclusive).
+func TestStaticEditSerialised(t *testing.T) {
+	h := start(t, 13)
+	c := NewChecker(h)
+	h.Files.WriteFile(manifestDir+"/apiserver.yaml", slowManifest("1"))
+	runUntil(t, h, "first version running", 2*time.Minute, func() bool { return len(runningUIDs(h)) == 1 })
+	old := runningUIDs(h)[0]
+	h.Files.WriteFile(manifestDir+"/apiserver.yaml", slowManifest("2"))
+	if err := RunChecked(h, c, time.Minute, 100*time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	if now := runningUIDs(h); len(now) != 1 || now[0] == old {
+		t.Errorf("running static pods a minute after the edit: %v, want one new version (old %s)", now, old)
+	}
+	for _, v := range c.Violations() {
+		t.Errorf("%s", v)
+	}
+}
+
+// runningUIDs lists the pods with a running container, sorted.
+func runningUIDs(h *harness.Harness) []types.UID {
+	var out []types.UID
+	for _, c := range TrueContainers(h) {
+		if c.State == runtimeapi.ContainerState_CONTAINER_RUNNING && !slices.Contains(out, c.PodUID) {
+			out = append(out, c.PodUID)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// TestStaticEditWhileAgentDown: a manifest edited while the agent is down
+// leaves the old version running as an orphan the new agent has no worker
+// for; the new version still waits until it has stopped.
+func TestStaticEditWhileAgentDown(t *testing.T) {
+	h := start(t, 14)
+	c := NewChecker(h)
+	h.Files.WriteFile(manifestDir+"/apiserver.yaml", slowManifest("1"))
+	runUntil(t, h, "first version running", 2*time.Minute, func() bool { return len(runningUIDs(h)) == 1 })
+	old := runningUIDs(h)[0]
+	h.CrashAgent()
+	h.Files.WriteFile(manifestDir+"/apiserver.yaml", slowManifest("2"))
+	h.StartAgent()
+	if err := RunChecked(h, c, time.Minute, 100*time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	if now := runningUIDs(h); len(now) != 1 || now[0] == old {
+		t.Errorf("running static pods a minute after the edit: %v, want one new version (old %s)", now, old)
+	}
+	for _, v := range c.Violations() {
+		t.Errorf("%s", v)
 	}
 }

@@ -3,6 +3,8 @@
 // step is delegated to a Syncer. A newer pending update replaces one not yet
 // processed; kill requests accumulate and the grace period only shrinks: a
 // shorter one cancels the kill in flight, which is redone at once with it.
+// Static pods are serialised by full name (namespace/name): a new version
+// starts only after every earlier one has fully terminated.
 // After each step the pod is requeued in a WorkQueue with a jittered delay
 // that the SyncLoop's tick turns back into updates.
 package podworkers
@@ -18,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/lockstep-dev/lockstep/node/deps"
+	"github.com/lockstep-dev/lockstep/node/podsource"
 )
 
 // State is where a pod worker is in its forward-only life.
@@ -130,6 +133,10 @@ type PodWorkers struct {
 
 	mu      sync.Mutex
 	workers map[types.UID]*worker
+	// static holds, per static pod full name (namespace/name), the UIDs
+	// of its workers in the order they were created: a static pod starts
+	// only once every earlier one has finished.
+	static map[string][]types.UID
 }
 
 type worker struct {
@@ -150,6 +157,10 @@ type worker struct {
 	// op is the strongest kind of pending sync work, for the Observer
 	// (the zero value, Create, is right for a new or reset worker).
 	op UpdateType
+	// fullName is the pod's namespace/name when it is a static pod ("":
+	// not static); mayStart is set once it was allowed to start.
+	fullName string
+	mayStart bool
 }
 
 // New returns pod workers that run steps through syncer; ctx bounds every
@@ -161,7 +172,8 @@ func New(ctx context.Context, d deps.Deps, syncer Syncer, queue *WorkQueue, cfg 
 	if cfg.BackoffPeriod <= 0 {
 		cfg.BackoffPeriod = 10 * time.Second
 	}
-	return &PodWorkers{d: d, syncer: syncer, queue: queue, cfg: cfg, ctx: ctx, workers: map[types.UID]*worker{}}
+	return &PodWorkers{d: d, syncer: syncer, queue: queue, cfg: cfg, ctx: ctx,
+		workers: map[types.UID]*worker{}, static: map[string][]types.UID{}}
 }
 
 // UpdatePod hands work to the pod's worker, creating it if needed.
@@ -177,6 +189,10 @@ func (p *PodWorkers) UpdatePod(u Work) {
 		}
 		w = &worker{uid: u.UID, pod: u.Pod, name: workerName(u), wake: p.d.Tasks.NewSignal("pod " + workerName(u))}
 		p.workers[u.UID] = w
+		if u.Pod != nil && podsource.IsStaticPod(u.Pod) {
+			w.fullName = u.Pod.Namespace + "/" + u.Pod.Name
+			p.queueStaticLocked(w)
+		}
 	}
 	if u.Pod != nil {
 		if w.state == Syncing || u.Type == Create || u.Type == Kill {
@@ -231,7 +247,61 @@ func (p *PodWorkers) UpdatePod(u Work) {
 }
 
 func (p *PodWorkers) resetLocked(w *worker, pod *corev1.Pod) {
-	*w = worker{uid: w.uid, name: w.name, pod: pod, wake: w.wake}
+	*w = worker{uid: w.uid, name: w.name, pod: pod, wake: w.wake, fullName: w.fullName}
+	if w.fullName != "" {
+		// Started again: it now comes after any version that started
+		// meanwhile.
+		p.unqueueStaticLocked(w)
+		p.queueStaticLocked(w)
+	}
+}
+
+// queueStaticLocked puts a static pod's worker last in its full name's
+// start order.
+func (p *PodWorkers) queueStaticLocked(w *worker) {
+	p.static[w.fullName] = append(p.static[w.fullName], w.uid)
+}
+
+// unqueueStaticLocked drops a static pod's worker from its full name's
+// start order and wakes the workers that may now start.
+func (p *PodWorkers) unqueueStaticLocked(w *worker) {
+	uids := slices.DeleteFunc(p.static[w.fullName], func(u types.UID) bool { return u == w.uid })
+	if len(uids) == 0 {
+		delete(p.static, w.fullName)
+	} else {
+		p.static[w.fullName] = uids
+	}
+	p.wakeStaticLocked(w.fullName)
+}
+
+// wakeStaticLocked wakes the workers of a static pod full name that wait
+// for their turn.
+func (p *PodWorkers) wakeStaticLocked(fullName string) {
+	for _, uid := range p.static[fullName] {
+		if o := p.workers[uid]; o != nil && o.hasWork && !o.mayStart {
+			o.wake.Notify()
+		}
+	}
+}
+
+// mayStartLocked reports whether w's syncing step may run: always for a
+// pod that is not static; for a static pod, once every worker of the same
+// full name created before it has finished, so that two versions of a
+// static pod (an edited manifest) never run together.
+func (p *PodWorkers) mayStartLocked(w *worker) bool {
+	if w.fullName == "" || w.mayStart {
+		return true
+	}
+	for _, uid := range p.static[w.fullName] {
+		if uid == w.uid {
+			break
+		}
+		if o := p.workers[uid]; o != nil && !o.finished {
+			return false
+		}
+	}
+	w.mayStart = true
+	return true
 }
 
 func workerName(u Work) string {
@@ -271,6 +341,18 @@ func (p *PodWorkers) run(w *worker) {
 				p.mu.Unlock()
 				return
 			}
+			p.mu.Unlock()
+			if err := w.wake.Wait(p.ctx); err != nil {
+				p.mu.Lock()
+				w.running = false
+				p.mu.Unlock()
+				return
+			}
+			continue
+		}
+		if w.state == Syncing && !p.mayStartLocked(w) {
+			// An earlier version of this static pod has not finished:
+			// wait for it, keeping the work.
 			p.mu.Unlock()
 			if err := w.wake.Wait(p.ctx); err != nil {
 				p.mu.Lock()
@@ -364,6 +446,9 @@ func (p *PodWorkers) step(ctx context.Context, w *worker, state State, pod *core
 		}
 		p.mu.Lock()
 		w.finished = true
+		if w.fullName != "" {
+			p.wakeStaticLocked(w.fullName)
+		}
 		p.mu.Unlock()
 		return Terminated, -1
 	}
@@ -453,5 +538,8 @@ func (p *PodWorkers) Forget(uid types.UID) error {
 		return fmt.Errorf("pod worker %s (%s) is still %s", w.name, uid, w.state)
 	}
 	delete(p.workers, uid)
+	if w.fullName != "" {
+		p.unqueueStaticLocked(w)
+	}
 	return nil
 }

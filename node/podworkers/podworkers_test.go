@@ -140,6 +140,42 @@ func TestShorterGraceCancelsTheKillInFlight(t *testing.T) {
 	}
 }
 
+// staticPod is version gen of the static pod ns/etcd, with its own UID.
+func staticPod(gen int64) *corev1.Pod {
+	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "etcd", Namespace: "ns", UID: types.UID(fmt.Sprint("static-", gen)),
+		Generation: gen, Annotations: map[string]string{"kubernetes.io/config.source": "file"}}}
+}
+
+// TestStaticPodVersionsAreSerialised: a new version of a static pod (same
+// full name, new UID) starts only after the old one has fully terminated,
+// even when the old one is killed after the new one arrived; a pod of
+// another name is not held up.
+func TestStaticPodVersionsAreSerialised(t *testing.T) {
+	k, f, pw, _ := setup(t, time.Second)
+	v1, v2 := staticPod(1), staticPod(2)
+	pw.UpdatePod(podworkers.Work{Type: podworkers.Create, UID: v1.UID, Pod: v1})
+	if err := k.RunFor(1500 * time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	pw.UpdatePod(podworkers.Work{Type: podworkers.Create, UID: v2.UID, Pod: v2})
+	other := staticPod(3)
+	other.Name = "apiserver"
+	pw.UpdatePod(podworkers.Work{Type: podworkers.Create, UID: other.UID, Pod: other})
+	if err := k.RunFor(2 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	pw.UpdatePod(podworkers.Work{Type: podworkers.Sync, UID: v2.UID, Pod: v2}) // still waits
+	g := int64(5)
+	pw.UpdatePod(podworkers.Work{Type: podworkers.Kill, UID: v1.UID, Pod: v1, GracePeriod: &g})
+	if err := k.RunFor(time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"+0s sync gen=1", "+1.5s sync gen=3", "+3.5s terminating grace=5", "+4.5s terminated", "+4.5s sync gen=2"}
+	if diff := cmp.Diff(want, f.calls); diff != "" {
+		t.Errorf("steps (-want +got):\n%s", diff)
+	}
+}
+
 func TestTerminalPodIsTerminatedWithItsGrace(t *testing.T) {
 	k, f, pw, _ := setup(t, time.Second)
 	f.terminal = true
