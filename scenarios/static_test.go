@@ -190,3 +190,55 @@ func TestStaticEditWhileAgentDown(t *testing.T) {
 		t.Errorf("%s", v)
 	}
 }
+
+// mirrorSettled waits until the static pod etcd runs with a mirror pod
+// that carries its hash and is not being deleted, and returns the mirror.
+func mirrorSettled(t *testing.T, h *harness.Harness, what string) *corev1.Pod {
+	t.Helper()
+	var m *corev1.Pod
+	runUntil(t, h, what, 2*time.Minute, func() bool {
+		var ok bool
+		m, ok = mirrorOf(h)
+		uids := runningUIDs(h)
+		return ok && m.DeletionTimestamp == nil && len(uids) == 1 && m.Annotations[podsource.AnnotationConfigMirror] == string(uids[0])
+	})
+	return m
+}
+
+// TestUserDeletedMirrorRecreated: a mirror pod a user deletes (gracefully,
+// or forced) is created again, while the static pod keeps running.
+func TestUserDeletedMirrorRecreated(t *testing.T) {
+	for _, grace := range []int64{30, 0} {
+		h := start(t, 15)
+		h.Files.WriteFile(manifestDir+"/etcd.yaml", manifest("busybox:latest", "1"))
+		first := mirrorSettled(t, h, "static pod running with its mirror pod")
+		running := runningUIDs(h)
+		if err := h.API.User().DeletePodGracefully(first.Namespace, first.Name, &grace); err != nil {
+			t.Fatal(err)
+		}
+		again := mirrorSettled(t, h, "mirror pod created again")
+		if again.UID == first.UID {
+			t.Errorf("grace %d: the deleted mirror pod %s is still there", grace, first.UID)
+		}
+		if now := runningUIDs(h); !slices.Equal(now, running) {
+			t.Errorf("grace %d: running pods %v after the mirror's deletion, want %v untouched", grace, now, running)
+		}
+	}
+}
+
+// TestStaleMirrorReplaced: a mirror pod whose hash annotation no longer
+// matches the static pod is replaced by one that does.
+func TestStaleMirrorReplaced(t *testing.T) {
+	h := start(t, 16)
+	h.Files.WriteFile(manifestDir+"/etcd.yaml", manifest("busybox:latest", "1"))
+	first := mirrorSettled(t, h, "static pod running with its mirror pod")
+	stale := first.DeepCopy()
+	stale.Annotations[podsource.AnnotationConfigMirror] = "0123456789abcdef0123456789abcdef"
+	if _, err := h.API.User().UpdatePod(stale); err != nil {
+		t.Fatal(err)
+	}
+	again := mirrorSettled(t, h, "stale mirror pod replaced")
+	if again.UID == first.UID {
+		t.Errorf("the stale mirror pod %s was not replaced", first.UID)
+	}
+}

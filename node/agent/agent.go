@@ -74,10 +74,9 @@ type Agent struct {
 
 	startTime time.Time
 
-	mu         sync.Mutex
-	lastLoop   time.Time
-	expected   map[types.UID]map[string]expectation // containers started, not yet seen in the cache
-	mirrorsSet map[types.UID]bool
+	mu       sync.Mutex
+	lastLoop time.Time
+	expected map[types.UID]map[string]expectation // containers started, not yet seen in the cache
 }
 
 // New builds an agent over d. Nothing runs until Start.
@@ -106,16 +105,15 @@ func New(d deps.Deps, cfg Config) *Agent {
 		m.SetNodeName(cfg.NodeName)
 	}
 	a := &Agent{
-		d:          d,
-		cfg:        cfg,
-		updates:    deps.NewInbox[podsource.Update](d.Tasks, "config updates"),
-		pods:       newPodManager(),
-		pleg:       pleg.New(d, cfg.PLEG),
-		queue:      podworkers.NewWorkQueue(d.Clock),
-		exec:       runtimesync.NewExecutor(d, cfg.RuntimeSync),
-		status:     status.NewManager(d, cfg.Status),
-		expected:   map[types.UID]map[string]expectation{},
-		mirrorsSet: map[types.UID]bool{},
+		d:        d,
+		cfg:      cfg,
+		updates:  deps.NewInbox[podsource.Update](d.Tasks, "config updates"),
+		pods:     newPodManager(),
+		pleg:     pleg.New(d, cfg.PLEG),
+		queue:    podworkers.NewWorkQueue(d.Clock),
+		exec:     runtimesync.NewExecutor(d, cfg.RuntimeSync),
+		status:   status.NewManager(d, cfg.Status),
+		expected: map[types.UID]map[string]expectation{},
 	}
 	var sources []string
 	if d.API.Pods != nil {

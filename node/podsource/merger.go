@@ -70,6 +70,26 @@ func (m *Merger) AllSeen() bool {
 	return true
 }
 
+// MirrorPods returns the mirror pods the API source holds, by full name
+// (namespace/name): the agent's view of its mirror pods, kept current by
+// the API watch, so reconciling them costs no API read. It is empty when
+// there is no API source.
+func (m *Merger) MirrorPods() map[string]*corev1.Pod {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := map[string]*corev1.Pod{}
+	s := m.sources[SourceAPI]
+	if s == nil {
+		return out
+	}
+	for _, p := range s.pods {
+		if IsMirrorPod(p) {
+			out[p.Namespace+"/"+p.Name] = p.DeepCopy()
+		}
+	}
+	return out
+}
+
 // Set replaces source's pods with a complete snapshot and emits the
 // difference: new UIDs are added, vanished ones removed, known ones
 // updated, deleted or reconciled by what changed. pods is not modified.

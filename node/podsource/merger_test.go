@@ -274,3 +274,23 @@ func BenchmarkApply10000Pods(b *testing.B) {
 		w.out.TryGet()
 	}
 }
+
+func TestMirrorPodsFromTheAPISource(t *testing.T) {
+	w := newWorld(t, podsource.SourceAPI, podsource.SourceFile)
+	mirror := apiPod("etcd")
+	mirror.Annotations = map[string]string{podsource.AnnotationConfigMirror: "hash1"}
+	w.m.Set(podsource.SourceAPI, []*corev1.Pod{apiPod("a"), mirror})
+	static := apiPod("static")
+	w.m.Set(podsource.SourceFile, []*corev1.Pod{static})
+	got := map[string]string{}
+	for name, p := range w.m.MirrorPods() {
+		got[name] = p.Annotations[podsource.AnnotationConfigMirror]
+	}
+	if diff := cmp.Diff(map[string]string{"ns/etcd": "hash1"}, got); diff != "" {
+		t.Errorf("mirror pods (-want +got):\n%s", diff)
+	}
+	w.m.Apply(podsource.SourceAPI, deps.PodDeleted, mirror)
+	if got := w.m.MirrorPods(); len(got) != 0 {
+		t.Errorf("mirror pods after the mirror's deletion: %v, want none", got)
+	}
+}
