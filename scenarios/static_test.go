@@ -242,3 +242,27 @@ func TestStaleMirrorReplaced(t *testing.T) {
 		t.Errorf("the stale mirror pod %s was not replaced", first.UID)
 	}
 }
+
+// TestMirrorAcrossAgentRestarts: an unchanged static pod keeps its mirror
+// pod across an agent restart (no churn); the mirror of a static pod whose
+// manifest was removed while the agent was down is deleted.
+func TestMirrorAcrossAgentRestarts(t *testing.T) {
+	h := start(t, 17)
+	h.Files.WriteFile(manifestDir+"/etcd.yaml", manifest("busybox:latest", "1"))
+	first := mirrorSettled(t, h, "static pod running with its mirror pod")
+	h.CrashAgent()
+	h.StartAgent()
+	if err := h.K.RunFor(30 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if m, ok := mirrorOf(h); !ok || m.UID != first.UID {
+		t.Errorf("mirror pod after an agent restart: %v (present %v), want the same %s", m.GetUID(), ok, first.UID)
+	}
+	h.CrashAgent()
+	h.Files.Remove(manifestDir + "/etcd.yaml")
+	h.StartAgent()
+	runUntil(t, h, "the removed static pod stopped and its mirror pod deleted", 2*time.Minute, func() bool {
+		_, ok := mirrorOf(h)
+		return !ok && len(runningUIDs(h)) == 0
+	})
+}

@@ -134,8 +134,9 @@ func (a *Agent) ensureMirror(ctx context.Context, pod *corev1.Pod, mirrors map[s
 }
 
 // deleteOrphanedMirrors deletes the mirror pods whose static pod is gone:
-// no static pod of that full name is desired and no worker runs the one it
-// mirrors (a static pod still terminating keeps its mirror).
+// no static pod of that full name is desired, the file source does not
+// have the one it mirrors, and no worker runs it (a static pod still
+// terminating keeps its mirror).
 func (a *Agent) deleteOrphanedMirrors(ctx context.Context, mirrors map[string]*corev1.Pod) {
 	if len(mirrors) == 0 {
 		return
@@ -152,6 +153,9 @@ func (a *Agent) deleteOrphanedMirrors(ctx context.Context, mirrors map[string]*c
 			continue
 		}
 		hash, _ := podsource.StaticPodUIDFromMirror(m)
+		if a.merger.Has(podsource.SourceFile, hash) {
+			continue // its static pod is on its way to the pod workers
+		}
 		if _, running := a.workers.State(hash); running && !a.workers.IsFinished(hash) {
 			continue
 		}

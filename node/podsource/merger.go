@@ -90,6 +90,14 @@ func (m *Merger) MirrorPods() map[string]*corev1.Pod {
 	return out
 }
 
+// Has reports whether source currently has the pod with uid.
+func (m *Merger) Has(source string, uid types.UID) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	s := m.sources[source]
+	return s != nil && s.pods[uid] != nil
+}
+
 // Set replaces source's pods with a complete snapshot and emits the
 // difference: new UIDs are added, vanished ones removed, known ones
 // updated, deleted or reconciled by what changed. pods is not modified.

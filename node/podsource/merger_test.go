@@ -294,3 +294,13 @@ func TestMirrorPodsFromTheAPISource(t *testing.T) {
 		t.Errorf("mirror pods after the mirror's deletion: %v, want none", got)
 	}
 }
+
+func TestHas(t *testing.T) {
+	w := newWorld(t, podsource.SourceAPI, podsource.SourceFile)
+	a := apiPod("a")
+	w.m.Set(podsource.SourceFile, []*corev1.Pod{a})
+	if !w.m.Has(podsource.SourceFile, a.UID) || w.m.Has(podsource.SourceAPI, a.UID) || w.m.Has("nope", a.UID) {
+		t.Errorf("Has: file %v, api %v, unknown source %v; want true, false, false",
+			w.m.Has(podsource.SourceFile, a.UID), w.m.Has(podsource.SourceAPI, a.UID), w.m.Has("nope", a.UID))
+	}
+}
