@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
@@ -63,6 +64,32 @@ func TestShortenedGraceStopsSooner(t *testing.T) {
 // stops its containers within the minimal stop time.
 func TestForceDeleteStopsAtOnce(t *testing.T) {
 	if took := deleteThenShorten(t, 22, 0); took > 5*time.Second {
+		t.Errorf("containers ran %v after a forced delete, want at most 5 s", took)
+	}
+}
+
+// TestForceDeleteDuringContainerKill: a forced delete while the agent is
+// killing a container for a spec change (a long grace, SIGTERM ignored)
+// stops the pod at once: the kill's runtime call returns when the sync is
+// cancelled, as a gRPC call does, instead of holding the worker for the
+// whole grace period.
+func TestForceDeleteDuringContainerKill(t *testing.T) {
+	h := start(t, 23)
+	pod := mustCreate(t, h, NewPod("slow", h.NodeName, IgnoresSIGTERM("app"), Grace(120)))
+	runUntil(t, h, "pod running", time.Minute, func() bool { return running(h, pod.UID) == 1 })
+	if _, err := h.API.User().UpdatePodSpec("default", "slow", func(s *corev1.PodSpec) { s.Containers[0].Image = "busybox:1.37" }); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.K.RunFor(5 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	zero := int64(0)
+	if err := h.API.User().DeletePodGracefully("default", "slow", &zero); err != nil {
+		t.Fatal(err)
+	}
+	began := h.K.Elapsed()
+	runUntil(t, h, "containers stopped", 3*time.Minute, func() bool { return running(h, pod.UID) == 0 })
+	if took := h.K.Elapsed() - began; took > 5*time.Second {
 		t.Errorf("containers ran %v after a forced delete, want at most 5 s", took)
 	}
 }
