@@ -161,8 +161,10 @@ func stateName(c *container) string {
 // 137) once timeout seconds have passed. A container exits at SIGTERM with
 // 143, or after FAKECRI_STOP_DELAY with 0, or ignores it
 // (FAKECRI_IGNORE_SIGTERM) and is killed. timeout <= 0 kills at once, like
-// containerd. The call blocks (through Clock.Sleep) until the container has
-// exited. Stopping a container that is not running does nothing.
+// containerd. The call blocks until the container has exited, or until ctx
+// ends when the Clock is a DeadlineClock (the container is still killed at
+// its deadline; a later call with a shorter timeout brings it forward).
+// Stopping a container that is not running does nothing.
 func (r *Runtime) StopContainer(ctx context.Context, containerID string, timeout int64) error {
 	if err := r.enter(ctx, "StopContainer", callTarget{containerID: containerID}); err != nil {
 		return err
@@ -207,13 +209,28 @@ func (r *Runtime) StopContainer(ctx context.Context, containerID string, timeout
 			continue
 		}
 		r.unlock()
-		r.clock.Sleep(wait)
-		if err := ctx.Err(); err != nil {
+		if err := r.sleep(ctx, wait); err != nil {
 			return err
 		}
 		r.mu.Lock()
 		now = r.now()
 	}
+}
+
+// sleep waits d on the clock and reports ctx's error. When the clock can
+// make deadline contexts it returns as soon as ctx ends, as a CRI call
+// over gRPC does when its caller gives up (the stop itself stays under
+// way: its SIGKILL deadline is kept); with a plain Clock it sleeps d.
+func (r *Runtime) sleep(ctx context.Context, d time.Duration) error {
+	dc, ok := r.clock.(DeadlineClock)
+	if !ok || ctx.Done() == nil {
+		r.clock.Sleep(d)
+		return ctx.Err()
+	}
+	wctx, cancel := dc.WithDeadline(ctx, r.clock.Now().Add(d))
+	defer cancel()
+	_ = r.newSignal("fakecri/stop-wait").Wait(wctx)
+	return ctx.Err()
 }
 
 // RemoveContainer removes a container, killing it first if it is running

@@ -36,13 +36,14 @@ type Checker struct {
 	lastPhase map[types.UID]corev1.PodPhase
 	restarts  map[string]int32
 	ctr       *containerChecks // see invariants_containers.go
+	term      *terminationState
 }
 
 // NewChecker starts checking h's apiserver writes at once; call Check to
 // check the runtime.
 func NewChecker(h *harness.Harness) *Checker {
 	c := &Checker{h: h, instances: map[string]map[string]bool{}, policy: map[types.UID]corev1.RestartPolicy{},
-		lastPhase: map[types.UID]corev1.PodPhase{}, restarts: map[string]int32{}}
+		lastPhase: map[types.UID]corev1.PodPhase{}, restarts: map[string]int32{}, term: newTerminationState()}
 	h.API.OnWrite(c.onWrite)
 	return c
 }
@@ -59,7 +60,9 @@ func (c *Checker) Violations() []Violation { return c.violations }
 func (c *Checker) Check() {
 	c.checkContainers()
 	running := map[string][]string{}
-	for _, ct := range TrueContainers(c.h) {
+	truth := TrueContainers(c.h)
+	c.checkTermination(truth)
+	for _, ct := range truth {
 		key := string(ct.PodUID) + "/" + ct.Name
 		if ct.State == runtimeapi.ContainerState_CONTAINER_RUNNING {
 			running[key] = append(running[key], ct.ID)
@@ -87,6 +90,7 @@ func (c *Checker) onWrite(r apiserver.Record) {
 	if r.Kind != apiserver.KindPod || r.Pod == nil {
 		return
 	}
+	c.onWriteTermination(r)
 	p := r.Pod
 	c.policy[p.UID] = p.Spec.RestartPolicy
 	prev, seen := c.lastPhase[p.UID]

@@ -29,14 +29,18 @@ var podKinds = []func(name, node string) *corev1.Pod{
 	func(n, node string) *corev1.Pod {
 		return NewPod(n, node, Init("setup", time.Second, 0), IgnoresSIGTERM("app"), Grace(5))
 	},
+	func(n, node string) *corev1.Pod { return NewPod(n, node, IgnoresSIGTERM("app"), Grace(60)) },
 }
 
 // TestPropertyAgentUnderFaults: for any sequence of pod creations and
-// deletions, agent crashes (also inside a sync, just before any of its CRI
-// calls), stale relists, apiserver conflicts and watch
-// drops, the safety invariants hold throughout, and once the faults stop
-// the node converges: deleted pods disappear from the API and the runtime,
-// and running statuses match running containers. rapid shrinks a failing
+// deletions (second deletes with a shorter grace, forced ones), static
+// manifest edits, user deletions of mirror pods, agent crashes (also inside
+// a sync, just before any of its CRI calls), stale relists, apiserver
+// conflicts and watch drops, the safety invariants hold throughout, and
+// once the faults stop the node converges: deleted pods disappear from the
+// API and the runtime, running statuses match running containers, the
+// static pods of the manifests present run once each with their mirror
+// pods (mirror-present). rapid shrinks a failing
 // sequence to a minimal one; the kernel's seed is one of its draws.
 func TestPropertyAgentUnderFaults(t *testing.T) {
 	rapid.Check(t, func(rt *rapid.T) {
@@ -46,9 +50,10 @@ func TestPropertyAgentUnderFaults(t *testing.T) {
 		h.StartAgent()
 		c := NewChecker(h)
 		created, deleted := []string{}, map[string]bool{}
+		manifests := map[string]bool{}
 		steps := rapid.IntRange(1, 25).Draw(rt, "steps")
 		for i := range steps {
-			switch action := rapid.IntRange(0, 10).Draw(rt, "action"); action {
+			switch action := rapid.IntRange(0, 14).Draw(rt, "action"); action {
 			case 0, 1, 2, 3:
 				kind := rapid.IntRange(0, len(podKinds)-1).Draw(rt, "kind")
 				name := fmt.Sprintf("p%d", i)
@@ -82,6 +87,18 @@ func TestPropertyAgentUnderFaults(t *testing.T) {
 				// just time passing
 			case 10:
 				crashInSync(rt, h, c)
+			case 11, 12:
+				// A delete with a long grace, then a second one with a
+				// shorter grace, or a forced one.
+				if len(created) > 0 {
+					name := created[rapid.IntRange(0, len(created)-1).Draw(rt, "victim")]
+					shortenGrace(rt, h, c, name, action == 12)
+					deleted[name] = true
+				}
+			case 13:
+				editManifest(rt, h, manifests, i)
+			case 14:
+				deleteMirror(rt, h)
 			}
 			if err := RunChecked(h, c, time.Duration(rapid.IntRange(100, 20000).Draw(rt, "run-ms"))*time.Millisecond, 100*time.Millisecond); err != nil {
 				rt.Fatal(err)
@@ -97,6 +114,7 @@ func TestPropertyAgentUnderFaults(t *testing.T) {
 			rt.Errorf("%s", v)
 		}
 		checkConverged(rt, h, created, deleted)
+		checkStaticConverged(rt, h, c, manifests)
 	})
 }
 
@@ -161,8 +179,9 @@ func checkConverged(rt *rapid.T, h *harness.Harness, created []string, deleted m
 			}
 		}
 	}
+	static := staticSandboxes(h.Runtime.TrueSandboxes())
 	for _, ct := range TrueContainers(h) {
-		if !apiUIDs[ct.PodUID] {
+		if _, ok := static[ct.PodUID]; !apiUIDs[ct.PodUID] && !ok {
 			rt.Errorf("converges: container %s/%s of a pod no longer in the API is still in the runtime (%v)", ct.PodUID, ct.Name, ct.State)
 		}
 	}

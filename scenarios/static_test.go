@@ -1,11 +1,14 @@
 package scenarios
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/lockstep-dev/lockstep/node/podsource"
 	"github.com/lockstep-dev/lockstep/node/podutil"
@@ -90,5 +93,177 @@ func TestStaticPodLifecycle(t *testing.T) {
 	runUntil(t, h, "re-added static pod running", 2*time.Minute, func() bool {
 		m, ok := mirrorOf(h)
 		return ok && m.Status.Phase == corev1.PodRunning && len(Containers(h)) == 1
+	})
+}
+
+// TestStaticManifestWithoutExtension: every non-hidden file of the manifest
+// directory is a manifest, whatever its name, as with the kubelet; a hidden
+// file is not read.
+func TestStaticManifestWithoutExtension(t *testing.T) {
+	h := start(t, 12)
+	h.Files.WriteFile(manifestDir+"/etcd", manifest("busybox:latest", "1"))
+	h.Files.WriteFile(manifestDir+"/.etcd.swp", []byte("editor junk"))
+	runUntil(t, h, "the static pod of a manifest named without an extension running", 2*time.Minute, func() bool {
+		m, ok := mirrorOf(h)
+		return ok && m.Status.Phase == corev1.PodRunning && len(Containers(h)) == 1
+	})
+	for _, e := range h.API.User().Events() {
+		if e.Reason == "FailedStaticPodManifest" {
+			t.Errorf("unexpected manifest error: %s", e.Message)
+		}
+	}
+}
+
+// slowManifest is a hostNetwork static pod whose container ignores SIGTERM
+// and has 10 s of grace: stopping a version of it takes 10 s.
+func slowManifest(version string) []byte {
+	return []byte(`apiVersion: v1
+kind: Pod
+metadata:
+  name: apiserver
+  namespace: kube-system
+spec:
+  hostNetwork: true
+  terminationGracePeriodSeconds: 10
+  containers:
+  - name: apiserver
+    image: busybox:latest
+    imagePullPolicy: IfNotPresent
+    env:
+    - {name: FAKECRI_IGNORE_SIGTERM, value: "true"}
+    - {name: VERSION, value: "` + version + `"}
+`)
+}
+
+// TestStaticEditSerialised: an edited static pod (a new UID under the same
+// full name) starts only after the old version has fully stopped, as the
+// kubelet serialises static pods by full name; two hostNetwork versions
+// never run together (static-exclusive).
+func TestStaticEditSerialised(t *testing.T) {
+	h := start(t, 13)
+	c := NewChecker(h)
+	h.Files.WriteFile(manifestDir+"/apiserver.yaml", slowManifest("1"))
+	runUntil(t, h, "first version running", 2*time.Minute, func() bool { return len(runningUIDs(h)) == 1 })
+	old := runningUIDs(h)[0]
+	h.Files.WriteFile(manifestDir+"/apiserver.yaml", slowManifest("2"))
+	if err := RunChecked(h, c, time.Minute, 100*time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	if now := runningUIDs(h); len(now) != 1 || now[0] == old {
+		t.Errorf("running static pods a minute after the edit: %v, want one new version (old %s)", now, old)
+	}
+	for _, v := range c.Violations() {
+		t.Errorf("%s", v)
+	}
+}
+
+// runningUIDs lists the pods with a running container, sorted.
+func runningUIDs(h *harness.Harness) []types.UID {
+	var out []types.UID
+	for _, c := range TrueContainers(h) {
+		if c.State == runtimeapi.ContainerState_CONTAINER_RUNNING && !slices.Contains(out, c.PodUID) {
+			out = append(out, c.PodUID)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// TestStaticEditWhileAgentDown: a manifest edited while the agent is down
+// leaves the old version running as an orphan the new agent has no worker
+// for; the new version still waits until it has stopped.
+func TestStaticEditWhileAgentDown(t *testing.T) {
+	h := start(t, 14)
+	c := NewChecker(h)
+	h.Files.WriteFile(manifestDir+"/apiserver.yaml", slowManifest("1"))
+	runUntil(t, h, "first version running", 2*time.Minute, func() bool { return len(runningUIDs(h)) == 1 })
+	old := runningUIDs(h)[0]
+	h.CrashAgent()
+	h.Files.WriteFile(manifestDir+"/apiserver.yaml", slowManifest("2"))
+	h.StartAgent()
+	if err := RunChecked(h, c, time.Minute, 100*time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	if now := runningUIDs(h); len(now) != 1 || now[0] == old {
+		t.Errorf("running static pods a minute after the edit: %v, want one new version (old %s)", now, old)
+	}
+	for _, v := range c.Violations() {
+		t.Errorf("%s", v)
+	}
+}
+
+// mirrorSettled waits until the static pod etcd runs with a mirror pod
+// that carries its hash and is not being deleted, and returns the mirror.
+func mirrorSettled(t *testing.T, h *harness.Harness, what string) *corev1.Pod {
+	t.Helper()
+	var m *corev1.Pod
+	runUntil(t, h, what, 2*time.Minute, func() bool {
+		var ok bool
+		m, ok = mirrorOf(h)
+		uids := runningUIDs(h)
+		return ok && m.DeletionTimestamp == nil && len(uids) == 1 && m.Annotations[podsource.AnnotationConfigMirror] == string(uids[0])
+	})
+	return m
+}
+
+// TestUserDeletedMirrorRecreated: a mirror pod a user deletes (gracefully,
+// or forced) is created again, while the static pod keeps running.
+func TestUserDeletedMirrorRecreated(t *testing.T) {
+	for _, grace := range []int64{30, 0} {
+		h := start(t, 15)
+		h.Files.WriteFile(manifestDir+"/etcd.yaml", manifest("busybox:latest", "1"))
+		first := mirrorSettled(t, h, "static pod running with its mirror pod")
+		running := runningUIDs(h)
+		if err := h.API.User().DeletePodGracefully(first.Namespace, first.Name, &grace); err != nil {
+			t.Fatal(err)
+		}
+		again := mirrorSettled(t, h, "mirror pod created again")
+		if again.UID == first.UID {
+			t.Errorf("grace %d: the deleted mirror pod %s is still there", grace, first.UID)
+		}
+		if now := runningUIDs(h); !slices.Equal(now, running) {
+			t.Errorf("grace %d: running pods %v after the mirror's deletion, want %v untouched", grace, now, running)
+		}
+	}
+}
+
+// TestStaleMirrorReplaced: a mirror pod whose hash annotation no longer
+// matches the static pod is replaced by one that does.
+func TestStaleMirrorReplaced(t *testing.T) {
+	h := start(t, 16)
+	h.Files.WriteFile(manifestDir+"/etcd.yaml", manifest("busybox:latest", "1"))
+	first := mirrorSettled(t, h, "static pod running with its mirror pod")
+	stale := first.DeepCopy()
+	stale.Annotations[podsource.AnnotationConfigMirror] = "0123456789abcdef0123456789abcdef"
+	if _, err := h.API.User().UpdatePod(stale); err != nil {
+		t.Fatal(err)
+	}
+	again := mirrorSettled(t, h, "stale mirror pod replaced")
+	if again.UID == first.UID {
+		t.Errorf("the stale mirror pod %s was not replaced", first.UID)
+	}
+}
+
+// TestMirrorAcrossAgentRestarts: an unchanged static pod keeps its mirror
+// pod across an agent restart (no churn); the mirror of a static pod whose
+// manifest was removed while the agent was down is deleted.
+func TestMirrorAcrossAgentRestarts(t *testing.T) {
+	h := start(t, 17)
+	h.Files.WriteFile(manifestDir+"/etcd.yaml", manifest("busybox:latest", "1"))
+	first := mirrorSettled(t, h, "static pod running with its mirror pod")
+	h.CrashAgent()
+	h.StartAgent()
+	if err := h.K.RunFor(30 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if m, ok := mirrorOf(h); !ok || m.UID != first.UID {
+		t.Errorf("mirror pod after an agent restart: %v (present %v), want the same %s", m.GetUID(), ok, first.UID)
+	}
+	h.CrashAgent()
+	h.Files.Remove(manifestDir + "/etcd.yaml")
+	h.StartAgent()
+	runUntil(t, h, "the removed static pod stopped and its mirror pod deleted", 2*time.Minute, func() bool {
+		_, ok := mirrorOf(h)
+		return !ok && len(runningUIDs(h)) == 0
 	})
 }

@@ -75,10 +75,9 @@ type Agent struct {
 
 	startTime time.Time
 
-	mu         sync.Mutex
-	lastLoop   time.Time
-	expected   map[types.UID]map[string]expectation // containers started, not yet seen in the cache
-	mirrorsSet map[types.UID]bool
+	mu       sync.Mutex
+	lastLoop time.Time
+	expected map[types.UID]map[string]expectation // containers started, not yet seen in the cache
 	// unsupported is what was last reported about each pod's unsupported
 	// fields (see checkUnsupported).
 	unsupported map[types.UID]string
@@ -111,16 +110,15 @@ func New(d deps.Deps, cfg Config) *Agent {
 		m.SetNodeName(cfg.NodeName)
 	}
 	a := &Agent{
-		d:          d,
-		cfg:        cfg,
-		updates:    deps.NewInbox[podsource.Update](d.Tasks, "config updates"),
-		pods:       newPodManager(),
-		pleg:       pleg.New(d, cfg.PLEG),
-		queue:      podworkers.NewWorkQueue(d.Clock),
-		exec:       runtimesync.NewExecutor(d, cfg.RuntimeSync),
-		status:     status.NewManager(d, cfg.Status),
-		expected:   map[types.UID]map[string]expectation{},
-		mirrorsSet: map[types.UID]bool{},
+		d:        d,
+		cfg:      cfg,
+		updates:  deps.NewInbox[podsource.Update](d.Tasks, "config updates"),
+		pods:     newPodManager(),
+		pleg:     pleg.New(d, cfg.PLEG),
+		queue:    podworkers.NewWorkQueue(d.Clock),
+		exec:     runtimesync.NewExecutor(d, cfg.RuntimeSync),
+		status:   status.NewManager(d, cfg.Status),
+		expected: map[types.UID]map[string]expectation{},
 	}
 	var sources []string
 	if d.API.Pods != nil {
@@ -254,11 +252,24 @@ func (a *Agent) handleUpdate(u podsource.Update) {
 			a.workers.UpdatePod(podworkers.Work{Type: podworkers.Kill, UID: pod.UID, Pod: pod, Reason: "deleted"})
 		case podsource.OpRemove:
 			a.pods.remove(pod.UID)
-			a.workers.UpdatePod(podworkers.Work{Type: podworkers.Kill, UID: pod.UID, Pod: pod, Reason: "removed from " + u.Source})
+			a.workers.UpdatePod(podworkers.Work{Type: podworkers.Kill, UID: pod.UID, Pod: pod,
+				GracePeriod: removedGrace(u.Source), Reason: "removed from " + u.Source})
 		case podsource.OpReconcile:
 			a.pods.set(pod)
 		}
 	}
+}
+
+// removedGrace is the grace period override for a pod gone from source:
+// none for a static pod (its own grace applies), zero for an API pod (it
+// was force-deleted, or its deletion completed: nobody waits on it any
+// more, and its name may already be reused).
+func removedGrace(source string) *int64 {
+	if source != podsource.SourceAPI {
+		return nil
+	}
+	zero := int64(0)
+	return &zero
 }
 
 func (a *Agent) plegLoop(ctx context.Context) {

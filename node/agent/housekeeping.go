@@ -2,8 +2,11 @@ package agent
 
 import (
 	"context"
+	"maps"
+	"slices"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -42,6 +45,7 @@ func (a *Agent) housekeepingLoop(ctx context.Context) {
 func (a *Agent) housekeeping(ctx context.Context, gc bool) {
 	known := map[types.UID]bool{}
 	var live []*podstate.PodStatus
+	mirrors := a.merger.MirrorPods()
 	for _, uid := range a.workers.UIDs() {
 		known[uid] = true
 		pod, desired := a.pods.get(uid)
@@ -52,7 +56,7 @@ func (a *Agent) housekeeping(ctx context.Context, gc bool) {
 				}
 			}
 			if podutil.IsStaticPod(pod) {
-				a.ensureMirror(ctx, uid)
+				a.ensureMirror(ctx, pod, mirrors)
 			}
 			continue
 		}
@@ -75,12 +79,7 @@ func (a *Agent) housekeeping(ctx context.Context, gc bool) {
 		a.exec.ForgetPod(string(uid))
 		a.mu.Lock()
 		delete(a.expected, uid)
-		mirrored := a.mirrorsSet[uid]
-		delete(a.mirrorsSet, uid)
 		a.mu.Unlock()
-		if mirrored {
-			a.deleteMirror(ctx, uid)
-		}
 		a.d.Log.Info("pod removed", "uid", string(uid))
 	}
 	if gc {
@@ -88,6 +87,7 @@ func (a *Agent) housekeeping(ctx context.Context, gc bool) {
 			a.d.Log.Warn("container garbage collection failed", "error", err.Error())
 		}
 	}
+	a.deleteOrphanedMirrors(ctx, mirrors)
 	a.reportRunning()
 	// Orphans: runtime pods no source wants and no worker owns.
 	for _, uid := range a.pleg.Cache().UIDs() {
@@ -107,36 +107,26 @@ func (a *Agent) housekeeping(ctx context.Context, gc bool) {
 	}
 }
 
-// ensureMirror creates the mirror pod of a static pod in the API, replacing
-// a stale mirror of an earlier version of the manifest. It looks for an
-// existing mirror in the node's own pod list: under Node authorization a
-// node may not even read a pod that does not exist yet.
-func (a *Agent) ensureMirror(ctx context.Context, uid types.UID) {
-	a.mu.Lock()
-	done := a.mirrorsSet[uid]
-	a.mu.Unlock()
-	pod, ok := a.pods.get(uid)
-	if done || !ok || a.d.API.Pods == nil {
+// ensureMirror keeps the mirror pod of a static pod in the API, on every
+// housekeeping: one is created when there is none, and one that mirrors
+// another version of the manifest (its hash differs) or that a user
+// deleted (it has a deletion timestamp) is deleted and created again.
+// mirrors is the API source's view of the mirror pods by full name, so a
+// mirror pod that is in place costs no API call.
+func (a *Agent) ensureMirror(ctx context.Context, pod *corev1.Pod, mirrors map[string]*corev1.Pod) {
+	if a.d.API.Pods == nil {
 		return
 	}
-	log := a.d.Log.With("pod", pod.Namespace+"/"+pod.Name, "uid", string(uid))
-	pods, _, err := a.d.API.Pods.ListPods(ctx, a.cfg.NodeName)
-	if err != nil {
-		log.Warn("listing the node's pods to find the mirror pod failed", "error", err.Error())
-		return
-	}
-	for _, existing := range pods {
-		if existing.Namespace != pod.Namespace || existing.Name != pod.Name {
-			continue
-		}
-		if hash, ok := podsource.StaticPodUIDFromMirror(existing); ok && hash == uid {
-			a.markMirror(uid)
+	log := a.d.Log.With("pod", pod.Namespace+"/"+pod.Name, "uid", string(pod.UID))
+	if existing := mirrors[pod.Namespace+"/"+pod.Name]; existing != nil {
+		if hash, _ := podsource.StaticPodUIDFromMirror(existing); hash == pod.UID && existing.DeletionTimestamp == nil {
 			return
 		}
 		if err := a.d.API.Pods.DeletePod(ctx, existing.Namespace, existing.Name, existing.UID); err != nil && !apierrors.IsNotFound(err) {
-			log.Warn("replacing a stale mirror pod failed", "error", err.Error())
+			log.Warn("replacing a stale or deleted mirror pod failed", "mirror", string(existing.UID), "error", err.Error())
 			return
 		}
+		log.Info("stale or deleted mirror pod removed", "mirror", string(existing.UID))
 	}
 	mirror := podsource.MirrorPodFor(pod)
 	if a.d.API.Nodes != nil {
@@ -150,33 +140,46 @@ func (a *Agent) ensureMirror(ctx context.Context, uid types.UID) {
 		controller := true
 		mirror.OwnerReferences = []metav1.OwnerReference{{APIVersion: "v1", Kind: "Node", Name: node.Name, UID: node.UID, Controller: &controller}}
 	}
-	if _, err := a.d.API.Pods.CreatePod(ctx, mirror); err != nil && !apierrors.IsAlreadyExists(err) {
-		log.Warn("creating mirror pod failed", "error", err.Error())
-		return
+	if _, err := a.d.API.Pods.CreatePod(ctx, mirror); err != nil {
+		if !apierrors.IsAlreadyExists(err) {
+			log.Warn("creating mirror pod failed", "error", err.Error())
+		}
+		return // already there: the view lags behind; the next round checks it
 	}
 	log.Info("mirror pod created")
-	a.markMirror(uid)
 }
 
-func (a *Agent) markMirror(uid types.UID) {
-	a.mu.Lock()
-	a.mirrorsSet[uid] = true
-	a.mu.Unlock()
-}
-
-// deleteMirror removes the mirror pod of a static pod that is gone. The
-// name is recovered from the mirror pods the API holds for this node.
-func (a *Agent) deleteMirror(ctx context.Context, uid types.UID) {
-	pods, _, err := a.d.API.Pods.ListPods(ctx, a.cfg.NodeName)
-	if err != nil {
+// deleteOrphanedMirrors deletes the mirror pods whose static pod is gone:
+// no static pod of that full name is desired, the file source does not
+// have the one it mirrors, and no worker runs it (a static pod still
+// terminating keeps its mirror).
+func (a *Agent) deleteOrphanedMirrors(ctx context.Context, mirrors map[string]*corev1.Pod) {
+	if len(mirrors) == 0 {
 		return
 	}
-	for _, p := range pods {
-		if hash, ok := podsource.StaticPodUIDFromMirror(p); ok && hash == uid {
-			if err := a.d.API.Pods.DeletePod(ctx, p.Namespace, p.Name, p.UID); err != nil && !apierrors.IsNotFound(err) {
-				a.d.Log.Warn("deleting mirror pod failed", "pod", p.Namespace+"/"+p.Name, "error", err.Error())
-			}
+	static := map[string]bool{}
+	for _, p := range a.pods.list() {
+		if podutil.IsStaticPod(p) {
+			static[p.Namespace+"/"+p.Name] = true
 		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(mirrors)) {
+		m := mirrors[name]
+		if static[name] {
+			continue
+		}
+		hash, _ := podsource.StaticPodUIDFromMirror(m)
+		if a.merger.Has(podsource.SourceFile, hash) {
+			continue // its static pod is on its way to the pod workers
+		}
+		if _, running := a.workers.State(hash); running && !a.workers.IsFinished(hash) {
+			continue
+		}
+		if err := a.d.API.Pods.DeletePod(ctx, m.Namespace, m.Name, m.UID); err != nil && !apierrors.IsNotFound(err) {
+			a.d.Log.Warn("deleting orphaned mirror pod failed", "pod", name, "error", err.Error())
+			continue
+		}
+		a.d.Log.Info("orphaned mirror pod deleted", "pod", name)
 	}
 }
 

@@ -49,6 +49,14 @@ func (a *Agent) SyncPod(ctx context.Context, pod *corev1.Pod, lastSync time.Time
 		// instance, so wait for a fresher one.
 		return podworkers.SyncResult{RequeueAfter: a.cfg.SyncTick}, nil
 	}
+	if other, ok := a.otherStaticInstance(pod); ok {
+		// An earlier version this agent has no worker for (it ran under
+		// a previous agent) still runs: wait until housekeeping has
+		// stopped it, so two versions never run together.
+		a.d.Log.Info("static pod waits for its earlier version to stop",
+			"pod", pod.Namespace+"/"+pod.Name, "uid", string(pod.UID), "earlier", string(other))
+		return podworkers.SyncResult{RequeueAfter: a.cfg.SyncTick}, nil
+	}
 	prev := a.status.WithCachedStatus(pod)
 	terminal := podutil.IsTerminal(prev.Status.Phase)
 	res, syncErr := a.exec.SyncPod(ctx, pod, st, terminal, nil)
@@ -66,6 +74,25 @@ func (a *Agent) SyncPod(ctx context.Context, pod *corev1.Pod, lastSync time.Time
 	a.status.SetPodStatus(pod, s)
 	out := podworkers.SyncResult{Terminal: podutil.IsTerminal(s.Phase), RequeueAfter: res.Actions.RetryAfter}
 	return out, syncErr
+}
+
+// otherStaticInstance returns the UID of another pod with the same full
+// name as the static pod that still has running containers in the
+// runtime's view.
+func (a *Agent) otherStaticInstance(pod *corev1.Pod) (types.UID, bool) {
+	if !podutil.IsStaticPod(pod) {
+		return "", false
+	}
+	for _, uid := range a.pleg.Cache().UIDs() {
+		if uid == pod.UID {
+			continue
+		}
+		st, ok := a.pleg.Cache().Get(uid)
+		if ok && st.Name == pod.Name && st.Namespace == pod.Namespace && len(st.Running()) > 0 {
+			return uid, true
+		}
+	}
+	return "", false
 }
 
 // SyncTerminatingPod stops every container of the pod within the grace

@@ -37,11 +37,12 @@ type FileConfig struct {
 }
 
 // FileSource reads static pod manifests from a directory through
-// deps.Files: files ending in .yaml, .yml or .json, one pod each, hidden
-// files and subdirectories ignored. Every scan is a complete snapshot for
-// the Merger. A manifest that does not parse or validate is reported and
-// skipped; a manifest that cannot be read for another reason than being
-// gone keeps the pod it last gave, so a transient I/O error kills nothing.
+// deps.Files: every file whose name does not start with a dot, whatever its
+// extension (as the kubelet does), one pod each; subdirectories ignored.
+// Every scan is a complete snapshot for the Merger. A manifest that does
+// not parse or validate is reported and skipped; a manifest that cannot be
+// read for another reason than being gone keeps the pod it last gave, so a
+// transient I/O error kills nothing.
 type FileSource struct {
 	d   deps.Deps
 	cfg FileConfig
@@ -204,14 +205,9 @@ func (s *FileSource) forgetFixed(failed map[string]bool) {
 	}
 }
 
-// isManifestName reports whether a directory entry is a manifest to read.
+// isManifestName reports whether a directory entry is a manifest to read:
+// any name but a hidden one. A file that is not a pod manifest (an editor's
+// swap file, notes) is reported as unparsable, as the kubelet does.
 func isManifestName(name string) bool {
-	if strings.HasPrefix(name, ".") {
-		return false
-	}
-	switch filepath.Ext(name) {
-	case ".yaml", ".yml", ".json":
-		return true
-	}
-	return false
+	return !strings.HasPrefix(name, ".")
 }

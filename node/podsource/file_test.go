@@ -150,14 +150,24 @@ func TestFileSourceEditRemoveAndIgnoredFiles(t *testing.T) {
 		"sub/deep.yaml":  strings.Replace(goodManifest, "web", "deep", 1),
 		"db.json":        `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"db","namespace":"data"},"spec":{"containers":[{"name":"pg","image":"postgres:16"}]}}`,
 		"cache.yml":      strings.Replace(goodManifest, "name: web", "name: cache", 1),
+		"scheduler":      strings.Replace(goodManifest, "name: web", "name: scheduler", 1),
 		"dir.yaml/x.txt": "a directory named like a manifest",
 	})
 	fw.run(time.Second)
 	first := fw.updates()
-	if diff := cmp.Diff([]string{"ADD file data/db-node-1,default/cache-node-1,default/web-node-1"}, summarize(first)); diff != "" {
+	if diff := cmp.Diff([]string{"ADD file data/db-node-1,default/cache-node-1,default/scheduler-node-1,default/web-node-1"}, summarize(first)); diff != "" {
 		t.Fatalf("first scan (-want +got):\n%s", diff)
 	}
-	oldUID := first[0].Pods[2].UID
+	oldUID := first[0].Pods[3].UID
+	// Every non-hidden file is a manifest, whatever its name: the ones
+	// that are not pods are reported, once.
+	var reported []string
+	for _, r := range fw.reports {
+		reported = append(reported, r[:strings.Index(r, ":")])
+	}
+	if diff := cmp.Diff([]string{manifestDir + "/notes.txt", manifestDir + "/web.yaml.swp"}, reported); diff != "" {
+		t.Errorf("reported files (-want +got):\n%s\nreports: %q", diff, fw.reports)
+	}
 
 	// A whitespace and comment edit is the same pod; the seen time stays.
 	fw.files.write(manifestDir+"/web.yaml", "# a comment\n"+goodManifest+"\n\n")

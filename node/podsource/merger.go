@@ -69,6 +69,34 @@ func (m *Merger) AllSeen() bool {
 	return true
 }
 
+// MirrorPods returns the mirror pods the API source holds, by full name
+// (namespace/name): the agent's view of its mirror pods, kept current by
+// the API watch, so reconciling them costs no API read. It is empty when
+// there is no API source.
+func (m *Merger) MirrorPods() map[string]*corev1.Pod {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := map[string]*corev1.Pod{}
+	s := m.sources[SourceAPI]
+	if s == nil {
+		return out
+	}
+	for _, p := range s.pods {
+		if podutil.IsMirrorPod(p) {
+			out[p.Namespace+"/"+p.Name] = p.DeepCopy()
+		}
+	}
+	return out
+}
+
+// Has reports whether source currently has the pod with uid.
+func (m *Merger) Has(source string, uid types.UID) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	s := m.sources[source]
+	return s != nil && s.pods[uid] != nil
+}
+
 // Set replaces source's pods with a complete snapshot and emits the
 // difference: new UIDs are added, vanished ones removed, known ones
 // updated, deleted or reconciled by what changed. pods is not modified.
@@ -180,7 +208,7 @@ func change(old, cur *corev1.Pod) (Op, bool) {
 	case old == nil:
 		return OpAdd, true
 	case !sameDesire(old, cur):
-		if old.DeletionTimestamp == nil && cur.DeletionTimestamp != nil {
+		if deletionRequested(old, cur) {
 			return OpDelete, true
 		}
 		return OpUpdate, true
@@ -188,6 +216,20 @@ func change(old, cur *corev1.Pod) (Op, bool) {
 		return OpReconcile, true
 	}
 	return "", false
+}
+
+// deletionRequested reports whether cur asks for a deletion old did not:
+// a deletion newly requested, or a pending one whose grace period was
+// shortened (a second delete with a shorter grace, or a forced one).
+func deletionRequested(old, cur *corev1.Pod) bool {
+	switch {
+	case cur.DeletionTimestamp == nil:
+		return false
+	case old.DeletionTimestamp == nil:
+		return true
+	}
+	was, now := old.DeletionGracePeriodSeconds, cur.DeletionGracePeriodSeconds
+	return now != nil && (was == nil || *now < *was)
 }
 
 // sameDesire reports whether two versions of a pod ask the agent for the

@@ -57,6 +57,17 @@ func TestSetDiffsSnapshots(t *testing.T) {
 			c2 := c.DeepCopy()
 			c2.Annotations = map[string]string{"x": "y"}
 			return []*corev1.Pod{a2, c2}
+		}(), []string{"DELETE api ns/a"}},
+		{"a deleting pod relabelled, grace unchanged", func() []*corev1.Pod {
+			a2 := a.DeepCopy()
+			a2.Labels = map[string]string{"l": "2"}
+			now := metav1.Unix(100, 0)
+			a2.DeletionTimestamp = &now
+			grace := int64(0)
+			a2.DeletionGracePeriodSeconds = &grace
+			c2 := c.DeepCopy()
+			c2.Annotations = map[string]string{"x": "y"}
+			return []*corev1.Pod{a2, c2}
 		}(), []string{"UPDATE api ns/a"}},
 		{"all gone", nil, []string{"REMOVE api ns/a,ns/c"}},
 	}
@@ -261,5 +272,35 @@ func BenchmarkApply10000Pods(b *testing.B) {
 		p.Status.Phase = phases[(i/len(pods))%2]
 		w.m.Apply(podsource.SourceAPI, deps.PodModified, p)
 		w.out.TryGet()
+	}
+}
+
+func TestMirrorPodsFromTheAPISource(t *testing.T) {
+	w := newWorld(t, podsource.SourceAPI, podsource.SourceFile)
+	mirror := apiPod("etcd")
+	mirror.Annotations = map[string]string{podsource.AnnotationConfigMirror: "hash1"}
+	w.m.Set(podsource.SourceAPI, []*corev1.Pod{apiPod("a"), mirror})
+	static := apiPod("static")
+	w.m.Set(podsource.SourceFile, []*corev1.Pod{static})
+	got := map[string]string{}
+	for name, p := range w.m.MirrorPods() {
+		got[name] = p.Annotations[podsource.AnnotationConfigMirror]
+	}
+	if diff := cmp.Diff(map[string]string{"ns/etcd": "hash1"}, got); diff != "" {
+		t.Errorf("mirror pods (-want +got):\n%s", diff)
+	}
+	w.m.Apply(podsource.SourceAPI, deps.PodDeleted, mirror)
+	if got := w.m.MirrorPods(); len(got) != 0 {
+		t.Errorf("mirror pods after the mirror's deletion: %v, want none", got)
+	}
+}
+
+func TestHas(t *testing.T) {
+	w := newWorld(t, podsource.SourceAPI, podsource.SourceFile)
+	a := apiPod("a")
+	w.m.Set(podsource.SourceFile, []*corev1.Pod{a})
+	if !w.m.Has(podsource.SourceFile, a.UID) || w.m.Has(podsource.SourceAPI, a.UID) || w.m.Has("nope", a.UID) {
+		t.Errorf("Has: file %v, api %v, unknown source %v; want true, false, false",
+			w.m.Has(podsource.SourceFile, a.UID), w.m.Has(podsource.SourceAPI, a.UID), w.m.Has("nope", a.UID))
 	}
 }

@@ -23,10 +23,12 @@ const (
 	// OpAdd: a pod the source did not have before.
 	OpAdd Op = "ADD"
 	// OpUpdate: a known pod whose spec, labels, annotations or deletion
-	// fields changed (other than a newly set deletion timestamp).
+	// fields changed (other than a deletion requested, see OpDelete).
 	OpUpdate Op = "UPDATE"
 	// OpDelete: graceful deletion was requested (DeletionTimestamp newly
-	// set); the pod must be stopped within its grace period.
+	// set) or requested again with a shorter grace period
+	// (DeletionGracePeriodSeconds shrank); the pod must be stopped within
+	// its DeletionGracePeriodSeconds.
 	OpDelete Op = "DELETE"
 	// OpRemove: the pod is gone from its source (deleted from the API, its
 	// manifest removed or edited).

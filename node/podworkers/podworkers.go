@@ -1,7 +1,10 @@
 // Package podworkers runs one serialized worker per pod UID. A worker's
 // state only moves forward — syncing → terminating → terminated — and each
 // step is delegated to a Syncer. A newer pending update replaces one not yet
-// processed; kill requests accumulate and the grace period only shrinks.
+// processed; kill requests accumulate and the grace period only shrinks: a
+// shorter one cancels the kill in flight, which is redone at once with it.
+// Static pods are serialised by full name (namespace/name): a new version
+// starts only after every earlier one has fully terminated.
 // After each step the pod is requeued in a WorkQueue with a jittered delay
 // that the SyncLoop's tick turns back into updates.
 package podworkers
@@ -130,6 +133,10 @@ type PodWorkers struct {
 
 	mu      sync.Mutex
 	workers map[types.UID]*worker
+	// static holds, per static pod full name (namespace/name), the UIDs
+	// of its workers in the order they were created: a static pod starts
+	// only once every earlier one has finished.
+	static map[string][]types.UID
 }
 
 type worker struct {
@@ -150,6 +157,10 @@ type worker struct {
 	// op is the strongest kind of pending sync work, for the Observer
 	// (the zero value, Create, is right for a new or reset worker).
 	op UpdateType
+	// fullName is the pod's namespace/name when it is a static pod ("":
+	// not static); mayStart is set once it was allowed to start.
+	fullName string
+	mayStart bool
 }
 
 // New returns pod workers that run steps through syncer; ctx bounds every
@@ -161,7 +172,8 @@ func New(ctx context.Context, d deps.Deps, syncer Syncer, queue *WorkQueue, cfg 
 	if cfg.BackoffPeriod <= 0 {
 		cfg.BackoffPeriod = 10 * time.Second
 	}
-	return &PodWorkers{d: d, syncer: syncer, queue: queue, cfg: cfg, ctx: ctx, workers: map[types.UID]*worker{}}
+	return &PodWorkers{d: d, syncer: syncer, queue: queue, cfg: cfg, ctx: ctx,
+		workers: map[types.UID]*worker{}, static: map[string][]types.UID{}}
 }
 
 // UpdatePod hands work to the pod's worker, creating it if needed.
@@ -177,9 +189,13 @@ func (p *PodWorkers) UpdatePod(u Work) {
 		}
 		w = &worker{uid: u.UID, pod: u.Pod, name: workerName(u), wake: p.d.Tasks.NewSignal("pod " + workerName(u))}
 		p.workers[u.UID] = w
+		if u.Pod != nil && podutil.IsStaticPod(u.Pod) {
+			w.fullName = u.Pod.Namespace + "/" + u.Pod.Name
+			p.queueStaticLocked(w)
+		}
 	}
 	if u.Pod != nil {
-		if w.state == Syncing || u.Type == Create {
+		if w.state == Syncing || u.Type == Create || u.Type == Kill {
 			w.pod = u.Pod
 		}
 	}
@@ -199,21 +215,26 @@ func (p *PodWorkers) UpdatePod(u Work) {
 		}
 	case Kill:
 		g := killGrace(u, w.pod)
-		if w.grace == nil || g < *w.grace {
+		shortened := w.grace != nil && g < *w.grace
+		if w.grace == nil || shortened {
 			w.grace = &g
 		}
 		if u.Reason != "" {
 			w.reason = u.Reason
 		}
 		w.restartRequested = false
-		if w.state == Syncing {
+		switch {
+		case w.state == Syncing:
 			w.state = Terminating
 			if w.cancelStep != nil {
 				// Stop the sync in flight: termination takes over.
 				w.cancelStep()
 			}
-		}
-		if w.state == Terminated {
+		case w.state == Terminating && shortened && w.cancelStep != nil:
+			// Stop the kill in flight: it is redone at once with the
+			// shorter grace period.
+			w.cancelStep()
+		case w.state == Terminated:
 			return
 		}
 	}
@@ -226,7 +247,61 @@ func (p *PodWorkers) UpdatePod(u Work) {
 }
 
 func (p *PodWorkers) resetLocked(w *worker, pod *corev1.Pod) {
-	*w = worker{uid: w.uid, name: w.name, pod: pod, wake: w.wake}
+	*w = worker{uid: w.uid, name: w.name, pod: pod, wake: w.wake, fullName: w.fullName}
+	if w.fullName != "" {
+		// Started again: it now comes after any version that started
+		// meanwhile.
+		p.unqueueStaticLocked(w)
+		p.queueStaticLocked(w)
+	}
+}
+
+// queueStaticLocked puts a static pod's worker last in its full name's
+// start order.
+func (p *PodWorkers) queueStaticLocked(w *worker) {
+	p.static[w.fullName] = append(p.static[w.fullName], w.uid)
+}
+
+// unqueueStaticLocked drops a static pod's worker from its full name's
+// start order and wakes the workers that may now start.
+func (p *PodWorkers) unqueueStaticLocked(w *worker) {
+	uids := slices.DeleteFunc(p.static[w.fullName], func(u types.UID) bool { return u == w.uid })
+	if len(uids) == 0 {
+		delete(p.static, w.fullName)
+	} else {
+		p.static[w.fullName] = uids
+	}
+	p.wakeStaticLocked(w.fullName)
+}
+
+// wakeStaticLocked wakes the workers of a static pod full name that wait
+// for their turn.
+func (p *PodWorkers) wakeStaticLocked(fullName string) {
+	for _, uid := range p.static[fullName] {
+		if o := p.workers[uid]; o != nil && o.hasWork && !o.mayStart {
+			o.wake.Notify()
+		}
+	}
+}
+
+// mayStartLocked reports whether w's syncing step may run: always for a
+// pod that is not static; for a static pod, once every worker of the same
+// full name created before it has finished, so that two versions of a
+// static pod (an edited manifest) never run together.
+func (p *PodWorkers) mayStartLocked(w *worker) bool {
+	if w.fullName == "" || w.mayStart {
+		return true
+	}
+	for _, uid := range p.static[w.fullName] {
+		if uid == w.uid {
+			break
+		}
+		if o := p.workers[uid]; o != nil && !o.finished {
+			return false
+		}
+	}
+	w.mayStart = true
+	return true
 }
 
 func workerName(u Work) string {
@@ -264,6 +339,18 @@ func (p *PodWorkers) run(w *worker) {
 				p.mu.Unlock()
 				return
 			}
+			p.mu.Unlock()
+			if err := w.wake.Wait(p.ctx); err != nil {
+				p.mu.Lock()
+				w.running = false
+				p.mu.Unlock()
+				return
+			}
+			continue
+		}
+		if w.state == Syncing && !p.mayStartLocked(w) {
+			// An earlier version of this static pod has not finished:
+			// wait for it, keeping the work.
 			p.mu.Unlock()
 			if err := w.wake.Wait(p.ctx); err != nil {
 				p.mu.Lock()
@@ -338,6 +425,12 @@ func (p *PodWorkers) step(ctx context.Context, w *worker, state State, pod *core
 		return Syncing, delay
 	case Terminating:
 		if err := p.syncer.SyncTerminatingPod(ctx, w.uid, pod, grace, lastSync); err != nil {
+			if ctx.Err() != nil && p.ctx.Err() == nil {
+				// Cancelled by a shorter grace period: the kill that
+				// replaces it is pending already.
+				log.Info("terminating cut short by a shorter grace period", "grace", grace)
+				return Terminating, -1
+			}
 			log.Warn("terminating failed; will retry", "error", err.Error())
 			p.retryLater(w)
 			return Terminating, -1
@@ -351,6 +444,9 @@ func (p *PodWorkers) step(ctx context.Context, w *worker, state State, pod *core
 		}
 		p.mu.Lock()
 		w.finished = true
+		if w.fullName != "" {
+			p.wakeStaticLocked(w.fullName)
+		}
 		p.mu.Unlock()
 		return Terminated, -1
 	}
@@ -440,5 +536,8 @@ func (p *PodWorkers) Forget(uid types.UID) error {
 		return fmt.Errorf("pod worker %s (%s) is still %s", w.name, uid, w.state)
 	}
 	delete(p.workers, uid)
+	if w.fullName != "" {
+		p.unqueueStaticLocked(w)
+	}
 	return nil
 }

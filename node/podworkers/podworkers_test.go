@@ -38,7 +38,11 @@ func (f *fakeSyncer) SyncPod(ctx context.Context, pod *corev1.Pod, _ time.Time) 
 
 func (f *fakeSyncer) SyncTerminatingPod(ctx context.Context, uid types.UID, _ *corev1.Pod, grace int64, _ time.Time) error {
 	f.record("terminating grace=%d", grace)
-	return f.k.Tasks().Sleep(ctx, f.stepTime)
+	if err := f.k.Tasks().Sleep(ctx, f.stepTime); err != nil {
+		f.record("terminating cancelled")
+		return err
+	}
+	return nil
 }
 
 func (f *fakeSyncer) SyncTerminatedPod(_ context.Context, uid types.UID, _ *corev1.Pod) error {
@@ -109,6 +113,66 @@ func TestKillCancelsSyncAndGraceOnlyShrinks(t *testing.T) {
 	}
 	if _, ok := pw.State("u1"); ok {
 		t.Errorf("forgotten worker still known")
+	}
+}
+
+// TestShorterGraceCancelsTheKillInFlight: a kill with a shorter grace
+// period cancels the terminating step in flight and redoes it at once with
+// the shorter grace; a longer one changes nothing.
+func TestShorterGraceCancelsTheKillInFlight(t *testing.T) {
+	k, f, pw, _ := setup(t, 10*time.Second)
+	g120, g200, g5 := int64(120), int64(200), int64(5)
+	pw.UpdatePod(podworkers.Work{Type: podworkers.Kill, UID: "u1", Pod: pod(1), GracePeriod: &g120})
+	if err := k.RunFor(2 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	pw.UpdatePod(podworkers.Work{Type: podworkers.Kill, UID: "u1", Pod: pod(1), GracePeriod: &g200})
+	if err := k.RunFor(time.Second); err != nil {
+		t.Fatal(err)
+	}
+	pw.UpdatePod(podworkers.Work{Type: podworkers.Kill, UID: "u1", Pod: pod(1), GracePeriod: &g5})
+	if err := k.RunFor(time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"+0s terminating grace=120", "+3s terminating cancelled", "+3s terminating grace=5", "+13s terminated"}
+	if diff := cmp.Diff(want, f.calls); diff != "" {
+		t.Errorf("steps (-want +got):\n%s", diff)
+	}
+}
+
+// staticPod is version gen of the static pod ns/etcd, with its own UID.
+func staticPod(gen int64) *corev1.Pod {
+	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "etcd", Namespace: "ns", UID: types.UID(fmt.Sprint("static-", gen)),
+		Generation: gen, Annotations: map[string]string{"kubernetes.io/config.source": "file"}}}
+}
+
+// TestStaticPodVersionsAreSerialised: a new version of a static pod (same
+// full name, new UID) starts only after the old one has fully terminated,
+// even when the old one is killed after the new one arrived; a pod of
+// another name is not held up.
+func TestStaticPodVersionsAreSerialised(t *testing.T) {
+	k, f, pw, _ := setup(t, time.Second)
+	v1, v2 := staticPod(1), staticPod(2)
+	pw.UpdatePod(podworkers.Work{Type: podworkers.Create, UID: v1.UID, Pod: v1})
+	if err := k.RunFor(1500 * time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	pw.UpdatePod(podworkers.Work{Type: podworkers.Create, UID: v2.UID, Pod: v2})
+	other := staticPod(3)
+	other.Name = "apiserver"
+	pw.UpdatePod(podworkers.Work{Type: podworkers.Create, UID: other.UID, Pod: other})
+	if err := k.RunFor(2 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	pw.UpdatePod(podworkers.Work{Type: podworkers.Sync, UID: v2.UID, Pod: v2}) // still waits
+	g := int64(5)
+	pw.UpdatePod(podworkers.Work{Type: podworkers.Kill, UID: v1.UID, Pod: v1, GracePeriod: &g})
+	if err := k.RunFor(time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"+0s sync gen=1", "+1.5s sync gen=3", "+3.5s terminating grace=5", "+4.5s terminated", "+4.5s sync gen=2"}
+	if diff := cmp.Diff(want, f.calls); diff != "" {
+		t.Errorf("steps (-want +got):\n%s", diff)
 	}
 }
 

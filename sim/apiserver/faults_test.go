@@ -224,14 +224,14 @@ func TestStaleReads(t *testing.T) {
 	if _, err := w.u.SetPodStatus("default", "a", corev1.PodStatus{Phase: corev1.PodRunning}); err != nil { // 10s: RV 3
 		t.Fatal(err)
 	}
-	if err := w.u.DeletePodGracefully("default", "gone", ptr(int64(0))); err != nil { // 10s: RV 4
+	if err := w.u.DeletePodGracefully("default", "gone", ptr(int64(0))); err != nil { // 10s: RVs 4 (marked), 5 (removed)
 		t.Fatal(err)
 	}
 	advance(t, w, 10*time.Second)
-	if _, err := w.u.SetPodStatus("default", "a", corev1.PodStatus{Phase: corev1.PodSucceeded}); err != nil { // 20s: RV 5
+	if _, err := w.u.SetPodStatus("default", "a", corev1.PodStatus{Phase: corev1.PodSucceeded}); err != nil { // 20s: RV 6
 		t.Fatal(err)
 	}
-	mustCreate(t, w, newPod("new", "n1")) // 20s: RV 6
+	mustCreate(t, w, newPod("new", "n1")) // 20s: RV 7
 	advance(t, w, 5*time.Second)
 
 	type view struct {
@@ -261,7 +261,7 @@ func TestStaleReads(t *testing.T) {
 				return view{err: err}
 			}
 			defer pw.Stop()
-			n := 6 - mustAtoi(rv)
+			n := 7 - mustAtoi(rv)
 			v.replay, v.err = nextN(ctx, pw, n)
 			return v
 		})
@@ -269,10 +269,10 @@ func TestStaleReads(t *testing.T) {
 	w.s.StaleReads(15 * time.Second) // as of 10s
 	got := read()
 	want := view{
-		phase: corev1.PodRunning, names: []string{"a"}, rv: "4", staleRV: "3",
+		phase: corev1.PodRunning, names: []string{"a"}, rv: "5", staleRV: "3",
 		replay: []seen{
-			{Type: deps.PodModified, Name: "a", RV: "5", Node: "n1", Phase: corev1.PodSucceeded},
-			{Type: deps.PodAdded, Name: "new", RV: "6", Node: "n1", Phase: corev1.PodPending},
+			{Type: deps.PodModified, Name: "a", RV: "6", Node: "n1", Phase: corev1.PodSucceeded},
+			{Type: deps.PodAdded, Name: "new", RV: "7", Node: "n1", Phase: corev1.PodPending},
 		},
 	}
 	if diff := cmp.Diff(want, got, cmp.AllowUnexported(view{})); diff != "" {
@@ -286,7 +286,7 @@ func TestStaleReads(t *testing.T) {
 	// A stale view never reaches behind the window.
 	w.s.Compact()
 	got = read()
-	if got.err != nil || got.phase != corev1.PodSucceeded || got.rv != "6" {
+	if got.err != nil || got.phase != corev1.PodSucceeded || got.rv != "7" {
 		t.Errorf("stale by 1h after Compact: %+v; want the current state", got)
 	}
 	// The user always reads fresh.

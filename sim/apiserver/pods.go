@@ -287,34 +287,16 @@ func deletedPod(old *corev1.Pod, rv uint64) *corev1.Pod {
 // a user: an unbound or finished pod, a zero grace period or a pending
 // deletion already at zero deletes at once; otherwise the pod is marked
 // (deletionTimestamp = now + grace) and stays until the node deletes it
-// with grace 0. A later delete may only shorten the grace period. Caller
-// holds mu.
+// with grace 0. A later delete may only shorten the grace period, counted
+// from the first request (never into the past: a shorter grace that has
+// already run out becomes 1 s from now). A deletion at grace 0 of a pod
+// bound to a node and not finished is two writes, as in the real
+// apiserver: the pod is first marked with grace 0 (a MODIFIED event), then
+// removed (a DELETED event carrying that mark), so the node learns the
+// grace period was cut to zero. Caller holds mu.
 func (s *Server) gracefulDeleteLocked(actor string, old *corev1.Pod, grace *int64) {
 	if old.DeletionTimestamp != nil {
-		pending := old.DeletionGracePeriodSeconds
-		if pending == nil || *pending == 0 {
-			s.removePodLocked(actor, old)
-			return
-		}
-		if grace == nil {
-			return // graceful deletion already pending
-		}
-		period := *grace
-		if period < 0 {
-			period = 1
-		}
-		if period >= *pending {
-			return // only a shorter grace period changes a pending deletion
-		}
-		if period == 0 {
-			s.removePodLocked(actor, old)
-			return
-		}
-		requested := old.DeletionTimestamp.Add(-time.Duration(*pending) * time.Second)
-		p := old.DeepCopy()
-		p.DeletionTimestamp = ptrTime(requested.Add(time.Duration(period) * time.Second))
-		p.DeletionGracePeriodSeconds = &period
-		s.putPodLocked(actor, VerbGracefulDelete, old, p)
+		s.shortenDeletionLocked(actor, old, grace)
 		return
 	}
 	period := int64(30)
@@ -324,21 +306,67 @@ func (s *Server) gracefulDeleteLocked(actor string, old *corev1.Pod, grace *int6
 	case old.Spec.TerminationGracePeriodSeconds != nil:
 		period = *old.Spec.TerminationGracePeriodSeconds
 	}
-	if old.Spec.NodeName == "" || old.Status.Phase == corev1.PodSucceeded || old.Status.Phase == corev1.PodFailed {
+	if old.Spec.NodeName == "" || isTerminal(old) {
 		period = 0
 	}
 	if period < 0 {
 		period = 1
 	}
-	if period == 0 {
-		s.removePodLocked(actor, old)
+	if period == 0 && (old.Spec.NodeName == "" || isTerminal(old)) {
+		s.removePodLocked(actor, old) // no node is running it
 		return
 	}
 	p := old.DeepCopy()
 	p.DeletionTimestamp = ptrTime(s.now().Add(time.Duration(period) * time.Second))
 	p.DeletionGracePeriodSeconds = &period
 	p.Generation++
-	s.putPodLocked(actor, VerbGracefulDelete, old, p)
+	s.markDeletedLocked(actor, old, p)
+}
+
+// shortenDeletionLocked handles a delete of a pod already marked for
+// deletion. Caller holds mu.
+func (s *Server) shortenDeletionLocked(actor string, old *corev1.Pod, grace *int64) {
+	pending := old.DeletionGracePeriodSeconds
+	if pending == nil || *pending == 0 {
+		s.removePodLocked(actor, old)
+		return
+	}
+	if grace == nil {
+		return // graceful deletion already pending
+	}
+	period := *grace
+	if period < 0 {
+		period = 1
+	}
+	if period >= *pending {
+		return // only a shorter grace period changes a pending deletion
+	}
+	requested := old.DeletionTimestamp.Add(-time.Duration(*pending) * time.Second)
+	at := requested.Add(time.Duration(period) * time.Second)
+	if now := s.now(); at.Before(now) {
+		at = now
+		if period != 0 {
+			period = 1
+		}
+	}
+	p := old.DeepCopy()
+	p.DeletionTimestamp = ptrTime(at)
+	p.DeletionGracePeriodSeconds = &period
+	s.markDeletedLocked(actor, old, p)
+}
+
+// markDeletedLocked writes p, old marked for deletion, and removes it at
+// once when its grace period is zero. Caller holds mu.
+func (s *Server) markDeletedLocked(actor string, old, p *corev1.Pod) {
+	marked := s.putPodLocked(actor, VerbGracefulDelete, old, p)
+	if *p.DeletionGracePeriodSeconds == 0 {
+		s.removePodLocked(actor, marked)
+	}
+}
+
+// isTerminal reports whether the pod's phase is Succeeded or Failed.
+func isTerminal(p *corev1.Pod) bool {
+	return p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed
 }
 
 func ptrTime(t time.Time) *metav1.Time {

@@ -432,3 +432,47 @@ func TestDeepCopies(t *testing.T) {
 		t.Errorf("history changed: %+v / %+v", h[0].Pod.Status, h[1].Pod.Status)
 	}
 }
+
+// TestShortenedAndForcedDelete: a shorter grace that has already run out
+// becomes 1 s from now; a forced delete (grace 0) of a pod being deleted
+// marks it with grace 0 and then removes it, so a watcher sees the grace
+// cut to zero in both events.
+func TestShortenedAndForcedDelete(t *testing.T) {
+	w := newWorld(t, 1, apiserver.Config{}, false)
+	mustCreate(t, w, newPod("a", "n1"))
+	if err := w.u.DeletePodGracefully("default", "a", ptr(int64(120))); err != nil {
+		t.Fatal(err)
+	}
+	advance(t, w, 10*time.Second)
+	if err := w.u.DeletePodGracefully("default", "a", ptr(int64(5))); err != nil {
+		t.Fatal(err)
+	}
+	got := mustGet(t, w, "a")
+	now := kernel.DefaultEpoch.Add(10 * time.Second)
+	if !got.DeletionTimestamp.Time.Equal(now) || *got.DeletionGracePeriodSeconds != 1 {
+		t.Errorf("grace 5 asked 10 s after a grace-120 delete: marked %v with grace %d, want %v with grace 1",
+			got.DeletionTimestamp, *got.DeletionGracePeriodSeconds, now)
+	}
+	if err := w.u.DeletePodGracefully("default", "a", ptr(int64(0))); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.u.GetPod("default", "a"); !apierrors.IsNotFound(err) {
+		t.Errorf("after a forced delete: %v, want NotFound", err)
+	}
+	type write struct {
+		Verb  string
+		Grace int64
+	}
+	var writes []write
+	for _, r := range w.s.History() {
+		g := int64(-1)
+		if r.Pod.DeletionGracePeriodSeconds != nil {
+			g = *r.Pod.DeletionGracePeriodSeconds
+		}
+		writes = append(writes, write{r.Verb, g})
+	}
+	want := []write{{"create", -1}, {"gracefulDelete", 120}, {"gracefulDelete", 1}, {"gracefulDelete", 0}, {"delete", 0}}
+	if diff := cmp.Diff(want, writes); diff != "" {
+		t.Errorf("writes (-want +got):\n%s", diff)
+	}
+}
