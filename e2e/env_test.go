@@ -239,8 +239,18 @@ func (e *env) waitCRIEmpty(t *testing.T, uid string, d time.Duration) {
 // logs fetches /containerLogs from lockstep's secure port; token may be empty.
 func (e *env) logs(t *testing.T, p *corev1.Pod, container, token string) (int, string) {
 	t.Helper()
+	return e.logsQuery(t, p, container, token, "")
+}
+
+// logsQuery is logs with a query string ("previous=true", "tailLines=1").
+func (e *env) logsQuery(t *testing.T, p *corev1.Pod, container, token, query string) (int, string) {
+	t.Helper()
 	hc := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
-	req, _ := http.NewRequest("GET", fmt.Sprintf("https://127.0.0.1:%d/containerLogs/%s/%s/%s", e.port, p.Namespace, p.Name, container), nil)
+	url := fmt.Sprintf("https://127.0.0.1:%d/containerLogs/%s/%s/%s", e.port, p.Namespace, p.Name, container)
+	if query != "" {
+		url += "?" + query
+	}
+	req, _ := http.NewRequest("GET", url, nil)
 	if token != "" {
 		req.Header.Set("Authorization", "Bearer "+token)
 	}
