@@ -140,6 +140,8 @@ func ComputeActions(in Inputs) Actions {
 		return acts
 	}
 
+	staleCreatedBelowLatest(st, &acts)
+
 	// Init containers, one at a time, in order.
 	initDone := true
 	for i := range pod.Spec.InitContainers {
@@ -162,7 +164,7 @@ func ComputeActions(in Inputs) Actions {
 			}
 		case podstate.ContainerCreated:
 			acts.Kill = append(acts.Kill, staleCreated(latest))
-			acts.Start = append(acts.Start, ContainerStart{Name: c.Name, Init: true, Index: i, RestartCount: latest.RestartCount + 1})
+			acts.Start = append(acts.Start, ContainerStart{Name: c.Name, Init: true, Index: i, RestartCount: nextCount(st, c.Name)})
 		case podstate.ContainerUnknown:
 			acts.Kill = append(acts.Kill, ContainerKill{ID: latest.ID, Name: c.Name, Reason: "state unknown"})
 			restartAfterFailure(in, &acts, c, true, i, latest)
@@ -197,7 +199,7 @@ func ComputeActions(in Inputs) Actions {
 		case podstate.ContainerRunning:
 			if in.Hash != nil && latest.Hash != "" && latest.Hash != in.Hash(c) {
 				acts.Kill = append(acts.Kill, ContainerKill{ID: latest.ID, Name: c.Name, Reason: "container spec changed"})
-				acts.Start = append(acts.Start, ContainerStart{Name: c.Name, Index: i, RestartCount: latest.RestartCount + 1})
+				acts.Start = append(acts.Start, ContainerStart{Name: c.Name, Index: i, RestartCount: nextCount(st, c.Name)})
 				continue
 			}
 			if reason, failed := unhealthy(in, latest.ID); failed {
@@ -210,7 +212,7 @@ func ComputeActions(in Inputs) Actions {
 			keep++
 		case podstate.ContainerCreated:
 			acts.Kill = append(acts.Kill, staleCreated(latest))
-			acts.Start = append(acts.Start, ContainerStart{Name: c.Name, Index: i, RestartCount: latest.RestartCount + 1})
+			acts.Start = append(acts.Start, ContainerStart{Name: c.Name, Index: i, RestartCount: nextCount(st, c.Name)})
 		case podstate.ContainerUnknown:
 			acts.Kill = append(acts.Kill, ContainerKill{ID: latest.ID, Name: c.Name, Reason: "state unknown"})
 			if podutil.ShouldRestart(pod, c, false, 137) {
@@ -269,7 +271,7 @@ func restartAfterFailure(in Inputs, acts *Actions, c *corev1.Container, init boo
 			return
 		}
 	}
-	acts.Start = append(acts.Start, ContainerStart{Name: name, Init: init, Index: index, RestartCount: latest.RestartCount + 1})
+	acts.Start = append(acts.Start, ContainerStart{Name: name, Init: init, Index: index, RestartCount: nextCount(in.Status, name)})
 }
 
 func unhealthy(in Inputs, id string) (string, bool) {
@@ -292,12 +294,32 @@ func staleCreated(c podstate.Container) ContainerKill {
 }
 
 // nextCount is the attempt number of a container's next instance: one
-// past the newest, whatever its state (a Created instance's attempt is
-// taken too).
+// past the highest attempt of any instance the runtime holds (a Created
+// instance's attempt is taken too, and an instance left in Created by a
+// crashed sync may be older than a later, lower attempt).
 func nextCount(st *podstate.PodStatus, name string) int {
-	latest, ok := st.Latest(name)
-	if !ok {
-		return 0
+	next := 0
+	if st == nil {
+		return next
 	}
-	return latest.RestartCount + 1
+	for _, c := range st.Containers {
+		if c.Name == name && c.RestartCount+1 > next {
+			next = c.RestartCount + 1
+		}
+	}
+	return next
+}
+
+// staleCreatedBelowLatest removes the instances left in Created that are
+// not their container's newest (the newest is handled with its
+// container): they will never start, and they hold their attempt's name.
+func staleCreatedBelowLatest(st *podstate.PodStatus, acts *Actions) {
+	for _, c := range st.Containers {
+		if c.State != podstate.ContainerCreated {
+			continue
+		}
+		if latest, ok := st.Latest(c.Name); ok && latest.ID != c.ID {
+			acts.Kill = append(acts.Kill, staleCreated(c))
+		}
+	}
 }

@@ -248,6 +248,21 @@ func TestComputeActions(t *testing.T) {
 			want:   Actions{KillPod: true, CreateSandbox: true, Attempt: 1, SandboxReason: podstate.SandboxMsgNotReady, Start: []ContainerStart{{Name: "app", RestartCount: 1}}},
 		},
 		{
+			// Found by the property test: a sync removed a stale Created
+			// attempt 2, created attempt 3 and crashed before starting it;
+			// the next agent started attempt 2 again. Attempt 3, older by
+			// creation time, then held its name against every restart.
+			name: "an older Created instance of a higher attempt: remove it, restart past it",
+			pod:  testPod(always, nil, "app"),
+			status: podStatus(sb, func() podstate.Container {
+				c := ctr("c3", "app", podstate.ContainerCreated, 3, 0, 0)
+				c.CreatedAt = now.Add(-2 * time.Hour)
+				return c
+			}(), ctr("c2", "app", podstate.ContainerExited, 2, 1, time.Hour)),
+			want: Actions{SandboxID: "sb1", Kill: []ContainerKill{{ID: "c3", Name: "app", Reason: "created but never started", Remove: true}},
+				Start: []ContainerStart{{Name: "app", RestartCount: 4}}},
+		},
+		{
 			name: "unknown state: kill, then restart",
 			pod:  testPod(always, nil, "app"), status: podStatus(sb, ctr("c1", "app", podstate.ContainerUnknown, 1, 0, 0)),
 			want: Actions{SandboxID: "sb1", Kill: []ContainerKill{{ID: "c1", Name: "app", Reason: "state unknown"}},
