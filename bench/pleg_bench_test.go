@@ -116,10 +116,8 @@ func BenchmarkRelist(b *testing.B) {
 			}
 			b.Run(name, func(b *testing.B) {
 				rt := newListRuntime(n)
-				p := pleg.New(deps.Deps{
-					Clock: world.Clock(), Tasks: world.Tasks{}, Rand: world.NewRand(),
-					Log: slog.New(slog.DiscardHandler), Runtime: rt,
-				}, pleg.Config{})
+				core := deps.Core{Clock: world.Clock(), Tasks: world.Tasks{}, Rand: world.NewRand(), Log: slog.New(slog.DiscardHandler)}
+				p := pleg.New(core, rt, nil, pleg.Config{})
 				ctx := context.Background()
 				if err := p.Relist(ctx); err != nil { // the first look sees everything
 					b.Fatal(err)

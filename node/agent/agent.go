@@ -100,7 +100,7 @@ func New(d deps.Deps, cfg Config) *Agent {
 	if cfg.Node.NodeName == "" {
 		cfg.Node.NodeName = cfg.NodeName
 	}
-	cfg.Node = withMachineFacts(d, cfg.Node, cfg.NodeStatus)
+	cfg.Node = withMachineFacts(d.Machine, d.Log, cfg.Node, cfg.NodeStatus)
 	cfg.RuntimeSync.Node = cfg.Node
 	if m := cfg.Metrics; m != nil {
 		d.Runtime = metrics.InstrumentRuntime(d.Runtime, m, d.Clock)
@@ -114,10 +114,10 @@ func New(d deps.Deps, cfg Config) *Agent {
 		cfg:      cfg,
 		updates:  deps.NewInbox[podsource.Update](d.Tasks, "config updates"),
 		pods:     newPodManager(),
-		pleg:     pleg.New(d, cfg.PLEG),
+		pleg:     pleg.New(d.Core, d.Runtime, d.RuntimeEvents, cfg.PLEG),
 		queue:    podworkers.NewWorkQueue(d.Clock),
-		exec:     runtimesync.NewExecutor(d, cfg.RuntimeSync),
-		status:   status.NewManager(d, cfg.Status),
+		exec:     runtimesync.NewExecutor(d.Core, runtimesync.Ports{Runtime: d.Runtime, Images: d.Images, Files: d.Files, Events: d.API.Events}, cfg.RuntimeSync),
+		status:   status.NewManager(d.Core, d.API.Pods, cfg.Status),
 		expected: map[types.UID]map[string]expectation{},
 	}
 	var sources []string
@@ -127,7 +127,7 @@ func New(d deps.Deps, cfg Config) *Agent {
 	if cfg.ManifestDir != "" {
 		sources = append(sources, podsource.SourceFile)
 	}
-	a.merger = podsource.NewMerger(d, sources, a.updates)
+	a.merger = podsource.NewMerger(d.Core, sources, a.updates)
 	if d.API.Nodes != nil && d.API.Leases != nil {
 		nc := cfg.NodeStatus
 		nc.NodeName = cfg.NodeName
@@ -137,7 +137,7 @@ func New(d deps.Deps, cfg Config) *Agent {
 		if nc.SecondaryNodeIP == "" && len(cfg.Node.HostIPs) > 1 {
 			nc.SecondaryNodeIP = cfg.Node.HostIPs[1]
 		}
-		a.node = nodestatus.New(d, nc, plegHealth{a.pleg})
+		a.node = nodestatus.New(d.Core, nodestatus.Ports{Nodes: d.API.Nodes, Leases: d.API.Leases, Events: d.API.Events, Runtime: d.Runtime, Machine: d.Machine}, nc, plegHealth{a.pleg})
 	}
 	return a
 }
@@ -151,18 +151,18 @@ func (a *Agent) Start(ctx context.Context) {
 	if a.cfg.Metrics != nil {
 		wc.Observer = a.cfg.Metrics
 	}
-	a.workers = podworkers.New(ctx, a.d, a, a.queue, wc)
+	a.workers = podworkers.New(ctx, a.d.Core, a, a.queue, wc)
 	a.pleg.Start(ctx)
 	if a.node != nil {
 		a.node.Start(ctx)
 	}
 	if a.d.API.Pods != nil {
 		a.status.Start(ctx)
-		src := podsource.NewAPISource(a.d, a.cfg.NodeName, a.merger)
+		src := podsource.NewAPISource(a.d.Core, a.d.API.Pods, a.cfg.NodeName, a.merger)
 		a.d.Tasks.Go("source api", func() { src.Run(ctx) })
 	}
 	if a.cfg.ManifestDir != "" {
-		src := podsource.NewFileSource(a.d, podsource.FileConfig{
+		src := podsource.NewFileSource(a.d.Core, a.d.Files, podsource.FileConfig{
 			Dir: a.cfg.ManifestDir, NodeName: a.cfg.NodeName, Period: a.cfg.FileCheckFrequency,
 			OnManifestError: a.manifestError,
 		}, a.merger)

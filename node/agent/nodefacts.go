@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"log/slog"
 
 	"github.com/lockstep-dev/lockstep/node/deps"
 	"github.com/lockstep-dev/lockstep/node/nodestatus"
@@ -15,8 +16,8 @@ import (
 // limit the container does not set reads). Values the caller set win. The
 // machine is read once, when the agent is built: a node's capacity does not
 // change while it runs.
-func withMachineFacts(d deps.Deps, node podspec.NodeInfo, nc nodestatus.Config) podspec.NodeInfo {
-	if d.Machine == nil || (node.Allocatable != nil && node.MemoryCapacity > 0) {
+func withMachineFacts(machine deps.Machine, log *slog.Logger, node podspec.NodeInfo, nc nodestatus.Config) podspec.NodeInfo {
+	if machine == nil || (node.Allocatable != nil && node.MemoryCapacity > 0) {
 		return node
 	}
 	if nc.NodeName == "" {
@@ -24,10 +25,10 @@ func withMachineFacts(d deps.Deps, node podspec.NodeInfo, nc nodestatus.Config) 
 	}
 	// Built before any task runs: no cancellation to honour, and both
 	// machines answer without blocking.
-	capacity, allocatable, err := nodestatus.ReadResources(context.Background(), d.Machine, nc)
+	capacity, allocatable, err := nodestatus.ReadResources(context.Background(), machine, nc)
 	if err != nil {
-		if d.Log != nil {
-			d.Log.Warn("node resources unknown: unset limits read as 0 in the downward API", "error", err.Error())
+		if log != nil {
+			log.Warn("node resources unknown: unset limits read as 0 in the downward API", "error", err.Error())
 		}
 		return node
 	}

@@ -12,8 +12,10 @@ import (
 	cri "k8s.io/cri-api/pkg/apis"
 )
 
-// Deps is the complete injected world handed to the agent.
-type Deps struct {
+// Core is the part of the injected world every agent component uses:
+// time, randomness, task coordination and the logger. Components take Core
+// and the ports they use, never the whole Deps.
+type Core struct {
 	// Clock tells time and makes deadline contexts.
 	Clock Clock
 	// Rand is the only source of randomness (jitter, probe start delays).
@@ -22,18 +24,28 @@ type Deps struct {
 	Tasks Tasks
 	// Log is the structured logger; in the simulator it writes the trace.
 	Log *slog.Logger
+}
+
+// Deps is the complete injected world handed to the agent, which gives
+// each component its part.
+type Deps struct {
+	Core
 
 	// Runtime is the CRI v1 runtime service.
 	Runtime cri.RuntimeService
 	// Images is the CRI v1 image service.
 	Images cri.ImageManagerService
+	// RuntimeEvents is the runtime's container event stream (CRI
+	// GetContainerEvents); nil when the runtime has none.
+	RuntimeEvents ContainerEvents
 	// API holds the narrow apiserver ports the agent uses.
 	API API
 	// Machine reports node capacity and usage.
 	Machine Machine
 	// ProbeNet dials HTTP, TCP and gRPC probe targets.
 	ProbeNet ProbeNetwork
-	// Files reads the static pod manifest directory.
+	// Files reads the static pod manifest directory and keeps the pod and
+	// container log directories.
 	Files Files
 }
 
@@ -67,7 +79,8 @@ type Tasks interface {
 	// Sleep blocks for d or until ctx ends, returning ctx.Err() then.
 	// A d <= 0 only yields to other ready tasks.
 	Sleep(ctx context.Context, d time.Duration) error
-	// Yield lets other ready tasks run before the caller continues.
+	// Yield lets other ready tasks run before the caller continues (the
+	// simulated apiserver and workloads use it to model work in steps).
 	Yield()
 	// WithCancel returns a cancellable child of parent. Agent code uses it
 	// instead of context.WithCancel so the simulator sees cancellation.

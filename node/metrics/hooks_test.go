@@ -33,7 +33,7 @@ func TestPLEGRelistHook(t *testing.T) {
 	}
 	d := w.k.Deps()
 	d.Runtime = metrics.InstrumentRuntime(w.rt, w.m, w.k)
-	p := pleg.New(d, pleg.Config{Observer: w.m})
+	p := pleg.New(d.Core, d.Runtime, nil, pleg.Config{Observer: w.m})
 	ctx, cancel := w.k.Tasks().WithCancel(context.Background())
 	p.Start(ctx)
 	// Relists start at 0 s (fails), 1 s, 2 s and 3 s; each spends 250 ms
@@ -61,7 +61,7 @@ func TestPLEGWithoutObserver(t *testing.T) {
 	w := newWorld(t)
 	d := w.k.Deps()
 	d.Runtime = w.rt
-	p := pleg.New(d, pleg.Config{})
+	p := pleg.New(d.Core, d.Runtime, nil, pleg.Config{})
 	w.run(t, func(ctx context.Context) {
 		if err := p.Relist(ctx); err != nil {
 			t.Error(err)
@@ -93,7 +93,7 @@ func (s stepSyncer) SyncTerminatedPod(ctx context.Context, _ types.UID, _ *corev
 func TestPodWorkerHook(t *testing.T) {
 	w := newWorld(t)
 	q := podworkers.NewWorkQueue(w.k)
-	pw := podworkers.New(context.Background(), w.k.Deps(), stepSyncer{w.k}, q, podworkers.Config{Observer: w.m})
+	pw := podworkers.New(context.Background(), w.k.Deps().Core, stepSyncer{w.k}, q, podworkers.Config{Observer: w.m})
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns", UID: "u1"}}
 	step := func(u podworkers.UpdateType) {
 		t.Helper()
@@ -153,7 +153,7 @@ func TestExecutorStartHooks(t *testing.T) {
 	d.Runtime = w.rt
 	d.Images = w.rt
 	d.Files = w.fs
-	e := runtimesync.NewExecutor(d, runtimesync.Config{Node: podspec.NodeInfo{NodeName: "n"}, Observer: w.m})
+	e := runtimesync.NewExecutor(d.Core, runtimesync.Ports{Runtime: d.Runtime, Images: d.Images, Files: d.Files, Events: d.API.Events}, runtimesync.Config{Node: podspec.NodeInfo{NodeName: "n"}, Observer: w.m})
 	sync := func(ctx context.Context, pod *corev1.Pod) error {
 		_, err := e.SyncPod(ctx, pod, &podstate.PodStatus{UID: pod.UID}, false, nil)
 		return err

@@ -55,12 +55,12 @@ func (m *Manager) renewLease(ctx context.Context) error {
 	base := m.lease
 	if base == nil {
 		cctx, cancel := m.d.Clock.WithTimeout(ctx, m.timeout)
-		l, err := m.d.API.Leases.GetLease(cctx, LeaseNamespace, m.cfg.NodeName)
+		l, err := m.ports.Leases.GetLease(cctx, LeaseNamespace, m.cfg.NodeName)
 		cancel()
 		switch {
 		case apierrors.IsNotFound(err):
 			cctx, cancel := m.d.Clock.WithTimeout(ctx, m.timeout)
-			created, err := m.d.API.Leases.CreateLease(cctx, m.newLease(nil))
+			created, err := m.ports.Leases.CreateLease(cctx, m.newLease(nil))
 			cancel()
 			if err != nil {
 				return fmt.Errorf("create lease %s: %w", name, err)
@@ -74,7 +74,7 @@ func (m *Manager) renewLease(ctx context.Context) error {
 		base = l
 	}
 	cctx, cancel := m.d.Clock.WithTimeout(ctx, m.timeout)
-	l, err := m.d.API.Leases.UpdateLease(cctx, m.newLease(base))
+	l, err := m.ports.Leases.UpdateLease(cctx, m.newLease(base))
 	cancel()
 	if err != nil {
 		if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {

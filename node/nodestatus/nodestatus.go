@@ -15,6 +15,7 @@ package nodestatus
 
 import (
 	"context"
+	cri "k8s.io/cri-api/pkg/apis"
 	"log/slog"
 	"sync"
 	"time"
@@ -124,9 +125,25 @@ const (
 	leaseBackoffMax     = 7 * time.Second
 )
 
+// Ports are the parts of the outside world the node status manager reads
+// and writes.
+type Ports struct {
+	// Nodes registers the node and writes its status.
+	Nodes deps.NodeAPI
+	// Leases keeps the node lease.
+	Leases deps.LeaseAPI
+	// Events records events on the node; nil records none.
+	Events deps.EventSink
+	// Runtime answers the runtime's status and version.
+	Runtime cri.RuntimeService
+	// Machine reports capacity and usage.
+	Machine deps.Machine
+}
+
 // Manager registers the node and keeps its status and lease fresh.
 type Manager struct {
-	d      deps.Deps
+	d      deps.Core
+	ports  Ports
 	cfg    Config
 	health Health
 	log    *slog.Logger
@@ -151,7 +168,7 @@ type Manager struct {
 }
 
 // New returns a Manager for cfg.NodeName; health may be nil.
-func New(d deps.Deps, cfg Config, health Health) *Manager {
+func New(d deps.Core, ports Ports, cfg Config, health Health) *Manager {
 	cfg = cfg.withDefaults()
 	log := d.Log
 	if log == nil {
@@ -159,6 +176,7 @@ func New(d deps.Deps, cfg Config, health Health) *Manager {
 	}
 	return &Manager{
 		d:       d,
+		ports:   ports,
 		cfg:     cfg,
 		health:  health,
 		log:     log.With("node", cfg.NodeName),
@@ -203,7 +221,7 @@ func (m *Manager) nodeRef() *corev1.ObjectReference {
 
 // event records an event about the node when an event sink is wired.
 func (m *Manager) event(eventType, reason, message string) {
-	if m.d.API.Events != nil {
-		m.d.API.Events.Event(m.nodeRef(), eventType, reason, message)
+	if m.ports.Events != nil {
+		m.ports.Events.Event(m.nodeRef(), eventType, reason, message)
 	}
 }

@@ -110,7 +110,7 @@ func describeCondition(t string, c *runtimeapi.RuntimeCondition) string {
 // ages until the node counts as NotReady.
 func (m *Manager) checkRuntime(ctx context.Context) {
 	cctx, cancel := m.d.Clock.WithTimeout(ctx, m.timeout)
-	resp, err := m.d.Runtime.Status(cctx, false)
+	resp, err := m.ports.Runtime.Status(cctx, false)
 	cancel()
 	if err != nil {
 		if ctx.Err() == nil {

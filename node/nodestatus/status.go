@@ -58,7 +58,7 @@ func (m *Manager) tryRegister(ctx context.Context) error {
 	}
 	node := newNode(m.cfg, f)
 	cctx, cancel := m.d.Clock.WithTimeout(ctx, m.timeout)
-	created, err := m.d.API.Nodes.CreateNode(cctx, node)
+	created, err := m.ports.Nodes.CreateNode(cctx, node)
 	cancel()
 	if err == nil {
 		m.registeredAs(created, f)
@@ -70,7 +70,7 @@ func (m *Manager) tryRegister(ctx context.Context) error {
 		return fmt.Errorf("register node %q: %w", m.cfg.NodeName, err)
 	}
 	cctx, cancel = m.d.Clock.WithTimeout(ctx, m.timeout)
-	existing, err := m.d.API.Nodes.GetNode(cctx, m.cfg.NodeName)
+	existing, err := m.ports.Nodes.GetNode(cctx, m.cfg.NodeName)
 	cancel()
 	if err != nil {
 		return fmt.Errorf("register node %q: it exists but reading it failed: %w", m.cfg.NodeName, err)
@@ -98,7 +98,7 @@ func (m *Manager) gather(ctx context.Context) (facts, error) {
 	m.mu.Unlock()
 	if info == nil {
 		cctx, cancel := m.d.Clock.WithTimeout(ctx, m.timeout)
-		i, err := m.d.Machine.Info(cctx)
+		i, err := m.ports.Machine.Info(cctx)
 		cancel()
 		if err != nil {
 			return facts{}, fmt.Errorf("machine info of node %q: %w", m.cfg.NodeName, err)
@@ -107,7 +107,7 @@ func (m *Manager) gather(ctx context.Context) (facts, error) {
 	}
 	if ver == "" {
 		cctx, cancel := m.d.Clock.WithTimeout(ctx, m.timeout)
-		v, err := m.d.Runtime.Version(cctx, "v1")
+		v, err := m.ports.Runtime.Version(cctx, "v1")
 		cancel()
 		if err != nil {
 			m.log.Warn("container runtime version unknown", "err", err)
@@ -116,7 +116,7 @@ func (m *Manager) gather(ctx context.Context) (facts, error) {
 		}
 	}
 	cctx, cancel := m.d.Clock.WithTimeout(ctx, m.timeout)
-	u, uerr := m.d.Machine.Usage(cctx)
+	u, uerr := m.ports.Machine.Usage(cctx)
 	cancel()
 
 	m.mu.Lock()
@@ -174,7 +174,7 @@ func (m *Manager) tryUpdateStatus(ctx context.Context) error {
 		return err
 	}
 	cctx, cancel := m.d.Clock.WithTimeout(ctx, m.timeout)
-	node, err := m.d.API.Nodes.GetNode(cctx, m.cfg.NodeName)
+	node, err := m.ports.Nodes.GetNode(cctx, m.cfg.NodeName)
 	cancel()
 	if err != nil {
 		return fmt.Errorf("get node %q: %w", m.cfg.NodeName, err)
@@ -191,7 +191,7 @@ func (m *Manager) tryUpdateStatus(ctx context.Context) error {
 	upd := node.DeepCopy()
 	upd.Status = status
 	cctx, cancel = m.d.Clock.WithTimeout(ctx, m.timeout)
-	_, err = m.d.API.Nodes.UpdateNodeStatus(cctx, upd)
+	_, err = m.ports.Nodes.UpdateNodeStatus(cctx, upd)
 	cancel()
 	if err != nil {
 		return fmt.Errorf("update status of node %q: %w", m.cfg.NodeName, err)

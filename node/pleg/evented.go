@@ -36,7 +36,7 @@ type trigger struct {
 func (p *PLEG) watch(ctx context.Context) {
 	retry := backoff.Curve{Initial: p.cfg.RelistPeriod, Max: p.cfg.EventedRelistPeriod}
 	for ctx.Err() == nil {
-		stream, err := p.cfg.Events.Subscribe(ctx)
+		stream, err := p.source.Subscribe(ctx)
 		if err == nil {
 			p.triggers.Put(trigger{kind: streamUp})
 			for {

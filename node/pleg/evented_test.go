@@ -15,7 +15,7 @@ import (
 
 func newEventedWorld(t *testing.T, seed uint64) (*world, *fakeEvents) {
 	fe := &fakeEvents{}
-	w := newWorld(t, seed, Config{UseEvents: true, Events: fe})
+	w := newWorld(t, seed, Config{UseEvents: true}, fe)
 	fe.tasks = w.k.Tasks()
 	return w, fe
 }

@@ -204,14 +204,16 @@ type world struct {
 	p  *PLEG
 }
 
-func newWorld(t *testing.T, seed uint64, cfg Config) *world {
+func newWorld(t *testing.T, seed uint64, cfg Config, events ...deps.ContainerEvents) *world {
 	t.Helper()
 	k := kernel.New(kernel.Config{Seed: seed})
 	t.Cleanup(k.Close)
 	rt := newFakeRuntime(k)
-	d := k.Deps()
-	d.Runtime = rt
-	return &world{t: t, k: k, rt: rt, p: New(d, cfg)}
+	var ev deps.ContainerEvents
+	if len(events) > 0 {
+		ev = events[0]
+	}
+	return &world{t: t, k: k, rt: rt, p: New(k.Deps().Core, rt, ev, cfg)}
 }
 
 // do runs fn as a task and the world until it has returned.
@@ -262,7 +264,7 @@ func (w *world) advance(d time.Duration) {
 	}
 }
 
-// fakeEvents is an EventSource whose streams deliver what the test sends.
+// fakeEvents is a deps.ContainerEvents whose streams deliver what the test sends.
 type fakeEvents struct {
 	tasks      deps.Tasks
 	subscribes int
@@ -279,7 +281,7 @@ type fakeItem struct {
 	err error
 }
 
-func (e *fakeEvents) Subscribe(ctx context.Context) (EventStream, error) {
+func (e *fakeEvents) Subscribe(ctx context.Context) (deps.ContainerEventStream, error) {
 	e.subscribes++
 	if e.subErr != nil {
 		return nil, e.subErr

@@ -52,7 +52,7 @@
 //
 // # Evented mode
 //
-// With Config.UseEvents and an EventSource, the PLEG consumes the runtime's
+// With Config.UseEvents and a deps.ContainerEvents port, the PLEG consumes the runtime's
 // container events: each event makes it relist just that pod (lists
 // filtered by the pod UID label) and emit that pod's events; a full relist
 // runs every EventedRelistPeriod (300 s) to catch anything missed (events
@@ -76,7 +76,6 @@ import (
 
 	"k8s.io/apimachinery/pkg/types"
 	cri "k8s.io/cri-api/pkg/apis"
-	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/lockstep-dev/lockstep/node/deps"
 )
@@ -108,19 +107,6 @@ type Event struct {
 	ContainerName string
 }
 
-// EventStream is an open subscription to the runtime's container events.
-type EventStream interface {
-	// Next blocks for the next event; an error means the stream ended.
-	Next(ctx context.Context) (*runtimeapi.ContainerEventResponse, error)
-}
-
-// EventSource opens container event subscriptions: the runtime's
-// GetContainerEvents behind a port agent code can wait on without
-// channels. The subscription lives until ctx ends or the stream fails.
-type EventSource interface {
-	Subscribe(ctx context.Context) (EventStream, error)
-}
-
 // Config tunes the PLEG. Zero durations take the defaults.
 type Config struct {
 	// RelistPeriod is the time between relists (default 1 s).
@@ -131,11 +117,9 @@ type Config struct {
 	// EventedRelistPeriod is the time between full relists while container
 	// events flow (default 300 s).
 	EventedRelistPeriod time.Duration
-	// UseEvents turns evented mode on when Events is set.
+	// UseEvents turns evented mode on when the PLEG has an event source
+	// (New's events); without one it relists only.
 	UseEvents bool
-	// Events is the runtime's container event source; nil means relist
-	// only.
-	Events EventSource
 	// PodStatusTimeout bounds the list calls of a relist, each pod's
 	// refresh, and a relist's whole refresh phase (default 2 min). Keep it
 	// below UnhealthyAfter.
@@ -204,6 +188,7 @@ type PLEG struct {
 	tasks  deps.Tasks
 	log    *slog.Logger
 	rt     cri.RuntimeService
+	source deps.ContainerEvents // nil: no runtime events
 	cache  *podCache
 	events *deps.Inbox[Event]
 
@@ -222,9 +207,9 @@ type PLEG struct {
 	evented     bool
 }
 
-// New returns a PLEG reading d.Runtime. Start runs it; Relist does one
+// New returns a PLEG reading rt (and, in evented mode, events). Start runs it; Relist does one
 // relist by hand.
-func New(d deps.Deps, cfg Config) *PLEG {
+func New(d deps.Core, rt cri.RuntimeService, events deps.ContainerEvents, cfg Config) *PLEG {
 	cfg = cfg.withDefaults()
 	log := d.Log
 	if log == nil {
@@ -235,7 +220,8 @@ func New(d deps.Deps, cfg Config) *PLEG {
 		clock:    d.Clock,
 		tasks:    d.Tasks,
 		log:      log,
-		rt:       d.Runtime,
+		rt:       rt,
+		source:   events,
 		events:   deps.NewInbox[Event](d.Tasks, "pleg-events"),
 		snap:     newSnapshot(),
 		ch:       newChanges(),
@@ -250,7 +236,7 @@ func New(d deps.Deps, cfg Config) *PLEG {
 // mode, the event reader "pleg-container-events") and returns. They run
 // until ctx ends.
 func (p *PLEG) Start(ctx context.Context) {
-	if p.cfg.UseEvents && p.cfg.Events != nil {
+	if p.cfg.UseEvents && p.source != nil {
 		p.tasks.Go("pleg-container-events", func() { p.watch(ctx) })
 	}
 	p.tasks.Go("pleg-relist", func() { p.run(ctx) })

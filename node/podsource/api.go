@@ -18,21 +18,22 @@ const (
 )
 
 // APISource lists and watches the pods bound to this node through
-// deps.API.Pods and feeds them to a Merger: every list is a complete
+// a deps.PodAPI and feeds them to a Merger: every list is a complete
 // snapshot (so pods deleted while the watch was down are removed), every
 // watch event is applied as it comes. Mirror pods are delivered like any
 // other API pod.
 type APISource struct {
-	d     deps.Deps
+	d     deps.Core
+	pods  deps.PodAPI
 	node  string
 	m     *Merger
 	retry backoff.Curve
 }
 
 // NewAPISource returns the apiserver source of nodeName's pods feeding m.
-func NewAPISource(d deps.Deps, nodeName string, m *Merger) *APISource {
+func NewAPISource(d deps.Core, pods deps.PodAPI, nodeName string, m *Merger) *APISource {
 	retry := backoff.Curve{Initial: backoffInitial, Max: backoffMax, Jitter: 0.5, Rand: d.Rand}
-	return &APISource{d: d, node: nodeName, m: m, retry: retry}
+	return &APISource{d: d, pods: pods, node: nodeName, m: m, retry: retry}
 }
 
 // Run lists and watches until ctx ends, relisting whenever the watch
@@ -61,12 +62,12 @@ func (s *APISource) Run(ctx context.Context) {
 // listAndWatch lists once, then applies watch events until the watch
 // breaks. healthy reports whether the watch worked for a while.
 func (s *APISource) listAndWatch(ctx context.Context) (healthy bool, err error) {
-	pods, rv, err := s.d.API.Pods.ListPods(ctx, s.node)
+	pods, rv, err := s.pods.ListPods(ctx, s.node)
 	if err != nil {
 		return false, fmt.Errorf("list pods of node %q: %w", s.node, err)
 	}
 	s.m.Set(SourceAPI, pods)
-	w, err := s.d.API.Pods.WatchPods(ctx, s.node, rv)
+	w, err := s.pods.WatchPods(ctx, s.node, rv)
 	if err != nil {
 		return false, fmt.Errorf("watch pods of node %q from resource version %q: %w", s.node, rv, err)
 	}

@@ -22,7 +22,7 @@ func startAPI(t *testing.T, pods ...*corev1.Pod) (*world, *fakePodAPI, context.C
 		api.put(p)
 	}
 	w.d.API.Pods = api
-	src := podsource.NewAPISource(w.d, "node-1", w.m)
+	src := podsource.NewAPISource(w.d.Core, w.d.API.Pods, "node-1", w.m)
 	ctx, cancel := w.d.Tasks.WithCancel(context.Background())
 	w.d.Tasks.Go("api-source", func() { src.Run(ctx) })
 	return w, api, cancel

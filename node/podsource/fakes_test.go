@@ -37,7 +37,7 @@ func newWorld(t testing.TB, sources ...string) *world {
 	t.Cleanup(k.Close)
 	d := k.Deps()
 	out := deps.NewInbox[podsource.Update](d.Tasks, "updates")
-	return &world{t: t, k: k, d: d, out: out, m: podsource.NewMerger(d, sources, out)}
+	return &world{t: t, k: k, d: d, out: out, m: podsource.NewMerger(d.Core, sources, out)}
 }
 
 // run advances virtual time by dur.

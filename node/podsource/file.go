@@ -44,7 +44,8 @@ type FileConfig struct {
 // read for another reason than being gone keeps the pod it last gave, so a
 // transient I/O error kills nothing.
 type FileSource struct {
-	d   deps.Deps
+	d   deps.Core
+	fs  deps.Files
 	cfg FileConfig
 	m   *Merger
 
@@ -62,11 +63,11 @@ type manifest struct {
 }
 
 // NewFileSource returns the static pod source feeding m.
-func NewFileSource(d deps.Deps, cfg FileConfig, m *Merger) *FileSource {
+func NewFileSource(d deps.Core, fs deps.Files, cfg FileConfig, m *Merger) *FileSource {
 	if cfg.Period <= 0 {
 		cfg.Period = DefaultFilePeriod
 	}
-	return &FileSource{d: d, cfg: cfg, m: m, files: map[string]*manifest{}, reported: map[string]string{}}
+	return &FileSource{d: d, fs: fs, cfg: cfg, m: m, files: map[string]*manifest{}, reported: map[string]string{}}
 }
 
 // Run scans the directory at once and then every period until ctx ends.
@@ -88,7 +89,7 @@ func (s *FileSource) scan() {
 	failed := map[string]bool{}
 	defer s.forgetFixed(failed)
 
-	entries, err := s.d.Files.ReadDir(s.cfg.Dir)
+	entries, err := s.fs.ReadDir(s.cfg.Dir)
 	if errors.Is(err, fs.ErrNotExist) {
 		// No directory: no static pods.
 		s.files = map[string]*manifest{}
@@ -156,7 +157,7 @@ func (s *FileSource) scan() {
 // when its content did not change. A nil manifest means the file is gone;
 // an error means it could not be read (the last result, if any, is kept).
 func (s *FileSource) read(path string, seenOf map[types.UID]string) (*manifest, error) {
-	data, err := s.d.Files.ReadFile(path)
+	data, err := s.fs.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil // removed since the directory was read
 	}

@@ -66,7 +66,7 @@ func startFiles(t *testing.T, files map[string]string, sources ...string) *fileW
 		r.Attrs(func(a slog.Attr) bool { attrs[a.Key] = a.Value.String(); return true })
 		fw.warnings = append(fw.warnings, attrs["file"]+": "+attrs["error"])
 	}})
-	src := podsource.NewFileSource(d, podsource.FileConfig{
+	src := podsource.NewFileSource(d.Core, d.Files, podsource.FileConfig{
 		Dir:      manifestDir,
 		NodeName: "node-1",
 		OnManifestError: func(file string, err error) {
@@ -335,7 +335,7 @@ func TestAllSeenWaitsForBothSources(t *testing.T) {
 	api.listErrs = []error{errors.New("down"), errors.New("down"), errors.New("down")}
 	d := fw.d
 	d.API.Pods = api
-	src := podsource.NewAPISource(d, "node-1", fw.m)
+	src := podsource.NewAPISource(d.Core, d.API.Pods, "node-1", fw.m)
 	d.Tasks.Go("api-source", func() { src.Run(context.Background()) })
 
 	fw.run(time.Second)
@@ -356,7 +356,7 @@ func TestAllSeenWaitsForBothSources(t *testing.T) {
 
 func TestFileSourceWithoutDirectory(t *testing.T) {
 	w := newWorld(t, podsource.SourceFile)
-	src := podsource.NewFileSource(w.d, podsource.FileConfig{NodeName: "node-1"}, w.m)
+	src := podsource.NewFileSource(w.d.Core, w.d.Files, podsource.FileConfig{NodeName: "node-1"}, w.m)
 	w.d.Tasks.Go("file-source", func() { src.Run(context.Background()) })
 	if err := w.k.Run(); err != nil {
 		t.Fatal(err)

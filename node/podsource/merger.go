@@ -35,7 +35,7 @@ type sourcePods struct {
 
 // NewMerger returns a Merger for the named sources that puts its Updates
 // on out.
-func NewMerger(d deps.Deps, sources []string, out *deps.Inbox[Update]) *Merger {
+func NewMerger(d deps.Core, sources []string, out *deps.Inbox[Update]) *Merger {
 	m := &Merger{log: d.Log, out: out, sources: map[string]*sourcePods{}}
 	for _, name := range sources {
 		if _, dup := m.sources[name]; dup {

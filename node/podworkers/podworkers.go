@@ -125,7 +125,7 @@ type Observer interface {
 
 // PodWorkers owns the workers.
 type PodWorkers struct {
-	d      deps.Deps
+	d      deps.Core
 	syncer Syncer
 	queue  *WorkQueue
 	cfg    Config
@@ -165,7 +165,7 @@ type worker struct {
 
 // New returns pod workers that run steps through syncer; ctx bounds every
 // worker task.
-func New(ctx context.Context, d deps.Deps, syncer Syncer, queue *WorkQueue, cfg Config) *PodWorkers {
+func New(ctx context.Context, d deps.Core, syncer Syncer, queue *WorkQueue, cfg Config) *PodWorkers {
 	if cfg.ResyncInterval <= 0 {
 		cfg.ResyncInterval = time.Minute
 	}

@@ -59,7 +59,7 @@ func setup(t *testing.T, step time.Duration) (*kernel.Kernel, *fakeSyncer, *podw
 	t.Cleanup(k.Close)
 	f := &fakeSyncer{k: k, stepTime: step}
 	q := podworkers.NewWorkQueue(k)
-	return k, f, podworkers.New(context.Background(), k.Deps(), f, q, podworkers.Config{}), q
+	return k, f, podworkers.New(context.Background(), k.Deps().Core, f, q, podworkers.Config{}), q
 }
 
 func TestNewerUpdateReplacesUnprocessedOne(t *testing.T) {

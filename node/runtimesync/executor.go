@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	cri "k8s.io/cri-api/pkg/apis"
 	"log/slog"
 	"strings"
 	"sync"
@@ -53,9 +54,23 @@ type Observer interface {
 	ObserveContainerStart(init bool, code string)
 }
 
+// Ports are the parts of the outside world an Executor acts on.
+type Ports struct {
+	// Runtime runs sandboxes and containers.
+	Runtime cri.RuntimeService
+	// Images pulls and inspects images.
+	Images cri.ImageManagerService
+	// Files keeps pod log directories and container log symlinks; nil
+	// keeps none.
+	Files deps.Files
+	// Events records events on pods; nil records none.
+	Events deps.EventSink
+}
+
 // Executor carries out a pod's actions through CRI.
 type Executor struct {
-	d     deps.Deps
+	d     deps.Core
+	ports Ports
 	cfg   Config
 	crash *backoff.Backoff
 	pull  *backoff.Backoff
@@ -64,10 +79,10 @@ type Executor struct {
 	pullFailed map[string]time.Time
 }
 
-// NewExecutor returns an executor acting through d's runtime and images.
-func NewExecutor(d deps.Deps, cfg Config) *Executor {
+// NewExecutor returns an executor acting through ports.
+func NewExecutor(d deps.Core, ports Ports, cfg Config) *Executor {
 	return &Executor{
-		d: d, cfg: cfg,
+		d: d, ports: ports, cfg: cfg,
 		crash:      backoff.New(cfg.CrashBackoff),
 		pull:       backoff.New(cfg.PullBackoff),
 		pullFailed: map[string]time.Time{},
@@ -164,12 +179,12 @@ func (e *Executor) SyncPod(ctx context.Context, pod *corev1.Pod, st *podstate.Po
 	if acts.CreateSandbox {
 		res.ActionTaken = true
 		log.Info("creating sandbox", "attempt", attempt, "reason", acts.SandboxReason)
-		if e.d.Files != nil {
-			if err := e.d.Files.MkdirAll(sbConfig.LogDirectory); err != nil {
+		if e.ports.Files != nil {
+			if err := e.ports.Files.MkdirAll(sbConfig.LogDirectory); err != nil {
 				return res, fmt.Errorf("create log directory %s of pod %s/%s: %w", sbConfig.LogDirectory, pod.Namespace, pod.Name, err)
 			}
 		}
-		sandboxID, err = e.d.Runtime.RunPodSandbox(ctx, sbConfig, e.cfg.RuntimeHandler)
+		sandboxID, err = e.ports.Runtime.RunPodSandbox(ctx, sbConfig, e.cfg.RuntimeHandler)
 		if obs := e.cfg.Observer; obs != nil {
 			obs.ObservePodSandboxStart(err)
 		}
@@ -180,7 +195,7 @@ func (e *Executor) SyncPod(ctx context.Context, pod *corev1.Pod, st *podstate.Po
 			}
 			return res, fmt.Errorf("create sandbox of pod %s/%s: %w", pod.Namespace, pod.Name, err)
 		}
-		if sst, err := e.d.Runtime.PodSandboxStatus(ctx, sandboxID, false); err == nil && sst.GetStatus().GetNetwork().GetIp() != "" {
+		if sst, err := e.ports.Runtime.PodSandboxStatus(ctx, sandboxID, false); err == nil && sst.GetStatus().GetNetwork().GetIp() != "" {
 			podIPs = []string{sst.GetStatus().GetNetwork().GetIp()}
 		}
 	}
@@ -209,7 +224,7 @@ func (e *Executor) SyncPod(ctx context.Context, pod *corev1.Pod, st *podstate.Po
 			errs = append(errs, err)
 			continue
 		}
-		id, err := e.d.Runtime.CreateContainer(ctx, sandboxID, cfg, sbConfig)
+		id, err := e.ports.Runtime.CreateContainer(ctx, sandboxID, cfg, sbConfig)
 		if err != nil {
 			res.Waiting[s.Name] = Waiting{Reason: podutil.ReasonCreateContainerError, Message: err.Error()}
 			e.observeStart(s, podutil.ReasonCreateContainerError)
@@ -219,7 +234,7 @@ func (e *Executor) SyncPod(ctx context.Context, pod *corev1.Pod, st *podstate.Po
 		}
 		e.event(pod, s.Name, corev1.EventTypeNormal, "Created", "Created container "+s.Name)
 		e.linkLog(podspec.RefOf(pod), s.Name, id, s.RestartCount)
-		if err := e.d.Runtime.StartContainer(ctx, id); err != nil {
+		if err := e.ports.Runtime.StartContainer(ctx, id); err != nil {
 			res.Waiting[s.Name] = Waiting{Reason: podutil.ReasonRunContainerError, Message: err.Error()}
 			e.observeStart(s, podutil.ReasonRunContainerError)
 			e.event(pod, s.Name, corev1.EventTypeWarning, "Failed", "Error: "+err.Error())
@@ -258,7 +273,7 @@ func (e *Executor) ensureImage(ctx context.Context, pod *corev1.Pod, c *corev1.C
 	spec := &runtimeapi.ImageSpec{Image: c.Image}
 	policy := podutil.PullPolicy(c)
 	present := false
-	if st, err := e.d.Images.ImageStatus(ctx, spec, false); err == nil && st.GetImage() != nil {
+	if st, err := e.ports.Images.ImageStatus(ctx, spec, false); err == nil && st.GetImage() != nil {
 		present = true
 	}
 	switch {
@@ -280,7 +295,7 @@ func (e *Executor) ensureImage(ctx context.Context, pod *corev1.Pod, c *corev1.C
 		return &Waiting{Reason: podutil.ReasonImagePullBackOff, Message: msg}, nil
 	}
 	e.event(pod, c.Name, corev1.EventTypeNormal, "Pulling", fmt.Sprintf("Pulling image %q", c.Image))
-	if _, err := e.d.Images.PullImage(ctx, spec, nil, sb); err != nil {
+	if _, err := e.ports.Images.PullImage(ctx, spec, nil, sb); err != nil {
 		e.mu.Lock()
 		e.pullFailed[key] = e.d.Clock.Now()
 		e.mu.Unlock()
@@ -338,7 +353,7 @@ func (e *Executor) KillPod(ctx context.Context, pod *corev1.Pod, st *podstate.Po
 		if sb.State != podstate.SandboxReady {
 			continue
 		}
-		if err := e.d.Runtime.StopPodSandbox(ctx, sb.ID); err != nil && !isNotFound(err) {
+		if err := e.ports.Runtime.StopPodSandbox(ctx, sb.ID); err != nil && !isNotFound(err) {
 			return fmt.Errorf("stop sandbox %s of pod %s: %w", sb.ID, name, err)
 		}
 	}
@@ -346,7 +361,7 @@ func (e *Executor) KillPod(ctx context.Context, pod *corev1.Pod, st *podstate.Po
 }
 
 func (e *Executor) stopContainer(ctx context.Context, id string, grace int64) error {
-	err := e.d.Runtime.StopContainer(ctx, id, max(grace, MinStopTimeout))
+	err := e.ports.Runtime.StopContainer(ctx, id, max(grace, MinStopTimeout))
 	if isNotFound(err) {
 		return nil
 	}
@@ -367,12 +382,12 @@ func (e *Executor) ForgetPod(uid string) {
 }
 
 func (e *Executor) event(pod *corev1.Pod, container, eventType, reason, message string) {
-	if e.d.API.Events == nil || pod == nil {
+	if e.ports.Events == nil || pod == nil {
 		return
 	}
 	ref := &corev1.ObjectReference{Kind: "Pod", APIVersion: "v1", Namespace: pod.Namespace, Name: pod.Name, UID: pod.UID}
 	if container != "" {
 		ref.FieldPath = fmt.Sprintf("spec.containers{%s}", container)
 	}
-	e.d.API.Events.Event(ref, eventType, reason, message)
+	e.ports.Events.Event(ref, eventType, reason, message)
 }

@@ -165,7 +165,7 @@ func (e *Executor) CollectGarbage(ctx context.Context, pods []*podstate.PodStatu
 			if i == 0 || sb.State == podstate.SandboxReady || inUse[sb.ID] {
 				continue
 			}
-			if err := e.d.Runtime.RemovePodSandbox(ctx, sb.ID); err != nil && !isNotFound(err) {
+			if err := e.ports.Runtime.RemovePodSandbox(ctx, sb.ID); err != nil && !isNotFound(err) {
 				errs = append(errs, fmt.Errorf("remove dead sandbox %s of pod %s: %w", sb.ID, st.UID, err))
 			}
 		}
@@ -191,16 +191,16 @@ func (e *Executor) RemovePod(ctx context.Context, st *podstate.PodStatus) error 
 		}
 	}
 	for _, sb := range st.Sandboxes {
-		if err := e.d.Runtime.RemovePodSandbox(ctx, sb.ID); err != nil && !isNotFound(err) {
+		if err := e.ports.Runtime.RemovePodSandbox(ctx, sb.ID); err != nil && !isNotFound(err) {
 			errs = append(errs, fmt.Errorf("remove sandbox %s of pod %s: %w", sb.ID, st.UID, err))
 		}
 	}
 	if err := errors.Join(errs...); err != nil {
 		return err
 	}
-	if e.d.Files != nil {
+	if e.ports.Files != nil {
 		dir := podspec.LogDirectory(e.cfg.Node.PodLogsRoot, podRef(st))
-		if err := e.d.Files.RemoveAll(dir); err != nil {
+		if err := e.ports.Files.RemoveAll(dir); err != nil {
 			return fmt.Errorf("remove log directory %s of pod %s: %w", dir, st.UID, err)
 		}
 	}
@@ -210,29 +210,29 @@ func (e *Executor) RemovePod(ctx context.Context, st *podstate.PodStatus) error 
 // removeContainer removes one container instance (one already gone is
 // fine), then its log file and log symlink.
 func (e *Executor) removeContainer(ctx context.Context, ref podstate.PodRef, c podstate.Container) error {
-	if err := e.d.Runtime.RemoveContainer(ctx, c.ID); err != nil && !isNotFound(err) {
+	if err := e.ports.Runtime.RemoveContainer(ctx, c.ID); err != nil && !isNotFound(err) {
 		return err
 	}
-	if e.d.Files == nil {
+	if e.ports.Files == nil {
 		return nil
 	}
 	file := podspec.ContainerLogFile(e.cfg.Node.PodLogsRoot, ref, c.Name, c.RestartCount)
 	link := podspec.ContainerLogSymlink(e.cfg.Node.ContainerLogsDir, ref, c.Name, c.ID)
-	return errors.Join(e.d.Files.Remove(file), e.d.Files.Remove(link))
+	return errors.Join(e.ports.Files.Remove(file), e.ports.Files.Remove(link))
 }
 
 // linkLog creates the symlink log shippers tail for a new container
 // instance; failing it only costs the shippers that log, so it is logged,
 // not returned.
 func (e *Executor) linkLog(ref podstate.PodRef, name, id string, restartCount int) {
-	if e.d.Files == nil {
+	if e.ports.Files == nil {
 		return
 	}
 	link := podspec.ContainerLogSymlink(e.cfg.Node.ContainerLogsDir, ref, name, id)
 	target := podspec.ContainerLogFile(e.cfg.Node.PodLogsRoot, ref, name, restartCount)
-	err := e.d.Files.MkdirAll(filepath.Dir(link))
+	err := e.ports.Files.MkdirAll(filepath.Dir(link))
 	if err == nil {
-		err = e.d.Files.Symlink(target, link)
+		err = e.ports.Files.Symlink(target, link)
 	}
 	if err != nil {
 		e.d.Log.Warn("creating the container log symlink failed", "pod", ref.Namespace+"/"+ref.Name, "container", name, "link", link, "error", err.Error())

@@ -61,7 +61,8 @@ func (c Config) withDefaults() Config {
 // order the pods changed, so writes for a pod are never concurrent and only
 // the newest pending version of a pod is ever written.
 type Manager struct {
-	d    deps.Deps
+	d    deps.Core
+	api  deps.PodAPI
 	cfg  Config
 	log  *slog.Logger
 	wake deps.Signal
@@ -88,14 +89,15 @@ type entry struct {
 	retry     deps.Timer
 }
 
-// NewManager returns a manager writing through d.API.Pods; Start runs it.
-func NewManager(d deps.Deps, cfg Config) *Manager {
+// NewManager returns a manager writing through pods; Start runs it.
+func NewManager(d deps.Core, pods deps.PodAPI, cfg Config) *Manager {
 	log := d.Log
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
 	return &Manager{
 		d:      d,
+		api:    pods,
 		cfg:    cfg.withDefaults(),
 		log:    log.With("component", "status"),
 		wake:   d.Tasks.NewSignal("status-writes"),
@@ -418,7 +420,7 @@ func (m *Manager) writeStatus(ctx context.Context, snap snapshot) (adopted *core
 		upd := api.DeepCopy()
 		upd.Status = merged
 		rctx, cancel := m.d.Clock.WithTimeout(ctx, m.cfg.RequestTimeout)
-		_, err = m.d.API.Pods.UpdatePodStatus(rctx, upd)
+		_, err = m.api.UpdatePodStatus(rctx, upd)
 		cancel()
 		switch {
 		case err == nil:
@@ -437,7 +439,7 @@ func (m *Manager) writeStatus(ctx context.Context, snap snapshot) (adopted *core
 // UID), or for a static pod its mirror pod.
 func (m *Manager) getPod(ctx context.Context, pod *corev1.Pod) (*corev1.Pod, error) {
 	rctx, cancel := m.d.Clock.WithTimeout(ctx, m.cfg.RequestTimeout)
-	api, err := m.d.API.Pods.GetPod(rctx, pod.Namespace, pod.Name)
+	api, err := m.api.GetPod(rctx, pod.Namespace, pod.Name)
 	cancel()
 	static := podutil.IsStaticPod(pod)
 	switch {
@@ -472,7 +474,7 @@ func (m *Manager) deletePod(ctx context.Context, pod *corev1.Pod) error {
 		return nil
 	}
 	rctx, cancel := m.d.Clock.WithTimeout(ctx, m.cfg.RequestTimeout)
-	err := m.d.API.Pods.DeletePod(rctx, pod.Namespace, pod.Name, pod.UID)
+	err := m.api.DeletePod(rctx, pod.Namespace, pod.Name, pod.UID)
 	cancel()
 	if err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("delete pod %s (uid %s): %w", podKey(pod), pod.UID, err)

@@ -170,7 +170,7 @@ func newRig(t *testing.T, pods ...*corev1.Pod) *rig {
 	api := newFakePods(k, pods...)
 	d := k.Deps()
 	d.API.Pods = api
-	m := NewManager(d, Config{})
+	m := NewManager(d.Core, d.API.Pods, Config{})
 	m.Start(context.Background())
 	return &rig{k: k, api: api, m: m}
 }

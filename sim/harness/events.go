@@ -6,14 +6,14 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/lockstep-dev/lockstep/fakecri"
-	"github.com/lockstep-dev/lockstep/node/pleg"
+	"github.com/lockstep-dev/lockstep/node/deps"
 )
 
 // runtimeEvents feeds the PLEG's evented mode from the fake runtime's
 // in-process event subscription.
 type runtimeEvents struct{ rt *fakecri.Runtime }
 
-func (e runtimeEvents) Subscribe(context.Context) (pleg.EventStream, error) {
+func (e runtimeEvents) Subscribe(context.Context) (deps.ContainerEventStream, error) {
 	return &eventStream{sub: e.rt.SubscribeEvents("pleg")}, nil
 }
 

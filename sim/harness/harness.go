@@ -100,10 +100,7 @@ func (h *Harness) StartAgent() {
 	h.group = h.K.NewGroup(fmt.Sprintf("agent-%d", h.restarts))
 	log := h.K.Logger().With("component", "agent", "node", h.NodeName)
 	d := deps.Deps{
-		Clock:   h.K,
-		Rand:    h.K.Rand(),
-		Tasks:   h.K.TasksIn(h.group),
-		Log:     log,
+		Core:    deps.Core{Clock: h.K, Rand: h.K.Rand(), Tasks: h.K.TasksIn(h.group), Log: log},
 		Runtime: h.Runtime,
 		Images:  h.Runtime,
 		API:     deps.API{Pods: h.API, Nodes: h.API, Leases: h.API, Events: h.API},
@@ -118,7 +115,7 @@ func (h *Harness) StartAgent() {
 	}
 	if h.cfg.EventedPLEG {
 		cfg.PLEG.UseEvents = true
-		cfg.PLEG.Events = runtimeEvents{h.Runtime}
+		d.RuntimeEvents = runtimeEvents{h.Runtime}
 	}
 	h.agent = agent.New(d, cfg)
 	ctx, cancel := h.K.WithCancel(context.Background())

@@ -7,12 +7,11 @@ import (
 	"sync"
 	"time"
 
+	"github.com/lockstep-dev/lockstep/node/deps"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
-
-	"github.com/lockstep-dev/lockstep/node/pleg"
 )
 
 // errStreamEnded replaces io.EOF: the runtime closed the event stream
@@ -53,7 +52,7 @@ func (c *Client) GetContainerEvents(ctx context.Context, containerEventsCh chan 
 // mode consumes them. Errors keep their gRPC status: a runtime without
 // events (containerd 1.6) gives codes.Unimplemented, a restarting one
 // codes.Unavailable.
-func (c *Client) EventSource() pleg.EventSource { return eventSource{c} }
+func (c *Client) EventSource() deps.ContainerEvents { return eventSource{c} }
 
 // eventSource opens GetContainerEvents streams.
 type eventSource struct{ c *Client }
@@ -64,7 +63,7 @@ type eventSource struct{ c *Client }
 // are delivered), has failed it (the error is returned), or
 // Options.EventHandshake has passed: runtimes that send headers only with
 // the first event are then assumed subscribed.
-func (s eventSource) Subscribe(ctx context.Context) (pleg.EventStream, error) {
+func (s eventSource) Subscribe(ctx context.Context) (deps.ContainerEventStream, error) {
 	sctx, cancel := context.WithCancel(ctx)
 	stream, err := s.c.runtime.GetContainerEvents(sctx, &runtimeapi.GetEventsRequest{})
 	if err != nil {

@@ -11,7 +11,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/lockstep-dev/lockstep/fakecri"
-	"github.com/lockstep-dev/lockstep/node/pleg"
+	"github.com/lockstep-dev/lockstep/node/deps"
 )
 
 // streamEnds reports the full method name of every server stream whose
@@ -60,7 +60,7 @@ func TestEventSource(t *testing.T) {
 	serve(t, ep, fakecri.New(fakecri.Config{}), opt)
 	// A long handshake: Subscribe must return on the runtime's headers.
 	c := dial(t, ep, Options{EventHandshake: time.Minute})
-	var src pleg.EventSource = c.EventSource()
+	var src deps.ContainerEvents = c.EventSource()
 
 	ctx, cancel := context.WithCancel(testCtx(t))
 	defer cancel()

@@ -40,7 +40,7 @@ type Runtime struct {
 	Runtime cri.RuntimeService
 	Images  cri.ImageManagerService
 	// Events feeds the evented PLEG; nil relists only.
-	Events pleg.EventSource
+	Events deps.ContainerEvents
 	// Type prefixes container IDs in statuses ("containerd").
 	Type string
 	// Close releases the connection.
@@ -90,8 +90,8 @@ func Run(ctx context.Context, o Options, rt Runtime, log *slog.Logger) error {
 	}
 	mach := machine.New(machine.Options{RootDir: o.RootDir})
 	d := deps.Deps{
-		Clock: world.Clock(), Rand: world.NewRand(), Tasks: world.Tasks{}, Log: log,
-		Runtime: rt.Runtime, Images: rt.Images, Machine: mach, Files: osfiles.New(),
+		Core:    deps.Core{Clock: world.Clock(), Rand: world.NewRand(), Tasks: world.Tasks{}, Log: log},
+		Runtime: rt.Runtime, Images: rt.Images, RuntimeEvents: rt.Events, Machine: mach, Files: osfiles.New(),
 	}
 
 	var cs kubernetes.Interface
@@ -140,7 +140,7 @@ func Run(ctx context.Context, o Options, rt Runtime, log *slog.Logger) error {
 			MaxContainers:      int(o.MaxDeadContainers),
 		}},
 		RuntimeType: rt.Type,
-		PLEG:        pleg.Config{UseEvents: rt.Events != nil, Events: rt.Events},
+		PLEG:        pleg.Config{UseEvents: rt.Events != nil},
 		NodeStatus: nodestatus.Config{
 			NodeIP: nodeIP, MaxPods: int(o.MaxPods), KubeletVersion: Version,
 			StatusUpdateFrequency: o.NodeStatusUpdateFrequency, StatusReportFrequency: o.NodeStatusReportFrequency,

@@ -1,0 +1,22 @@
+package deps
+
+import (
+	"context"
+
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+)
+
+// ContainerEventStream is an open subscription to the runtime's container
+// events.
+type ContainerEventStream interface {
+	// Next blocks for the next event; an error means the stream ended.
+	Next(ctx context.Context) (*runtimeapi.ContainerEventResponse, error)
+}
+
+// ContainerEvents opens container event subscriptions: the runtime's CRI
+// GetContainerEvents behind a port agent code can wait on without
+// channels. A subscription lives until ctx ends or the stream fails.
+// Real: node/real/cri over gRPC. Simulated: fakecri's in-process events.
+type ContainerEvents interface {
+	Subscribe(ctx context.Context) (ContainerEventStream, error)
+}
