@@ -65,7 +65,6 @@ type Agent struct {
 
 	updates *deps.Inbox[podsource.Update]
 	merger  *podsource.Merger
-	pods    *podManager
 	pleg    *pleg.PLEG
 	queue   *podworkers.WorkQueue
 	workers *podworkers.PodWorkers
@@ -113,7 +112,6 @@ func New(d deps.Deps, cfg Config) *Agent {
 		d:        d,
 		cfg:      cfg,
 		updates:  deps.NewInbox[podsource.Update](d.Tasks, "config updates"),
-		pods:     newPodManager(),
 		pleg:     pleg.New(d.Core, d.Runtime, d.RuntimeEvents, cfg.PLEG),
 		queue:    podworkers.NewWorkQueue(d.Clock),
 		exec:     runtimesync.NewExecutor(d.Core, runtimesync.Ports{Runtime: d.Runtime, Images: d.Images, Files: d.Files, Events: d.API.Events}, cfg.RuntimeSync),
@@ -193,7 +191,7 @@ func (a *Agent) LastLoop() time.Time {
 // results (and anything else that learns something about a pod) wake the
 // SyncLoop.
 func (a *Agent) WakePod(uid types.UID) {
-	if pod, ok := a.pods.get(uid); ok {
+	if pod, ok := a.merger.Pod(uid); ok {
 		a.workers.UpdatePod(podworkers.Work{Type: podworkers.Sync, UID: uid, Pod: pod})
 	}
 }
@@ -216,7 +214,7 @@ func (a *Agent) NodeReady() (bool, string, string) {
 func (a *Agent) PLEGHealthy() (bool, error) { return a.pleg.Healthy() }
 
 // Pods returns the pods the agent manages (static pods included), sorted.
-func (a *Agent) Pods() []*corev1.Pod { return a.pods.list() }
+func (a *Agent) Pods() []*corev1.Pod { return a.merger.Pods() }
 
 // PodStatus returns the status the agent last computed for a pod.
 func (a *Agent) PodStatus(uid types.UID) (corev1.PodStatus, bool) { return a.status.PodStatus(uid) }
@@ -238,24 +236,22 @@ func (a *Agent) handleUpdate(u podsource.Update) {
 		}
 		switch u.Op {
 		case podsource.OpAdd:
-			a.pods.set(pod)
 			if pod.DeletionTimestamp != nil {
 				a.workers.UpdatePod(podworkers.Work{Type: podworkers.Kill, UID: pod.UID, Pod: pod, Reason: "deleted"})
 				continue
 			}
 			a.workers.UpdatePod(podworkers.Work{Type: podworkers.Create, UID: pod.UID, Pod: pod})
 		case podsource.OpUpdate:
-			a.pods.set(pod)
 			a.workers.UpdatePod(podworkers.Work{Type: podworkers.Update, UID: pod.UID, Pod: pod})
 		case podsource.OpDelete:
-			a.pods.set(pod)
 			a.workers.UpdatePod(podworkers.Work{Type: podworkers.Kill, UID: pod.UID, Pod: pod, Reason: "deleted"})
 		case podsource.OpRemove:
-			a.pods.remove(pod.UID)
 			a.workers.UpdatePod(podworkers.Work{Type: podworkers.Kill, UID: pod.UID, Pod: pod,
 				GracePeriod: removedGrace(u.Source), Reason: "removed from " + u.Source})
 		case podsource.OpReconcile:
-			a.pods.set(pod)
+			// A change the workers need not see (status, resource
+			// version): the merger, the one store of desired pods,
+			// already holds the new object.
 		}
 	}
 }
@@ -278,7 +274,7 @@ func (a *Agent) plegLoop(ctx context.Context) {
 		if err != nil {
 			return
 		}
-		if pod, ok := a.pods.get(ev.UID); ok {
+		if pod, ok := a.merger.Pod(ev.UID); ok {
 			a.workers.UpdatePod(podworkers.Work{Type: podworkers.Sync, UID: ev.UID, Pod: pod})
 		}
 	}
@@ -292,9 +288,8 @@ func (a *Agent) tickLoop(ctx context.Context) {
 		a.lastLoop = a.d.Clock.Now()
 		a.mu.Unlock()
 		for _, uid := range a.queue.GetDue() {
-			if pod, ok := a.pods.get(uid); ok {
-				a.workers.UpdatePod(podworkers.Work{Type: podworkers.Sync, UID: uid, Pod: pod})
-			}
+			a.workers.Requeue(uid)
 		}
+
 	}
 }

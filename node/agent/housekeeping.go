@@ -48,7 +48,7 @@ func (a *Agent) housekeeping(ctx context.Context, gc bool) {
 	mirrors := a.merger.MirrorPods()
 	for _, uid := range a.workers.UIDs() {
 		known[uid] = true
-		pod, desired := a.pods.get(uid)
+		pod, desired := a.merger.Pod(uid)
 		if desired {
 			if st, ok := a.pleg.Cache().Get(uid); ok {
 				if state, _ := a.workers.State(uid); state == podworkers.Syncing {
@@ -94,7 +94,7 @@ func (a *Agent) housekeeping(ctx context.Context, gc bool) {
 		if known[uid] {
 			continue
 		}
-		if _, desired := a.pods.get(uid); desired {
+		if _, desired := a.merger.Pod(uid); desired {
 			continue
 		}
 		st, ok := a.pleg.Cache().Get(uid)
@@ -158,7 +158,7 @@ func (a *Agent) deleteOrphanedMirrors(ctx context.Context, mirrors map[string]*c
 		return
 	}
 	static := map[string]bool{}
-	for _, p := range a.pods.list() {
+	for _, p := range a.merger.Pods() {
 		if podutil.IsStaticPod(p) {
 			static[p.Namespace+"/"+p.Name] = true
 		}

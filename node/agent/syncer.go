@@ -135,7 +135,7 @@ func (a *Agent) SyncTerminatedPod(_ context.Context, uid types.UID, pod *corev1.
 		a.status.SetPodDeletable(uid)
 		return nil
 	}
-	if _, desired := a.pods.get(uid); !desired {
+	if _, desired := a.merger.Pod(uid); !desired {
 		// Gone from the API already: nothing to write.
 		a.status.SetPodDeletable(uid)
 	}

@@ -89,6 +89,37 @@ func (m *Merger) MirrorPods() map[string]*corev1.Pod {
 	return out
 }
 
+// Pod returns the desired pod with uid, from whichever source has it: the
+// one store of the pods the node should run. Mirror pods are not desired
+// pods (the static pod each mirrors is), so they are never returned.
+func (m *Merger) Pod(uid types.UID) (*corev1.Pod, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, name := range m.names {
+		if p := m.sources[name].pods[uid]; p != nil && !podutil.IsMirrorPod(p) {
+			return p, true
+		}
+	}
+	return nil, false
+}
+
+// Pods returns every desired pod of every source (mirror pods excluded),
+// sorted by namespace, name and UID.
+func (m *Merger) Pods() []*corev1.Pod {
+	m.mu.Lock()
+	var out []*corev1.Pod
+	for _, name := range m.names {
+		for _, p := range m.sources[name].pods {
+			if !podutil.IsMirrorPod(p) {
+				out = append(out, p)
+			}
+		}
+	}
+	m.mu.Unlock()
+	podutil.SortPods(out)
+	return out
+}
+
 // Has reports whether source currently has the pod with uid.
 func (m *Merger) Has(source string, uid types.UID) bool {
 	m.mu.Lock()

@@ -393,7 +393,9 @@ func (p *PodWorkers) run(w *worker) {
 			p.resetLocked(w, w.pod)
 			w.running, w.hasWork = true, true
 		}
-		requeue := w.state == Syncing
+		// Requeue a step that did not move the worker on: the resync of a
+		// syncing pod, the retry of a failed terminating or terminated step.
+		requeue := w.state == state
 		p.mu.Unlock()
 		if requeue && delay >= 0 {
 			p.queue.Enqueue(w.uid, delay)
@@ -432,15 +434,13 @@ func (p *PodWorkers) step(ctx context.Context, w *worker, state State, pod *core
 				return Terminating, -1
 			}
 			log.Warn("terminating failed; will retry", "error", err.Error())
-			p.retryLater(w)
-			return Terminating, -1
+			return Terminating, p.jitter(p.cfg.BackoffPeriod)
 		}
 		return Terminated, -1
 	default:
 		if err := p.syncer.SyncTerminatedPod(ctx, w.uid, pod); err != nil {
 			log.Warn("finishing a terminated pod failed; will retry", "error", err.Error())
-			p.retryLater(w)
-			return Terminated, -1
+			return Terminated, p.jitter(p.cfg.BackoffPeriod)
 		}
 		p.mu.Lock()
 		w.finished = true
@@ -470,18 +470,23 @@ func stepOperation(state State, op UpdateType) Operation {
 	return OpSync
 }
 
-// retryLater wakes the worker again after the back-off period.
-func (p *PodWorkers) retryLater(w *worker) {
-	p.d.Tasks.AfterFunc("retry "+w.name, p.jitter(p.cfg.BackoffPeriod), func() {
-		p.mu.Lock()
-		defer p.mu.Unlock()
-		if p.workers[w.uid] != w {
-			return
-		}
-		w.hasWork = true
-		p.ensureRunningLocked(w)
-		w.wake.Notify()
-	})
+// Requeue wakes the pod's worker for the work its queue entry stands for:
+// the resync of a syncing pod, or the retry of a terminating or terminated
+// step that failed. The WorkQueue, drained by the SyncLoop's tick, is the
+// one way a pod's worker is woken later.
+func (p *PodWorkers) Requeue(uid types.UID) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	w := p.workers[uid]
+	if w == nil || w.finished && !w.restartRequested {
+		return
+	}
+	if !w.hasWork {
+		w.op = Sync
+	}
+	w.hasWork = true
+	p.ensureRunningLocked(w)
+	w.wake.Notify()
 }
 
 func (p *PodWorkers) jitter(d time.Duration) time.Duration {

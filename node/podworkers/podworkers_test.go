@@ -20,7 +20,9 @@ type fakeSyncer struct {
 	k        *kernel.Kernel
 	stepTime time.Duration
 	terminal bool
-	calls    []string
+	// killFailures is how many terminating steps fail before one succeeds.
+	killFailures int
+	calls        []string
 }
 
 func (f *fakeSyncer) record(format string, args ...any) {
@@ -41,6 +43,11 @@ func (f *fakeSyncer) SyncTerminatingPod(ctx context.Context, uid types.UID, _ *c
 	if err := f.k.Tasks().Sleep(ctx, f.stepTime); err != nil {
 		f.record("terminating cancelled")
 		return err
+	}
+	if f.killFailures > 0 {
+		f.killFailures--
+		f.record("terminating failed")
+		return fmt.Errorf("a container still runs")
 	}
 	return nil
 }
@@ -223,5 +230,38 @@ func TestRequeueAfterSyncIsJitteredResync(t *testing.T) {
 	}
 	if diff := cmp.Diff([]types.UID{"u1"}, q.GetDue()); diff != "" {
 		t.Errorf("due after 1m30s (-want +got):\n%s", diff)
+	}
+}
+
+// TestFailedTerminationIsRetriedThroughTheQueue: a failed terminating step
+// is retried when the work queue says so, the one way a worker is woken
+// later, and only then.
+func TestFailedTerminationIsRetriedThroughTheQueue(t *testing.T) {
+	k, f, pw, q := setup(t, time.Second)
+	f.killFailures = 1
+	g := int64(5)
+	pw.UpdatePod(podworkers.Work{Type: podworkers.Kill, UID: "u1", Pod: pod(1), GracePeriod: &g})
+	if err := k.RunFor(time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"+0s terminating grace=5", "+1s terminating failed"}
+	if diff := cmp.Diff(want, f.calls); diff != "" {
+		t.Fatalf("before the queue is drained (-want +got):\n%s", diff)
+	}
+	if q.Len() != 1 {
+		t.Fatalf("queue holds %d pods, want the failed one", q.Len())
+	}
+	for _, uid := range q.GetDue() {
+		pw.Requeue(uid)
+	}
+	if err := k.RunFor(time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	want = append(want, "+1m0s terminating grace=5", "+1m1s terminated")
+	if diff := cmp.Diff(want, f.calls); diff != "" {
+		t.Errorf("after the retry (-want +got):\n%s", diff)
+	}
+	if !pw.IsFinished("u1") {
+		t.Errorf("worker not finished after a successful retry")
 	}
 }
