@@ -43,7 +43,6 @@ const (
 	PLEGLastSeen               = "kubelet_pleg_last_seen_seconds"
 	RunningPods                = "kubelet_running_pods"
 	RunningContainers          = "kubelet_running_containers"
-	Evictions                  = "kubelet_evictions"
 	RuntimeOperations          = "kubelet_runtime_operations_total"
 	RuntimeOperationsDuration  = "kubelet_runtime_operations_duration_seconds"
 	RuntimeOperationsErrors    = "kubelet_runtime_operations_errors_total"
@@ -102,7 +101,6 @@ type Metrics struct {
 	plegLastSeen      prometheus.Gauge
 	runningPods       prometheus.Gauge
 	runningContainers *prometheus.GaugeVec
-	evictions         *prometheus.CounterVec
 	runtimeOps        *prometheus.CounterVec
 	runtimeDuration   *prometheus.HistogramVec
 	runtimeErrors     *prometheus.CounterVec
@@ -172,10 +170,6 @@ func NewWithProbes(reg, probes prometheus.Registerer) *Metrics {
 			Name: RunningContainers,
 			Help: "Containers in the runtime, by container state.",
 		}, []string{"container_state"}),
-		evictions: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: Evictions,
-			Help: "Pods evicted by the agent, by eviction signal.",
-		}, []string{"eviction_signal"}),
 		runtimeOps: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: RuntimeOperations,
 			Help: "CRI calls made, by operation type.",
@@ -218,7 +212,7 @@ func NewWithProbes(reg, probes prometheus.Registerer) *Metrics {
 	reg.MustRegister(
 		m.nodeName, m.podStartDuration, m.podWorkerDuration,
 		m.relistDuration, m.relistInterval, m.plegLastSeen,
-		m.runningPods, m.runningContainers, m.evictions,
+		m.runningPods, m.runningContainers,
 		m.runtimeOps, m.runtimeDuration, m.runtimeErrors,
 		m.startedPods, m.startedPodsErrors, m.startedCtrs, m.startedCtrsErrors,
 	)
@@ -327,14 +321,6 @@ func ContainerStateLabel(s podstate.ContainerState) string {
 		return StateExited
 	}
 	return StateUnknown
-}
-
-// IncEviction counts one pod evicted for signal (e.g. "memory.available").
-func (m *Metrics) IncEviction(signal string) {
-	if m == nil {
-		return
-	}
-	m.evictions.WithLabelValues(signal).Inc()
 }
 
 // ProbeTarget names the container a probe ran against.

@@ -275,7 +275,6 @@ func TestNilMetricsIsSafe(t *testing.T) {
 	m.SetNodeName("n")
 	m.SetRunning(1, map[string]int{"running": 1})
 	m.ObservePodStartDuration(time.Second)
-	m.IncEviction("memory.available")
 	m.ObserveProbe(metrics.ProbeLiveness, metrics.ProbeFailed, metrics.ProbeTarget{}, time.Second)
 	m.ForgetProbes(metrics.ProbeTarget{})
 	m.ObserveRelist(time.Second, time.Second, time.Unix(1, 0))
@@ -351,20 +350,17 @@ func TestCountRunning(t *testing.T) {
 	}
 }
 
-func TestNodeNameEvictionsAndProbes(t *testing.T) {
+func TestNodeNameAndProbes(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	m := metrics.New(reg)
 	m.SetNodeName("old")
 	m.SetNodeName("node-1")
-	m.IncEviction("memory.available")
-	m.IncEviction("memory.available")
 	target := metrics.ProbeTarget{Namespace: "ns", Pod: "web", PodUID: "u1", Container: "app"}
 	m.ObserveProbe(metrics.ProbeReadiness, metrics.ProbeSuccessful, target, 250*time.Millisecond)
 	m.ObserveProbe(metrics.ProbeReadiness, metrics.ProbeFailed, target, 500*time.Millisecond)
 	m.ObserveProbe(metrics.ProbeReadiness, metrics.ProbeUnknown, target, time.Second)
-	names := []string{metrics.NodeName, metrics.Evictions, metrics.ProberProbeTotal, metrics.ProberProbeDurationSeconds}
+	names := []string{metrics.NodeName, metrics.ProberProbeTotal, metrics.ProberProbeDurationSeconds}
 	compare(t, reg, `
-kubelet_evictions{eviction_signal="memory.available"} 2
 kubelet_node_name{node="node-1"} 1
 prober_probe_duration_seconds_count{container="app",namespace="ns",pod="web",probe_type="Readiness"} 2
 prober_probe_duration_seconds_sum{container="app",namespace="ns",pod="web",probe_type="Readiness"} 0.75
@@ -374,7 +370,6 @@ prober_probe_total{container="app",namespace="ns",pod="web",pod_uid="u1",probe_t
 `, names...)
 	m.ForgetProbes(target)
 	compare(t, reg, `
-kubelet_evictions{eviction_signal="memory.available"} 2
 kubelet_node_name{node="node-1"} 1
 `, names...)
 }
@@ -406,7 +401,6 @@ func TestExpositionGoldenNames(t *testing.T) {
 	m.ObservePodWorker(podworkers.OpSync, time.Second)
 	m.ObserveRelist(time.Millisecond, time.Second, time.Unix(1_700_000_000, 0))
 	m.SetRunning(1, map[string]int{"running": 1})
-	m.IncEviction("memory.available")
 	m.ObservePodSandboxStart(errors.New("boom"))
 	m.ObserveContainerStart(true, "RunContainerError")
 	m.ObserveProbe(metrics.ProbeStartup, metrics.ProbeSuccessful, metrics.ProbeTarget{Pod: "p"}, time.Millisecond)
@@ -437,7 +431,6 @@ func TestExpositionGoldenNames(t *testing.T) {
 		}
 	}
 	want := []string{
-		"kubelet_evictions counter",
 		"kubelet_node_name gauge",
 		"kubelet_pleg_last_seen_seconds gauge",
 		"kubelet_pleg_relist_duration_seconds histogram",
@@ -473,7 +466,6 @@ func TestExpositionGoldenNames(t *testing.T) {
 		labels[mf.GetName()] = names
 	}
 	wantLabels := map[string][]string{
-		"kubelet_evictions":                           {"eviction_signal"},
 		"kubelet_node_name":                           {"node"},
 		"kubelet_pleg_last_seen_seconds":              nil,
 		"kubelet_pleg_relist_duration_seconds":        nil,
