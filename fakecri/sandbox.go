@@ -198,15 +198,7 @@ func (r *Runtime) ListPodSandbox(ctx context.Context, filter *runtimeapi.PodSand
 		if !labelsMatch(sb.config.GetLabels(), filter.GetLabelSelector()) {
 			continue
 		}
-		out = append(out, &runtimeapi.PodSandbox{
-			Id:             sb.id,
-			Metadata:       proto.Clone(sb.config.GetMetadata()).(*runtimeapi.PodSandboxMetadata),
-			State:          state,
-			CreatedAt:      sb.createdAt,
-			Labels:         maps.Clone(sb.config.GetLabels()),
-			Annotations:    maps.Clone(sb.config.GetAnnotations()),
-			RuntimeHandler: sb.handler,
-		})
+		out = append(out, sb.toCRI(state))
 	}
 	return out, nil
 }
@@ -219,4 +211,17 @@ func labelsMatch(labels, selector map[string]string) bool {
 		}
 	}
 	return true
+}
+
+// toCRI is the sandbox as ListPodSandbox reports it in state.
+func (sb *sandbox) toCRI(state runtimeapi.PodSandboxState) *runtimeapi.PodSandbox {
+	return &runtimeapi.PodSandbox{
+		Id:             sb.id,
+		Metadata:       proto.Clone(sb.config.GetMetadata()).(*runtimeapi.PodSandboxMetadata),
+		State:          state,
+		CreatedAt:      sb.createdAt,
+		Labels:         maps.Clone(sb.config.GetLabels()),
+		Annotations:    maps.Clone(sb.config.GetAnnotations()),
+		RuntimeHandler: sb.handler,
+	}
 }

@@ -36,3 +36,23 @@ func (r *Runtime) TrueContainers() []*runtimeapi.Container {
 	}
 	return out
 }
+
+// TrueSandboxes lists every sandbox as it is at the clock's now, in
+// creation order, bypassing every injected fault, like TrueContainers. It
+// is for simulators and invariant checkers, not a CRI call: it never
+// blocks.
+func (r *Runtime) TrueSandboxes() []*runtimeapi.PodSandbox {
+	r.mu.Lock()
+	defer r.unlock()
+	now := r.now()
+	r.advance(now)
+	out := []*runtimeapi.PodSandbox{}
+	for _, sb := range r.sandboxOrder {
+		state, visible := sb.stateAt(now, false)
+		if !visible {
+			continue
+		}
+		out = append(out, sb.toCRI(state))
+	}
+	return out
+}

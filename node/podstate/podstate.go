@@ -5,6 +5,7 @@
 package podstate
 
 import (
+	"cmp"
 	"slices"
 	"time"
 
@@ -89,7 +90,7 @@ func (s *PodStatus) Sort() {
 		if a.Attempt != b.Attempt {
 			return int(b.Attempt) - int(a.Attempt)
 		}
-		return compareStrings(a.ID, b.ID)
+		return cmp.Compare(a.ID, b.ID)
 	})
 	slices.SortStableFunc(s.Containers, func(a, b Container) int {
 		if c := b.CreatedAt.Compare(a.CreatedAt); c != 0 {
@@ -98,7 +99,7 @@ func (s *PodStatus) Sort() {
 		if a.RestartCount != b.RestartCount {
 			return b.RestartCount - a.RestartCount
 		}
-		return compareStrings(a.ID, b.ID)
+		return cmp.Compare(a.ID, b.ID)
 	})
 }
 
@@ -166,14 +167,4 @@ func (s *PodStatus) Running() []Container {
 		}
 	}
 	return out
-}
-
-func compareStrings(a, b string) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }

@@ -1,6 +1,7 @@
 package podworkers
 
 import (
+	"cmp"
 	"slices"
 	"sync"
 	"time"
@@ -52,7 +53,7 @@ func (q *WorkQueue) GetDue() []types.UID {
 		if c := a.at.Compare(b.at); c != 0 {
 			return c
 		}
-		return compare(a.uid, b.uid)
+		return cmp.Compare(a.uid, b.uid)
 	})
 	out := make([]types.UID, len(items))
 	for i, it := range items {
@@ -67,14 +68,4 @@ func (q *WorkQueue) Len() int {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	return len(q.due)
-}
-
-func compare(a, b types.UID) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }

@@ -1,6 +1,7 @@
 package runtimesync
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -127,18 +128,8 @@ func sortOldestFirst(cs []DeadContainer) {
 		if c := a.Container.CreatedAt.Compare(b.Container.CreatedAt); c != 0 {
 			return c
 		}
-		return compareIDs(a.Container.ID, b.Container.ID)
+		return cmp.Compare(a.Container.ID, b.Container.ID)
 	})
-}
-
-func compareIDs(a, b string) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // CollectGarbage removes what live pods no longer need: the dead container
