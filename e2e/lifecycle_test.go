@@ -49,16 +49,31 @@ func TestPreviousInstanceLogs(t *testing.T) {
 	if now := e.get(t, p).Status.ContainerStatuses[0].RestartCount; now != restarts {
 		t.Logf("restartCount moved from %d to %d while reading; previous still served", restarts, now)
 	}
-	// Exactly the latest dead instance is kept beside the running one.
-	_, ctrs := e.criOf(t, string(p.UID))
-	var exited int
-	for _, c := range ctrs {
-		if c.State == runtimeapi.ContainerState_CONTAINER_EXITED {
-			exited++
+	// The previous instance itself stays in containerd beside the running
+	// one, through several housekeeping turns (2 s each), not only its log
+	// file: `kubectl logs --previous` reads the runtime's instance.
+	deadline := time.Now().Add(8 * time.Second)
+	for time.Now().Before(deadline) {
+		_, ctrs := e.criOf(t, string(p.UID))
+		exited := 0
+		for _, c := range ctrs {
+			if c.State == runtimeapi.ContainerState_CONTAINER_EXITED {
+				exited++
+			}
 		}
+		if exited < 1 {
+			t.Fatalf("containerd holds %d exited instances of the restarted container (of %d), want the previous one kept", exited, len(ctrs))
+		}
+		time.Sleep(500 * time.Millisecond)
 	}
-	if exited < 1 {
-		t.Errorf("containerd holds %d exited instances of the restarted container, want at least 1 (the previous one)", exited)
+	// Log shippers tail /var/log/containers/<pod>_<ns>_<container>-<id>.log.
+	latest := e.get(t, p).Status.ContainerStatuses[0]
+	id := strings.TrimPrefix(latest.ContainerID, "containerd://")
+	link := filepath.Join(e.dir, "containers", fmt.Sprintf("%s_%s_c-%s.log", p.Name, p.Namespace, id))
+	if target, err := os.Readlink(link); err != nil {
+		t.Errorf("container log symlink: %v", err)
+	} else if _, err := os.Stat(target); err != nil {
+		t.Errorf("container log symlink %s points to %s: %v", link, target, err)
 	}
 	t.Logf("previous log %q, current log %q", strings.TrimSpace(prev), strings.TrimSpace(cur))
 }
