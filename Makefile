@@ -32,9 +32,14 @@ bench:
 	$(GO) test -run '^$$' -bench 'Relist' -benchtime 2s -cpu 1 ./bench/
 	$(GO) test -run '^$$' -bench 'FakeCRI' -benchtime 1s -cpu 1 ./bench/
 
-## sim: a seeded simulation of the demo workload (SEED=n to choose the seed)
+SIM_SEEDS    ?= 1..2000
+SIM_PARALLEL ?= 2
+
+## sim: a long sweep of the `mixed` scenario over the real agent, with a
+## progress bar; failures are shrunk and saved in .sim-failures/ with their
+## replay command (SIM_SEEDS=a..b, SIM_PARALLEL=n; see `lockstep sim --help`)
 sim:
-	$(GO) run ./cmd/lockstep sim --seed $(SEED)
+	$(GO) run ./cmd/lockstep sim sweep --scenario mixed --seeds $(SIM_SEEDS) --parallel $(SIM_PARALLEL)
 
 DEMO_DIR ?= /tmp/lockstep-demo
 

@@ -12,7 +12,7 @@ import (
 	"github.com/lockstep-dev/lockstep/sim/workload"
 )
 
-// simOptions are the flags of `lockstep sim`.
+// simOptions are the flags of `lockstep sim kernel-demo`.
 type simOptions struct {
 	seed      uint64
 	workload  string
@@ -20,11 +20,11 @@ type simOptions struct {
 	maxTime   time.Duration
 }
 
-// newSimCommand runs a seeded simulation and prints its trace summary.
-func newSimCommand() *cobra.Command {
+// newKernelDemoCommand runs a seeded kernel-only simulation and prints its trace summary.
+func newKernelDemoCommand() *cobra.Command {
 	o := simOptions{}
 	cmd := &cobra.Command{
-		Use:   "sim",
+		Use:   "kernel-demo",
 		Short: "Run a seeded deterministic simulation and print its trace summary",
 		Long: `Run a workload inside the deterministic simulator. The same seed gives the
 same trace (and trace hash) on every run; failures end with the command that
@@ -57,7 +57,7 @@ func runSim(out io.Writer, o simOptions) error {
 	k := kernel.New(kernel.Config{
 		Seed: o.seed, Trace: traceW, MaxTime: o.maxTime,
 		Replay: func(seed uint64) string {
-			return fmt.Sprintf("go run ./cmd/lockstep sim --workload %s --seed %d", o.workload, seed)
+			return fmt.Sprintf("go run ./cmd/lockstep sim kernel-demo --workload %s --seed %d", o.workload, seed)
 		},
 	})
 	defer k.Close()
