@@ -4,7 +4,7 @@ PKGS     := ./...
 BIN      := bin/lockstep
 SEED     ?= 1
 
-.PHONY: all build test lint bench sim run e2e clean
+.PHONY: all build test lint bench sim run e2e clean regress
 
 all: build
 
@@ -23,6 +23,16 @@ lint:
 ## determinism checks: same seed => same trace hash under GOMAXPROCS 1 and 4)
 test: lint
 	$(GO) test -race -count=1 -timeout 15m $(PKGS)
+	$(MAKE) regress
+
+## regress: the suite catches deliberately broken builds (re-created
+## upstream bugs, build tags only) within budget and shrinks them to <= 10
+## actions that replay with the same trace hash
+REGRESS_TAGS := regress_93210 regress_104648
+regress:
+	@for tag in $(REGRESS_TAGS); do \
+		$(GO) test -count=1 -tags $$tag -run TestRegression ./scenarios/ || exit 1; \
+	done
 
 ## bench: the benchmarks whose figures docs/benchmarks.md records (one core)
 bench:
