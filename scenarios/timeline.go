@@ -84,11 +84,15 @@ func Timeline(traceJSONL []byte, res Result) ([]byte, error) {
 	for _, name := range order {
 		d.Lanes = append(d.Lanes, *lanes[name])
 	}
+	d.End = timelineEnd(d, res)
 	for _, v := range res.Violations {
 		d.Violations = append(d.Violations, TimelineEvent{T: v.At.Seconds(), Mark: v.Invariant, Text: v.String()})
 	}
 	if res.Err != nil {
 		d.Violations = append(d.Violations, TimelineEvent{T: res.Elapsed.Seconds(), Mark: "sim", Text: res.Err.Error()})
+	}
+	for _, v := range d.Violations {
+		d.End = max(d.End, min(v.T+10, res.Elapsed.Seconds()))
 	}
 	data, err := json.Marshal(d)
 	if err != nil {
@@ -210,3 +214,16 @@ draw();
 })();
 </script></body></html>
 `))
+
+// timelineEnd is where the drawing ends: 20 s after the last change on any
+// lane (the long quiet settling at the end of a run is cut), at most the
+// run's end.
+func timelineEnd(d timelineData, res Result) float64 {
+	last := 0.0
+	for _, l := range d.Lanes {
+		for _, e := range l.Events {
+			last = max(last, e.T)
+		}
+	}
+	return min(last+20, max(res.Elapsed.Seconds(), 1))
+}
