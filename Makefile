@@ -41,6 +41,9 @@ bench:
 	$(GO) test -run '^$$' -bench 'PodStartThroughput' -benchtime 1x -cpu 1 ./bench/
 	$(GO) test -run '^$$' -bench 'Relist' -benchtime 2s -cpu 1 ./bench/
 	$(GO) test -run '^$$' -bench 'FakeCRI' -benchtime 1s -cpu 1 ./bench/
+	$(GO) test -run '^$$' -bench 'SimMixed/pods=(10|50)$$' -benchtime 20x -cpu 1 ./bench/
+	$(GO) test -run '^$$' -bench 'SimMixed/pods=100$$' -benchtime 5x -cpu 1 ./bench/
+	$(GO) test -run '^$$' -bench 'SimMixed/pods=1000$$' -benchtime 1x -cpu 1 -timeout 30m ./bench/
 
 SIM_SEEDS    ?= 1..2000
 SIM_PARALLEL ?= 2
