@@ -4,7 +4,7 @@ PKGS     := ./...
 BIN      := bin/lockstep
 SEED     ?= 1
 
-.PHONY: all build test lint bench sim run e2e clean
+.PHONY: all build test lint bench sim run e2e clean regress
 
 all: build
 
@@ -23,6 +23,16 @@ lint:
 ## determinism checks: same seed => same trace hash under GOMAXPROCS 1 and 4)
 test: lint
 	$(GO) test -race -count=1 -timeout 15m $(PKGS)
+	$(MAKE) regress
+
+## regress: the suite catches deliberately broken builds (re-created
+## upstream bugs, build tags only) within budget and shrinks them to <= 10
+## actions that replay with the same trace hash
+REGRESS_TAGS := regress_93210 regress_104648
+regress:
+	@for tag in $(REGRESS_TAGS); do \
+		$(GO) test -count=1 -tags $$tag -run TestRegression ./scenarios/ || exit 1; \
+	done
 
 ## bench: the benchmarks whose figures docs/benchmarks.md records (one core)
 bench:
@@ -31,10 +41,18 @@ bench:
 	$(GO) test -run '^$$' -bench 'PodStartThroughput' -benchtime 1x -cpu 1 ./bench/
 	$(GO) test -run '^$$' -bench 'Relist' -benchtime 2s -cpu 1 ./bench/
 	$(GO) test -run '^$$' -bench 'FakeCRI' -benchtime 1s -cpu 1 ./bench/
+	$(GO) test -run '^$$' -bench 'SimMixed/pods=(10|50)$$' -benchtime 20x -cpu 1 ./bench/
+	$(GO) test -run '^$$' -bench 'SimMixed/pods=100$$' -benchtime 5x -cpu 1 ./bench/
+	$(GO) test -run '^$$' -bench 'SimMixed/pods=1000$$' -benchtime 1x -cpu 1 -timeout 30m ./bench/
 
-## sim: a seeded simulation of the demo workload (SEED=n to choose the seed)
+SIM_SEEDS    ?= 1..2000
+SIM_PARALLEL ?= 2
+
+## sim: a long sweep of the `mixed` scenario over the real agent, with a
+## progress bar; failures are shrunk and saved in .sim-failures/ with their
+## replay command (SIM_SEEDS=a..b, SIM_PARALLEL=n; see `lockstep sim --help`)
 sim:
-	$(GO) run ./cmd/lockstep sim --seed $(SEED)
+	$(GO) run ./cmd/lockstep sim sweep --scenario mixed --seeds $(SIM_SEEDS) --parallel $(SIM_PARALLEL)
 
 DEMO_DIR ?= /tmp/lockstep-demo
 

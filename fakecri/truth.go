@@ -56,3 +56,21 @@ func (r *Runtime) TrueSandboxes() []*runtimeapi.PodSandbox {
 	}
 	return out
 }
+
+// TrueExit reports how a container exited (its exit code and reason),
+// bypassing every injected fault; ok is false if it has not exited or is
+// unknown. For invariant checkers, like TrueContainers.
+func (r *Runtime) TrueExit(id string) (code int32, reason string, ok bool) {
+	r.mu.Lock()
+	defer r.unlock()
+	now := r.now()
+	r.advance(now)
+	c := r.findContainerAt(id, now, false)
+	if c == nil {
+		return 0, "", false
+	}
+	if st, _ := c.stateAt(now, false); st != runtimeapi.ContainerState_CONTAINER_EXITED {
+		return 0, "", false
+	}
+	return c.exitCode, c.reason, true
+}

@@ -37,13 +37,14 @@ type Checker struct {
 	restarts  map[string]int32
 	ctr       *containerChecks // see invariants_containers.go
 	term      *terminationState
+	suite     *suiteState // see invariants_suite.go
 }
 
 // NewChecker starts checking h's apiserver writes at once; call Check to
 // check the runtime.
 func NewChecker(h *harness.Harness) *Checker {
 	c := &Checker{h: h, instances: map[string]map[string]bool{}, policy: map[types.UID]corev1.RestartPolicy{},
-		lastPhase: map[types.UID]corev1.PodPhase{}, restarts: map[string]int32{}, term: newTerminationState()}
+		lastPhase: map[types.UID]corev1.PodPhase{}, restarts: map[string]int32{}, term: newTerminationState(), suite: newSuiteState()}
 	h.API.OnWrite(c.onWrite)
 	return c
 }
@@ -61,6 +62,7 @@ func (c *Checker) Check() {
 	c.checkContainers()
 	running := map[string][]string{}
 	truth := TrueContainers(c.h)
+	c.checkSuite(truth)
 	c.checkTermination(truth)
 	for _, ct := range truth {
 		key := string(ct.PodUID) + "/" + ct.Name
@@ -91,6 +93,7 @@ func (c *Checker) onWrite(r apiserver.Record) {
 		return
 	}
 	c.onWriteTermination(r)
+	c.onWriteSuite(r)
 	p := r.Pod
 	c.policy[p.UID] = p.Spec.RestartPolicy
 	prev, seen := c.lastPhase[p.UID]

@@ -3,6 +3,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"os"
 
@@ -11,6 +12,9 @@ import (
 
 func main() {
 	if err := newRootCommand().Execute(); err != nil {
+		if errors.Is(err, errFailed) {
+			os.Exit(1)
+		}
 		fmt.Fprintln(os.Stderr, "lockstep:", err)
 		os.Exit(1)
 	}

@@ -201,7 +201,7 @@ func (p *PodWorkers) UpdatePod(u Work) {
 	}
 	switch u.Type {
 	case Create:
-		if w.state != Syncing {
+		if w.state != Syncing && !regress104648 {
 			if w.finished {
 				p.resetLocked(w, u.Pod)
 			} else {
@@ -215,6 +215,9 @@ func (p *PodWorkers) UpdatePod(u Work) {
 		}
 	case Kill:
 		g := killGrace(u, w.pod)
+		if regress93210 && w.state == Syncing && w.cancelStep != nil {
+			g = 0
+		}
 		shortened := w.grace != nil && g < *w.grace
 		if w.grace == nil || shortened {
 			w.grace = &g

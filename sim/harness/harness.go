@@ -38,7 +38,8 @@ type Config struct {
 	// Runtime tweaks the fake runtime's configuration (clock, randomness,
 	// signals and files are filled in).
 	Runtime fakecri.Config
-	// Replay formats the command that replays a failing run.
+	// Replay formats the command that replays a failing run. Default: the
+	// go test command of the test that called New (from the call stack).
 	Replay func(seed uint64) string
 	// EventedPLEG makes the agent's PLEG consume the runtime's container
 	// events and relist rarely, as it does on a runtime that implements
@@ -59,6 +60,7 @@ type Harness struct {
 	group    *kernel.Group
 	cancel   context.CancelFunc
 	restarts int
+	traced   *tracingRuntime // the runtime as the agent sees it: calls traced
 }
 
 // New builds the world; the agent is not started yet.
@@ -68,6 +70,9 @@ func New(cfg Config) *Harness {
 	}
 	if cfg.ManifestDir == "" {
 		cfg.ManifestDir = "/etc/kubernetes/manifests"
+	}
+	if cfg.Replay == nil {
+		cfg.Replay = callerReplay()
 	}
 	k := kernel.New(kernel.Config{Seed: cfg.Seed, Choices: cfg.Choices, Trace: cfg.Trace, Replay: cfg.Replay})
 	files := memfs.New()
@@ -81,7 +86,9 @@ func New(cfg Config) *Harness {
 	rt := fakecri.New(rc)
 	api := apiserver.New(apiserver.Config{Clock: k, Tasks: k.Tasks(), Rand: k.Rand(), Log: k.Logger().With("component", "apiserver"),
 		Node: cfg.NodeName})
-	return &Harness{K: k, Runtime: rt, API: api, Files: files, NodeName: cfg.NodeName, cfg: cfg}
+	traceWrites(k, api)
+	return &Harness{K: k, Runtime: rt, API: api, Files: files, NodeName: cfg.NodeName, cfg: cfg,
+		traced: newTracingRuntime(rt, k)}
 }
 
 // Agent is the running agent (nil before StartAgent).
@@ -101,9 +108,9 @@ func (h *Harness) StartAgent() {
 	log := h.K.Logger().With("component", "agent", "node", h.NodeName)
 	d := deps.Deps{
 		Core:    deps.Core{Clock: h.K, Rand: h.K.Rand(), Tasks: h.K.TasksIn(h.group), Log: log},
-		Runtime: h.Runtime,
+		Runtime: h.traced,
 		Images:  h.Runtime,
-		API:     deps.API{Pods: h.API, Nodes: h.API, Leases: h.API, Events: h.API},
+		API:     deps.API{Pods: tracingPods{h.API, h.K}, Nodes: h.API, Leases: h.API, Events: h.API},
 		Files:   h.Files,
 		Machine: machineModel{h.Runtime, h.NodeName},
 	}
@@ -139,3 +146,7 @@ func (h *Harness) Close() { h.K.Close() }
 
 // Logger returns a logger writing to the trace.
 func (h *Harness) Logger() *slog.Logger { return h.K.Logger() }
+
+// ReplayCommand is the command that replays this run, as failure reports
+// print it.
+func (h *Harness) ReplayCommand() string { return h.cfg.Replay(h.cfg.Seed) }

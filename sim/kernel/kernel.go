@@ -46,7 +46,8 @@ type Config struct {
 	// (0: no limit).
 	MaxTime time.Duration
 	// Replay formats the command that replays this run, ending every
-	// failure report. Default: "go run ./cmd/lockstep sim --seed N".
+	// failure report. Default: "go run ./cmd/lockstep sim kernel-demo --seed N"
+	// (right only for the demo workload; harness.New sets its own).
 	Replay func(seed uint64) string
 }
 
@@ -98,7 +99,7 @@ func New(cfg Config) *Kernel {
 	}
 	if cfg.Replay == nil {
 		cfg.Replay = func(seed uint64) string {
-			return fmt.Sprintf("go run ./cmd/lockstep sim --seed %d", seed)
+			return fmt.Sprintf("go run ./cmd/lockstep sim kernel-demo --seed %d", seed)
 		}
 	}
 	return &Kernel{

@@ -277,12 +277,12 @@ func TestDeadlockIsReportedWithTaskNames(t *testing.T) {
 		Kind: "deadlock", Seed: 77, At: 2 * time.Second, Step: f.Step,
 		Message: "no task is ready and no timer is pending",
 		Waiting: []kernel.TaskWait{{Task: "consumer#1", WaitingOn: "signal orders"}},
-		Replay:  "go run ./cmd/lockstep sim --seed 77",
+		Replay:  "go run ./cmd/lockstep sim kernel-demo --seed 77",
 	}
 	if diff := cmp.Diff(want, f); diff != "" {
 		t.Errorf("failure (-want +got):\n%s", diff)
 	}
-	if !strings.HasSuffix(err.Error(), "replay: go run ./cmd/lockstep sim --seed 77") {
+	if !strings.HasSuffix(err.Error(), "replay: go run ./cmd/lockstep sim kernel-demo --seed 77") {
 		t.Errorf("report does not end with the replay command:\n%s", err)
 	}
 }

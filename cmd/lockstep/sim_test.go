@@ -1,0 +1,131 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/lockstep-dev/lockstep/scenarios"
+)
+
+// lockstep runs the command line with args and returns its output.
+func lockstep(t *testing.T, args ...string) (string, error) {
+	t.Helper()
+	cmd := newRootCommand()
+	var out bytes.Buffer
+	cmd.SetOut(&out)
+	cmd.SetErr(&out)
+	cmd.SetArgs(args)
+	err := cmd.Execute()
+	return out.String(), err
+}
+
+var hashRE = regexp.MustCompile(`trace hash:\s+([0-9a-f]{16})`)
+
+func TestSimRunPrintsSummaryAndSameHash(t *testing.T) {
+	dir := t.TempDir()
+	trace := filepath.Join(dir, "t.jsonl")
+	out1, err := lockstep(t, "sim", "run", "--scenario", "mixed", "--seed", "3", "--steps", "5", "--trace", trace)
+	if err != nil {
+		t.Fatalf("sim run: %v\n%s", err, out1)
+	}
+	out2, err := lockstep(t, "sim", "run", "--scenario", "mixed", "--seed", "3", "--steps", "5")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"scenario mixed, seed 3: PASS", "invariants:", "sigterm-first", "lease-fresh"} {
+		if !strings.Contains(out1, want) {
+			t.Errorf("summary has no %q:\n%s", want, out1)
+		}
+	}
+	h1, h2 := hashRE.FindStringSubmatch(out1), hashRE.FindStringSubmatch(out2)
+	if h1 == nil || h2 == nil || h1[1] != h2[1] {
+		t.Errorf("two runs of seed 3 hash %v and %v", h1, h2)
+	}
+	if st, err := os.Stat(trace); err != nil || st.Size() == 0 {
+		t.Errorf("trace file: %v", err)
+	}
+}
+
+func TestSimSweepShardsAndReplay(t *testing.T) {
+	dir := t.TempDir()
+	out, err := lockstep(t, "sim", "sweep", "--scenario", "termination", "--seeds", "1..4", "--shard", "1/2",
+		"--steps", "3", "--parallel", "2", "--out", dir)
+	if err != nil {
+		t.Fatalf("sweep: %v\n%s", err, out)
+	}
+	if !strings.Contains(out, "2 seeds, 0 failed") {
+		t.Errorf("shard 1/2 of 1..4 should run 2 seeds:\n%s", out)
+	}
+	// A record replays with the same hash.
+	sc, _ := scenarios.Lookup("termination")
+	sc.Steps = 3
+	plan := scenarios.Generate(sc, 2, scenarios.SeededDrawer(2))
+	res := scenarios.Execute(plan, scenarios.Options{})
+	path := filepath.Join(dir, "r.json")
+	if err := writeRecord(path, newRecord(res)); err != nil {
+		t.Fatal(err)
+	}
+	out, err = lockstep(t, "sim", "replay", path)
+	if err != nil || !strings.Contains(out, "trace hash identical to the recorded "+res.Hash) {
+		t.Errorf("replay: %v\n%s", err, out)
+	}
+}
+
+func TestShardSeedsCoverTheRangeOnce(t *testing.T) {
+	seen := map[uint64]int{}
+	for i := range 3 {
+		for _, s := range shardSeeds(10, 20, i, 3) {
+			seen[s]++
+		}
+	}
+	for s := uint64(10); s <= 20; s++ {
+		if seen[s] != 1 {
+			t.Errorf("seed %d run by %d shards", s, seen[s])
+		}
+	}
+}
+
+func TestSimMergeReportsEveryShard(t *testing.T) {
+	a, b := t.TempDir(), t.TempDir()
+	for i, dir := range []string{a, b} {
+		r := record{Scenario: "mixed", Seed: uint64(10 + i), Version: version, Failure: "one-instance",
+			Violations: []string{"one-instance at +1s: two"}, Replay: "go run ./cmd/lockstep sim run --seed x"}
+		if err := writeRecord(filepath.Join(dir, "f.json"), r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	out, err := lockstep(t, "sim", "merge", a, b)
+	if !errors.Is(err, errFailed) {
+		t.Errorf("merge of failures returned %v", err)
+	}
+	for _, want := range []string{"2 failure records", "one-instance:", "mixed seed 10", "mixed seed 11", "replay: go run"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("merge report has no %q:\n%s", want, out)
+		}
+	}
+}
+
+func TestSimRunHTMLTimeline(t *testing.T) {
+	page := filepath.Join(t.TempDir(), "t.html")
+	if out, err := lockstep(t, "sim", "run", "--scenario", "termination", "--seed", "4", "--steps", "4", "--html", page); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	b, err := os.ReadFile(page)
+	if err != nil {
+		t.Fatal(err)
+	}
+	html := string(b)
+	for _, want := range []string{`"lanes"`, `default/p`, "<ol start=\"0\">"} {
+		if !strings.Contains(html, want) {
+			t.Errorf("timeline has no %q", want)
+		}
+	}
+	if regexp.MustCompile(`(src|href)=["']?(https?:)?//`).MatchString(html) {
+		t.Errorf("timeline fetches from the network")
+	}
+}

@@ -1,0 +1,231 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/lockstep-dev/lockstep/scenarios"
+)
+
+// sweepOptions are the flags of `lockstep sim sweep`.
+type sweepOptions struct {
+	scenario string
+	seeds    string
+	parallel int
+	shard    string
+	steps    int
+	pods     int
+	out      string
+	shrink   int
+}
+
+func newSimSweepCommand() *cobra.Command {
+	o := sweepOptions{}
+	cmd := &cobra.Command{
+		Use:   "sweep",
+		Short: "Run a scenario over a range of seeds, shrink and save each failure",
+		Long: `Run one plan per seed of the range (only this shard's seeds with --shard i/n:
+those whose offset in the range is i modulo n, so n machines share a range).
+A progress line shows seeds/s, failures so far and the ETA. Each failure is
+shrunk, reported with the one command that replays it, and saved as a record
+in --out (for ` + "`sim replay`" + ` and ` + "`sim merge`" + `). Exits non-zero if any seed failed.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return sweep(cmd.OutOrStdout(), cmd.ErrOrStderr(), o) },
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.scenario, "scenario", "mixed", "named scenario (see `lockstep sim list`)")
+	f.StringVar(&o.seeds, "seeds", "1..100", "seed range A..B (inclusive)")
+	f.IntVar(&o.parallel, "parallel", 1, "runs at once (each is single-threaded)")
+	f.StringVar(&o.shard, "shard", "0/1", "run only shard i of n (i/n, 0-based)")
+	f.IntVar(&o.steps, "steps", 0, "exact number of actions per plan (0: drawn)")
+	f.IntVar(&o.pods, "pods", 0, "pods created before the first action")
+	f.StringVar(&o.out, "out", ".sim-failures", "directory for failure records")
+	f.IntVar(&o.shrink, "shrink-runs", 200, "runs spent shrinking each failure (0: no shrinking)")
+	return cmd
+}
+
+// parseRange reads "A..B" (or a single seed).
+func parseRange(s string) (uint64, uint64, error) {
+	a, b, ok := strings.Cut(s, "..")
+	if !ok {
+		b = a
+	}
+	lo, err1 := strconv.ParseUint(a, 10, 64)
+	hi, err2 := strconv.ParseUint(b, 10, 64)
+	if err1 != nil || err2 != nil || hi < lo {
+		return 0, 0, fmt.Errorf("--seeds %q: want A..B with A <= B", s)
+	}
+	return lo, hi, nil
+}
+
+// parseShard reads "i/n" with 0 <= i < n.
+func parseShard(s string) (int, int, error) {
+	a, b, ok := strings.Cut(s, "/")
+	i, err1 := strconv.Atoi(a)
+	n, err2 := strconv.Atoi(b)
+	if !ok || err1 != nil || err2 != nil || n < 1 || i < 0 || i >= n {
+		return 0, 0, fmt.Errorf("--shard %q: want i/n with 0 <= i < n", s)
+	}
+	return i, n, nil
+}
+
+// shardSeeds lists the seeds of [lo, hi] that shard i of n runs.
+func shardSeeds(lo, hi uint64, i, n int) []uint64 {
+	var out []uint64
+	for s := lo + uint64(i); s >= lo && s <= hi; s += uint64(n) {
+		out = append(out, s)
+	}
+	return out
+}
+
+func sweep(out, progress io.Writer, o sweepOptions) error {
+	sc, err := scenarios.Lookup(o.scenario)
+	if err != nil {
+		return err
+	}
+	sc.Steps = o.steps
+	lo, hi, err := parseRange(o.seeds)
+	if err != nil {
+		return err
+	}
+	si, sn, err := parseShard(o.shard)
+	if err != nil {
+		return err
+	}
+	seeds := shardSeeds(lo, hi, si, sn)
+	if err := os.MkdirAll(o.out, 0o755); err != nil {
+		return fmt.Errorf("sweep: create %s: %w", o.out, err)
+	}
+	fmt.Fprintf(out, "sweep %s: %d seeds of %s (shard %d/%d), %d at once; records in %s\n", sc.Name, len(seeds), o.seeds, si, sn, max(o.parallel, 1), o.out)
+	work := make(chan uint64)
+	var mu sync.Mutex
+	var failed []record
+	done, start := 0, time.Now()
+	var wg sync.WaitGroup
+	for range max(o.parallel, 1) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for seed := range work {
+				rec, bad := sweepOne(sc, seed, o)
+				mu.Lock()
+				done++
+				if bad {
+					failed = append(failed, rec)
+					fmt.Fprintf(progress, "\r\033[K")
+					fmt.Fprintf(out, "FAIL seed %d: %s\n  replay: %s\n", seed, rec.Failure, rec.Replay)
+				}
+				printProgress(progress, done, len(seeds), len(failed), time.Since(start))
+				mu.Unlock()
+			}
+		}()
+	}
+	for _, s := range seeds {
+		work <- s
+	}
+	close(work)
+	wg.Wait()
+	fmt.Fprintln(progress)
+	fmt.Fprintf(out, "%d seeds, %d failed, %v\n", len(seeds), len(failed), time.Since(start).Round(time.Millisecond))
+	if len(failed) > 0 {
+		return errFailed
+	}
+	return nil
+}
+
+// sweepOne runs one seed; on failure it shrinks the plan and saves its
+// record.
+func sweepOne(sc scenarios.Scenario, seed uint64, o sweepOptions) (record, bool) {
+	plan := scenarios.Generate(sc, seed, scenarios.SeededDrawer(seed))
+	plan.Pods = o.pods
+	res := scenarios.Execute(plan, scenarios.Options{})
+	if !res.Failed() {
+		return record{}, false
+	}
+	if o.shrink > 0 {
+		_, res = scenarios.Shrink(plan, o.shrink, func(p scenarios.Plan) scenarios.Result { return scenarios.Execute(p, scenarios.Options{}) })
+	}
+	rec := newRecord(res)
+	path := filepath.Join(o.out, fmt.Sprintf("%s-%d.json", sc.Name, seed))
+	if err := writeRecord(path, rec); err != nil {
+		rec.Error += "; " + err.Error()
+	}
+	return rec, true
+}
+
+// printProgress draws the progress line: a bar, seeds/s, failures, ETA.
+func printProgress(w io.Writer, done, total, failures int, elapsed time.Duration) {
+	const width = 30
+	filled := width * done / max(total, 1)
+	rate := float64(done) / max(elapsed.Seconds(), 1e-9)
+	eta := time.Duration(float64(total-done)/max(rate, 1e-9)) * time.Second
+	fmt.Fprintf(w, "\r[%s%s] %d/%d seeds, %.2f seeds/s, %d failed, ETA %v ",
+		strings.Repeat("#", filled), strings.Repeat(".", width-filled), done, total, rate, failures, eta.Round(time.Second))
+}
+
+func newSimMergeCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:   "merge DIR|FILE...",
+		Short: "Collect the failure records of many sweep shards into one report",
+		Long: `Read every failure record (*.json) in the given directories and files (e.g.
+the --out directories of the shards of a sweep, copied from the Job's pods)
+and print one report grouped by broken invariant, each failure with its
+replay command. Exits non-zero if there was any failure.`,
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error { return merge(cmd.OutOrStdout(), args) },
+	}
+}
+
+func merge(out io.Writer, paths []string) error {
+	var recs []record
+	for _, p := range paths {
+		files := []string{p}
+		if st, err := os.Stat(p); err != nil {
+			return fmt.Errorf("merge: %w", err)
+		} else if st.IsDir() {
+			files, _ = filepath.Glob(filepath.Join(p, "*.json"))
+		}
+		for _, f := range files {
+			r, err := readRecord(f)
+			if err != nil {
+				return fmt.Errorf("merge: %w", err)
+			}
+			recs = append(recs, r)
+		}
+	}
+	sort.Slice(recs, func(i, j int) bool {
+		if recs[i].Failure != recs[j].Failure {
+			return recs[i].Failure < recs[j].Failure
+		}
+		if recs[i].Scenario != recs[j].Scenario {
+			return recs[i].Scenario < recs[j].Scenario
+		}
+		return recs[i].Seed < recs[j].Seed
+	})
+	fmt.Fprintf(out, "%d failure records from %d paths\n", len(recs), len(paths))
+	last := "\x00"
+	for _, r := range recs {
+		if r.Failure != last {
+			last = r.Failure
+			fmt.Fprintf(out, "\n%s:\n", r.Failure)
+		}
+		first := r.Error
+		if len(r.Violations) > 0 {
+			first = r.Violations[0]
+		}
+		fmt.Fprintf(out, "  %s seed %d (%d actions, %s): %s\n    replay: %s\n", r.Scenario, r.Seed, len(r.Plan.Actions), r.Version, first, r.Replay)
+	}
+	if len(recs) > 0 {
+		return errFailed
+	}
+	return nil
+}

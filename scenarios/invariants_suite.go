@@ -1,0 +1,209 @@
+package scenarios
+
+import (
+	"math"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/lockstep-dev/lockstep/node/nodestatus"
+	"github.com/lockstep-dev/lockstep/sim/apiserver"
+)
+
+// minStopTimeout is the least time the agent gives a container to stop
+// after SIGTERM, whatever the grace (runtimesync.MinStopTimeout).
+const minStopTimeout = 2 * time.Second
+
+// leaseRecovery is how long after the API comes back the agent has to renew
+// its lease: a renew interval (10 s) plus the back-off of its retries.
+const leaseRecovery = 20 * time.Second
+
+// forever is an excuse that lasts until the world heals.
+const forever = time.Duration(math.MaxInt64)
+
+// suiteState is what sigterm-first, lease-fresh and the fault excuses of
+// grace-honoured remember.
+type suiteState struct {
+	// specs: the latest spec seen of every pod, by UID.
+	specs map[types.UID]*corev1.PodSpec
+	// killed: containers already reported by sigterm-first.
+	killed map[string]bool
+	// runtimeImpaired: until then the runtime may not be able to stop a
+	// container (hung, not ready, restarting): grace-honoured deadlines
+	// move past it.
+	runtimeImpaired time.Duration
+	// viewStale: until then the runtime's lists may lag (stale relists):
+	// a kill may miss a container the view does not show yet, which the
+	// sandbox's stop then SIGKILLs (sigterm-first is not checked).
+	viewStale time.Duration
+	// leaseExcused: until then the lease may go stale (API down or
+	// faulty, agent down).
+	leaseExcused time.Duration
+}
+
+func newSuiteState() *suiteState {
+	return &suiteState{specs: map[types.UID]*corev1.PodSpec{}, killed: map[string]bool{}}
+}
+
+// RuntimeImpaired tells the checker the runtime may not stop containers for
+// d from now (forever: until Healed): a deletion's grace counts from when
+// the runtime can act again.
+func (c *Checker) RuntimeImpaired(d time.Duration) {
+	c.suite.runtimeImpaired = max(c.suite.runtimeImpaired, addSat(c.h.K.Elapsed(), d))
+}
+
+// APIImpaired tells the checker the agent may not reach the API for d from
+// now (forever: until Healed): the lease may go stale meanwhile and
+// deletions may reach the agent late.
+func (c *Checker) APIImpaired(d time.Duration) {
+	end := addSat(c.h.K.Elapsed(), d)
+	c.suite.leaseExcused = max(c.suite.leaseExcused, addSat(end, leaseRecovery))
+	c.suite.runtimeImpaired = max(c.suite.runtimeImpaired, end)
+}
+
+// RuntimeViewStale tells the checker the runtime's lists lag until the world
+// heals: the runtime is impaired, and a kill may miss a container.
+func (c *Checker) RuntimeViewStale() {
+	c.RuntimeImpaired(forever)
+	c.suite.viewStale = forever
+}
+
+// Healed ends every open-ended excuse: the faults are gone from now.
+func (c *Checker) Healed() {
+	now := c.h.K.Elapsed()
+	if c.suite.runtimeImpaired == forever {
+		c.suite.runtimeImpaired = now
+	}
+	if c.suite.leaseExcused == forever {
+		c.suite.leaseExcused = now + leaseRecovery
+	}
+	if c.suite.viewStale == forever {
+		c.suite.viewStale = now
+	}
+}
+
+func addSat(a, b time.Duration) time.Duration {
+	if b >= forever-a {
+		return forever
+	}
+	return a + b
+}
+
+// onWriteSuite remembers pod specs.
+func (c *Checker) onWriteSuite(r apiserver.Record) {
+	if r.Kind == apiserver.KindPod && r.Pod != nil {
+		c.suite.specs[r.UID] = &r.Pod.Spec
+	}
+}
+
+// checkSuite runs the checks of this file against the runtime's truth.
+func (c *Checker) checkSuite(truth []RuntimeContainer) {
+	c.excuseGrace()
+	c.checkSigtermFirst(truth)
+	c.checkLeaseFresh()
+}
+
+// excuseGrace moves grace-honoured deadlines past a runtime impairment:
+// the grace period counts again from when the runtime can act.
+func (c *Checker) excuseGrace() {
+	until := min(c.suite.runtimeImpaired, c.h.K.Elapsed())
+	if until == 0 {
+		return
+	}
+	for _, d := range c.term.deletions {
+		d.deadline = max(d.deadline, until+time.Duration(d.grace)*time.Second+graceSlack)
+	}
+}
+
+// checkSigtermFirst: a container that exits within the time it is given
+// after SIGTERM is never SIGKILLed. A container that honours SIGTERM and
+// stops in under the agent's least stop timeout must never exit with 137
+// unless OOM-killed; one that takes longer must not be SIGKILLed when
+// every grace period its pod was given was longer than its stop time.
+func (c *Checker) checkSigtermFirst(truth []RuntimeContainer) {
+	for _, ct := range truth {
+		key := string(ct.PodUID) + "/" + ct.ID
+		if ct.State != runtimeapi.ContainerState_CONTAINER_EXITED || c.suite.killed[key] {
+			continue
+		}
+		spec := c.suite.specs[ct.PodUID]
+		if spec == nil {
+			continue
+		}
+		stop, honours := stopBehaviour(spec, ct.Name)
+		if !honours {
+			continue
+		}
+		code, reason, ok := c.h.Runtime.TrueExit(ct.ID)
+		if !ok || code != 137 || reason == "OOMKilled" {
+			continue
+		}
+		c.suite.killed[key] = true
+		if c.suite.viewStale > 0 && c.h.K.Elapsed() <= addSat(c.suite.viewStale, graceSlack+restartSlack) {
+			continue // the kill may have been decided on what an impaired runtime said
+		}
+		grace := time.Duration(1 << 62)
+		if spec.TerminationGracePeriodSeconds != nil {
+			grace = time.Duration(*spec.TerminationGracePeriodSeconds) * time.Second
+		}
+		if d := c.term.deletions[ct.PodUID]; d != nil {
+			grace = min(grace, time.Duration(d.grace)*time.Second)
+		}
+		if stop >= minStopTimeout && stop+time.Second >= grace {
+			continue
+		}
+		c.fail("sigterm-first", "container %s (%s) of pod %s stops %v after SIGTERM (grace %v) but was SIGKILLed", ct.Name, ct.ID, ct.PodUID, stop, grace)
+	}
+}
+
+// stopBehaviour reads how a fake-runtime container reacts to SIGTERM: how
+// long it takes to exit, and whether it exits at all.
+func stopBehaviour(spec *corev1.PodSpec, name string) (time.Duration, bool) {
+	for _, ctr := range append(append([]corev1.Container(nil), spec.InitContainers...), spec.Containers...) {
+		if ctr.Name != name {
+			continue
+		}
+		stop := time.Duration(0)
+		for _, e := range ctr.Env {
+			switch e.Name {
+			case "FAKECRI_IGNORE_SIGTERM":
+				if e.Value == "true" {
+					return 0, false
+				}
+			case "FAKECRI_STOP_DELAY":
+				if d, err := time.ParseDuration(e.Value); err == nil {
+					stop = d
+				}
+			}
+		}
+		return stop, true
+	}
+	return 0, false
+}
+
+// checkLeaseFresh: while the agent runs and reaches the API, its node lease
+// is renewed within the lease duration, whatever the sync loop is doing
+// (stalled relists, hung runtime calls).
+func (c *Checker) checkLeaseFresh() {
+	now := c.h.K.Elapsed()
+	if c.h.Agent() == nil {
+		c.suite.leaseExcused = max(c.suite.leaseExcused, addSat(now, nodestatus.DefaultLeaseDuration))
+		return
+	}
+	if now <= c.suite.leaseExcused || now < nodestatus.DefaultLeaseDuration {
+		return
+	}
+	l, err := c.h.API.User().GetLease(nodestatus.LeaseNamespace, c.h.NodeName)
+	if err != nil || l.Spec.RenewTime == nil || l.Spec.LeaseDurationSeconds == nil {
+		c.fail("lease-fresh", "node lease missing %v after the agent started (%v)", now, err)
+		c.suite.leaseExcused = addSat(now, nodestatus.DefaultLeaseDuration)
+		return
+	}
+	limit := time.Duration(*l.Spec.LeaseDurationSeconds) * time.Second
+	if age := c.h.K.Now().Sub(l.Spec.RenewTime.Time); age > limit {
+		c.fail("lease-fresh", "node lease renewed %v ago, more than its duration %v", age, limit)
+		c.suite.leaseExcused = addSat(now, limit) // report once per lapse
+	}
+}

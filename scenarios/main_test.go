@@ -1,0 +1,29 @@
+package scenarios
+
+import (
+	"flag"
+	"os"
+	"testing"
+)
+
+// ciChecks is how many plans each scenario runs in `go test` unless
+// -rapid.checks says otherwise: the CI budget.
+const ciChecks = "60"
+
+// ciSeed fixes rapid's seed unless -rapid.seed says otherwise, so that
+// `go test` runs the same plans every time (the same budget, no flakes);
+// `make sim` and `lockstep sim sweep` explore new ones.
+const ciSeed = "1"
+
+func TestMain(m *testing.M) {
+	flag.Parse()
+	set := map[string]bool{}
+	flag.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if !set["rapid.checks"] && os.Getenv("RAPID_CHECKS") == "" {
+		_ = flag.Set("rapid.checks", ciChecks)
+	}
+	if !set["rapid.seed"] && os.Getenv("RAPID_SEED") == "" {
+		_ = flag.Set("rapid.seed", ciSeed)
+	}
+	os.Exit(m.Run())
+}

@@ -1,0 +1,397 @@
+package scenarios
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+
+	"github.com/lockstep-dev/lockstep/sim/apiserver"
+)
+
+// Op is one operation a plan's action can name: gen draws its arguments,
+// exec performs it on a run (before the action's run time passes).
+type Op struct {
+	// Doc says what the operation does with its arguments.
+	Doc  string
+	gen  func(Drawer) [3]int
+	exec func(*run, [3]int) error
+}
+
+// Ops lists every operation by name; adding one is one line here.
+func Ops() map[string]Op {
+	return map[string]Op{
+		"create":              {"create a pod of kind a (see PodKinds)", drawArgs(0, len(PodKinds())-1), opCreate},
+		"delete":              {"delete pod a gracefully (its own grace)", drawArgs(0, 24), opDelete},
+		"delete-shorter":      {"delete pod a with 120 s, wait b ms, delete again with c s", drawArgs(0, 24, 0, 20000, 1, 10), opDeleteShorter},
+		"delete-force":        {"delete pod a with 120 s, wait b ms, force-delete it", drawArgs(0, 24, 0, 20000), opDeleteForce},
+		"update":              {"change pod a's labels", drawArgs(0, 24), opUpdate},
+		"crash":               {"crash the agent, restart it after a ms", drawArgs(0, 5000), opCrash},
+		"crash-in-sync":       {"crash the agent just before CRI call a, restart after b ms", drawArgs(0, len(crashPoints)-1, 0, 5000), opCrashInSync},
+		"crash-during-outage": {"take the API down, crash the agent, restart it after a ms, bring the API back after b more ms", drawArgs(0, 5000, 0, 10000), opCrashDuringOutage},
+		"stale-list":          {"runtime lists answer a ms late", drawArgs(0, 3000), opStaleList},
+		"cri-latency":         {"CRI method a takes up to b ms, c calls", drawArgs(0, len(criMethods)-1, 1, 3000, 1, 10), opCRILatency},
+		"cri-error":           {"CRI method a fails (code b) c times", drawArgs(0, len(criMethods)-1, 0, len(criCodes)-1, 1, 5), opCRIError},
+		"cri-hang":            {"the next call of CRI method a hangs for b ms", drawArgs(0, len(criMethods)-1, 0, 60000), opCRIHang},
+		"cri-not-ready":       {"the runtime reports not ready for a ms", drawArgs(0, 30000), opCRINotReady},
+		"network-not-ready":   {"the pod network is not ready for a ms", drawArgs(0, 30000), opNetworkNotReady},
+		"runtime-restart":     {"the runtime restarts with a ms of downtime", drawArgs(0, 10000), opRuntimeRestart},
+		"pull-fail":           {"the next a pulls of busybox fail", drawArgs(1, 3), opPullFail},
+		"sandbox-no-ip":       {"the next a pod sandboxes get no IP", drawArgs(1, 3), opNoIP},
+		"sync-stall":          {"stall the sync loop: its next relist hangs for a ms", drawArgs(0, 60000), opSyncStall},
+		"api-conflicts":       {"the next a agent writes conflict", drawArgs(1, 5), opAPIConflicts},
+		"api-drop-watches":    {"break every watch", nil, opAPIDropWatches},
+		"api-outage":          {"the API is down for a ms", drawArgs(0, 60000), opAPIOutage},
+		"api-latency":         {"agent calls of verb a take b ms until the world heals", drawArgs(0, len(apiVerbs)-1, 1, 5000), opAPILatency},
+		"api-stale-reads":     {"agent reads lag a ms until the world heals", drawArgs(0, 5000), opAPIStaleReads},
+		"api-flaky":           {"a percent of agent calls fail until the world heals", drawArgs(1, 50), opAPIFlaky},
+		"api-fail-writes":     {"the next a agent writes fail", drawArgs(1, 5), opAPIFailWrites},
+		"api-compact":         {"compact the API's change history", nil, opAPICompact},
+		"manifest":            {"static pod a: remove (b=0) its manifest, write its first version (b=1) or a new one (b=2)", drawArgs(0, len(staticNames)-1, 0, 2), opManifest},
+		"mirror-delete":       {"delete static pod a's mirror pod, with grace 0 or 30 (b)", drawArgs(0, len(staticNames)-1, 0, 1), opMirrorDelete},
+		"wait":                {"just time passing", nil, func(*run, [3]int) error { return nil }},
+	}
+}
+
+// drawArgs draws up to three arguments, each in an inclusive range.
+func drawArgs(bounds ...int) func(Drawer) [3]int {
+	return func(d Drawer) [3]int {
+		var a [3]int
+		for i := 0; i+1 < len(bounds); i += 2 {
+			a[i/2] = d.Int(fmt.Sprintf("arg%d", i/2), bounds[i], bounds[i+1])
+		}
+		return a
+	}
+}
+
+// pick reduces a drawn index into [0, n).
+func pick(i, n int) int { return ((i % n) + n) % n }
+
+func ms(n int) time.Duration { return time.Duration(max(n, 0)) * time.Millisecond }
+
+// criMethods are the CRI calls latency, error and hang faults aim at.
+var criMethods = []string{
+	"RunPodSandbox", "StopPodSandbox", "RemovePodSandbox", "PodSandboxStatus", "ListPodSandbox",
+	"CreateContainer", "StartContainer", "StopContainer", "RemoveContainer", "ListContainers",
+	"ContainerStatus", "PullImage", "ImageStatus",
+}
+
+// criCodes are the codes injected CRI errors carry.
+var criCodes = []codes.Code{codes.Unknown, codes.Unavailable, codes.DeadlineExceeded, codes.Internal, codes.ResourceExhausted}
+
+// apiVerbs are the verbs API latency aims at.
+var apiVerbs = []string{apiserver.VerbGet, apiserver.VerbList, apiserver.VerbWatch, apiserver.VerbCreate,
+	apiserver.VerbUpdate, apiserver.VerbUpdateStatus, apiserver.VerbDelete}
+
+// victim is the name of created pod i (reduced), or "" if none exists.
+func (r *run) victim(i int) string {
+	if len(r.created) == 0 {
+		return ""
+	}
+	return r.created[pick(i, len(r.created))]
+}
+
+func opCreate(r *run, a [3]int) error {
+	kinds := PodKinds()
+	name := fmt.Sprintf("p%d", r.step)
+	if _, err := Create(r.h, kinds[pick(a[0], len(kinds))](name, r.h.NodeName)); err != nil {
+		return err
+	}
+	r.created = append(r.created, name)
+	return nil
+}
+
+func opDelete(r *run, a [3]int) error {
+	name := r.victim(a[0])
+	if name == "" || r.deleted[name] {
+		return nil
+	}
+	if _, ok := APIPod(r.h, "default", name); !ok {
+		return nil
+	}
+	r.deleted[name] = true
+	return ignoreNotFound(r.h.API.User().DeletePodGracefully("default", name, nil))
+}
+
+func opDeleteShorter(r *run, a [3]int) error {
+	return r.deleteTwice(r.victim(a[0]), ms(a[1]), int64(max(1, a[2])))
+}
+
+func opDeleteForce(r *run, a [3]int) error { return r.deleteTwice(r.victim(a[0]), ms(a[1]), 0) }
+
+// deleteTwice deletes pod name with 120 s of grace (unless it is being
+// deleted already), lets wait pass, and deletes it again with grace.
+func (r *run) deleteTwice(name string, wait time.Duration, grace int64) error {
+	if name == "" {
+		return nil
+	}
+	p, ok := APIPod(r.h, "default", name)
+	if !ok {
+		return nil
+	}
+	r.deleted[name] = true
+	if p.DeletionTimestamp == nil {
+		long := int64(120)
+		if err := ignoreNotFound(r.h.API.User().DeletePodGracefully("default", name, &long)); err != nil {
+			return err
+		}
+	}
+	if err := r.advance(wait); err != nil {
+		return err
+	}
+	if _, ok := APIPod(r.h, "default", name); !ok {
+		return nil
+	}
+	return ignoreNotFound(r.h.API.User().DeletePodGracefully("default", name, &grace))
+}
+
+func opUpdate(r *run, a [3]int) error {
+	name := r.victim(a[0])
+	p, ok := APIPod(r.h, "default", name)
+	if name == "" || !ok {
+		return nil
+	}
+	if p.Labels == nil {
+		p.Labels = map[string]string{}
+	}
+	p.Labels["step"] = fmt.Sprint(r.step)
+	_, err := r.h.API.User().UpdatePod(p)
+	return ignoreNotFound(err)
+}
+
+func ignoreNotFound(err error) error {
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	return err
+}
+
+func opCrash(r *run, a [3]int) error {
+	r.h.CrashAgent()
+	r.fault("crash", "downtime", ms(a[0]))
+	if err := r.advance(ms(a[0])); err != nil {
+		return err
+	}
+	r.h.StartAgent()
+	return nil
+}
+
+func opCrashInSync(r *run, a [3]int) error {
+	return crashInSync(r, crashPoints[pick(a[0], len(crashPoints))], ms(a[1]))
+}
+
+func opCrashDuringOutage(r *run, a [3]int) error {
+	r.c.APIImpaired(ms(a[0]) + ms(a[1]))
+	r.h.API.Down(true)
+	r.h.CrashAgent()
+	r.fault("crash-during-outage", "downtime", ms(a[0]))
+	if err := r.advance(ms(a[0])); err != nil {
+		return err
+	}
+	r.h.StartAgent()
+	if err := r.advance(ms(a[1])); err != nil {
+		return err
+	}
+	r.h.API.Down(false)
+	return nil
+}
+
+func opStaleList(r *run, a [3]int) error {
+	r.c.RuntimeViewStale()
+	r.h.Runtime.SetListStaleness(ms(a[0]))
+	return nil
+}
+
+func opCRILatency(r *run, a [3]int) error {
+	r.c.RuntimeImpaired(ms(a[1]) * time.Duration(max(1, a[2])))
+	return r.h.Runtime.InjectLatency(criMethods[pick(a[0], len(criMethods))], 0, ms(a[1]), max(1, a[2]))
+}
+
+func opCRIError(r *run, a [3]int) error {
+	m, code := criMethods[pick(a[0], len(criMethods))], criCodes[pick(a[1], len(criCodes))]
+	r.c.RuntimeImpaired(time.Duration(max(1, a[2])) * 10 * time.Second) // the agent's retries back off
+	return r.h.Runtime.InjectError(m, status.Errorf(code, "injected %s failure", m), max(1, a[2]))
+}
+
+func opCRIHang(r *run, a [3]int) error {
+	return r.hangFor(criMethods[pick(a[0], len(criMethods))], ms(a[1]))
+}
+
+// hangFor hangs the next call of method for d (or until the agent gives up
+// on it), checking the world meanwhile.
+func (r *run) hangFor(method string, d time.Duration) error {
+	r.c.RuntimeImpaired(d)
+	hang := r.h.Runtime.Hang(method, "")
+	defer hang.Release()
+	return r.advance(d)
+}
+
+func opCRINotReady(r *run, a [3]int) error {
+	r.c.RuntimeImpaired(ms(a[0]))
+	r.h.Runtime.SetRuntimeReady(false)
+	if err := r.advance(ms(a[0])); err != nil {
+		return err
+	}
+	r.h.Runtime.SetRuntimeReady(true)
+	return nil
+}
+
+func opNetworkNotReady(r *run, a [3]int) error {
+	r.h.Runtime.SetNetworkReady(false)
+	if err := r.advance(ms(a[0])); err != nil {
+		return err
+	}
+	r.h.Runtime.SetNetworkReady(true)
+	return nil
+}
+
+func opRuntimeRestart(r *run, a [3]int) error {
+	r.c.RuntimeImpaired(ms(a[0]))
+	r.h.Runtime.Restart(ms(a[0]))
+	return nil
+}
+
+func opPullFail(r *run, a [3]int) error {
+	return r.h.Runtime.FailPull("busybox:latest", "registry unavailable", max(1, a[0]))
+}
+
+func opNoIP(r *run, a [3]int) error {
+	r.h.Runtime.DropSandboxIPs(max(1, a[0]))
+	return nil
+}
+
+// opSyncStall hangs the next relist (ListPodSandbox) for a while: the
+// agent's pod lifecycle events stop, but its lease must stay fresh.
+func opSyncStall(r *run, a [3]int) error {
+	r.stalls++
+	return r.hangFor("ListPodSandbox", ms(a[0]))
+}
+
+func opAPIConflicts(r *run, a [3]int) error {
+	r.c.APIImpaired(time.Duration(max(1, a[0])) * 10 * time.Second)
+	r.h.API.Conflicts(max(1, a[0]))
+	return nil
+}
+
+func opAPIDropWatches(r *run, _ [3]int) error {
+	r.c.APIImpaired(10 * time.Second)
+	r.h.API.DropWatches()
+	return nil
+}
+
+func opAPIOutage(r *run, a [3]int) error {
+	r.c.APIImpaired(ms(a[0]))
+	r.h.API.Down(true)
+	if err := r.advance(ms(a[0])); err != nil {
+		return err
+	}
+	r.h.API.Down(false)
+	return nil
+}
+
+func opAPILatency(r *run, a [3]int) error {
+	r.c.APIImpaired(forever)
+	r.h.API.Latency(apiVerbs[pick(a[0], len(apiVerbs))], ms(a[1]))
+	return nil
+}
+
+func opAPIStaleReads(r *run, a [3]int) error {
+	r.c.APIImpaired(forever)
+	r.h.API.StaleReads(ms(a[0]))
+	return nil
+}
+
+func opAPIFlaky(r *run, a [3]int) error {
+	r.c.APIImpaired(forever)
+	r.h.API.Flaky(min(max(a[0], 1), 100))
+	return nil
+}
+
+func opAPIFailWrites(r *run, a [3]int) error {
+	r.c.APIImpaired(time.Duration(max(1, a[0])) * 10 * time.Second)
+	r.h.API.FailWrites(max(1, a[0]), apierrors.NewInternalError(errors.New("injected write failure")))
+	return nil
+}
+
+func opAPICompact(r *run, _ [3]int) error {
+	r.c.APIImpaired(10 * time.Second)
+	r.h.API.Compact()
+	return nil
+}
+
+func opManifest(r *run, a [3]int) error {
+	name := staticNames[pick(a[0], len(staticNames))]
+	path := r.manifestDir + "/" + name + ".yaml"
+	if a[1] == 0 {
+		r.h.Files.Remove(path)
+		delete(r.manifests, name)
+		return nil
+	}
+	version := r.step // an edit
+	if a[1] == 1 {
+		version = 0 // the same manifest again: a re-add keeps the pod's UID
+	}
+	r.h.Files.WriteFile(path, propManifest(name, version))
+	r.manifests[name] = true
+	return nil
+}
+
+func opMirrorDelete(r *run, a [3]int) error {
+	name := staticNames[pick(a[0], len(staticNames))] + "-" + r.h.NodeName
+	grace := int64(0)
+	if a[1] != 0 {
+		grace = 30
+	}
+	if _, ok := APIPod(r.h, "kube-system", name); !ok {
+		return nil
+	}
+	return ignoreNotFound(r.h.API.User().DeletePodGracefully("kube-system", name, &grace))
+}
+
+// PodKinds are the pods the create operation draws from: every restart
+// policy, init containers, a sidecar, several containers, containers that
+// exit, crash, grow out of memory or ignore SIGTERM, short and long grace.
+func PodKinds() []func(name, node string) *corev1.Pod {
+	return []func(name, node string) *corev1.Pod{
+		func(n, node string) *corev1.Pod { return NewPod(n, node) },
+		func(n, node string) *corev1.Pod { return NewPod(n, node, Exits("app", 2*time.Second, 1)) },
+		func(n, node string) *corev1.Pod {
+			return NewPod(n, node, Restart(corev1.RestartPolicyNever), Exits("app", 3*time.Second, 0))
+		},
+		func(n, node string) *corev1.Pod {
+			return NewPod(n, node, Restart(corev1.RestartPolicyOnFailure), Exits("app", time.Second, 2))
+		},
+		func(n, node string) *corev1.Pod {
+			return NewPod(n, node, Restart(corev1.RestartPolicyNever), GrowsMemory("app", "10Mi", "20Mi/s", "64Mi"))
+		},
+		func(n, node string) *corev1.Pod {
+			return NewPod(n, node, Init("setup", time.Second, 0), IgnoresSIGTERM("app"), Grace(5))
+		},
+		func(n, node string) *corev1.Pod { return NewPod(n, node, IgnoresSIGTERM("app"), Grace(60)) },
+		func(n, node string) *corev1.Pod {
+			return NewPod(n, node, Container("web"), StopsAfter("web", 4*time.Second), Exits("app", 4*time.Second, 1), Grace(10))
+		},
+		func(n, node string) *corev1.Pod {
+			return NewPod(n, node, Restart(corev1.RestartPolicyNever), Container("side"), Exits("app", 2*time.Second, 0), Exits("side", 5*time.Second, 1))
+		},
+		func(n, node string) *corev1.Pod {
+			return NewPod(n, node, Restart(corev1.RestartPolicyOnFailure), Init("setup", time.Second, 0), Sidecar("proxy"), Exits("app", 3*time.Second, 0))
+		},
+		func(n, node string) *corev1.Pod { return NewPod(n, node, StopsAfter("app", 3*time.Second), Grace(2)) },
+	}
+}
+
+// Sidecar adds a restartable init container (restartPolicy Always) that
+// runs beside the pod's containers.
+func Sidecar(name string) PodOption {
+	return func(p *corev1.Pod) {
+		always := corev1.ContainerRestartPolicyAlways
+		p.Spec.InitContainers = append(p.Spec.InitContainers, corev1.Container{
+			Name: name, Image: "busybox:latest", ImagePullPolicy: corev1.PullIfNotPresent, RestartPolicy: &always,
+		})
+	}
+}

@@ -1,0 +1,27 @@
+//go:build regress_93210 || regress_104648
+
+package scenarios
+
+import "testing"
+
+// testRegression asserts the suite catches a deliberately broken build
+// within budget seeds, shrinks the failure to at most 10 actions, and that
+// the shrunk plan replays with the identical trace hash.
+func testRegression(t *testing.T, scenario, invariant string, budget int) {
+	sc, err := Lookup(scenario)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := HuntBug(sc, invariant, budget, 300)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("found after %d seeds, shrunk from %d to %d actions:\n%s", h.Seeds, len(h.Found.Plan.Actions), len(h.Shrunk.Plan.Actions), h.Shrunk.Report())
+	if n := len(h.Shrunk.Plan.Actions); n > 10 {
+		t.Errorf("shrunk to %d actions, want at most 10", n)
+	}
+	again := Execute(h.Shrunk.Plan, Options{})
+	if again.Hash != h.Shrunk.Hash || again.FailureName() != invariant {
+		t.Errorf("replay gave hash %s (%s), want %s (%s)", again.Hash, again.FailureName(), h.Shrunk.Hash, invariant)
+	}
+}

@@ -1,0 +1,184 @@
+package scenarios
+
+import (
+	"fmt"
+	"maps"
+	"math/rand/v2"
+	"slices"
+	"strings"
+
+	"pgregory.net/rapid"
+)
+
+// Scenario is a named property over a complete simulated node: a weighted
+// mix of actions (pod creations, deletions, faults, crashes, time passing)
+// drawn into a plan, run against the real agent with every invariant
+// checked after each step, then healed and checked for convergence.
+type Scenario struct {
+	// Name is how the command line and the tests name it.
+	Name string
+	// Doc says in one line what it exercises.
+	Doc string
+	// Mix weighs the operations (names from Ops) the plan is drawn from.
+	Mix map[string]int
+	// MaxSteps bounds the number of actions of a drawn plan (default 25).
+	MaxSteps int
+	// Steps, when positive, is the exact number of actions drawn.
+	Steps int
+}
+
+// Scenarios lists every named scenario; registering one is one line here.
+func Scenarios() []Scenario {
+	return []Scenario{
+		relistRace(),
+		crashRestart(),
+		apiFaults(),
+		runtimeFaults(),
+		staticPods(),
+		termination(),
+		mixed(),
+	}
+}
+
+// Lookup finds a named scenario.
+func Lookup(name string) (Scenario, error) {
+	var names []string
+	for _, s := range Scenarios() {
+		if s.Name == name {
+			return s, nil
+		}
+		names = append(names, s.Name)
+	}
+	return Scenario{}, fmt.Errorf("unknown scenario %q (have %s)", name, strings.Join(names, ", "))
+}
+
+func relistRace() Scenario {
+	return Scenario{Name: "relist-race", Doc: "stale relists, slow lists and crashes racing pod churn",
+		Mix: map[string]int{"create": 4, "delete": 2, "stale-list": 2, "cri-latency": 1, "crash": 1, "wait": 1}}
+}
+
+func crashRestart() Scenario {
+	return Scenario{Name: "crash-restart", Doc: "agent crashes anywhere (inside syncs, while the API is down) and runtime restarts",
+		Mix: map[string]int{"create": 4, "delete": 2, "crash": 2, "crash-in-sync": 2, "crash-during-outage": 1,
+			"runtime-restart": 1, "wait": 1}}
+}
+
+func apiFaults() Scenario {
+	return Scenario{Name: "api-faults", Doc: "apiserver conflicts, latency, outages, watch drops, stale reads, flaky and failed writes",
+		Mix: map[string]int{"create": 4, "delete": 2, "update": 1, "api-conflicts": 1, "api-drop-watches": 1,
+			"api-outage": 1, "api-latency": 1, "api-stale-reads": 1, "api-flaky": 1, "api-fail-writes": 1,
+			"api-compact": 1, "wait": 1}}
+}
+
+func runtimeFaults() Scenario {
+	return Scenario{Name: "runtime-faults", Doc: "CRI latency, errors, hung calls, stale lists, not-ready, restarts, failed pulls, sandboxes without IPs, sync-loop stalls",
+		Mix: map[string]int{"create": 4, "delete": 2, "cri-latency": 1, "cri-error": 1, "cri-hang": 1,
+			"stale-list": 1, "cri-not-ready": 1, "network-not-ready": 1, "runtime-restart": 1, "pull-fail": 1,
+			"sandbox-no-ip": 1, "sync-stall": 1, "wait": 1}}
+}
+
+func staticPods() Scenario {
+	return Scenario{Name: "static-pods", Doc: "manifests added, edited, removed and re-added; mirror pods deleted; crashes and outages",
+		Mix: map[string]int{"manifest": 5, "mirror-delete": 2, "create": 1, "crash": 1, "crash-in-sync": 1,
+			"api-outage": 1, "wait": 1}}
+}
+
+func termination() Scenario {
+	return Scenario{Name: "termination", Doc: "graceful, shorter-grace and forced deletes of every pod kind, with crashes and stalls",
+		Mix: map[string]int{"create": 4, "delete": 2, "delete-shorter": 2, "delete-force": 1, "crash": 1, "cri-latency": 1,
+			"sync-stall": 1, "wait": 1}}
+}
+
+// mixed weighs every operation alike, pod creations more.
+func mixed() Scenario {
+	mix := map[string]int{}
+	for name := range Ops() {
+		mix[name] = 1
+	}
+	mix["create"] = 6
+	mix["delete"] = 2
+	return Scenario{Name: "mixed", Doc: "everything: every pod kind, every fault, crashes, time passing", Mix: mix}
+}
+
+// Drawer is where a plan's choices come from: rapid (which shrinks them) in
+// tests, a seeded generator on the command line.
+type Drawer interface {
+	// Int draws an integer in [lo, hi].
+	Int(label string, lo, hi int) int
+}
+
+// RapidDrawer draws from a rapid test case.
+func RapidDrawer(t *rapid.T) Drawer { return rapidDrawer{t} }
+
+type rapidDrawer struct{ t *rapid.T }
+
+func (d rapidDrawer) Int(label string, lo, hi int) int {
+	return rapid.IntRange(lo, hi).Draw(d.t, label)
+}
+
+// SeededDrawer draws from a generator seeded with seed: the same seed gives
+// the same plan.
+func SeededDrawer(seed uint64) Drawer {
+	return seededDrawer{rand.New(rand.NewPCG(seed, 0x10c5_7e9))}
+}
+
+type seededDrawer struct{ r *rand.Rand }
+
+func (d seededDrawer) Int(_ string, lo, hi int) int { return lo + d.r.IntN(hi-lo+1) }
+
+// Generate draws a plan of sc from d; seed is the kernel's seed.
+func Generate(sc Scenario, seed uint64, d Drawer) Plan {
+	ops := Ops()
+	// "wait" first: rapid shrinks draws towards 0, so towards doing nothing.
+	names := slices.SortedFunc(maps.Keys(sc.Mix), func(a, b string) int {
+		if (a == "wait") != (b == "wait") {
+			if a == "wait" {
+				return -1
+			}
+			return 1
+		}
+		return strings.Compare(a, b)
+	})
+	total := 0
+	for _, n := range names {
+		total += sc.Mix[n]
+	}
+	maxSteps := sc.MaxSteps
+	if maxSteps == 0 {
+		maxSteps = 25
+	}
+	p := Plan{Scenario: sc.Name, Seed: seed}
+	steps := sc.Steps
+	if steps <= 0 {
+		steps = d.Int("steps", 1, maxSteps)
+	}
+	for range steps {
+		w := d.Int("op", 0, total-1)
+		name := names[len(names)-1]
+		for _, n := range names {
+			if w < sc.Mix[n] {
+				name = n
+				break
+			}
+			w -= sc.Mix[n]
+		}
+		a := Action{Op: name}
+		if g := ops[name].gen; g != nil {
+			a.Args = g(d)
+		}
+		a.RunMS = d.Int("run-ms", 100, 20000)
+		p.Actions = append(p.Actions, a)
+	}
+	return p
+}
+
+// Invariants names every invariant a scenario run checks, safety first,
+// then liveness (checked once the world has healed and settled).
+func Invariants() []string {
+	return []string{
+		"one-instance", "never-restart", "no-stuck-created", "previous-kept", "terminal-is-final",
+		"legal-phases", "restart-count-monotone", "ready-is-true", "grace-honoured", "static-exclusive",
+		"sigterm-first", "lease-fresh",
+		"deleted-disappears", "converges", "status-matches", "mirror-present",
+	}
+}
