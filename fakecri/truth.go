@@ -3,6 +3,8 @@ package fakecri
 import (
 	"maps"
 
+	"google.golang.org/protobuf/proto"
+
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
@@ -35,4 +37,17 @@ func (r *Runtime) TrueContainers() []*runtimeapi.Container {
 		})
 	}
 	return out
+}
+
+// TrueContainerConfig returns a copy of the config container id was
+// created with, and false when no such container was ever created. Like
+// TrueContainers it bypasses faults and never blocks.
+func (r *Runtime) TrueContainerConfig(id string) (*runtimeapi.ContainerConfig, bool) {
+	r.mu.Lock()
+	defer r.unlock()
+	c, ok := r.containers[id]
+	if !ok {
+		return nil, false
+	}
+	return proto.Clone(c.config).(*runtimeapi.ContainerConfig), true
 }

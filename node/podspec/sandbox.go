@@ -29,10 +29,14 @@ const (
 // namespace is the node's); the pod's log directory; DNS per dnsPolicy (see
 // dnsConfig); port mappings of every regular container's ports; labels
 // (the pod's, overridden by podstate.SandboxLabels) and the pod's
-// annotations; host network / PID / IPC namespace modes. CgroupParent,
-// sysctls, sandbox resources and the pod security context are not set yet.
+// annotations; the pod's security context (see sandboxSecurityContext).
+// CgroupParent, sysctls and sandbox resources are not set yet.
 func SandboxConfig(pod *corev1.Pod, attempt uint32, node NodeInfo) (*runtimeapi.PodSandboxConfig, error) {
 	ref := RefOf(pod)
+	sc, err := sandboxSecurityContext(pod)
+	if err != nil {
+		return nil, fmt.Errorf("sandbox of pod %s: %w", podName(pod), err)
+	}
 	cfg := &runtimeapi.PodSandboxConfig{
 		Metadata: &runtimeapi.PodSandboxMetadata{
 			Name:      pod.Name,
@@ -44,11 +48,7 @@ func SandboxConfig(pod *corev1.Pod, attempt uint32, node NodeInfo) (*runtimeapi.
 		Labels:       sandboxLabels(pod, ref),
 		Annotations:  maps.Clone(pod.Annotations),
 		PortMappings: portMappings(pod),
-		Linux: &runtimeapi.LinuxPodSandboxConfig{
-			SecurityContext: &runtimeapi.LinuxSandboxSecurityContext{
-				NamespaceOptions: namespaceOptions(pod),
-			},
-		},
+		Linux:        &runtimeapi.LinuxPodSandboxConfig{SecurityContext: sc},
 	}
 	if !pod.Spec.HostNetwork {
 		hostname, err := podHostname(pod, node.ClusterDomain)

@@ -201,7 +201,7 @@ func (e *Executor) SyncPod(ctx context.Context, pod *corev1.Pod, st *podstate.Po
 			}
 			continue
 		}
-		cfg, err := podspec.ContainerConfig(pod, c, s.RestartCount, podIPs, e.cfg.Node)
+		cfg, err := e.containerConfig(ctx, pod, c, s.RestartCount, podIPs)
 		if err != nil {
 			res.Waiting[s.Name] = Waiting{Reason: podutil.ReasonCreateContainerConfigError, Message: err.Error()}
 			e.observeStart(s, podutil.ReasonCreateContainerConfigError)
@@ -232,6 +232,25 @@ func (e *Executor) SyncPod(ctx context.Context, pod *corev1.Pod, st *podstate.Po
 		res.Started = append(res.Started, Started{Name: s.Name, ID: id})
 	}
 	return res, errors.Join(errs...)
+}
+
+// containerConfig builds the config of a new instance of c, with the user
+// its image runs as (from ImageStatus, as the kubelet reads it).
+func (e *Executor) containerConfig(ctx context.Context, pod *corev1.Pod, c *corev1.Container, restartCount int, podIPs []string) (*runtimeapi.ContainerConfig, error) {
+	st, err := e.d.Images.ImageStatus(ctx, &runtimeapi.ImageSpec{Image: c.Image}, false)
+	if err != nil {
+		return nil, fmt.Errorf("container %q of pod %s/%s: status of image %q: %w", c.Name, pod.Namespace, pod.Name, c.Image, err)
+	}
+	var user podspec.ImageUser
+	if img := st.GetImage(); img != nil {
+		if img.GetUid() != nil {
+			uid := img.GetUid().GetValue()
+			user.UID = &uid
+		}
+		user.Username = img.GetUsername()
+	}
+	opts := podspec.ContainerOptions{RestartCount: restartCount, PodIPs: podIPs, ImageUser: user}
+	return podspec.ContainerConfigWith(pod, c, opts, e.cfg.Node)
 }
 
 // observeStart tells the Observer, if any, how starting s ended.
