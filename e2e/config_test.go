@@ -1,0 +1,103 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// report runs cmd, prints "END" and keeps running until TERM, so that its
+// log can be read while the pod runs.
+func report(cmd string) string {
+	return cmd + `; echo END; trap "exit 0" TERM; while :; do sleep 1; done`
+}
+
+// logLines waits until the container's log holds "END" and returns it.
+func (e *env) logLines(t *testing.T, p *corev1.Pod) string {
+	t.Helper()
+	var body string
+	poll(t, 30*time.Second, "the report of pod "+p.Name, func() (bool, error) {
+		code, b := e.logs(t, p, "c", e.adminTok)
+		body = b
+		return code == 200 && strings.Contains(b, "END"), fmt.Errorf("%d %q", code, b)
+	})
+	return body
+}
+
+// field returns the value after "key" on the log line starting with it.
+func field(log, key string) string {
+	for _, line := range strings.Split(log, "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), key); ok {
+			return strings.TrimSpace(v)
+		}
+	}
+	return ""
+}
+
+// TestSecurityContextOnContainerd: containerd runs the container as the
+// pod's runAsUser/runAsGroup with fsGroup and supplementalGroups, a
+// read-only root file system refuses writes, a dropped capability is
+// missing from the bounding set and no_new_privs is set.
+func TestSecurityContextOnContainerd(t *testing.T) {
+	e := setup(t)
+	uid, gid, fsGroup := int64(1234), int64(2345), int64(3456)
+	yes, no := true, false
+	p := e.pod("secctx", false, report(`id; if echo x > /probe 2>/dev/null; then echo ROOTFS writable; else echo ROOTFS readonly; fi; `+
+		`grep -E '^(CapBnd|NoNewPrivs):' /proc/self/status`))
+	p.Spec.SecurityContext = &corev1.PodSecurityContext{RunAsUser: &uid, RunAsGroup: &gid, FSGroup: &fsGroup, SupplementalGroups: []int64{4567}}
+	p.Spec.Containers[0].SecurityContext = &corev1.SecurityContext{
+		RunAsNonRoot: &yes, ReadOnlyRootFilesystem: &yes, AllowPrivilegeEscalation: &no,
+		Capabilities: &corev1.Capabilities{Drop: []corev1.Capability{"NET_RAW", "CHOWN"}},
+	}
+	got := e.create(t, p)
+	e.waitPod(t, got, 60*time.Second, "Running and Ready", podReady)
+	log := e.logLines(t, got)
+	id := field(log, "uid=")
+	for _, want := range []string{"1234", "gid=2345", "3456", "4567"} {
+		if !strings.Contains(id, want) {
+			t.Errorf("id printed %q; want it to contain %s (log %q)", "uid="+id, want, log)
+		}
+	}
+	if v := field(log, "ROOTFS"); v != "readonly" {
+		t.Errorf("writing to / succeeded (%q); want readOnlyRootFilesystem to refuse it (log %q)", v, log)
+	}
+	bnd, err := strconv.ParseUint(field(log, "CapBnd:"), 16, 64)
+	if err != nil {
+		t.Fatalf("CapBnd in %q: %v", log, err)
+	}
+	const capChown, capNetRaw = 0, 13
+	if bnd&(1<<capChown) != 0 || bnd&(1<<capNetRaw) != 0 {
+		t.Errorf("CapBnd %016x still holds CAP_CHOWN or CAP_NET_RAW", bnd)
+	}
+	if bnd == 0 {
+		t.Errorf("CapBnd is empty; want only the dropped capabilities gone")
+	}
+	if v := field(log, "NoNewPrivs:"); v != "1" {
+		t.Errorf("NoNewPrivs %q, want 1 (allowPrivilegeEscalation: false)", v)
+	}
+}
+
+// TestRunAsNonRootRefusesRootImage: the e2e busybox image names no user,
+// so it runs as root; a runAsNonRoot pod on it waits in
+// CreateContainerConfigError and containerd never gets a container.
+func TestRunAsNonRootRefusesRootImage(t *testing.T) {
+	e := setup(t)
+	yes := true
+	p := e.pod("nonroot", false, "sleep 3600")
+	p.Spec.SecurityContext = &corev1.PodSecurityContext{RunAsNonRoot: &yes}
+	got := e.create(t, p)
+	e.waitPod(t, got, 60*time.Second, "waiting in CreateContainerConfigError", func(p *corev1.Pod) bool {
+		cs := p.Status.ContainerStatuses
+		return len(cs) == 1 && cs[0].State.Waiting != nil && cs[0].State.Waiting.Reason == "CreateContainerConfigError" &&
+			strings.Contains(cs[0].State.Waiting.Message, "runs as root")
+	})
+	if _, cs := e.criOf(t, string(got.UID)); len(cs) != 0 {
+		t.Errorf("containerd holds %d containers of a pod that must not run", len(cs))
+	}
+}
