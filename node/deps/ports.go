@@ -16,6 +16,32 @@ type API struct {
 	Nodes  NodeAPI
 	Leases LeaseAPI
 	Events EventSink
+	// ConfigMaps, Secrets and Services feed containers' environments; nil
+	// (standalone) means none can be read.
+	ConfigMaps ConfigMapAPI
+	Secrets    SecretAPI
+	Services   ServiceAPI
+}
+
+// ConfigMapAPI reads the configMaps a pod bound to this node refers to
+// (Node authorization allows no others).
+type ConfigMapAPI interface {
+	// GetConfigMap reads one configMap; a missing one is a NotFound error
+	// (k8s.io/apimachinery/pkg/api/errors).
+	GetConfigMap(ctx context.Context, namespace, name string) (*corev1.ConfigMap, error)
+}
+
+// SecretAPI reads the secrets a pod bound to this node refers to (Node
+// authorization allows no others).
+type SecretAPI interface {
+	// GetSecret reads one secret; a missing one is a NotFound error.
+	GetSecret(ctx context.Context, namespace, name string) (*corev1.Secret, error)
+}
+
+// ServiceAPI lists services, for the service environment variables.
+type ServiceAPI interface {
+	// ListServices lists the services of one namespace.
+	ListServices(ctx context.Context, namespace string) ([]*corev1.Service, error)
 }
 
 // PodEventType says what happened to a watched pod.

@@ -56,7 +56,7 @@ func ContainerConfigWith(pod *corev1.Pod, c *corev1.Container, opts ContainerOpt
 	if err != nil {
 		return nil, fail(err)
 	}
-	env, values, err := environment(pod, c, podIPs, node)
+	env, values, err := environment(pod, c, podIPs, node, opts)
 	if err != nil {
 		return nil, fail(err)
 	}

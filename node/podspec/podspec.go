@@ -123,6 +123,13 @@ type ContainerOptions struct {
 	// ImageRef is the image ID the image manager resolved for c.Image.
 	// Empty sends c.Image to the runtime as written.
 	ImageRef string
+	// ConfigMaps and Secrets are the objects of the pod's namespace that
+	// the container's environment reads (EnvSources), by name; a name
+	// missing from the map was not found.
+	ConfigMaps map[string]*corev1.ConfigMap
+	Secrets    map[string]*corev1.Secret
+	// ServiceEnv are the service environment variables (see ServiceEnv).
+	ServiceEnv map[string]string
 	// ImageUser is the user the image runs as (from ImageStatus), used
 	// when no runAsUser is set; the zero value means root.
 	ImageUser ImageUser

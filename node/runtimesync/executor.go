@@ -10,6 +10,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/lockstep-dev/lockstep/node/backoff"
@@ -250,7 +251,77 @@ func (e *Executor) containerConfig(ctx context.Context, pod *corev1.Pod, c *core
 		user.Username = img.GetUsername()
 	}
 	opts := podspec.ContainerOptions{RestartCount: restartCount, PodIPs: podIPs, ImageUser: user}
+	if opts.ConfigMaps, opts.Secrets, err = e.envObjects(ctx, pod, c); err != nil {
+		return nil, fmt.Errorf("container %q of pod %s/%s: %w", c.Name, pod.Namespace, pod.Name, err)
+	}
+	if opts.ServiceEnv, err = e.serviceEnv(ctx, pod); err != nil {
+		return nil, fmt.Errorf("container %q of pod %s/%s: %w", c.Name, pod.Namespace, pod.Name, err)
+	}
 	return podspec.ContainerConfigWith(pod, c, opts, e.cfg.Node)
+}
+
+// envObjects reads the configMaps and secrets c's environment names from
+// the pod's namespace. One that does not exist is left out of the maps
+// (podspec decides whether that is an error); any other failure is an
+// error, as is a reference with no apiserver to read it from.
+func (e *Executor) envObjects(ctx context.Context, pod *corev1.Pod, c *corev1.Container) (map[string]*corev1.ConfigMap, map[string]*corev1.Secret, error) {
+	cmNames, secretNames := podspec.EnvSources(c)
+	cms, secrets := map[string]*corev1.ConfigMap{}, map[string]*corev1.Secret{}
+	for _, name := range cmNames {
+		if e.d.API.ConfigMaps == nil {
+			return nil, nil, fmt.Errorf("configmap %s/%s: no apiserver to read it from", pod.Namespace, name)
+		}
+		cm, err := e.d.API.ConfigMaps.GetConfigMap(ctx, pod.Namespace, name)
+		switch {
+		case apierrors.IsNotFound(err):
+		case err != nil:
+			return nil, nil, err
+		default:
+			cms[name] = cm
+		}
+	}
+	for _, name := range secretNames {
+		if e.d.API.Secrets == nil {
+			return nil, nil, fmt.Errorf("secret %s/%s: no apiserver to read it from", pod.Namespace, name)
+		}
+		sec, err := e.d.API.Secrets.GetSecret(ctx, pod.Namespace, name)
+		switch {
+		case apierrors.IsNotFound(err):
+		case err != nil:
+			return nil, nil, err
+		default:
+			secrets[name] = sec
+		}
+	}
+	return cms, secrets, nil
+}
+
+// serviceEnv returns the pod's service environment variables from the
+// services of the master namespace and, with service links, of the pod's
+// own. Without an apiserver there are none. A static pod whose services
+// cannot be listed starts without them (it may be the apiserver itself);
+// any other pod fails, as upstream does before the services are known.
+func (e *Executor) serviceEnv(ctx context.Context, pod *corev1.Pod) (map[string]string, error) {
+	if e.d.API.Services == nil {
+		return nil, nil
+	}
+	links := podspec.ServiceLinksEnabled(pod)
+	namespaces := []string{podspec.MasterServiceNamespace}
+	if links && pod.Namespace != podspec.MasterServiceNamespace {
+		namespaces = append(namespaces, pod.Namespace)
+	}
+	var all []*corev1.Service
+	for _, ns := range namespaces {
+		svcs, err := e.d.API.Services.ListServices(ctx, ns)
+		if err != nil {
+			if podutil.IsStaticPod(pod) {
+				return nil, nil
+			}
+			return nil, fmt.Errorf("service environment variables: %w", err)
+		}
+		all = append(all, svcs...)
+	}
+	return podspec.ServiceEnv(pod.Namespace, links, all), nil
 }
 
 // observeStart tells the Observer, if any, how starting s ended.

@@ -114,6 +114,7 @@ type Server struct {
 	events      []Event
 	eventIndex  map[eventKey]int
 	faults      faults
+	objs        objects
 }
 
 // New returns an empty server.
@@ -142,6 +143,11 @@ func New(cfg Config) *Server {
 		nodes:      map[string]*corev1.Node{},
 		leases:     map[string]*coordinationv1.Lease{},
 		eventIndex: map[eventKey]int{},
+		objs: objects{
+			configMaps: map[string]*corev1.ConfigMap{},
+			secrets:    map[string]*corev1.Secret{},
+			services:   map[string]*corev1.Service{},
+		},
 	}
 	s.user = &User{s: s}
 	return s

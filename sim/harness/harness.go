@@ -106,7 +106,8 @@ func (h *Harness) StartAgent() {
 		Log:     log,
 		Runtime: h.Runtime,
 		Images:  h.Runtime,
-		API:     deps.API{Pods: h.API, Nodes: h.API, Leases: h.API, Events: h.API},
+		API: deps.API{Pods: h.API, Nodes: h.API, Leases: h.API, Events: h.API,
+			ConfigMaps: h.API, Secrets: h.API, Services: h.API},
 		Files:   h.Files,
 		Machine: machineModel{h.Runtime, h.NodeName},
 	}
