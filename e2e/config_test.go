@@ -3,6 +3,7 @@
 package e2e
 
 import (
+	"context"
 	"fmt"
 	"strconv"
 	"strings"
@@ -10,6 +11,8 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/rand"
 )
 
 // report runs cmd, prints "END" and keeps running until TERM, so that its
@@ -99,5 +102,46 @@ func TestRunAsNonRootRefusesRootImage(t *testing.T) {
 	})
 	if _, cs := e.criOf(t, string(got.UID)); len(cs) != 0 {
 		t.Errorf("containerd holds %d containers of a pod that must not run", len(cs))
+	}
+}
+
+// TestEnvFromSecretAndServices: an env var from a Secret, an envFrom of a
+// ConfigMap with a prefix, and the kubernetes service's variables reach
+// the container (the node reads the secret and configMap under Node
+// authorization because its pod refers to them).
+func TestEnvFromSecretAndServices(t *testing.T) {
+	e := setup(t)
+	ctx := ctxT(t, 30*time.Second)
+	suffix := rand.String(5)
+	sec, err := e.admin.CoreV1().Secrets("default").Create(ctx, &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: "e2e-sec-" + suffix}, Data: map[string][]byte{"password": []byte("pa55-" + suffix)}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = e.admin.CoreV1().Secrets("default").Delete(context.Background(), sec.Name, metav1.DeleteOptions{}) })
+	cm, err := e.admin.CoreV1().ConfigMaps("default").Create(ctx, &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Name: "e2e-cm-" + suffix}, Data: map[string]string{"mode": "fast"}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = e.admin.CoreV1().ConfigMaps("default").Delete(context.Background(), cm.Name, metav1.DeleteOptions{}) })
+	kube, err := e.admin.CoreV1().Services("default").Get(ctx, "kubernetes", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	p := e.pod("env", false, report(`echo "PW $PW"; echo "MODE $CFG_mode"; echo "KSH $KUBERNETES_SERVICE_HOST"; echo "KSP $KUBERNETES_SERVICE_PORT"`))
+	p.Spec.Containers[0].Env = []corev1.EnvVar{{Name: "PW", ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
+		LocalObjectReference: corev1.LocalObjectReference{Name: sec.Name}, Key: "password"}}}}
+	p.Spec.Containers[0].EnvFrom = []corev1.EnvFromSource{{Prefix: "CFG_", ConfigMapRef: &corev1.ConfigMapEnvSource{
+		LocalObjectReference: corev1.LocalObjectReference{Name: cm.Name}}}}
+	got := e.create(t, p)
+	e.waitPod(t, got, 90*time.Second, "Running and Ready", podReady)
+	log := e.logLines(t, got)
+	want := map[string]string{"PW": "pa55-" + suffix, "MODE": "fast", "KSH": kube.Spec.ClusterIP, "KSP": strconv.Itoa(int(kube.Spec.Ports[0].Port))}
+	for k, v := range want {
+		if g := field(log, k+" "); g != v {
+			t.Errorf("%s = %q, want %q (log %q)", k, g, v, log)
+		}
 	}
 }
