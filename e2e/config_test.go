@@ -118,13 +118,17 @@ func TestEnvFromSecretAndServices(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = e.admin.CoreV1().Secrets("default").Delete(context.Background(), sec.Name, metav1.DeleteOptions{}) })
+	t.Cleanup(func() {
+		_ = e.admin.CoreV1().Secrets("default").Delete(context.Background(), sec.Name, metav1.DeleteOptions{})
+	})
 	cm, err := e.admin.CoreV1().ConfigMaps("default").Create(ctx, &corev1.ConfigMap{
 		ObjectMeta: metav1.ObjectMeta{Name: "e2e-cm-" + suffix}, Data: map[string]string{"mode": "fast"}}, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = e.admin.CoreV1().ConfigMaps("default").Delete(context.Background(), cm.Name, metav1.DeleteOptions{}) })
+	t.Cleanup(func() {
+		_ = e.admin.CoreV1().ConfigMaps("default").Delete(context.Background(), cm.Name, metav1.DeleteOptions{})
+	})
 	kube, err := e.admin.CoreV1().Services("default").Get(ctx, "kubernetes", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)

@@ -51,3 +51,16 @@ func (r *Runtime) TrueContainerConfig(id string) (*runtimeapi.ContainerConfig, b
 	}
 	return proto.Clone(c.config).(*runtimeapi.ContainerConfig), true
 }
+
+// TrueSandboxConfig returns a copy of the config sandbox id was created
+// with, and false when no such sandbox was ever created. Like
+// TrueContainers it bypasses faults and never blocks.
+func (r *Runtime) TrueSandboxConfig(id string) (*runtimeapi.PodSandboxConfig, bool) {
+	r.mu.Lock()
+	defer r.unlock()
+	sb, ok := r.sandboxes[id]
+	if !ok {
+		return nil, false
+	}
+	return proto.Clone(sb.config).(*runtimeapi.PodSandboxConfig), true
+}

@@ -124,7 +124,6 @@ func ignoredPodFields() []podRule {
 		{"resources", func(s *corev1.PodSpec) bool { return s.Resources != nil }},
 		{"resourceClaims", func(s *corev1.PodSpec) bool { return len(s.ResourceClaims) > 0 }},
 		{"securityContext.fsGroupChangePolicy", psc(func(c *corev1.PodSecurityContext) bool { return c.FSGroupChangePolicy != nil })},
-		{"securityContext.sysctls", psc(func(c *corev1.PodSecurityContext) bool { return len(c.Sysctls) > 0 })},
 		{"securityContext.seLinuxChangePolicy", psc(func(c *corev1.PodSecurityContext) bool { return c.SELinuxChangePolicy != nil })},
 		{"securityContext.windowsOptions", psc(func(c *corev1.PodSecurityContext) bool { return c.WindowsOptions != nil })},
 	}

@@ -75,10 +75,9 @@ func TestCheck(t *testing.T) {
 			ignored: []string{"spec.resourceClaims"}},
 		{name: "fsGroupChangePolicy", mutate: podSC(func(c *corev1.PodSecurityContext) { c.FSGroupChangePolicy = ptr(corev1.FSGroupChangeAlways) }),
 			ignored: []string{"spec.securityContext.fsGroupChangePolicy"}},
-		{name: "sysctls", mutate: podSC(func(c *corev1.PodSecurityContext) {
+		{name: "sysctls are admission's (SysctlAllowlist), not flagged", mutate: podSC(func(c *corev1.PodSecurityContext) {
 			c.Sysctls = []corev1.Sysctl{{Name: "net.core.somaxconn", Value: "1024"}}
-		}),
-			ignored: []string{"spec.securityContext.sysctls"}},
+		})},
 		{name: "seLinuxChangePolicy", mutate: podSC(func(c *corev1.PodSecurityContext) { c.SELinuxChangePolicy = ptr(corev1.SELinuxChangePolicyRecursive) }),
 			ignored: []string{"spec.securityContext.seLinuxChangePolicy"}},
 		{name: "pod windowsOptions", mutate: podSC(func(c *corev1.PodSecurityContext) { c.WindowsOptions = &corev1.WindowsSecurityContextOptions{} }),

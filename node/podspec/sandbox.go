@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/lockstep-dev/lockstep/node/admission"
 	"github.com/lockstep-dev/lockstep/node/podstate"
 )
 
@@ -30,7 +31,8 @@ const (
 // dnsConfig); port mappings of every regular container's ports; labels
 // (the pod's, overridden by podstate.SandboxLabels) and the pod's
 // annotations; the pod's security context (see sandboxSecurityContext).
-// CgroupParent, sysctls and sandbox resources are not set yet.
+// the pod's sysctls, names with '.' separators (admission has checked
+// they are allowed). CgroupParent and sandbox resources are not set yet.
 func SandboxConfig(pod *corev1.Pod, attempt uint32, node NodeInfo) (*runtimeapi.PodSandboxConfig, error) {
 	ref := RefOf(pod)
 	sc, err := sandboxSecurityContext(pod)
@@ -48,7 +50,7 @@ func SandboxConfig(pod *corev1.Pod, attempt uint32, node NodeInfo) (*runtimeapi.
 		Labels:       sandboxLabels(pod, ref),
 		Annotations:  maps.Clone(pod.Annotations),
 		PortMappings: portMappings(pod),
-		Linux:        &runtimeapi.LinuxPodSandboxConfig{SecurityContext: sc},
+		Linux:        &runtimeapi.LinuxPodSandboxConfig{SecurityContext: sc, Sysctls: sandboxSysctls(pod)},
 	}
 	if !pod.Spec.HostNetwork {
 		hostname, err := podHostname(pod, node.ClusterDomain)
@@ -180,4 +182,18 @@ func namespaceOptions(pod *corev1.Pod) *runtimeapi.NamespaceOption {
 		ns.Pid = runtimeapi.NamespaceMode_POD
 	}
 	return ns
+}
+
+// sandboxSysctls returns the pod's sysctls by name, written with '.'
+// separators as the runtime expects them; a name set twice takes its last
+// value.
+func sandboxSysctls(pod *corev1.Pod) map[string]string {
+	out := map[string]string{}
+	if pod.Spec.SecurityContext == nil {
+		return out
+	}
+	for _, s := range pod.Spec.SecurityContext.Sysctls {
+		out[admission.NormalizeSysctl(s.Name)] = s.Value
+	}
+	return out
 }

@@ -334,3 +334,21 @@ func TestSandboxSecurityContext(t *testing.T) {
 		})
 	}
 }
+
+// TestSandboxSysctls: the pod's sysctls go to the sandbox by name with '.'
+// separators (kuberuntime_sandbox.go generatePodSandboxLinuxConfig after
+// kuberuntime_manager.go ConvertPodSysctlsVariableToDotsSeparator).
+func TestSandboxSysctls(t *testing.T) {
+	pod := testPod(func(p *corev1.Pod) {
+		p.Spec.SecurityContext = &corev1.PodSecurityContext{Sysctls: []corev1.Sysctl{
+			{Name: "net.core.somaxconn", Value: "1024"},
+			{Name: "net/ipv4/conf/eno2.100/rp_filter", Value: "1"},
+		}}
+	})
+	got, err := SandboxConfig(pod, 0, testNode())
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{"net.core.somaxconn": "1024", "net.ipv4.conf.eno2/100.rp_filter": "1"}
+	diffProto(t, want, got.GetLinux().GetSysctls())
+}
