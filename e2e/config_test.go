@@ -149,3 +149,27 @@ func TestEnvFromSecretAndServices(t *testing.T) {
 		}
 	}
 }
+
+// TestSysctlsOnContainerd: a safe sysctl is set in the pod's network
+// namespace; an unsafe one the node does not allow fails the pod with
+// reason SysctlForbidden before containerd gets a sandbox.
+func TestSysctlsOnContainerd(t *testing.T) {
+	e := setup(t)
+	p := e.pod("sysctl", false, report(`echo "RANGE $(cat /proc/sys/net/ipv4/ip_local_port_range)"`))
+	p.Spec.SecurityContext = &corev1.PodSecurityContext{Sysctls: []corev1.Sysctl{{Name: "net.ipv4.ip_local_port_range", Value: "40000 50000"}}}
+	got := e.create(t, p)
+	e.waitPod(t, got, 60*time.Second, "Running and Ready", podReady)
+	if r := strings.Join(strings.Fields(field(e.logLines(t, got), "RANGE ")), " "); r != "40000 50000" {
+		t.Errorf("ip_local_port_range in the pod is %q, want 40000 50000", r)
+	}
+
+	bad := e.pod("sysctl-bad", false, "sleep 3600")
+	bad.Spec.SecurityContext = &corev1.PodSecurityContext{Sysctls: []corev1.Sysctl{{Name: "kernel.sem", Value: "250 32000 32 128"}}}
+	gotBad := e.create(t, bad)
+	e.waitPod(t, gotBad, 60*time.Second, "Failed with SysctlForbidden", func(p *corev1.Pod) bool {
+		return p.Status.Phase == corev1.PodFailed && p.Status.Reason == "SysctlForbidden"
+	})
+	if sbs, _ := e.criOf(t, string(gotBad.UID)); len(sbs) != 0 {
+		t.Errorf("containerd holds %d sandboxes of a rejected pod", len(sbs))
+	}
+}
