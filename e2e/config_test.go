@@ -11,6 +11,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	nodev1 "k8s.io/api/node/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/rand"
 )
@@ -171,5 +172,55 @@ func TestSysctlsOnContainerd(t *testing.T) {
 	})
 	if sbs, _ := e.criOf(t, string(gotBad.UID)); len(sbs) != 0 {
 		t.Errorf("containerd holds %d sandboxes of a rejected pod", len(sbs))
+	}
+}
+
+// TestRuntimeClassOnContainerd: a pod whose RuntimeClass names the second
+// runc handler of the e2e containerd ("runc-alt") gets its sandbox under
+// that handler; a pod naming a class that does not exist gets no sandbox
+// and a FailedCreatePodSandBox event.
+func TestRuntimeClassOnContainerd(t *testing.T) {
+	e := setup(t)
+	ctx := ctxT(t, 30*time.Second)
+	rcName := "e2e-alt-" + rand.String(5)
+	if _, err := e.admin.NodeV1().RuntimeClasses().Create(ctx, &nodev1.RuntimeClass{
+		ObjectMeta: metav1.ObjectMeta{Name: rcName}, Handler: "runc-alt"}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = e.admin.NodeV1().RuntimeClasses().Delete(context.Background(), rcName, metav1.DeleteOptions{})
+	})
+
+	p := e.pod("rc", false, sleeper)
+	p.Spec.RuntimeClassName = &rcName
+	got := e.create(t, p)
+	e.waitPod(t, got, 60*time.Second, "Running and Ready", podReady)
+	sbs, _ := e.criOf(t, string(got.UID))
+	if len(sbs) != 1 || sbs[0].RuntimeHandler != "runc-alt" {
+		t.Fatalf("sandboxes %+v, want one under handler runc-alt", sbs)
+	}
+
+	missing := "e2e-missing-" + rand.String(5)
+	q := e.pod("rc-missing", false, sleeper)
+	q.Spec.RuntimeClassName = &missing
+	gotQ := e.create(t, q)
+	poll(t, 60*time.Second, "a FailedCreatePodSandBox event naming the missing class", func() (bool, error) {
+		evs, err := e.admin.CoreV1().Events("default").List(context.Background(), metav1.ListOptions{
+			FieldSelector: "involvedObject.name=" + gotQ.Name})
+		if err != nil {
+			return false, err
+		}
+		for _, ev := range evs.Items {
+			if ev.Reason == "FailedCreatePodSandBox" && strings.Contains(ev.Message, missing) {
+				return true, nil
+			}
+		}
+		return false, fmt.Errorf("%d events", len(evs.Items))
+	})
+	if cur := e.get(t, gotQ); cur.Status.Phase != corev1.PodPending {
+		t.Errorf("pod with a missing class is %s, want Pending", cur.Status.Phase)
+	}
+	if sbs, _ := e.criOf(t, string(gotQ.UID)); len(sbs) != 0 {
+		t.Errorf("containerd holds %d sandboxes of a pod whose class is missing", len(sbs))
 	}
 }

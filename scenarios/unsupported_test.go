@@ -65,13 +65,13 @@ func TestUnenforceableSecurityFailsAdmission(t *testing.T) {
 kind: Pod
 metadata: {name: etcd, namespace: kube-system}
 spec:
-  runtimeClassName: kata
+  hostUsers: false
   containers:
   - name: etcd
     image: busybox:latest
     imagePullPolicy: IfNotPresent
 `))
-	const field, staticField = "spec.hostUsers", "spec.runtimeClassName"
+	const field, staticField = "spec.hostUsers", "spec.hostUsers"
 	runUntil(t, h, "nonroot Failed", time.Minute, func() bool { return PodIs(h, "default", "nonroot", corev1.PodFailed, false) })
 	runUntil(t, h, "the static pod's mirror Failed", 2*time.Minute, func() bool {
 		m, ok := mirrorOf(h)

@@ -5,8 +5,8 @@
 // agent does not honour yet. Nothing is dropped silently: a pod that uses an
 // ignored field runs without it, with a Warning event and a status message
 // naming the field (ReasonUnsupportedPodField); a pod that uses a field
-// whose loss would weaken its protection (user namespaces, a sandboxed
-// runtime class) is not run at all: it fails admission
+// whose loss would weaken its protection (user namespaces) is not run at
+// all: it fails admission
 // (ReasonUnsupportedSecurityContext). The container security context is
 // honoured in full (node/podspec), so no container field is refused.
 //
@@ -134,7 +134,6 @@ func ignoredPodFields() []podRule {
 func refusedPodFields() []podRule {
 	return []podRule{
 		{"hostUsers", func(s *corev1.PodSpec) bool { return s.HostUsers != nil && !*s.HostUsers }},
-		{"runtimeClassName", func(s *corev1.PodSpec) bool { return s.RuntimeClassName != nil && *s.RuntimeClassName != "" }},
 	}
 }
 

@@ -88,7 +88,7 @@ func TestCheck(t *testing.T) {
 
 		// Refused pod-level fields.
 		{name: "hostUsers false", mutate: func(p *corev1.Pod) { p.Spec.HostUsers = ptr(false) }, refused: []string{"spec.hostUsers"}},
-		{name: "runtimeClassName", mutate: func(p *corev1.Pod) { p.Spec.RuntimeClassName = ptr("gvisor") }, refused: []string{"spec.runtimeClassName"}},
+		{name: "runtimeClassName is honoured, not flagged", mutate: func(p *corev1.Pod) { p.Spec.RuntimeClassName = ptr("gvisor") }},
 
 		// Ignored container fields.
 		{name: "livenessProbe", mutate: side(func(c *corev1.Container) { c.LivenessProbe = &corev1.Probe{} }), ignored: []string{c1 + "livenessProbe"}},
@@ -146,7 +146,7 @@ func TestCheck(t *testing.T) {
 			p.Spec.RuntimeClassName = ptr("kata")
 		},
 			ignored: []string{"spec.volumes", "spec.initContainers[0].lifecycle", "spec.containers[0].livenessProbe"},
-			refused: []string{"spec.hostUsers", "spec.runtimeClassName"}},
+			refused: []string{"spec.hostUsers"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

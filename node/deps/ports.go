@@ -6,6 +6,7 @@ import (
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	nodev1 "k8s.io/api/node/v1"
 	"k8s.io/apimachinery/pkg/types"
 )
 
@@ -21,6 +22,16 @@ type API struct {
 	ConfigMaps ConfigMapAPI
 	Secrets    SecretAPI
 	Services   ServiceAPI
+	// RuntimeClasses resolves runtimeClassName; nil (standalone) fails
+	// every pod that names one.
+	RuntimeClasses RuntimeClassAPI
+}
+
+// RuntimeClassAPI reads RuntimeClasses (node.k8s.io/v1).
+type RuntimeClassAPI interface {
+	// GetRuntimeClass reads one RuntimeClass; a missing one is a NotFound
+	// error.
+	GetRuntimeClass(ctx context.Context, name string) (*nodev1.RuntimeClass, error)
 }
 
 // ConfigMapAPI reads the configMaps a pod bound to this node refers to

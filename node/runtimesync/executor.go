@@ -170,7 +170,10 @@ func (e *Executor) SyncPod(ctx context.Context, pod *corev1.Pod, st *podstate.Po
 				return res, fmt.Errorf("create log directory %s of pod %s/%s: %w", sbConfig.LogDirectory, pod.Namespace, pod.Name, err)
 			}
 		}
-		sandboxID, err = e.d.Runtime.RunPodSandbox(ctx, sbConfig, e.cfg.RuntimeHandler)
+		var handler string
+		if handler, err = e.runtimeHandler(ctx, pod); err == nil {
+			sandboxID, err = e.d.Runtime.RunPodSandbox(ctx, sbConfig, handler)
+		}
 		if obs := e.cfg.Observer; obs != nil {
 			obs.ObservePodSandboxStart(err)
 		}
@@ -322,6 +325,23 @@ func (e *Executor) serviceEnv(ctx context.Context, pod *corev1.Pod) (map[string]
 		all = append(all, svcs...)
 	}
 	return podspec.ServiceEnv(pod.Namespace, links, all), nil
+}
+
+// runtimeHandler resolves the pod's runtimeClassName to the CRI handler
+// its sandbox runs under (Config.RuntimeHandler when it names none).
+func (e *Executor) runtimeHandler(ctx context.Context, pod *corev1.Pod) (string, error) {
+	name := pod.Spec.RuntimeClassName
+	if name == nil || *name == "" {
+		return e.cfg.RuntimeHandler, nil
+	}
+	if e.d.API.RuntimeClasses == nil {
+		return "", fmt.Errorf("runtimeClass %q: no apiserver to read it from", *name)
+	}
+	rc, err := e.d.API.RuntimeClasses.GetRuntimeClass(ctx, *name)
+	if err != nil {
+		return "", fmt.Errorf("runtimeClass %q: %w", *name, err)
+	}
+	return rc.Handler, nil
 }
 
 // observeStart tells the Observer, if any, how starting s ended.

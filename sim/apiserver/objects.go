@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
+	nodev1 "k8s.io/api/node/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
@@ -17,6 +18,7 @@ import (
 var (
 	configMapsResource = schema.GroupResource{Resource: "configmaps"}
 	secretsResource    = schema.GroupResource{Resource: "secrets"}
+	runtimeClassesRes  = schema.GroupResource{Group: "node.k8s.io", Resource: "runtimeclasses"}
 )
 
 // objects holds the configuration objects by namespace/name, guarded by
@@ -25,6 +27,8 @@ type objects struct {
 	configMaps map[string]*corev1.ConfigMap
 	secrets    map[string]*corev1.Secret
 	services   map[string]*corev1.Service
+	// runtimeClasses are cluster-scoped, by name.
+	runtimeClasses map[string]*nodev1.RuntimeClass
 }
 
 // GetConfigMap reads a configMap that a pod bound to the node refers to.
@@ -194,4 +198,28 @@ func (u *User) PutService(svc *corev1.Service) {
 	defer u.s.unlock()
 	c.ResourceVersion = fmt.Sprint(u.s.nextRV())
 	u.s.objs.services[key(c.Namespace, c.Name)] = c
+}
+
+// GetRuntimeClass reads a RuntimeClass (any node may read them all).
+func (s *Server) GetRuntimeClass(ctx context.Context, name string) (*nodev1.RuntimeClass, error) {
+	if err := s.request(ctx, VerbGet, fmt.Sprintf("runtimeclass %q", name)); err != nil {
+		return nil, err
+	}
+	defer s.response()
+	s.mu.Lock()
+	defer s.unlock()
+	rc, ok := s.objs.runtimeClasses[name]
+	if !ok {
+		return nil, apierrors.NewNotFound(runtimeClassesRes, name)
+	}
+	return rc.DeepCopy(), nil
+}
+
+// PutRuntimeClass creates or replaces a RuntimeClass.
+func (u *User) PutRuntimeClass(rc *nodev1.RuntimeClass) {
+	c := rc.DeepCopy()
+	u.s.mu.Lock()
+	defer u.s.unlock()
+	c.ResourceVersion = fmt.Sprint(u.s.nextRV())
+	u.s.objs.runtimeClasses[c.Name] = c
 }

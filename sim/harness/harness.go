@@ -107,7 +107,7 @@ func (h *Harness) StartAgent() {
 		Runtime: h.Runtime,
 		Images:  h.Runtime,
 		API: deps.API{Pods: h.API, Nodes: h.API, Leases: h.API, Events: h.API,
-			ConfigMaps: h.API, Secrets: h.API, Services: h.API},
+			ConfigMaps: h.API, Secrets: h.API, Services: h.API, RuntimeClasses: h.API},
 		Files:   h.Files,
 		Machine: machineModel{h.Runtime, h.NodeName},
 	}

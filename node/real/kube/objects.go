@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
+	nodev1 "k8s.io/api/node/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -38,4 +39,14 @@ func (c *Client) ListServices(ctx context.Context, namespace string) ([]*corev1.
 		out[i] = &list.Items[i]
 	}
 	return out, nil
+}
+
+// GetRuntimeClass reads one RuntimeClass (a missing one is a NotFound
+// error, wrapped).
+func (c *Client) GetRuntimeClass(ctx context.Context, name string) (*nodev1.RuntimeClass, error) {
+	rc, err := c.cs.NodeV1().RuntimeClasses().Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("get runtimeClass %q: %w", name, err)
+	}
+	return rc, nil
 }
