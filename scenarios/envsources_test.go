@@ -109,3 +109,34 @@ func TestServiceEnvironmentVariables(t *testing.T) {
 		t.Errorf("unlinked pod's service variables (-want +got):\n%s", d)
 	}
 }
+
+// TestEnvSourcesWhileAPIDown: a crashing container whose environment
+// reads a configMap, a secret and services restarts while the apiserver is
+// unreachable, configured from the last objects read, as upstream's
+// caches allow. Before the agent kept them the restart failed with
+// CreateContainerConfigError until the apiserver came back.
+func TestEnvSourcesWhileAPIDown(t *testing.T) {
+	h := start(t, 139)
+	u := h.API.User()
+	u.PutConfigMap(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "settings"}, Data: map[string]string{"mode": "fast"}})
+	u.PutSecret(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "db"}, Data: map[string][]byte{"password": []byte("s3cr3t")}})
+	u.PutService(&corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "kubernetes"},
+		Spec: corev1.ServiceSpec{ClusterIP: "10.96.0.1", Ports: []corev1.ServicePort{{Port: 443}}}})
+	pod := mustCreate(t, h, NewPod("crashy", h.NodeName, Exits("app", 5*time.Second, 1), func(p *corev1.Pod) {
+		p.Spec.Containers[0].Env = append(p.Spec.Containers[0].Env,
+			corev1.EnvVar{Name: "MODE", ValueFrom: &corev1.EnvVarSource{ConfigMapKeyRef: &corev1.ConfigMapKeySelector{
+				LocalObjectReference: corev1.LocalObjectReference{Name: "settings"}, Key: "mode"}}},
+			corev1.EnvVar{Name: "PASSWORD", ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
+				LocalObjectReference: corev1.LocalObjectReference{Name: "db"}, Key: "password"}}})
+	}))
+	runUntil(t, h, "crashy's first instance", time.Minute, func() bool { return len(PodContainers(h, pod.UID)) >= 1 })
+	h.API.Down(true)
+	runUntil(t, h, "two restarts with the apiserver down", 2*time.Minute, func() bool {
+		cs := PodContainers(h, pod.UID)
+		return len(cs) > 0 && cs[len(cs)-1].Attempt >= 2
+	})
+	want := map[string]string{"MODE": "fast", "PASSWORD": "s3cr3t", "KUBERNETES_SERVICE_HOST": "10.96.0.1"}
+	if d := cmp.Diff(want, pick(envOf(t, h, pod.UID), "MODE", "PASSWORD", "KUBERNETES_SERVICE_HOST")); d != "" {
+		t.Errorf("environment of the instance started while the apiserver was down (-want +got):\n%s", d)
+	}
+}

@@ -63,6 +63,12 @@ type Executor struct {
 
 	mu         sync.Mutex
 	pullFailed map[string]time.Time
+
+	// Last good answers of the apiserver, by namespace/name (services: by
+	// namespace).
+	configMaps lastGood[*corev1.ConfigMap]
+	secrets    lastGood[*corev1.Secret]
+	services   lastGood[[]*corev1.Service]
 }
 
 // NewExecutor returns an executor acting through d's runtime and images.
@@ -265,8 +271,9 @@ func (e *Executor) containerConfig(ctx context.Context, pod *corev1.Pod, c *core
 
 // envObjects reads the configMaps and secrets c's environment names from
 // the pod's namespace. One that does not exist is left out of the maps
-// (podspec decides whether that is an error); any other failure is an
-// error, as is a reference with no apiserver to read it from.
+// (podspec decides whether that is an error); when the apiserver cannot
+// be read the last object read is used, and without one it is an error,
+// as is a reference with no apiserver to read it from.
 func (e *Executor) envObjects(ctx context.Context, pod *corev1.Pod, c *corev1.Container) (map[string]*corev1.ConfigMap, map[string]*corev1.Secret, error) {
 	cmNames, secretNames := podspec.EnvSources(c)
 	cms, secrets := map[string]*corev1.ConfigMap{}, map[string]*corev1.Secret{}
@@ -274,7 +281,9 @@ func (e *Executor) envObjects(ctx context.Context, pod *corev1.Pod, c *corev1.Co
 		if e.d.API.ConfigMaps == nil {
 			return nil, nil, fmt.Errorf("configmap %s/%s: no apiserver to read it from", pod.Namespace, name)
 		}
-		cm, err := e.d.API.ConfigMaps.GetConfigMap(ctx, pod.Namespace, name)
+		cm, err := e.configMaps.through(pod.Namespace+"/"+name, apierrors.IsNotFound, func() (*corev1.ConfigMap, error) {
+			return e.d.API.ConfigMaps.GetConfigMap(ctx, pod.Namespace, name)
+		})
 		switch {
 		case apierrors.IsNotFound(err):
 		case err != nil:
@@ -287,7 +296,9 @@ func (e *Executor) envObjects(ctx context.Context, pod *corev1.Pod, c *corev1.Co
 		if e.d.API.Secrets == nil {
 			return nil, nil, fmt.Errorf("secret %s/%s: no apiserver to read it from", pod.Namespace, name)
 		}
-		sec, err := e.d.API.Secrets.GetSecret(ctx, pod.Namespace, name)
+		sec, err := e.secrets.through(pod.Namespace+"/"+name, apierrors.IsNotFound, func() (*corev1.Secret, error) {
+			return e.d.API.Secrets.GetSecret(ctx, pod.Namespace, name)
+		})
 		switch {
 		case apierrors.IsNotFound(err):
 		case err != nil:
@@ -301,9 +312,10 @@ func (e *Executor) envObjects(ctx context.Context, pod *corev1.Pod, c *corev1.Co
 
 // serviceEnv returns the pod's service environment variables from the
 // services of the master namespace and, with service links, of the pod's
-// own. Without an apiserver there are none. A static pod whose services
-// cannot be listed starts without them (it may be the apiserver itself);
-// any other pod fails, as upstream does before the services are known.
+// own. Without an apiserver there are none. When the services cannot be
+// listed the last list is used; without one a static pod starts without
+// them (it may be the apiserver itself) and any other pod fails, as
+// upstream does before the services are known.
 func (e *Executor) serviceEnv(ctx context.Context, pod *corev1.Pod) (map[string]string, error) {
 	if e.d.API.Services == nil {
 		return nil, nil
@@ -315,7 +327,9 @@ func (e *Executor) serviceEnv(ctx context.Context, pod *corev1.Pod) (map[string]
 	}
 	var all []*corev1.Service
 	for _, ns := range namespaces {
-		svcs, err := e.d.API.Services.ListServices(ctx, ns)
+		svcs, err := e.services.through(ns, func(error) bool { return false }, func() ([]*corev1.Service, error) {
+			return e.d.API.Services.ListServices(ctx, ns)
+		})
 		if err != nil {
 			if podutil.IsStaticPod(pod) {
 				return nil, nil
