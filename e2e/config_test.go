@@ -177,8 +177,8 @@ func TestSysctlsOnContainerd(t *testing.T) {
 
 // TestRuntimeClassOnContainerd: a pod whose RuntimeClass names the second
 // runc handler of the e2e containerd ("runc-alt") gets its sandbox under
-// that handler; a pod naming a class that does not exist gets no sandbox
-// and a FailedCreatePodSandBox event.
+// that handler; a pod whose class names a handler containerd lacks gets no
+// sandbox and a FailedCreatePodSandBox event.
 func TestRuntimeClassOnContainerd(t *testing.T) {
 	e := setup(t)
 	ctx := ctxT(t, 30*time.Second)
@@ -200,27 +200,36 @@ func TestRuntimeClassOnContainerd(t *testing.T) {
 		t.Fatalf("sandboxes %+v, want one under handler runc-alt", sbs)
 	}
 
-	missing := "e2e-missing-" + rand.String(5)
-	q := e.pod("rc-missing", false, sleeper)
+	// The apiserver refuses pods naming a class that does not exist; a
+	// class whose handler containerd lacks gets through.
+	missing := "e2e-nohandler-" + rand.String(5)
+	if _, err := e.admin.NodeV1().RuntimeClasses().Create(ctx, &nodev1.RuntimeClass{
+		ObjectMeta: metav1.ObjectMeta{Name: missing}, Handler: "no-such-handler"}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = e.admin.NodeV1().RuntimeClasses().Delete(context.Background(), missing, metav1.DeleteOptions{})
+	})
+	q := e.pod("rc-nohandler", false, sleeper)
 	q.Spec.RuntimeClassName = &missing
 	gotQ := e.create(t, q)
-	poll(t, 60*time.Second, "a FailedCreatePodSandBox event naming the missing class", func() (bool, error) {
+	poll(t, 60*time.Second, "a FailedCreatePodSandBox event naming the missing handler", func() (bool, error) {
 		evs, err := e.admin.CoreV1().Events("default").List(context.Background(), metav1.ListOptions{
 			FieldSelector: "involvedObject.name=" + gotQ.Name})
 		if err != nil {
 			return false, err
 		}
 		for _, ev := range evs.Items {
-			if ev.Reason == "FailedCreatePodSandBox" && strings.Contains(ev.Message, missing) {
+			if ev.Reason == "FailedCreatePodSandBox" && strings.Contains(ev.Message, "no-such-handler") {
 				return true, nil
 			}
 		}
 		return false, fmt.Errorf("%d events", len(evs.Items))
 	})
 	if cur := e.get(t, gotQ); cur.Status.Phase != corev1.PodPending {
-		t.Errorf("pod with a missing class is %s, want Pending", cur.Status.Phase)
+		t.Errorf("pod whose handler is missing is %s, want Pending", cur.Status.Phase)
 	}
 	if sbs, _ := e.criOf(t, string(gotQ.UID)); len(sbs) != 0 {
-		t.Errorf("containerd holds %d sandboxes of a pod whose class is missing", len(sbs))
+		t.Errorf("containerd holds %d sandboxes of a pod whose handler is missing", len(sbs))
 	}
 }
