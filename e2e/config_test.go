@@ -233,3 +233,34 @@ func TestRuntimeClassOnContainerd(t *testing.T) {
 		t.Errorf("containerd holds %d sandboxes of a pod whose handler is missing", len(sbs))
 	}
 }
+
+// TestResolvConfOnContainerd: a dnsPolicy None pod's /etc/resolv.conf is
+// exactly its dnsConfig (nameservers, searches, options).
+func TestResolvConfOnContainerd(t *testing.T) {
+	e := setup(t)
+	two := "2"
+	p := e.pod("dns", false, report(`cat /etc/resolv.conf`))
+	p.Spec.DNSPolicy = corev1.DNSNone
+	p.Spec.DNSConfig = &corev1.PodDNSConfig{
+		Nameservers: []string{"10.0.0.53", "10.0.0.54"},
+		Searches:    []string{"a.example", "b.example"},
+		Options:     []corev1.PodDNSConfigOption{{Name: "ndots", Value: &two}, {Name: "edns0"}},
+	}
+	got := e.create(t, p)
+	e.waitPod(t, got, 60*time.Second, "Running and Ready", podReady)
+	log := e.logLines(t, got)
+	for key, want := range map[string]string{"search": "a.example b.example", "options": "ndots:2 edns0"} {
+		if g := strings.Join(strings.Fields(field(log, key+" ")), " "); g != want {
+			t.Errorf("resolv.conf %s %q, want %q (log %q)", key, g, want, log)
+		}
+	}
+	var servers []string
+	for _, line := range strings.Split(log, "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "nameserver "); ok {
+			servers = append(servers, strings.TrimSpace(v))
+		}
+	}
+	if strings.Join(servers, ",") != "10.0.0.53,10.0.0.54" {
+		t.Errorf("nameservers %v, want 10.0.0.53 and 10.0.0.54 (log %q)", servers, log)
+	}
+}
