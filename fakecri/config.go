@@ -70,6 +70,11 @@ type Image struct {
 	Inodes uint64
 	// Pinned images are reported as pinned (kubelet's image GC skips them).
 	Pinned bool
+	// User is the image config's user: a UID or a user name, optionally
+	// followed by ":group". ImageStatus reports a numeric user as Uid and
+	// a name as Username, as containerd does; empty reports neither (the
+	// image runs as root).
+	User string
 }
 
 // Default sizes of a pulled image that Config.Registry does not describe.

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 
 	"google.golang.org/grpc/codes"
@@ -21,6 +22,7 @@ type image struct {
 	size        uint64
 	inodes      uint64
 	pinned      bool
+	user        string
 	seq         uint64
 }
 
@@ -55,7 +57,7 @@ func (s *imageStore) add(ref string, spec Image) *image {
 	}
 	repo, tag, digest := splitRef(ref)
 	s.seq++
-	img := &image{id: digestOf("config", ref), size: spec.Size, inodes: spec.Inodes, pinned: spec.Pinned, seq: s.seq}
+	img := &image{id: digestOf("config", ref), size: spec.Size, inodes: spec.Inodes, pinned: spec.Pinned, user: spec.User, seq: s.seq}
 	s.byID[img.id] = img
 	s.order = append(s.order, img)
 	s.size = addSatU(s.size, img.size)
@@ -204,7 +206,7 @@ func isLowerAlnum(c byte) bool { return (c >= 'a' && c <= 'z') || (c >= '0' && c
 
 // criImage builds the CRI view of img.
 func criImage(img *image) *runtimeapi.Image {
-	return &runtimeapi.Image{
+	out := &runtimeapi.Image{
 		Id:          img.id,
 		RepoTags:    slices.Clone(img.repoTags),
 		RepoDigests: slices.Clone(img.repoDigests),
@@ -212,6 +214,13 @@ func criImage(img *image) *runtimeapi.Image {
 		Spec:        &runtimeapi.ImageSpec{Image: img.id},
 		Pinned:      img.pinned,
 	}
+	user, _, _ := strings.Cut(img.user, ":")
+	if uid, err := strconv.ParseInt(user, 10, 64); err == nil {
+		out.Uid = &runtimeapi.Int64Value{Value: uid}
+	} else {
+		out.Username = user
+	}
+	return out
 }
 
 // ListImages lists images in the order they arrived, optionally only the

@@ -3,6 +3,8 @@ package fakecri
 import (
 	"maps"
 
+	"google.golang.org/protobuf/proto"
+
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
@@ -73,4 +75,30 @@ func (r *Runtime) TrueExit(id string) (code int32, reason string, ok bool) {
 		return 0, "", false
 	}
 	return c.exitCode, c.reason, true
+}
+
+// TrueContainerConfig returns a copy of the config container id was
+// created with, and false when no such container was ever created. Like
+// TrueContainers it bypasses faults and never blocks.
+func (r *Runtime) TrueContainerConfig(id string) (*runtimeapi.ContainerConfig, bool) {
+	r.mu.Lock()
+	defer r.unlock()
+	c, ok := r.containers[id]
+	if !ok {
+		return nil, false
+	}
+	return proto.Clone(c.config).(*runtimeapi.ContainerConfig), true
+}
+
+// TrueSandboxConfig returns a copy of the config sandbox id was created
+// with, and false when no such sandbox was ever created. Like
+// TrueContainers it bypasses faults and never blocks.
+func (r *Runtime) TrueSandboxConfig(id string) (*runtimeapi.PodSandboxConfig, bool) {
+	r.mu.Lock()
+	defer r.unlock()
+	sb, ok := r.sandboxes[id]
+	if !ok {
+		return nil, false
+	}
+	return proto.Clone(sb.config).(*runtimeapi.PodSandboxConfig), true
 }

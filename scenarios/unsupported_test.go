@@ -51,27 +51,27 @@ func TestUnsupportedFieldIsNamed(t *testing.T) {
 	}
 }
 
-// TestUnenforceableSecurityFailsAdmission: a pod asking for runAsNonRoot,
-// which the agent cannot enforce yet, is not run with less protection: it
+// TestUnenforceableSecurityFailsAdmission: a pod asking for a user
+// namespace (hostUsers: false), which the agent cannot enforce yet, is not run with less protection: it
 // fails admission (Failed, UnsupportedSecurityContext, the field named)
 // and no sandbox or container is ever created for it. A static pod too.
 func TestUnenforceableSecurityFailsAdmission(t *testing.T) {
 	h := start(t, 132)
-	yes := true
+	no := false
 	mustCreate(t, h, NewPod("nonroot", h.NodeName, func(p *corev1.Pod) {
-		p.Spec.SecurityContext = &corev1.PodSecurityContext{RunAsNonRoot: &yes}
+		p.Spec.HostUsers = &no
 	}))
 	h.Files.WriteFile(manifestDir+"/etcd.yaml", []byte(`apiVersion: v1
 kind: Pod
 metadata: {name: etcd, namespace: kube-system}
 spec:
+  hostUsers: false
   containers:
   - name: etcd
     image: busybox:latest
     imagePullPolicy: IfNotPresent
-    securityContext: {capabilities: {drop: [ALL]}}
 `))
-	const field, staticField = "spec.securityContext.runAsNonRoot", "spec.containers[0].securityContext.capabilities.drop"
+	const field, staticField = "spec.hostUsers", "spec.hostUsers"
 	runUntil(t, h, "nonroot Failed", time.Minute, func() bool { return PodIs(h, "default", "nonroot", corev1.PodFailed, false) })
 	runUntil(t, h, "the static pod's mirror Failed", 2*time.Minute, func() bool {
 		m, ok := mirrorOf(h)

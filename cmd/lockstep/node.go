@@ -69,6 +69,8 @@ set the same options, and flags override it.`,
 	f.StringSliceVar(&o.ClusterDNS, "cluster-dns", o.ClusterDNS, "cluster DNS server IPs for ClusterFirst pods")
 	f.StringVar(&o.ClusterDomain, "cluster-domain", o.ClusterDomain, "the cluster's DNS domain")
 	f.StringVar(&o.ResolvConf, "resolv-conf", o.ResolvConf, "host resolver configuration for Default DNS pods")
+	f.StringSliceVar(&o.AllowedUnsafeSysctls, "allowed-unsafe-sysctls", o.AllowedUnsafeSysctls,
+		"unsafe sysctls (names, or prefixes ending in '*') pods may set beyond the safe ones")
 	f.Int32Var(&o.APIQPS, "kube-api-qps", o.APIQPS, "queries per second to the apiserver")
 	f.Int32Var(&o.APIBurst, "kube-api-burst", o.APIBurst, "burst of queries to the apiserver")
 	f.IntVar(&o.Verbosity, "v", o.Verbosity, "log verbosity (0: info, 4 and more: debug)")

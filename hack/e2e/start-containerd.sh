@@ -51,6 +51,12 @@ state = "$cd_dir/state"
       [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
         SystemdCgroup = false
         Root = "$cd_dir/runc"
+    # A second runc handler for the RuntimeClass e2e test (runtimeClassName).
+    [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc-alt]
+      runtime_type = "io.containerd.runc.v2"
+      [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc-alt.options]
+        SystemdCgroup = false
+        Root = "$cd_dir/runc"
   [plugins."io.containerd.grpc.v1.cri".cni]
     bin_dir = "/usr/lib/cni"
     conf_dir = "$cd_dir/cni/conf"

@@ -5,15 +5,15 @@
 // agent does not honour yet. Nothing is dropped silently: a pod that uses an
 // ignored field runs without it, with a Warning event and a status message
 // naming the field (ReasonUnsupportedPodField); a pod that uses a field
-// whose loss would weaken its protection (a non-root user, a read-only root
-// file system, dropped capabilities, seccomp, AppArmor, SELinux, no
-// privilege escalation, user namespaces, a sandboxed runtime class) is not
-// run at all: it fails admission (ReasonUnsupportedSecurityContext).
+// whose loss would weaken its protection (user namespaces) is not run at
+// all: it fails admission
+// (ReasonUnsupportedSecurityContext). The container security context is
+// honoured in full (node/podspec), so no container field is refused.
 //
 // Each category is one list (ignoredPodFields, ignoredContainerFields,
-// refusedPodFields, refusedContainerFields). The issue that builds a
-// feature removes its fields from these lists, and their table tests, in
-// the same change.
+// refusedPodFields). The issue that builds a feature removes its fields
+// from these lists, and their table tests, in the same change; a refused
+// container field, should one appear, gets a list of its own.
 package admission
 
 import (
@@ -89,11 +89,6 @@ func Check(pod *corev1.Pod) Unsupported {
 					u.Ignored = append(u.Ignored, prefix+r.path)
 				}
 			}
-			for _, r := range refusedContainerFields() {
-				if r.set(c) {
-					u.Refused = append(u.Refused, prefix+r.path)
-				}
-			}
 		}
 	}
 	for i := range spec.EphemeralContainers {
@@ -128,11 +123,7 @@ func ignoredPodFields() []podRule {
 		{"overhead", func(s *corev1.PodSpec) bool { return len(s.Overhead) > 0 }},
 		{"resources", func(s *corev1.PodSpec) bool { return s.Resources != nil }},
 		{"resourceClaims", func(s *corev1.PodSpec) bool { return len(s.ResourceClaims) > 0 }},
-		{"securityContext.fsGroup", psc(func(c *corev1.PodSecurityContext) bool { return c.FSGroup != nil })},
 		{"securityContext.fsGroupChangePolicy", psc(func(c *corev1.PodSecurityContext) bool { return c.FSGroupChangePolicy != nil })},
-		{"securityContext.supplementalGroups", psc(func(c *corev1.PodSecurityContext) bool { return len(c.SupplementalGroups) > 0 })},
-		{"securityContext.supplementalGroupsPolicy", psc(func(c *corev1.PodSecurityContext) bool { return c.SupplementalGroupsPolicy != nil })},
-		{"securityContext.sysctls", psc(func(c *corev1.PodSecurityContext) bool { return len(c.Sysctls) > 0 })},
 		{"securityContext.seLinuxChangePolicy", psc(func(c *corev1.PodSecurityContext) bool { return c.SELinuxChangePolicy != nil })},
 		{"securityContext.windowsOptions", psc(func(c *corev1.PodSecurityContext) bool { return c.WindowsOptions != nil })},
 	}
@@ -141,18 +132,8 @@ func ignoredPodFields() []podRule {
 // refusedPodFields are the pod-level fields whose loss would weaken the
 // pod's protection.
 func refusedPodFields() []podRule {
-	psc := func(f func(*corev1.PodSecurityContext) bool) func(*corev1.PodSpec) bool {
-		return func(s *corev1.PodSpec) bool { return s.SecurityContext != nil && f(s.SecurityContext) }
-	}
 	return []podRule{
-		{"securityContext.runAsUser", psc(func(c *corev1.PodSecurityContext) bool { return c.RunAsUser != nil })},
-		{"securityContext.runAsGroup", psc(func(c *corev1.PodSecurityContext) bool { return c.RunAsGroup != nil })},
-		{"securityContext.runAsNonRoot", psc(func(c *corev1.PodSecurityContext) bool { return isTrue(c.RunAsNonRoot) })},
-		{"securityContext.seLinuxOptions", psc(func(c *corev1.PodSecurityContext) bool { return c.SELinuxOptions != nil })},
-		{"securityContext.seccompProfile", psc(func(c *corev1.PodSecurityContext) bool { return confinedSeccomp(c.SeccompProfile) })},
-		{"securityContext.appArmorProfile", psc(func(c *corev1.PodSecurityContext) bool { return confinedAppArmor(c.AppArmorProfile) })},
 		{"hostUsers", func(s *corev1.PodSpec) bool { return s.HostUsers != nil && !*s.HostUsers }},
-		{"runtimeClassName", func(s *corev1.PodSpec) bool { return s.RuntimeClassName != nil && *s.RuntimeClassName != "" }},
 	}
 }
 
@@ -180,56 +161,12 @@ func ignoredContainerFields(init bool) []containerRule {
 		{"terminationMessagePolicy", func(c *corev1.Container) bool {
 			return c.TerminationMessagePolicy == corev1.TerminationMessageFallbackToLogsOnError
 		}},
-		{"securityContext.privileged", csc(func(s *corev1.SecurityContext) bool { return isTrue(s.Privileged) })},
-		{"securityContext.capabilities.add", csc(func(s *corev1.SecurityContext) bool {
-			return s.Capabilities != nil && len(s.Capabilities.Add) > 0
-		})},
-		{"securityContext.procMount", csc(func(s *corev1.SecurityContext) bool {
-			return s.ProcMount != nil && *s.ProcMount != corev1.DefaultProcMount
-		})},
 		{"securityContext.windowsOptions", csc(func(s *corev1.SecurityContext) bool { return s.WindowsOptions != nil })},
 	}
 	if init {
 		rules = append(rules, containerRule{"restartPolicy", func(c *corev1.Container) bool { return c.RestartPolicy != nil }})
 	}
 	return rules
-}
-
-// refusedContainerFields are the container fields whose loss would weaken
-// the pod's protection.
-func refusedContainerFields() []containerRule {
-	csc := func(f func(*corev1.SecurityContext) bool) func(*corev1.Container) bool {
-		return func(c *corev1.Container) bool { return c.SecurityContext != nil && f(c.SecurityContext) }
-	}
-	return []containerRule{
-		{"securityContext.runAsUser", csc(func(s *corev1.SecurityContext) bool { return s.RunAsUser != nil })},
-		{"securityContext.runAsGroup", csc(func(s *corev1.SecurityContext) bool { return s.RunAsGroup != nil })},
-		{"securityContext.runAsNonRoot", csc(func(s *corev1.SecurityContext) bool { return isTrue(s.RunAsNonRoot) })},
-		{"securityContext.readOnlyRootFilesystem", csc(func(s *corev1.SecurityContext) bool { return isTrue(s.ReadOnlyRootFilesystem) })},
-		{"securityContext.allowPrivilegeEscalation", csc(func(s *corev1.SecurityContext) bool {
-			return s.AllowPrivilegeEscalation != nil && !*s.AllowPrivilegeEscalation
-		})},
-		{"securityContext.capabilities.drop", csc(func(s *corev1.SecurityContext) bool {
-			return s.Capabilities != nil && len(s.Capabilities.Drop) > 0
-		})},
-		{"securityContext.seLinuxOptions", csc(func(s *corev1.SecurityContext) bool { return s.SELinuxOptions != nil })},
-		{"securityContext.seccompProfile", csc(func(s *corev1.SecurityContext) bool { return confinedSeccomp(s.SeccompProfile) })},
-		{"securityContext.appArmorProfile", csc(func(s *corev1.SecurityContext) bool { return confinedAppArmor(s.AppArmorProfile) })},
-	}
-}
-
-func isTrue(b *bool) bool { return b != nil && *b }
-
-// confinedSeccomp reports whether a seccomp profile asks for confinement
-// (anything but Unconfined).
-func confinedSeccomp(p *corev1.SeccompProfile) bool {
-	return p != nil && p.Type != corev1.SeccompProfileTypeUnconfined
-}
-
-// confinedAppArmor reports whether an AppArmor profile asks for
-// confinement (anything but Unconfined).
-func confinedAppArmor(p *corev1.AppArmorProfile) bool {
-	return p != nil && p.Type != corev1.AppArmorProfileTypeUnconfined
 }
 
 func hasHugePages(l corev1.ResourceList) bool {

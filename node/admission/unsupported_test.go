@@ -73,19 +73,11 @@ func TestCheck(t *testing.T) {
 		{name: "pod resources", mutate: func(p *corev1.Pod) { p.Spec.Resources = &corev1.ResourceRequirements{} }, ignored: []string{"spec.resources"}},
 		{name: "resourceClaims", mutate: func(p *corev1.Pod) { p.Spec.ResourceClaims = []corev1.PodResourceClaim{{Name: "gpu"}} },
 			ignored: []string{"spec.resourceClaims"}},
-		{name: "fsGroup", mutate: podSC(func(c *corev1.PodSecurityContext) { c.FSGroup = ptr(int64(2000)) }), ignored: []string{"spec.securityContext.fsGroup"}},
 		{name: "fsGroupChangePolicy", mutate: podSC(func(c *corev1.PodSecurityContext) { c.FSGroupChangePolicy = ptr(corev1.FSGroupChangeAlways) }),
 			ignored: []string{"spec.securityContext.fsGroupChangePolicy"}},
-		{name: "supplementalGroups", mutate: podSC(func(c *corev1.PodSecurityContext) { c.SupplementalGroups = []int64{5} }),
-			ignored: []string{"spec.securityContext.supplementalGroups"}},
-		{name: "supplementalGroupsPolicy", mutate: podSC(func(c *corev1.PodSecurityContext) {
-			c.SupplementalGroupsPolicy = ptr(corev1.SupplementalGroupsPolicyStrict)
-		}),
-			ignored: []string{"spec.securityContext.supplementalGroupsPolicy"}},
-		{name: "sysctls", mutate: podSC(func(c *corev1.PodSecurityContext) {
+		{name: "sysctls are admission's (SysctlAllowlist), not flagged", mutate: podSC(func(c *corev1.PodSecurityContext) {
 			c.Sysctls = []corev1.Sysctl{{Name: "net.core.somaxconn", Value: "1024"}}
-		}),
-			ignored: []string{"spec.securityContext.sysctls"}},
+		})},
 		{name: "seLinuxChangePolicy", mutate: podSC(func(c *corev1.PodSecurityContext) { c.SELinuxChangePolicy = ptr(corev1.SELinuxChangePolicyRecursive) }),
 			ignored: []string{"spec.securityContext.seLinuxChangePolicy"}},
 		{name: "pod windowsOptions", mutate: podSC(func(c *corev1.PodSecurityContext) { c.WindowsOptions = &corev1.WindowsSecurityContextOptions{} }),
@@ -95,19 +87,8 @@ func TestCheck(t *testing.T) {
 		}, ignored: []string{"spec.ephemeralContainers[0]", "spec.ephemeralContainers[1]"}},
 
 		// Refused pod-level fields.
-		{name: "pod runAsUser", mutate: podSC(func(c *corev1.PodSecurityContext) { c.RunAsUser = ptr(int64(1000)) }), refused: []string{"spec.securityContext.runAsUser"}},
-		{name: "pod runAsGroup", mutate: podSC(func(c *corev1.PodSecurityContext) { c.RunAsGroup = ptr(int64(1000)) }), refused: []string{"spec.securityContext.runAsGroup"}},
-		{name: "pod runAsNonRoot", mutate: podSC(func(c *corev1.PodSecurityContext) { c.RunAsNonRoot = ptr(true) }), refused: []string{"spec.securityContext.runAsNonRoot"}},
-		{name: "pod seLinuxOptions", mutate: podSC(func(c *corev1.PodSecurityContext) { c.SELinuxOptions = &corev1.SELinuxOptions{Level: "s0"} }),
-			refused: []string{"spec.securityContext.seLinuxOptions"}},
-		{name: "pod seccomp RuntimeDefault", mutate: podSC(func(c *corev1.PodSecurityContext) {
-			c.SeccompProfile = &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault}
-		}), refused: []string{"spec.securityContext.seccompProfile"}},
-		{name: "pod AppArmor Localhost", mutate: podSC(func(c *corev1.PodSecurityContext) {
-			c.AppArmorProfile = &corev1.AppArmorProfile{Type: corev1.AppArmorProfileTypeLocalhost, LocalhostProfile: ptr("p")}
-		}), refused: []string{"spec.securityContext.appArmorProfile"}},
 		{name: "hostUsers false", mutate: func(p *corev1.Pod) { p.Spec.HostUsers = ptr(false) }, refused: []string{"spec.hostUsers"}},
-		{name: "runtimeClassName", mutate: func(p *corev1.Pod) { p.Spec.RuntimeClassName = ptr("gvisor") }, refused: []string{"spec.runtimeClassName"}},
+		{name: "runtimeClassName is honoured, not flagged", mutate: func(p *corev1.Pod) { p.Spec.RuntimeClassName = ptr("gvisor") }},
 
 		// Ignored container fields.
 		{name: "livenessProbe", mutate: side(func(c *corev1.Container) { c.LivenessProbe = &corev1.Probe{} }), ignored: []string{c1 + "livenessProbe"}},
@@ -131,12 +112,6 @@ func TestCheck(t *testing.T) {
 		{name: "terminationMessagePolicy from logs", mutate: side(func(c *corev1.Container) {
 			c.TerminationMessagePolicy = corev1.TerminationMessageFallbackToLogsOnError
 		}), ignored: []string{c1 + "terminationMessagePolicy"}},
-		{name: "privileged", mutate: appSC(func(s *corev1.SecurityContext) { s.Privileged = ptr(true) }), ignored: []string{c1 + "securityContext.privileged"}},
-		{name: "capabilities add", mutate: appSC(func(s *corev1.SecurityContext) {
-			s.Capabilities = &corev1.Capabilities{Add: []corev1.Capability{"NET_ADMIN"}}
-		}), ignored: []string{c1 + "securityContext.capabilities.add"}},
-		{name: "procMount Unmasked", mutate: appSC(func(s *corev1.SecurityContext) { s.ProcMount = ptr(corev1.UnmaskedProcMount) }),
-			ignored: []string{c1 + "securityContext.procMount"}},
 		{name: "container windowsOptions", mutate: appSC(func(s *corev1.SecurityContext) { s.WindowsOptions = &corev1.WindowsSecurityContextOptions{} }),
 			ignored: []string{c1 + "securityContext.windowsOptions"}},
 		{name: "sidecar (restartable init container)", mutate: func(p *corev1.Pod) {
@@ -145,38 +120,33 @@ func TestCheck(t *testing.T) {
 		{name: "init container probe", mutate: func(p *corev1.Pod) { p.Spec.InitContainers[0].StartupProbe = &corev1.Probe{} },
 			ignored: []string{"spec.initContainers[0].startupProbe"}},
 
-		// Refused container fields.
-		{name: "runAsUser", mutate: appSC(func(s *corev1.SecurityContext) { s.RunAsUser = ptr(int64(1000)) }), refused: []string{c1 + "securityContext.runAsUser"}},
-		{name: "runAsGroup", mutate: appSC(func(s *corev1.SecurityContext) { s.RunAsGroup = ptr(int64(1000)) }), refused: []string{c1 + "securityContext.runAsGroup"}},
-		{name: "runAsNonRoot", mutate: appSC(func(s *corev1.SecurityContext) { s.RunAsNonRoot = ptr(true) }), refused: []string{c1 + "securityContext.runAsNonRoot"}},
-		{name: "readOnlyRootFilesystem", mutate: appSC(func(s *corev1.SecurityContext) { s.ReadOnlyRootFilesystem = ptr(true) }),
-			refused: []string{c1 + "securityContext.readOnlyRootFilesystem"}},
-		{name: "allowPrivilegeEscalation false", mutate: appSC(func(s *corev1.SecurityContext) { s.AllowPrivilegeEscalation = ptr(false) }),
-			refused: []string{c1 + "securityContext.allowPrivilegeEscalation"}},
-		{name: "capabilities drop", mutate: appSC(func(s *corev1.SecurityContext) {
-			s.Capabilities = &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}}
-		}), refused: []string{c1 + "securityContext.capabilities.drop"}},
-		{name: "seLinuxOptions", mutate: appSC(func(s *corev1.SecurityContext) { s.SELinuxOptions = &corev1.SELinuxOptions{Type: "t"} }),
-			refused: []string{c1 + "securityContext.seLinuxOptions"}},
-		{name: "seccomp Localhost", mutate: appSC(func(s *corev1.SecurityContext) {
-			s.SeccompProfile = &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeLocalhost, LocalhostProfile: ptr("p.json")}
-		}), refused: []string{c1 + "securityContext.seccompProfile"}},
-		{name: "AppArmor RuntimeDefault", mutate: appSC(func(s *corev1.SecurityContext) {
-			s.AppArmorProfile = &corev1.AppArmorProfile{Type: corev1.AppArmorProfileTypeRuntimeDefault}
-		}), refused: []string{c1 + "securityContext.appArmorProfile"}},
-		{name: "init container runAsNonRoot", mutate: func(p *corev1.Pod) {
+		// The security context is honoured (node/podspec): not flagged.
+		{name: "security context supported", mutate: func(p *corev1.Pod) {
+			p.Spec.SecurityContext = &corev1.PodSecurityContext{RunAsUser: ptr(int64(1000)), RunAsGroup: ptr(int64(1000)),
+				RunAsNonRoot: ptr(true), FSGroup: ptr(int64(2000)), SupplementalGroups: []int64{5},
+				SupplementalGroupsPolicy: ptr(corev1.SupplementalGroupsPolicyStrict),
+				SELinuxOptions:           &corev1.SELinuxOptions{Level: "s0"},
+				SeccompProfile:           &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+				AppArmorProfile:          &corev1.AppArmorProfile{Type: corev1.AppArmorProfileTypeLocalhost, LocalhostProfile: ptr("p")}}
 			p.Spec.InitContainers[0].SecurityContext = &corev1.SecurityContext{RunAsNonRoot: ptr(true)}
-		}, refused: []string{"spec.initContainers[0].securityContext.runAsNonRoot"}},
+			p.Spec.Containers[1].SecurityContext = &corev1.SecurityContext{RunAsUser: ptr(int64(1)), RunAsGroup: ptr(int64(1)),
+				RunAsNonRoot: ptr(true), ReadOnlyRootFilesystem: ptr(true), AllowPrivilegeEscalation: ptr(false), Privileged: ptr(true),
+				Capabilities:    &corev1.Capabilities{Add: []corev1.Capability{"NET_ADMIN"}, Drop: []corev1.Capability{"ALL"}},
+				ProcMount:       ptr(corev1.UnmaskedProcMount),
+				SELinuxOptions:  &corev1.SELinuxOptions{Type: "t"},
+				SeccompProfile:  &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeLocalhost, LocalhostProfile: ptr("p.json")},
+				AppArmorProfile: &corev1.AppArmorProfile{Type: corev1.AppArmorProfileTypeRuntimeDefault}}
+		}},
 
 		{name: "both kinds, in spec order", mutate: func(p *corev1.Pod) {
 			p.Spec.Volumes = []corev1.Volume{{Name: "v"}}
-			p.Spec.SecurityContext = &corev1.PodSecurityContext{RunAsNonRoot: ptr(true)}
+			p.Spec.HostUsers = ptr(false)
 			p.Spec.Containers[0].LivenessProbe = &corev1.Probe{}
-			p.Spec.Containers[0].SecurityContext = &corev1.SecurityContext{Capabilities: &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}}}
 			p.Spec.InitContainers[0].Lifecycle = &corev1.Lifecycle{}
+			p.Spec.RuntimeClassName = ptr("kata")
 		},
 			ignored: []string{"spec.volumes", "spec.initContainers[0].lifecycle", "spec.containers[0].livenessProbe"},
-			refused: []string{"spec.securityContext.runAsNonRoot", "spec.containers[0].securityContext.capabilities.drop"}},
+			refused: []string{"spec.hostUsers"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

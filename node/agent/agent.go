@@ -15,6 +15,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/lockstep-dev/lockstep/node/admission"
 	"github.com/lockstep-dev/lockstep/node/deps"
 	"github.com/lockstep-dev/lockstep/node/metrics"
 	"github.com/lockstep-dev/lockstep/node/nodestatus"
@@ -56,6 +57,9 @@ type Config struct {
 	NodeStatus nodestatus.Config
 	// Metrics receives the kubelet's metrics; nil turns them off.
 	Metrics *metrics.Metrics
+	// AllowedUnsafeSysctls are the sysctls (names, or prefixes ending in
+	// '*') pods may set beyond the safe ones (--allowed-unsafe-sysctls).
+	AllowedUnsafeSysctls []string
 }
 
 // Agent is one node agent.
@@ -80,6 +84,8 @@ type Agent struct {
 	// unsupported is what was last reported about each pod's unsupported
 	// fields (see checkUnsupported).
 	unsupported map[types.UID]string
+	// sysctls decides which sysctls pods may set.
+	sysctls *admission.SysctlAllowlist
 }
 
 // New builds an agent over d. Nothing runs until Start.
@@ -109,14 +115,18 @@ func New(d deps.Deps, cfg Config) *Agent {
 		m.SetNodeName(cfg.NodeName)
 	}
 	a := &Agent{
-		d:        d,
-		cfg:      cfg,
-		updates:  deps.NewInbox[podsource.Update](d.Tasks, "config updates"),
-		pleg:     pleg.New(d.Core, d.Runtime, d.RuntimeEvents, cfg.PLEG),
-		queue:    podworkers.NewWorkQueue(d.Clock),
-		exec:     runtimesync.NewExecutor(d.Core, runtimesync.Ports{Runtime: d.Runtime, Images: d.Images, Files: d.Files, Events: d.API.Events}, cfg.RuntimeSync),
+		d:       d,
+		cfg:     cfg,
+		updates: deps.NewInbox[podsource.Update](d.Tasks, "config updates"),
+		pleg:    pleg.New(d.Core, d.Runtime, d.RuntimeEvents, cfg.PLEG),
+		queue:   podworkers.NewWorkQueue(d.Clock),
+		exec: runtimesync.NewExecutor(d.Core, runtimesync.Ports{
+			Runtime: d.Runtime, Images: d.Images, Files: d.Files, Events: d.API.Events,
+			ConfigMaps: d.API.ConfigMaps, Secrets: d.API.Secrets, Services: d.API.Services, RuntimeClasses: d.API.RuntimeClasses,
+		}, cfg.RuntimeSync),
 		status:   status.NewManager(d.Core, d.API.Pods, cfg.Status),
 		expected: map[types.UID]map[string]expectation{},
+		sysctls:  sysctlAllowlist(d, cfg.AllowedUnsafeSysctls),
 	}
 	var sources []string
 	if d.API.Pods != nil {

@@ -10,7 +10,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/lockstep-dev/lockstep/node/admission"
 	"github.com/lockstep-dev/lockstep/node/podstate"
 	"github.com/lockstep-dev/lockstep/node/podutil"
 	"github.com/lockstep-dev/lockstep/node/podworkers"
@@ -36,8 +35,8 @@ func (a *Agent) since(lastSync time.Time) time.Time {
 // SyncPod is the syncing step of a pod's worker.
 func (a *Agent) SyncPod(ctx context.Context, pod *corev1.Pod, lastSync time.Time) (podworkers.SyncResult, error) {
 	unsupported := a.checkUnsupported(pod)
-	if unsupported.Rejected() {
-		return a.refuse(pod, unsupported), nil
+	if reason, msg := a.rejection(pod, unsupported); reason != "" {
+		return a.refuse(pod, reason, msg), nil
 	}
 	st, err := a.pleg.Cache().GetNewerThan(ctx, pod.UID, a.since(lastSync))
 	if err != nil {
@@ -112,7 +111,7 @@ func (a *Agent) SyncTerminatingPod(ctx context.Context, uid types.UID, pod *core
 	if running := after.Running(); len(running) > 0 {
 		return fmt.Errorf("pod %s still has %d running containers (first: %q)", uid, len(running), running[0].Name)
 	}
-	if pod != nil && !admission.Check(pod).Rejected() { // a refused pod keeps the status of its refusal
+	if pod != nil && !a.refused(pod) { // a refused pod keeps the status of its refusal
 		prev := a.status.WithCachedStatus(pod)
 		now := a.d.Clock.Now()
 		s := status.Generate(prev, after, nil, nil, a.nodeAddrs(), now)

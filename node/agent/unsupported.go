@@ -37,11 +37,16 @@ func (a *Agent) checkUnsupported(pod *corev1.Pod) admission.Unsupported {
 	return u
 }
 
-// refuse fails a pod whose protection the agent cannot enforce: phase
-// Failed, reason UnsupportedSecurityContext, and no container is started.
-func (a *Agent) refuse(pod *corev1.Pod, u admission.Unsupported) podworkers.SyncResult {
+// refuse fails a pod that must not run (see rejection): phase Failed with
+// the reason and message, and no container is started. A sysctl refusal
+// is also a Warning event (unsupported fields have theirs already).
+func (a *Agent) refuse(pod *corev1.Pod, reason, message string) podworkers.SyncResult {
 	prev := a.status.WithCachedStatus(pod)
-	a.status.SetPodStatus(pod, status.Reject(prev, admission.ReasonUnsupportedSecurityContext, u.RejectionMessage(), a.nodeAddrs(), a.d.Clock.Now()))
+	if reason == admission.ReasonSysctlForbidden && prev.Status.Phase != corev1.PodFailed && a.d.API.Events != nil {
+		ref := &corev1.ObjectReference{Kind: "Pod", APIVersion: "v1", Namespace: pod.Namespace, Name: pod.Name, UID: pod.UID}
+		a.d.API.Events.Event(ref, corev1.EventTypeWarning, reason, message)
+	}
+	a.status.SetPodStatus(pod, status.Reject(prev, reason, message, a.nodeAddrs(), a.d.Clock.Now()))
 	return podworkers.SyncResult{Terminal: true}
 }
 

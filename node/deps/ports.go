@@ -6,6 +6,7 @@ import (
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	nodev1 "k8s.io/api/node/v1"
 	"k8s.io/apimachinery/pkg/types"
 )
 
@@ -16,6 +17,42 @@ type API struct {
 	Nodes  NodeAPI
 	Leases LeaseAPI
 	Events EventSink
+	// ConfigMaps, Secrets and Services feed containers' environments; nil
+	// (standalone) means none can be read.
+	ConfigMaps ConfigMapAPI
+	Secrets    SecretAPI
+	Services   ServiceAPI
+	// RuntimeClasses resolves runtimeClassName; nil (standalone) fails
+	// every pod that names one.
+	RuntimeClasses RuntimeClassAPI
+}
+
+// RuntimeClassAPI reads RuntimeClasses (node.k8s.io/v1).
+type RuntimeClassAPI interface {
+	// GetRuntimeClass reads one RuntimeClass; a missing one is a NotFound
+	// error.
+	GetRuntimeClass(ctx context.Context, name string) (*nodev1.RuntimeClass, error)
+}
+
+// ConfigMapAPI reads the configMaps a pod bound to this node refers to
+// (Node authorization allows no others).
+type ConfigMapAPI interface {
+	// GetConfigMap reads one configMap; a missing one is a NotFound error
+	// (k8s.io/apimachinery/pkg/api/errors).
+	GetConfigMap(ctx context.Context, namespace, name string) (*corev1.ConfigMap, error)
+}
+
+// SecretAPI reads the secrets a pod bound to this node refers to (Node
+// authorization allows no others).
+type SecretAPI interface {
+	// GetSecret reads one secret; a missing one is a NotFound error.
+	GetSecret(ctx context.Context, namespace, name string) (*corev1.Secret, error)
+}
+
+// ServiceAPI lists services, for the service environment variables.
+type ServiceAPI interface {
+	// ListServices lists the services of one namespace.
+	ListServices(ctx context.Context, namespace string) ([]*corev1.Service, error)
 }
 
 // PodEventType says what happened to a watched pod.

@@ -31,8 +31,9 @@ func ContainerConfig(pod *corev1.Pod, c *corev1.Container, restartCount int, pod
 // of ContainerHash and the restart count, plus the pod's termination grace
 // period — 30 s when unset — and the container's termination message
 // path); the log path (ContainerLogPath); stdin/stdinOnce/tty; Linux
-// resources (see linuxResources) and the pod's namespace modes. Mounts,
-// devices and the rest of the security context are not set yet.
+// resources (see linuxResources) and the security context (see
+// containerSecurityContext). A container that must not run as root but
+// would fails (VerifyRunAsNonRoot). Mounts and devices are not set yet.
 //
 // For a host-network pod with no opts.PodIPs, status.podIP(s) are the
 // node's IPs, as upstream reports them.
@@ -48,7 +49,14 @@ func ContainerConfigWith(pod *corev1.Pod, c *corev1.Container, opts ContainerOpt
 		podIPs = node.hostIPs()
 	}
 	podIPs = sortPodIPs(podIPs, node)
-	env, values, err := environment(pod, c, podIPs, node)
+	if err := VerifyRunAsNonRoot(pod, c, opts.ImageUser); err != nil {
+		return nil, fail(err)
+	}
+	sc, err := containerSecurityContext(pod, c, opts.ImageUser, node)
+	if err != nil {
+		return nil, fail(err)
+	}
+	env, values, err := environment(pod, c, podIPs, node, opts)
 	if err != nil {
 		return nil, fail(err)
 	}
@@ -77,10 +85,8 @@ func ContainerConfigWith(pod *corev1.Pod, c *corev1.Container, opts ContainerOpt
 		StdinOnce:   c.StdinOnce,
 		Tty:         c.TTY,
 		Linux: &runtimeapi.LinuxContainerConfig{
-			Resources: linuxResources(pod, c, node),
-			SecurityContext: &runtimeapi.LinuxContainerSecurityContext{
-				NamespaceOptions: namespaceOptions(pod),
-			},
+			Resources:       linuxResources(pod, c, node),
+			SecurityContext: sc,
 		},
 	}, nil
 }

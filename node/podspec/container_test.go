@@ -79,13 +79,7 @@ func TestContainerConfig(t *testing.T) {
 				MemoryLimitInBytes: 512 << 20,
 				OomScoreAdj:        1000 - 1000*(256<<20)/(8<<30), // Burstable: 969
 			},
-			SecurityContext: &runtimeapi.LinuxContainerSecurityContext{
-				NamespaceOptions: &runtimeapi.NamespaceOption{
-					Network: runtimeapi.NamespaceMode_POD,
-					Pid:     runtimeapi.NamespaceMode_CONTAINER,
-					Ipc:     runtimeapi.NamespaceMode_POD,
-				},
-			},
+			SecurityContext: baseContainerSC(),
 		},
 	}
 	diffProto(t, want, got)

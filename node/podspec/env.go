@@ -2,6 +2,7 @@ package podspec
 
 import (
 	"fmt"
+	"maps"
 	"net/netip"
 	"slices"
 	"strconv"
@@ -57,44 +58,64 @@ type envVar struct {
 	name, value string
 }
 
-// environment resolves a container's env, in declaration order. A literal
-// value is expanded against the variables declared before it; a valueFrom
-// is resolved from the pod (fieldRef), the container's resources
-// (resourceFieldRef) or fails when it needs configMaps, secrets or files,
-// which are not supported yet. A name declared twice keeps its first
-// position and takes its last value (the upstream kubelet keeps the last
-// value too, in no particular order).
-func environment(pod *corev1.Pod, c *corev1.Container, podIPs []string, node NodeInfo) ([]envVar, map[string]string, error) {
+// environment resolves a container's env: first each envFrom source in
+// order (its keys sorted, with the source's prefix), then each env entry
+// in order, then the service variables (opts.ServiceEnv) the container
+// does not define itself. A literal value is expanded against what is
+// defined before it, then the service variables; a valueFrom is resolved
+// from the pod (fieldRef), the container's resources (resourceFieldRef)
+// or the configMaps and secrets in opts. A missing configMap, secret or
+// key fails unless the reference is optional, when the variable (or the
+// whole source) is skipped, as upstream does. A name defined twice keeps
+// its first position and takes its last value (the upstream kubelet keeps
+// the last value too, in no particular order). The map returned holds
+// every variable, for $(VAR) expansion in command and args.
+func environment(pod *corev1.Pod, c *corev1.Container, podIPs []string, node NodeInfo, opts ContainerOptions) ([]envVar, map[string]string, error) {
+	values := make(map[string]string, len(c.Env)+len(opts.ServiceEnv))
+	var order []string
+	set := func(name, value string) {
+		if _, seen := values[name]; !seen {
+			order = append(order, name)
+		}
+		values[name] = value
+	}
 	for i, from := range c.EnvFrom {
-		switch {
-		case from.ConfigMapRef != nil:
-			return nil, nil, fmt.Errorf("envFrom[%d]: configMapRef %q: configMaps are not supported yet", i, from.ConfigMapRef.Name)
-		case from.SecretRef != nil:
-			return nil, nil, fmt.Errorf("envFrom[%d]: secretRef %q: secrets are not supported yet", i, from.SecretRef.Name)
+		data, err := envFromData(pod.Namespace, from, opts)
+		if err != nil {
+			return nil, nil, fmt.Errorf("envFrom[%d]: %w", i, err)
+		}
+		for _, k := range slices.Sorted(maps.Keys(data)) {
+			set(from.Prefix+k, data[k])
 		}
 	}
-	values := make(map[string]string, len(c.Env))
 	lookup := func(name string) (string, bool) {
-		v, ok := values[name]
+		if v, ok := values[name]; ok {
+			return v, true
+		}
+		v, ok := opts.ServiceEnv[name]
 		return v, ok
 	}
-	var order []string
 	for _, e := range c.Env {
 		value := e.Value
 		switch {
 		case value != "":
 			value = expand(value, lookup)
 		case e.ValueFrom != nil:
-			v, err := valueFrom(pod, c, e.ValueFrom, podIPs, node)
+			v, skip, err := valueFrom(pod, c, e.ValueFrom, podIPs, node, opts)
 			if err != nil {
 				return nil, nil, fmt.Errorf("env %q: %w", e.Name, err)
 			}
+			if skip {
+				continue
+			}
 			value = v
 		}
-		if _, seen := values[e.Name]; !seen {
-			order = append(order, e.Name)
+		set(e.Name, value)
+	}
+	for _, name := range slices.Sorted(maps.Keys(opts.ServiceEnv)) {
+		if _, defined := values[name]; !defined {
+			set(name, opts.ServiceEnv[name])
 		}
-		values[e.Name] = value
 	}
 	out := make([]envVar, len(order))
 	for i, name := range order {
@@ -103,21 +124,112 @@ func environment(pod *corev1.Pod, c *corev1.Container, podIPs []string, node Nod
 	return out, values, nil
 }
 
-// valueFrom resolves an env var's source.
-func valueFrom(pod *corev1.Pod, c *corev1.Container, src *corev1.EnvVarSource, podIPs []string, node NodeInfo) (string, error) {
+// envFromData returns the variables of one envFrom source (nil for a
+// missing optional one).
+func envFromData(namespace string, from corev1.EnvFromSource, opts ContainerOptions) (map[string]string, error) {
+	switch {
+	case from.ConfigMapRef != nil:
+		cm, ok := opts.ConfigMaps[from.ConfigMapRef.Name]
+		if !ok {
+			if isTrue(from.ConfigMapRef.Optional) {
+				return nil, nil
+			}
+			return nil, fmt.Errorf("configmap %s/%s not found", namespace, from.ConfigMapRef.Name)
+		}
+		return cm.Data, nil
+	case from.SecretRef != nil:
+		sec, ok := opts.Secrets[from.SecretRef.Name]
+		if !ok {
+			if isTrue(from.SecretRef.Optional) {
+				return nil, nil
+			}
+			return nil, fmt.Errorf("secret %s/%s not found", namespace, from.SecretRef.Name)
+		}
+		data := make(map[string]string, len(sec.Data))
+		for k, v := range sec.Data {
+			data[k] = string(v)
+		}
+		return data, nil
+	}
+	return nil, nil
+}
+
+// valueFrom resolves an env var's source; skip reports an optional
+// reference to something missing (the variable is left out).
+func valueFrom(pod *corev1.Pod, c *corev1.Container, src *corev1.EnvVarSource, podIPs []string, node NodeInfo, opts ContainerOptions) (value string, skip bool, err error) {
 	switch {
 	case src.FieldRef != nil:
-		return fieldRefValue(pod, src.FieldRef, podIPs, node)
+		value, err = fieldRefValue(pod, src.FieldRef, podIPs, node)
+		return value, false, err
 	case src.ResourceFieldRef != nil:
-		return resourceFieldRefValue(pod, c, src.ResourceFieldRef, node)
+		value, err = resourceFieldRefValue(pod, c, src.ResourceFieldRef, node)
+		return value, false, err
 	case src.ConfigMapKeyRef != nil:
-		return "", fmt.Errorf("configMapKeyRef %s[%s]: configMaps are not supported yet", src.ConfigMapKeyRef.Name, src.ConfigMapKeyRef.Key)
+		ref := src.ConfigMapKeyRef
+		cm, ok := opts.ConfigMaps[ref.Name]
+		if !ok {
+			return "", isTrue(ref.Optional), optionalErr(ref.Optional, fmt.Errorf("configmap %s/%s not found", pod.Namespace, ref.Name))
+		}
+		v, ok := cm.Data[ref.Key]
+		if !ok {
+			return "", isTrue(ref.Optional), optionalErr(ref.Optional, fmt.Errorf("couldn't find key %s in ConfigMap %s/%s", ref.Key, pod.Namespace, ref.Name))
+		}
+		return v, false, nil
 	case src.SecretKeyRef != nil:
-		return "", fmt.Errorf("secretKeyRef %s[%s]: secrets are not supported yet", src.SecretKeyRef.Name, src.SecretKeyRef.Key)
+		ref := src.SecretKeyRef
+		sec, ok := opts.Secrets[ref.Name]
+		if !ok {
+			return "", isTrue(ref.Optional), optionalErr(ref.Optional, fmt.Errorf("secret %s/%s not found", pod.Namespace, ref.Name))
+		}
+		v, ok := sec.Data[ref.Key]
+		if !ok {
+			return "", isTrue(ref.Optional), optionalErr(ref.Optional, fmt.Errorf("couldn't find key %s in Secret %s/%s", ref.Key, pod.Namespace, ref.Name))
+		}
+		return string(v), false, nil
 	case src.FileKeyRef != nil:
-		return "", fmt.Errorf("fileKeyRef %s[%s]: env files are not supported yet", src.FileKeyRef.Path, src.FileKeyRef.Key)
+		return "", false, fmt.Errorf("fileKeyRef %s[%s]: env files are not supported yet", src.FileKeyRef.Path, src.FileKeyRef.Key)
 	}
-	return "", fmt.Errorf("valueFrom names no source")
+	return "", false, fmt.Errorf("valueFrom names no source")
+}
+
+// optionalErr is err unless the reference is optional.
+func optionalErr(optional *bool, err error) error {
+	if isTrue(optional) {
+		return nil
+	}
+	return err
+}
+
+func isTrue(b *bool) bool { return b != nil && *b }
+
+// EnvSources names the configMaps and secrets a container's environment
+// reads (env and envFrom), each once, in order: what the caller must fetch
+// into ContainerOptions.
+func EnvSources(c *corev1.Container) (configMaps, secrets []string) {
+	add := func(list []string, name string) []string {
+		if slices.Contains(list, name) {
+			return list
+		}
+		return append(list, name)
+	}
+	for _, f := range c.EnvFrom {
+		switch {
+		case f.ConfigMapRef != nil:
+			configMaps = add(configMaps, f.ConfigMapRef.Name)
+		case f.SecretRef != nil:
+			secrets = add(secrets, f.SecretRef.Name)
+		}
+	}
+	for _, e := range c.Env {
+		switch r := e.ValueFrom; {
+		case r == nil:
+		case r.ConfigMapKeyRef != nil:
+			configMaps = add(configMaps, r.ConfigMapKeyRef.Name)
+		case r.SecretKeyRef != nil:
+			secrets = add(secrets, r.SecretKeyRef.Name)
+		}
+	}
+	return configMaps, secrets
 }
 
 // fieldRefValue resolves a downward-API field of the pod: metadata.name,

@@ -59,7 +59,7 @@ func TestEnvironmentOrderAndExpansion(t *testing.T) {
 		{Name: "G", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.name"}}},
 		{Name: "H", Value: "$(G).$(A)"},
 	}}
-	got, _, err := environment(testPod(), c, nil, testNode())
+	got, _, err := environment(testPod(), c, nil, testNode(), ContainerOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -194,7 +194,12 @@ func TestResourceFieldRef(t *testing.T) {
 	}
 }
 
-func TestUnsupportedSourcesNameVariableAndContainer(t *testing.T) {
+// TestEnvSourceErrors: a missing required source or key is an error
+// naming it, the variable and the container (upstream
+// makeEnvironmentVariables: "couldn't find key K in ConfigMap ns/name"; a
+// missing object is the apiserver's NotFound, here "configmap ns/name not
+// found").
+func TestEnvSourceErrors(t *testing.T) {
 	tests := []struct {
 		name    string
 		c       corev1.Container
@@ -205,21 +210,21 @@ func TestUnsupportedSourcesNameVariableAndContainer(t *testing.T) {
 			c: corev1.Container{Name: "app", Env: []corev1.EnvVar{{Name: "CFG", ValueFrom: &corev1.EnvVarSource{
 				ConfigMapKeyRef: &corev1.ConfigMapKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "cm"}, Key: "k"},
 			}}}},
-			wantErr: `container "app" of pod prod/web: env "CFG": configMapKeyRef cm[k]: configMaps are not supported yet`,
+			wantErr: `container "app" of pod prod/web: env "CFG": configmap prod/cm not found`,
 		},
 		{
 			name: "secretKeyRef",
 			c: corev1.Container{Name: "app", Env: []corev1.EnvVar{{Name: "PW", ValueFrom: &corev1.EnvVarSource{
 				SecretKeyRef: &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "s"}, Key: "pw"},
 			}}}},
-			wantErr: `container "app" of pod prod/web: env "PW": secretKeyRef s[pw]: secrets are not supported yet`,
+			wantErr: `container "app" of pod prod/web: env "PW": secret prod/s not found`,
 		},
 		{
 			name: "envFrom configMap",
 			c: corev1.Container{Name: "app", EnvFrom: []corev1.EnvFromSource{{
 				ConfigMapRef: &corev1.ConfigMapEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "cm"}},
 			}}},
-			wantErr: `container "app" of pod prod/web: envFrom[0]: configMapRef "cm": configMaps are not supported yet`,
+			wantErr: `container "app" of pod prod/web: envFrom[0]: configmap prod/cm not found`,
 		},
 		{
 			name: "bad fieldRef",

@@ -9,9 +9,10 @@
 // args with $(VAR) expansion, environment (values, downward-API fieldRef and
 // resourceFieldRef), working directory, ports, Linux resources and OOM
 // score, log paths, labels and annotations, hostname, host namespaces and
-// DNS. Volumes, configMap/secret values and security contexts come later:
-// they will arrive through ContainerOptions and NodeInfo fields without
-// changing these functions' shape.
+// DNS, and the pod's and containers' security contexts (security.go).
+// Volumes and configMap/secret values come later: they will arrive through
+// ContainerOptions and NodeInfo fields without changing these functions'
+// shape.
 package podspec
 
 import (
@@ -71,6 +72,18 @@ type NodeInfo struct {
 	// to a limit the container does not set reads the node's allocatable
 	// amount instead, as upstream does.
 	Allocatable corev1.ResourceList
+	// SeccompDefault makes RuntimeDefault the seccomp profile of containers
+	// that name none (the kubelet's --seccomp-default); false leaves them
+	// Unconfined.
+	SeccompDefault bool
+	// SeccompProfileRoot is the directory of Localhost seccomp profiles;
+	// empty means DefaultSeccompProfileRoot.
+	SeccompProfileRoot string
+	// ThermalThrottlePaths are the node's
+	// /sys/devices/system/cpu/cpu<N>/thermal_throttle directories that
+	// exist, masked in every container after the default masked paths, as
+	// upstream does. The caller finds them; empty masks none.
+	ThermalThrottlePaths []string
 }
 
 // hostIPs returns the node's IPs, primary first.
@@ -110,6 +123,16 @@ type ContainerOptions struct {
 	// ImageRef is the image ID the image manager resolved for c.Image.
 	// Empty sends c.Image to the runtime as written.
 	ImageRef string
+	// ConfigMaps and Secrets are the objects of the pod's namespace that
+	// the container's environment reads (EnvSources), by name; a name
+	// missing from the map was not found.
+	ConfigMaps map[string]*corev1.ConfigMap
+	Secrets    map[string]*corev1.Secret
+	// ServiceEnv are the service environment variables (see ServiceEnv).
+	ServiceEnv map[string]string
+	// ImageUser is the user the image runs as (from ImageStatus), used
+	// when no runAsUser is set; the zero value means root.
+	ImageUser ImageUser
 }
 
 // RefOf returns the identity of a pod as the runtime labels record it.

@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/lockstep-dev/lockstep/node/admission"
 	"github.com/lockstep-dev/lockstep/node/podstate"
 )
 
@@ -29,10 +30,15 @@ const (
 // namespace is the node's); the pod's log directory; DNS per dnsPolicy (see
 // dnsConfig); port mappings of every regular container's ports; labels
 // (the pod's, overridden by podstate.SandboxLabels) and the pod's
-// annotations; host network / PID / IPC namespace modes. CgroupParent,
-// sysctls, sandbox resources and the pod security context are not set yet.
+// annotations; the pod's security context (see sandboxSecurityContext).
+// the pod's sysctls, names with '.' separators (admission has checked
+// they are allowed). CgroupParent and sandbox resources are not set yet.
 func SandboxConfig(pod *corev1.Pod, attempt uint32, node NodeInfo) (*runtimeapi.PodSandboxConfig, error) {
 	ref := RefOf(pod)
+	sc, err := sandboxSecurityContext(pod)
+	if err != nil {
+		return nil, fmt.Errorf("sandbox of pod %s: %w", podName(pod), err)
+	}
 	cfg := &runtimeapi.PodSandboxConfig{
 		Metadata: &runtimeapi.PodSandboxMetadata{
 			Name:      pod.Name,
@@ -44,11 +50,7 @@ func SandboxConfig(pod *corev1.Pod, attempt uint32, node NodeInfo) (*runtimeapi.
 		Labels:       sandboxLabels(pod, ref),
 		Annotations:  maps.Clone(pod.Annotations),
 		PortMappings: portMappings(pod),
-		Linux: &runtimeapi.LinuxPodSandboxConfig{
-			SecurityContext: &runtimeapi.LinuxSandboxSecurityContext{
-				NamespaceOptions: namespaceOptions(pod),
-			},
-		},
+		Linux:        &runtimeapi.LinuxPodSandboxConfig{SecurityContext: sc, Sysctls: sandboxSysctls(pod)},
 	}
 	if !pod.Spec.HostNetwork {
 		hostname, err := podHostname(pod, node.ClusterDomain)
@@ -180,4 +182,18 @@ func namespaceOptions(pod *corev1.Pod) *runtimeapi.NamespaceOption {
 		ns.Pid = runtimeapi.NamespaceMode_POD
 	}
 	return ns
+}
+
+// sandboxSysctls returns the pod's sysctls by name, written with '.'
+// separators as the runtime expects them; a name set twice takes its last
+// value.
+func sandboxSysctls(pod *corev1.Pod) map[string]string {
+	out := map[string]string{}
+	if pod.Spec.SecurityContext == nil {
+		return out
+	}
+	for _, s := range pod.Spec.SecurityContext.Sysctls {
+		out[admission.NormalizeSysctl(s.Name)] = s.Value
+	}
+	return out
 }

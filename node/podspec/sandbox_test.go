@@ -61,6 +61,7 @@ func TestSandboxConfig(t *testing.T) {
 					Pid:     runtimeapi.NamespaceMode_CONTAINER,
 					Ipc:     runtimeapi.NamespaceMode_POD,
 				},
+				Seccomp: &runtimeapi.SecurityProfile{ProfileType: runtimeapi.SecurityProfile_RuntimeDefault},
 			},
 		},
 	}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/lockstep-dev/lockstep/node/backoff"
@@ -65,6 +66,13 @@ type Ports struct {
 	Files deps.Files
 	// Events records events on pods; nil records none.
 	Events deps.EventSink
+	// ConfigMaps, Secrets and Services feed containers' environments;
+	// nil: a pod that needs them waits in CreateContainerConfigError.
+	ConfigMaps deps.ConfigMapAPI
+	Secrets    deps.SecretAPI
+	Services   deps.ServiceAPI
+	// RuntimeClasses resolves runtimeClassName into a CRI handler.
+	RuntimeClasses deps.RuntimeClassAPI
 }
 
 // Executor carries out a pod's actions through CRI.
@@ -77,6 +85,12 @@ type Executor struct {
 
 	mu         sync.Mutex
 	pullFailed map[string]time.Time
+
+	// Last good answers of the apiserver, by namespace/name (services: by
+	// namespace).
+	configMaps lastGood[*corev1.ConfigMap]
+	secrets    lastGood[*corev1.Secret]
+	services   lastGood[[]*corev1.Service]
 }
 
 // NewExecutor returns an executor acting through ports.
@@ -184,7 +198,10 @@ func (e *Executor) SyncPod(ctx context.Context, pod *corev1.Pod, st *podstate.Po
 				return res, fmt.Errorf("create log directory %s of pod %s/%s: %w", sbConfig.LogDirectory, pod.Namespace, pod.Name, err)
 			}
 		}
-		sandboxID, err = e.ports.Runtime.RunPodSandbox(ctx, sbConfig, e.cfg.RuntimeHandler)
+		var handler string
+		if handler, err = e.runtimeHandler(ctx, pod); err == nil {
+			sandboxID, err = e.ports.Runtime.RunPodSandbox(ctx, sbConfig, handler)
+		}
 		if obs := e.cfg.Observer; obs != nil {
 			obs.ObservePodSandboxStart(err)
 		}
@@ -216,7 +233,7 @@ func (e *Executor) SyncPod(ctx context.Context, pod *corev1.Pod, st *podstate.Po
 			}
 			continue
 		}
-		cfg, err := podspec.ContainerConfig(pod, c, s.RestartCount, podIPs, e.cfg.Node)
+		cfg, err := e.containerConfig(ctx, pod, c, s.RestartCount, podIPs)
 		if err != nil {
 			res.Waiting[s.Name] = Waiting{Reason: podutil.ReasonCreateContainerConfigError, Message: err.Error()}
 			e.observeStart(s, podutil.ReasonCreateContainerConfigError)
@@ -247,6 +264,120 @@ func (e *Executor) SyncPod(ctx context.Context, pod *corev1.Pod, st *podstate.Po
 		res.Started = append(res.Started, Started{Name: s.Name, ID: id})
 	}
 	return res, errors.Join(errs...)
+}
+
+// containerConfig builds the config of a new instance of c, with the user
+// its image runs as (from ImageStatus, as the kubelet reads it).
+func (e *Executor) containerConfig(ctx context.Context, pod *corev1.Pod, c *corev1.Container, restartCount int, podIPs []string) (*runtimeapi.ContainerConfig, error) {
+	st, err := e.ports.Images.ImageStatus(ctx, &runtimeapi.ImageSpec{Image: c.Image}, false)
+	if err != nil {
+		return nil, fmt.Errorf("container %q of pod %s/%s: status of image %q: %w", c.Name, pod.Namespace, pod.Name, c.Image, err)
+	}
+	var user podspec.ImageUser
+	if img := st.GetImage(); img != nil {
+		if img.GetUid() != nil {
+			uid := img.GetUid().GetValue()
+			user.UID = &uid
+		}
+		user.Username = img.GetUsername()
+	}
+	opts := podspec.ContainerOptions{RestartCount: restartCount, PodIPs: podIPs, ImageUser: user}
+	if opts.ConfigMaps, opts.Secrets, err = e.envObjects(ctx, pod, c); err != nil {
+		return nil, fmt.Errorf("container %q of pod %s/%s: %w", c.Name, pod.Namespace, pod.Name, err)
+	}
+	if opts.ServiceEnv, err = e.serviceEnv(ctx, pod); err != nil {
+		return nil, fmt.Errorf("container %q of pod %s/%s: %w", c.Name, pod.Namespace, pod.Name, err)
+	}
+	return podspec.ContainerConfigWith(pod, c, opts, e.cfg.Node)
+}
+
+// envObjects reads the configMaps and secrets c's environment names from
+// the pod's namespace. One that does not exist is left out of the maps
+// (podspec decides whether that is an error); when the apiserver cannot
+// be read the last object read is used, and without one it is an error,
+// as is a reference with no apiserver to read it from.
+func (e *Executor) envObjects(ctx context.Context, pod *corev1.Pod, c *corev1.Container) (map[string]*corev1.ConfigMap, map[string]*corev1.Secret, error) {
+	cmNames, secretNames := podspec.EnvSources(c)
+	cms, secrets := map[string]*corev1.ConfigMap{}, map[string]*corev1.Secret{}
+	for _, name := range cmNames {
+		if e.ports.ConfigMaps == nil {
+			return nil, nil, fmt.Errorf("configmap %s/%s: no apiserver to read it from", pod.Namespace, name)
+		}
+		cm, err := e.configMaps.through(pod.Namespace+"/"+name, apierrors.IsNotFound, func() (*corev1.ConfigMap, error) {
+			return e.ports.ConfigMaps.GetConfigMap(ctx, pod.Namespace, name)
+		})
+		switch {
+		case apierrors.IsNotFound(err):
+		case err != nil:
+			return nil, nil, err
+		default:
+			cms[name] = cm
+		}
+	}
+	for _, name := range secretNames {
+		if e.ports.Secrets == nil {
+			return nil, nil, fmt.Errorf("secret %s/%s: no apiserver to read it from", pod.Namespace, name)
+		}
+		sec, err := e.secrets.through(pod.Namespace+"/"+name, apierrors.IsNotFound, func() (*corev1.Secret, error) {
+			return e.ports.Secrets.GetSecret(ctx, pod.Namespace, name)
+		})
+		switch {
+		case apierrors.IsNotFound(err):
+		case err != nil:
+			return nil, nil, err
+		default:
+			secrets[name] = sec
+		}
+	}
+	return cms, secrets, nil
+}
+
+// serviceEnv returns the pod's service environment variables from the
+// services of the master namespace and, with service links, of the pod's
+// own. Without an apiserver there are none. When the services cannot be
+// listed the last list is used; without one a static pod starts without
+// them (it may be the apiserver itself) and any other pod fails, as
+// upstream does before the services are known.
+func (e *Executor) serviceEnv(ctx context.Context, pod *corev1.Pod) (map[string]string, error) {
+	if e.ports.Services == nil {
+		return nil, nil
+	}
+	links := podspec.ServiceLinksEnabled(pod)
+	namespaces := []string{podspec.MasterServiceNamespace}
+	if links && pod.Namespace != podspec.MasterServiceNamespace {
+		namespaces = append(namespaces, pod.Namespace)
+	}
+	var all []*corev1.Service
+	for _, ns := range namespaces {
+		svcs, err := e.services.through(ns, func(error) bool { return false }, func() ([]*corev1.Service, error) {
+			return e.ports.Services.ListServices(ctx, ns)
+		})
+		if err != nil {
+			if podutil.IsStaticPod(pod) {
+				return nil, nil
+			}
+			return nil, fmt.Errorf("service environment variables: %w", err)
+		}
+		all = append(all, svcs...)
+	}
+	return podspec.ServiceEnv(pod.Namespace, links, all), nil
+}
+
+// runtimeHandler resolves the pod's runtimeClassName to the CRI handler
+// its sandbox runs under (Config.RuntimeHandler when it names none).
+func (e *Executor) runtimeHandler(ctx context.Context, pod *corev1.Pod) (string, error) {
+	name := pod.Spec.RuntimeClassName
+	if name == nil || *name == "" {
+		return e.cfg.RuntimeHandler, nil
+	}
+	if e.ports.RuntimeClasses == nil {
+		return "", fmt.Errorf("runtimeClass %q: no apiserver to read it from", *name)
+	}
+	rc, err := e.ports.RuntimeClasses.GetRuntimeClass(ctx, *name)
+	if err != nil {
+		return "", fmt.Errorf("runtimeClass %q: %w", *name, err)
+	}
+	return rc.Handler, nil
 }
 
 // observeStart tells the Observer, if any, how starting s ended.

@@ -28,6 +28,7 @@ import (
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	nodev1 "k8s.io/api/node/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/lockstep-dev/lockstep/node/deps"
@@ -114,6 +115,7 @@ type Server struct {
 	events      []Event
 	eventIndex  map[eventKey]int
 	faults      faults
+	objs        objects
 }
 
 // New returns an empty server.
@@ -142,6 +144,12 @@ func New(cfg Config) *Server {
 		nodes:      map[string]*corev1.Node{},
 		leases:     map[string]*coordinationv1.Lease{},
 		eventIndex: map[eventKey]int{},
+		objs: objects{
+			configMaps:     map[string]*corev1.ConfigMap{},
+			secrets:        map[string]*corev1.Secret{},
+			services:       map[string]*corev1.Service{},
+			runtimeClasses: map[string]*nodev1.RuntimeClass{},
+		},
 	}
 	s.user = &User{s: s}
 	return s

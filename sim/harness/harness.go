@@ -110,7 +110,8 @@ func (h *Harness) StartAgent() {
 		Core:    deps.Core{Clock: h.K, Rand: h.K.Rand(), Tasks: h.K.TasksIn(h.group), Log: log},
 		Runtime: h.traced,
 		Images:  h.Runtime,
-		API:     deps.API{Pods: tracingPods{h.API, h.K}, Nodes: h.API, Leases: h.API, Events: h.API},
+		API: deps.API{Pods: tracingPods{h.API, h.K}, Nodes: h.API, Leases: h.API, Events: h.API,
+			ConfigMaps: h.API, Secrets: h.API, Services: h.API, RuntimeClasses: h.API},
 		Files:   h.Files,
 		Machine: machineModel{h.Runtime, h.NodeName},
 	}

@@ -113,6 +113,7 @@ func (cf *ConfigFile) Apply(o *Options, flagSet func(flag string) bool) {
 	set("authorization.mode", "authorization-mode", func() { o.AuthorizationMode = string(c.Authorization.Mode) })
 	set("clusterDomain", "cluster-domain", func() { o.ClusterDomain = c.ClusterDomain })
 	set("clusterDNS", "cluster-dns", func() { o.ClusterDNS = c.ClusterDNS })
+	set("allowedUnsafeSysctls", "allowed-unsafe-sysctls", func() { o.AllowedUnsafeSysctls = c.AllowedUnsafeSysctls })
 	set("resolvConf", "resolv-conf", func() {
 		if c.ResolverConfig != nil {
 			o.ResolvConf = *c.ResolverConfig

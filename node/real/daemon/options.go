@@ -13,6 +13,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/lockstep-dev/lockstep/node/admission"
 )
 
 // FakeRuntime is the runtime endpoint value that runs the in-process fake
@@ -54,6 +56,7 @@ type Options struct {
 	ClusterDNS                    []string
 	ClusterDomain                 string
 	ResolvConf                    string
+	AllowedUnsafeSysctls          []string
 	APIQPS                        int32
 	APIBurst                      int32
 	Verbosity                     int
@@ -168,6 +171,9 @@ func (o *Options) Validate() error {
 		return bad("authorization-mode", o.AuthorizationMode, "must be Webhook or AlwaysAllow")
 	case o.AuthorizationMode == "Webhook" && o.Kubeconfig == "" && o.origin["authorization-mode"] != "":
 		return bad("authorization-mode", o.AuthorizationMode, "Webhook needs --kubeconfig (standalone mode has no apiserver to ask)")
+	}
+	if _, err := admission.NewSysctlAllowlist(o.AllowedUnsafeSysctls); err != nil {
+		return bad("allowed-unsafe-sysctls", o.AllowedUnsafeSysctls, err.Error())
 	}
 	if _, err := ParseNodeIPs(o.NodeIP); err != nil {
 		return bad("node-ip", o.NodeIP, err.Error())

@@ -128,7 +128,8 @@ func Run(ctx context.Context, o Options, rt Runtime, log *slog.Logger) error {
 	a := agent.New(d, agent.Config{
 		Metrics:  m,
 		NodeName: nodeName, ManifestDir: o.ManifestPath,
-		FileCheckFrequency: o.FileCheckFrequency, SyncFrequency: o.SyncFrequency,
+		AllowedUnsafeSysctls: o.AllowedUnsafeSysctls,
+		FileCheckFrequency:   o.FileCheckFrequency, SyncFrequency: o.SyncFrequency,
 		Node: podspec.NodeInfo{
 			NodeName: nodeName, HostIP: nodeIP, HostIPs: nodeIPs, ClusterDNS: o.ClusterDNS, ClusterDomain: o.ClusterDomain,
 			ResolverConfig: o.ResolvConf, HostDNS: hostDNS, PodLogsRoot: o.PodLogsRoot,

@@ -1,0 +1,56 @@
+package agent
+
+import (
+	"context"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/lockstep-dev/lockstep/node/admission"
+	"github.com/lockstep-dev/lockstep/node/deps"
+)
+
+// sysctlAllowlist builds the node's sysctl allowlist: the safe sysctls of
+// the machine's kernel and the allowed unsafe patterns. An invalid pattern
+// (the daemon validates its flag first) is logged and left out.
+func sysctlAllowlist(d deps.Deps, unsafe []string) *admission.SysctlAllowlist {
+	kernel := ""
+	if d.Machine != nil {
+		// Built before any task runs; both machines answer without blocking.
+		if info, err := d.Machine.Info(context.Background()); err == nil {
+			kernel = info.KernelVersion
+		}
+	}
+	patterns := admission.SafeSysctls(kernel)
+	for _, p := range unsafe {
+		if _, err := admission.NewSysctlAllowlist([]string{p}); err != nil {
+			if d.Log != nil {
+				d.Log.Warn("ignoring an allowed unsafe sysctl pattern", "pattern", p, "error", err.Error())
+			}
+			continue
+		}
+		patterns = append(patterns, p)
+	}
+	w, err := admission.NewSysctlAllowlist(patterns)
+	if err != nil { // cannot happen: every pattern was checked
+		panic(err)
+	}
+	return w
+}
+
+// rejection returns why pod must not run at all: protection the agent
+// cannot enforce, or a sysctl the node does not allow ("" when it may run).
+func (a *Agent) rejection(pod *corev1.Pod, u admission.Unsupported) (reason, message string) {
+	if u.Rejected() {
+		return admission.ReasonUnsupportedSecurityContext, u.RejectionMessage()
+	}
+	if msg := a.sysctls.Admit(pod); msg != "" {
+		return admission.ReasonSysctlForbidden, msg
+	}
+	return "", ""
+}
+
+// refused reports whether pod must not run at all (see rejection).
+func (a *Agent) refused(pod *corev1.Pod) bool {
+	reason, _ := a.rejection(pod, admission.Check(pod))
+	return reason != ""
+}

@@ -1,0 +1,52 @@
+package kube
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	nodev1 "k8s.io/api/node/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// GetConfigMap reads one configMap (a missing one is a NotFound error,
+// wrapped).
+func (c *Client) GetConfigMap(ctx context.Context, namespace, name string) (*corev1.ConfigMap, error) {
+	cm, err := c.cs.CoreV1().ConfigMaps(namespace).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("get configMap %s/%s: %w", namespace, name, err)
+	}
+	return cm, nil
+}
+
+// GetSecret reads one secret (a missing one is a NotFound error, wrapped).
+func (c *Client) GetSecret(ctx context.Context, namespace, name string) (*corev1.Secret, error) {
+	s, err := c.cs.CoreV1().Secrets(namespace).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("get secret %s/%s: %w", namespace, name, err)
+	}
+	return s, nil
+}
+
+// ListServices lists the services of one namespace.
+func (c *Client) ListServices(ctx context.Context, namespace string) ([]*corev1.Service, error) {
+	list, err := c.cs.CoreV1().Services(namespace).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("list services of namespace %q: %w", namespace, err)
+	}
+	out := make([]*corev1.Service, len(list.Items))
+	for i := range list.Items {
+		out[i] = &list.Items[i]
+	}
+	return out, nil
+}
+
+// GetRuntimeClass reads one RuntimeClass (a missing one is a NotFound
+// error, wrapped).
+func (c *Client) GetRuntimeClass(ctx context.Context, name string) (*nodev1.RuntimeClass, error) {
+	rc, err := c.cs.NodeV1().RuntimeClasses().Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("get runtimeClass %q: %w", name, err)
+	}
+	return rc, nil
+}
