@@ -255,6 +255,12 @@ func (a *Agent) handleUpdate(u podsource.Update) {
 			a.workers.UpdatePod(podworkers.Work{Type: podworkers.Update, UID: pod.UID, Pod: pod})
 		case podsource.OpDelete:
 			a.workers.UpdatePod(podworkers.Work{Type: podworkers.Kill, UID: pod.UID, Pod: pod, Reason: "deleted"})
+			if a.workers.IsFinished(pod.UID) && !podutil.IsStaticPod(pod) {
+				// Terminated before the user deleted it (a Job-like pod
+				// that finished): its worker has nothing more to do, so
+				// the deletion completes here.
+				a.deleteIfDeleted(pod.UID)
+			}
 		case podsource.OpRemove:
 			a.workers.UpdatePod(podworkers.Work{Type: podworkers.Kill, UID: pod.UID, Pod: pod,
 				GracePeriod: removedGrace(u.Source), Reason: "removed from " + u.Source})

@@ -130,15 +130,19 @@ func (a *Agent) SyncTerminatedPod(_ context.Context, uid types.UID, pod *corev1.
 	if pod == nil || podutil.IsStaticPod(pod) {
 		return nil
 	}
-	if pod.DeletionTimestamp != nil {
-		a.status.SetPodDeletable(uid)
-		return nil
-	}
-	if _, desired := a.merger.Pod(uid); !desired {
-		// Gone from the API already: nothing to write.
-		a.status.SetPodDeletable(uid)
-	}
+	a.deleteIfDeleted(uid)
 	return nil
+}
+
+// deleteIfDeleted lets the status manager delete a terminated API pod from
+// the API once a user deleted it, judged by the newest object (the pod
+// worker's copy froze when termination began), or once it is gone from
+// the API already (nothing to write then).
+func (a *Agent) deleteIfDeleted(uid types.UID) {
+	cur, desired := a.merger.Pod(uid)
+	if !desired || cur.DeletionTimestamp != nil {
+		a.status.SetPodDeletable(uid)
+	}
 }
 
 func (a *Agent) nodeAddrs() status.NodeAddrs {

@@ -84,8 +84,9 @@ type PodWatch interface {
 // of them.
 type PodAPI interface {
 	// ListPods returns the pods bound to nodeName and the list's resource
-	// version.
-	ListPods(ctx context.Context, nodeName string) ([]*corev1.Pod, string, error)
+	// version. The list is no older than resource version notOlderThan
+	// ("": any): a relist never goes back behind what the agent has seen.
+	ListPods(ctx context.Context, nodeName, notOlderThan string) ([]*corev1.Pod, string, error)
 	// WatchPods watches pods bound to nodeName after resourceVersion.
 	WatchPods(ctx context.Context, nodeName, resourceVersion string) (PodWatch, error)
 	// GetPod reads one pod.

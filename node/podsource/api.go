@@ -28,6 +28,9 @@ type APISource struct {
 	node  string
 	m     *Merger
 	retry backoff.Curve
+	// seenRV is the newest resource version the source has seen (a list's
+	// or a watch event's): relists ask for one no older.
+	seenRV string
 }
 
 // NewAPISource returns the apiserver source of nodeName's pods feeding m.
@@ -62,10 +65,13 @@ func (s *APISource) Run(ctx context.Context) {
 // listAndWatch lists once, then applies watch events until the watch
 // breaks. healthy reports whether the watch worked for a while.
 func (s *APISource) listAndWatch(ctx context.Context) (healthy bool, err error) {
-	pods, rv, err := s.pods.ListPods(ctx, s.node)
+	// A relist may not go back behind what the source has seen: a list
+	// from a lagging cache that lacks a pod seen since would remove it.
+	pods, rv, err := s.pods.ListPods(ctx, s.node, s.seenRV)
 	if err != nil {
 		return false, fmt.Errorf("list pods of node %q: %w", s.node, err)
 	}
+	s.seenRV = rv
 	s.m.Set(SourceAPI, pods)
 	w, err := s.pods.WatchPods(ctx, s.node, rv)
 	if err != nil {
@@ -81,6 +87,7 @@ func (s *APISource) listAndWatch(ctx context.Context) (healthy bool, err error) 
 		}
 		healthy = true
 		if ev.Pod != nil {
+			s.seenRV = ev.Pod.ResourceVersion
 			s.m.Apply(SourceAPI, ev.Type, ev.Pod)
 		}
 	}

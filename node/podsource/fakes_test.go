@@ -110,7 +110,7 @@ func newFakePodAPI(d deps.Deps) *fakePodAPI {
 	return &fakePodAPI{tasks: d.Tasks, clock: d.Clock, pods: map[types.UID]*corev1.Pod{}}
 }
 
-func (a *fakePodAPI) ListPods(ctx context.Context, node string) ([]*corev1.Pod, string, error) {
+func (a *fakePodAPI) ListPods(ctx context.Context, node, _ string) ([]*corev1.Pod, string, error) {
 	a.lists = append(a.lists, a.clock.Now())
 	if len(a.listErrs) > 0 {
 		err := a.listErrs[0]

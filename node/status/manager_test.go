@@ -144,7 +144,7 @@ func (f *fakePods) DeletePod(_ context.Context, ns, name string, uid types.UID) 
 	return nil
 }
 
-func (f *fakePods) ListPods(context.Context, string) ([]*corev1.Pod, string, error) {
+func (f *fakePods) ListPods(context.Context, string, string) ([]*corev1.Pod, string, error) {
 	return nil, "", errors.New("not used")
 }
 

@@ -145,8 +145,9 @@ func (s *Server) DropWatches() {
 }
 
 // StaleReads makes the agent's GetPod and ListPods answer the pods as they
-// were d ago (never older than the watch window), with that older resource
-// version: like a lagging cache. d <= 0 reads fresh again.
+// were d ago (never older than the watch window, nor than the resource
+// version a list asks for at least), with that older resource version:
+// like a lagging cache. d <= 0 reads fresh again.
 func (s *Server) StaleReads(d time.Duration) {
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -109,7 +109,7 @@ func TestLatency(t *testing.T) {
 		}
 		r.getTook = w.k.Elapsed() - start
 		start = w.k.Elapsed()
-		if _, _, err := w.s.ListPods(ctx, "n1"); err != nil {
+		if _, _, err := w.s.ListPods(ctx, "n1", ""); err != nil {
 			r.timeoutErr = err
 			return r
 		}
@@ -196,7 +196,7 @@ func TestDropWatches(t *testing.T) {
 		err   error
 	}
 	r := call(t, w, func(ctx context.Context) relist {
-		pods, rv, err := w.s.ListPods(ctx, "n1")
+		pods, rv, err := w.s.ListPods(ctx, "n1", "")
 		if err != nil {
 			return relist{err: err}
 		}
@@ -248,7 +248,7 @@ func TestStaleReads(t *testing.T) {
 			if err != nil {
 				return view{err: err}
 			}
-			pods, rv, err := w.s.ListPods(ctx, "n1")
+			pods, rv, err := w.s.ListPods(ctx, "n1", "")
 			if err != nil {
 				return view{err: err}
 			}
@@ -318,7 +318,7 @@ func TestDown(t *testing.T) {
 	calls := func(ctx context.Context) []error {
 		w.s.Event(&corev1.ObjectReference{Kind: "Pod", Namespace: "default", Name: "a"}, "Normal", "Pulled", "pulled")
 		_, watchErr := pw.obj.Next(ctx)
-		_, _, e1 := w.s.ListPods(ctx, "n1")
+		_, _, e1 := w.s.ListPods(ctx, "n1", "")
 		_, e2 := w.s.WatchPods(ctx, "n1", "")
 		_, e3 := w.s.GetPod(ctx, "default", "a")
 		_, e4 := w.s.UpdatePodStatus(ctx, a)

@@ -207,7 +207,7 @@ func scripted(t *testing.T, seed uint64) ([]apiserver.Record, []apiserver.Event)
 	// The node's pod loop: list, watch, finish graceful deletions.
 	ts.Go("pods-n1", func() {
 		for ctx.Err() == nil {
-			_, rv, err := s.ListPods(ctx, "n1")
+			_, rv, err := s.ListPods(ctx, "n1", "")
 			if err != nil {
 				_ = ts.Sleep(ctx, time.Second)
 				continue

@@ -28,7 +28,7 @@ type podChange struct {
 
 // ListPods returns the pods bound to nodeName, sorted by namespace and
 // name, and the list's resource version.
-func (s *Server) ListPods(ctx context.Context, nodeName string) ([]*corev1.Pod, string, error) {
+func (s *Server) ListPods(ctx context.Context, nodeName, notOlderThan string) ([]*corev1.Pod, string, error) {
 	if err := s.request(ctx, VerbList, fmt.Sprintf("pods on node %q", nodeName)); err != nil {
 		return nil, "", err
 	}
@@ -38,7 +38,8 @@ func (s *Server) ListPods(ctx context.Context, nodeName string) ([]*corev1.Pod, 
 	}
 	s.mu.Lock()
 	defer s.unlock()
-	pods, rv := s.readViewLocked()
+	floor, _ := strconv.ParseUint(notOlderThan, 10, 64)
+	pods, rv := s.readViewLocked(floor)
 	var out []*corev1.Pod
 	for _, k := range sortedKeys(pods) {
 		if p := pods[k]; p.Spec.NodeName == nodeName {
@@ -56,7 +57,7 @@ func (s *Server) GetPod(ctx context.Context, namespace, name string) (*corev1.Po
 	defer s.response()
 	s.mu.Lock()
 	defer s.unlock()
-	pods, _ := s.readViewLocked()
+	pods, _ := s.readViewLocked(0)
 	p, ok := pods[key(namespace, name)]
 	if err := s.authorizePod("get", p, name); err != nil {
 		return nil, err
@@ -144,13 +145,13 @@ func (s *Server) CreatePod(ctx context.Context, pod *corev1.Pod) (*corev1.Pod, e
 // resource version: the store, or under StaleReads the store as it was
 // the configured lag ago, rebuilt by undoing the newer pod changes still
 // in the window. The map and its pods must not be changed. Caller holds mu.
-func (s *Server) readViewLocked() (map[string]*corev1.Pod, uint64) {
+func (s *Server) readViewLocked(notOlderThan uint64) (map[string]*corev1.Pod, uint64) {
 	if s.faults.stale <= 0 {
 		return s.pods, s.rv
 	}
 	cutoff := s.clock.Now().Add(-s.faults.stale)
 	i := len(s.podLog)
-	for i > 0 && s.podLog[i-1].at.After(cutoff) {
+	for i > 0 && s.podLog[i-1].at.After(cutoff) && s.podLog[i-1].rv > notOlderThan {
 		i--
 	}
 	if i == len(s.podLog) {

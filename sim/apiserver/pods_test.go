@@ -391,7 +391,7 @@ func TestDeepCopies(t *testing.T) {
 		if err != nil {
 			return got{err: err}
 		}
-		pods, _, err := w.s.ListPods(ctx, "n1")
+		pods, _, err := w.s.ListPods(ctx, "n1", "")
 		if err != nil {
 			return got{err: err}
 		}

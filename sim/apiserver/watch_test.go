@@ -27,7 +27,7 @@ func TestListWatchOrderAndResume(t *testing.T) {
 		err   error
 	}
 	l := call(t, w, func(ctx context.Context) listed {
-		pods, rv, err := w.s.ListPods(ctx, "n1")
+		pods, rv, err := w.s.ListPods(ctx, "n1", "")
 		if err != nil {
 			return listed{err: err}
 		}

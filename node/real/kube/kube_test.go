@@ -59,7 +59,7 @@ func TestListPodsSelectsNodeInAllNamespaces(t *testing.T) {
 			Items:    []corev1.Pod{*pod("a", "p1", "node-1"), *pod("b", "p2", "node-1")},
 		}, nil
 	})
-	pods, rv, err := c.ListPods(context.Background(), "node-1")
+	pods, rv, err := c.ListPods(context.Background(), "node-1", "")
 	if err != nil {
 		t.Fatalf("ListPods: %v", err)
 	}
@@ -88,7 +88,7 @@ func TestListPodsErrorNamesNode(t *testing.T) {
 	cs.PrependReactor("list", "pods", func(k8stesting.Action) (bool, runtime.Object, error) {
 		return true, nil, apierrors.NewForbidden(schema.GroupResource{Resource: "pods"}, "", errors.New("no"))
 	})
-	_, _, err := c.ListPods(context.Background(), "node-1")
+	_, _, err := c.ListPods(context.Background(), "node-1", "")
 	if !apierrors.IsForbidden(err) {
 		t.Fatalf("err = %v, want forbidden passed through", err)
 	}

@@ -23,8 +23,8 @@ func nodeSelector(nodeName string) string {
 }
 
 // ListPods lists the pods bound to nodeName in all namespaces with a
-// consistent read.
-func (c *Client) ListPods(ctx context.Context, nodeName string) ([]*corev1.Pod, string, error) {
+// consistent read, which is never older than notOlderThan.
+func (c *Client) ListPods(ctx context.Context, nodeName, _ string) ([]*corev1.Pod, string, error) {
 	list, err := c.cs.CoreV1().Pods(metav1.NamespaceAll).List(ctx, metav1.ListOptions{FieldSelector: nodeSelector(nodeName)})
 	if err != nil {
 		return nil, "", fmt.Errorf("list pods of node %q: %w", nodeName, err)

@@ -1,0 +1,38 @@
+package scenarios
+
+import (
+	"testing"
+)
+
+// TestFoundBySweeps replays plans that sweeps of the registry found
+// failing, each fixed since: they must pass, with the trace every run of
+// them gives.
+func TestFoundBySweeps(t *testing.T) {
+	for _, tc := range []struct {
+		name, scenario string
+		seed           uint64
+		actions        string
+	}{
+		// A pod that finished (OOMKilled, restartPolicy Never) while its
+		// final status write was slow, then deleted by a user: its worker
+		// had nothing more to do, so nobody told the status manager the
+		// pod could go, and it stayed in the API for good.
+		{"deleted after it finished, status write slow", "api-faults", 27, "api-latency:5,4002,0@2208;create:4,0,0@5622;delete:1,0,0@1169"},
+		// A watch drop under stale reads: the relist answered from a
+		// lagging cache lacked two running pods, which the agent then
+		// stopped with grace 0 (sigterm-first). Relists now ask for a list
+		// no older than what the source has seen.
+		{"stale relist after a watch drop", "api-faults", 0, "wait:0,0,0@100;api-fail-writes:2,0,0@102;create:7,0,0@110;api-conflicts:5,0,0@100;create:2,0,0@103;api-fail-writes:1,0,0@3437;wait:0,0,0@113;api-stale-reads:4956,0,0@103;api-drop-watches:0,0,0@111;api-stale-reads:4366,0,0@100;wait:0,0,0@100"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			actions, err := ParseActions(tc.actions)
+			if err != nil {
+				t.Fatal(err)
+			}
+			res := Execute(Plan{Scenario: tc.scenario, Seed: tc.seed, Actions: actions}, Options{})
+			if res.Failed() {
+				t.Errorf("%s", res.Report())
+			}
+		})
+	}
+}
