@@ -25,6 +25,7 @@ import (
 	"github.com/lockstep-dev/lockstep/node/podworkers"
 	"github.com/lockstep-dev/lockstep/node/runtimesync"
 	"github.com/lockstep-dev/lockstep/node/status"
+	"github.com/lockstep-dev/lockstep/node/volume"
 )
 
 // Config configures an agent. Zero durations take the kubelet's defaults.
@@ -56,6 +57,8 @@ type Config struct {
 	NodeStatus nodestatus.Config
 	// Metrics receives the kubelet's metrics; nil turns them off.
 	Metrics *metrics.Metrics
+	// Volumes tunes the volume manager; its Node is cfg.Node.
+	Volumes volume.Config
 }
 
 // Agent is one node agent.
@@ -72,6 +75,7 @@ type Agent struct {
 	exec    *runtimesync.Executor
 	status  *status.Manager
 	node    *nodestatus.Manager
+	volumes *volume.Manager
 
 	startTime time.Time
 
@@ -127,6 +131,8 @@ func New(d deps.Deps, cfg Config) *Agent {
 	if cfg.ManifestDir != "" {
 		sources = append(sources, podsource.SourceFile)
 	}
+	cfg.Volumes.Node = cfg.Node
+	a.volumes = volume.New(d, cfg.Volumes)
 	a.merger = podsource.NewMerger(d, sources, a.updates)
 	if d.API.Nodes != nil && d.API.Leases != nil {
 		nc := cfg.NodeStatus
@@ -153,6 +159,7 @@ func (a *Agent) Start(ctx context.Context) {
 	}
 	a.workers = podworkers.New(ctx, a.d, a, a.queue, wc)
 	a.pleg.Start(ctx)
+	a.volumes.Start(ctx)
 	if a.node != nil {
 		a.node.Start(ctx)
 	}

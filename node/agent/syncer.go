@@ -39,6 +39,9 @@ func (a *Agent) SyncPod(ctx context.Context, pod *corev1.Pod, lastSync time.Time
 	if unsupported.Rejected() {
 		return a.refuse(pod, unsupported), nil
 	}
+	if err := a.waitForVolumes(ctx, pod); err != nil {
+		return podworkers.SyncResult{}, err
+	}
 	st, err := a.pleg.Cache().GetNewerThan(ctx, pod.UID, a.since(lastSync))
 	if err != nil {
 		return podworkers.SyncResult{}, fmt.Errorf("wait for the runtime view of pod %s/%s: %w", pod.Namespace, pod.Name, err)
@@ -128,6 +131,7 @@ func (a *Agent) SyncTerminatedPod(_ context.Context, uid types.UID, pod *corev1.
 	delete(a.expected, uid)
 	a.mu.Unlock()
 	a.forgetUnsupported(uid)
+	a.volumes.RemovePod(uid)
 	if pod == nil || podutil.IsStaticPod(pod) {
 		return nil
 	}

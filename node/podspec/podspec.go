@@ -9,9 +9,10 @@
 // args with $(VAR) expansion, environment (values, downward-API fieldRef and
 // resourceFieldRef), working directory, ports, Linux resources and OOM
 // score, log paths, labels and annotations, hostname, host namespaces and
-// DNS. Volumes, configMap/secret values and security contexts come later:
-// they will arrive through ContainerOptions and NodeInfo fields without
-// changing these functions' shape.
+// DNS, and volume mounts (mounts.go: volumeMounts to CRI mounts below the
+// pod volume layout the volume manager keeps). ConfigMap/secret values and
+// security contexts come later: they will arrive through ContainerOptions
+// and NodeInfo fields without changing these functions' shape.
 package podspec
 
 import (
@@ -60,6 +61,9 @@ type NodeInfo struct {
 	// PodLogsRoot is the parent of every pod's log directory; empty means
 	// DefaultPodLogsRoot.
 	PodLogsRoot string
+	// RootDir is the agent's root directory, where pods' volumes live
+	// (see PodDir); empty means DefaultRootDir.
+	RootDir string
 	// ContainerLogsDir holds a symlink to every container instance's log
 	// (see ContainerLogSymlink); empty means DefaultContainerLogsDir.
 	ContainerLogsDir string

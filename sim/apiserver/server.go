@@ -105,6 +105,7 @@ type Server struct {
 	pods        map[string]*corev1.Pod
 	nodes       map[string]*corev1.Node
 	leases      map[string]*coordinationv1.Lease
+	objects     objectStore // ConfigMaps and Secrets (objects.go)
 	podLog      []podChange
 	compactedRV uint64
 	watches     []*podWatch

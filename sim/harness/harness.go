@@ -106,7 +106,7 @@ func (h *Harness) StartAgent() {
 		Log:     log,
 		Runtime: h.Runtime,
 		Images:  h.Runtime,
-		API:     deps.API{Pods: h.API, Nodes: h.API, Leases: h.API, Events: h.API},
+		API:     deps.API{Pods: h.API, Nodes: h.API, Leases: h.API, Events: h.API, Objects: h.API},
 		Files:   h.Files,
 		Machine: machineModel{h.Runtime, h.NodeName},
 	}

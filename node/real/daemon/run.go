@@ -132,7 +132,7 @@ func Run(ctx context.Context, o Options, rt Runtime, log *slog.Logger) error {
 		Node: podspec.NodeInfo{
 			NodeName: nodeName, HostIP: nodeIP, HostIPs: nodeIPs, ClusterDNS: o.ClusterDNS, ClusterDomain: o.ClusterDomain,
 			ResolverConfig: o.ResolvConf, HostDNS: hostDNS, PodLogsRoot: o.PodLogsRoot,
-			ContainerLogsDir: o.ContainerLogsDir,
+			ContainerLogsDir: o.ContainerLogsDir, RootDir: o.RootDir,
 		},
 		RuntimeSync: runtimesync.Config{GC: &runtimesync.GCPolicy{
 			MinAge:             o.MinimumContainerTTLDuration,

@@ -101,7 +101,7 @@ func New(cs kubernetes.Interface, opts Options) *Client {
 
 // API returns the ports as a deps.API.
 func (c *Client) API() deps.API {
-	return deps.API{Pods: c, Nodes: c, Leases: c, Events: c}
+	return deps.API{Pods: c, Nodes: c, Leases: c, Events: c, Objects: c}
 }
 
 // Shutdown stops the event broadcaster; events still queued may be lost.
