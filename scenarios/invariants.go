@@ -37,6 +37,8 @@ type Checker struct {
 	restarts  map[string]int32
 	ctr       *containerChecks // see invariants_containers.go
 	term      *terminationState
+	// volumesReported: volume losses already reported (invariants_volumes.go).
+	volumesReported map[string]bool
 }
 
 // NewChecker starts checking h's apiserver writes at once; call Check to
@@ -62,6 +64,7 @@ func (c *Checker) Check() {
 	running := map[string][]string{}
 	truth := TrueContainers(c.h)
 	c.checkTermination(truth)
+	c.checkVolumes(truth)
 	for _, ct := range truth {
 		key := string(ct.PodUID) + "/" + ct.Name
 		if ct.State == runtimeapi.ContainerState_CONTAINER_RUNNING {

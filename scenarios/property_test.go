@@ -30,6 +30,7 @@ var podKinds = []func(name, node string) *corev1.Pod{
 		return NewPod(n, node, Init("setup", time.Second, 0), IgnoresSIGTERM("app"), Grace(5))
 	},
 	func(n, node string) *corev1.Pod { return NewPod(n, node, IgnoresSIGTERM("app"), Grace(60)) },
+	func(n, node string) *corev1.Pod { return volumePod(n, node) }, // see volumes_test.go
 }
 
 // TestPropertyAgentUnderFaults: for any sequence of pod creations and
