@@ -172,6 +172,9 @@ func (m *Manager) CleanupOrphans(known func(types.UID) bool) {
 	m.mu.Lock()
 	for _, e := range entries {
 		uid := types.UID(e.Name())
+		if !m.isPodDir(e.Name()) {
+			continue
+		}
 		if _, desired := m.desired[uid]; desired || m.removable[uid] || known(uid) {
 			continue
 		}
@@ -183,6 +186,18 @@ func (m *Manager) CleanupOrphans(known func(types.UID) bool) {
 	if marked {
 		m.wake.Notify()
 	}
+}
+
+// isPodDir reports whether an entry of the pods directory is a pod's
+// directory as this manager makes them: named by a UID (never with an
+// underscore, which pod log directories have, should --pod-logs-dir be
+// the same directory) and holding a volumes directory.
+func (m *Manager) isPodDir(name string) bool {
+	if strings.Contains(name, "_") {
+		return false
+	}
+	info, err := m.files.Stat(podspec.PodVolumesDir(m.cfg.Node.RootDir, types.UID(name)))
+	return err == nil && info.IsDir()
 }
 
 // WaitForPod waits until every volume of pod is set up, at most

@@ -161,6 +161,11 @@ func TestTeardownAfterRemovePodAndOrphansButNeverKnownPods(t *testing.T) {
 	for _, uid := range []types.UID{orphan, known} {
 		_ = w.files.MkdirAll(path.Join(podspec.PodVolumesDir(root, uid), podspec.PluginEmptyDir, "x"))
 	}
+	// A pod log directory, should --pod-logs-dir be <root>/pods too, and
+	// a directory the manager did not make: neither is a pod's.
+	logDir := path.Join(podspec.PodsDir(root), "ns_name_uid-9")
+	w.files.WriteFile(logDir+"/app/0.log", []byte("log"))
+	_ = w.files.MkdirAll(path.Join(podspec.PodsDir(root), "not-a-pod", "data"))
 	w.m.RemovePod(a.UID)
 	w.m.CleanupOrphans(func(uid types.UID) bool { return uid == known })
 	w.run(2 * time.Second)
@@ -169,6 +174,11 @@ func TestTeardownAfterRemovePodAndOrphansButNeverKnownPods(t *testing.T) {
 	want := map[string]bool{"a": false, "b": true, "orphan": false, "known": true}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Fatalf("pod directories present (-want +got):\n%s", diff)
+	}
+	for _, dir := range []string{logDir, path.Join(podspec.PodsDir(root), "not-a-pod")} {
+		if _, err := w.files.Stat(dir); err != nil {
+			t.Errorf("%s was removed: %v", dir, err)
+		}
 	}
 }
 
