@@ -254,3 +254,33 @@ func TestVolumesSubPathSymlinkEscapeRefused(t *testing.T) {
 		}
 	}
 }
+
+// TestVolumesKeptWhileAnUnseenContainerRuns: with a lagging runtime view,
+// a pod is deleted just after its init container started; the agent must
+// not declare the pod terminated (and tear its volumes down) while that
+// container, which the view does not show yet, still runs.
+func TestVolumesKeptWhileAnUnseenContainerRuns(t *testing.T) {
+	h := start(t, 76)
+	c := NewChecker(h)
+	h.Runtime.SetListStaleness(2500 * time.Millisecond)
+	pod := mustCreate(t, h, NewPod("lagging", h.NodeName, Init("setup", 10*time.Second, 0), WithVolume(emptyDir("scratch")),
+		Mounts("setup", "scratch", "/scratch"), Mounts("app", "scratch", "/scratch")))
+	runUntil(t, h, "the init container runs", time.Minute, func() bool {
+		for _, ct := range TrueContainers(h) {
+			if ct.PodUID == pod.UID && ct.Name == "setup" && ct.State == runtimeapi.ContainerState_CONTAINER_RUNNING {
+				return true
+			}
+		}
+		return false
+	})
+	zero := int64(0)
+	if err := h.API.User().DeletePodGracefully("default", "lagging", &zero); err != nil {
+		t.Fatal(err)
+	}
+	runChecked(t, h, c, 30*time.Second)
+	for _, ct := range TrueContainers(h) {
+		if ct.PodUID == pod.UID && ct.State == runtimeapi.ContainerState_CONTAINER_RUNNING {
+			t.Errorf("container %s of the deleted pod still runs", ct.Name)
+		}
+	}
+}
