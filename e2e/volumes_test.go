@@ -140,3 +140,35 @@ func TestVolumesHostPath(t *testing.T) {
 		t.Errorf("%d containers created without their volume", len(cs))
 	}
 }
+
+// TestVolumesSecretAndMemoryOnTmpfs: a Secret volume and an emptyDir of
+// medium Memory are tmpfs inside the container, and nothing of the pod
+// stays mounted on the host after its deletion.
+func TestVolumesSecretAndMemoryOnTmpfs(t *testing.T) {
+	e := setup(t)
+	ctx := context.Background()
+	sec := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "tmpfs-" + rand.String(5), Namespace: "default"}, Data: map[string][]byte{"pw": []byte("s3cret")}}
+	if _, err := e.admin.CoreV1().Secrets("default").Create(ctx, sec, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = e.admin.CoreV1().Secrets("default").Delete(ctx, sec.Name, metav1.DeleteOptions{}) })
+	p := e.pod("tmpfs", false, `echo "fs: $(awk '$2=="/sec"{print $3}' /proc/mounts) $(awk '$2=="/mem"{print $3}' /proc/mounts) pw=$(cat /sec/pw)"; `+sleeper)
+	p.Spec.Volumes = []corev1.Volume{
+		{Name: "sec", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: sec.Name}}},
+		{Name: "mem", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{Medium: corev1.StorageMediumMemory}}},
+	}
+	p.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{mount("sec", "/sec"), mount("mem", "/mem")}
+	p = e.create(t, p)
+	e.waitPod(t, p, 60*time.Second, "Ready", podReady)
+	e.waitLogs(t, p, "c", "fs: tmpfs tmpfs pw=s3cret", 20*time.Second)
+	dir := e.podDir(string(p.UID))
+	e.deleteAndWait(t, p, 60*time.Second)
+	poll(t, 30*time.Second, "pod directory "+dir+" removed and unmounted", func() (bool, error) {
+		mi, err := os.ReadFile("/proc/self/mountinfo")
+		if err != nil {
+			return false, err
+		}
+		_, serr := os.Stat(dir)
+		return os.IsNotExist(serr) && !strings.Contains(string(mi), dir), fmt.Errorf("stat: %v; mounted: %v", serr, strings.Contains(string(mi), dir))
+	})
+}

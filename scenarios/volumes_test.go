@@ -7,6 +7,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
@@ -282,5 +283,43 @@ func TestVolumesKeptWhileAnUnseenContainerRuns(t *testing.T) {
 		if ct.PodUID == pod.UID && ct.State == runtimeapi.ContainerState_CONTAINER_RUNNING {
 			t.Errorf("container %s of the deleted pod still runs", ct.Name)
 		}
+	}
+}
+
+// TestVolumesSecretAndMemoryEmptyDirOnTmpfs: a Secret volume and an
+// emptyDir of medium Memory are tmpfs mounts (the latter sized by its
+// sizeLimit), unmounted before the pod's directory is removed.
+func TestVolumesSecretAndMemoryEmptyDirOnTmpfs(t *testing.T) {
+	h := start(t, 77)
+	c := NewChecker(h)
+	h.API.User().PutSecret(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "creds", Namespace: "default"}, Data: map[string][]byte{"pw": []byte("x")}})
+	limit := resource.MustParse("8Mi")
+	pod := mustCreate(t, h, NewPod("tmpfs", h.NodeName,
+		WithVolume(corev1.Volume{Name: "sec", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: "creds"}}}),
+		WithVolume(corev1.Volume{Name: "mem", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{
+			Medium: corev1.StorageMediumMemory, SizeLimit: &limit}}}),
+		Mounts("app", "sec", "/sec"), Mounts("app", "mem", "/mem")))
+	runUntil(t, h, "the pod runs", time.Minute, func() bool { return PodIs(h, "default", "tmpfs", corev1.PodRunning, true) })
+	sec, mem := mountOf(h, pod.UID, "app", "/sec"), mountOf(h, pod.UID, "app", "/mem")
+	if _, ok := h.Mounts.Size(sec); !ok {
+		t.Errorf("the secret volume %s is not a tmpfs", sec)
+	}
+	if size, ok := h.Mounts.Size(mem); !ok || size != 8<<20 {
+		t.Errorf("the memory emptyDir %s: tmpfs %v of %d bytes; want one of 8Mi", mem, ok, size)
+	}
+	if data, err := h.Files.ReadFile(sec + "/pw"); err != nil || string(data) != "x" {
+		t.Errorf("secret content %q, %v", data, err)
+	}
+	if err := h.API.User().DeletePodGracefully("default", "tmpfs", nil); err != nil {
+		t.Fatal(err)
+	}
+	runChecked(t, h, c, 40*time.Second)
+	for _, dir := range []string{sec, mem} {
+		if mnt, _ := h.Mounts.IsMountPoint(dir); mnt {
+			t.Errorf("%s is still mounted after the pod was deleted", dir)
+		}
+	}
+	if podDirExists(h, pod.UID) {
+		t.Errorf("the pod directory remains")
 	}
 }

@@ -72,6 +72,7 @@ func TestCheck(t *testing.T) {
 				{Name: "s", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{}}},
 				{Name: "d", VolumeSource: corev1.VolumeSource{DownwardAPI: &corev1.DownwardAPIVolumeSource{}}},
 				{Name: "p", VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{}}},
+				{Name: "m", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{Medium: corev1.StorageMediumMemory, SizeLimit: resource.NewQuantity(1<<20, resource.BinarySI)}}},
 			}
 		}},
 		{name: "unsupported volumes and volume options", mutate: func(p *corev1.Pod) {
@@ -79,12 +80,12 @@ func TestCheck(t *testing.T) {
 			p.Spec.Volumes = []corev1.Volume{
 				{Name: "pvc", VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "c"}}},
 				{Name: "none"},
-				{Name: "mem", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{Medium: corev1.StorageMediumMemory, SizeLimit: &mem}}},
+				{Name: "disk", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{SizeLimit: &mem}}},
 				{Name: "sa", VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{Sources: []corev1.VolumeProjection{
 					{ConfigMap: &corev1.ConfigMapProjection{}}, {ServiceAccountToken: &corev1.ServiceAccountTokenProjection{Path: "token"}},
 				}}}},
 			}
-		}, ignored: []string{"spec.volumes[0].persistentVolumeClaim", "spec.volumes[1]", "spec.volumes[2].emptyDir.medium",
+		}, ignored: []string{"spec.volumes[0].persistentVolumeClaim", "spec.volumes[1]",
 			"spec.volumes[2].emptyDir.sizeLimit", "spec.volumes[3].projected.sources[1].serviceAccountToken"}},
 		{name: "hostAliases", mutate: func(p *corev1.Pod) { p.Spec.HostAliases = []corev1.HostAlias{{IP: "10.0.0.1"}} }, ignored: []string{"spec.hostAliases"}},
 		{name: "imagePullSecrets", mutate: func(p *corev1.Pod) { p.Spec.ImagePullSecrets = []corev1.LocalObjectReference{{Name: "s"}} },

@@ -35,6 +35,9 @@ type Deps struct {
 	ProbeNet ProbeNetwork
 	// Files reads the static pod manifest directory.
 	Files Files
+	// Mounts mounts the memory-backed volumes; nil makes them plain
+	// directories on the node's disk.
+	Mounts Mounter
 }
 
 // Clock is the part of github.com/benbjohnson/clock's Clock that a simulator

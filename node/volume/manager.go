@@ -11,9 +11,10 @@
 // knows, found by the housekeeping's CleanupOrphans). A pod's sync waits
 // for its volumes with WaitForPod (bounded).
 //
-// Every volume is a directory: an emptyDir of medium Memory and a Secret
-// are not on tmpfs yet (no mount port), and the volume types listed by
-// podspec.VolumePlugin are the only ones set up.
+// A Secret and an emptyDir of medium Memory are a tmpfs (deps.Mounter;
+// sized by sizeLimit), unmounted before the pod's directory is removed;
+// without a mounter they are plain directories. The volume types listed
+// by podspec.VolumePlugin are the only ones set up.
 package volume
 
 import (
@@ -70,6 +71,7 @@ type Manager struct {
 	tasks   deps.Tasks
 	log     *slog.Logger
 	files   deps.Files
+	mounts  deps.Mounter
 	objects deps.ObjectAPI
 	events  deps.EventSink
 	cfg     Config
@@ -109,7 +111,7 @@ func New(d deps.Deps, cfg Config) *Manager {
 		cfg.Backoff.Max = 2*time.Minute + 2*time.Second
 	}
 	return &Manager{
-		clock: d.Clock, tasks: d.Tasks, log: d.Log.With("component", "volumes"), files: d.Files,
+		clock: d.Clock, tasks: d.Tasks, log: d.Log.With("component", "volumes"), files: d.Files, mounts: d.Mounts,
 		objects: d.API.Objects, events: d.API.Events, cfg: cfg,
 		wake:    d.Tasks.NewSignal("volume reconciler wake"),
 		retry:   backoff.New(cfg.Backoff),
@@ -347,6 +349,10 @@ func (m *Manager) tearDown(uid types.UID) {
 		return // wanted again (a pod is never re-added once terminated, but be safe)
 	}
 	dir := podspec.PodDir(m.cfg.Node.RootDir, uid)
+	if err := m.unmountAll(uid); err != nil {
+		m.log.Warn("unmounting a pod's volumes failed; will retry", "uid", string(uid), "error", err.Error())
+		return
+	}
 	if err := m.files.RemoveAll(dir); err != nil {
 		m.log.Warn("removing a pod's directory failed; will retry", "uid", string(uid), "error", err.Error())
 		return

@@ -21,11 +21,11 @@ func (m *Manager) isSetUp(pod *corev1.Pod, v *corev1.Volume) bool {
 	switch plugin, _ := podspec.VolumePlugin(v); plugin {
 	case podspec.PluginEmptyDir:
 		info, err := m.files.Stat(dir)
-		return err == nil && info.IsDir()
+		return err == nil && info.IsDir() && m.mounted(dir, v)
 	case podspec.PluginHostPath:
 		return checkHostPathType(m.stat(dir), dir, v.HostPath.Type) == nil
 	case podspec.PluginConfigMap, podspec.PluginSecret, podspec.PluginDownwardAPI, podspec.PluginProjected:
-		return published(m.files, dir)
+		return published(m.files, dir) && m.mounted(dir, v)
 	}
 	return true // unsupported: nothing to wait for (admission names it)
 }
@@ -36,10 +36,7 @@ func (m *Manager) setUp(ctx context.Context, pod *corev1.Pod, v *corev1.Volume) 
 	dir := podspec.VolumeDir(m.cfg.Node.RootDir, pod.UID, v)
 	switch plugin, _ := podspec.VolumePlugin(v); plugin {
 	case podspec.PluginEmptyDir:
-		if _, err := m.files.Stat(dir); err == nil {
-			return false, nil
-		}
-		return true, m.files.MkdirAll(dir)
+		return m.ensureTmpfs(dir, v)
 	case podspec.PluginHostPath:
 		return m.setUpHostPath(dir, v.HostPath.Type)
 	case podspec.PluginConfigMap, podspec.PluginSecret, podspec.PluginDownwardAPI, podspec.PluginProjected:
@@ -51,7 +48,12 @@ func (m *Manager) setUp(ctx context.Context, pod *corev1.Pod, v *corev1.Volume) 
 		if err != nil {
 			return false, err
 		}
-		return writeAtomic(m.files, dir, p, m.clock.Now())
+		mountedNow, err := m.ensureTmpfs(dir, v)
+		if err != nil {
+			return false, err
+		}
+		wrote, err := writeAtomic(m.files, dir, p, m.clock.Now())
+		return mountedNow || wrote, err
 	}
 	return false, nil
 }

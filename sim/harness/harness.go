@@ -52,6 +52,7 @@ type Harness struct {
 	Runtime  *fakecri.Runtime
 	API      *apiserver.Server
 	Files    *memfs.FS
+	Mounts   *memfs.Mounts // the tmpfs mounts of volumes, over Files
 	NodeName string
 
 	cfg      Config
@@ -81,7 +82,7 @@ func New(cfg Config) *Harness {
 	rt := fakecri.New(rc)
 	api := apiserver.New(apiserver.Config{Clock: k, Tasks: k.Tasks(), Rand: k.Rand(), Log: k.Logger().With("component", "apiserver"),
 		Node: cfg.NodeName})
-	return &Harness{K: k, Runtime: rt, API: api, Files: files, NodeName: cfg.NodeName, cfg: cfg}
+	return &Harness{K: k, Runtime: rt, API: api, Files: files, Mounts: memfs.NewMounts(files), NodeName: cfg.NodeName, cfg: cfg}
 }
 
 // Agent is the running agent (nil before StartAgent).
@@ -108,6 +109,7 @@ func (h *Harness) StartAgent() {
 		Images:  h.Runtime,
 		API:     deps.API{Pods: h.API, Nodes: h.API, Leases: h.API, Events: h.API, Objects: h.API},
 		Files:   h.Files,
+		Mounts:  h.Mounts,
 		Machine: machineModel{h.Runtime, h.NodeName},
 	}
 	cfg := h.cfg.Agent

@@ -38,3 +38,32 @@ func TestAtomicLinkSwap(t *testing.T) {
 		t.Errorf("CreateFile without its directory: %v, want ErrNotExist", err)
 	}
 }
+
+// TestMounts: a tmpfs needs its directory, and unmounting it takes its
+// content along.
+func TestMounts(t *testing.T) {
+	f := New()
+	m := NewMounts(f)
+	if err := m.MountTmpfs("/v", 1); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("mount on a missing dir: %v", err)
+	}
+	_ = f.MkdirAll("/v")
+	if err := m.MountTmpfs("/v", 1<<20); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.CreateFile("/v/secret", []byte("x"), 0o400); err != nil {
+		t.Fatal(err)
+	}
+	if size, ok := m.Size("/v/"); !ok || size != 1<<20 {
+		t.Fatalf("Size = %d, %v", size, ok)
+	}
+	if err := m.Unmount("/v"); err != nil {
+		t.Fatal(err)
+	}
+	if mnt, _ := m.IsMountPoint("/v"); mnt || f.Exists("/v/secret") {
+		t.Errorf("after Unmount: mounted %v, content kept %v", mnt, f.Exists("/v/secret"))
+	}
+	if err := m.Unmount("/v"); err != nil {
+		t.Errorf("unmounting twice: %v", err)
+	}
+}
