@@ -33,6 +33,9 @@ func (r *Runtime) CreateContainer(ctx context.Context, podSandboxID string, conf
 	if err != nil {
 		return "", status.Errorf(codes.InvalidArgument, "container %q: %v", md.GetName(), err)
 	}
+	if err := r.checkMounts(config); err != nil {
+		return "", err
+	}
 
 	r.mu.Lock()
 	defer r.unlock()

@@ -38,6 +38,8 @@ type Checker struct {
 	ctr       *containerChecks // see invariants_containers.go
 	term      *terminationState
 	suite     *suiteState // see invariants_suite.go
+	// volumesReported: volume losses already reported (invariants_volumes.go).
+	volumesReported map[string]bool
 }
 
 // NewChecker starts checking h's apiserver writes at once; call Check to
@@ -64,6 +66,7 @@ func (c *Checker) Check() {
 	truth := TrueContainers(c.h)
 	c.checkSuite(truth)
 	c.checkTermination(truth)
+	c.checkVolumes(truth)
 	for _, ct := range truth {
 		key := string(ct.PodUID) + "/" + ct.Name
 		if ct.State == runtimeapi.ContainerState_CONTAINER_RUNNING {

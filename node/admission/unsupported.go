@@ -72,6 +72,7 @@ func Check(pod *corev1.Pod) Unsupported {
 			u.Ignored = append(u.Ignored, "spec."+r.path)
 		}
 	}
+	u.Ignored = append(u.Ignored, ignoredVolumeFields(spec)...)
 	for _, r := range refusedPodFields() {
 		if r.set(spec) {
 			u.Refused = append(u.Refused, "spec."+r.path)
@@ -116,7 +117,6 @@ func ignoredPodFields() []podRule {
 		return func(s *corev1.PodSpec) bool { return s.SecurityContext != nil && f(s.SecurityContext) }
 	}
 	return []podRule{
-		{"volumes", func(s *corev1.PodSpec) bool { return len(s.Volumes) > 0 }},
 		{"hostAliases", func(s *corev1.PodSpec) bool { return len(s.HostAliases) > 0 }},
 		{"imagePullSecrets", func(s *corev1.PodSpec) bool { return len(s.ImagePullSecrets) > 0 }},
 		{"activeDeadlineSeconds", func(s *corev1.PodSpec) bool { return s.ActiveDeadlineSeconds != nil }},
@@ -148,7 +148,6 @@ func ignoredContainerFields(init bool) []containerRule {
 		{"readinessProbe", func(c *corev1.Container) bool { return c.ReadinessProbe != nil }},
 		{"startupProbe", func(c *corev1.Container) bool { return c.StartupProbe != nil }},
 		{"lifecycle", func(c *corev1.Container) bool { return c.Lifecycle != nil }},
-		{"volumeMounts", func(c *corev1.Container) bool { return len(c.VolumeMounts) > 0 }},
 		{"volumeDevices", func(c *corev1.Container) bool { return len(c.VolumeDevices) > 0 }},
 		{"restartPolicyRules", func(c *corev1.Container) bool { return len(c.RestartPolicyRules) > 0 }},
 		{"resizePolicy", func(c *corev1.Container) bool { return len(c.ResizePolicy) > 0 }},

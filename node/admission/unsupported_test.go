@@ -64,7 +64,29 @@ func TestCheck(t *testing.T) {
 		}},
 
 		// Ignored pod-level fields.
-		{name: "volumes", mutate: func(p *corev1.Pod) { p.Spec.Volumes = []corev1.Volume{{Name: "v"}} }, ignored: []string{"spec.volumes"}},
+		{name: "supported volumes", mutate: func(p *corev1.Pod) {
+			p.Spec.Volumes = []corev1.Volume{
+				{Name: "e", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
+				{Name: "h", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/x"}}},
+				{Name: "c", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{}}},
+				{Name: "s", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{}}},
+				{Name: "d", VolumeSource: corev1.VolumeSource{DownwardAPI: &corev1.DownwardAPIVolumeSource{}}},
+				{Name: "p", VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{}}},
+				{Name: "m", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{Medium: corev1.StorageMediumMemory, SizeLimit: resource.NewQuantity(1<<20, resource.BinarySI)}}},
+			}
+		}},
+		{name: "unsupported volumes and volume options", mutate: func(p *corev1.Pod) {
+			mem := resource.MustParse("1Mi")
+			p.Spec.Volumes = []corev1.Volume{
+				{Name: "pvc", VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "c"}}},
+				{Name: "none"},
+				{Name: "disk", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{SizeLimit: &mem}}},
+				{Name: "sa", VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{Sources: []corev1.VolumeProjection{
+					{ConfigMap: &corev1.ConfigMapProjection{}}, {ServiceAccountToken: &corev1.ServiceAccountTokenProjection{Path: "token"}},
+				}}}},
+			}
+		}, ignored: []string{"spec.volumes[0].persistentVolumeClaim", "spec.volumes[1]",
+			"spec.volumes[2].emptyDir.sizeLimit", "spec.volumes[3].projected.sources[1].serviceAccountToken"}},
 		{name: "hostAliases", mutate: func(p *corev1.Pod) { p.Spec.HostAliases = []corev1.HostAlias{{IP: "10.0.0.1"}} }, ignored: []string{"spec.hostAliases"}},
 		{name: "imagePullSecrets", mutate: func(p *corev1.Pod) { p.Spec.ImagePullSecrets = []corev1.LocalObjectReference{{Name: "s"}} },
 			ignored: []string{"spec.imagePullSecrets"}},
@@ -95,7 +117,7 @@ func TestCheck(t *testing.T) {
 		{name: "readinessProbe", mutate: side(func(c *corev1.Container) { c.ReadinessProbe = &corev1.Probe{} }), ignored: []string{c1 + "readinessProbe"}},
 		{name: "startupProbe", mutate: side(func(c *corev1.Container) { c.StartupProbe = &corev1.Probe{} }), ignored: []string{c1 + "startupProbe"}},
 		{name: "lifecycle", mutate: side(func(c *corev1.Container) { c.Lifecycle = &corev1.Lifecycle{} }), ignored: []string{c1 + "lifecycle"}},
-		{name: "volumeMounts", mutate: side(func(c *corev1.Container) { c.VolumeMounts = []corev1.VolumeMount{{Name: "v"}} }), ignored: []string{c1 + "volumeMounts"}},
+		{name: "volumeMounts", mutate: side(func(c *corev1.Container) { c.VolumeMounts = []corev1.VolumeMount{{Name: "v"}} })},
 		{name: "volumeDevices", mutate: side(func(c *corev1.Container) { c.VolumeDevices = []corev1.VolumeDevice{{Name: "v"}} }), ignored: []string{c1 + "volumeDevices"}},
 		{name: "restartPolicyRules", mutate: side(func(c *corev1.Container) { c.RestartPolicyRules = []corev1.ContainerRestartRule{{}} }),
 			ignored: []string{c1 + "restartPolicyRules"}},
@@ -139,13 +161,13 @@ func TestCheck(t *testing.T) {
 		}},
 
 		{name: "both kinds, in spec order", mutate: func(p *corev1.Pod) {
-			p.Spec.Volumes = []corev1.Volume{{Name: "v"}}
+			p.Spec.Volumes = []corev1.Volume{{Name: "v", VolumeSource: corev1.VolumeSource{NFS: &corev1.NFSVolumeSource{}}}}
 			p.Spec.HostUsers = ptr(false)
 			p.Spec.Containers[0].LivenessProbe = &corev1.Probe{}
 			p.Spec.InitContainers[0].Lifecycle = &corev1.Lifecycle{}
 			p.Spec.RuntimeClassName = ptr("kata")
 		},
-			ignored: []string{"spec.volumes", "spec.initContainers[0].lifecycle", "spec.containers[0].livenessProbe"},
+			ignored: []string{"spec.volumes[0].nfs", "spec.initContainers[0].lifecycle", "spec.containers[0].livenessProbe"},
 			refused: []string{"spec.hostUsers"}},
 	}
 	for _, tc := range cases {

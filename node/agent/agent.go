@@ -26,6 +26,7 @@ import (
 	"github.com/lockstep-dev/lockstep/node/podworkers"
 	"github.com/lockstep-dev/lockstep/node/runtimesync"
 	"github.com/lockstep-dev/lockstep/node/status"
+	"github.com/lockstep-dev/lockstep/node/volume"
 )
 
 // Config configures an agent. Zero durations take the kubelet's defaults.
@@ -60,6 +61,8 @@ type Config struct {
 	// AllowedUnsafeSysctls are the sysctls (names, or prefixes ending in
 	// '*') pods may set beyond the safe ones (--allowed-unsafe-sysctls).
 	AllowedUnsafeSysctls []string
+	// Volumes tunes the volume manager; its Node is cfg.Node.
+	Volumes volume.Config
 }
 
 // Agent is one node agent.
@@ -75,6 +78,7 @@ type Agent struct {
 	exec    *runtimesync.Executor
 	status  *status.Manager
 	node    *nodestatus.Manager
+	volumes *volume.Manager
 
 	startTime time.Time
 
@@ -135,6 +139,8 @@ func New(d deps.Deps, cfg Config) *Agent {
 	if cfg.ManifestDir != "" {
 		sources = append(sources, podsource.SourceFile)
 	}
+	cfg.Volumes.Node = cfg.Node
+	a.volumes = volume.New(d.Core, volume.Ports{Files: d.Files, Mounts: d.Mounts, Objects: d.API.Objects(), Events: d.API.Events}, cfg.Volumes)
 	a.merger = podsource.NewMerger(d.Core, sources, a.updates)
 	if d.API.Nodes != nil && d.API.Leases != nil {
 		nc := cfg.NodeStatus
@@ -161,6 +167,7 @@ func (a *Agent) Start(ctx context.Context) {
 	}
 	a.workers = podworkers.New(ctx, a.d.Core, a, a.queue, wc)
 	a.pleg.Start(ctx)
+	a.volumes.Start(ctx)
 	if a.node != nil {
 		a.node.Start(ctx)
 	}

@@ -38,6 +38,9 @@ func (a *Agent) SyncPod(ctx context.Context, pod *corev1.Pod, lastSync time.Time
 	if reason, msg := a.rejection(pod, unsupported); reason != "" {
 		return a.refuse(pod, reason, msg), nil
 	}
+	if err := a.waitForVolumes(ctx, pod); err != nil {
+		return podworkers.SyncResult{}, err
+	}
 	st, err := a.pleg.Cache().GetNewerThan(ctx, pod.UID, a.since(lastSync))
 	if err != nil {
 		return podworkers.SyncResult{}, fmt.Errorf("wait for the runtime view of pod %s/%s: %w", pod.Namespace, pod.Name, err)
@@ -101,7 +104,7 @@ func (a *Agent) SyncTerminatingPod(ctx context.Context, uid types.UID, pod *core
 	if err != nil {
 		return fmt.Errorf("wait for the runtime view of terminating pod %s: %w", uid, err)
 	}
-	if err := a.exec.KillPod(ctx, pod, st, grace); err != nil {
+	if err := a.exec.KillPod(ctx, pod, a.withUnseen(uid, st), grace); err != nil {
 		return err
 	}
 	if err := a.pleg.UpdatePod(ctx, uid); err != nil {
@@ -127,6 +130,7 @@ func (a *Agent) SyncTerminatedPod(_ context.Context, uid types.UID, pod *corev1.
 	delete(a.expected, uid)
 	a.mu.Unlock()
 	a.forgetUnsupported(uid)
+	a.volumes.RemovePod(uid)
 	if pod == nil || podutil.IsStaticPod(pod) {
 		return nil
 	}
@@ -171,6 +175,28 @@ func (a *Agent) expect(uid types.UID, started []runtimesync.Started) {
 	for _, s := range started {
 		m[s.Name] = expectation{id: s.ID, since: a.d.Clock.Now()}
 	}
+}
+
+// withUnseen returns st plus, in state unknown, the containers this agent
+// started that st does not show yet (a lagging view): a terminating pod
+// stops them too, by ID, so none runs on unseen after the pod terminated
+// (with its volumes torn down).
+func (a *Agent) withUnseen(uid types.UID, st *podstate.PodStatus) *podstate.PodStatus {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	m := a.expected[uid]
+	if len(m) == 0 {
+		return st
+	}
+	out := *st
+	out.Containers = slices.Clone(st.Containers)
+	for _, name := range slices.Sorted(maps.Keys(m)) {
+		e := m[name]
+		if _, ok := st.Instance(e.id); !ok {
+			out.Containers = append(out.Containers, podstate.Container{ID: e.id, Name: name, State: podstate.ContainerUnknown})
+		}
+	}
+	return &out
 }
 
 // viewIsStale reports whether st lacks a container this agent started

@@ -47,6 +47,9 @@ type Deps struct {
 	// Files reads the static pod manifest directory and keeps the pod and
 	// container log directories.
 	Files Files
+	// Mounts mounts the memory-backed volumes; nil makes them plain
+	// directories on the node's disk.
+	Mounts Mounter
 }
 
 // Clock is the part of github.com/benbjohnson/clock's Clock that a simulator

@@ -167,7 +167,8 @@ type ProbeNetwork interface {
 
 // Files is the agent's file system: it reads the static pod manifest
 // directory, creates pod log directories and the container log symlinks,
-// and removes the logs of removed containers and pods.
+// removes the logs of removed containers and pods, and keeps the pods'
+// volume directories (node/volume).
 type Files interface {
 	ReadDir(dir string) ([]fs.DirEntry, error)
 	ReadFile(path string) ([]byte, error)
@@ -182,4 +183,15 @@ type Files interface {
 	// Symlink creates link pointing to target; an existing link is an
 	// error.
 	Symlink(target, link string) error
+	// CreateFile creates or truncates a file with mode perm and writes
+	// data to it; its directory must exist.
+	CreateFile(path string, data []byte, perm fs.FileMode) error
+	// Rename moves from to to, replacing a file or symbolic link at to
+	// atomically (the volume writer swaps its ..data link this way).
+	Rename(from, to string) error
+	// Readlink returns the target of a symbolic link.
+	Readlink(path string) (string, error)
+	// Stat describes path, following symbolic links; a missing path is an
+	// error satisfying errors.Is(err, fs.ErrNotExist).
+	Stat(path string) (fs.FileInfo, error)
 }

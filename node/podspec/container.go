@@ -31,9 +31,10 @@ func ContainerConfig(pod *corev1.Pod, c *corev1.Container, restartCount int, pod
 // of ContainerHash and the restart count, plus the pod's termination grace
 // period — 30 s when unset — and the container's termination message
 // path); the log path (ContainerLogPath); stdin/stdinOnce/tty; Linux
-// resources (see linuxResources) and the security context (see
-// containerSecurityContext). A container that must not run as root but
-// would fails (VerifyRunAsNonRoot). Mounts and devices are not set yet.
+// resources (see linuxResources), the security context (see
+// containerSecurityContext) and mounts (see containerMounts). A container
+// that must not run as root but would fails (VerifyRunAsNonRoot). Devices
+// are not set yet.
 //
 // For a host-network pod with no opts.PodIPs, status.podIP(s) are the
 // node's IPs, as upstream reports them.
@@ -64,6 +65,10 @@ func ContainerConfigWith(pod *corev1.Pod, c *corev1.Container, opts ContainerOpt
 		v, ok := values[name]
 		return v, ok
 	}
+	mounts, err := containerMounts(pod, c, node, lookup)
+	if err != nil {
+		return nil, fail(err)
+	}
 	envs := make([]*runtimeapi.KeyValue, len(env))
 	for i, e := range env {
 		envs[i] = &runtimeapi.KeyValue{Key: e.name, Value: []byte(e.value)}
@@ -84,6 +89,7 @@ func ContainerConfigWith(pod *corev1.Pod, c *corev1.Container, opts ContainerOpt
 		Stdin:       c.Stdin,
 		StdinOnce:   c.StdinOnce,
 		Tty:         c.TTY,
+		Mounts:      mounts,
 		Linux: &runtimeapi.LinuxContainerConfig{
 			Resources:       linuxResources(pod, c, node),
 			SecurityContext: sc,

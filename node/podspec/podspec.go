@@ -9,10 +9,9 @@
 // args with $(VAR) expansion, environment (values, downward-API fieldRef and
 // resourceFieldRef), working directory, ports, Linux resources and OOM
 // score, log paths, labels and annotations, hostname, host namespaces and
-// DNS, and the pod's and containers' security contexts (security.go).
-// Volumes and configMap/secret values come later: they will arrive through
-// ContainerOptions and NodeInfo fields without changing these functions'
-// shape.
+// DNS, the pod's and containers' security contexts (security.go) and
+// volume mounts (mounts.go: volumeMounts to CRI mounts below the pod volume
+// layout the volume manager keeps).
 package podspec
 
 import (
@@ -61,6 +60,9 @@ type NodeInfo struct {
 	// PodLogsRoot is the parent of every pod's log directory; empty means
 	// DefaultPodLogsRoot.
 	PodLogsRoot string
+	// RootDir is the agent's root directory, where pods' volumes live
+	// (see PodDir); empty means DefaultRootDir.
+	RootDir string
 	// ContainerLogsDir holds a symlink to every container instance's log
 	// (see ContainerLogSymlink); empty means DefaultContainerLogsDir.
 	ContainerLogsDir string

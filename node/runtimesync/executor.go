@@ -234,6 +234,9 @@ func (e *Executor) SyncPod(ctx context.Context, pod *corev1.Pod, st *podstate.Po
 			continue
 		}
 		cfg, err := e.containerConfig(ctx, pod, c, s.RestartCount, podIPs)
+		if err == nil {
+			err = e.prepareMounts(cfg)
+		}
 		if err != nil {
 			res.Waiting[s.Name] = Waiting{Reason: podutil.ReasonCreateContainerConfigError, Message: err.Error()}
 			e.observeStart(s, podutil.ReasonCreateContainerConfigError)

@@ -53,6 +53,7 @@ type Harness struct {
 	Runtime  *fakecri.Runtime
 	API      *apiserver.Server
 	Files    *memfs.FS
+	Mounts   *memfs.Mounts // the tmpfs mounts of volumes, over Files
 	NodeName string
 
 	cfg      Config
@@ -87,7 +88,7 @@ func New(cfg Config) *Harness {
 	api := apiserver.New(apiserver.Config{Clock: k, Tasks: k.Tasks(), Rand: k.Rand(), Log: k.Logger().With("component", "apiserver"),
 		Node: cfg.NodeName})
 	traceWrites(k, api)
-	return &Harness{K: k, Runtime: rt, API: api, Files: files, NodeName: cfg.NodeName, cfg: cfg,
+	return &Harness{K: k, Runtime: rt, API: api, Files: files, Mounts: memfs.NewMounts(files), NodeName: cfg.NodeName, cfg: cfg,
 		traced: newTracingRuntime(rt, k)}
 }
 
@@ -113,6 +114,7 @@ func (h *Harness) StartAgent() {
 		API: deps.API{Pods: tracingPods{h.API, h.K}, Nodes: h.API, Leases: h.API, Events: h.API,
 			ConfigMaps: h.API, Secrets: h.API, Services: h.API, RuntimeClasses: h.API},
 		Files:   h.Files,
+		Mounts:  h.Mounts,
 		Machine: machineModel{h.Runtime, h.NodeName},
 	}
 	cfg := h.cfg.Agent

@@ -21,13 +21,14 @@ type FS struct {
 	files map[string][]byte
 	dirs  map[string]bool
 	links map[string]string // link → target
+	modes map[string]fs.FileMode
 }
 
 var _ deps.Files = (*FS)(nil)
 
 // New returns an empty tree.
 func New() *FS {
-	return &FS{files: map[string][]byte{}, dirs: map[string]bool{}, links: map[string]string{}}
+	return &FS{files: map[string][]byte{}, dirs: map[string]bool{}, links: map[string]string{}, modes: map[string]fs.FileMode{}}
 }
 
 // MkdirAll creates dir (and its parents).
@@ -125,20 +126,40 @@ func (f *FS) Exists(name string) bool {
 	return ok
 }
 
-// resolveLocked follows symbolic links (a bounded number of times).
+// resolveLocked follows symbolic links in every component of name (a
+// bounded number of times).
 func (f *FS) resolveLocked(name string) string {
 	name = path.Clean(name)
 	for range 40 {
-		target, ok := f.links[name]
-		if !ok {
-			break
+		next, changed := f.resolveOnceLocked(name)
+		if !changed {
+			return next
 		}
-		if !path.IsAbs(target) {
-			target = path.Join(path.Dir(name), target)
-		}
-		name = path.Clean(target)
+		name = next
 	}
 	return name
+}
+
+// resolveOnceLocked replaces the first component of name that is a link
+// by its target.
+func (f *FS) resolveOnceLocked(name string) (string, bool) {
+	parts := strings.Split(strings.TrimPrefix(name, "/"), "/")
+	cur := ""
+	if path.IsAbs(name) {
+		cur = "/"
+	}
+	for i, p := range parts {
+		cur = path.Join(cur, p)
+		target, ok := f.links[cur]
+		if !ok {
+			continue
+		}
+		if !path.IsAbs(target) {
+			target = path.Join(path.Dir(cur), target)
+		}
+		return path.Clean(path.Join(append([]string{target}, parts[i+1:]...)...)), true
+	}
+	return name, false
 }
 
 // ReadFile returns a copy of a file's content, following symbolic links.
@@ -194,6 +215,7 @@ type entry struct {
 	dir  bool
 	link bool
 	size int64
+	perm fs.FileMode // 0 means 0644 for a file
 }
 
 func (e entry) Name() string               { return e.name }
@@ -211,6 +233,9 @@ func (e entry) mode() fs.FileMode {
 	}
 	if e.link {
 		return fs.ModeSymlink | 0o777
+	}
+	if e.perm != 0 {
+		return e.perm
 	}
 	return 0o644
 }

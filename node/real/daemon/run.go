@@ -26,6 +26,7 @@ import (
 	realcri "github.com/lockstep-dev/lockstep/node/real/cri"
 	"github.com/lockstep-dev/lockstep/node/real/kube"
 	"github.com/lockstep-dev/lockstep/node/real/machine"
+	"github.com/lockstep-dev/lockstep/node/real/mounter"
 	"github.com/lockstep-dev/lockstep/node/real/osfiles"
 	"github.com/lockstep-dev/lockstep/node/real/server"
 	"github.com/lockstep-dev/lockstep/node/real/world"
@@ -91,7 +92,7 @@ func Run(ctx context.Context, o Options, rt Runtime, log *slog.Logger) error {
 	mach := machine.New(machine.Options{RootDir: o.RootDir})
 	d := deps.Deps{
 		Core:    deps.Core{Clock: world.Clock(), Rand: world.NewRand(), Tasks: world.Tasks{}, Log: log},
-		Runtime: rt.Runtime, Images: rt.Images, RuntimeEvents: rt.Events, Machine: mach, Files: osfiles.New(),
+		Runtime: rt.Runtime, Images: rt.Images, RuntimeEvents: rt.Events, Machine: mach, Files: osfiles.New(), Mounts: mounter.New(),
 	}
 
 	var cs kubernetes.Interface
@@ -133,7 +134,7 @@ func Run(ctx context.Context, o Options, rt Runtime, log *slog.Logger) error {
 		Node: podspec.NodeInfo{
 			NodeName: nodeName, HostIP: nodeIP, HostIPs: nodeIPs, ClusterDNS: o.ClusterDNS, ClusterDomain: o.ClusterDomain,
 			ResolverConfig: o.ResolvConf, HostDNS: hostDNS, PodLogsRoot: o.PodLogsRoot,
-			ContainerLogsDir: o.ContainerLogsDir,
+			ContainerLogsDir: o.ContainerLogsDir, RootDir: o.RootDir,
 		},
 		RuntimeSync: runtimesync.Config{GC: &runtimesync.GCPolicy{
 			MinAge:             o.MinimumContainerTTLDuration,

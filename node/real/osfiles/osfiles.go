@@ -43,3 +43,21 @@ func (FS) RemoveAll(path string) error { return os.RemoveAll(path) }
 
 // Symlink creates link pointing to target.
 func (FS) Symlink(target, link string) error { return os.Symlink(target, link) }
+
+// CreateFile creates or truncates path with mode perm (the umask does not
+// apply: the mode is set explicitly) and writes data.
+func (FS) CreateFile(path string, data []byte, perm fs.FileMode) error {
+	if err := os.WriteFile(path, data, perm); err != nil {
+		return err
+	}
+	return os.Chmod(path, perm)
+}
+
+// Rename renames from to to, atomically replacing what is at to.
+func (FS) Rename(from, to string) error { return os.Rename(from, to) }
+
+// Readlink returns a symbolic link's target.
+func (FS) Readlink(path string) (string, error) { return os.Readlink(path) }
+
+// Stat describes path, following symbolic links.
+func (FS) Stat(path string) (fs.FileInfo, error) { return os.Stat(path) }

@@ -127,3 +127,41 @@ func TestSymlinkAndRemove(t *testing.T) {
 		t.Errorf("RemoveAll of a missing path: %v", err)
 	}
 }
+
+// TestAtomicLinkSwap: the operations the volume writer publishes with:
+// a file created with an exact mode, a link renamed over another one,
+// Stat through links and Readlink.
+func TestAtomicLinkSwap(t *testing.T) {
+	dir, f := t.TempDir(), New()
+	for _, ts := range []string{"..1", "..2"} {
+		if err := f.MkdirAll(filepath.Join(dir, ts)); err != nil {
+			t.Fatal(err)
+		}
+		if err := f.CreateFile(filepath.Join(dir, ts, "key"), []byte(ts), 0o400); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := f.Symlink("..1", filepath.Join(dir, "..data")); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Symlink("..data/key", filepath.Join(dir, "key")); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Symlink("..2", filepath.Join(dir, "..data_tmp")); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Rename(filepath.Join(dir, "..data_tmp"), filepath.Join(dir, "..data")); err != nil {
+		t.Fatal(err)
+	}
+	data, err := f.ReadFile(filepath.Join(dir, "key"))
+	if err != nil || string(data) != "..2" {
+		t.Fatalf("key = %q, %v; want the new content", data, err)
+	}
+	info, err := f.Stat(filepath.Join(dir, "key"))
+	if err != nil || info.Mode().Perm() != 0o400 || !info.Mode().IsRegular() {
+		t.Fatalf("Stat(key) = %v, %v; want a regular file of mode 0400", info, err)
+	}
+	if target, err := f.Readlink(filepath.Join(dir, "..data")); err != nil || target != "..2" {
+		t.Fatalf("Readlink(..data) = %q, %v", target, err)
+	}
+}

@@ -1,0 +1,174 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/util/rand"
+)
+
+// podDir is a pod's directory under lockstep's --root-dir (run.sh).
+func (e *env) podDir(uid string) string { return filepath.Join(e.dir, "lockstep", "pods", uid) }
+
+func mount(name, path string) corev1.VolumeMount {
+	return corev1.VolumeMount{Name: name, MountPath: path}
+}
+
+// waitLogs waits until a container's log holds want.
+func (e *env) waitLogs(t *testing.T, p *corev1.Pod, container, want string, d time.Duration) {
+	t.Helper()
+	poll(t, d, fmt.Sprintf("%q in the log of %s/%s", want, p.Name, container), func() (bool, error) {
+		code, body := e.logs(t, p, container, e.adminTok)
+		return code == 200 && strings.Contains(body, want), fmt.Errorf("%d %q", code, body)
+	})
+}
+
+// TestVolumesEmptyDirSharedAndCleanedUp: two containers share an
+// emptyDir (one writes, the other reads); once the pod is deleted its
+// directory under the root dir is gone.
+func TestVolumesEmptyDirSharedAndCleanedUp(t *testing.T) {
+	e := setup(t)
+	p := e.pod("shared", false, `echo shared-hello > /data/f; `+sleeper)
+	p.Spec.Volumes = []corev1.Volume{{Name: "scratch", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}}
+	p.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{mount("scratch", "/data")}
+	reader := p.Spec.Containers[0]
+	reader.Name = "reader"
+	reader.Command = []string{"sh", "-c", `until cat /in/f; do sleep 0.2; done; ` + sleeper}
+	reader.VolumeMounts = []corev1.VolumeMount{mount("scratch", "/in")}
+	p.Spec.Containers = append(p.Spec.Containers, reader)
+	p = e.create(t, p)
+	e.waitPod(t, p, 60*time.Second, "Ready", podReady)
+	e.waitLogs(t, p, "reader", "shared-hello", 20*time.Second)
+	dir := e.podDir(string(p.UID))
+	if _, err := os.Stat(filepath.Join(dir, "volumes", "kubernetes.io~empty-dir", "scratch", "f")); err != nil {
+		t.Fatalf("the emptyDir's file on the host: %v", err)
+	}
+	e.deleteAndWait(t, p, 60*time.Second)
+	poll(t, 30*time.Second, "pod directory "+dir+" removed", func() (bool, error) {
+		_, err := os.Stat(dir)
+		return os.IsNotExist(err), err
+	})
+	if mi, err := os.ReadFile("/proc/self/mountinfo"); err == nil && strings.Contains(string(mi), dir) {
+		t.Errorf("something of the pod is still mounted: %s", dir)
+	}
+}
+
+// TestVolumesConfigMapAndSecretReadableAndUpdated: a container reads a
+// ConfigMap volume and a Secret volume; an update of the ConfigMap
+// reaches the running container.
+func TestVolumesConfigMapAndSecretReadableAndUpdated(t *testing.T) {
+	e := setup(t)
+	ctx := context.Background()
+	suffix := rand.String(5)
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "settings-" + suffix, Namespace: "default"}, Data: map[string]string{"mode": "blue"}}
+	sec := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "creds-" + suffix, Namespace: "default"}, Data: map[string][]byte{"pw": []byte("hunter2")}}
+	if _, err := e.admin.CoreV1().ConfigMaps("default").Create(ctx, cm, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = e.admin.CoreV1().ConfigMaps("default").Delete(ctx, cm.Name, metav1.DeleteOptions{}) })
+	if _, err := e.admin.CoreV1().Secrets("default").Create(ctx, sec, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = e.admin.CoreV1().Secrets("default").Delete(ctx, sec.Name, metav1.DeleteOptions{}) })
+	p := e.pod("apidata", false, `trap "exit 0" TERM; while :; do echo "cm=$(cat /cfg/mode) sec=$(cat /sec/pw)"; sleep 1; done`)
+	p.Spec.Volumes = []corev1.Volume{
+		{Name: "cfg", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: cm.Name}}}},
+		{Name: "sec", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: sec.Name}}},
+	}
+	p.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{mount("cfg", "/cfg"), mount("sec", "/sec")}
+	p = e.create(t, p)
+	e.waitPod(t, p, 60*time.Second, "Ready", podReady)
+	e.waitLogs(t, p, "c", "cm=blue sec=hunter2", 20*time.Second)
+	cm.Data["mode"] = "green"
+	if _, err := e.admin.CoreV1().ConfigMaps("default").Update(ctx, cm, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	e.waitLogs(t, p, "c", "cm=green sec=hunter2", 100*time.Second)
+	if got := e.get(t, p); got.Status.ContainerStatuses[0].RestartCount != 0 {
+		t.Errorf("the container restarted (%d) with the update", got.Status.ContainerStatuses[0].RestartCount)
+	}
+}
+
+// TestVolumesHostPath: a hostPath DirectoryOrCreate volume is created on
+// the host and what the container writes lands there; a hostPath of type
+// File that does not exist gives a FailedMount event and no container.
+func TestVolumesHostPath(t *testing.T) {
+	e := setup(t)
+	hostDir := filepath.Join(e.dir, "hostpath-"+rand.String(5))
+	t.Cleanup(func() { _ = os.RemoveAll(hostDir) })
+	dirOrCreate := corev1.HostPathDirectoryOrCreate
+	p := e.pod("hostpath", false, `echo from-container > /host/out; `+sleeper)
+	p.Spec.Volumes = []corev1.Volume{{Name: "host", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: hostDir, Type: &dirOrCreate}}}}
+	p.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{mount("host", "/host")}
+	p = e.create(t, p)
+	e.waitPod(t, p, 60*time.Second, "Ready", podReady)
+	poll(t, 20*time.Second, "the container's file on the host", func() (bool, error) {
+		b, err := os.ReadFile(filepath.Join(hostDir, "out"))
+		return strings.TrimSpace(string(b)) == "from-container", err
+	})
+
+	file := corev1.HostPathFile
+	bad := e.pod("hostpath-missing", false, sleeper)
+	missing := filepath.Join(e.dir, "no-such-file-"+rand.String(5))
+	bad.Spec.Volumes = []corev1.Volume{{Name: "host", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: missing, Type: &file}}}}
+	bad.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{mount("host", "/host")}
+	bad = e.create(t, bad)
+	poll(t, 30*time.Second, "a FailedMount event for "+bad.Name, func() (bool, error) {
+		evs, err := e.admin.CoreV1().Events("default").List(context.Background(), metav1.ListOptions{
+			FieldSelector: fields.OneTermEqualSelector("involvedObject.uid", string(bad.UID)).String()})
+		if err != nil {
+			return false, err
+		}
+		for _, ev := range evs.Items {
+			if ev.Reason == "FailedMount" && strings.Contains(ev.Message, missing+" does not exist") {
+				return true, nil
+			}
+		}
+		return false, fmt.Errorf("%d events", len(evs.Items))
+	})
+	if _, cs := e.criOf(t, string(bad.UID)); len(cs) != 0 {
+		t.Errorf("%d containers created without their volume", len(cs))
+	}
+}
+
+// TestVolumesSecretAndMemoryOnTmpfs: a Secret volume and an emptyDir of
+// medium Memory are tmpfs inside the container, and nothing of the pod
+// stays mounted on the host after its deletion.
+func TestVolumesSecretAndMemoryOnTmpfs(t *testing.T) {
+	e := setup(t)
+	ctx := context.Background()
+	sec := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "tmpfs-" + rand.String(5), Namespace: "default"}, Data: map[string][]byte{"pw": []byte("s3cret")}}
+	if _, err := e.admin.CoreV1().Secrets("default").Create(ctx, sec, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = e.admin.CoreV1().Secrets("default").Delete(ctx, sec.Name, metav1.DeleteOptions{}) })
+	p := e.pod("tmpfs", false, `echo "fs: $(awk '$2=="/sec"{print $3}' /proc/mounts) $(awk '$2=="/mem"{print $3}' /proc/mounts) pw=$(cat /sec/pw)"; `+sleeper)
+	p.Spec.Volumes = []corev1.Volume{
+		{Name: "sec", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: sec.Name}}},
+		{Name: "mem", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{Medium: corev1.StorageMediumMemory}}},
+	}
+	p.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{mount("sec", "/sec"), mount("mem", "/mem")}
+	p = e.create(t, p)
+	e.waitPod(t, p, 60*time.Second, "Ready", podReady)
+	e.waitLogs(t, p, "c", "fs: tmpfs tmpfs pw=s3cret", 20*time.Second)
+	dir := e.podDir(string(p.UID))
+	e.deleteAndWait(t, p, 60*time.Second)
+	poll(t, 30*time.Second, "pod directory "+dir+" removed and unmounted", func() (bool, error) {
+		mi, err := os.ReadFile("/proc/self/mountinfo")
+		if err != nil {
+			return false, err
+		}
+		_, serr := os.Stat(dir)
+		return os.IsNotExist(serr) && !strings.Contains(string(mi), dir), fmt.Errorf("stat: %v; mounted: %v", serr, strings.Contains(string(mi), dir))
+	})
+}

@@ -1,0 +1,94 @@
+package admission
+
+import (
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// ignoredVolumeFields names the parts of a pod's volumes the agent does
+// not honour: volumes of a type the volume manager does not set up (the
+// containers run without their mounts), an emptyDir's huge-page media and
+// the sizeLimit of one on disk (upstream's eviction enforces it; a medium
+// Memory emptyDir is a tmpfs of that size), and projected sources other
+// than configMap, secret and downwardAPI.
+func ignoredVolumeFields(spec *corev1.PodSpec) []string {
+	var out []string
+	for i := range spec.Volumes {
+		v := &spec.Volumes[i]
+		prefix := fmt.Sprintf("spec.volumes[%d]", i)
+		switch {
+		case v.EmptyDir != nil:
+			switch {
+			case v.EmptyDir.Medium != corev1.StorageMediumDefault && v.EmptyDir.Medium != corev1.StorageMediumMemory:
+				out = append(out, prefix+".emptyDir.medium")
+			case v.EmptyDir.Medium != corev1.StorageMediumMemory && v.EmptyDir.SizeLimit != nil:
+				out = append(out, prefix+".emptyDir.sizeLimit") // enforced by eviction upstream
+			}
+		case v.HostPath != nil, v.ConfigMap != nil, v.Secret != nil, v.DownwardAPI != nil:
+		case v.Projected != nil:
+			for j, s := range v.Projected.Sources {
+				if name := unsupportedProjection(s); name != "" {
+					out = append(out, fmt.Sprintf("%s.projected.sources[%d].%s", prefix, j, name))
+				}
+			}
+		default:
+			out = append(out, prefix+volumeTypeSuffix(v))
+		}
+	}
+	return out
+}
+
+// unsupportedProjection names a projected source the agent does not
+// publish ("" for a supported one).
+func unsupportedProjection(s corev1.VolumeProjection) string {
+	switch {
+	case s.ServiceAccountToken != nil:
+		return "serviceAccountToken"
+	case s.ClusterTrustBundle != nil:
+		return "clusterTrustBundle"
+	case s.PodCertificate != nil:
+		return "podCertificate"
+	}
+	return ""
+}
+
+// volumeTypeSuffix names an unsupported volume's type as a path suffix
+// (".persistentVolumeClaim"), or "" when no source is set.
+func volumeTypeSuffix(v *corev1.Volume) string {
+	s := &v.VolumeSource
+	for _, t := range []struct {
+		name string
+		set  bool
+	}{
+		{"persistentVolumeClaim", s.PersistentVolumeClaim != nil},
+		{"ephemeral", s.Ephemeral != nil},
+		{"csi", s.CSI != nil},
+		{"image", s.Image != nil},
+		{"nfs", s.NFS != nil},
+		{"iscsi", s.ISCSI != nil},
+		{"fc", s.FC != nil},
+		{"gitRepo", s.GitRepo != nil},
+		{"awsElasticBlockStore", s.AWSElasticBlockStore != nil},
+		{"gcePersistentDisk", s.GCEPersistentDisk != nil},
+		{"azureDisk", s.AzureDisk != nil},
+		{"azureFile", s.AzureFile != nil},
+		{"cephfs", s.CephFS != nil},
+		{"rbd", s.RBD != nil},
+		{"cinder", s.Cinder != nil},
+		{"flexVolume", s.FlexVolume != nil},
+		{"flocker", s.Flocker != nil},
+		{"glusterfs", s.Glusterfs != nil},
+		{"photonPersistentDisk", s.PhotonPersistentDisk != nil},
+		{"portworxVolume", s.PortworxVolume != nil},
+		{"quobyte", s.Quobyte != nil},
+		{"scaleIO", s.ScaleIO != nil},
+		{"storageos", s.StorageOS != nil},
+		{"vsphereVolume", s.VsphereVolume != nil},
+	} {
+		if t.set {
+			return "." + t.name
+		}
+	}
+	return ""
+}

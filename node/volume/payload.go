@@ -1,0 +1,199 @@
+package volume
+
+import (
+	"fmt"
+	"io/fs"
+	"maps"
+	"path"
+	"slices"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/lockstep-dev/lockstep/node/podspec"
+)
+
+// defaultMode is the mode of a published file when the volume sets none
+// (the API's default for every API data volume).
+const defaultMode fs.FileMode = 0o644
+
+// File is one file an API data volume publishes: its path relative to the
+// volume, content and mode.
+type File struct {
+	Path string
+	Data []byte
+	Mode fs.FileMode
+}
+
+// Payload is the complete content of an API data volume, by path.
+type Payload map[string]File
+
+// sources is what a payload is computed from: the objects the volume
+// references (nil when missing) and the node's facts for downward values.
+type sources struct {
+	configMaps map[string]*corev1.ConfigMap
+	secrets    map[string]*corev1.Secret
+	node       podspec.NodeInfo
+}
+
+// modeOf returns an item's mode, else the volume's default, else 0644.
+func modeOf(item, def *int32) fs.FileMode {
+	switch {
+	case item != nil:
+		return fs.FileMode(*item) & fs.ModePerm
+	case def != nil:
+		return fs.FileMode(*def) & fs.ModePerm
+	}
+	return defaultMode
+}
+
+// add puts a file in p, refusing a path that could leave the volume.
+func (p Payload) add(file string, data []byte, mode fs.FileMode) error {
+	clean := path.Clean(file)
+	if file == "" || path.IsAbs(file) || clean == ".." || strings.HasPrefix(clean, "../") || strings.HasPrefix(path.Base(clean), "..") {
+		return fmt.Errorf("invalid path %q", file)
+	}
+	p[clean] = File{Path: clean, Data: data, Mode: mode}
+	return nil
+}
+
+// keyed publishes the keys of a ConfigMap or Secret: every key, or the
+// listed items (a listed key that is missing is an error unless optional).
+func (p Payload) keyed(kind, name string, data map[string][]byte, items []corev1.KeyToPath, def *int32, optional bool) error {
+	if len(items) == 0 {
+		for _, k := range slices.Sorted(maps.Keys(data)) {
+			if err := p.add(k, data[k], modeOf(nil, def)); err != nil {
+				return fmt.Errorf("%s %q key %q: %w", kind, name, k, err)
+			}
+		}
+		return nil
+	}
+	for _, it := range items {
+		v, ok := data[it.Key]
+		if !ok {
+			if optional {
+				continue
+			}
+			return fmt.Errorf("configuration error: key %q not found in %s %q", it.Key, kind, name)
+		}
+		if err := p.add(it.Path, v, modeOf(it.Mode, def)); err != nil {
+			return fmt.Errorf("%s %q key %q: %w", kind, name, it.Key, err)
+		}
+	}
+	return nil
+}
+
+// configMapData merges a ConfigMap's text and binary data.
+func configMapData(cm *corev1.ConfigMap) map[string][]byte {
+	out := make(map[string][]byte, len(cm.Data)+len(cm.BinaryData))
+	for k, v := range cm.Data {
+		out[k] = []byte(v)
+	}
+	maps.Copy(out, cm.BinaryData)
+	return out
+}
+
+// configMapPayload publishes a ConfigMap (nil: missing) into p.
+func (p Payload) configMap(name string, cm *corev1.ConfigMap, items []corev1.KeyToPath, def *int32, optional *bool) error {
+	if cm == nil {
+		if optional != nil && *optional {
+			return nil
+		}
+		return fmt.Errorf("configmap %q not found", name)
+	}
+	return p.keyed("configmap", name, configMapData(cm), items, def, optional != nil && *optional)
+}
+
+// secret publishes a Secret (nil: missing) into p.
+func (p Payload) secret(name string, sec *corev1.Secret, items []corev1.KeyToPath, def *int32, optional *bool) error {
+	if sec == nil {
+		if optional != nil && *optional {
+			return nil
+		}
+		return fmt.Errorf("secret %q not found", name)
+	}
+	return p.keyed("secret", name, sec.Data, items, def, optional != nil && *optional)
+}
+
+// downward publishes downwardAPI items of pod into p.
+func (p Payload) downward(pod *corev1.Pod, items []corev1.DownwardAPIVolumeFile, def *int32, node podspec.NodeInfo) error {
+	for i := range items {
+		v, err := podspec.DownwardAPIValue(pod, &items[i], node)
+		if err != nil {
+			return fmt.Errorf("downwardAPI item %q: %w", items[i].Path, err)
+		}
+		if err := p.add(items[i].Path, []byte(v), modeOf(items[i].Mode, def)); err != nil {
+			return fmt.Errorf("downwardAPI item %q: %w", items[i].Path, err)
+		}
+	}
+	return nil
+}
+
+// payloadOf computes the content of an API data volume of pod (configMap,
+// secret, downwardAPI or projected) from src.
+func payloadOf(pod *corev1.Pod, v *corev1.Volume, src sources) (Payload, error) {
+	p := Payload{}
+	var err error
+	switch {
+	case v.ConfigMap != nil:
+		s := v.ConfigMap
+		err = p.configMap(s.Name, src.configMaps[s.Name], s.Items, s.DefaultMode, s.Optional)
+	case v.Secret != nil:
+		s := v.Secret
+		err = p.secret(s.SecretName, src.secrets[s.SecretName], s.Items, s.DefaultMode, s.Optional)
+	case v.DownwardAPI != nil:
+		err = p.downward(pod, v.DownwardAPI.Items, v.DownwardAPI.DefaultMode, src.node)
+	case v.Projected != nil:
+		err = p.projected(pod, v.Projected, src)
+	default:
+		return nil, fmt.Errorf("volume %q is not an API data volume", v.Name)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// projected publishes every supported source of a projected volume.
+// serviceAccountToken, clusterTrustBundle and podCertificate sources are
+// not supported yet: admission names them and they publish nothing.
+func (p Payload) projected(pod *corev1.Pod, pv *corev1.ProjectedVolumeSource, src sources) error {
+	def := pv.DefaultMode
+	for _, s := range pv.Sources {
+		var err error
+		switch {
+		case s.ConfigMap != nil:
+			err = p.configMap(s.ConfigMap.Name, src.configMaps[s.ConfigMap.Name], s.ConfigMap.Items, def, s.ConfigMap.Optional)
+		case s.Secret != nil:
+			err = p.secret(s.Secret.Name, src.secrets[s.Secret.Name], s.Secret.Items, def, s.Secret.Optional)
+		case s.DownwardAPI != nil:
+			err = p.downward(pod, s.DownwardAPI.Items, def, src.node)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// referenced lists the ConfigMaps and Secrets a volume reads, sorted.
+func referenced(v *corev1.Volume) (configMaps, secrets []string) {
+	switch {
+	case v.ConfigMap != nil:
+		configMaps = append(configMaps, v.ConfigMap.Name)
+	case v.Secret != nil:
+		secrets = append(secrets, v.Secret.SecretName)
+	case v.Projected != nil:
+		for _, s := range v.Projected.Sources {
+			if s.ConfigMap != nil {
+				configMaps = append(configMaps, s.ConfigMap.Name)
+			}
+			if s.Secret != nil {
+				secrets = append(secrets, s.Secret.Name)
+			}
+		}
+	}
+	slices.Sort(configMaps)
+	slices.Sort(secrets)
+	return slices.Compact(configMaps), slices.Compact(secrets)
+}

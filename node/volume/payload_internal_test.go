@@ -1,0 +1,92 @@
+package volume
+
+import (
+	"io/fs"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/lockstep-dev/lockstep/node/podspec"
+)
+
+func i32(v int32) *int32 { return &v }
+
+func TestPayloadOf(t *testing.T) {
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns", Labels: map[string]string{"app": "x", "tier": "web"}},
+		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "app"}}},
+	}
+	src := sources{
+		configMaps: map[string]*corev1.ConfigMap{"cm": {Data: map[string]string{"a": "1", "b": "2"}, BinaryData: map[string][]byte{"bin": {0, 1}}}},
+		secrets:    map[string]*corev1.Secret{"s": {Data: map[string][]byte{"user": []byte("root"), "pw": []byte("x")}}},
+		node:       podspec.NodeInfo{},
+	}
+	no := false
+	yes := true
+	cases := []struct {
+		name    string
+		vol     corev1.VolumeSource
+		want    Payload
+		wantErr string
+	}{
+		{name: "configMap, every key, default mode",
+			vol:  corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: "cm"}}},
+			want: Payload{"a": {"a", []byte("1"), 0o644}, "b": {"b", []byte("2"), 0o644}, "bin": {"bin", []byte{0, 1}, 0o644}}},
+		{name: "configMap items with modes",
+			vol: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: "cm"},
+				DefaultMode: i32(0o600), Items: []corev1.KeyToPath{{Key: "a", Path: "dir/one"}, {Key: "b", Path: "two", Mode: i32(0o400)}}}},
+			want: Payload{"dir/one": {"dir/one", []byte("1"), 0o600}, "two": {"two", []byte("2"), 0o400}}},
+		{name: "configMap missing item",
+			vol: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: "cm"},
+				Items: []corev1.KeyToPath{{Key: "zz", Path: "z"}}}},
+			wantErr: `configuration error: key "zz" not found in configmap "cm"`},
+		{name: "missing configMap",
+			vol:     corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: "nope"}, Optional: &no}},
+			wantErr: `configmap "nope" not found`},
+		{name: "missing optional secret",
+			vol:  corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: "nope", Optional: &yes}},
+			want: Payload{}},
+		{name: "secret items",
+			vol:  corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: "s", Items: []corev1.KeyToPath{{Key: "user", Path: "u"}}}},
+			want: Payload{"u": {"u", []byte("root"), 0o644}}},
+		{name: "path escaping the volume",
+			vol:     corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: "s", Items: []corev1.KeyToPath{{Key: "user", Path: "../u"}}}},
+			wantErr: `secret "s" key "user": invalid path "../u"`},
+		{name: "downwardAPI labels and name",
+			vol: corev1.VolumeSource{DownwardAPI: &corev1.DownwardAPIVolumeSource{Items: []corev1.DownwardAPIVolumeFile{
+				{Path: "labels", FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.labels"}},
+				{Path: "name", FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.name"}},
+			}}},
+			want: Payload{"labels": {"labels", []byte("app=\"x\"\ntier=\"web\""), 0o644}, "name": {"name", []byte("p"), 0o644}}},
+		{name: "projected sources merged",
+			vol: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{DefaultMode: i32(0o440), Sources: []corev1.VolumeProjection{
+				{ConfigMap: &corev1.ConfigMapProjection{LocalObjectReference: corev1.LocalObjectReference{Name: "cm"}, Items: []corev1.KeyToPath{{Key: "a", Path: "a"}}}},
+				{Secret: &corev1.SecretProjection{LocalObjectReference: corev1.LocalObjectReference{Name: "s"}, Items: []corev1.KeyToPath{{Key: "pw", Path: "pw"}}}},
+				{DownwardAPI: &corev1.DownwardAPIProjection{Items: []corev1.DownwardAPIVolumeFile{{Path: "ns", FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.namespace"}}}}},
+				{ServiceAccountToken: &corev1.ServiceAccountTokenProjection{Path: "token"}},
+			}}},
+			want: Payload{"a": {"a", []byte("1"), 0o440}, "pw": {"pw", []byte("x"), 0o440}, "ns": {"ns", []byte("ns"), 0o440}}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			v := &corev1.Volume{Name: "v", VolumeSource: tc.vol}
+			got, err := payloadOf(pod, v, src)
+			if tc.wantErr != "" {
+				if err == nil || err.Error() != tc.wantErr {
+					t.Fatalf("err = %v, want %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("payload (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+var _ fs.FileMode = defaultMode

@@ -1,0 +1,143 @@
+package volume
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"path"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+
+	"github.com/lockstep-dev/lockstep/node/podspec"
+)
+
+// isSetUp reports whether a pod's volume is set up, from the disk alone:
+// an emptyDir's directory exists, an API data volume has published its
+// content once, a hostPath volume passes its type check.
+func (m *Manager) isSetUp(pod *corev1.Pod, v *corev1.Volume) bool {
+	dir := podspec.VolumeDir(m.cfg.Node.RootDir, pod.UID, v)
+	switch plugin, _ := podspec.VolumePlugin(v); plugin {
+	case podspec.PluginEmptyDir:
+		info, err := m.files.Stat(dir)
+		return err == nil && info.IsDir() && m.mounted(dir, v)
+	case podspec.PluginHostPath:
+		return checkHostPathType(m.stat(dir), dir, v.HostPath.Type) == nil
+	case podspec.PluginConfigMap, podspec.PluginSecret, podspec.PluginDownwardAPI, podspec.PluginProjected:
+		return published(m.files, dir) && m.mounted(dir, v)
+	}
+	return true // unsupported: nothing to wait for (admission names it)
+}
+
+// setUp sets up (or refreshes) one volume of a pod and reports whether it
+// changed what is on disk.
+func (m *Manager) setUp(ctx context.Context, pod *corev1.Pod, v *corev1.Volume) (bool, error) {
+	dir := podspec.VolumeDir(m.cfg.Node.RootDir, pod.UID, v)
+	switch plugin, _ := podspec.VolumePlugin(v); plugin {
+	case podspec.PluginEmptyDir:
+		return m.ensureTmpfs(dir, v)
+	case podspec.PluginHostPath:
+		return m.setUpHostPath(dir, v.HostPath.Type)
+	case podspec.PluginConfigMap, podspec.PluginSecret, podspec.PluginDownwardAPI, podspec.PluginProjected:
+		src, err := m.fetch(ctx, pod.Namespace, v)
+		if err != nil {
+			return false, err
+		}
+		p, err := payloadOf(pod, v, src)
+		if err != nil {
+			return false, err
+		}
+		mountedNow, err := m.ensureTmpfs(dir, v)
+		if err != nil {
+			return false, err
+		}
+		wrote, err := writeAtomic(m.files, dir, p, m.clock.Now())
+		return mountedNow || wrote, err
+	}
+	return false, nil
+}
+
+// fetch reads the ConfigMaps and Secrets a volume references; a missing
+// one is nil in the result (the payload decides whether that is fatal).
+func (m *Manager) fetch(ctx context.Context, namespace string, v *corev1.Volume) (sources, error) {
+	src := sources{configMaps: map[string]*corev1.ConfigMap{}, secrets: map[string]*corev1.Secret{}, node: m.cfg.Node}
+	cms, secs := referenced(v)
+	if len(cms)+len(secs) > 0 && m.objects == nil {
+		return src, errors.New("the agent has no apiserver to read configmaps and secrets from")
+	}
+	for _, name := range cms {
+		cm, err := m.objects.GetConfigMap(ctx, namespace, name)
+		if err != nil && !apierrors.IsNotFound(err) {
+			return src, fmt.Errorf("get configmap %q: %w", name, err)
+		}
+		src.configMaps[name] = cm
+	}
+	for _, name := range secs {
+		sec, err := m.objects.GetSecret(ctx, namespace, name)
+		if err != nil && !apierrors.IsNotFound(err) {
+			return src, fmt.Errorf("get secret %q: %w", name, err)
+		}
+		src.secrets[name] = sec
+	}
+	return src, nil
+}
+
+// setUpHostPath checks a hostPath volume's type, creating a directory or
+// an empty file for the OrCreate types.
+func (m *Manager) setUpHostPath(p string, typ *corev1.HostPathType) (bool, error) {
+	info := m.stat(p)
+	if info == nil && typ != nil {
+		switch *typ {
+		case corev1.HostPathDirectoryOrCreate:
+			return true, m.files.MkdirAll(p)
+		case corev1.HostPathFileOrCreate:
+			if err := m.files.MkdirAll(path.Dir(p)); err != nil {
+				return false, err
+			}
+			return true, m.files.CreateFile(p, nil, 0o644)
+		}
+	}
+	return false, checkHostPathType(info, p, typ)
+}
+
+// stat returns what is at p, or nil when nothing is.
+func (m *Manager) stat(p string) fs.FileInfo {
+	info, err := m.files.Stat(p)
+	if err != nil {
+		return nil
+	}
+	return info
+}
+
+// checkHostPathType checks what is at p (info, nil when nothing) against a
+// hostPath volume's type, as upstream's type checker does.
+func checkHostPathType(info fs.FileInfo, p string, typ *corev1.HostPathType) error {
+	if typ == nil || *typ == corev1.HostPathUnset {
+		return nil
+	}
+	if info == nil {
+		return fmt.Errorf("hostPath type check failed: %s does not exist", p)
+	}
+	mode := info.Mode()
+	var ok bool
+	var want string
+	switch *typ {
+	case corev1.HostPathDirectoryOrCreate, corev1.HostPathDirectory:
+		ok, want = mode.IsDir(), "a directory"
+	case corev1.HostPathFileOrCreate, corev1.HostPathFile:
+		ok, want = mode.IsRegular(), "a file"
+	case corev1.HostPathSocket:
+		ok, want = mode&fs.ModeSocket != 0, "a socket file"
+	case corev1.HostPathCharDev:
+		ok, want = mode&fs.ModeCharDevice != 0, "a character device"
+	case corev1.HostPathBlockDev:
+		ok, want = mode&fs.ModeDevice != 0 && mode&fs.ModeCharDevice == 0, "a block device"
+	default:
+		return fmt.Errorf("hostPath type check failed: unknown type %q", *typ)
+	}
+	if !ok {
+		return fmt.Errorf("hostPath type check failed: %s is not %s", p, want)
+	}
+	return nil
+}

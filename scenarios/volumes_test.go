@@ -1,0 +1,325 @@
+package scenarios
+
+import (
+	"path"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/lockstep-dev/lockstep/node/podspec"
+	"github.com/lockstep-dev/lockstep/sim/harness"
+)
+
+// WithVolume adds a volume to the pod.
+func WithVolume(v corev1.Volume) PodOption {
+	return func(p *corev1.Pod) { p.Spec.Volumes = append(p.Spec.Volumes, v) }
+}
+
+// Mounts mounts volume at mountPath in container (created if missing).
+func Mounts(container, volume, mountPath string) PodOption {
+	return func(p *corev1.Pod) {
+		c := findOrAdd(p, container)
+		c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: volume, MountPath: mountPath})
+	}
+}
+
+func emptyDir(name string) corev1.Volume {
+	return corev1.Volume{Name: name, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}
+}
+
+func configMapVolume(name, configMap string) corev1.Volume {
+	return corev1.Volume{Name: name, VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
+		LocalObjectReference: corev1.LocalObjectReference{Name: configMap}}}}
+}
+
+// mountOf returns the host path the running instance of container was
+// given for mountPath ("" when none).
+func mountOf(h *harness.Harness, uid types.UID, container, mountPath string) string {
+	for _, c := range PodContainers(h, uid) {
+		if c.Name != container || c.State != runtimeapi.ContainerState_CONTAINER_RUNNING {
+			continue
+		}
+		for _, m := range h.Runtime.TrueMounts(c.ID) {
+			if m.GetContainerPath() == mountPath {
+				return m.GetHostPath()
+			}
+		}
+	}
+	return ""
+}
+
+func putConfigMap(h *harness.Harness, name string, data map[string]string) {
+	h.API.User().PutConfigMap(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"}, Data: data})
+}
+
+func podDirExists(h *harness.Harness, uid types.UID) bool {
+	_, err := h.Files.Stat(podspec.PodDir("", uid))
+	return err == nil
+}
+
+func runChecked(t *testing.T, h *harness.Harness, c *Checker, d time.Duration) {
+	t.Helper()
+	if err := RunChecked(h, c, d, 100*time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range c.Violations() {
+		t.Errorf("%s", v)
+	}
+}
+
+// TestVolumesEmptyDirSharedBetweenContainers: two containers of a pod
+// mount the same emptyDir; both are given the same directory, below the
+// pod's volumes directory, which exists while they run and is gone once
+// the pod is deleted.
+func TestVolumesEmptyDirSharedBetweenContainers(t *testing.T) {
+	h := start(t, 71)
+	c := NewChecker(h)
+	pod := mustCreate(t, h, NewPod("shared", h.NodeName, WithVolume(emptyDir("scratch")),
+		Mounts("app", "scratch", "/out"), Mounts("sidecar", "scratch", "/in")))
+	runUntil(t, h, "the pod runs", time.Minute, func() bool { return PodIs(h, "default", "shared", corev1.PodRunning, true) })
+	want := path.Join(podspec.PodVolumesDir("", pod.UID), podspec.PluginEmptyDir, "scratch")
+	app, sidecar := mountOf(h, pod.UID, "app", "/out"), mountOf(h, pod.UID, "sidecar", "/in")
+	if app != want || sidecar != want {
+		t.Fatalf("mounts: app %q, sidecar %q; want both %q", app, sidecar, want)
+	}
+	if info, err := h.Files.Stat(want); err != nil || !info.IsDir() {
+		t.Fatalf("the emptyDir %s is not a directory: %v", want, err)
+	}
+	if err := h.API.User().DeletePodGracefully("default", "shared", nil); err != nil {
+		t.Fatal(err)
+	}
+	runChecked(t, h, c, 40*time.Second)
+	if podDirExists(h, pod.UID) {
+		t.Errorf("the pod directory %s remains after the pod was deleted", podspec.PodDir("", pod.UID))
+	}
+}
+
+// TestVolumesConfigMapUpdatedWhileRunning: a ConfigMap volume holds the
+// ConfigMap's keys; an update reaches the running container's volume
+// within the resync period, through a new ..data directory, and the
+// container is not restarted.
+func TestVolumesConfigMapUpdatedWhileRunning(t *testing.T) {
+	h := start(t, 72)
+	c := NewChecker(h)
+	putConfigMap(h, "settings", map[string]string{"mode": "blue"})
+	pod := mustCreate(t, h, NewPod("reader", h.NodeName, WithVolume(configMapVolume("cfg", "settings")), Mounts("app", "cfg", "/etc/app")))
+	runUntil(t, h, "the pod runs", time.Minute, func() bool { return PodIs(h, "default", "reader", corev1.PodRunning, true) })
+	dir := mountOf(h, pod.UID, "app", "/etc/app")
+	read := func() string {
+		data, err := h.Files.ReadFile(dir + "/mode")
+		if err != nil {
+			return "<" + err.Error() + ">"
+		}
+		return string(data)
+	}
+	if dir == "" || read() != "blue" {
+		t.Fatalf("mount %q reads %q; want blue", dir, read())
+	}
+	before := PodContainers(h, pod.UID)
+	putConfigMap(h, "settings", map[string]string{"mode": "green"})
+	runChecked(t, h, c, 70*time.Second)
+	if got := read(); got != "green" {
+		t.Fatalf("after the update the volume reads %q; want green", got)
+	}
+	if after := PodContainers(h, pod.UID); len(after) != len(before) || after[0].ID != before[0].ID {
+		t.Errorf("containers changed with the update: %v → %v", before, after)
+	}
+}
+
+// TestVolumesMissingConfigMapFailedMountThenStarts: a pod whose ConfigMap
+// does not exist gets FailedMount events naming the volume and the cause
+// and no container; once the ConfigMap is created, the pod starts.
+func TestVolumesMissingConfigMapFailedMountThenStarts(t *testing.T) {
+	h := start(t, 73)
+	c := NewChecker(h)
+	pod := mustCreate(t, h, NewPod("waits", h.NodeName, WithVolume(configMapVolume("cfg", "later")), Mounts("app", "cfg", "/etc/app")))
+	other := mustCreate(t, h, NewPod("other", h.NodeName))
+	runChecked(t, h, c, 3*time.Minute)
+	if n := len(PodContainers(h, pod.UID)); n != 0 {
+		t.Fatalf("%d containers started without their volume", n)
+	}
+	if !PodIs(h, "default", "other", corev1.PodRunning, true) {
+		t.Errorf("another pod %s was held up by the missing volume", other.Name)
+	}
+	var mountEvent string
+	for _, e := range h.API.User().Events() {
+		if e.Reason == "FailedMount" && e.Object.UID == pod.UID && strings.Contains(e.Message, "unmounted volumes=[cfg]") {
+			mountEvent = e.Message
+		}
+	}
+	if !strings.Contains(mountEvent, `configmap "later" not found`) {
+		t.Fatalf("no FailedMount event naming the volume and the missing configmap (last: %q)", mountEvent)
+	}
+	if p, _ := APIPod(h, "default", "waits"); len(p.Status.ContainerStatuses) != 1 ||
+		p.Status.ContainerStatuses[0].State.Waiting == nil || p.Status.ContainerStatuses[0].State.Waiting.Reason != "ContainerCreating" {
+		t.Errorf("status while waiting: %+v; want app waiting ContainerCreating", p.Status.ContainerStatuses)
+	}
+	putConfigMap(h, "later", map[string]string{"k": "v"})
+	runUntil(t, h, "the pod runs once its configmap exists", 5*time.Minute, func() bool {
+		return PodIs(h, "default", "waits", corev1.PodRunning, true)
+	})
+}
+
+// TestVolumesAgentRestartKeepsLiveAndCleansOrphans: the agent crashes
+// while pods run; meanwhile one pod is force-deleted and a stray pod
+// directory is left on disk. The new agent rebuilds the volumes' state
+// from disk (the live pod's content is not rewritten, its containers keep
+// running with their volumes: volumes-kept), and removes the directories
+// of the deleted pod and the stray one.
+func TestVolumesAgentRestartKeepsLiveAndCleansOrphans(t *testing.T) {
+	h := start(t, 74)
+	c := NewChecker(h)
+	putConfigMap(h, "settings", map[string]string{"mode": "blue"})
+	live := mustCreate(t, h, NewPod("live", h.NodeName, WithVolume(configMapVolume("cfg", "settings")), Mounts("app", "cfg", "/etc/app"),
+		WithVolume(emptyDir("scratch")), Mounts("app", "scratch", "/scratch")))
+	gone := mustCreate(t, h, NewPod("gone", h.NodeName, WithVolume(emptyDir("scratch")), Mounts("app", "scratch", "/scratch")))
+	runUntil(t, h, "both pods run", time.Minute, func() bool {
+		return PodIs(h, "default", "live", corev1.PodRunning, true) && PodIs(h, "default", "gone", corev1.PodRunning, true)
+	})
+	cfgDir := mountOf(h, live.UID, "app", "/etc/app")
+	data, _ := h.Files.Readlink(cfgDir + "/..data")
+
+	h.CrashAgent()
+	zero := int64(0)
+	if err := h.API.User().DeletePodGracefully("default", "gone", &zero); err != nil {
+		t.Fatal(err)
+	}
+	stray := types.UID("stray-0000")
+	_ = h.Files.MkdirAll(path.Join(podspec.PodVolumesDir("", stray), podspec.PluginEmptyDir, "x"))
+	runChecked(t, h, c, 5*time.Second)
+	h.StartAgent()
+	runChecked(t, h, c, 2*time.Minute)
+
+	if podDirExists(h, gone.UID) || podDirExists(h, stray) {
+		t.Errorf("orphaned pod directories remain: deleted pod %v, stray %v", podDirExists(h, gone.UID), podDirExists(h, stray))
+	}
+	if !PodIs(h, "default", "live", corev1.PodRunning, true) || mountOf(h, live.UID, "app", "/etc/app") != cfgDir {
+		t.Fatalf("the live pod does not run with its volume any more")
+	}
+	if now, _ := h.Files.Readlink(cfgDir + "/..data"); now != data {
+		t.Errorf("the live pod's unchanged configmap volume was republished: ..data %q → %q", data, now)
+	}
+}
+
+// volumePod is the property test's pod with volumes: an emptyDir shared
+// by an init container and the app, and a downwardAPI volume.
+func volumePod(name, node string) *corev1.Pod {
+	labels := corev1.Volume{Name: "labels", VolumeSource: corev1.VolumeSource{DownwardAPI: &corev1.DownwardAPIVolumeSource{
+		Items: []corev1.DownwardAPIVolumeFile{{Path: "labels", FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.labels"}}}}}}
+	return NewPod(name, node, Init("setup", time.Second, 0), WithVolume(emptyDir("scratch")), WithVolume(labels),
+		Mounts("setup", "scratch", "/scratch"), Mounts("app", "scratch", "/scratch"), Mounts("app", "labels", "/etc/podinfo"))
+}
+
+// TestVolumesSubPathSymlinkEscapeRefused: a container replaces the
+// directory another container mounts by subPath with a symbolic link to
+// the host's /etc (CVE-2017-1002101); the next instance of that container
+// is refused (CreateContainerConfigError naming the link), never given
+// the host directory.
+func TestVolumesSubPathSymlinkEscapeRefused(t *testing.T) {
+	h := start(t, 75)
+	pod := mustCreate(t, h, NewPod("escape", h.NodeName, WithVolume(emptyDir("scratch")), Mounts("app", "scratch", "/s"),
+		Exits("victim", 2*time.Second, 1), func(p *corev1.Pod) {
+			c := findOrAdd(p, "victim")
+			c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: "scratch", MountPath: "/data", SubPath: "evil"})
+		}))
+	runUntil(t, h, "the victim ran once", time.Minute, func() bool { return mountOf(h, pod.UID, "victim", "/data") != "" })
+	sub := mountOf(h, pod.UID, "victim", "/data")
+	// What a container writing into the shared volume can do.
+	if err := h.Files.RemoveAll(sub); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.Files.Symlink("/etc", sub); err != nil {
+		t.Fatal(err)
+	}
+	runUntil(t, h, "the victim's restart is refused", 2*time.Minute, func() bool {
+		p, _ := APIPod(h, "default", "escape")
+		for _, cs := range p.Status.ContainerStatuses {
+			if w := cs.State.Waiting; cs.Name == "victim" && w != nil && w.Reason == "CreateContainerConfigError" &&
+				strings.Contains(w.Message, "outside its volume") {
+				return true
+			}
+		}
+		return false
+	})
+	for _, c := range PodContainers(h, pod.UID) {
+		for _, m := range h.Runtime.TrueMounts(c.ID) {
+			if strings.HasPrefix(m.GetHostPath(), "/etc") {
+				t.Fatalf("container %s was given %s", c.Name, m.GetHostPath())
+			}
+		}
+	}
+}
+
+// TestVolumesKeptWhileAnUnseenContainerRuns: with a lagging runtime view,
+// a pod is deleted just after its init container started; the agent must
+// not declare the pod terminated (and tear its volumes down) while that
+// container, which the view does not show yet, still runs.
+func TestVolumesKeptWhileAnUnseenContainerRuns(t *testing.T) {
+	h := start(t, 76)
+	c := NewChecker(h)
+	h.Runtime.SetListStaleness(2500 * time.Millisecond)
+	pod := mustCreate(t, h, NewPod("lagging", h.NodeName, Init("setup", 10*time.Second, 0), WithVolume(emptyDir("scratch")),
+		Mounts("setup", "scratch", "/scratch"), Mounts("app", "scratch", "/scratch")))
+	runUntil(t, h, "the init container runs", time.Minute, func() bool {
+		for _, ct := range TrueContainers(h) {
+			if ct.PodUID == pod.UID && ct.Name == "setup" && ct.State == runtimeapi.ContainerState_CONTAINER_RUNNING {
+				return true
+			}
+		}
+		return false
+	})
+	zero := int64(0)
+	if err := h.API.User().DeletePodGracefully("default", "lagging", &zero); err != nil {
+		t.Fatal(err)
+	}
+	runChecked(t, h, c, 30*time.Second)
+	for _, ct := range TrueContainers(h) {
+		if ct.PodUID == pod.UID && ct.State == runtimeapi.ContainerState_CONTAINER_RUNNING {
+			t.Errorf("container %s of the deleted pod still runs", ct.Name)
+		}
+	}
+}
+
+// TestVolumesSecretAndMemoryEmptyDirOnTmpfs: a Secret volume and an
+// emptyDir of medium Memory are tmpfs mounts (the latter sized by its
+// sizeLimit), unmounted before the pod's directory is removed.
+func TestVolumesSecretAndMemoryEmptyDirOnTmpfs(t *testing.T) {
+	h := start(t, 77)
+	c := NewChecker(h)
+	h.API.User().PutSecret(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "creds", Namespace: "default"}, Data: map[string][]byte{"pw": []byte("x")}})
+	limit := resource.MustParse("8Mi")
+	pod := mustCreate(t, h, NewPod("tmpfs", h.NodeName,
+		WithVolume(corev1.Volume{Name: "sec", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: "creds"}}}),
+		WithVolume(corev1.Volume{Name: "mem", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{
+			Medium: corev1.StorageMediumMemory, SizeLimit: &limit}}}),
+		Mounts("app", "sec", "/sec"), Mounts("app", "mem", "/mem")))
+	runUntil(t, h, "the pod runs", time.Minute, func() bool { return PodIs(h, "default", "tmpfs", corev1.PodRunning, true) })
+	sec, mem := mountOf(h, pod.UID, "app", "/sec"), mountOf(h, pod.UID, "app", "/mem")
+	if _, ok := h.Mounts.Size(sec); !ok {
+		t.Errorf("the secret volume %s is not a tmpfs", sec)
+	}
+	if size, ok := h.Mounts.Size(mem); !ok || size != 8<<20 {
+		t.Errorf("the memory emptyDir %s: tmpfs %v of %d bytes; want one of 8Mi", mem, ok, size)
+	}
+	if data, err := h.Files.ReadFile(sec + "/pw"); err != nil || string(data) != "x" {
+		t.Errorf("secret content %q, %v", data, err)
+	}
+	if err := h.API.User().DeletePodGracefully("default", "tmpfs", nil); err != nil {
+		t.Fatal(err)
+	}
+	runChecked(t, h, c, 40*time.Second)
+	for _, dir := range []string{sec, mem} {
+		if mnt, _ := h.Mounts.IsMountPoint(dir); mnt {
+			t.Errorf("%s is still mounted after the pod was deleted", dir)
+		}
+	}
+	if podDirExists(h, pod.UID) {
+		t.Errorf("the pod directory remains")
+	}
+}
