@@ -15,7 +15,7 @@
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 source "$here/../e2e/lib.sh"
-bin="${CONFORMANCE_BIN:?CONFORMANCE_BIN: directory of build.sh's binaries}"
+bin="${CONFORMANCE_BIN:?CONFORMANCE_BIN: directory of the binaries build.sh made}"
 work="$E2E_DIR/conformance-images"
 rm -rf "$work" && mkdir -p "$work"
 e2e=registry.k8s.io/e2e-test-images
