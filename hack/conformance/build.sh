@@ -32,7 +32,7 @@ build() { # build NAME PACKAGE [extra go build args]
 }
 start=$SECONDS
 if [[ ! -x "$out.tmp/e2e.test" ]]; then
-  nice -n 19 go test -c -trimpath -ldflags="$ldflags" -o "$out.tmp/e2e.test" k8s.io/kubernetes/test/e2e >&2
+  nice -n 19 go test -c -vet=off -trimpath -ldflags="$ldflags" -o "$out.tmp/e2e.test" k8s.io/kubernetes/test/e2e >&2
   echo "e2e.test built in $((SECONDS - start)) s" >&2
 fi
 build kube-controller-manager k8s.io/kubernetes/cmd/kube-controller-manager

@@ -36,11 +36,12 @@ phase() { # NAME: ends the current phase, starts NAME
 }
 finish() {
   local rc=$?
+  set +e
   phase teardown
   for p in kube-scheduler kube-controller-manager; do
     [[ -f $PID_DIR/$p ]] && { kill -KILL "$(cat "$PID_DIR/$p")" 2>/dev/null; rm -f "$PID_DIR/$p"; }
   done
-  "$e2e/stop.sh"
+  "$e2e/stop.sh" 9>&-
   timings+=("$(printf '%-24s %5d s' teardown $((SECONDS - phase_start)))")
   mkdir -p "$keep_logs" && cp -a "$LOG_DIR"/. "$keep_logs"/ 2>/dev/null
   rm -rf "$E2E_DIR" /tmp/test-kuberc*
@@ -73,8 +74,9 @@ phase "start containerd"
 "$e2e/stop.sh" # a previous run killed hard may have left things behind
 rm -rf "$E2E_DIR"; mkdir -p "$LOG_DIR" "$PID_DIR" "$E2E_DIR/bin"
 cp /tmp/lockstep-conformance-build/lockstep "$E2E_DIR/bin/lockstep"
-"$e2e/start-containerd.sh"
-"$here/build-images.sh"
+# Nothing started below may hold the lock's descriptor: it is closed for them.
+"$e2e/start-containerd.sh" 9>&-
+"$here/build-images.sh" 9>&-
 
 phase "start control plane"
 pki="$E2E_DIR/pki"; mkdir -p "$pki"
@@ -88,7 +90,7 @@ openssl x509 -req -in "$pki/kubelet-client.csr" -CA "$pki/ca.crt" -CAkey "$pki/c
   -days 2 -out "$pki/kubelet-client.crt" 2>/dev/null
 export E2E_DISABLE_ADMISSION=""
 export E2E_APISERVER_ARGS="--client-ca-file $pki/ca.crt --kubelet-client-certificate $pki/kubelet-client.crt --kubelet-client-key $pki/kubelet-client.key --kubelet-preferred-address-types InternalIP,Hostname"
-"$e2e/start-control-plane.sh"
+"$e2e/start-control-plane.sh" 9>&-
 kc="$E2E_DIR/admin.kubeconfig"
 d="$E2E_DIR/apiserver"
 "$CONFORMANCE_BIN/kube-controller-manager" --kubeconfig "$kc" --leader-elect=false \
@@ -96,13 +98,13 @@ d="$E2E_DIR/apiserver"
   --authentication-kubeconfig "$kc" --authorization-kubeconfig "$kc" \
   --bind-address 127.0.0.1 --secure-port "$(free_port)" \
   --service-account-private-key-file "$d/sa.key" --root-ca-file "$d/serving.crt" \
-  --service-cluster-ip-range 10.96.0.0/16 --controllers '*,-nodeipam,-cloud-node-lifecycle' \
-  >>"$LOG_DIR/kube-controller-manager.log" 2>&1 &
+  --service-cluster-ip-range 10.96.0.0/16 \
+  >>"$LOG_DIR/kube-controller-manager.log" 2>&1 9>&- &
 echo $! > "$PID_DIR/kube-controller-manager"
 "$CONFORMANCE_BIN/kube-scheduler" --kubeconfig "$kc" --leader-elect=false \
   --authentication-kubeconfig "$kc" --authorization-kubeconfig "$kc" \
   --bind-address 127.0.0.1 --secure-port "$(free_port)" \
-  >>"$LOG_DIR/kube-scheduler.log" 2>&1 &
+  >>"$LOG_DIR/kube-scheduler.log" 2>&1 9>&- &
 echo $! > "$PID_DIR/kube-scheduler"
 
 phase "start lockstep"
@@ -124,7 +126,7 @@ node
 --authorization-mode=Webhook
 --v=${E2E_LOCKSTEP_V:-2}
 ARGS
-"$e2e/start-lockstep.sh"
+"$e2e/start-lockstep.sh" 9>&-
 api() { # PATH: GET from the apiserver as admin
   curl -sf --cacert "$d/serving.crt" -H "Authorization: Bearer $(cat "$E2E_DIR/admin.token")" \
     "$(awk '/server:/ {print $2}' "$kc")$1"
@@ -141,12 +143,34 @@ report="$LOG_DIR/report"; mkdir -p "$report"
 log "focus: $focus"
 log "skip:  $suite_skip"
 suite_start=$SECONDS
+suite() { # REPORT_DIR LOG FOCUS [more e2e.test args]: one e2e.test run
+  local dir=$1 out=$2 rx=$3
+  shift 3
+  mkdir -p "$dir"
+  (cd "$E2E_DIR" && "$CONFORMANCE_BIN/e2e.test" --kubeconfig="$kc" --provider=local --num-nodes=1 \
+    --minStartupPods=0 --allowed-not-ready-nodes=0 --node-os-distro=debian --disable-log-dump=true \
+    --report-dir="$dir" --ginkgo.focus="$rx" --ginkgo.skip="$suite_skip" \
+    --ginkgo.timeout="${CONFORMANCE_TIMEOUT:-24h}" --ginkgo.no-color --ginkgo.v \
+    ${CONFORMANCE_ARGS:-} "$@") >"$out" 2>&1 9>&-
+}
 rc=0
-(cd "$E2E_DIR" && "$CONFORMANCE_BIN/e2e.test" --kubeconfig="$kc" --provider=local --num-nodes=1 \
-  --minStartupPods=0 --allowed-not-ready-nodes=0 --node-os-distro=debian --disable-log-dump=true \
-  --report-dir="$report" --ginkgo.focus="$focus" --ginkgo.skip="$suite_skip" \
-  --ginkgo.timeout="${CONFORMANCE_TIMEOUT:-24h}" --ginkgo.no-color --ginkgo.v \
-  ${CONFORMANCE_ARGS:-}) >"$LOG_DIR/e2e.test.log" 2>&1 || rc=$?
+shards=${CONFORMANCE_PARALLEL:-1}
+if (( shards > 1 )); then
+  # e2e.test cannot run specs in parallel without the ginkgo CLI: one
+  # e2e.test per shard of the selected specs, each with its own report.
+  suite "$report/dry-run" "$LOG_DIR/e2e.test-dry-run.log" "$focus" --ginkgo.dry-run \
+    --ginkgo.json-report="$report/dry-run/specs.json"
+  mapfile -t rxs < <(python3 "$here/shard.py" "$report/dry-run/specs.json" "$shards")
+  rm -rf "$report/dry-run"
+  pids=()
+  for i in "${!rxs[@]}"; do
+    suite "$report/shard-$i" "$LOG_DIR/e2e.test-$i.log" "${rxs[$i]}" & pids+=($!)
+  done
+  log "${#rxs[@]} e2e.test processes: ${pids[*]}"
+  for p in "${pids[@]}"; do wait "$p" || rc=$?; done
+else
+  suite "$report" "$LOG_DIR/e2e.test.log" "$focus" || rc=$?
+fi
 python3 "$here/table.py" --junit "$report" --focus "$focus" --skip "$skip" \
   --not-applicable "$na_file" --wall "$((SECONDS - suite_start))" >"$LOG_DIR/table.txt" || rc=1
 exit "$rc"

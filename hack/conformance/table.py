@@ -38,30 +38,34 @@ def main():
                 na.append((re.compile(rx), why.strip()))
     focus, skip = re.compile(a.focus), re.compile(a.skip)
     rows = {"passed": [], "failed": [], "skipped": [], "not applicable": []}
-    files = sorted(glob.glob(a.junit + "/junit*.xml"))
+    files = sorted(glob.glob(a.junit + "/**/junit*.xml", recursive=True))
     if not files:
         print(f"no JUnit report in {a.junit}", file=sys.stderr)
         return 1
+    # Shards' reports may list the same spec: a result beats a skip.
+    results = {}
     for path in files:
         for tc in ET.parse(path).getroot().iter("testcase"):
             name = tc.get("name", "")
             text = name.removeprefix("[It] ")
             if not name.startswith("[It]") or not focus.search(text) or skip.search(text):
                 continue
-            reason = next((why for rx, why in na if rx.search(text)), None)
-            secs = float(tc.get("time", "0"))
-            failure = tc.find("failure")
-            skipped = tc.find("skipped")
-            if reason is not None:
-                rows["not applicable"].append((text, reason, secs))
-            elif failure is not None:
-                rows["failed"].append((text, first_line(failure.get("message") or failure.text), secs))
-            elif skipped is not None:
-                msg = first_line(skipped.get("message"))
-                if msg or tc.get("status") == "skipped":
-                    rows["skipped"].append((text, msg, secs))
-            else:
-                rows["passed"].append((text, "", secs))
+            if text in results and (tc.find("skipped") is not None or tc.get("status") == "skipped"):
+                continue
+            results[text] = tc
+    for text, tc in results.items():
+        reason = next((why for rx, why in na if rx.search(text)), None)
+        secs = float(tc.get("time", "0"))
+        failure = tc.find("failure")
+        skipped = tc.find("skipped")
+        if reason is not None:
+            rows["not applicable"].append((text, reason, secs))
+        elif failure is not None:
+            rows["failed"].append((text, first_line(failure.get("message") or failure.text), secs))
+        elif skipped is not None or tc.get("status") == "skipped":
+            rows["skipped"].append((text, first_line(skipped.get("message") if skipped is not None else ""), secs))
+        else:
+            rows["passed"].append((text, "", secs))
     total = sum(len(v) for v in rows.values())
     applicable = total - len(rows["not applicable"])
     print(f"conformance: {total} specs selected, wall time {a.wall // 60} min {a.wall % 60} s")
