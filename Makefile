@@ -4,7 +4,7 @@ PKGS     := ./...
 BIN      := bin/lockstep
 SEED     ?= 1
 
-.PHONY: all build test lint bench sim run e2e clean regress
+.PHONY: all build test lint bench sim run e2e conformance clean regress
 
 all: build
 
@@ -68,6 +68,14 @@ run:
 ## see hack/e2e/README.md). E2E_ARGS go to `go test`, e.g. E2E_ARGS='-run TestPod'
 e2e:
 	hack/e2e/run.sh $(E2E_ARGS)
+
+## conformance: the upstream sig-node conformance specs (k8s.io/kubernetes
+## v1.37.2 e2e.test) against lockstep on real containerd, with a whole control
+## plane (as root; hours for the default set; see hack/conformance/README.md).
+## CONFORMANCE_FOCUS='regexp' runs a subset; E2E_LOCK=/tmp/e2e.lock waits for
+## the machine's e2e lock after the builds.
+conformance:
+	hack/conformance/run.sh
 
 clean:
 	rm -rf bin

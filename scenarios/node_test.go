@@ -4,9 +4,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/lockstep-dev/lockstep/node/agent"
 	"github.com/lockstep-dev/lockstep/node/nodestatus"
+	"github.com/lockstep-dev/lockstep/sim/harness"
 )
 
 // TestNodeReadyAndLeaseFresh: the agent registers its node, reports it
@@ -52,5 +55,36 @@ func TestNodeReadyAndLeaseFresh(t *testing.T) {
 	}
 	if v := nodes[0].Status.NodeInfo.ContainerRuntimeVersion; v == "" {
 		t.Errorf("node info lacks the runtime version")
+	}
+}
+
+// TestNodeReportsKubeletEndpointAndInternalIP: the node tells the
+// apiserver where to reach the agent's API, as the kubelet does: its
+// InternalIP address and status.daemonEndpoints.kubeletEndpoint.Port. The
+// apiserver dials that pair for logs, exec and port forwarding (with
+// --kubelet-preferred-address-types=InternalIP), so a node reporting port 0
+// serves none of them.
+func TestNodeReportsKubeletEndpointAndInternalIP(t *testing.T) {
+	h := harness.New(harness.Config{Seed: 43, Agent: agent.Config{
+		NodeStatus: nodestatus.Config{NodeIP: "10.0.0.7", KubeletPort: 10250},
+	}})
+	t.Cleanup(h.Close)
+	h.StartAgent()
+	runUntil(t, h, "node registered", time.Minute, func() bool { return len(h.API.User().Nodes()) == 1 })
+	if err := h.K.RunFor(15 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	type endpoint struct {
+		Addresses []corev1.NodeAddress
+		Port      int32
+	}
+	n := h.API.User().Nodes()[0]
+	got := endpoint{n.Status.Addresses, n.Status.DaemonEndpoints.KubeletEndpoint.Port}
+	want := endpoint{[]corev1.NodeAddress{
+		{Type: corev1.NodeInternalIP, Address: "10.0.0.7"},
+		{Type: corev1.NodeHostName, Address: h.NodeName},
+	}, 10250}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("node endpoint (-want +got):\n%s", diff)
 	}
 }

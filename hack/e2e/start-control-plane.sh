@@ -3,11 +3,14 @@
 # $E2E_DIR/apiserver with Node,RBAC authorization, NodeRestriction, and a
 # token file holding an admin token and a node token for system:node:$E2E_NODE.
 # Writes kubeconfigs: $E2E_DIR/admin.kubeconfig and $E2E_DIR/node.kubeconfig.
+# E2E_DISABLE_ADMISSION (default ServiceAccount: no controller manager runs)
+# and E2E_APISERVER_ARGS (extra words) let hack/conformance run a full cluster.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 source "$here/lib.sh"
 bin="${CONTROL_PLANE_BIN:-$("$here/build-control-plane.sh")}"
 d="$E2E_DIR/apiserver"
+disable_admission="${E2E_DISABLE_ADMISSION-ServiceAccount}"
 mkdir -p "$d/etcd" "$LOG_DIR" "$PID_DIR"
 chmod 700 "$d/etcd"
 
@@ -36,12 +39,14 @@ for _ in $(seq 100); do curl -sf "http://127.0.0.1:$etcd_client/health" >/dev/nu
   --tls-cert-file "$d/serving.crt" --tls-private-key-file "$d/serving.key" \
   --token-auth-file "$d/tokens.csv" \
   --authorization-mode Node,RBAC \
-  --enable-admission-plugins NodeRestriction --disable-admission-plugins ServiceAccount \
+  --enable-admission-plugins NodeRestriction \
+  ${disable_admission:+--disable-admission-plugins "$disable_admission"} \
   --service-account-key-file "$d/sa.pub" --service-account-signing-key-file "$d/sa.key" \
   --service-account-issuer https://kubernetes.default.svc \
   --service-cluster-ip-range 10.96.0.0/16 \
   --endpoint-reconciler-type none \
   --allow-privileged=true \
+  ${E2E_APISERVER_ARGS:-} \
   >>"$LOG_DIR/kube-apiserver.log" 2>&1 &
 echo $! > "$PID_DIR/kube-apiserver"
 

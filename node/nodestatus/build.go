@@ -172,6 +172,7 @@ func buildStatus(cfg Config, old *corev1.NodeStatus, f facts) corev1.NodeStatus 
 		s.Addresses = append(s.Addresses, corev1.NodeAddress{Type: corev1.NodeInternalIP, Address: cfg.SecondaryNodeIP})
 	}
 	s.Addresses = append(s.Addresses, corev1.NodeAddress{Type: corev1.NodeHostName, Address: cfg.NodeName})
+	s.DaemonEndpoints.KubeletEndpoint.Port = cfg.KubeletPort
 
 	for _, c := range []corev1.NodeCondition{
 		pressureCondition(corev1.NodeMemoryPressure, f.memoryPressure,

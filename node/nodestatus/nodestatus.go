@@ -62,6 +62,10 @@ type Config struct {
 	// SecondaryNodeIP is the node's second InternalIP address, of the
 	// other family (dual-stack); empty means none.
 	SecondaryNodeIP string
+	// KubeletPort is the port of the agent's API, reported as
+	// status.daemonEndpoints.kubeletEndpoint.Port (the apiserver dials it
+	// for logs, exec and port forwarding); 0 reports none.
+	KubeletPort int32
 	// Labels are added to the well-known labels at registration.
 	Labels map[string]string
 	// MaxPods is the pods capacity (default 110).

@@ -144,7 +144,7 @@ func Run(ctx context.Context, o Options, rt Runtime, log *slog.Logger) error {
 		RuntimeType: rt.Type,
 		PLEG:        pleg.Config{UseEvents: rt.Events != nil},
 		NodeStatus: nodestatus.Config{
-			NodeIP: nodeIP, MaxPods: int(o.MaxPods), KubeletVersion: Version,
+			NodeIP: nodeIP, KubeletPort: o.Port, MaxPods: int(o.MaxPods), KubeletVersion: Version,
 			StatusUpdateFrequency: o.NodeStatusUpdateFrequency, StatusReportFrequency: o.NodeStatusReportFrequency,
 			LeaseDuration: time.Duration(o.NodeLeaseDurationSeconds) * time.Second,
 		},

@@ -20,7 +20,7 @@ import (
 // Defaults, matching the kubelet's (kubeAPIQPS, kubeAPIBurst,
 // eventRecordQPS, eventBurst).
 const (
-	DefaultComponent        = "lockstep"
+	DefaultComponent        = "kubelet"
 	DefaultAPIQPS           = 50
 	DefaultAPIBurst         = 100
 	DefaultEventQPS         = 50
@@ -33,7 +33,9 @@ type Options struct {
 	// NodeName is this node's name; it becomes the events' source host.
 	NodeName string
 	// Component is the events' source component; empty means
-	// DefaultComponent.
+	// DefaultComponent, "kubelet", as the kubelet's: tools and the
+	// conformance suite select a node agent's events with
+	// source=kubelet.
 	Component string
 	// EventQPS and EventBurst limit how fast events are written to the
 	// apiserver (after the spam filter). Zero means the default; a

@@ -394,8 +394,8 @@ func TestEventIsWrittenToTheEventsAPI(t *testing.T) {
 		Message:             "Back-off restarting failed container c",
 		Type:                corev1.EventTypeWarning,
 		Count:               1,
-		Source:              corev1.EventSource{Component: "lockstep", Host: "node-1"},
-		ReportingController: "lockstep",
+		Source:              corev1.EventSource{Component: "kubelet", Host: "node-1"},
+		ReportingController: "kubelet",
 		ReportingInstance:   "node-1",
 	}
 	if d := cmp.Diff(want, *ev, cmpopts.IgnoreFields(corev1.Event{}, "ObjectMeta", "FirstTimestamp", "LastTimestamp")); d != "" {

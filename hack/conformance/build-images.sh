@@ -1,0 +1,99 @@
+#!/usr/bin/env bash
+# Builds the images the upstream suite runs (no registry is reachable here)
+# as OCI archives and imports them into containerd's k8s.io namespace under
+# the names the suite expects. Each is made from Debian's busybox-static
+# (relative applet links), plus:
+#   agnhost      the static agnhost binary ($CONFORMANCE_BIN/agnhost) as
+#                entrypoint, /bin/sh being Debian's dash (busybox ash would
+#                run its own applets before PATH), the image's own user and group
+#   pause        a sh loop that exits on TERM, user 65535
+#   nonroot      user 1234
+#   nginx        busybox httpd on port 80
+#   glibc-dns-testing, busybox (both tags): plain busybox
+# Images that cannot be made here (e.g. nonewprivs' setuid helper, private
+# registries, image volumes) are left out; their specs count as not applicable.
+set -euo pipefail
+here="$(cd "$(dirname "$0")" && pwd)"
+source "$here/../e2e/lib.sh"
+bin="${CONFORMANCE_BIN:?CONFORMANCE_BIN: directory of the binaries build.sh made}"
+work="$E2E_DIR/conformance-images"
+rm -rf "$work" && mkdir -p "$work"
+e2e=registry.k8s.io/e2e-test-images
+
+# busybox_rootfs DIR: a root file system of busybox-static.
+busybox_rootfs() {
+  local d=$1
+  mkdir -p "$d/bin" "$d/tmp" "$d/etc" "$d/root"
+  cp /bin/busybox "$d/bin/busybox"
+  for a in $(/bin/busybox --list); do [[ $a == busybox ]] || ln -sf busybox "$d/bin/$a"; done
+  chmod 1777 "$d/tmp"
+  printf 'root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/:/bin/false\n' > "$d/etc/passwd"
+  printf 'root:x:0:\nnogroup:x:65534:\n' > "$d/etc/group"
+}
+
+# with_binary DIR FILE: copies FILE and the shared libraries it loads into DIR.
+with_binary() {
+  local d=$1 f=$2 lib
+  mkdir -p "$d$(dirname "$f")" && cp -L "$f" "$d$f"
+  for lib in $(ldd "$f" 2>/dev/null | grep -o '/[^ ]*'); do
+    mkdir -p "$d$(dirname "$lib")" && cp -L "$lib" "$d$lib"
+  done
+}
+
+# oci_import REF ROOTFS ENTRYPOINT_JSON CMD_JSON USER: tars ROOTFS into a
+# one-layer OCI image named REF and imports it.
+oci_import() {
+  local ref=$1 rootfs=$2 entry=$3 cmd=$4 user=$5 d ldig lsize cdig csize mdig msize
+  d="$work/$(echo "$ref" | tr '/:' '__')"
+  mkdir -p "$d/layout/blobs/sha256"
+  tar --sort=name --mtime=@0 --owner=0 --group=0 --numeric-owner -C "$rootfs" -cf "$d/layer.tar" .
+  ldig=$(sha256sum "$d/layer.tar" | cut -d' ' -f1); lsize=$(stat -c %s "$d/layer.tar")
+  mv "$d/layer.tar" "$d/layout/blobs/sha256/$ldig"
+  printf '{"architecture":"amd64","os":"linux","config":{"User":"%s","Env":["PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"],"Entrypoint":%s,"Cmd":%s,"WorkingDir":"/"},"rootfs":{"type":"layers","diff_ids":["sha256:%s"]}}' \
+    "$user" "$entry" "$cmd" "$ldig" > "$d/config.json"
+  cdig=$(sha256sum "$d/config.json" | cut -d' ' -f1); csize=$(stat -c %s "$d/config.json")
+  mv "$d/config.json" "$d/layout/blobs/sha256/$cdig"
+  printf '{"schemaVersion":2,"mediaType":"application/vnd.oci.image.manifest.v1+json","config":{"mediaType":"application/vnd.oci.image.config.v1+json","digest":"sha256:%s","size":%s},"layers":[{"mediaType":"application/vnd.oci.image.layer.v1.tar","digest":"sha256:%s","size":%s}]}' \
+    "$cdig" "$csize" "$ldig" "$lsize" > "$d/manifest.json"
+  mdig=$(sha256sum "$d/manifest.json" | cut -d' ' -f1); msize=$(stat -c %s "$d/manifest.json")
+  mv "$d/manifest.json" "$d/layout/blobs/sha256/$mdig"
+  printf '{"schemaVersion":2,"manifests":[{"mediaType":"application/vnd.oci.image.manifest.v1+json","digest":"sha256:%s","size":%s,"platform":{"architecture":"amd64","os":"linux"},"annotations":{"io.containerd.image.name":"%s","org.opencontainers.image.ref.name":"%s"}}]}' \
+    "$mdig" "$msize" "$ref" "${ref##*:}" > "$d/layout/index.json"
+  echo '{"imageLayoutVersion":"1.0.0"}' > "$d/layout/oci-layout"
+  tar -C "$d/layout" -cf "$d/image.tar" .
+  ctr -a "$CONTAINERD_SOCK" -n k8s.io images import "$d/image.tar" >&2
+  rm -rf "$d/layout"
+}
+
+base="$work/rootfs-busybox"
+busybox_rootfs "$base"
+for ref in "$e2e/busybox:1.37.0-2" "$e2e/busybox:1.36.1-1" "$e2e/glibc-dns-testing:2.1.1"; do
+  oci_import "$ref" "$base" null '["sh"]' ""
+done
+
+r="$work/rootfs-nonroot"; busybox_rootfs "$r"
+echo 'nonroot:x:1234:1234::/:/bin/sh' >> "$r/etc/passwd"
+oci_import "$e2e/nonroot:1.5" "$r" null '["sh"]' 1234
+
+r="$work/rootfs-pause"; busybox_rootfs "$r"
+oci_import registry.k8s.io/pause:3.10.2 "$r" \
+  '["/bin/sh","-c","trap \"exit 0\" TERM INT; while :; do sleep 3600 & wait $!; done"]' null 65535
+
+r="$work/rootfs-nginx"; busybox_rootfs "$r"
+mkdir -p "$r/usr/share/nginx/html" && echo '<h1>Welcome to nginx!</h1>' > "$r/usr/share/nginx/html/index.html"
+for tag in 1.27.0-2 1.28.0-2; do
+  oci_import "$e2e/nginx:$tag" "$r" '["httpd","-f","-p","80","-h","/usr/share/nginx/html"]' null ""
+done
+
+r="$work/rootfs-agnhost"; busybox_rootfs "$r"
+with_binary "$r" /bin/dash
+rm -f "$r/bin/sh" && ln -s dash "$r/bin/sh"
+cp "$bin/agnhost" "$r/agnhost" && ln -s agnhost "$r/agnhost-2"
+mkdir -p "$r/uploads"
+echo 'user-defined-in-image:x:1000:1000::/home/user-defined-in-image:/bin/sh' >> "$r/etc/passwd"
+printf 'user-defined-in-image:x:1000:\ngroup-defined-in-image:x:50000:user-defined-in-image\n' >> "$r/etc/group"
+for tag in 2.66.1 2.55; do
+  oci_import "$e2e/agnhost:$tag" "$r" '["/agnhost"]' '["pause"]' ""
+done
+rm -rf "$work"/rootfs-*
+ctr -a "$CONTAINERD_SOCK" -n k8s.io images ls -q >&2
