@@ -134,14 +134,21 @@ func (e *ProbeError) Error() string {
 // ProbeHTTP answers an HTTP GET on a container's port and path at the
 // clock's now, from FAKECRI_HTTP. Unscripted ports answer 200.
 func (r *Runtime) ProbeHTTP(containerID string, port int, path string) (int, error) {
+	code, _, err := r.ProbeHTTPRedirect(containerID, port, path)
+	return code, err
+}
+
+// ProbeHTTPRedirect is ProbeHTTP with the Location of a scripted redirect
+// ("302>http://elsewhere/").
+func (r *Runtime) ProbeHTTPRedirect(containerID string, port int, path string) (code int, location string, err error) {
 	ans, scripted, err := r.probe(containerID, port, func(s *script) []rule { return s.http }, path)
 	if err != nil {
-		return 0, err
+		return 0, "", err
 	}
 	if !scripted {
-		return 200, nil
+		return 200, "", nil
 	}
-	return ans.value, nil
+	return ans.value, ans.location, nil
 }
 
 // ProbeTCP answers a TCP connect to a container's port at the clock's now,

@@ -110,9 +110,6 @@ func TestCheck(t *testing.T) {
 		{name: "runtimeClassName", mutate: func(p *corev1.Pod) { p.Spec.RuntimeClassName = ptr("gvisor") }, refused: []string{"spec.runtimeClassName"}},
 
 		// Ignored container fields.
-		{name: "livenessProbe", mutate: side(func(c *corev1.Container) { c.LivenessProbe = &corev1.Probe{} }), ignored: []string{c1 + "livenessProbe"}},
-		{name: "readinessProbe", mutate: side(func(c *corev1.Container) { c.ReadinessProbe = &corev1.Probe{} }), ignored: []string{c1 + "readinessProbe"}},
-		{name: "startupProbe", mutate: side(func(c *corev1.Container) { c.StartupProbe = &corev1.Probe{} }), ignored: []string{c1 + "startupProbe"}},
 		{name: "lifecycle", mutate: side(func(c *corev1.Container) { c.Lifecycle = &corev1.Lifecycle{} }), ignored: []string{c1 + "lifecycle"}},
 		{name: "volumeMounts", mutate: side(func(c *corev1.Container) { c.VolumeMounts = []corev1.VolumeMount{{Name: "v"}} }), ignored: []string{c1 + "volumeMounts"}},
 		{name: "volumeDevices", mutate: side(func(c *corev1.Container) { c.VolumeDevices = []corev1.VolumeDevice{{Name: "v"}} }), ignored: []string{c1 + "volumeDevices"}},
@@ -142,8 +139,6 @@ func TestCheck(t *testing.T) {
 		{name: "sidecar (restartable init container)", mutate: func(p *corev1.Pod) {
 			p.Spec.InitContainers[0].RestartPolicy = ptr(corev1.ContainerRestartPolicyAlways)
 		}, ignored: []string{"spec.initContainers[0].restartPolicy"}},
-		{name: "init container probe", mutate: func(p *corev1.Pod) { p.Spec.InitContainers[0].StartupProbe = &corev1.Probe{} },
-			ignored: []string{"spec.initContainers[0].startupProbe"}},
 
 		// Refused container fields.
 		{name: "runAsUser", mutate: appSC(func(s *corev1.SecurityContext) { s.RunAsUser = ptr(int64(1000)) }), refused: []string{c1 + "securityContext.runAsUser"}},
@@ -171,11 +166,10 @@ func TestCheck(t *testing.T) {
 		{name: "both kinds, in spec order", mutate: func(p *corev1.Pod) {
 			p.Spec.Volumes = []corev1.Volume{{Name: "v"}}
 			p.Spec.SecurityContext = &corev1.PodSecurityContext{RunAsNonRoot: ptr(true)}
-			p.Spec.Containers[0].LivenessProbe = &corev1.Probe{}
 			p.Spec.Containers[0].SecurityContext = &corev1.SecurityContext{Capabilities: &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}}}
 			p.Spec.InitContainers[0].Lifecycle = &corev1.Lifecycle{}
 		},
-			ignored: []string{"spec.volumes", "spec.initContainers[0].lifecycle", "spec.containers[0].livenessProbe"},
+			ignored: []string{"spec.volumes", "spec.initContainers[0].lifecycle"},
 			refused: []string{"spec.securityContext.runAsNonRoot", "spec.containers[0].securityContext.capabilities.drop"}},
 	}
 	for _, tc := range cases {

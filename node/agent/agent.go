@@ -23,6 +23,7 @@ import (
 	"github.com/lockstep-dev/lockstep/node/podspec"
 	"github.com/lockstep-dev/lockstep/node/podutil"
 	"github.com/lockstep-dev/lockstep/node/podworkers"
+	"github.com/lockstep-dev/lockstep/node/prober"
 	"github.com/lockstep-dev/lockstep/node/runtimesync"
 	"github.com/lockstep-dev/lockstep/node/status"
 )
@@ -72,6 +73,7 @@ type Agent struct {
 	exec    *runtimesync.Executor
 	status  *status.Manager
 	node    *nodestatus.Manager
+	probes  *prober.Manager
 
 	startTime time.Time
 
@@ -120,6 +122,7 @@ func New(d deps.Deps, cfg Config) *Agent {
 		status:   status.NewManager(d, cfg.Status),
 		expected: map[types.UID]map[string]expectation{},
 	}
+	a.probes = a.newProber()
 	var sources []string
 	if d.API.Pods != nil {
 		sources = append(sources, podsource.SourceAPI)
@@ -153,6 +156,7 @@ func (a *Agent) Start(ctx context.Context) {
 	}
 	a.workers = podworkers.New(ctx, a.d, a, a.queue, wc)
 	a.pleg.Start(ctx)
+	a.probes.Start(ctx)
 	if a.node != nil {
 		a.node.Start(ctx)
 	}
@@ -189,9 +193,8 @@ func (a *Agent) LastLoop() time.Time {
 	return a.lastLoop
 }
 
-// WakePod asks for a sync of the pod now: the hook through which probe
-// results (and anything else that learns something about a pod) wake the
-// SyncLoop.
+// WakePod asks for a sync of the pod now: probe verdict changes wake the
+// SyncLoop through it.
 func (a *Agent) WakePod(uid types.UID) {
 	if pod, ok := a.pods.get(uid); ok {
 		a.workers.UpdatePod(podworkers.Work{Type: podworkers.Sync, UID: uid, Pod: pod})
@@ -217,6 +220,9 @@ func (a *Agent) PLEGHealthy() (bool, error) { return a.pleg.Healthy() }
 
 // Pods returns the pods the agent manages (static pods included), sorted.
 func (a *Agent) Pods() []*corev1.Pod { return a.pods.list() }
+
+// ProbeWorkers is the number of running probe workers.
+func (a *Agent) ProbeWorkers() int { return a.probes.Workers() }
 
 // PodStatus returns the status the agent last computed for a pod.
 func (a *Agent) PodStatus(uid types.UID) (corev1.PodStatus, bool) { return a.status.PodStatus(uid) }

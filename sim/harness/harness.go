@@ -99,16 +99,18 @@ func (h *Harness) StartAgent() {
 	h.restarts++
 	h.group = h.K.NewGroup(fmt.Sprintf("agent-%d", h.restarts))
 	log := h.K.Logger().With("component", "agent", "node", h.NodeName)
+	tasks := h.K.TasksIn(h.group)
 	d := deps.Deps{
-		Clock:   h.K,
-		Rand:    h.K.Rand(),
-		Tasks:   h.K.TasksIn(h.group),
-		Log:     log,
-		Runtime: h.Runtime,
-		Images:  h.Runtime,
-		API:     deps.API{Pods: h.API, Nodes: h.API, Leases: h.API, Events: h.API},
-		Files:   h.Files,
-		Machine: machineModel{h.Runtime, h.NodeName},
+		Clock:    h.K,
+		Rand:     h.K.Rand(),
+		Tasks:    tasks,
+		Log:      log,
+		Runtime:  h.Runtime,
+		Images:   h.Runtime,
+		API:      deps.API{Pods: h.API, Nodes: h.API, Leases: h.API, Events: h.API},
+		Files:    h.Files,
+		Machine:  machineModel{h.Runtime, h.NodeName},
+		ProbeNet: probeNet{h.Runtime, tasks},
 	}
 	cfg := h.cfg.Agent
 	cfg.NodeName = h.NodeName
