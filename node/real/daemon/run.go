@@ -27,6 +27,7 @@ import (
 	"github.com/lockstep-dev/lockstep/node/real/kube"
 	"github.com/lockstep-dev/lockstep/node/real/machine"
 	"github.com/lockstep-dev/lockstep/node/real/osfiles"
+	"github.com/lockstep-dev/lockstep/node/real/probenet"
 	"github.com/lockstep-dev/lockstep/node/real/server"
 	"github.com/lockstep-dev/lockstep/node/real/world"
 	"github.com/lockstep-dev/lockstep/node/runtimesync"
@@ -91,7 +92,7 @@ func Run(ctx context.Context, o Options, rt Runtime, log *slog.Logger) error {
 	mach := machine.New(machine.Options{RootDir: o.RootDir})
 	d := deps.Deps{
 		Clock: world.Clock(), Rand: world.NewRand(), Tasks: world.Tasks{}, Log: log,
-		Runtime: rt.Runtime, Images: rt.Images, Machine: mach, Files: osfiles.New(),
+		Runtime: rt.Runtime, Images: rt.Images, Machine: mach, Files: osfiles.New(), ProbeNet: probenet.New(),
 	}
 
 	var cs kubernetes.Interface
