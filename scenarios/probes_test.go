@@ -3,6 +3,7 @@ package scenarios
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -11,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
+	"github.com/lockstep-dev/lockstep/sim/apiserver"
 	"github.com/lockstep-dev/lockstep/sim/harness"
 )
 
@@ -128,4 +130,242 @@ func TestProbeLivenessRestarts(t *testing.T) {
 	if v := c.Violations(); len(v) > 0 {
 		t.Errorf("violations: %v", v)
 	}
+}
+
+// readyWrites records the times the agent wrote a change of a pod's Ready
+// condition.
+type readyWrites struct {
+	last  corev1.ConditionStatus
+	moves []readyMove
+}
+
+type readyMove struct {
+	At     time.Time
+	Status corev1.ConditionStatus
+}
+
+func watchReady(h *harness.Harness, name string) *readyWrites {
+	w := &readyWrites{}
+	h.API.OnWrite(func(r apiserver.Record) {
+		if r.Kind != apiserver.KindPod || r.Pod == nil || r.Pod.Name != name {
+			return
+		}
+		for _, c := range r.Pod.Status.Conditions {
+			if c.Type == corev1.PodReady && c.Status != w.last {
+				w.last = c.Status
+				w.moves = append(w.moves, readyMove{r.At, c.Status})
+			}
+		}
+	})
+	return w
+}
+
+// startedAt is when the pod's first instance of container started.
+func startedAt(t *testing.T, h *harness.Harness, uid types.UID, name string) time.Time {
+	t.Helper()
+	for _, c := range PodContainers(h, uid) {
+		if c.Name == name && c.Attempt == 0 {
+			st, err := h.Runtime.ContainerStatus(context.Background(), c.ID, false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return time.Unix(0, st.Status.StartedAt)
+		}
+	}
+	t.Fatalf("no first instance of %s", name)
+	return time.Time{}
+}
+
+// readyWindow is an expected move of the Ready condition within [from, to)
+// seconds of the container's start.
+type readyWindow struct {
+	status   corev1.ConditionStatus
+	from, to int
+}
+
+// checkMoves compares Ready moves, as offsets from start, with windows.
+func checkMoves(t *testing.T, moves []readyMove, start time.Time, want []readyWindow) {
+	t.Helper()
+	var got []string
+	for _, m := range moves {
+		got = append(got, fmt.Sprintf("%s@%v", m.Status, m.At.Sub(start).Round(time.Millisecond)))
+	}
+	if len(moves) != len(want) {
+		t.Fatalf("Ready moves %v; want %d moves", got, len(want))
+	}
+	for i, w := range want {
+		off := moves[i].At.Sub(start)
+		if moves[i].Status != w.status || off < time.Duration(w.from)*time.Second || off >= time.Duration(w.to)*time.Second {
+			t.Errorf("move %d: %s; want %s within [%ds, %ds) (all: %v)", i, got[i], w.status, w.from, w.to, got)
+		}
+	}
+}
+
+// Readiness follows its thresholds: with period 5 s, successThreshold 2
+// and failureThreshold 3, an endpoint failing until 30 s, healthy until
+// 60 s, failing until 90 s and then healthy makes the pod Ready within
+// [35, 40) s (+2 s to write), unready within [70, 75) s and Ready again
+// within [95, 100) s; the container is never restarted.
+func TestProbeReadinessFlapping(t *testing.T) {
+	h := start(t, 11)
+	c := NewChecker(h)
+	moves := watchReady(h, "flappy")
+	pod := mustCreate(t, h, NewPod("flappy", h.NodeName,
+		Env("app", "FAKECRI_HTTP", "8080/ready=503,30s:200,60s:503,90s:200"),
+		WithProbe("app", ReadinessProbe, HTTPProbe(8080, "/ready", 5, 2, 3))))
+	if err := h.K.RunFor(2 * time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	c.Check()
+	start := startedAt(t, h, pod.UID, "app")
+	checkMoves(t, moves.moves, start, []readyWindow{
+		{corev1.ConditionFalse, -5, 2}, {corev1.ConditionTrue, 35, 42}, {corev1.ConditionFalse, 70, 77}, {corev1.ConditionTrue, 95, 102}})
+	if n := restartCount(h, pod, "app"); n != 0 {
+		t.Errorf("restartCount %d; want 0", n)
+	}
+	if v := c.Violations(); len(v) > 0 {
+		t.Errorf("violations: %v", v)
+	}
+}
+
+// A slow starter (ready after 50 s) whose liveness probe fails until then
+// is protected by its startup probe: never killed, started and Ready once
+// the startup probe succeeds. Without the startup probe the same pod is
+// killed.
+func TestProbeStartupProtectsSlowStarter(t *testing.T) {
+	for _, withStartup := range []bool{true, false} {
+		t.Run(fmt.Sprintf("startup=%v", withStartup), func(t *testing.T) {
+			h := start(t, 13)
+			c := NewChecker(h)
+			opts := []PodOption{
+				Env("app", "FAKECRI_HTTP", "8080/healthz=500,50s:200"),
+				Env("app", "FAKECRI_EXEC", "cat /tmp/started=1,50s:0"),
+				WithProbe("app", LivenessProbe, HTTPProbe(8080, "/healthz", 5, 1, 1)),
+			}
+			if withStartup {
+				opts = append(opts, WithProbe("app", StartupProbe, &corev1.Probe{
+					ProbeHandler:  corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: []string{"cat", "/tmp/started"}}},
+					PeriodSeconds: 5, FailureThreshold: 20,
+				}))
+			}
+			pod := mustCreate(t, h, NewPod("slow", h.NodeName, opts...))
+			if err := h.K.RunFor(3 * time.Minute); err != nil {
+				t.Fatal(err)
+			}
+			c.Check()
+			if killed := restartCount(h, pod, "app") > 0; killed == withStartup {
+				t.Errorf("restartCount %d; want it 0 exactly when a startup probe protects the container", restartCount(h, pod, "app"))
+			}
+			if withStartup {
+				p, _ := APIPod(h, "default", "slow")
+				if !IsReady(p) || p.Status.ContainerStatuses[0].Started == nil || !*p.Status.ContainerStatuses[0].Started {
+					t.Errorf("slow starter not started and Ready: %+v", summarize(p))
+				}
+			}
+			if v := c.Violations(); len(v) > 0 {
+				t.Errorf("violations: %v", v)
+			}
+		})
+	}
+}
+
+// Each handler on its own: a readiness probe whose endpoint turns healthy
+// at 20 s makes the pod Ready only then, with the failures reported in
+// Unhealthy events; an exec that hangs times out; an HTTP redirect to
+// another host is a success with a ProbeWarning.
+func TestProbeHandlers(t *testing.T) {
+	svc := "db"
+	for _, tc := range []struct {
+		name      string
+		env       [2]string
+		handler   corev1.ProbeHandler
+		timeout   int32
+		readyFrom int
+		event     string
+	}{{
+		name: "exec", env: [2]string{"FAKECRI_EXEC", "check=1,20s:0"},
+		handler:   corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: []string{"check"}}},
+		readyFrom: 20, event: "Unhealthy Readiness probe failed: ",
+	}, {
+		name: "exec timeout", env: [2]string{"FAKECRI_EXEC", "check=hang,20s:0"}, timeout: 2,
+		handler:   corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: []string{"check"}}},
+		readyFrom: 20, event: `Unhealthy Readiness probe failed: command "check" timed out`,
+	}, {
+		name: "HTTP", env: [2]string{"FAKECRI_HTTP", "8080/healthz=503,20s:200"},
+		handler:   corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Port: intstr.FromInt32(8080), Path: "/healthz"}},
+		readyFrom: 20, event: "Unhealthy Readiness probe failed: HTTP probe failed with statuscode: 503",
+	}, {
+		name: "HTTP redirect to another host", env: [2]string{"FAKECRI_HTTP", "8080/healthz=302>http://elsewhere.example/"},
+		handler:   corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Port: intstr.FromInt32(8080), Path: "/healthz"}},
+		readyFrom: 0, event: "ProbeWarning Readiness probe warning: Probe terminated redirects, Response body: 302\n",
+	}, {
+		name: "TCP", env: [2]string{"FAKECRI_TCP", "5432=down,20s:up"},
+		handler:   corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromInt32(5432)}},
+		readyFrom: 20, event: "Unhealthy Readiness probe failed: ",
+	}, {
+		name: "gRPC", env: [2]string{"FAKECRI_GRPC", "9090/db=not_serving,20s:serving"},
+		handler:   corev1.ProbeHandler{GRPC: &corev1.GRPCAction{Port: 9090, Service: &svc}},
+		readyFrom: 20, event: `Unhealthy Readiness probe failed: service unhealthy (responded with "NOT_SERVING")`,
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := start(t, 17)
+			moves := watchReady(h, "probed")
+			pod := mustCreate(t, h, NewPod("probed", h.NodeName, Env("app", tc.env[0], tc.env[1]),
+				WithProbe("app", ReadinessProbe, &corev1.Probe{ProbeHandler: tc.handler, PeriodSeconds: 5, TimeoutSeconds: tc.timeout})))
+			if err := h.K.RunFor(time.Minute); err != nil {
+				t.Fatal(err)
+			}
+			start := startedAt(t, h, pod.UID, "app")
+			checkMoves(t, moves.moves, start, []readyWindow{
+				{corev1.ConditionFalse, -5, 2}, {corev1.ConditionTrue, tc.readyFrom, tc.readyFrom + 5 + int(tc.timeout) + 2}})
+			found := false
+			for _, e := range eventsOf(h, pod.UID, "Unhealthy", "ProbeWarning") {
+				found = found || strings.HasPrefix(e, tc.event)
+			}
+			if !found {
+				t.Errorf("no event starting %q; events: %q", tc.event, eventsOf(h, pod.UID, "Unhealthy", "ProbeWarning"))
+			}
+		})
+	}
+}
+
+// Probe workers come and go with their pods: after 1,000 pods with three
+// probes each were created and deleted, none is left.
+func TestProbeWorkersDoNotLeak(t *testing.T) {
+	h := start(t, 19)
+	const batch, rounds = 10, 100
+	probe := func() *corev1.Probe { return HTTPProbe(8080, "/", 1, 1, 3) }
+	peak := 0
+	for r := 0; r < rounds; r++ {
+		for i := 0; i < batch; i++ {
+			mustCreate(t, h, NewPod(fmt.Sprintf("p%d-%d", r, i), h.NodeName, Grace(1),
+				WithProbe("app", LivenessProbe, probe()), WithProbe("app", ReadinessProbe, probe()), WithProbe("app", StartupProbe, probe())))
+		}
+		runUntil(t, h, "the batch Ready", time.Minute, func() bool {
+			for i := 0; i < batch; i++ {
+				if !PodIs(h, "default", fmt.Sprintf("p%d-%d", r, i), corev1.PodRunning, true) {
+					return false
+				}
+			}
+			return true
+		})
+		peak = max(peak, h.Agent().ProbeWorkers())
+		for i := 0; i < batch; i++ {
+			if err := h.API.User().DeletePodGracefully("default", fmt.Sprintf("p%d-%d", r, i), nil); err != nil {
+				t.Fatal(err)
+			}
+		}
+		runUntil(t, h, "the batch gone", time.Minute, func() bool {
+			for i := 0; i < batch; i++ {
+				if _, ok := APIPod(h, "default", fmt.Sprintf("p%d-%d", r, i)); ok {
+					return false
+				}
+			}
+			return true
+		})
+	}
+	if peak != 3*batch {
+		t.Errorf("peak probe workers %d; want %d", peak, 3*batch)
+	}
+	runUntil(t, h, "no probe worker left", time.Minute, func() bool { return h.Agent().ProbeWorkers() == 0 })
 }
