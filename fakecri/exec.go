@@ -228,3 +228,33 @@ func (r *Runtime) ContainerAt(ip string, port int) (string, bool) {
 	}
 	return "", false
 }
+
+// ProbeExec is the exit code an exec of cmd in a running container would
+// give at the clock's now, from FAKECRI_EXEC, without running it (for
+// checkers): a "hang" answer is a ProbeTimeout error, a container not
+// running a ProbeRefused one.
+func (r *Runtime) ProbeExec(containerID string, cmd []string) (int, error) {
+	r.mu.Lock()
+	defer r.unlock()
+	now := r.now()
+	r.advance(now)
+	c, ok := r.containers[containerID]
+	if !ok {
+		return 0, &ProbeError{Failure: ProbeNoContainer, ContainerID: containerID}
+	}
+	if c.state != runningState {
+		return 0, &ProbeError{Failure: ProbeRefused, ContainerID: containerID}
+	}
+	rl, scripted := findExecRule(c.script.exec, cmd)
+	if !scripted {
+		if len(cmd) > 0 && cmd[0] == "false" {
+			return 1, nil
+		}
+		return 0, nil
+	}
+	ans := rl.tl.at(time.Duration(now - c.startedAt))
+	if ans.kind == answerHang {
+		return 0, &ProbeError{Failure: ProbeTimeout, ContainerID: containerID}
+	}
+	return ans.value, nil
+}

@@ -37,13 +37,15 @@ type Checker struct {
 	restarts  map[string]int32
 	ctr       *containerChecks // see invariants_containers.go
 	term      *terminationState
+	probes    *probeChecks // see invariants_probes.go
 }
 
 // NewChecker starts checking h's apiserver writes at once; call Check to
 // check the runtime.
 func NewChecker(h *harness.Harness) *Checker {
 	c := &Checker{h: h, instances: map[string]map[string]bool{}, policy: map[types.UID]corev1.RestartPolicy{},
-		lastPhase: map[types.UID]corev1.PodPhase{}, restarts: map[string]int32{}, term: newTerminationState()}
+		lastPhase: map[types.UID]corev1.PodPhase{}, restarts: map[string]int32{}, term: newTerminationState(),
+		probes: newProbeChecks()}
 	h.API.OnWrite(c.onWrite)
 	return c
 }
@@ -62,6 +64,7 @@ func (c *Checker) Check() {
 	running := map[string][]string{}
 	truth := TrueContainers(c.h)
 	c.checkTermination(truth)
+	c.checkProbes(truth)
 	for _, ct := range truth {
 		key := string(ct.PodUID) + "/" + ct.Name
 		if ct.State == runtimeapi.ContainerState_CONTAINER_RUNNING {
@@ -91,6 +94,7 @@ func (c *Checker) onWrite(r apiserver.Record) {
 		return
 	}
 	c.onWriteTermination(r)
+	c.onWriteProbes(r)
 	p := r.Pod
 	c.policy[p.UID] = p.Spec.RestartPolicy
 	prev, seen := c.lastPhase[p.UID]

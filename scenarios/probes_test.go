@@ -369,3 +369,34 @@ func TestProbeWorkersDoNotLeak(t *testing.T) {
 	}
 	runUntil(t, h, "no probe worker left", time.Minute, func() bool { return h.Agent().ProbeWorkers() == 0 })
 }
+
+// A container that fails its startup probe at once is killed and then
+// restarted under the crash-loop back-off (10 s, 20 s, 40 s, …) like any
+// failed container, not again and again in the same sync: after 3 minutes
+// it has restarted a handful of times and waits in CrashLoopBackOff.
+func TestProbeFailureBacksOff(t *testing.T) {
+	h := start(t, 0)
+	c := NewChecker(h)
+	pod := mustCreate(t, h, NewPod("p1", h.NodeName, Grace(2), Env("app", "FAKECRI_GRPC", "8002=not_serving"),
+		WithProbe("app", StartupProbe, &corev1.Probe{ProbeHandler: corev1.ProbeHandler{GRPC: &corev1.GRPCAction{Port: 8002}},
+			PeriodSeconds: 1, TimeoutSeconds: 2, FailureThreshold: 1, InitialDelaySeconds: 2})))
+	backedOff := false
+	for range 36 {
+		if err := RunChecked(h, c, 5*time.Second, 100*time.Millisecond); err != nil {
+			t.Fatal(err)
+		}
+		p, _ := APIPod(h, "default", "p1")
+		if cs := p.Status.ContainerStatuses; len(cs) == 1 && cs[0].State.Waiting != nil && cs[0].State.Waiting.Reason == "CrashLoopBackOff" {
+			backedOff = true
+		}
+	}
+	if n := restartCount(h, pod, "app"); n < 2 || n > 6 {
+		t.Errorf("restartCount %d after 3 minutes; want 2 to 6 (back-off 10 s, 20 s, 40 s, 80 s)", n)
+	}
+	if !backedOff {
+		t.Errorf("never waiting in CrashLoopBackOff")
+	}
+	if v := c.Violations(); len(v) > 0 {
+		t.Errorf("violations: %v", v)
+	}
+}

@@ -171,8 +171,9 @@ func ComputeActions(in Inputs) Actions {
 		switch latest.State {
 		case podstate.ContainerRunning:
 			if pk, failed := unhealthy(in, latest.ID); failed {
+				// Killed now; restarted once it has exited, after its
+				// crash-loop back-off, like any failed container.
 				acts.Kill = append(acts.Kill, probeKill(latest, pk))
-				restartAfterFailure(in, &acts, c, true, i, latest)
 			}
 		case podstate.ContainerCreated:
 			acts.Kill = append(acts.Kill, staleCreated(latest))
@@ -215,9 +216,12 @@ func ComputeActions(in Inputs) Actions {
 				continue
 			}
 			if pk, failed := unhealthy(in, latest.ID); failed {
+				// Killed now; restarted once it has exited, after its
+				// crash-loop back-off, like any failed container (so a
+				// container failing its probes at once backs off).
 				acts.Kill = append(acts.Kill, probeKill(latest, pk))
 				if podutil.ShouldRestart(pod, c, false, 1) {
-					restartAfterFailure(in, &acts, c, false, i, latest)
+					keep++
 				}
 				continue
 			}
