@@ -258,3 +258,60 @@ func (r *Runtime) ProbeExec(containerID string, cmd []string) (int, error) {
 	}
 	return ans.value, nil
 }
+
+// Endpoints is how a container's scripted endpoints and execs answer at
+// one instant of its life, whatever its state then (for checkers that
+// judge a probe after the fact). Unscripted endpoints are healthy.
+type Endpoints struct {
+	s *script
+	d time.Duration
+}
+
+// EndpointsAt returns the container's endpoints as they answer at time at
+// (false: no such container, or it never started).
+func (r *Runtime) EndpointsAt(containerID string, at time.Time) (Endpoints, bool) {
+	r.mu.Lock()
+	defer r.unlock()
+	c, ok := r.containers[containerID]
+	if !ok || c.startedAt == 0 {
+		return Endpoints{}, false
+	}
+	return Endpoints{s: c.script, d: time.Duration(at.UnixNano() - c.startedAt)}, true
+}
+
+func (e Endpoints) answer(rules []rule, port int, sub string) (answer, bool) {
+	rl, ok := findRule(rules, port, sub)
+	if !ok {
+		return answer{}, false
+	}
+	return rl.tl.at(e.d), true
+}
+
+// HTTPHealthy: an HTTP GET of port and path (without its leading "/")
+// answers 200–399.
+func (e Endpoints) HTTPHealthy(port int, path string) bool {
+	a, ok := e.answer(e.s.http, port, path)
+	return !ok || a.kind == answerValue && a.value >= 200 && a.value < 400
+}
+
+// TCPHealthy: a TCP connect to port succeeds.
+func (e Endpoints) TCPHealthy(port int) bool {
+	a, ok := e.answer(e.s.tcp, port, "")
+	return !ok || a.kind == answerValue
+}
+
+// GRPCHealthy: a gRPC health check of service on port answers SERVING.
+func (e Endpoints) GRPCHealthy(port int, service string) bool {
+	a, ok := e.answer(e.s.grpc, port, service)
+	return !ok || a.kind == answerValue && a.value == grpcServing
+}
+
+// ExecHealthy: an exec of cmd exits 0 without hanging.
+func (e Endpoints) ExecHealthy(cmd []string) bool {
+	rl, ok := findExecRule(e.s.exec, cmd)
+	if !ok {
+		return len(cmd) == 0 || cmd[0] != "false"
+	}
+	a := rl.tl.at(e.d)
+	return a.kind == answerValue && a.value == 0
+}

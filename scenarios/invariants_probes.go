@@ -40,11 +40,9 @@ type probedInstance struct {
 	started   time.Duration
 	unhealthy [3]time.Duration // since when continuously unhealthy
 	healthy   [3]time.Duration // first healthy sample since the instance started
-	// startedOK is the first healthy startup sample since the current agent
-	// started (it probes startup again).
+	// startedOK is when a status written by the current agent (which
+	// probes startup again) first showed the instance started.
 	startedOK time.Duration
-	lastBad   [3]time.Duration // latest unhealthy sample
-	last      time.Duration    // latest sample
 	gone      bool
 }
 
@@ -93,26 +91,38 @@ func (c *Checker) containerSpec(uid types.UID, name string) *corev1.Container {
 	return nil
 }
 
-// endpointHealthy asks the fake runtime how the probe's endpoint of
-// container id answers now.
-func (c *Checker) endpointHealthy(id string, p *corev1.Probe) bool {
-	rt := c.h.Runtime
+// endpointHealthy says how the probe's endpoint of container id answers
+// (answered) at time at, from the fake runtime's script.
+func (c *Checker) endpointHealthy(id string, p *corev1.Probe, at time.Time) bool {
+	e, ok := c.h.Runtime.EndpointsAt(id, at)
+	if !ok {
+		return false
+	}
 	switch h := p.ProbeHandler; {
 	case h.Exec != nil:
-		code, err := rt.ProbeExec(id, h.Exec.Command)
-		return err == nil && code == 0
+		return e.ExecHealthy(h.Exec.Command)
 	case h.HTTPGet != nil:
-		code, _, err := rt.ProbeHTTPRedirect(id, h.HTTPGet.Port.IntValue(), strings.TrimPrefix(h.HTTPGet.Path, "/"))
-		return err == nil && code >= 200 && code < 400
+		return e.HTTPHealthy(h.HTTPGet.Port.IntValue(), strings.TrimPrefix(h.HTTPGet.Path, "/"))
 	case h.TCPSocket != nil:
-		return rt.ProbeTCP(id, h.TCPSocket.Port.IntValue()) == nil
+		return e.TCPHealthy(h.TCPSocket.Port.IntValue())
 	case h.GRPC != nil:
 		svc := ""
 		if h.GRPC.Service != nil {
 			svc = *h.GRPC.Service
 		}
-		ok, err := rt.ProbeGRPC(id, int(h.GRPC.Port), svc)
-		return err == nil && ok
+		return e.GRPCHealthy(int(h.GRPC.Port), svc)
+	}
+	return false
+}
+
+// unhealthyWithin reports whether the endpoint answered unhealthy at some
+// instant of [from, to] (looked at every 100 ms, and at to).
+func (c *Checker) unhealthyWithin(id string, p *corev1.Probe, from, to time.Duration) bool {
+	base := c.h.K.Now().Add(-c.h.K.Elapsed())
+	for t := to; t >= from; t -= 100 * time.Millisecond {
+		if !c.endpointHealthy(id, p, base.Add(t)) {
+			return true
+		}
 	}
 	return false
 }
@@ -131,28 +141,23 @@ func (c *Checker) sample(id string, uid types.UID, name string, now time.Duratio
 			started = c.elapsedAt(st.Status.StartedAt)
 		}
 		pi = &probedInstance{uid: uid, name: name, started: started, startedOK: -1,
-			unhealthy: [3]time.Duration{-1, -1, -1}, healthy: [3]time.Duration{-1, -1, -1}, lastBad: [3]time.Duration{-1, -1, -1}}
+			unhealthy: [3]time.Duration{-1, -1, -1}, healthy: [3]time.Duration{-1, -1, -1}}
 		c.probes.insts[id] = pi
 	}
 	if pi.gone {
 		return pi
 	}
-	pi.last = now
 	for i, k := range probeKinds {
 		p := probeOf(spec, k)
 		if p == nil {
 			continue
 		}
-		if c.endpointHealthy(id, p) {
+		if c.endpointHealthy(id, p, c.h.K.Now()) {
 			pi.unhealthy[i] = -1
 			if pi.healthy[i] < 0 {
 				pi.healthy[i] = now
 			}
-			if k == StartupProbe && pi.startedOK < 0 && c.probes.agentUp >= 0 {
-				pi.startedOK = now
-			}
 		} else {
-			pi.lastBad[i] = now
 			if pi.unhealthy[i] < 0 {
 				pi.unhealthy[i] = now
 			}
@@ -259,9 +264,6 @@ func (c *Checker) judgeStop(id string, pi *probedInstance) {
 		return
 	}
 	killed := c.elapsedAt(st.Status.FinishedAt)
-	if pi.last < killed-time.Second {
-		return // not watched closely enough to judge (no check just before)
-	}
 	justified := func(k ProbeKind, from time.Duration) bool {
 		p := probeOf(spec, k)
 		if p == nil || from < 0 {
@@ -269,8 +271,7 @@ func (c *Checker) judgeStop(id string, pi *probedInstance) {
 		}
 		period, timeout, delay, failures, _ := probeTiming(p)
 		earliest := max(from, pi.started+delay) + time.Duration(failures-1)*period
-		i := int(k)
-		return killed+time.Second >= earliest && pi.lastBad[i] >= 0 && pi.lastBad[i] >= killed-period-timeout-time.Second
+		return killed+time.Second >= earliest && c.unhealthyWithin(id, p, killed-period-timeout-time.Second, killed)
 	}
 	if justified(StartupProbe, pi.started) {
 		return
@@ -306,6 +307,9 @@ func (c *Checker) onWriteProbes(r apiserver.Record) {
 		pi := c.sample(id, p.UID, cs.Name, now)
 		if pi == nil || pi.gone {
 			continue
+		}
+		if cs.Started != nil && *cs.Started && pi.startedOK < 0 && c.probes.agentUp >= 0 && r.Actor == apiserver.ActorAgent {
+			pi.startedOK = now
 		}
 		if rp := spec.ReadinessProbe; rp != nil && cs.Ready && pi.healthy[1] < 0 {
 			c.fail("fresh-probe-results", "container %s of pod %s/%s (%s) reported ready though its readiness endpoint never answered healthy",

@@ -8,6 +8,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"pgregory.net/rapid"
 
 	"github.com/lockstep-dev/lockstep/sim/harness"
@@ -156,6 +157,35 @@ func TestScenarioProbeFailure(t *testing.T) {
 		for _, v := range c.Violations() {
 			rt.Errorf("%s", v)
 		}
+		// Probes keep killing containers: a kill just before the end is
+		// not in the status yet. Give the status a few seconds to catch up.
+		for range 5 {
+			if runningStatusesMatch(h) {
+				break
+			}
+			if err := RunChecked(h, c, time.Second, 100*time.Millisecond); err != nil {
+				rt.Fatal(err)
+			}
+		}
 		checkConverged(rt, h, created, deleted)
 	})
+}
+
+// runningStatusesMatch reports whether every container the API reports
+// running runs.
+func runningStatusesMatch(h *harness.Harness) bool {
+	running := map[string]bool{}
+	for _, ct := range TrueContainers(h) {
+		if ct.State == runtimeapi.ContainerState_CONTAINER_RUNNING {
+			running["fakecri://"+ct.ID] = true
+		}
+	}
+	for _, p := range h.API.User().ListAllPods() {
+		for _, cs := range p.Status.ContainerStatuses {
+			if cs.State.Running != nil && !running[cs.ContainerID] {
+				return false
+			}
+		}
+	}
+	return true
 }
