@@ -16,40 +16,6 @@ import (
 	"github.com/lockstep-dev/lockstep/sim/harness"
 )
 
-// ProbeKind says which probe a pod option sets.
-type ProbeKind int
-
-// The probe kinds.
-const (
-	LivenessProbe ProbeKind = iota
-	ReadinessProbe
-	StartupProbe
-)
-
-// WithProbe sets a probe of kind on container.
-func WithProbe(container string, kind ProbeKind, p *corev1.Probe) PodOption {
-	return func(pod *corev1.Pod) {
-		c := findOrAdd(pod, container)
-		switch kind {
-		case LivenessProbe:
-			c.LivenessProbe = p
-		case ReadinessProbe:
-			c.ReadinessProbe = p
-		default:
-			c.StartupProbe = p
-		}
-	}
-}
-
-// HTTPProbe is an HTTP GET probe of port and path with period and
-// thresholds (timeout 1 s).
-func HTTPProbe(port int, path string, period, success, failure int32) *corev1.Probe {
-	return &corev1.Probe{
-		ProbeHandler:  corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Port: intstr.FromInt32(int32(port)), Path: path}},
-		PeriodSeconds: period, SuccessThreshold: success, FailureThreshold: failure, TimeoutSeconds: 1,
-	}
-}
-
 // eventsOf returns the reason and message of the events on a pod, in order.
 func eventsOf(h *harness.Harness, uid types.UID, reasons ...string) []string {
 	var out []string

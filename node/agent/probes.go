@@ -30,7 +30,8 @@ func (a *Agent) newProber() *prober.Manager {
 				a.WakePod(uid)
 			}
 		},
-		Event: a.containerEvent,
+		Event:  a.containerEvent,
+		HostIP: a.cfg.Node.HostIP,
 	}
 	if a.cfg.Metrics != nil {
 		cfg.Observer = probeMetrics{a.cfg.Metrics}

@@ -37,6 +37,9 @@ type Config struct {
 	Event func(pod *corev1.Pod, container, eventType, reason, message string)
 	// Observer receives every probe run (nil: none).
 	Observer Observer
+	// HostIP is the default probe host of host-network pods (their
+	// sandboxes have no IP of their own).
+	HostIP string
 }
 
 // key names one worker.
@@ -330,6 +333,9 @@ func (m *Manager) view(k key, tk *task) (View, string) {
 	podIP := ""
 	if sb, ok := st.LatestSandbox(); ok {
 		podIP = sb.IP
+	}
+	if podIP == "" && tk.pod.Spec.HostNetwork {
+		podIP = m.cfg.HostIP
 	}
 	c, ok := st.Latest(k.container)
 	if !ok || c.State == podstate.ContainerCreated {

@@ -57,7 +57,7 @@ func (f fakeExec) ExecSync(_ context.Context, _ string, cmd []string, timeout ti
 
 type exitErr int
 
-func (e exitErr) Error() string    { return fmt.Sprintf("exit %d", int(e)) }
+func (e exitErr) Error() string   { return fmt.Sprintf("exit %d", int(e)) }
 func (e exitErr) ExitStatus() int { return int(e) }
 
 func httpProbe(port intstr.IntOrString, path string, headers ...corev1.HTTPHeader) *corev1.Probe {

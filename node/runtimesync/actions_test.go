@@ -220,7 +220,7 @@ func TestComputeActions(t *testing.T) {
 			name: "liveness failed: kill now, restart after the exit",
 			pod:  testPod(always, nil, "app"), status: podStatus(sb, ctr("c1", "app", podstate.ContainerRunning, 0, 0, 0)),
 			unhealthy: map[string]string{"c1": "liveness probe failed"},
-			want: Actions{SandboxID: "sb1", Kill: []ContainerKill{{ID: "c1", Name: "app", Reason: "liveness probe failed", Message: "liveness probe failed"}}},
+			want:      Actions{SandboxID: "sb1", Kill: []ContainerKill{{ID: "c1", Name: "app", Reason: "liveness probe failed", Message: "liveness probe failed"}}},
 		},
 		{
 			name: "liveness failed under Never: kill, and the pod is done",
