@@ -8,10 +8,14 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
+	"github.com/lockstep-dev/lockstep/node/agent"
+	"github.com/lockstep-dev/lockstep/node/metrics"
 	"github.com/lockstep-dev/lockstep/sim/apiserver"
 	"github.com/lockstep-dev/lockstep/sim/harness"
 )
@@ -364,5 +368,50 @@ func TestProbeFailureBacksOff(t *testing.T) {
 	}
 	if v := c.Violations(); len(v) > 0 {
 		t.Errorf("violations: %v", v)
+	}
+}
+
+// Probe runs are counted under the kubelet's names on the probe registry
+// (served on /metrics/probes): prober_probe_total by type and result, and
+// prober_probe_duration_seconds for runs that got an answer.
+func TestProbeMetrics(t *testing.T) {
+	main, probes := prometheus.NewRegistry(), prometheus.NewRegistry()
+	h := harness.New(harness.Config{Seed: 23, Agent: agent.Config{Metrics: metrics.NewWithProbes(main, probes)}})
+	t.Cleanup(h.Close)
+	h.StartAgent()
+	pod := mustCreate(t, h, NewPod("counted", h.NodeName, Env("app", "FAKECRI_EXEC", "check=1,20s:0"),
+		WithProbe("app", ReadinessProbe, &corev1.Probe{ProbeHandler: corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: []string{"check"}}}, PeriodSeconds: 5})))
+	if err := h.K.RunFor(time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	mfs, err := probes.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]float64{}
+	for _, mf := range mfs {
+		for _, m := range mf.GetMetric() {
+			labels := map[string]string{}
+			for _, l := range m.GetLabel() {
+				labels[l.GetName()] = l.GetValue()
+			}
+			if labels["pod_uid"] != "" && labels["pod_uid"] != string(pod.UID) || labels["pod"] != "counted" || labels["container"] != "app" {
+				t.Errorf("%s: unexpected labels %v", mf.GetName(), labels)
+			}
+			switch mf.GetName() {
+			case metrics.ProberProbeTotal:
+				got[labels["probe_type"]+"/"+labels["result"]] = m.GetCounter().GetValue()
+			case metrics.ProberProbeDurationSeconds:
+				got["duration/"+labels["probe_type"]] = float64(m.GetHistogram().GetSampleCount())
+			}
+		}
+	}
+	// Probes every 5 s for a minute: about 4 failures before 20 s, the
+	// rest successes; every run has a duration.
+	if f, s := got["Readiness/failed"], got["Readiness/successful"]; f < 3 || f > 5 || s < 7 || s > 10 || got["duration/Readiness"] != f+s {
+		t.Errorf("probe metrics %v; want 3-5 failed, 7-10 successful Readiness runs, each with a duration", got)
+	}
+	if n, err := testutil.GatherAndCount(main, metrics.ProberProbeTotal); err != nil || n != 0 {
+		t.Errorf("%s on the main registry: %d series (%v); want none", metrics.ProberProbeTotal, n, err)
 	}
 }
