@@ -31,6 +31,7 @@ bench:
 	$(GO) test -run '^$$' -bench 'PodStartThroughput' -benchtime 1x -cpu 1 ./bench/
 	$(GO) test -run '^$$' -bench 'Relist' -benchtime 2s -cpu 1 ./bench/
 	$(GO) test -run '^$$' -bench 'FakeCRI' -benchtime 1s -cpu 1 ./bench/
+	$(GO) test -run '^$$' -bench 'Probes' -benchtime 1x -cpu 1 ./bench/
 
 ## sim: a seeded simulation of the demo workload (SEED=n to choose the seed)
 sim:
