@@ -38,4 +38,3 @@ func HTTPProbe(port int, path string, period, success, failure int32) *corev1.Pr
 		PeriodSeconds: period, SuccessThreshold: success, FailureThreshold: failure, TimeoutSeconds: 1,
 	}
 }
-

@@ -3,6 +3,7 @@ package scenarios
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -413,5 +414,46 @@ func TestProbeMetrics(t *testing.T) {
 	}
 	if n, err := testutil.GatherAndCount(main, metrics.ProberProbeTotal); err != nil || n != 0 {
 		t.Errorf("%s on the main registry: %d series (%v); want none", metrics.ProberProbeTotal, n, err)
+	}
+}
+
+// Probed runs are deterministic: the same seed gives the same trace,
+// whatever GOMAXPROCS is, with probes of every handler failing and
+// recovering and an agent crash (the restarted agent draws its workers'
+// first offsets again); another seed gives another trace.
+func TestProbeRunsAreDeterministic(t *testing.T) {
+	run := func(seed uint64) string {
+		h := harness.New(harness.Config{Seed: seed})
+		defer h.Close()
+		h.StartAgent()
+		svc := "db"
+		mustCreate(t, h, NewPod("mixed", h.NodeName,
+			Env("app", "FAKECRI_HTTP", "8080/healthz=200,30s:500"),
+			Env("app", "FAKECRI_EXEC", "check=1,10s:0,50s:hang"),
+			Env("app", "FAKECRI_GRPC", "9090/db=not_serving,5s:serving"),
+			WithProbe("app", LivenessProbe, HTTPProbe(8080, "/healthz", 3, 1, 2)),
+			WithProbe("app", ReadinessProbe, &corev1.Probe{ProbeHandler: corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: []string{"check"}}}, PeriodSeconds: 2}),
+			WithProbe("app", StartupProbe, &corev1.Probe{ProbeHandler: corev1.ProbeHandler{GRPC: &corev1.GRPCAction{Port: 9090, Service: &svc}}, PeriodSeconds: 1, FailureThreshold: 10})))
+		if err := h.K.RunFor(45 * time.Second); err != nil {
+			t.Fatal(err)
+		}
+		h.CrashAgent()
+		h.StartAgent()
+		if err := h.K.RunFor(90 * time.Second); err != nil {
+			t.Fatal(err)
+		}
+		return h.K.Trace().Hash()
+	}
+	first := run(5)
+	for _, procs := range []int{1, 4} {
+		prev := runtime.GOMAXPROCS(procs)
+		got := run(5)
+		runtime.GOMAXPROCS(prev)
+		if got != first {
+			t.Errorf("GOMAXPROCS=%d: trace hash %s; first run %s", procs, got, first)
+		}
+	}
+	if other := run(6); other == first {
+		t.Errorf("seeds 5 and 6 gave the same trace %s", first)
 	}
 }
