@@ -3,7 +3,6 @@ package prober
 import (
 	"context"
 	"fmt"
-	"maps"
 	"slices"
 	"sync"
 	"time"
@@ -228,7 +227,7 @@ func (tk *task) wake() {
 // run is a worker's task: look, maybe probe, wait for the next tick or a
 // wake-up, until the worker stops or the pod is removed.
 func (m *Manager) run(ctx context.Context, k key, tk *task) {
-	defer m.finish(k, tk)
+	defer finish(tk)
 	period := tk.w.Spec.Period
 	if m.cfg.Clock.Since(m.start) < period {
 		if m.cfg.Tasks.Sleep(ctx, time.Duration(m.cfg.Rand.IntN(int(period)))) != nil {
@@ -256,7 +255,7 @@ func (m *Manager) run(ctx context.Context, k key, tk *task) {
 // finish ends a worker's task. A worker that stopped by itself (its
 // container exited for good) stays registered, so AddPod does not start
 // it again; RemovePod forgets it.
-func (m *Manager) finish(_ key, tk *task) { tk.cancel() }
+func finish(tk *task) { tk.cancel() }
 
 // step is one wake-up of a worker; false stops it.
 func (m *Manager) step(ctx context.Context, k key, tk *task) bool {
@@ -428,16 +427,4 @@ func (m *Manager) Failed(pod *corev1.Pod, id string) (name string, t Type, grace
 		}
 	}
 	return "", 0, nil, false
-}
-
-// Keys returns the running workers, for tests: "<uid>/<container>/<type>".
-func (m *Manager) Keys() []string {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	var out []string
-	for k := range maps.Keys(m.workers) {
-		out = append(out, fmt.Sprintf("%s/%s/%s", k.uid, k.container, k.typ))
-	}
-	slices.Sort(out)
-	return out
 }
