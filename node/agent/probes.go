@@ -32,6 +32,7 @@ func (a *Agent) newProber() *prober.Manager {
 		},
 		Event:  a.containerEvent,
 		HostIP: a.cfg.Node.HostIP,
+		Log:    a.d.Log,
 	}
 	if a.cfg.Metrics != nil {
 		cfg.Observer = probeMetrics{a.cfg.Metrics}

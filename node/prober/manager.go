@@ -3,6 +3,7 @@ package prober
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"slices"
 	"sync"
 	"time"
@@ -36,6 +37,8 @@ type Config struct {
 	Event func(pod *corev1.Pod, container, eventType, reason, message string)
 	// Observer receives every probe run (nil: none).
 	Observer Observer
+	// Log receives verdict changes (nil: none).
+	Log *slog.Logger
 	// HostIP is the default probe host of host-network pods (their
 	// sandboxes have no IP of their own).
 	HostIP string
@@ -205,13 +208,20 @@ func (m *Manager) result(id string, t Type) (Result, bool) {
 }
 
 // set records a verdict and reports a change.
-func (m *Manager) set(uid types.UID, id string, t Type, r Result) {
+func (m *Manager) set(k key, id string, r Result, why string) {
 	m.mu.Lock()
-	old, ok := m.results[resultKey{id, t}]
-	m.results[resultKey{id, t}] = r
+	old, ok := m.results[resultKey{id, k.typ}]
+	m.results[resultKey{id, k.typ}] = r
 	m.mu.Unlock()
-	if (!ok || old != r) && m.cfg.Changed != nil {
-		m.cfg.Changed(uid, t, r)
+	if ok && old == r {
+		return
+	}
+	if m.cfg.Log != nil {
+		m.cfg.Log.Info("probe verdict", "uid", string(k.uid), "container", k.container, "id", id,
+			"probe", k.typ.String(), "result", r.String(), "why", why)
+	}
+	if m.cfg.Changed != nil {
+		m.cfg.Changed(k.uid, k.typ, r)
 	}
 }
 
@@ -261,7 +271,7 @@ func finish(tk *task) { tk.cancel() }
 func (m *Manager) step(ctx context.Context, k key, tk *task) bool {
 	v, podIP := m.view(k, tk)
 	st := tk.w.Observe(v)
-	m.apply(k, st)
+	m.apply(k, st, fmt.Sprintf("running=%v started=%v terminating=%v", v.Running, v.Started, v.Terminating))
 	if st.Stop {
 		return false
 	}
@@ -277,18 +287,18 @@ func (m *Manager) step(ctx context.Context, k key, tk *task) bool {
 	if err != nil {
 		out.Result = Unknown
 	}
-	m.apply(k, tk.w.Record(out.Result))
+	m.apply(k, tk.w.Record(out.Result), "probe: "+out.Output)
 	return true
 }
 
-func (m *Manager) apply(k key, st Step) {
+func (m *Manager) apply(k key, st Step, why string) {
 	if st.Forget != "" {
 		m.mu.Lock()
 		delete(m.results, resultKey{st.Forget, k.typ})
 		m.mu.Unlock()
 	}
 	if st.Set {
-		m.set(k.uid, st.ID, k.typ, st.Result)
+		m.set(k, st.ID, st.Result, why)
 	}
 }
 
