@@ -130,6 +130,10 @@ func port(p intstr.IntOrString, c *corev1.Container) (int, error) {
 	return 0, fmt.Errorf("no container port named %q in container %q", p.StrVal, c.Name)
 }
 
+// errNoIP: the pod has no IP (yet) to probe; the probe does not run (it
+// must not dial the node's own address instead).
+var errNoIP = errors.New("the pod has no IP yet")
+
 func hostOr(host, podIP string) string {
 	if host != "" {
 		return host
@@ -150,7 +154,11 @@ func (r *Runner) httpGet(ctx context.Context, h *corev1.HTTPGetAction, t Target)
 	if path != "" && !strings.HasPrefix(path, "/") {
 		path = "/" + path
 	}
-	u, err := url.Parse(fmt.Sprintf("%s://%s%s", scheme, net.JoinHostPort(hostOr(h.Host, t.PodIP), strconv.Itoa(n)), path))
+	host := hostOr(h.Host, t.PodIP)
+	if host == "" {
+		return Outcome{}, errNoIP
+	}
+	u, err := url.Parse(fmt.Sprintf("%s://%s%s", scheme, net.JoinHostPort(host, strconv.Itoa(n)), path))
 	if err != nil {
 		return Outcome{}, fmt.Errorf("HTTP probe URL of container %q: %w", t.Container.Name, err)
 	}
@@ -211,7 +219,11 @@ func (r *Runner) tcp(ctx context.Context, h *corev1.TCPSocketAction, t Target) (
 	if err != nil {
 		return Outcome{}, err
 	}
-	if err := r.Net.DialTCP(ctx, hostOr(h.Host, t.PodIP), n); err != nil {
+	host := hostOr(h.Host, t.PodIP)
+	if host == "" {
+		return Outcome{}, errNoIP
+	}
+	if err := r.Net.DialTCP(ctx, host, n); err != nil {
 		return Outcome{Result: Failure, Output: err.Error()}, nil
 	}
 	return Outcome{Result: Success}, nil
@@ -221,6 +233,9 @@ func (r *Runner) grpc(ctx context.Context, h *corev1.GRPCAction, t Target) (Outc
 	service := ""
 	if h.Service != nil {
 		service = *h.Service
+	}
+	if t.PodIP == "" {
+		return Outcome{}, errNoIP
 	}
 	st, err := r.Net.GRPCHealth(ctx, t.PodIP, int(h.Port), service)
 	switch {

@@ -190,8 +190,13 @@ func TestRunnerErrors(t *testing.T) {
 		"unknown named port": httpProbe(intstr.FromString("web"), "/"),
 		"exec runtime error": {ProbeHandler: corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: []string{"x"}}}},
 		"no handler":         {},
+		"no pod IP":          {ProbeHandler: corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromInt32(80)}}},
 	} {
-		if _, err := r.Run(context.Background(), p, time.Second, target); err == nil {
+		tg := target
+		if name == "no pod IP" {
+			tg.PodIP = ""
+		}
+		if _, err := r.Run(context.Background(), p, time.Second, tg); err == nil {
 			t.Errorf("%s: no error", name)
 		}
 	}
