@@ -352,7 +352,7 @@ func (m *Manager) view(k key, tk *task) (View, string) {
 	}
 	v.ID, v.StartedAt = c.ID, c.StartedAt
 	v.Running = c.State == podstate.ContainerRunning
-	v.Exited = !v.Running
+	v.Exited = c.State == podstate.ContainerExited
 	v.Started = m.started(tk.c, c.ID)
 	return v, podIP
 }

@@ -13,7 +13,8 @@ type View struct {
 	// Running: the instance runs, since StartedAt.
 	Running   bool
 	StartedAt time.Time
-	// Exited: the instance finished.
+	// Exited: the instance finished (neither Running nor Exited: its state
+	// is unknown).
 	Exited bool
 	// Started: the instance's startup probe succeeded (or it has none).
 	Started bool
@@ -79,8 +80,12 @@ func (w *Worker) Observe(v View) Step {
 		return st
 	}
 	if !v.Running {
-		st.Set, st.ID, st.Result = true, w.id, Failure
-		st.Stop = v.Exited && v.RestartNever
+		// Only an exited instance has failed for sure; one in an unknown
+		// state (a runtime's passing answer) is left as it is.
+		if v.Exited {
+			st.Set, st.ID, st.Result = true, w.id, Failure
+			st.Stop = v.RestartNever
+		}
 		return st
 	}
 	if v.Now.Before(v.StartedAt.Add(w.Spec.InitialDelay)) {

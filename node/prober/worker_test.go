@@ -199,6 +199,17 @@ see c1 running @0 -> set c1=success, probe
 probe failure -> set c1=failure
 see c1 running terminating @20 -> set c1=success`,
 	}, {
+		name: "an instance in an unknown state changes nothing",
+		typ:  Liveness, spec: Spec{Period: 10 * time.Second, SuccessThreshold: 1, FailureThreshold: 1},
+		in: `
+see c1 running @0
+see c1 unknown @10
+see c1 running @20`,
+		want: `
+see c1 running @0 -> set c1=success, probe
+see c1 unknown @10 -> -
+see c1 running @20 -> probe`,
+	}, {
 		name: "exited for good under restartPolicy Never: failure, and the worker stops",
 		typ:  Readiness, spec: spec,
 		in: `
