@@ -44,6 +44,7 @@ bench:
 	$(GO) test -run '^$$' -bench 'SimMixed/pods=(10|50)$$' -benchtime 20x -cpu 1 ./bench/
 	$(GO) test -run '^$$' -bench 'SimMixed/pods=100$$' -benchtime 5x -cpu 1 ./bench/
 	$(GO) test -run '^$$' -bench 'SimMixed/pods=1000$$' -benchtime 1x -cpu 1 -timeout 30m ./bench/
+	$(GO) test -run '^$$' -bench 'Probes' -benchtime 1x -cpu 1 ./bench/
 
 SIM_SEEDS    ?= 1..2000
 SIM_PARALLEL ?= 2

@@ -134,14 +134,21 @@ func (e *ProbeError) Error() string {
 // ProbeHTTP answers an HTTP GET on a container's port and path at the
 // clock's now, from FAKECRI_HTTP. Unscripted ports answer 200.
 func (r *Runtime) ProbeHTTP(containerID string, port int, path string) (int, error) {
+	code, _, err := r.ProbeHTTPRedirect(containerID, port, path)
+	return code, err
+}
+
+// ProbeHTTPRedirect is ProbeHTTP with the Location of a scripted redirect
+// ("302>http://elsewhere/").
+func (r *Runtime) ProbeHTTPRedirect(containerID string, port int, path string) (code int, location string, err error) {
 	ans, scripted, err := r.probe(containerID, port, func(s *script) []rule { return s.http }, path)
 	if err != nil {
-		return 0, err
+		return 0, "", err
 	}
 	if !scripted {
-		return 200, nil
+		return 200, "", nil
 	}
-	return ans.value, nil
+	return ans.value, ans.location, nil
 }
 
 // ProbeTCP answers a TCP connect to a container's port at the clock's now,
@@ -220,4 +227,91 @@ func (r *Runtime) ContainerAt(ip string, port int) (string, bool) {
 		return first, first != ""
 	}
 	return "", false
+}
+
+// ProbeExec is the exit code an exec of cmd in a running container would
+// give at the clock's now, from FAKECRI_EXEC, without running it (for
+// checkers): a "hang" answer is a ProbeTimeout error, a container not
+// running a ProbeRefused one.
+func (r *Runtime) ProbeExec(containerID string, cmd []string) (int, error) {
+	r.mu.Lock()
+	defer r.unlock()
+	now := r.now()
+	r.advance(now)
+	c, ok := r.containers[containerID]
+	if !ok {
+		return 0, &ProbeError{Failure: ProbeNoContainer, ContainerID: containerID}
+	}
+	if c.state != runningState {
+		return 0, &ProbeError{Failure: ProbeRefused, ContainerID: containerID}
+	}
+	rl, scripted := findExecRule(c.script.exec, cmd)
+	if !scripted {
+		if len(cmd) > 0 && cmd[0] == "false" {
+			return 1, nil
+		}
+		return 0, nil
+	}
+	ans := rl.tl.at(time.Duration(now - c.startedAt))
+	if ans.kind == answerHang {
+		return 0, &ProbeError{Failure: ProbeTimeout, ContainerID: containerID}
+	}
+	return ans.value, nil
+}
+
+// Endpoints is how a container's scripted endpoints and execs answer at
+// one instant of its life, whatever its state then (for checkers that
+// judge a probe after the fact). Unscripted endpoints are healthy.
+type Endpoints struct {
+	s *script
+	d time.Duration
+}
+
+// EndpointsAt returns the container's endpoints as they answer at time at
+// (false: no such container, or it never started).
+func (r *Runtime) EndpointsAt(containerID string, at time.Time) (Endpoints, bool) {
+	r.mu.Lock()
+	defer r.unlock()
+	c, ok := r.containers[containerID]
+	if !ok || c.startedAt == 0 {
+		return Endpoints{}, false
+	}
+	return Endpoints{s: c.script, d: time.Duration(at.UnixNano() - c.startedAt)}, true
+}
+
+func (e Endpoints) answer(rules []rule, port int, sub string) (answer, bool) {
+	rl, ok := findRule(rules, port, sub)
+	if !ok {
+		return answer{}, false
+	}
+	return rl.tl.at(e.d), true
+}
+
+// HTTPHealthy: an HTTP GET of port and path (without its leading "/")
+// answers 200–399.
+func (e Endpoints) HTTPHealthy(port int, path string) bool {
+	a, ok := e.answer(e.s.http, port, path)
+	return !ok || a.kind == answerValue && a.value >= 200 && a.value < 400
+}
+
+// TCPHealthy: a TCP connect to port succeeds.
+func (e Endpoints) TCPHealthy(port int) bool {
+	a, ok := e.answer(e.s.tcp, port, "")
+	return !ok || a.kind == answerValue
+}
+
+// GRPCHealthy: a gRPC health check of service on port answers SERVING.
+func (e Endpoints) GRPCHealthy(port int, service string) bool {
+	a, ok := e.answer(e.s.grpc, port, service)
+	return !ok || a.kind == answerValue && a.value == grpcServing
+}
+
+// ExecHealthy: an exec of cmd exits 0 without hanging.
+func (e Endpoints) ExecHealthy(cmd []string) bool {
+	rl, ok := findExecRule(e.s.exec, cmd)
+	if !ok {
+		return len(cmd) == 0 || cmd[0] != "false"
+	}
+	a := rl.tl.at(e.d)
+	return a.kind == answerValue && a.value == 0
 }

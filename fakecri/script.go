@@ -56,6 +56,8 @@ const (
 type answer struct {
 	kind  answerKind
 	value int
+	// location is an HTTP redirect's Location ("302>http://host/path").
+	location string
 }
 
 // step is the answer from time at (since start) on.
@@ -324,8 +326,17 @@ func parseExecAnswer(v string) (answer, error) {
 	return answer{value: n}, nil
 }
 
-// parseHTTPAnswer: a status 100..599, "down" or "hang".
+// parseHTTPAnswer: a status 100..599 (a redirect may name its Location:
+// "302>http://host/path"), "down" or "hang".
 func parseHTTPAnswer(v string) (answer, error) {
+	if code, loc, ok := strings.Cut(v, ">"); ok {
+		a, err := parseHTTPAnswer(code)
+		if err != nil || a.kind != answerValue || a.value < 300 || a.value > 399 || loc == "" {
+			return answer{}, fmt.Errorf("HTTP answer %q: want <3xx status>><location>", v)
+		}
+		a.location = loc
+		return a, nil
+	}
 	switch v {
 	case "down":
 		return answer{kind: answerDown}, nil

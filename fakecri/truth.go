@@ -102,3 +102,35 @@ func (r *Runtime) TrueSandboxConfig(id string) (*runtimeapi.PodSandboxConfig, bo
 	}
 	return proto.Clone(sb.config).(*runtimeapi.PodSandboxConfig), true
 }
+
+// TrueStartedAt reports when container id started (unix nanoseconds),
+// bypassing every injected fault; ok is false if it never started. For
+// invariant checkers, like TrueContainers.
+func (r *Runtime) TrueStartedAt(id string) (startedAt int64, ok bool) {
+	r.mu.Lock()
+	defer r.unlock()
+	now := r.now()
+	r.advance(now)
+	c := r.findContainerAt(id, now, false)
+	if c == nil || c.startedAt == 0 {
+		return 0, false
+	}
+	return c.startedAt, true
+}
+
+// TrueFinishedAt reports when container id exited (unix nanoseconds),
+// bypassing every injected fault; ok is false if it has not exited.
+func (r *Runtime) TrueFinishedAt(id string) (finishedAt int64, ok bool) {
+	r.mu.Lock()
+	defer r.unlock()
+	now := r.now()
+	r.advance(now)
+	c := r.findContainerAt(id, now, false)
+	if c == nil {
+		return 0, false
+	}
+	if st, _ := c.stateAt(now, false); st != runtimeapi.ContainerState_CONTAINER_EXITED {
+		return 0, false
+	}
+	return c.finishedAt, true
+}

@@ -40,13 +40,15 @@ type Checker struct {
 	suite     *suiteState // see invariants_suite.go
 	// volumesReported: volume losses already reported (invariants_volumes.go).
 	volumesReported map[string]bool
+	probes          *probeChecks // see invariants_probes.go
 }
 
 // NewChecker starts checking h's apiserver writes at once; call Check to
 // check the runtime.
 func NewChecker(h *harness.Harness) *Checker {
 	c := &Checker{h: h, instances: map[string]map[string]bool{}, policy: map[types.UID]corev1.RestartPolicy{},
-		lastPhase: map[types.UID]corev1.PodPhase{}, restarts: map[string]int32{}, term: newTerminationState(), suite: newSuiteState()}
+		lastPhase: map[types.UID]corev1.PodPhase{}, restarts: map[string]int32{}, term: newTerminationState(), suite: newSuiteState(),
+		probes: newProbeChecks()}
 	h.API.OnWrite(c.onWrite)
 	return c
 }
@@ -67,6 +69,7 @@ func (c *Checker) Check() {
 	c.checkSuite(truth)
 	c.checkTermination(truth)
 	c.checkVolumes(truth)
+	c.checkProbes(truth)
 	for _, ct := range truth {
 		key := string(ct.PodUID) + "/" + ct.Name
 		if ct.State == runtimeapi.ContainerState_CONTAINER_RUNNING {
@@ -97,6 +100,7 @@ func (c *Checker) onWrite(r apiserver.Record) {
 	}
 	c.onWriteTermination(r)
 	c.onWriteSuite(r)
+	c.onWriteProbes(r)
 	p := r.Pod
 	c.policy[p.UID] = p.Spec.RestartPolicy
 	prev, seen := c.lastPhase[p.UID]

@@ -32,17 +32,16 @@ func hasEvent(events []string, prefix, field string) bool {
 	return false
 }
 
-// TestUnsupportedFieldIsNamed: a pod with a liveness probe (not supported
+// TestUnsupportedFieldIsNamed: a pod with a resize policy (not supported
 // yet) runs without it, and says so: a Warning event and a status message
 // name the field.
 func TestUnsupportedFieldIsNamed(t *testing.T) {
 	h := start(t, 131)
 	mustCreate(t, h, NewPod("probed", h.NodeName, func(p *corev1.Pod) {
-		p.Spec.Containers[0].LivenessProbe = &corev1.Probe{ProbeHandler: corev1.ProbeHandler{
-			Exec: &corev1.ExecAction{Command: []string{"true"}}}}
+		p.Spec.Containers[0].ResizePolicy = []corev1.ContainerResizePolicy{{ResourceName: corev1.ResourceCPU, RestartPolicy: corev1.NotRequired}}
 	}))
 	runUntil(t, h, "probed Running", time.Minute, func() bool { return PodIs(h, "default", "probed", corev1.PodRunning, true) })
-	const field = "spec.containers[0].livenessProbe"
+	const field = "spec.containers[0].resizePolicy"
 	if ev := eventsAbout(h, "default", "probed"); !hasEvent(ev, "Warning UnsupportedPodField: ", field) {
 		t.Errorf("no Warning UnsupportedPodField event naming %s; events: %q", field, ev)
 	}

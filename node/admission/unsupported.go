@@ -34,7 +34,7 @@ const (
 )
 
 // Unsupported lists the fields of a pod the agent cannot honour yet, as
-// field paths ("spec.containers[0].livenessProbe"), in spec order.
+// field paths ("spec.containers[0].lifecycle"), in spec order.
 type Unsupported struct {
 	// Ignored fields: the pod runs without them.
 	Ignored []string
@@ -144,9 +144,6 @@ func ignoredContainerFields(init bool) []containerRule {
 		return func(c *corev1.Container) bool { return c.SecurityContext != nil && f(c.SecurityContext) }
 	}
 	rules := []containerRule{
-		{"livenessProbe", func(c *corev1.Container) bool { return c.LivenessProbe != nil }},
-		{"readinessProbe", func(c *corev1.Container) bool { return c.ReadinessProbe != nil }},
-		{"startupProbe", func(c *corev1.Container) bool { return c.StartupProbe != nil }},
 		{"lifecycle", func(c *corev1.Container) bool { return c.Lifecycle != nil }},
 		{"volumeDevices", func(c *corev1.Container) bool { return len(c.VolumeDevices) > 0 }},
 		{"restartPolicyRules", func(c *corev1.Container) bool { return len(c.RestartPolicyRules) > 0 }},

@@ -113,9 +113,6 @@ func TestCheck(t *testing.T) {
 		{name: "runtimeClassName is honoured, not flagged", mutate: func(p *corev1.Pod) { p.Spec.RuntimeClassName = ptr("gvisor") }},
 
 		// Ignored container fields.
-		{name: "livenessProbe", mutate: side(func(c *corev1.Container) { c.LivenessProbe = &corev1.Probe{} }), ignored: []string{c1 + "livenessProbe"}},
-		{name: "readinessProbe", mutate: side(func(c *corev1.Container) { c.ReadinessProbe = &corev1.Probe{} }), ignored: []string{c1 + "readinessProbe"}},
-		{name: "startupProbe", mutate: side(func(c *corev1.Container) { c.StartupProbe = &corev1.Probe{} }), ignored: []string{c1 + "startupProbe"}},
 		{name: "lifecycle", mutate: side(func(c *corev1.Container) { c.Lifecycle = &corev1.Lifecycle{} }), ignored: []string{c1 + "lifecycle"}},
 		{name: "volumeMounts", mutate: side(func(c *corev1.Container) { c.VolumeMounts = []corev1.VolumeMount{{Name: "v"}} })},
 		{name: "volumeDevices", mutate: side(func(c *corev1.Container) { c.VolumeDevices = []corev1.VolumeDevice{{Name: "v"}} }), ignored: []string{c1 + "volumeDevices"}},
@@ -139,8 +136,6 @@ func TestCheck(t *testing.T) {
 		{name: "sidecar (restartable init container)", mutate: func(p *corev1.Pod) {
 			p.Spec.InitContainers[0].RestartPolicy = ptr(corev1.ContainerRestartPolicyAlways)
 		}, ignored: []string{"spec.initContainers[0].restartPolicy"}},
-		{name: "init container probe", mutate: func(p *corev1.Pod) { p.Spec.InitContainers[0].StartupProbe = &corev1.Probe{} },
-			ignored: []string{"spec.initContainers[0].startupProbe"}},
 
 		// The security context is honoured (node/podspec): not flagged.
 		{name: "security context supported", mutate: func(p *corev1.Pod) {
@@ -163,11 +158,10 @@ func TestCheck(t *testing.T) {
 		{name: "both kinds, in spec order", mutate: func(p *corev1.Pod) {
 			p.Spec.Volumes = []corev1.Volume{{Name: "v", VolumeSource: corev1.VolumeSource{NFS: &corev1.NFSVolumeSource{}}}}
 			p.Spec.HostUsers = ptr(false)
-			p.Spec.Containers[0].LivenessProbe = &corev1.Probe{}
 			p.Spec.InitContainers[0].Lifecycle = &corev1.Lifecycle{}
 			p.Spec.RuntimeClassName = ptr("kata")
 		},
-			ignored: []string{"spec.volumes[0].nfs", "spec.initContainers[0].lifecycle", "spec.containers[0].livenessProbe"},
+			ignored: []string{"spec.volumes[0].nfs", "spec.initContainers[0].lifecycle"},
 			refused: []string{"spec.hostUsers"}},
 	}
 	for _, tc := range cases {

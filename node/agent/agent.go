@@ -24,6 +24,7 @@ import (
 	"github.com/lockstep-dev/lockstep/node/podspec"
 	"github.com/lockstep-dev/lockstep/node/podutil"
 	"github.com/lockstep-dev/lockstep/node/podworkers"
+	"github.com/lockstep-dev/lockstep/node/prober"
 	"github.com/lockstep-dev/lockstep/node/runtimesync"
 	"github.com/lockstep-dev/lockstep/node/status"
 	"github.com/lockstep-dev/lockstep/node/volume"
@@ -79,6 +80,7 @@ type Agent struct {
 	status  *status.Manager
 	node    *nodestatus.Manager
 	volumes *volume.Manager
+	probes  *prober.Manager
 
 	startTime time.Time
 
@@ -132,6 +134,7 @@ func New(d deps.Deps, cfg Config) *Agent {
 		expected: map[types.UID]map[string]expectation{},
 		sysctls:  sysctlAllowlist(d, cfg.AllowedUnsafeSysctls),
 	}
+	a.probes = a.newProber()
 	var sources []string
 	if d.API.Pods != nil {
 		sources = append(sources, podsource.SourceAPI)
@@ -168,6 +171,7 @@ func (a *Agent) Start(ctx context.Context) {
 	a.workers = podworkers.New(ctx, a.d.Core, a, a.queue, wc)
 	a.pleg.Start(ctx)
 	a.volumes.Start(ctx)
+	a.probes.Start(ctx)
 	if a.node != nil {
 		a.node.Start(ctx)
 	}
@@ -204,9 +208,8 @@ func (a *Agent) LastLoop() time.Time {
 	return a.lastLoop
 }
 
-// WakePod asks for a sync of the pod now: the hook through which probe
-// results (and anything else that learns something about a pod) wake the
-// SyncLoop.
+// WakePod asks for a sync of the pod now: probe verdict changes wake the
+// SyncLoop through it.
 func (a *Agent) WakePod(uid types.UID) {
 	if pod, ok := a.merger.Pod(uid); ok {
 		a.workers.UpdatePod(podworkers.Work{Type: podworkers.Sync, UID: uid, Pod: pod})
@@ -232,6 +235,9 @@ func (a *Agent) PLEGHealthy() (bool, error) { return a.pleg.Healthy() }
 
 // Pods returns the pods the agent manages (static pods included), sorted.
 func (a *Agent) Pods() []*corev1.Pod { return a.merger.Pods() }
+
+// ProbeWorkers is the number of running probe workers.
+func (a *Agent) ProbeWorkers() int { return a.probes.Workers() }
 
 // PodStatus returns the status the agent last computed for a pod.
 func (a *Agent) PodStatus(uid types.UID) (corev1.PodStatus, bool) { return a.status.PodStatus(uid) }

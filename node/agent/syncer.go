@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/lockstep-dev/lockstep/node/metrics"
 	"github.com/lockstep-dev/lockstep/node/podstate"
 	"github.com/lockstep-dev/lockstep/node/podutil"
 	"github.com/lockstep-dev/lockstep/node/podworkers"
@@ -61,7 +62,10 @@ func (a *Agent) SyncPod(ctx context.Context, pod *corev1.Pod, lastSync time.Time
 	}
 	prev := a.status.WithCachedStatus(pod)
 	terminal := podutil.IsTerminal(prev.Status.Phase)
-	res, syncErr := a.exec.SyncPod(ctx, pod, st, terminal, nil)
+	if !terminal {
+		a.probes.AddPod(pod)
+	}
+	res, syncErr := a.exec.SyncPod(ctx, pod, st, terminal, a.unhealthy(pod))
 	a.expect(pod.UID, res.Started)
 
 	waiting := make(map[string]status.Waiting, len(res.Waiting))
@@ -69,7 +73,7 @@ func (a *Agent) SyncPod(ctx context.Context, pod *corev1.Pod, lastSync time.Time
 		waiting[name] = status.Waiting{Reason: w.Reason, Message: w.Message}
 	}
 	now := a.d.Clock.Now()
-	s := withUnsupportedMessage(status.Generate(prev, st, waiting, nil, a.nodeAddrs(), now), unsupported)
+	s := withUnsupportedMessage(status.Generate(prev, st, waiting, a.probes.ForPod(pod, st), a.nodeAddrs(), now), unsupported)
 	if s.Phase == corev1.PodRunning && prev.Status.Phase != corev1.PodRunning && !pod.CreationTimestamp.IsZero() {
 		a.cfg.Metrics.ObservePodStartDuration(now.Sub(pod.CreationTimestamp.Time))
 	}
@@ -100,6 +104,7 @@ func (a *Agent) otherStaticInstance(pod *corev1.Pod) (types.UID, bool) {
 // SyncTerminatingPod stops every container of the pod within the grace
 // period and confirms nothing still runs.
 func (a *Agent) SyncTerminatingPod(ctx context.Context, uid types.UID, pod *corev1.Pod, grace int64, lastSync time.Time) error {
+	a.probes.Terminating(uid)
 	st, err := a.pleg.Cache().GetNewerThan(ctx, uid, a.since(lastSync))
 	if err != nil {
 		return fmt.Errorf("wait for the runtime view of terminating pod %s: %w", uid, err)
@@ -117,7 +122,7 @@ func (a *Agent) SyncTerminatingPod(ctx context.Context, uid types.UID, pod *core
 	if pod != nil && !a.refused(pod) { // a refused pod keeps the status of its refusal
 		prev := a.status.WithCachedStatus(pod)
 		now := a.d.Clock.Now()
-		s := status.Generate(prev, after, nil, nil, a.nodeAddrs(), now)
+		s := status.Generate(prev, after, nil, a.probes.ForPod(pod, after), a.nodeAddrs(), now)
 		a.status.SetPodStatus(pod, status.Terminate(prev, s, now))
 	}
 	return nil
@@ -131,6 +136,10 @@ func (a *Agent) SyncTerminatedPod(_ context.Context, uid types.UID, pod *corev1.
 	a.mu.Unlock()
 	a.forgetUnsupported(uid)
 	a.volumes.RemovePod(uid)
+	a.probes.RemovePod(uid)
+	if pod != nil {
+		a.cfg.Metrics.ForgetProbes(metrics.ProbeTarget{Namespace: pod.Namespace, Pod: pod.Name, PodUID: string(uid)})
+	}
 	if pod == nil || podutil.IsStaticPod(pod) {
 		return nil
 	}

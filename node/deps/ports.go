@@ -151,18 +151,40 @@ type Machine interface {
 	Usage(ctx context.Context) (MachineUsage, error)
 }
 
-// HTTPProbeResult is what an HTTP GET probe saw.
-type HTTPProbeResult struct {
-	StatusCode int
-	Body       []byte
+// HTTPRequest is one probe GET: no redirect is followed (the prober
+// decides which to follow).
+type HTTPRequest struct {
+	// URL is absolute: scheme, host:port, path and query.
+	URL string
+	// Host, when set, is the Host header.
+	Host string
+	// Header holds the other request headers.
+	Header map[string][]string
 }
 
-// ProbeNetwork dials probe targets. Real: net/http, net and gRPC health.
-// Simulated: answered from the fake containers' scripted behaviour.
+// HTTPResponse is what a probe GET got back.
+type HTTPResponse struct {
+	StatusCode int
+	// Location is the Location header of a redirect ("" otherwise).
+	Location string
+	// Body is the start of the body (at most the prober's output limit).
+	Body []byte
+}
+
+// ProbeNetwork dials probe targets from the agent's network namespace.
+// Every call ends when ctx does (the probe's timeout); a target that does
+// not answer is an error. Real: net/http, net.Dial and the gRPC health
+// client (node/real/probenet). Simulated: answered from the fake
+// containers' scripted endpoints.
 type ProbeNetwork interface {
-	HTTPGet(ctx context.Context, url string, headers map[string][]string) (HTTPProbeResult, error)
+	// HTTPGet sends one GET and returns the response, following no
+	// redirect.
+	HTTPGet(ctx context.Context, req HTTPRequest) (HTTPResponse, error)
+	// DialTCP opens (and closes) a TCP connection to host:port.
 	DialTCP(ctx context.Context, host string, port int) error
-	GRPCHealth(ctx context.Context, host string, port int, service string) (serving bool, err error)
+	// GRPCHealth calls grpc.health.v1.Health/Check for service on
+	// host:port and returns the serving status's name ("SERVING", …).
+	GRPCHealth(ctx context.Context, host string, port int, service string) (string, error)
 }
 
 // Files is the agent's file system: it reads the static pod manifest

@@ -32,8 +32,17 @@ type Inputs struct {
 	// Hash hashes a container spec (the hash containers are labelled with).
 	Hash func(*corev1.Container) string
 	// Unhealthy reports a container instance whose liveness or startup
-	// probe failed; nil: none.
-	Unhealthy func(containerID string) (reason string, failed bool)
+	// probe failed, and how to kill it; nil: none.
+	Unhealthy func(containerID string) (ProbeKill, bool)
+}
+
+// ProbeKill is the kill a failed liveness or startup probe asks for.
+type ProbeKill struct {
+	// Message is the reason of the kill and the Killing event's message
+	// ("Container app failed liveness probe, will be restarted").
+	Message string
+	// Grace is the probe's own termination grace period (nil: the pod's).
+	Grace *int64
 }
 
 // ContainerStart is a container to create and start.
@@ -52,6 +61,11 @@ type ContainerKill struct {
 	ID     string
 	Name   string
 	Reason string
+	// Message replaces the Killing event's message ("": "Stopping
+	// container <name>: <reason>").
+	Message string
+	// Grace replaces the pod's grace period (a probe's own).
+	Grace *int64
 	// Remove: remove the instance once stopped (one created but never
 	// started: it would hold its name and attempt in the runtime forever,
 	// and has no logs worth keeping).
@@ -158,9 +172,10 @@ func ComputeActions(in Inputs) Actions {
 		initDone = false
 		switch latest.State {
 		case podstate.ContainerRunning:
-			if reason, failed := unhealthy(in, latest.ID); failed {
-				acts.Kill = append(acts.Kill, ContainerKill{ID: latest.ID, Name: c.Name, Reason: reason})
-				restartAfterFailure(in, &acts, c, true, i, latest)
+			if pk, failed := unhealthy(in, latest.ID); failed {
+				// Killed now; restarted once it has exited, after its
+				// crash-loop back-off, like any failed container.
+				acts.Kill = append(acts.Kill, probeKill(latest, pk))
 			}
 		case podstate.ContainerCreated:
 			acts.Kill = append(acts.Kill, staleCreated(latest))
@@ -202,10 +217,13 @@ func ComputeActions(in Inputs) Actions {
 				acts.Start = append(acts.Start, ContainerStart{Name: c.Name, Index: i, RestartCount: nextCount(st, c.Name)})
 				continue
 			}
-			if reason, failed := unhealthy(in, latest.ID); failed {
-				acts.Kill = append(acts.Kill, ContainerKill{ID: latest.ID, Name: c.Name, Reason: reason})
+			if pk, failed := unhealthy(in, latest.ID); failed {
+				// Killed now; restarted once it has exited, after its
+				// crash-loop back-off, like any failed container (so a
+				// container failing its probes at once backs off).
+				acts.Kill = append(acts.Kill, probeKill(latest, pk))
 				if podutil.ShouldRestart(pod, c, false, 1) {
-					restartAfterFailure(in, &acts, c, false, i, latest)
+					keep++
 				}
 				continue
 			}
@@ -274,11 +292,15 @@ func restartAfterFailure(in Inputs, acts *Actions, c *corev1.Container, init boo
 	acts.Start = append(acts.Start, ContainerStart{Name: name, Init: init, Index: index, RestartCount: nextCount(in.Status, name)})
 }
 
-func unhealthy(in Inputs, id string) (string, bool) {
+func unhealthy(in Inputs, id string) (ProbeKill, bool) {
 	if in.Unhealthy == nil {
-		return "", false
+		return ProbeKill{}, false
 	}
 	return in.Unhealthy(id)
+}
+
+func probeKill(c podstate.Container, pk ProbeKill) ContainerKill {
+	return ContainerKill{ID: c.ID, Name: c.Name, Reason: pk.Message, Message: pk.Message, Grace: pk.Grace}
 }
 
 func hasReadySandbox(st *podstate.PodStatus) bool {

@@ -215,17 +215,18 @@ func TestComputeActions(t *testing.T) {
 				Start: []ContainerStart{{Name: "app", RestartCount: 3}}},
 		},
 		{
-			name: "liveness failed: kill and restart",
+			// Restarted by a later sync, once exited, after its back-off;
+			// the sandbox stays.
+			name: "liveness failed: kill now, restart after the exit",
 			pod:  testPod(always, nil, "app"), status: podStatus(sb, ctr("c1", "app", podstate.ContainerRunning, 0, 0, 0)),
 			unhealthy: map[string]string{"c1": "liveness probe failed"},
-			want: Actions{SandboxID: "sb1", Kill: []ContainerKill{{ID: "c1", Name: "app", Reason: "liveness probe failed"}},
-				Start: []ContainerStart{{Name: "app", RestartCount: 1}}},
+			want:      Actions{SandboxID: "sb1", Kill: []ContainerKill{{ID: "c1", Name: "app", Reason: "liveness probe failed", Message: "liveness probe failed"}}},
 		},
 		{
 			name: "liveness failed under Never: kill, and the pod is done",
 			pod:  testPod(never, nil, "app"), status: podStatus(sb, ctr("c1", "app", podstate.ContainerRunning, 0, 0, 0)),
 			unhealthy: map[string]string{"c1": "liveness probe failed"},
-			want:      Actions{SandboxID: "sb1", KillPod: true, Kill: []ContainerKill{{ID: "c1", Name: "app", Reason: "liveness probe failed"}}},
+			want:      Actions{SandboxID: "sb1", KillPod: true, Kill: []ContainerKill{{ID: "c1", Name: "app", Reason: "liveness probe failed", Message: "liveness probe failed"}}},
 		},
 		{
 			name: "created but never started: remove it, start the next attempt",
@@ -279,7 +280,7 @@ func TestComputeActions(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			in := Inputs{Pod: tc.pod, Status: tc.status, Terminal: tc.terminal, Now: now, Backoff: backoff.New(backoff.Config{}), Hash: hash}
 			if tc.unhealthy != nil {
-				in.Unhealthy = func(id string) (string, bool) { r, ok := tc.unhealthy[id]; return r, ok }
+				in.Unhealthy = func(id string) (ProbeKill, bool) { r, ok := tc.unhealthy[id]; return ProbeKill{Message: r}, ok }
 			}
 			got := ComputeActions(in)
 			if diff := cmp.Diff(tc.want, got, cmpopts.EquateEmpty()); diff != "" {

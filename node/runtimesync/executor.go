@@ -130,7 +130,7 @@ func PodLogger(l *slog.Logger, pod *corev1.Pod) *slog.Logger {
 // SyncPod computes and executes the actions for pod. Unhealthy reports
 // containers whose liveness or startup probe failed (nil: none).
 func (e *Executor) SyncPod(ctx context.Context, pod *corev1.Pod, st *podstate.PodStatus, terminal bool,
-	unhealthy func(string) (string, bool)) (Result, error) {
+	unhealthy func(string) (ProbeKill, bool)) (Result, error) {
 	log := PodLogger(e.d.Log, pod)
 	acts := ComputeActions(Inputs{
 		Pod: pod, Status: st, Terminal: terminal, Now: e.d.Clock.Now(),
@@ -154,8 +154,15 @@ func (e *Executor) SyncPod(ctx context.Context, pod *corev1.Pod, st *podstate.Po
 		for _, k := range acts.Kill {
 			res.ActionTaken = true
 			log.Info("killing container", "container", k.Name, "id", k.ID, "reason", k.Reason)
-			e.event(pod, k.Name, corev1.EventTypeNormal, "Killing", fmt.Sprintf("Stopping container %s: %s", k.Name, k.Reason))
-			if err := e.stopContainer(ctx, k.ID, grace); err != nil {
+			msg, kgrace := k.Message, grace
+			if msg == "" {
+				msg = fmt.Sprintf("Stopping container %s: %s", k.Name, k.Reason)
+			}
+			if k.Grace != nil {
+				kgrace = *k.Grace
+			}
+			e.event(pod, k.Name, corev1.EventTypeNormal, "Killing", msg)
+			if err := e.stopContainer(ctx, k.ID, kgrace); err != nil {
 				errs = append(errs, fmt.Errorf("kill container %q of pod %s/%s: %w", k.Name, pod.Namespace, pod.Name, err))
 				continue
 			}

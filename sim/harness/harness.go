@@ -107,15 +107,17 @@ func (h *Harness) StartAgent() {
 	h.restarts++
 	h.group = h.K.NewGroup(fmt.Sprintf("agent-%d", h.restarts))
 	log := h.K.Logger().With("component", "agent", "node", h.NodeName)
+	tasks := h.K.TasksIn(h.group)
 	d := deps.Deps{
-		Core:    deps.Core{Clock: h.K, Rand: h.K.Rand(), Tasks: h.K.TasksIn(h.group), Log: log},
+		Core:    deps.Core{Clock: h.K, Rand: h.K.Rand(), Tasks: tasks, Log: log},
 		Runtime: h.traced,
 		Images:  h.Runtime,
 		API: deps.API{Pods: tracingPods{h.API, h.K}, Nodes: h.API, Leases: h.API, Events: h.API,
 			ConfigMaps: h.API, Secrets: h.API, Services: h.API, RuntimeClasses: h.API},
-		Files:   h.Files,
-		Mounts:  h.Mounts,
-		Machine: machineModel{h.Runtime, h.NodeName},
+		Files:    h.Files,
+		Mounts:   h.Mounts,
+		Machine:  machineModel{h.Runtime, h.NodeName},
+		ProbeNet: probeNet{h.Runtime, tasks},
 	}
 	cfg := h.cfg.Agent
 	cfg.NodeName = h.NodeName

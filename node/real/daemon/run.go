@@ -28,6 +28,7 @@ import (
 	"github.com/lockstep-dev/lockstep/node/real/machine"
 	"github.com/lockstep-dev/lockstep/node/real/mounter"
 	"github.com/lockstep-dev/lockstep/node/real/osfiles"
+	"github.com/lockstep-dev/lockstep/node/real/probenet"
 	"github.com/lockstep-dev/lockstep/node/real/server"
 	"github.com/lockstep-dev/lockstep/node/real/world"
 	"github.com/lockstep-dev/lockstep/node/runtimesync"
@@ -93,6 +94,7 @@ func Run(ctx context.Context, o Options, rt Runtime, log *slog.Logger) error {
 	d := deps.Deps{
 		Core:    deps.Core{Clock: world.Clock(), Rand: world.NewRand(), Tasks: world.Tasks{}, Log: log},
 		Runtime: rt.Runtime, Images: rt.Images, RuntimeEvents: rt.Events, Machine: mach, Files: osfiles.New(), Mounts: mounter.New(),
+		ProbeNet: probenet.New(),
 	}
 
 	var cs kubernetes.Interface

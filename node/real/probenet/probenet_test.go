@@ -1,0 +1,84 @@
+package probenet
+
+import (
+	"context"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/health"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+
+	"github.com/lockstep-dev/lockstep/node/deps"
+)
+
+func TestHTTPGetFollowsNoRedirect(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/moved":
+			http.Redirect(w, r, "http://elsewhere.example/", http.StatusFound)
+		default:
+			w.Write([]byte(r.Host + " " + r.Header.Get("User-Agent")))
+		}
+	}))
+	defer srv.Close()
+	n := New()
+	got, err := n.HTTPGet(context.Background(), deps.HTTPRequest{URL: srv.URL + "/moved"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.StatusCode != http.StatusFound || got.Location != "http://elsewhere.example/" {
+		t.Errorf("redirect: got %d %q; want 302 to http://elsewhere.example/", got.StatusCode, got.Location)
+	}
+	got, err = n.HTTPGet(context.Background(), deps.HTTPRequest{URL: srv.URL + "/", Host: "example.com",
+		Header: map[string][]string{"User-Agent": {"kube-probe/1.37"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(deps.HTTPResponse{StatusCode: 200, Body: []byte("example.com kube-probe/1.37")}, got); diff != "" {
+		t.Errorf("response (-want +got):\n%s", diff)
+	}
+}
+
+func TestDialTCP(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	n := New()
+	if err := n.DialTCP(context.Background(), "127.0.0.1", port); err != nil {
+		t.Errorf("dial an open port: %v", err)
+	}
+	l.Close()
+	if err := n.DialTCP(context.Background(), "127.0.0.1", port); err == nil {
+		t.Errorf("dial a closed port: no error")
+	}
+}
+
+func TestGRPCHealth(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := grpc.NewServer()
+	hs := health.NewServer()
+	hs.SetServingStatus("db", healthpb.HealthCheckResponse_NOT_SERVING)
+	healthpb.RegisterHealthServer(s, hs)
+	go s.Serve(l)
+	defer s.Stop()
+	port := l.Addr().(*net.TCPAddr).Port
+	n := New()
+	for service, want := range map[string]string{"": "SERVING", "db": "NOT_SERVING"} {
+		got, err := n.GRPCHealth(context.Background(), "127.0.0.1", port, service)
+		if err != nil || got != want {
+			t.Errorf("service %q: %q, %v; want %q", service, got, err, want)
+		}
+	}
+	if _, err := n.GRPCHealth(context.Background(), "127.0.0.1", port, "nope"); err == nil {
+		t.Errorf("unknown service: no error")
+	}
+}
