@@ -109,17 +109,22 @@ echo $! > "$PID_DIR/kube-scheduler"
 
 phase "start lockstep"
 mkdir -p "$E2E_DIR/manifests"
+# The node's address must not be loopback: the apiserver refuses to proxy
+# (nodes/proxy, used by the suite to list the node's pods) to loopback
+# addresses. The default route's source address serves.
+node_ip="${CONFORMANCE_NODE_IP:-$(ip -4 route get 1.1.1.1 2>/dev/null | awk '{for (i = 1; i < NF; i++) if ($i == "src") {print $(i + 1); exit}}')}"
+[[ -n $node_ip ]] || { log "no default route: set CONFORMANCE_NODE_IP to a non-loopback address of this host"; exit 1; }
 cat > "$E2E_DIR/lockstep.args" <<ARGS
 node
 --kubeconfig=$E2E_DIR/node.kubeconfig
 --container-runtime-endpoint=unix://$CONTAINERD_SOCK
 --pod-manifest-path=$E2E_DIR/manifests
 --hostname-override=$E2E_NODE
---node-ip=127.0.0.1
+--node-ip=$node_ip
 --root-dir=$E2E_DIR/lockstep
 --pod-logs-dir=$E2E_DIR/pods
 --container-logs-dir=$E2E_DIR/containers
---address=127.0.0.1
+--address=$node_ip
 --port=10250
 --read-only-port=0
 --client-ca-file=$pki/ca.crt
