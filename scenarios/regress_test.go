@@ -17,8 +17,8 @@ func testRegression(t *testing.T, scenario, invariant string, budget int) {
 		t.Fatal(err)
 	}
 	t.Logf("found after %d seeds, shrunk from %d to %d actions:\n%s", h.Seeds, len(h.Found.Plan.Actions), len(h.Shrunk.Plan.Actions), h.Shrunk.Report())
-	if n := len(h.Shrunk.Plan.Actions); n > 10 {
-		t.Errorf("shrunk to %d actions, want at most 10", n)
+	if n := len(h.Shrunk.Plan.Actions); n > MaxShrunkActions {
+		t.Errorf("shrunk to %d actions, want at most %d", n, MaxShrunkActions)
 	}
 	again := Execute(h.Shrunk.Plan, Options{})
 	if again.Hash != h.Shrunk.Hash || again.FailureName() != invariant {
