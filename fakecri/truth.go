@@ -59,22 +59,30 @@ func (r *Runtime) TrueSandboxes() []*runtimeapi.PodSandbox {
 	return out
 }
 
-// TrueExit reports how a container exited (its exit code and reason),
-// bypassing every injected fault; ok is false if it has not exited or is
-// unknown. For invariant checkers, like TrueContainers.
-func (r *Runtime) TrueExit(id string) (code int32, reason string, ok bool) {
+// Exit is how a container exited, as the runtime knows it.
+type Exit struct {
+	Code   int32
+	Reason string
+	// FinishedAt is when it exited, in unix nanoseconds.
+	FinishedAt int64
+}
+
+// TrueExit reports how container id exited, bypassing every injected
+// fault; ok is false if it has not exited or is unknown. For invariant
+// checkers, like TrueContainers.
+func (r *Runtime) TrueExit(id string) (exit Exit, ok bool) {
 	r.mu.Lock()
 	defer r.unlock()
 	now := r.now()
 	r.advance(now)
 	c := r.findContainerAt(id, now, false)
 	if c == nil {
-		return 0, "", false
+		return Exit{}, false
 	}
 	if st, _ := c.stateAt(now, false); st != runtimeapi.ContainerState_CONTAINER_EXITED {
-		return 0, "", false
+		return Exit{}, false
 	}
-	return c.exitCode, c.reason, true
+	return Exit{Code: c.exitCode, Reason: c.reason, FinishedAt: c.finishedAt}, true
 }
 
 // TrueContainerConfig returns a copy of the config container id was
@@ -116,21 +124,4 @@ func (r *Runtime) TrueStartedAt(id string) (startedAt int64, ok bool) {
 		return 0, false
 	}
 	return c.startedAt, true
-}
-
-// TrueFinishedAt reports when container id exited (unix nanoseconds),
-// bypassing every injected fault; ok is false if it has not exited.
-func (r *Runtime) TrueFinishedAt(id string) (finishedAt int64, ok bool) {
-	r.mu.Lock()
-	defer r.unlock()
-	now := r.now()
-	r.advance(now)
-	c := r.findContainerAt(id, now, false)
-	if c == nil {
-		return 0, false
-	}
-	if st, _ := c.stateAt(now, false); st != runtimeapi.ContainerState_CONTAINER_EXITED {
-		return 0, false
-	}
-	return c.finishedAt, true
 }

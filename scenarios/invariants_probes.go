@@ -258,11 +258,11 @@ func (c *Checker) judgeStop(id string, pi *probedInstance) {
 	if spec == nil || c.deletingPod(pi.uid) || (spec.LivenessProbe == nil && spec.StartupProbe == nil) {
 		return
 	}
-	finished, ok := c.h.Runtime.TrueFinishedAt(id)
-	if _, reason, exited := c.h.Runtime.TrueExit(id); !ok || !exited || finished == 0 || reason == "OOMKilled" {
+	exit, ok := c.h.Runtime.TrueExit(id)
+	if !ok || exit.FinishedAt == 0 || exit.Reason == "OOMKilled" {
 		return
 	}
-	killed := c.elapsedAt(finished)
+	killed := c.elapsedAt(exit.FinishedAt)
 	justified := func(k ProbeKind, from time.Duration) bool {
 		p := probeOf(spec, k)
 		if p == nil || from < 0 {

@@ -136,8 +136,8 @@ func (c *Checker) checkSigtermFirst(truth []RuntimeContainer) {
 		if !honours {
 			continue
 		}
-		code, reason, ok := c.h.Runtime.TrueExit(ct.ID)
-		if !ok || code != 137 || reason == "OOMKilled" {
+		exit, ok := c.h.Runtime.TrueExit(ct.ID)
+		if !ok || exit.Code != 137 || exit.Reason == "OOMKilled" {
 			continue
 		}
 		c.suite.killed[key] = true
