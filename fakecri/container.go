@@ -160,6 +160,16 @@ func stateName(c *container) string {
 	return c.state.String()
 }
 
+// noteStopAsked remembers when the runtime was first asked to stop
+// container id, before any injected fault can fail or delay the call.
+func (r *Runtime) noteStopAsked(id string) {
+	r.mu.Lock()
+	defer r.unlock()
+	if c, ok := r.containers[id]; ok && c.stopAskedAt == 0 {
+		c.stopAskedAt = r.now()
+	}
+}
+
 // StopContainer stops a running container: SIGTERM, then SIGKILL (exit
 // 137) once timeout seconds have passed. A container exits at SIGTERM with
 // 143, or after FAKECRI_STOP_DELAY with 0, or ignores it
@@ -169,6 +179,7 @@ func stateName(c *container) string {
 // its deadline; a later call with a shorter timeout brings it forward).
 // Stopping a container that is not running does nothing.
 func (r *Runtime) StopContainer(ctx context.Context, containerID string, timeout int64) error {
+	r.noteStopAsked(containerID)
 	if err := r.enter(ctx, "StopContainer", callTarget{containerID: containerID}); err != nil {
 		return err
 	}

@@ -62,6 +62,9 @@ type container struct {
 
 	// Signals: when SIGTERM was delivered and when SIGKILL is due (0: not).
 	termAt, killAt int64
+	// stopAskedAt is when StopContainer was first called for it, whatever
+	// came of the call (an injected fault may have failed or delayed it).
+	stopAskedAt int64
 	// The next scheduled exit (valid while exitIdx >= 0).
 	exitAt     int64
 	nextCode   int32

@@ -263,6 +263,12 @@ func (c *Checker) judgeStop(id string, pi *probedInstance) {
 		return
 	}
 	killed := c.elapsedAt(exit.FinishedAt)
+	// The agent decided to kill when it first asked the runtime to stop
+	// the container; a failed or delayed call (runtime not ready, an
+	// injected error or hang) carries the verdict of that moment out later.
+	if at, ok := c.h.Runtime.TrueStopAskedAt(id); ok {
+		killed = min(killed, c.elapsedAt(at))
+	}
 	justified := func(k ProbeKind, from time.Duration) bool {
 		p := probeOf(spec, k)
 		if p == nil || from < 0 {

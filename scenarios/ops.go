@@ -53,6 +53,7 @@ func Ops() map[string]Op {
 		"api-compact":         {"compact the API's change history", nil, opAPICompact},
 		"manifest":            {"static pod a: remove (b=0) its manifest, write its first version (b=1) or a new one (b=2)", drawArgs(0, len(staticNames)-1, 0, 2), opManifest},
 		"mirror-delete":       {"delete static pod a's mirror pod, with grace 0 or 30 (b)", drawArgs(0, len(staticNames)-1, 0, 1), opMirrorDelete},
+		"create-probed":       {"create a pod with probes drawn from seed a (see DrawProbedPod)", drawArgs(0, 1<<16-1), opCreateProbed},
 		"wait":                {"just time passing", nil, func(*run, [3]int) error { return nil }},
 	}
 }
@@ -99,6 +100,17 @@ func opCreate(r *run, a [3]int) error {
 	kinds := PodKinds()
 	name := fmt.Sprintf("p%d", r.step)
 	if _, err := Create(r.h, kinds[pick(a[0], len(kinds))](name, r.h.NodeName)); err != nil {
+		return err
+	}
+	r.created = append(r.created, name)
+	return nil
+}
+
+// opCreateProbed creates a pod whose probes and endpoint timelines are
+// drawn from the seed a, so that the action alone replays it.
+func opCreateProbed(r *run, a [3]int) error {
+	name := fmt.Sprintf("p%d", r.step)
+	if _, err := Create(r.h, DrawProbedPod(SeededDrawer(uint64(a[0])), name, r.h.NodeName)); err != nil {
 		return err
 	}
 	r.created = append(r.created, name)

@@ -92,6 +92,9 @@ func Execute(plan Plan, o Options) Result {
 	h.StartAgent()
 	r := &run{h: h, c: NewChecker(h), deleted: map[string]bool{}, manifests: map[string]bool{}, manifestDir: "/etc/kubernetes/manifests"}
 	res.Err = r.execute(plan, o)
+	if res.Err == nil {
+		res.Err = r.settleStatuses()
+	}
 	res.Violations = r.c.Violations()
 	if res.Err == nil {
 		res.Violations = append(res.Violations, r.liveness()...)
@@ -134,6 +137,41 @@ func (r *run) execute(plan Plan, o Options) error {
 		settle = 3 * time.Minute
 	}
 	return RunChecked(r.h, r.c, settle, time.Second)
+}
+
+// settleStatuses gives the API's statuses up to five more seconds to catch
+// up with the runtime: probes go on killing containers after the world has
+// healed (an endpoint's last answer lasts forever), and a kill just before
+// the end is not in the status yet.
+func (r *run) settleStatuses() error {
+	for range 5 {
+		if runningStatusesMatch(r.h) {
+			return nil
+		}
+		if err := RunChecked(r.h, r.c, time.Second, 100*time.Millisecond); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// runningStatusesMatch reports whether every container the API reports
+// running runs.
+func runningStatusesMatch(h *harness.Harness) bool {
+	running := map[string]bool{}
+	for _, ct := range TrueContainers(h) {
+		if ct.State == runtimeapi.ContainerState_CONTAINER_RUNNING {
+			running["fakecri://"+ct.ID] = true
+		}
+	}
+	for _, p := range h.API.User().ListAllPods() {
+		for _, cs := range p.Status.ContainerStatuses {
+			if cs.State.Running != nil && !running[cs.ContainerID] {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // heal ends every fault: the world must now converge.

@@ -36,6 +36,7 @@ func Scenarios() []Scenario {
 		runtimeFaults(),
 		staticPods(),
 		termination(),
+		probeFailure(),
 		mixed(),
 	}
 }
@@ -87,6 +88,11 @@ func termination() Scenario {
 	return Scenario{Name: "termination", Doc: "graceful, shorter-grace and forced deletes of every pod kind, with crashes and stalls",
 		Mix: map[string]int{"create": 4, "delete": 2, "delete-shorter": 2, "delete-force": 1, "crash": 1, "cri-latency": 1,
 			"sync-stall": 1, "wait": 1}}
+}
+
+func probeFailure() Scenario {
+	return Scenario{Name: "probe-failure", Doc: "pods with liveness, readiness and startup probes whose endpoints turn healthy, unhealthy, hanging and flapping; deletes and crashes",
+		Mix: map[string]int{"create-probed": 4, "create": 1, "delete": 1, "crash": 1, "wait": 1}, MaxSteps: 12}
 }
 
 // mixed weighs every operation alike, pod creations more.
@@ -178,7 +184,7 @@ func Invariants() []string {
 	return []string{
 		"one-instance", "never-restart", "no-stuck-created", "previous-kept", "terminal-is-final",
 		"legal-phases", "restart-count-monotone", "ready-is-true", "grace-honoured", "static-exclusive",
-		"sigterm-first", "lease-fresh",
+		"sigterm-first", "lease-fresh", "liveness-restarts", "startup-protects", "fresh-probe-results",
 		"deleted-disappears", "converges", "status-matches", "mirror-present",
 	}
 }
