@@ -65,7 +65,7 @@ func (a *Agent) SyncPod(ctx context.Context, pod *corev1.Pod, lastSync time.Time
 	if !terminal {
 		a.probes.AddPod(pod)
 	}
-	res, syncErr := a.exec.SyncPod(ctx, pod, st, terminal, a.unhealthy(pod))
+	res, syncErr := a.exec.SyncPod(ctx, pod, st, terminal, a.unhealthy(pod), a.probes.ForPod(pod, st).Started)
 	a.expect(pod.UID, res.Started)
 
 	waiting := make(map[string]status.Waiting, len(res.Waiting))
