@@ -170,3 +170,163 @@ func TestJobWithSidecarCompletes(t *testing.T) {
 		})
 	}
 }
+
+// ActiveDeadline sets the pod's activeDeadlineSeconds.
+func ActiveDeadline(seconds int64) PodOption {
+	return func(p *corev1.Pod) { p.Spec.ActiveDeadlineSeconds = &seconds }
+}
+
+// TestActiveDeadlineFailsThePod: a pod whose app would run forever, with
+// activeDeadlineSeconds 10: at the deadline (the worker wakes for it, no
+// other event comes) it is Failed with reason DeadlineExceeded, a
+// DeadlineExceeded event is recorded and its container is stopped within
+// the grace period.
+func TestActiveDeadlineFailsThePod(t *testing.T) {
+	h := start(t, 15)
+	pod := mustCreate(t, h, NewPod("deadline", h.NodeName, ActiveDeadline(10), StopsAfter("app", time.Second)))
+	runUntil(t, h, "deadline Running", time.Minute, func() bool { return PodIs(h, "default", "deadline", corev1.PodRunning, true) })
+	p, _ := APIPod(h, "default", "deadline")
+	started := p.Status.StartTime.Time
+	runUntil(t, h, "deadline Failed", time.Minute, func() bool { return PodIs(h, "default", "deadline", corev1.PodFailed, false) })
+	failedAt := h.K.Now()
+	if failedAt.Before(started.Add(10*time.Second)) || failedAt.After(started.Add(13*time.Second)) {
+		t.Errorf("Failed %v after the start time, want at the 10 s deadline (+≤3 s)", failedAt.Sub(started))
+	}
+	runUntil(t, h, "the app stopped", 40*time.Second, func() bool {
+		for _, c := range PodContainers(h, pod.UID) {
+			if c.State == runtimeapi.ContainerState_CONTAINER_RUNNING {
+				return false
+			}
+		}
+		return true
+	})
+	runUntil(t, h, "the app reported terminated", 10*time.Second, func() bool {
+		p, _ := APIPod(h, "default", "deadline")
+		return p.Status.ContainerStatuses[0].State.Terminated != nil
+	})
+	p, _ = APIPod(h, "default", "deadline")
+	if p.Status.Reason != "DeadlineExceeded" || p.Status.Message != "Pod was active on the node longer than the specified deadline" {
+		t.Errorf("status reason %q message %q", p.Status.Reason, p.Status.Message)
+	}
+	if IsReady(p) {
+		t.Error("a Failed pod reports Ready")
+	}
+	want := "Normal DeadlineExceeded: Pod was active on the node longer than the specified deadline"
+	if ev := eventsAbout(h, "default", "deadline"); !hasEvent(ev, want, "") {
+		t.Errorf("no event %q; events: %q", want, ev)
+	}
+}
+
+// TestEphemeralContainerInRunningPod: a debug container added through the
+// pods/ephemeralcontainers subresource to a running pod starts in its
+// sandbox, is reported in ephemeralContainerStatuses, and once it exits
+// (even with a failure, in a restartPolicy Always pod) is never restarted;
+// the pod stays Running and Ready.
+func TestEphemeralContainerInRunningPod(t *testing.T) {
+	h := start(t, 16)
+	pod := mustCreate(t, h, NewPod("debugged", h.NodeName))
+	runUntil(t, h, "debugged Running", time.Minute, func() bool { return PodIs(h, "default", "debugged", corev1.PodRunning, true) })
+	p, _ := APIPod(h, "default", "debugged")
+	p.Spec.EphemeralContainers = []corev1.EphemeralContainer{{TargetContainerName: "app", EphemeralContainerCommon: corev1.EphemeralContainerCommon{
+		Name: "debugger", Image: "busybox:latest", ImagePullPolicy: corev1.PullIfNotPresent,
+		Env: []corev1.EnvVar{{Name: "FAKECRI_EXIT_AFTER", Value: "5s"}, {Name: "FAKECRI_EXIT_CODE", Value: "1"}},
+	}}}
+	if _, err := h.API.User().UpdateEphemeralContainers(p); err != nil {
+		t.Fatal(err)
+	}
+	ephemeral := func() *corev1.ContainerStatus {
+		p, _ := APIPod(h, "default", "debugged")
+		if len(p.Status.EphemeralContainerStatuses) != 1 {
+			return nil
+		}
+		return &p.Status.EphemeralContainerStatuses[0]
+	}
+	runUntil(t, h, "the ephemeral container running", 20*time.Second, func() bool { cs := ephemeral(); return cs != nil && cs.State.Running != nil })
+	sandboxes := map[string]bool{}
+	for _, sb := range Sandboxes(h, pod.UID) {
+		sandboxes[sb.Id] = true
+	}
+	if len(sandboxes) != 1 {
+		t.Errorf("%d sandboxes: the debug container must join the running one", len(sandboxes))
+	}
+	runUntil(t, h, "the ephemeral container terminated", 20*time.Second, func() bool { cs := ephemeral(); return cs != nil && cs.State.Terminated != nil })
+	if err := h.K.RunFor(2 * time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	cs := ephemeral()
+	if cs.State.Terminated == nil || cs.State.Terminated.ExitCode != 1 || cs.RestartCount != 0 || cs.Ready {
+		t.Errorf("ephemeral status %+v, want terminated with 1, never restarted, not ready", cs)
+	}
+	if n := len(podInstanceTimes(t, h, pod.UID)["debugger"]); n != 1 {
+		t.Errorf("the debug container ran %d times, want once", n)
+	}
+	if !PodIs(h, "default", "debugged", corev1.PodRunning, true) {
+		t.Error("the pod is no longer Running and Ready")
+	}
+}
+
+// RestartRule sets container's own restartPolicy and a rule restarting it
+// on exit codes op values.
+func RestartRule(container string, policy corev1.ContainerRestartPolicy, op corev1.ContainerRestartRuleOnExitCodesOperator, codes ...int32) PodOption {
+	return func(p *corev1.Pod) {
+		c := findOrAdd(p, container)
+		c.RestartPolicy = &policy
+		c.RestartPolicyRules = append(c.RestartPolicyRules, corev1.ContainerRestartRule{
+			Action:    corev1.ContainerRestartRuleActionRestart,
+			ExitCodes: &corev1.ContainerRestartRuleOnExitCodes{Operator: op, Values: codes},
+		})
+	}
+}
+
+// TestContainerRestartRules: in restartPolicy Never pods, a container with
+// its own policy Never and a rule "restart on exit code In [42]" is
+// restarted when it exits 42 (the pod stays Running) and not when it
+// exits 1 (the pod Fails); a container with policy Always beside a
+// finished one keeps the pod Running; in an Always pod a container with
+// policy OnFailure that exits 0 is done.
+func TestContainerRestartRules(t *testing.T) {
+	cases := []struct {
+		name     string
+		opts     []PodOption
+		phase    corev1.PodPhase
+		restarts map[string]bool
+	}{
+		{"rule matches: restarted", []PodOption{Restart(corev1.RestartPolicyNever), Exits("app", 2*time.Second, 42),
+			RestartRule("app", corev1.ContainerRestartPolicyNever, corev1.ContainerRestartRuleOnExitCodesOpIn, 42)},
+			corev1.PodRunning, map[string]bool{"app": true}},
+		{"rule does not match: pod Failed", []PodOption{Restart(corev1.RestartPolicyNever), Exits("app", 2*time.Second, 1),
+			RestartRule("app", corev1.ContainerRestartPolicyNever, corev1.ContainerRestartRuleOnExitCodesOpIn, 42)},
+			corev1.PodFailed, map[string]bool{"app": false}},
+		{"NotIn [0]: a failure restarts", []PodOption{Restart(corev1.RestartPolicyNever), Exits("app", 2*time.Second, 3),
+			RestartRule("app", corev1.ContainerRestartPolicyNever, corev1.ContainerRestartRuleOnExitCodesOpNotIn, 0)},
+			corev1.PodRunning, map[string]bool{"app": true}},
+		{"container Always in a Never pod", []PodOption{Restart(corev1.RestartPolicyNever), Container("web"),
+			Exits("app", 2*time.Second, 0), Exits("web", 2*time.Second, 0), func(p *corev1.Pod) {
+				always := corev1.ContainerRestartPolicyAlways
+				findOrAdd(p, "web").RestartPolicy = &always
+			}}, corev1.PodRunning, map[string]bool{"app": false, "web": true}},
+		{"container OnFailure in an Always pod exits 0", []PodOption{Exits("app", 2*time.Second, 0), func(p *corev1.Pod) {
+			onFailure := corev1.ContainerRestartPolicyOnFailure
+			findOrAdd(p, "app").RestartPolicy = &onFailure
+		}}, corev1.PodSucceeded, map[string]bool{"app": false}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			h := start(t, 17)
+			mustCreate(t, h, NewPod("rules", h.NodeName, tc.opts...))
+			if err := h.K.RunFor(90 * time.Second); err != nil {
+				t.Fatal(err)
+			}
+			p, _ := APIPod(h, "default", "rules")
+			s := summarize(p)
+			if p.Status.Phase != tc.phase {
+				t.Errorf("phase %s, want %s (status %+v)", p.Status.Phase, tc.phase, s)
+			}
+			for name, want := range tc.restarts {
+				if got := s.Restarts[name] > 0; got != want {
+					t.Errorf("container %s restarted %d times, want restarts: %v", name, s.Restarts[name], want)
+				}
+			}
+		})
+	}
+}
