@@ -171,11 +171,6 @@ func TestJobWithSidecarCompletes(t *testing.T) {
 	}
 }
 
-// ActiveDeadline sets the pod's activeDeadlineSeconds.
-func ActiveDeadline(seconds int64) PodOption {
-	return func(p *corev1.Pod) { p.Spec.ActiveDeadlineSeconds = &seconds }
-}
-
 // TestActiveDeadlineFailsThePod: a pod whose app would run forever, with
 // activeDeadlineSeconds 10: at the deadline (the worker wakes for it, no
 // other event comes) it is Failed with reason DeadlineExceeded, a
@@ -262,19 +257,6 @@ func TestEphemeralContainerInRunningPod(t *testing.T) {
 	}
 	if !PodIs(h, "default", "debugged", corev1.PodRunning, true) {
 		t.Error("the pod is no longer Running and Ready")
-	}
-}
-
-// RestartRule sets container's own restartPolicy and a rule restarting it
-// on exit codes op values.
-func RestartRule(container string, policy corev1.ContainerRestartPolicy, op corev1.ContainerRestartRuleOnExitCodesOperator, codes ...int32) PodOption {
-	return func(p *corev1.Pod) {
-		c := findOrAdd(p, container)
-		c.RestartPolicy = &policy
-		c.RestartPolicyRules = append(c.RestartPolicyRules, corev1.ContainerRestartRule{
-			Action:    corev1.ContainerRestartRuleActionRestart,
-			ExitCodes: &corev1.ContainerRestartRuleOnExitCodes{Operator: op, Values: codes},
-		})
 	}
 }
 

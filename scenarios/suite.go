@@ -178,7 +178,7 @@ func Invariants() []string {
 	return []string{
 		"one-instance", "never-restart", "no-stuck-created", "previous-kept", "terminal-is-final",
 		"legal-phases", "restart-count-monotone", "ready-is-true", "grace-honoured", "static-exclusive",
-		"sigterm-first", "lease-fresh",
+		"sigterm-first", "lease-fresh", "sidecar-order",
 		"deleted-disappears", "converges", "status-matches", "mirror-present",
 	}
 }
