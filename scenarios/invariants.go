@@ -40,7 +40,7 @@ type Checker struct {
 	suite     *suiteState // see invariants_suite.go
 	// volumesReported: volume losses already reported (invariants_volumes.go).
 	volumesReported map[string]bool
-	probes          *probeChecks // see invariants_probes.go
+	probes          *probeChecks   // see invariants_probes.go
 	sidecars        *sidecarChecks // see invariants_sidecars.go
 }
 
