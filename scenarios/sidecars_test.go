@@ -244,6 +244,19 @@ func TestEphemeralContainerInRunningPod(t *testing.T) {
 	if len(sandboxes) != 1 {
 		t.Errorf("%d sandboxes: the debug container must join the running one", len(sandboxes))
 	}
+	var appID, debugID string
+	for _, c := range PodContainers(h, pod.UID) {
+		switch c.Name {
+		case "app":
+			appID = c.ID
+		case "debugger":
+			debugID = c.ID
+		}
+	}
+	cfg, _ := h.Runtime.TrueContainerConfig(debugID)
+	if ns := cfg.GetLinux().GetSecurityContext().GetNamespaceOptions(); ns.GetPid() != runtimeapi.NamespaceMode_TARGET || ns.GetTargetId() != appID {
+		t.Errorf("debug container's process namespace %v, want TARGET of the app (%s)", ns, appID)
+	}
 	runUntil(t, h, "the ephemeral container terminated", 20*time.Second, func() bool { cs := ephemeral(); return cs != nil && cs.State.Terminated != nil })
 	if err := h.K.RunFor(2 * time.Minute); err != nil {
 		t.Fatal(err)
