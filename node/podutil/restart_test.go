@@ -98,3 +98,18 @@ func TestRunsOnceAndRestartsAfterKill(t *testing.T) {
 		t.Error("after a kill, a Never pod's container stays dead and its sidecar restarts")
 	}
 }
+
+func TestContainerFieldPath(t *testing.T) {
+	pod := &corev1.Pod{Spec: corev1.PodSpec{
+		InitContainers:      []corev1.Container{{Name: "proxy"}},
+		Containers:          []corev1.Container{{Name: "app"}},
+		EphemeralContainers: []corev1.EphemeralContainer{{EphemeralContainerCommon: corev1.EphemeralContainerCommon{Name: "debug"}}},
+	}}
+	for name, want := range map[string]string{
+		"proxy": "spec.initContainers{proxy}", "app": "spec.containers{app}", "debug": "spec.ephemeralContainers{debug}",
+	} {
+		if got := ContainerFieldPath(pod, name); got != want {
+			t.Errorf("ContainerFieldPath(%q) = %q, want %q", name, got, want)
+		}
+	}
+}

@@ -552,7 +552,7 @@ func (e *Executor) event(pod *corev1.Pod, container, eventType, reason, message 
 	}
 	ref := &corev1.ObjectReference{Kind: "Pod", APIVersion: "v1", Namespace: pod.Namespace, Name: pod.Name, UID: pod.UID}
 	if container != "" {
-		ref.FieldPath = fmt.Sprintf("spec.containers{%s}", container)
+		ref.FieldPath = podutil.ContainerFieldPath(pod, container)
 	}
 	e.ports.Events.Event(ref, eventType, reason, message)
 }
