@@ -40,7 +40,8 @@ type Checker struct {
 	suite     *suiteState // see invariants_suite.go
 	// volumesReported: volume losses already reported (invariants_volumes.go).
 	volumesReported map[string]bool
-	probes          *probeChecks // see invariants_probes.go
+	probes          *probeChecks   // see invariants_probes.go
+	sidecars        *sidecarChecks // see invariants_sidecars.go
 }
 
 // NewChecker starts checking h's apiserver writes at once; call Check to
@@ -48,7 +49,7 @@ type Checker struct {
 func NewChecker(h *harness.Harness) *Checker {
 	c := &Checker{h: h, instances: map[string]map[string]bool{}, policy: map[types.UID]corev1.RestartPolicy{},
 		lastPhase: map[types.UID]corev1.PodPhase{}, restarts: map[string]int32{}, term: newTerminationState(), suite: newSuiteState(),
-		probes: newProbeChecks()}
+		probes: newProbeChecks(), sidecars: newSidecarChecks()}
 	h.API.OnWrite(c.onWrite)
 	return c
 }
@@ -70,6 +71,7 @@ func (c *Checker) Check() {
 	c.checkTermination(truth)
 	c.checkVolumes(truth)
 	c.checkProbes(truth)
+	c.checkSidecarOrder()
 	for _, ct := range truth {
 		key := string(ct.PodUID) + "/" + ct.Name
 		if ct.State == runtimeapi.ContainerState_CONTAINER_RUNNING {
@@ -81,8 +83,9 @@ func (c *Checker) Check() {
 		if ct.State != runtimeapi.ContainerState_CONTAINER_CREATED {
 			c.instances[key][ct.ID] = true
 		}
-		if c.policy[ct.PodUID] == corev1.RestartPolicyNever && len(c.instances[key]) > 1 {
-			c.fail("never-restart", "container %s of a restartPolicy=Never pod ran as %d instances", key, len(c.instances[key]))
+		if len(c.instances[key]) > 1 && c.runsOnce(ct.PodUID, ct.Name) {
+			c.fail("never-restart", "container %s, which may not run again (restart policies: pod %s), ran as %d instances",
+				key, c.policy[ct.PodUID], len(c.instances[key]))
 			c.instances[key] = map[string]bool{ct.ID: true} // report once
 		}
 	}

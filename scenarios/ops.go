@@ -365,8 +365,10 @@ func opMirrorDelete(r *run, a [3]int) error {
 }
 
 // PodKinds are the pods the create operation draws from: every restart
-// policy, init containers, a sidecar, several containers, containers that
-// exit, crash, grow out of memory or ignore SIGTERM, short and long grace.
+// policy, init containers, sidecars (in a Job-like pod, crashing, two that
+// stop after a slow app), several containers, containers that exit, crash,
+// grow out of memory or ignore SIGTERM, short and long grace, a container
+// restart rule, an active deadline.
 func PodKinds() []func(name, node string) *corev1.Pod {
 	return []func(name, node string) *corev1.Pod{
 		func(n, node string) *corev1.Pod { return NewPod(n, node) },
@@ -394,6 +396,17 @@ func PodKinds() []func(name, node string) *corev1.Pod {
 			return NewPod(n, node, Restart(corev1.RestartPolicyOnFailure), Init("setup", time.Second, 0), Sidecar("proxy"), Exits("app", 3*time.Second, 0))
 		},
 		func(n, node string) *corev1.Pod { return NewPod(n, node, StopsAfter("app", 3*time.Second), Grace(2)) },
+		func(n, node string) *corev1.Pod {
+			return NewPod(n, node, Restart(corev1.RestartPolicyNever), Sidecar("proxy"), Exits("app", 3*time.Second, 0))
+		},
+		func(n, node string) *corev1.Pod {
+			return NewPod(n, node, Sidecar("proxy"), Exits("proxy", 4*time.Second, 1), Sidecar("log"), StopsAfter("app", 2*time.Second), Grace(10))
+		},
+		func(n, node string) *corev1.Pod {
+			return NewPod(n, node, Restart(corev1.RestartPolicyNever), Exits("app", 2*time.Second, 42),
+				RestartRule("app", corev1.ContainerRestartPolicyNever, corev1.ContainerRestartRuleOnExitCodesOpIn, 42))
+		},
+		func(n, node string) *corev1.Pod { return NewPod(n, node, ActiveDeadline(8), Container("web")) },
 	}
 }
 

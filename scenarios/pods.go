@@ -107,6 +107,24 @@ func Init(name string, after time.Duration, code int) PodOption {
 	}
 }
 
+// ActiveDeadline sets the pod's activeDeadlineSeconds.
+func ActiveDeadline(seconds int64) PodOption {
+	return func(p *corev1.Pod) { p.Spec.ActiveDeadlineSeconds = &seconds }
+}
+
+// RestartRule sets container's own restartPolicy and a rule restarting it
+// on exit codes op values.
+func RestartRule(container string, policy corev1.ContainerRestartPolicy, op corev1.ContainerRestartRuleOnExitCodesOperator, codes ...int32) PodOption {
+	return func(p *corev1.Pod) {
+		c := findOrAdd(p, container)
+		c.RestartPolicy = &policy
+		c.RestartPolicyRules = append(c.RestartPolicyRules, corev1.ContainerRestartRule{
+			Action:    corev1.ContainerRestartRuleActionRestart,
+			ExitCodes: &corev1.ContainerRestartRuleOnExitCodes{Operator: op, Values: codes},
+		})
+	}
+}
+
 func findOrAdd(p *corev1.Pod, name string) *corev1.Container {
 	for i := range p.Spec.Containers {
 		if p.Spec.Containers[i].Name == name {

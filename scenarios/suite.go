@@ -184,7 +184,7 @@ func Invariants() []string {
 	return []string{
 		"one-instance", "never-restart", "no-stuck-created", "previous-kept", "terminal-is-final",
 		"legal-phases", "restart-count-monotone", "ready-is-true", "grace-honoured", "static-exclusive",
-		"sigterm-first", "lease-fresh", "liveness-restarts", "startup-protects", "fresh-probe-results",
+		"sigterm-first", "lease-fresh", "liveness-restarts", "startup-protects", "fresh-probe-results", "sidecar-order",
 		"deleted-disappears", "converges", "status-matches", "mirror-present",
 	}
 }

@@ -92,9 +92,6 @@ func Check(pod *corev1.Pod) Unsupported {
 			}
 		}
 	}
-	for i := range spec.EphemeralContainers {
-		u.Ignored = append(u.Ignored, fmt.Sprintf("spec.ephemeralContainers[%d]", i))
-	}
 	return u
 }
 
@@ -110,8 +107,7 @@ type containerRule struct {
 	set  func(*corev1.Container) bool
 }
 
-// ignoredPodFields are the pod-level fields a pod runs without. Ephemeral
-// containers are listed by Check itself (they are never started).
+// ignoredPodFields are the pod-level fields a pod runs without.
 func ignoredPodFields() []podRule {
 	psc := func(f func(*corev1.PodSecurityContext) bool) func(*corev1.PodSpec) bool {
 		return func(s *corev1.PodSpec) bool { return s.SecurityContext != nil && f(s.SecurityContext) }
@@ -119,7 +115,6 @@ func ignoredPodFields() []podRule {
 	return []podRule{
 		{"hostAliases", func(s *corev1.PodSpec) bool { return len(s.HostAliases) > 0 }},
 		{"imagePullSecrets", func(s *corev1.PodSpec) bool { return len(s.ImagePullSecrets) > 0 }},
-		{"activeDeadlineSeconds", func(s *corev1.PodSpec) bool { return s.ActiveDeadlineSeconds != nil }},
 		{"overhead", func(s *corev1.PodSpec) bool { return len(s.Overhead) > 0 }},
 		{"resources", func(s *corev1.PodSpec) bool { return s.Resources != nil }},
 		{"resourceClaims", func(s *corev1.PodSpec) bool { return len(s.ResourceClaims) > 0 }},
@@ -146,7 +141,6 @@ func ignoredContainerFields(init bool) []containerRule {
 	rules := []containerRule{
 		{"lifecycle", func(c *corev1.Container) bool { return c.Lifecycle != nil }},
 		{"volumeDevices", func(c *corev1.Container) bool { return len(c.VolumeDevices) > 0 }},
-		{"restartPolicyRules", func(c *corev1.Container) bool { return len(c.RestartPolicyRules) > 0 }},
 		{"resizePolicy", func(c *corev1.Container) bool { return len(c.ResizePolicy) > 0 }},
 		{"resources.claims", func(c *corev1.Container) bool { return len(c.Resources.Claims) > 0 }},
 		{"resources.limits.hugepages-*", func(c *corev1.Container) bool { return hasHugePages(c.Resources.Limits) }},
@@ -158,9 +152,6 @@ func ignoredContainerFields(init bool) []containerRule {
 			return c.TerminationMessagePolicy == corev1.TerminationMessageFallbackToLogsOnError
 		}},
 		{"securityContext.windowsOptions", csc(func(s *corev1.SecurityContext) bool { return s.WindowsOptions != nil })},
-	}
-	if init {
-		rules = append(rules, containerRule{"restartPolicy", func(c *corev1.Container) bool { return c.RestartPolicy != nil }})
 	}
 	return rules
 }

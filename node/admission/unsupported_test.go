@@ -90,7 +90,7 @@ func TestCheck(t *testing.T) {
 		{name: "hostAliases", mutate: func(p *corev1.Pod) { p.Spec.HostAliases = []corev1.HostAlias{{IP: "10.0.0.1"}} }, ignored: []string{"spec.hostAliases"}},
 		{name: "imagePullSecrets", mutate: func(p *corev1.Pod) { p.Spec.ImagePullSecrets = []corev1.LocalObjectReference{{Name: "s"}} },
 			ignored: []string{"spec.imagePullSecrets"}},
-		{name: "activeDeadlineSeconds", mutate: func(p *corev1.Pod) { p.Spec.ActiveDeadlineSeconds = ptr(int64(5)) }, ignored: []string{"spec.activeDeadlineSeconds"}},
+		{name: "activeDeadlineSeconds is honoured", mutate: func(p *corev1.Pod) { p.Spec.ActiveDeadlineSeconds = ptr(int64(5)) }},
 		{name: "overhead", mutate: func(p *corev1.Pod) { p.Spec.Overhead = corev1.ResourceList{"cpu": resource.MustParse("1")} }, ignored: []string{"spec.overhead"}},
 		{name: "pod resources", mutate: func(p *corev1.Pod) { p.Spec.Resources = &corev1.ResourceRequirements{} }, ignored: []string{"spec.resources"}},
 		{name: "resourceClaims", mutate: func(p *corev1.Pod) { p.Spec.ResourceClaims = []corev1.PodResourceClaim{{Name: "gpu"}} },
@@ -104,9 +104,9 @@ func TestCheck(t *testing.T) {
 			ignored: []string{"spec.securityContext.seLinuxChangePolicy"}},
 		{name: "pod windowsOptions", mutate: podSC(func(c *corev1.PodSecurityContext) { c.WindowsOptions = &corev1.WindowsSecurityContextOptions{} }),
 			ignored: []string{"spec.securityContext.windowsOptions"}},
-		{name: "ephemeral containers", mutate: func(p *corev1.Pod) {
+		{name: "ephemeral containers are honoured", mutate: func(p *corev1.Pod) {
 			p.Spec.EphemeralContainers = []corev1.EphemeralContainer{{}, {}}
-		}, ignored: []string{"spec.ephemeralContainers[0]", "spec.ephemeralContainers[1]"}},
+		}},
 
 		// Refused pod-level fields.
 		{name: "hostUsers false", mutate: func(p *corev1.Pod) { p.Spec.HostUsers = ptr(false) }, refused: []string{"spec.hostUsers"}},
@@ -116,8 +116,7 @@ func TestCheck(t *testing.T) {
 		{name: "lifecycle", mutate: side(func(c *corev1.Container) { c.Lifecycle = &corev1.Lifecycle{} }), ignored: []string{c1 + "lifecycle"}},
 		{name: "volumeMounts", mutate: side(func(c *corev1.Container) { c.VolumeMounts = []corev1.VolumeMount{{Name: "v"}} })},
 		{name: "volumeDevices", mutate: side(func(c *corev1.Container) { c.VolumeDevices = []corev1.VolumeDevice{{Name: "v"}} }), ignored: []string{c1 + "volumeDevices"}},
-		{name: "restartPolicyRules", mutate: side(func(c *corev1.Container) { c.RestartPolicyRules = []corev1.ContainerRestartRule{{}} }),
-			ignored: []string{c1 + "restartPolicyRules"}},
+		{name: "restartPolicyRules are honoured", mutate: side(func(c *corev1.Container) { c.RestartPolicyRules = []corev1.ContainerRestartRule{{}} })},
 		{name: "resizePolicy", mutate: side(func(c *corev1.Container) { c.ResizePolicy = []corev1.ContainerResizePolicy{{ResourceName: "cpu"}} }),
 			ignored: []string{c1 + "resizePolicy"}},
 		{name: "resource claims", mutate: side(func(c *corev1.Container) { c.Resources.Claims = []corev1.ResourceClaim{{Name: "gpu"}} }),
@@ -133,9 +132,9 @@ func TestCheck(t *testing.T) {
 		}), ignored: []string{c1 + "terminationMessagePolicy"}},
 		{name: "container windowsOptions", mutate: appSC(func(s *corev1.SecurityContext) { s.WindowsOptions = &corev1.WindowsSecurityContextOptions{} }),
 			ignored: []string{c1 + "securityContext.windowsOptions"}},
-		{name: "sidecar (restartable init container)", mutate: func(p *corev1.Pod) {
+		{name: "sidecars (restartable init containers) are honoured", mutate: func(p *corev1.Pod) {
 			p.Spec.InitContainers[0].RestartPolicy = ptr(corev1.ContainerRestartPolicyAlways)
-		}, ignored: []string{"spec.initContainers[0].restartPolicy"}},
+		}},
 
 		// The security context is honoured (node/podspec): not flagged.
 		{name: "security context supported", mutate: func(p *corev1.Pod) {

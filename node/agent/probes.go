@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/lockstep-dev/lockstep/node/metrics"
+	"github.com/lockstep-dev/lockstep/node/podutil"
 	"github.com/lockstep-dev/lockstep/node/prober"
 	"github.com/lockstep-dev/lockstep/node/runtimesync"
 )
@@ -58,7 +59,7 @@ func (a *Agent) containerEvent(pod *corev1.Pod, container, eventType, reason, me
 		return
 	}
 	ref := &corev1.ObjectReference{Kind: "Pod", APIVersion: "v1", Namespace: pod.Namespace, Name: pod.Name, UID: pod.UID,
-		FieldPath: fmt.Sprintf("spec.containers{%s}", container)}
+		FieldPath: podutil.ContainerFieldPath(pod, container)}
 	a.d.API.Events.Event(ref, eventType, reason, message)
 }
 

@@ -62,10 +62,13 @@ func (a *Agent) SyncPod(ctx context.Context, pod *corev1.Pod, lastSync time.Time
 	}
 	prev := a.status.WithCachedStatus(pod)
 	terminal := podutil.IsTerminal(prev.Status.Phase)
+	if !terminal && a.pastDeadline(prev) {
+		return a.deadlineExceeded(pod, prev, st), nil
+	}
 	if !terminal {
 		a.probes.AddPod(pod)
 	}
-	res, syncErr := a.exec.SyncPod(ctx, pod, st, terminal, a.unhealthy(pod))
+	res, syncErr := a.exec.SyncPod(ctx, pod, st, terminal, a.unhealthy(pod), a.probes.ForPod(pod, st).Started)
 	a.expect(pod.UID, res.Started)
 
 	waiting := make(map[string]status.Waiting, len(res.Waiting))
@@ -79,7 +82,40 @@ func (a *Agent) SyncPod(ctx context.Context, pod *corev1.Pod, lastSync time.Time
 	}
 	a.status.SetPodStatus(pod, s)
 	out := podworkers.SyncResult{Terminal: podutil.IsTerminal(s.Phase), RequeueAfter: res.Actions.RetryAfter}
+	if s.StartTime != nil && !out.Terminal {
+		// Wake at the active deadline, if it comes before the next sync.
+		if left, ok := status.ActiveDeadline(pod, &s.StartTime.Time, now); ok && (out.RequeueAfter == 0 || left < out.RequeueAfter) {
+			out.RequeueAfter = max(left, time.Millisecond)
+		}
+	}
 	return out, syncErr
+}
+
+// pastDeadline reports whether pod (carrying its cached status) has run
+// longer than its activeDeadlineSeconds.
+func (a *Agent) pastDeadline(pod *corev1.Pod) bool {
+	if pod.Status.StartTime == nil {
+		return false
+	}
+	left, ok := status.ActiveDeadline(pod, &pod.Status.StartTime.Time, a.d.Clock.Now())
+	return ok && left <= 0
+}
+
+// deadlineExceeded fails a pod past its active deadline, as upstream
+// does: event and status reason DeadlineExceeded, phase Failed; the
+// worker then terminates it (its containers are killed within the grace
+// period).
+func (a *Agent) deadlineExceeded(pod, prev *corev1.Pod, st *podstate.PodStatus) podworkers.SyncResult {
+	if a.d.API.Events != nil {
+		ref := &corev1.ObjectReference{Kind: "Pod", APIVersion: "v1", Namespace: pod.Namespace, Name: pod.Name, UID: pod.UID}
+		a.d.API.Events.Event(ref, corev1.EventTypeNormal, status.ReasonDeadlineExceeded, status.MessageDeadlineExceeded)
+	}
+	a.d.Log.Info("pod exceeded its active deadline", "pod", pod.Namespace+"/"+pod.Name, "uid", string(pod.UID),
+		"activeDeadlineSeconds", *pod.Spec.ActiveDeadlineSeconds)
+	now := a.d.Clock.Now()
+	s := status.Generate(prev, st, nil, a.probes.ForPod(pod, st), a.nodeAddrs(), now)
+	a.status.SetPodStatus(pod, status.DeadlineExceeded(prev, s, st, now))
+	return podworkers.SyncResult{Terminal: true}
 }
 
 // otherStaticInstance returns the UID of another pod with the same full

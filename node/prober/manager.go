@@ -13,6 +13,7 @@ import (
 
 	"github.com/lockstep-dev/lockstep/node/deps"
 	"github.com/lockstep-dev/lockstep/node/podstate"
+	"github.com/lockstep-dev/lockstep/node/podutil"
 )
 
 // Observer receives each probe run (metrics.Metrics implements it).
@@ -334,7 +335,9 @@ func (m *Manager) view(k key, tk *task) (View, string) {
 	m.mu.Lock()
 	v := View{Now: m.cfg.Clock.Now(), Terminating: m.terminating[k.uid]}
 	m.mu.Unlock()
-	v.RestartNever = tk.pod.Spec.RestartPolicy == corev1.RestartPolicyNever
+	// A sidecar always runs again; another container as its own restart
+	// policy and rules, else the pod's, allow (podutil).
+	v.RestartNever = !podutil.IsSidecar(tk.c) && !podutil.MayRestart(tk.pod, tk.c)
 	st, ok := m.cfg.View(k.uid)
 	if !ok || st == nil {
 		return v, ""

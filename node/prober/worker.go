@@ -19,7 +19,7 @@ type View struct {
 	// Started: the instance's startup probe succeeded (or it has none).
 	Started bool
 	// RestartNever: the container will not be started again once it
-	// exited (restartPolicy Never).
+	// exited (its restart policies say it never runs again).
 	RestartNever bool
 }
 

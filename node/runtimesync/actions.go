@@ -34,6 +34,10 @@ type Inputs struct {
 	// Unhealthy reports a container instance whose liveness or startup
 	// probe failed, and how to kill it; nil: none.
 	Unhealthy func(containerID string) (ProbeKill, bool)
+	// Started reports whether a running container instance has started:
+	// its startup probe, if any, succeeded (the next init container
+	// waits for a sidecar until then); nil: running means started.
+	Started func(containerID string) bool
 }
 
 // ProbeKill is the kill a failed liveness or startup probe asks for.
@@ -48,9 +52,12 @@ type ProbeKill struct {
 // ContainerStart is a container to create and start.
 type ContainerStart struct {
 	Name string
-	// Init marks an init container.
+	// Init marks an init container (sidecars included).
 	Init bool
-	// Index in the pod spec's Containers or InitContainers.
+	// Ephemeral marks an ephemeral container (never restarted).
+	Ephemeral bool
+	// Index in the pod spec's Containers, InitContainers or
+	// EphemeralContainers.
 	Index int
 	// RestartCount is the new instance's attempt number.
 	RestartCount int
@@ -93,8 +100,9 @@ type Actions struct {
 	SandboxID string
 	// Kill lists container instances to stop first, by name.
 	Kill []ContainerKill
-	// Start lists containers to create and start, in order: at most one
-	// init container, or the regular containers.
+	// Start lists containers to create and start, in order: ephemeral
+	// containers, then init containers (sidecars that must run again and
+	// the next one in line), then the regular containers.
 	Start []ContainerStart
 	// InitFailed: an init container failed and may not be retried
 	// (restartPolicy Never): the pod has failed.
@@ -143,9 +151,11 @@ func ComputeActions(in Inputs) Actions {
 		acts.SandboxID = sb.ID
 	}
 	if acts.CreateSandbox {
-		// restartPolicy Never: a pod whose containers already ran does
-		// not get a new sandbox (its containers would run twice).
-		if pod.Spec.RestartPolicy == corev1.RestartPolicyNever && hasSandbox && len(st.Containers) > 0 {
+		// A pod none of whose containers may run again (restartPolicy
+		// Never, or every container's own policy says so) and whose
+		// containers already ran does not get a new sandbox (they would
+		// run twice).
+		if podutil.RunsOnce(pod) && hasSandbox && len(st.Containers) > 0 {
 			acts.CreateSandbox, acts.Attempt, acts.SandboxReason = false, 0, ""
 			acts.KillPod = len(st.Running()) > 0 || hasReadySandbox(st)
 			return acts
@@ -155,54 +165,198 @@ func ComputeActions(in Inputs) Actions {
 	}
 
 	staleCreatedBelowLatest(st, &acts)
-
-	// Init containers, one at a time, in order.
-	initDone := true
-	for i := range pod.Spec.InitContainers {
-		c := &pod.Spec.InitContainers[i]
-		latest, ok := st.Latest(c.Name)
-		if !ok {
-			acts.Start = append(acts.Start, ContainerStart{Name: c.Name, Init: true, Index: i})
-			initDone = false
-			break
-		}
-		if latest.State == podstate.ContainerExited && latest.ExitCode == 0 {
-			continue
-		}
-		initDone = false
-		switch latest.State {
-		case podstate.ContainerRunning:
-			if pk, failed := unhealthy(in, latest.ID); failed {
-				// Killed now; restarted once it has exited, after its
-				// crash-loop back-off, like any failed container.
-				acts.Kill = append(acts.Kill, probeKill(latest, pk))
-			}
-		case podstate.ContainerCreated:
-			acts.Kill = append(acts.Kill, staleCreated(latest))
-			acts.Start = append(acts.Start, ContainerStart{Name: c.Name, Init: true, Index: i, RestartCount: nextCount(st, c.Name)})
-		case podstate.ContainerUnknown:
-			acts.Kill = append(acts.Kill, ContainerKill{ID: latest.ID, Name: c.Name, Reason: "state unknown"})
-			restartAfterFailure(in, &acts, c, true, i, latest)
-		case podstate.ContainerExited:
-			if pod.Spec.RestartPolicy == corev1.RestartPolicyNever {
-				acts.InitFailed = true
-				acts.KillPod = len(st.Running()) > 0 || hasReadySandbox(st)
-				return acts
-			}
-			restartAfterFailure(in, &acts, c, true, i, latest)
-		}
-		break
-	}
-	if !initDone {
-		for _, c := range pod.Spec.Containers {
-			if _, ok := acts.Waiting[c.Name]; !ok {
-				acts.Waiting[c.Name] = Waiting{Reason: podutil.ReasonPodInitializing}
+	computeEphemeral(in, &acts)
+	if initialized, failed := computeInit(in, &acts); failed || !initialized {
+		if !failed {
+			for _, c := range pod.Spec.Containers {
+				if _, ok := acts.Waiting[c.Name]; !ok {
+					acts.Waiting[c.Name] = Waiting{Reason: podutil.ReasonPodInitializing}
+				}
 			}
 		}
 		return acts
 	}
+	keep := computeRegular(in, &acts)
+	// Nothing runs and nothing will: the pod is done; stop what is left
+	// (sidecars, ephemeral containers) and its sandbox. Sidecars are not
+	// restarted then: they do not keep a finished pod alive.
+	if keep == 0 && !startsRegular(acts) && !waitsRegular(pod, acts) {
+		acts.Start = nil
+		acts.RetryAfter = 0
+		for _, c := range pod.Spec.InitContainers {
+			delete(acts.Waiting, c.Name)
+		}
+		acts.KillPod = len(st.Running()) > 0 || hasReadySandbox(st)
+	}
+	return acts
+}
 
-	keep := 0
+// computeEphemeral starts the ephemeral containers the runtime has never
+// run: they run once, whatever happens to them, and need not wait for the
+// pod's initialization.
+func computeEphemeral(in Inputs, acts *Actions) {
+	for i := range in.Pod.Spec.EphemeralContainers {
+		name := in.Pod.Spec.EphemeralContainers[i].Name
+		if _, ok := in.Status.Latest(name); !ok {
+			acts.Start = append(acts.Start, ContainerStart{Name: name, Ephemeral: true, Index: i})
+		}
+	}
+}
+
+// computeInit plans the init containers of a pod whose sandbox is up. They
+// run in order: a regular init container must exit 0 before the next one
+// starts; a sidecar (restartable init container) must have started, and
+// passed its startup probe if it has one. Once the pod has initialized
+// (or a later init container ran) the sidecars before are only kept
+// running: restarted after they exit, under the crash-loop back-off,
+// whatever the pod's restartPolicy. It reports whether the pod has
+// initialized, and whether an init container failed for good (then the
+// pod is killed and InitFailed set).
+func computeInit(in Inputs, acts *Actions) (initialized, failed bool) {
+	pod := in.Pod
+	inits := pod.Spec.InitContainers
+	if len(inits) == 0 {
+		return true, false
+	}
+	frontier := initFrontier(in)
+	if frontier < 0 {
+		acts.Start = append(acts.Start, ContainerStart{Name: inits[0].Name, Init: true, RestartCount: nextCount(in.Status, inits[0].Name)})
+		return false, false
+	}
+	initialized = frontier == len(inits)
+	for i := 0; i < len(inits) && i <= frontier; i++ {
+		c := &inits[i]
+		step := initStep(in, acts, c, i, i < frontier)
+		switch step {
+		case initFailed:
+			acts.InitFailed = true
+			acts.KillPod = len(in.Status.Running()) > 0 || hasReadySandbox(in.Status)
+			acts.Start = nil
+			return false, true
+		case initDone:
+			if i == frontier && i == len(inits)-1 {
+				initialized = true
+			} else if i == frontier {
+				next := &inits[i+1]
+				acts.Start = append(acts.Start, ContainerStart{Name: next.Name, Init: true, Index: i + 1, RestartCount: nextCount(in.Status, next.Name)})
+			}
+		}
+	}
+	return initialized, false
+}
+
+// initFrontier is the index of the last init container that ran in the
+// current sandbox (the one initialization has reached), len(init
+// containers) once a regular container ran there (the pod has
+// initialized), or -1 when none ran yet.
+func initFrontier(in Inputs) int {
+	sb, _ := in.Status.LatestSandbox()
+	for i := range in.Pod.Spec.Containers {
+		if _, ok := activeLatest(in.Status, in.Pod.Spec.Containers[i].Name, sb.ID); ok {
+			return len(in.Pod.Spec.InitContainers)
+		}
+	}
+	for i := len(in.Pod.Spec.InitContainers) - 1; i >= 0; i-- {
+		if _, ok := activeLatest(in.Status, in.Pod.Spec.InitContainers[i].Name, sb.ID); ok {
+			return i
+		}
+	}
+	return -1
+}
+
+// activeLatest is the newest instance of the named container that belongs
+// to the sandbox sandboxID (an instance whose sandbox is unknown counts).
+func activeLatest(st *podstate.PodStatus, name, sandboxID string) (podstate.Container, bool) {
+	c, ok := st.Latest(name)
+	if !ok || (c.SandboxID != "" && sandboxID != "" && c.SandboxID != sandboxID) {
+		return podstate.Container{}, false
+	}
+	return c, true
+}
+
+// initOutcome is where one init container stands.
+type initOutcome int
+
+const (
+	// initBusy: running, or being (re)started; the next one waits.
+	initBusy initOutcome = iota
+	// initDone: exited 0, or a sidecar that has started.
+	initDone
+	// initFailed: failed and may not run again.
+	initFailed
+)
+
+// initStep plans init container c (index i); passed says initialization
+// has gone past it, so only a sidecar still needs anything.
+func initStep(in Inputs, acts *Actions, c *corev1.Container, i int, passed bool) initOutcome {
+	sb, _ := in.Status.LatestSandbox()
+	latest, ok := activeLatest(in.Status, c.Name, sb.ID)
+	sidecar := podutil.IsSidecar(c)
+	switch {
+	case passed && !sidecar:
+		return initDone
+	case !ok:
+		// A sidecar whose instance is gone (garbage-collected) runs again.
+		acts.Start = append(acts.Start, ContainerStart{Name: c.Name, Init: true, Index: i, RestartCount: nextCount(in.Status, c.Name)})
+		return initBusy
+	}
+	switch latest.State {
+	case podstate.ContainerCreated:
+		acts.Kill = append(acts.Kill, staleCreated(latest))
+		acts.Start = append(acts.Start, ContainerStart{Name: c.Name, Init: true, Index: i, RestartCount: nextCount(in.Status, c.Name)})
+	case podstate.ContainerRunning:
+		if sidecar {
+			return sidecarRunning(in, acts, c, i, latest)
+		}
+		if pk, failed := unhealthy(in, latest.ID); failed {
+			// Killed now; restarted once it has exited, after its
+			// crash-loop back-off, like any failed container.
+			acts.Kill = append(acts.Kill, probeKill(latest, pk))
+		}
+	case podstate.ContainerUnknown:
+		acts.Kill = append(acts.Kill, ContainerKill{ID: latest.ID, Name: c.Name, Reason: "state unknown"})
+		if !podutil.RestartsAfterKill(in.Pod, c, true) {
+			return initFailed
+		}
+		restartAfterFailure(in, acts, c, true, i, latest)
+	case podstate.ContainerExited:
+		switch {
+		case sidecar:
+			restartAfterFailure(in, acts, c, true, i, latest)
+		case latest.ExitCode == 0:
+			return initDone
+		case !podutil.ShouldRestart(in.Pod, c, true, latest.ExitCode):
+			return initFailed
+		default:
+			restartAfterFailure(in, acts, c, true, i, latest)
+		}
+	}
+	return initBusy
+}
+
+// sidecarRunning plans a running sidecar: killed when its probe failed
+// (restarted after it exits), replaced when its spec changed, done once
+// started (its startup probe, if any, succeeded).
+func sidecarRunning(in Inputs, acts *Actions, c *corev1.Container, i int, latest podstate.Container) initOutcome {
+	if pk, failed := unhealthy(in, latest.ID); failed {
+		acts.Kill = append(acts.Kill, probeKill(latest, pk))
+		return initBusy
+	}
+	if in.Hash != nil && latest.Hash != "" && latest.Hash != in.Hash(c) {
+		acts.Kill = append(acts.Kill, ContainerKill{ID: latest.ID, Name: c.Name, Reason: "container spec changed"})
+		acts.Start = append(acts.Start, ContainerStart{Name: c.Name, Init: true, Index: i, RestartCount: nextCount(in.Status, c.Name)})
+		return initBusy
+	}
+	if in.Started != nil && !in.Started(latest.ID) {
+		return initBusy
+	}
+	return initDone
+}
+
+// computeRegular plans the regular containers of an initialized pod and
+// returns how many running ones are kept.
+func computeRegular(in Inputs, acts *Actions) (keep int) {
+	pod, st := in.Pod, in.Status
 	for i := range pod.Spec.Containers {
 		c := &pod.Spec.Containers[i]
 		latest, ok := st.Latest(c.Name)
@@ -222,7 +376,7 @@ func ComputeActions(in Inputs) Actions {
 				// crash-loop back-off, like any failed container (so a
 				// container failing its probes at once backs off).
 				acts.Kill = append(acts.Kill, probeKill(latest, pk))
-				if podutil.ShouldRestart(pod, c, false, 1) {
+				if podutil.RestartsAfterKill(pod, c, false) {
 					keep++
 				}
 				continue
@@ -233,20 +387,32 @@ func ComputeActions(in Inputs) Actions {
 			acts.Start = append(acts.Start, ContainerStart{Name: c.Name, Index: i, RestartCount: nextCount(st, c.Name)})
 		case podstate.ContainerUnknown:
 			acts.Kill = append(acts.Kill, ContainerKill{ID: latest.ID, Name: c.Name, Reason: "state unknown"})
-			if podutil.ShouldRestart(pod, c, false, 137) {
-				restartAfterFailure(in, &acts, c, false, i, latest)
+			if podutil.RestartsAfterKill(pod, c, false) {
+				restartAfterFailure(in, acts, c, false, i, latest)
 			}
 		case podstate.ContainerExited:
 			if podutil.ShouldRestart(pod, c, false, latest.ExitCode) {
-				restartAfterFailure(in, &acts, c, false, i, latest)
+				restartAfterFailure(in, acts, c, false, i, latest)
 			}
 		}
 	}
-	// Nothing runs and nothing will: the pod is done; stop its sandbox.
-	if keep == 0 && len(acts.Start) == 0 && len(acts.Waiting) == 0 {
-		acts.KillPod = len(st.Running()) > 0 || hasReadySandbox(st)
+	return keep
+}
+
+// startsRegular reports whether acts starts a regular container.
+func startsRegular(acts Actions) bool {
+	return slices.ContainsFunc(acts.Start, func(s ContainerStart) bool { return !s.Init && !s.Ephemeral })
+}
+
+// waitsRegular reports whether a regular container of pod waits (in
+// back-off) to run again.
+func waitsRegular(pod *corev1.Pod, acts Actions) bool {
+	for _, c := range pod.Spec.Containers {
+		if _, ok := acts.Waiting[c.Name]; ok {
+			return true
+		}
 	}
-	return acts
+	return false
 }
 
 // computeFreshSandbox plans the containers of a new sandbox: the init

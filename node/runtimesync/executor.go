@@ -128,13 +128,15 @@ func PodLogger(l *slog.Logger, pod *corev1.Pod) *slog.Logger {
 }
 
 // SyncPod computes and executes the actions for pod. Unhealthy reports
-// containers whose liveness or startup probe failed (nil: none).
+// containers whose liveness or startup probe failed (nil: none); started
+// reports whether a running instance has passed its startup probe (nil:
+// running means started).
 func (e *Executor) SyncPod(ctx context.Context, pod *corev1.Pod, st *podstate.PodStatus, terminal bool,
-	unhealthy func(string) (ProbeKill, bool)) (Result, error) {
+	unhealthy func(string) (ProbeKill, bool), started func(string) bool) (Result, error) {
 	log := PodLogger(e.d.Log, pod)
 	acts := ComputeActions(Inputs{
 		Pod: pod, Status: st, Terminal: terminal, Now: e.d.Clock.Now(),
-		Backoff: e.crash, Hash: podspec.ContainerHash, Unhealthy: unhealthy,
+		Backoff: e.crash, Hash: podspec.ContainerHash, Unhealthy: unhealthy, Started: started,
 	})
 	res := Result{Actions: acts, Waiting: map[string]Waiting{}}
 	for name, w := range acts.Waiting {
@@ -241,6 +243,9 @@ func (e *Executor) SyncPod(ctx context.Context, pod *corev1.Pod, st *podstate.Po
 			continue
 		}
 		cfg, err := e.containerConfig(ctx, pod, c, s.RestartCount, podIPs)
+		if err == nil && s.Ephemeral {
+			targetNamespace(cfg, pod, st, s.Index)
+		}
 		if err == nil {
 			err = e.prepareMounts(cfg)
 		}
@@ -397,7 +402,17 @@ func (e *Executor) observeStart(s ContainerStart, code string) {
 	}
 }
 
+// containerSpec is the spec of the container s starts (nil if the pod no
+// longer has it at that index); an ephemeral container's common part.
 func containerSpec(pod *corev1.Pod, s ContainerStart) *corev1.Container {
+	if s.Ephemeral {
+		list := pod.Spec.EphemeralContainers
+		if s.Index < 0 || s.Index >= len(list) || list[s.Index].Name != s.Name {
+			return nil
+		}
+		c := corev1.Container(list[s.Index].EphemeralContainerCommon)
+		return &c
+	}
 	list := pod.Spec.Containers
 	if s.Init {
 		list = pod.Spec.InitContainers
@@ -453,7 +468,9 @@ func (e *Executor) ensureImage(ctx context.Context, pod *corev1.Pod, c *corev1.C
 }
 
 // KillPod stops every container of the pod in parallel, each with the
-// grace period (at least MinStopTimeout), then stops its ready sandboxes.
+// grace period (at least MinStopTimeout), except that sidecars stop after
+// the other containers, in reverse spec order, with what is left of the
+// grace (stopOrder); then it stops the pod's ready sandboxes.
 // pod may be nil for an orphan the agent no longer knows.
 func (e *Executor) KillPod(ctx context.Context, pod *corev1.Pod, st *podstate.PodStatus, grace int64) error {
 	name := string(st.UID)
@@ -467,12 +484,19 @@ func (e *Executor) KillPod(ctx context.Context, pod *corev1.Pod, st *podstate.Po
 		}
 	}
 	results := deps.NewInbox[error](e.d.Tasks, "kill "+name)
+	names := make([]string, 0, len(toStop))
+	for _, c := range toStop {
+		names = append(names, c.Name)
+	}
+	order := newStopOrder(e.d.Tasks, pod, names)
 	for _, c := range toStop {
 		if pod != nil {
 			e.event(pod, c.Name, corev1.EventTypeNormal, "Killing", "Stopping container "+c.Name)
 		}
 		e.d.Tasks.Go("stop "+name+"/"+c.Name, func() {
-			err := e.stopContainer(ctx, c.ID, grace)
+			defer order.stopped(c.Name)
+			left := grace - int64(order.waitTurn(ctx, e.d.Clock, c.Name, time.Duration(grace)*time.Second)/time.Second)
+			err := e.stopContainer(ctx, c.ID, left)
 			if err != nil {
 				err = fmt.Errorf("stop container %q (%s) of pod %s: %w", c.Name, c.ID, name, err)
 			}
@@ -528,7 +552,7 @@ func (e *Executor) event(pod *corev1.Pod, container, eventType, reason, message 
 	}
 	ref := &corev1.ObjectReference{Kind: "Pod", APIVersion: "v1", Namespace: pod.Namespace, Name: pod.Name, UID: pod.UID}
 	if container != "" {
-		ref.FieldPath = fmt.Sprintf("spec.containers{%s}", container)
+		ref.FieldPath = podutil.ContainerFieldPath(pod, container)
 	}
 	e.ports.Events.Event(ref, eventType, reason, message)
 }

@@ -90,6 +90,7 @@ func Generate(pod *corev1.Pod, rs *podstate.PodStatus, waiting map[string]Waitin
 		regularDefault = podutil.ReasonPodInitializing
 	}
 	s.ContainerStatuses = g.statuses(pod.Spec.Containers, prev.ContainerStatuses, false, regularDefault)
+	s.EphemeralContainerStatuses = g.ephemeralStatuses(prev.EphemeralContainerStatuses)
 
 	if podutil.IsTerminal(prev.Phase) {
 		s.Phase = prev.Phase
@@ -162,6 +163,31 @@ func (g *generator) statuses(specs []corev1.Container, prev []corev1.ContainerSt
 	for i := range specs {
 		c := &specs[i]
 		out = append(out, g.status(c, findStatus(prev, c.Name), isInit, defaultReason))
+	}
+	return out
+}
+
+// ephemeralStatuses returns one status per ephemeral container, in spec
+// order: like a regular container's, never ready (ephemeral containers
+// have no probes and serve nothing).
+func (g *generator) ephemeralStatuses(prev []corev1.ContainerStatus) []corev1.ContainerStatus {
+	specs := EphemeralSpecs(g.pod)
+	out := g.statuses(specs, prev, false, podutil.ReasonContainerCreating)
+	for i := range out {
+		out[i].Ready = false
+	}
+	return out
+}
+
+// EphemeralSpecs returns the common part of pod's ephemeral containers as
+// plain containers.
+func EphemeralSpecs(pod *corev1.Pod) []corev1.Container {
+	if len(pod.Spec.EphemeralContainers) == 0 {
+		return nil
+	}
+	out := make([]corev1.Container, 0, len(pod.Spec.EphemeralContainers))
+	for _, ec := range pod.Spec.EphemeralContainers {
+		out = append(out, corev1.Container(ec.EphemeralContainerCommon))
 	}
 	return out
 }

@@ -9,14 +9,16 @@ import (
 // Phase computes a live pod's phase from its init and regular container
 // statuses:
 //
-//   - Failed when a (non-restartable) init container failed under
-//     restartPolicy Never;
+//   - Failed when a (non-restartable) init container failed and may not
+//     run again (podutil.ShouldRestart);
 //   - Pending while initialization is incomplete and no regular container
 //     has started, or while a regular container waits for its first start;
 //   - Running when every regular container has started and one runs;
-//   - when every regular container has stopped: Running under Always
-//     (restarting), Succeeded if all exited 0, Failed under Never, Running
-//     under OnFailure (the failed ones restart).
+//   - when every regular container has stopped: Running while one of them
+//     will restart (by its own restartPolicy and restartPolicyRules, else
+//     the pod's), else Succeeded if all exited 0, else Failed. Running
+//     sidecars count as running: a Job-like pod stays Running until they
+//     are stopped.
 //
 // A pod being torn down reaches a terminal phase through Terminate instead.
 func Phase(pod *corev1.Pod, initStatuses, statuses []corev1.ContainerStatus) corev1.PodPhase {
@@ -29,7 +31,10 @@ func Phase(pod *corev1.Pod, initStatuses, statuses []corev1.ContainerStatus) cor
 func phase(pod *corev1.Pod, initStatuses, statuses []corev1.ContainerStatus, terminal bool) corev1.PodPhase {
 	spec := &pod.Spec
 	pendingInit, failedInit := 0, 0
-	var unknown, running, waiting, stopped, succeeded int
+	// final counts the stopped regular containers that will not run
+	// again (podutil.ShouldRestart: their own policy and rules, else the
+	// pod's).
+	var unknown, running, waiting, stopped, succeeded, final int
 
 	for i := range spec.InitContainers {
 		c := &spec.InitContainers[i]
@@ -64,12 +69,12 @@ func phase(pod *corev1.Pod, initStatuses, statuses []corev1.ContainerStatus, ter
 		case cs.State.Running != nil:
 			pendingInit++
 		case cs.State.Terminated != nil:
-			if cs.State.Terminated.ExitCode != 0 {
+			if code := cs.State.Terminated.ExitCode; code != 0 && !podutil.ShouldRestart(pod, c, true, code) {
 				failedInit++
 			}
 		case cs.State.Waiting != nil:
 			if t := cs.LastTerminationState.Terminated; t != nil {
-				if t.ExitCode != 0 {
+				if t.ExitCode != 0 && !podutil.ShouldRestart(pod, c, true, t.ExitCode) {
 					failedInit++
 				}
 			} else {
@@ -81,7 +86,8 @@ func phase(pod *corev1.Pod, initStatuses, statuses []corev1.ContainerStatus, ter
 	}
 
 	for i := range spec.Containers {
-		cs := findStatus(statuses, spec.Containers[i].Name)
+		c := &spec.Containers[i]
+		cs := findStatus(statuses, c.Name)
 		switch {
 		case cs == nil:
 			unknown++
@@ -92,9 +98,15 @@ func phase(pod *corev1.Pod, initStatuses, statuses []corev1.ContainerStatus, ter
 			if cs.State.Terminated.ExitCode == 0 {
 				succeeded++
 			}
+			if !podutil.ShouldRestart(pod, c, false, cs.State.Terminated.ExitCode) {
+				final++
+			}
 		case cs.State.Waiting != nil:
-			if cs.LastTerminationState.Terminated != nil {
+			if t := cs.LastTerminationState.Terminated; t != nil {
 				stopped++
+				if !podutil.ShouldRestart(pod, c, false, t.ExitCode) {
+					final++
+				}
 			} else {
 				waiting++
 			}
@@ -103,7 +115,7 @@ func phase(pod *corev1.Pod, initStatuses, statuses []corev1.ContainerStatus, ter
 		}
 	}
 
-	if failedInit > 0 && spec.RestartPolicy == corev1.RestartPolicyNever {
+	if failedInit > 0 {
 		return corev1.PodFailed
 	}
 	switch {
@@ -119,14 +131,12 @@ func phase(pod *corev1.Pod, initStatuses, statuses []corev1.ContainerStatus, ter
 			return corev1.PodFailed
 		}
 		switch {
-		case spec.RestartPolicy == corev1.RestartPolicyAlways || spec.RestartPolicy == "":
+		case final < stopped: // some are restarting
 			return corev1.PodRunning
 		case stopped == succeeded:
 			return corev1.PodSucceeded
-		case spec.RestartPolicy == corev1.RestartPolicyNever:
+		default:
 			return corev1.PodFailed
-		default: // OnFailure: the failed ones are restarting.
-			return corev1.PodRunning
 		}
 	default:
 		return corev1.PodPending

@@ -108,6 +108,14 @@ func finalizeAll(pod *corev1.Pod, s *corev1.PodStatus, prev *corev1.PodStatus) {
 		cs.Started = ptr(false)
 		cs.Ready = false
 	}
+	for i := range s.EphemeralContainerStatuses {
+		cs := &s.EphemeralContainerStatuses[i]
+		if cs.State.Waiting == nil {
+			finalize(cs, findStatus(prev.EphemeralContainerStatuses, cs.Name))
+		}
+		cs.Started = ptr(false)
+		cs.Ready = false
+	}
 }
 
 // hasInitialized reports whether a pod got past its init containers: it has

@@ -31,6 +31,11 @@ func defaultPodSpec(spec *corev1.PodSpec) {
 	for i := range spec.Containers {
 		defaultContainer(&spec.Containers[i])
 	}
+	for i := range spec.EphemeralContainers {
+		c := corev1.Container(spec.EphemeralContainers[i].EphemeralContainerCommon)
+		defaultContainer(&c)
+		spec.EphemeralContainers[i].EphemeralContainerCommon = corev1.EphemeralContainerCommon(c)
+	}
 }
 
 func defaultContainer(c *corev1.Container) {

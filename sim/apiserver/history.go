@@ -21,6 +21,9 @@ const (
 	// VerbGracefulDelete marks a pod for deletion (sets or shortens its
 	// deletionTimestamp) without removing it.
 	VerbGracefulDelete = "gracefulDelete"
+	// VerbUpdateEphemeralContainers writes the pods/ephemeralcontainers
+	// subresource (kubectl debug).
+	VerbUpdateEphemeralContainers = "updateEphemeralContainers"
 )
 
 // The kinds of recorded objects.
