@@ -115,8 +115,6 @@ func ignoredPodFields() []podRule {
 	return []podRule{
 		{"hostAliases", func(s *corev1.PodSpec) bool { return len(s.HostAliases) > 0 }},
 		{"imagePullSecrets", func(s *corev1.PodSpec) bool { return len(s.ImagePullSecrets) > 0 }},
-		{"overhead", func(s *corev1.PodSpec) bool { return len(s.Overhead) > 0 }},
-		{"resources", func(s *corev1.PodSpec) bool { return s.Resources != nil }},
 		{"resourceClaims", func(s *corev1.PodSpec) bool { return len(s.ResourceClaims) > 0 }},
 		{"securityContext.fsGroupChangePolicy", psc(func(c *corev1.PodSecurityContext) bool { return c.FSGroupChangePolicy != nil })},
 		{"securityContext.seLinuxChangePolicy", psc(func(c *corev1.PodSecurityContext) bool { return c.SELinuxChangePolicy != nil })},
@@ -143,8 +141,6 @@ func ignoredContainerFields(init bool) []containerRule {
 		{"volumeDevices", func(c *corev1.Container) bool { return len(c.VolumeDevices) > 0 }},
 		{"resizePolicy", func(c *corev1.Container) bool { return len(c.ResizePolicy) > 0 }},
 		{"resources.claims", func(c *corev1.Container) bool { return len(c.Resources.Claims) > 0 }},
-		{"resources.limits.hugepages-*", func(c *corev1.Container) bool { return hasHugePages(c.Resources.Limits) }},
-		{"resources.requests.hugepages-*", func(c *corev1.Container) bool { return hasHugePages(c.Resources.Requests) }},
 		{"terminationMessagePath", func(c *corev1.Container) bool {
 			return c.TerminationMessagePath != "" && c.TerminationMessagePath != corev1.TerminationMessagePathDefault
 		}},
@@ -154,13 +150,4 @@ func ignoredContainerFields(init bool) []containerRule {
 		{"securityContext.windowsOptions", csc(func(s *corev1.SecurityContext) bool { return s.WindowsOptions != nil })},
 	}
 	return rules
-}
-
-func hasHugePages(l corev1.ResourceList) bool {
-	for name := range l {
-		if strings.HasPrefix(string(name), corev1.ResourceHugePagesPrefix) {
-			return true
-		}
-	}
-	return false
 }

@@ -13,7 +13,9 @@ import (
 // pod-spec layer's NodeInfo, computed exactly as the node status computes
 // it (nodestatus.ReadResources): the memory capacity (the denominator of
 // OOM scores) and the allocatable resources (what a resourceFieldRef to a
-// limit the container does not set reads). Values the caller set win. The
+// limit the container does not set reads), its huge page sizes and whether
+// it runs cgroup v2 (the hugetlb and unified settings of every container).
+// Values the caller set win. The
 // machine is read once, when the agent is built: a node's capacity does not
 // change while it runs.
 func withMachineFacts(machine deps.Machine, log *slog.Logger, node podspec.NodeInfo, nc nodestatus.Config) podspec.NodeInfo {
@@ -37,6 +39,14 @@ func withMachineFacts(machine deps.Machine, log *slog.Logger, node podspec.NodeI
 	}
 	if node.MemoryCapacity <= 0 {
 		node.MemoryCapacity = capacity.Memory().Value()
+	}
+	if info, err := machine.Info(context.Background()); err == nil {
+		if node.HugePageSizes == nil {
+			for _, pool := range info.HugePages {
+				node.HugePageSizes = append(node.HugePageSizes, pool.PageSizeBytes)
+			}
+		}
+		node.CgroupV2 = node.CgroupV2 || info.CgroupV2
 	}
 	return node
 }

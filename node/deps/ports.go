@@ -132,6 +132,19 @@ type MachineInfo struct {
 	CPUs          int
 	MemoryBytes   uint64
 	MaxPIDs       uint64
+	// HugePages are the host's huge page pools, smallest page first: the
+	// page sizes a container's cgroup limits (every size, 0 when the pod
+	// asks for none) and the node's hugepages-<size> capacity.
+	HugePages []HugePagePool
+	// CgroupV2 says the host runs the unified cgroup v2 hierarchy.
+	CgroupV2 bool
+}
+
+// HugePagePool is one huge page size the kernel offers and how many pages
+// of it are reserved.
+type HugePagePool struct {
+	PageSizeBytes uint64
+	Pages         uint64
 }
 
 // MachineUsage is a snapshot of node-level resource usage for eviction.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"runtime"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -89,22 +90,40 @@ func Capacity(info deps.MachineInfo, fsCapacity uint64, maxPods int) corev1.Reso
 	if fsCapacity > 0 {
 		c[corev1.ResourceEphemeralStorage] = *resource.NewQuantity(int64(fsCapacity), resource.BinarySI)
 	}
+	for _, pool := range info.HugePages {
+		size := resource.NewQuantity(int64(pool.PageSizeBytes), resource.BinarySI)
+		c[corev1.ResourceName(corev1.ResourceHugePagesPrefix+size.String())] = *resource.NewQuantity(int64(pool.PageSizeBytes*pool.Pages), resource.BinarySI)
+	}
 	return c
 }
 
 // Allocatable is capacity minus reserved, never below zero: what the node
 // status reports and what a resourceFieldRef to an unset limit reads.
+// Memory held in huge page pools is not allocatable as memory, as
+// upstream reports it.
 func Allocatable(capacity, reserved corev1.ResourceList) corev1.ResourceList {
 	a := make(corev1.ResourceList, len(capacity))
+	sub := func(q, r resource.Quantity) resource.Quantity {
+		q.Sub(r)
+		if q.Sign() < 0 {
+			return *resource.NewQuantity(0, q.Format)
+		}
+		return q
+	}
 	for name, q := range capacity {
 		q = q.DeepCopy()
 		if r, ok := reserved[name]; ok {
-			q.Sub(r)
-			if q.Sign() < 0 {
-				q = *resource.NewQuantity(0, q.Format)
-			}
+			q = sub(q, r)
 		}
 		a[name] = q
+	}
+	if mem, ok := a[corev1.ResourceMemory]; ok {
+		for name, q := range capacity {
+			if strings.HasPrefix(string(name), corev1.ResourceHugePagesPrefix) {
+				mem = sub(mem, q)
+			}
+		}
+		a[corev1.ResourceMemory] = mem
 	}
 	return a
 }

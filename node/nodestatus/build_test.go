@@ -76,6 +76,23 @@ func TestAllocatable(t *testing.T) {
 	}
 }
 
+// TestHugePages: each pool is capacity hugepages-<size> (pages × size),
+// allocatable as reserved, and memory in pools is not allocatable memory.
+func TestHugePages(t *testing.T) {
+	info := deps.MachineInfo{CPUs: 2, MemoryBytes: 8 << 30, HugePages: []deps.HugePagePool{
+		{PageSizeBytes: 2 << 20, Pages: 512}, {PageSizeBytes: 1 << 30, Pages: 0},
+	}}
+	c := Capacity(info, 0, 110)
+	want := map[string]string{"cpu": "2", "memory": "8Gi", "pods": "110", "hugepages-2Mi": "1Gi", "hugepages-1Gi": "0"}
+	if diff := cmp.Diff(want, quantities(c)); diff != "" {
+		t.Errorf("capacity (-want +got):\n%s", diff)
+	}
+	want = map[string]string{"cpu": "2", "memory": "6Gi", "pods": "110", "hugepages-2Mi": "1Gi", "hugepages-1Gi": "0"}
+	if diff := cmp.Diff(want, quantities(Allocatable(c, rl("memory", "1Gi")))); diff != "" {
+		t.Errorf("allocatable (-want +got):\n%s", diff)
+	}
+}
+
 type health struct {
 	ok  bool
 	err error

@@ -74,6 +74,17 @@ type NodeInfo struct {
 	// to a limit the container does not set reads the node's allocatable
 	// amount instead, as upstream does.
 	Allocatable corev1.ResourceList
+	// HugePageSizes are the node's huge page sizes in bytes, smallest
+	// first (deps.MachineInfo.HugePages): every container gets a hugetlb
+	// limit for each, 0 unless it or its pod asks for that size.
+	HugePageSizes []uint64
+	// CgroupV2 says the node runs cgroup v2, where the unified settings
+	// memory.high and memory.oom.group apply.
+	CgroupV2 bool
+	// SingleProcessOOMKill, on cgroup v2, leaves memory.oom.group unset,
+	// so that an OOM kills one process rather than the whole container
+	// (the kubelet's singleProcessOOMKill; cgroup v1 always behaves so).
+	SingleProcessOOMKill bool
 	// SeccompDefault makes RuntimeDefault the seccomp profile of containers
 	// that name none (the kubelet's --seccomp-default); false leaves them
 	// Unconfined.

@@ -1,10 +1,13 @@
 package podspec
 
 import (
+	"fmt"
 	"maps"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	resourcehelper "k8s.io/component-helpers/resource"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/lockstep-dev/lockstep/node/podutil"
@@ -55,82 +58,194 @@ func effectiveRequests(c *corev1.Container) corev1.ResourceList {
 	return out
 }
 
-// QOSClass returns a pod's quality-of-service class: pod.Status.QOSClass
-// when the apiserver set it (it never changes), else computed from the
-// cpu and memory of its init and regular containers. BestEffort: no
-// requests or limits at all. Guaranteed: every container has cpu and
-// memory limits and the pod's requests equal its limits. Burstable:
-// anything else. Pod-level resources are not considered yet.
+// QOSClass returns a pod's quality-of-service class as upstream computes
+// it: pod.Status.QOSClass when the apiserver set it (it never changes);
+// else, when the pod sets pod-level cpu or memory (spec.resources), from
+// those alone; else from each init and regular container's cpu and memory.
+// A set of requirements is BestEffort with no cpu or memory request or
+// limit, Guaranteed when both have equal non-zero requests and limits, and
+// Burstable otherwise; the pod is Burstable as soon as one container is,
+// or when BestEffort and Guaranteed containers mix. Requests default to
+// limits (see effectiveRequests).
 func QOSClass(pod *corev1.Pod) corev1.PodQOSClass {
 	if pod.Status.QOSClass != "" {
 		return pod.Status.QOSClass
 	}
-	requests := corev1.ResourceList{}
-	limits := corev1.ResourceList{}
-	guaranteed := true
-	add := func(sum corev1.ResourceList, name corev1.ResourceName, q resource.Quantity) {
-		if q.Sign() <= 0 {
-			return
-		}
-		total := sum[name]
-		total.Add(q)
-		sum[name] = total
+	if resourcehelper.IsPodLevelResourcesSet(pod) {
+		return requirementsQOS(pod.Spec.Resources.Requests, pod.Spec.Resources.Limits)
 	}
-	containers := make([]*corev1.Container, 0, len(pod.Spec.InitContainers)+len(pod.Spec.Containers))
-	for i := range pod.Spec.InitContainers {
-		containers = append(containers, &pod.Spec.InitContainers[i])
-	}
-	for i := range pod.Spec.Containers {
-		containers = append(containers, &pod.Spec.Containers[i])
-	}
-	for _, c := range containers {
-		req := effectiveRequests(c)
-		for _, name := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory} {
-			if q, ok := req[name]; ok {
-				add(requests, name, q)
-			}
-			q, ok := c.Resources.Limits[name]
-			if ok && q.Sign() > 0 {
-				add(limits, name, q)
-			} else {
-				guaranteed = false
+	var qos corev1.PodQOSClass
+	for _, list := range [][]corev1.Container{pod.Spec.InitContainers, pod.Spec.Containers} {
+		for i := range list {
+			switch cq := requirementsQOS(effectiveRequests(&list[i]), list[i].Resources.Limits); {
+			case cq == corev1.PodQOSBurstable:
+				return cq
+			case qos == "":
+				qos = cq
+			case qos != cq:
+				return corev1.PodQOSBurstable
 			}
 		}
 	}
-	if len(requests) == 0 && len(limits) == 0 {
+	if qos == "" {
 		return corev1.PodQOSBestEffort
 	}
-	if !guaranteed || len(requests) != len(limits) {
-		return corev1.PodQOSBurstable
-	}
-	for name, req := range requests {
-		if lim, ok := limits[name]; !ok || lim.Cmp(req) != 0 {
+	return qos
+}
+
+// requirementsQOS is the class of one set of requests and limits.
+func requirementsQOS(requests, limits corev1.ResourceList) corev1.PodQOSClass {
+	var qos corev1.PodQOSClass
+	for _, name := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory} {
+		req, lim := requests[name], limits[name]
+		rq := corev1.PodQOSGuaranteed
+		switch {
+		case !req.Equal(lim):
+			return corev1.PodQOSBurstable
+		case req.IsZero():
+			rq = corev1.PodQOSBestEffort
+		}
+		if qos == "" {
+			qos = rq
+		} else if qos != rq {
 			return corev1.PodQOSBurstable
 		}
 	}
-	return corev1.PodQOSGuaranteed
+	return qos
 }
 
 // linuxResources returns a container's cgroup settings:
 //
-//   - CpuShares: requests.cpu in millicores × 1024 / 1000, within [2, 262144]
-//     (2 when there is no request);
-//   - CpuPeriod: 100000 µs, always; CpuQuota: limits.cpu in millicores ×
+//   - CpuShares: requests.cpu in millicores × 1024 / 1000, within [2, 262144];
+//     with no request, the cpu limit stands in (see containerLimit);
+//   - CpuPeriod: 100000 µs, always; CpuQuota: the cpu limit in millicores ×
 //     period / 1000, at least 1000 (0, unlimited, when there is no limit);
-//   - MemoryLimitInBytes: limits.memory (0, unlimited, when unset) — what
+//   - MemoryLimitInBytes: the memory limit (0, unlimited, when unset) — what
 //     makes the runtime OOM-kill the container;
-//   - OomScoreAdj: see oomScoreAdj.
+//   - OomScoreAdj: see oomScoreAdj;
+//   - HugepageLimits: one per page size of the node, the container's (or
+//     else the pod's) hugepages-<size> limit, 0 when neither sets one;
+//   - Unified (cgroup v2 only): memory.high "max" (memory QoS is off), and
+//     memory.oom.group "1" so that an OOM kills the whole container unless
+//     the node keeps single-process OOM kills.
 //
-// Hugepage limits, swap and cgroup v2 unified settings are not set yet.
+// Swap is not set: the node runs without swap (NoSwap).
 func linuxResources(pod *corev1.Pod, c *corev1.Container, node NodeInfo) *runtimeapi.LinuxContainerResources {
-	req := effectiveRequests(c)
-	return &runtimeapi.LinuxContainerResources{
-		CpuShares:          milliCPUToShares(req.Cpu().MilliValue()),
-		CpuPeriod:          cpuQuotaPeriod,
-		CpuQuota:           milliCPUToQuota(c.Resources.Limits.Cpu().MilliValue()),
-		MemoryLimitInBytes: c.Resources.Limits.Memory().Value(),
-		OomScoreAdj:        oomScoreAdj(pod, c, node.MemoryCapacity),
+	cpuRequest, ok := c.Resources.Requests[corev1.ResourceCPU]
+	if !ok {
+		cpuRequest = containerLimit(pod, c, corev1.ResourceCPU)
 	}
+	r := cgroupResources(cpuRequest, containerLimit(pod, c, corev1.ResourceCPU), containerLimit(pod, c, corev1.ResourceMemory), node)
+	r.OomScoreAdj = oomScoreAdj(pod, c, node.MemoryCapacity)
+	r.HugepageLimits = hugepageLimits(pod, c, node.HugePageSizes)
+	if node.CgroupV2 {
+		r.Unified["memory.high"] = "max"
+	}
+	return r
+}
+
+// containerLimit is c's limit of name, or the pod-level limit when c sets
+// none and the pod sets pod-level resources.
+func containerLimit(pod *corev1.Pod, c *corev1.Container, name corev1.ResourceName) resource.Quantity {
+	if q := c.Resources.Limits[name]; !q.IsZero() || !resourcehelper.IsPodLevelResourcesSet(pod) {
+		return q
+	}
+	return pod.Spec.Resources.Limits[name]
+}
+
+// cgroupResources turns a cpu request and cpu and memory limits into cgroup
+// settings (shares, CFS period and quota, memory limit), with
+// memory.oom.group on cgroup v2 unless the node keeps single-process OOM
+// kills. The container, the pod sandbox and its overhead share it.
+func cgroupResources(cpuRequest, cpuLimit, memoryLimit resource.Quantity, node NodeInfo) *runtimeapi.LinuxContainerResources {
+	r := &runtimeapi.LinuxContainerResources{
+		CpuShares:          milliCPUToShares(cpuRequest.MilliValue()),
+		CpuPeriod:          cpuQuotaPeriod,
+		CpuQuota:           milliCPUToQuota(cpuLimit.MilliValue()),
+		MemoryLimitInBytes: memoryLimit.Value(),
+	}
+	if node.CgroupV2 {
+		r.Unified = map[string]string{}
+		if !node.SingleProcessOOMKill {
+			r.Unified["memory.oom.group"] = "1"
+		}
+	}
+	return r
+}
+
+// hugepageLimits returns a limit for each of the node's huge page sizes:
+// the container's hugepages-<size> limit, else the pod-level one, else 0
+// (no huge pages of that size). Sizes the node lacks are left out.
+func hugepageLimits(pod *corev1.Pod, c *corev1.Container, sizes []uint64) []*runtimeapi.HugepageLimit {
+	if len(sizes) == 0 {
+		return nil
+	}
+	want := map[string]uint64{}
+	add := func(limits corev1.ResourceList) {
+		for name, q := range limits {
+			size, ok := strings.CutPrefix(string(name), corev1.ResourceHugePagesPrefix)
+			if !ok {
+				continue
+			}
+			pageSize, err := resource.ParseQuantity(size)
+			if err != nil || pageSize.Value() <= 0 {
+				continue
+			}
+			if unit, ok := hugePageUnitSize(uint64(pageSize.Value())); ok {
+				want[unit] = uint64(q.Value())
+			}
+		}
+	}
+	if resourcehelper.IsPodLevelResourcesSet(pod) {
+		add(pod.Spec.Resources.Limits)
+	}
+	add(c.Resources.Limits)
+	out := make([]*runtimeapi.HugepageLimit, 0, len(sizes))
+	for _, size := range sizes {
+		unit, ok := hugePageUnitSize(size)
+		if !ok {
+			continue
+		}
+		out = append(out, &runtimeapi.HugepageLimit{PageSize: unit, Limit: want[unit]})
+	}
+	return out
+}
+
+// hugePageUnitSize names a page size the way the cgroup's hugetlb files
+// do: 2097152 is "2MB", 1073741824 "1GB", 65536 "64KB". Sizes that are not
+// a power of two are not page sizes.
+func hugePageUnitSize(size uint64) (string, bool) {
+	if size == 0 || size&(size-1) != 0 {
+		return "", false
+	}
+	units := []string{"B", "KB", "MB", "GB", "TB", "PB"}
+	i := 0
+	for size >= 1024 && i < len(units)-1 {
+		size /= 1024
+		i++
+	}
+	return fmt.Sprintf("%d%s", size, units[i]), true
+}
+
+// SandboxResources returns the pod sandbox's cgroup settings, as upstream
+// sends them: resources are the pod's requests and limits (its containers'
+// aggregated as the scheduler counts them, or its pod-level resources)
+// without the RuntimeClass overhead; overhead is that overhead, its cpu
+// counted as both request and limit (empty without overhead).
+func SandboxResources(pod *corev1.Pod, node NodeInfo) (resources, overhead *runtimeapi.LinuxContainerResources) {
+	opts := resourcehelper.PodResourcesOptions{ExcludeOverhead: true}
+	req, lim := resourcehelper.PodRequests(pod, opts), resourcehelper.PodLimits(pod, opts)
+	cpuRequest, ok := req[corev1.ResourceCPU]
+	if !ok {
+		cpuRequest = lim[corev1.ResourceCPU]
+	}
+	resources = cgroupResources(cpuRequest, lim[corev1.ResourceCPU], lim[corev1.ResourceMemory], node)
+	overhead = &runtimeapi.LinuxContainerResources{}
+	if pod.Spec.Overhead != nil {
+		cpu := pod.Spec.Overhead[corev1.ResourceCPU]
+		overhead = cgroupResources(cpu, cpu, pod.Spec.Overhead[corev1.ResourceMemory], node)
+	}
+	return resources, overhead
 }
 
 // milliCPUToShares converts a cpu request to cgroup cpu shares.
@@ -159,7 +274,9 @@ func milliCPUToQuota(milliCPU int64) int64 {
 // kept within [3, 999] so that Burstable always sits strictly between the
 // two. A sidecar (restartable init container) is never more likely to be
 // killed than the regular container with the smallest memory request.
-// Unknown node memory (0) scores Burstable containers 999.
+// Unknown node memory (0) scores Burstable containers 999. A pod-level
+// memory request beyond what its containers request is shared equally
+// among all its containers (init ones included) for this score.
 func oomScoreAdj(pod *corev1.Pod, c *corev1.Container, memoryCapacity int64) int64 {
 	if isNodeCritical(pod) {
 		return guaranteedOOMScoreAdj
@@ -173,8 +290,9 @@ func oomScoreAdj(pod *corev1.Pod, c *corev1.Container, memoryCapacity int64) int
 	if memoryCapacity <= 0 {
 		return maxBurstableOOMScoreAdj
 	}
+	share := podMemoryShare(pod)
 	score := func(memRequest int64) int64 {
-		return 1000 - 1000*memRequest/memoryCapacity
+		return 1000 - 1000*(memRequest+share)/memoryCapacity
 	}
 	adj := score(memoryRequest(c))
 	if isSidecar(pod, c) && len(pod.Spec.Containers) > 0 {
@@ -185,6 +303,17 @@ func oomScoreAdj(pod *corev1.Pod, c *corev1.Container, memoryCapacity int64) int
 		adj = min(adj, score(least))
 	}
 	return min(max(adj, minBurstableOOMScoreAdj), maxBurstableOOMScoreAdj)
+}
+
+// podMemoryShare is each container's share of the pod-level memory request
+// its containers' own requests leave over (0 without pod-level requests).
+func podMemoryShare(pod *corev1.Pod) int64 {
+	if !resourcehelper.IsPodLevelRequestsSet(pod) || pod.Spec.Resources.Requests.Memory().IsZero() {
+		return 0
+	}
+	containers := resourcehelper.AggregateContainerRequests(pod, resourcehelper.PodResourcesOptions{})
+	left := max(pod.Spec.Resources.Requests.Memory().Value()-containers.Memory().Value(), 0)
+	return left / int64(len(pod.Spec.Containers)+len(pod.Spec.InitContainers))
 }
 
 // memoryRequest returns a container's effective memory request in bytes.

@@ -32,7 +32,8 @@ const (
 // (the pod's, overridden by podstate.SandboxLabels) and the pod's
 // annotations; the pod's security context (see sandboxSecurityContext).
 // the pod's sysctls, names with '.' separators (admission has checked
-// they are allowed). CgroupParent and sandbox resources are not set yet.
+// they are allowed); the pod's resources and overhead (SandboxResources).
+// CgroupParent is not set yet.
 func SandboxConfig(pod *corev1.Pod, attempt uint32, node NodeInfo) (*runtimeapi.PodSandboxConfig, error) {
 	ref := RefOf(pod)
 	sc, err := sandboxSecurityContext(pod)
@@ -52,6 +53,7 @@ func SandboxConfig(pod *corev1.Pod, attempt uint32, node NodeInfo) (*runtimeapi.
 		PortMappings: portMappings(pod),
 		Linux:        &runtimeapi.LinuxPodSandboxConfig{SecurityContext: sc, Sysctls: sandboxSysctls(pod)},
 	}
+	cfg.Linux.Resources, cfg.Linux.Overhead = SandboxResources(pod, node)
 	if !pod.Spec.HostNetwork {
 		hostname, err := podHostname(pod, node.ClusterDomain)
 		if err != nil {

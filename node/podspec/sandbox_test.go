@@ -63,6 +63,9 @@ func TestSandboxConfig(t *testing.T) {
 				},
 				Seccomp: &runtimeapi.SecurityProfile{ProfileType: runtimeapi.SecurityProfile_RuntimeDefault},
 			},
+			// No requests or limits, no overhead (SandboxResources).
+			Resources: &runtimeapi.LinuxContainerResources{CpuShares: 2, CpuPeriod: 100000},
+			Overhead:  &runtimeapi.LinuxContainerResources{},
 		},
 	}
 	diffProto(t, want, got)

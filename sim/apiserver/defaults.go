@@ -2,8 +2,8 @@ package apiserver
 
 import (
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 
+	"github.com/lockstep-dev/lockstep/node/podspec"
 	"github.com/lockstep-dev/lockstep/node/podutil"
 )
 
@@ -88,42 +88,8 @@ func defaultProbe(p *corev1.Probe) {
 	}
 }
 
-// qosClass is the pod's quality of service class, from the CPU and memory
-// requests and limits of its containers.
+// qosClass is the pod's quality of service class, as the apiserver sets
+// it: computed by the one owner of the rule, podspec.QOSClass.
 func qosClass(spec *corev1.PodSpec) corev1.PodQOSClass {
-	requests := map[corev1.ResourceName]resource.Quantity{}
-	limits := map[corev1.ResourceName]resource.Quantity{}
-	guaranteed := true
-	containers := append(append([]corev1.Container(nil), spec.InitContainers...), spec.Containers...)
-	for _, c := range containers {
-		found := 0
-		for _, name := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory} {
-			if q, ok := c.Resources.Requests[name]; ok && q.Sign() > 0 {
-				sum := requests[name]
-				sum.Add(q)
-				requests[name] = sum
-			}
-			if q, ok := c.Resources.Limits[name]; ok && q.Sign() > 0 {
-				sum := limits[name]
-				sum.Add(q)
-				limits[name] = sum
-				found++
-			}
-		}
-		if found < 2 {
-			guaranteed = false
-		}
-	}
-	if len(requests) == 0 && len(limits) == 0 {
-		return corev1.PodQOSBestEffort
-	}
-	if guaranteed && len(requests) == len(limits) {
-		for name, r := range requests {
-			if l, ok := limits[name]; !ok || l.Cmp(r) != 0 {
-				return corev1.PodQOSBurstable
-			}
-		}
-		return corev1.PodQOSGuaranteed
-	}
-	return corev1.PodQOSBurstable
+	return podspec.QOSClass(&corev1.Pod{Spec: *spec})
 }

@@ -21,6 +21,9 @@ func (m machineModel) Info(context.Context) (deps.MachineInfo, error) {
 		MachineID: fmt.Sprintf("sim-%s", m.name), BootID: "sim-boot", KernelVersion: "6.1.0-sim",
 		OSImage: "lockstep simulated node", Architecture: "amd64",
 		CPUs: int(u.CPUCapacityMilli / 1000), MemoryBytes: u.MemoryCapacity, MaxPIDs: u.PIDCapacity,
+		// A modern host: cgroup v2, both x86 huge page sizes, none reserved.
+		HugePages: []deps.HugePagePool{{PageSizeBytes: 2 << 20}, {PageSizeBytes: 1 << 30}},
+		CgroupV2:  true,
 	}, nil
 }
 

@@ -22,6 +22,7 @@ var supportedFields = []string{
 	"clusterDomain", "clusterDNS", "resolvConf", "runtimeRequestTimeout", "maxPods",
 	"nodeStatusUpdateFrequency", "nodeStatusReportFrequency", "nodeLeaseDurationSeconds",
 	"kubeAPIQPS", "kubeAPIBurst", "containerRuntimeEndpoint", "imageServiceEndpoint", "logging.verbosity",
+	"seccompDefault", "singleProcessOOMKill",
 }
 
 // ConfigFile is a parsed KubeletConfiguration and the fields it set that
@@ -114,6 +115,12 @@ func (cf *ConfigFile) Apply(o *Options, flagSet func(flag string) bool) {
 	set("clusterDomain", "cluster-domain", func() { o.ClusterDomain = c.ClusterDomain })
 	set("clusterDNS", "cluster-dns", func() { o.ClusterDNS = c.ClusterDNS })
 	set("allowedUnsafeSysctls", "allowed-unsafe-sysctls", func() { o.AllowedUnsafeSysctls = c.AllowedUnsafeSysctls })
+	set("seccompDefault", "seccomp-default", func() {
+		if c.SeccompDefault != nil {
+			o.SeccompDefault = *c.SeccompDefault
+		}
+	})
+	set("singleProcessOOMKill", "single-process-oom-kill", func() { o.SingleProcessOOMKill = c.SingleProcessOOMKill })
 	set("resolvConf", "resolv-conf", func() {
 		if c.ResolverConfig != nil {
 			o.ResolvConf = *c.ResolverConfig

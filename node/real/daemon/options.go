@@ -57,9 +57,16 @@ type Options struct {
 	ClusterDomain                 string
 	ResolvConf                    string
 	AllowedUnsafeSysctls          []string
-	APIQPS                        int32
-	APIBurst                      int32
-	Verbosity                     int
+	// SeccompDefault makes RuntimeDefault the seccomp profile of
+	// containers that name none.
+	SeccompDefault bool
+	// SingleProcessOOMKill (cgroup v2) keeps the kernel's single-process
+	// OOM kill instead of killing the whole container; nil is false on
+	// cgroup v2 and true, the only choice, on cgroup v1.
+	SingleProcessOOMKill *bool
+	APIQPS               int32
+	APIBurst             int32
+	Verbosity            int
 
 	// origin says where each option's value came from, by option key:
 	// "--flag" or "field <name> in <file>"; absent means the default.

@@ -91,6 +91,14 @@ func Run(ctx context.Context, o Options, rt Runtime, log *slog.Logger) error {
 		}
 	}
 	mach := machine.New(machine.Options{RootDir: o.RootDir})
+	info, err := mach.Info(ctx)
+	if err != nil {
+		return fmt.Errorf("read the machine: %w", err)
+	}
+	if !info.CgroupV2 && o.SingleProcessOOMKill != nil && !*o.SingleProcessOOMKill {
+		return fmt.Errorf("invalid %s: this host runs cgroup v1, where an OOM kill always kills a single process; leave singleProcessOOMKill unset or true",
+			o.describe("single-process-oom-kill", false))
+	}
 	d := deps.Deps{
 		Core:    deps.Core{Clock: world.Clock(), Rand: world.NewRand(), Tasks: world.Tasks{}, Log: log},
 		Runtime: rt.Runtime, Images: rt.Images, RuntimeEvents: rt.Events, Machine: mach, Files: osfiles.New(), Mounts: mounter.New(),
@@ -137,6 +145,9 @@ func Run(ctx context.Context, o Options, rt Runtime, log *slog.Logger) error {
 			NodeName: nodeName, HostIP: nodeIP, HostIPs: nodeIPs, ClusterDNS: o.ClusterDNS, ClusterDomain: o.ClusterDomain,
 			ResolverConfig: o.ResolvConf, HostDNS: hostDNS, PodLogsRoot: o.PodLogsRoot,
 			ContainerLogsDir: o.ContainerLogsDir, RootDir: o.RootDir,
+			SeccompDefault: o.SeccompDefault, SeccompProfileRoot: filepath.Join(o.RootDir, "seccomp"),
+			SingleProcessOOMKill: o.SingleProcessOOMKill != nil && *o.SingleProcessOOMKill,
+			ThermalThrottlePaths: mach.ThermalThrottlePaths(),
 		},
 		RuntimeSync: runtimesync.Config{GC: &runtimesync.GCPolicy{
 			MinAge:             o.MinimumContainerTTLDuration,

@@ -5,6 +5,7 @@ package machine
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -12,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -23,6 +25,7 @@ import (
 const (
 	DefaultProcDir = "/proc"
 	DefaultEtcDir  = "/etc"
+	DefaultSysDir  = "/sys"
 	DefaultRootDir = "/var/lib/lockstep"
 )
 
@@ -33,6 +36,8 @@ type Options struct {
 	ProcDir string
 	// EtcDir holds machine-id and os-release.
 	EtcDir string
+	// SysDir is sysfs' mount point (huge page pools, the cgroup root).
+	SysDir string
 	// RootDir is the agent's root directory; its file system is nodefs.
 	RootDir string
 }
@@ -54,6 +59,9 @@ func New(opts Options) *Machine {
 	}
 	if opts.RootDir == "" {
 		opts.RootDir = DefaultRootDir
+	}
+	if opts.SysDir == "" {
+		opts.SysDir = DefaultSysDir
 	}
 	return &Machine{opts: opts}
 }
@@ -96,7 +104,51 @@ func (m *Machine) Info(ctx context.Context) (deps.MachineInfo, error) {
 	if info.MaxPIDs, err = m.maxPIDs(); err != nil {
 		return deps.MachineInfo{}, err
 	}
+	if info.HugePages, err = m.hugePages(); err != nil {
+		return deps.MachineInfo{}, err
+	}
+	info.CgroupV2 = m.cgroupV2()
 	return info, nil
+}
+
+// hugePages lists <sys>/kernel/mm/hugepages/hugepages-<size>kB, smallest
+// page first, with each pool's nr_hugepages. No such directory (a kernel
+// without huge pages) is no pool.
+func (m *Machine) hugePages() ([]deps.HugePagePool, error) {
+	dir := filepath.Join(m.opts.SysDir, "kernel/mm/hugepages")
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read huge page pools: %w", err)
+	}
+	var pools []deps.HugePagePool
+	for _, e := range entries {
+		kb, ok := strings.CutPrefix(e.Name(), "hugepages-")
+		if !ok {
+			continue
+		}
+		size, err := strconv.ParseUint(strings.TrimSuffix(kb, "kB"), 10, 64)
+		if err != nil || !strings.HasSuffix(kb, "kB") {
+			return nil, fmt.Errorf("huge page pool %s: unexpected name", filepath.Join(dir, e.Name()))
+		}
+		pages, err := m.readUint(filepath.Join(dir, e.Name(), "nr_hugepages"))
+		if err != nil {
+			return nil, err
+		}
+		pools = append(pools, deps.HugePagePool{PageSizeBytes: size * 1024, Pages: pages})
+	}
+	slices.SortFunc(pools, func(a, b deps.HugePagePool) int { return cmp.Compare(a.PageSizeBytes, b.PageSizeBytes) })
+	return pools, nil
+}
+
+// cgroupV2 reports whether <sys>/fs/cgroup is the unified hierarchy: its
+// root then lists the enabled controllers in cgroup.controllers, which no
+// cgroup v1 mount has.
+func (m *Machine) cgroupV2() bool {
+	_, err := os.Stat(filepath.Join(m.opts.SysDir, "fs/cgroup/cgroup.controllers"))
+	return err == nil
 }
 
 // Usage reads the node's resource usage.
@@ -275,4 +327,35 @@ func (m *Machine) tasks() (uint64, error) {
 		return 0, fmt.Errorf("parse %s: task total: %w", path, err)
 	}
 	return n, nil
+}
+
+// ThermalThrottlePaths returns /sys/devices/system/cpu/cpu<N>/thermal_throttle
+// for each possible CPU N (<sys>/devices/system/cpu/possible, "0-3,8")
+// whose directory exists, in CPU order: the paths upstream masks in every
+// container after the default masked paths. A host without the list
+// masks none.
+func (m *Machine) ThermalThrottlePaths() []string {
+	b, err := os.ReadFile(filepath.Join(m.opts.SysDir, "devices/system/cpu/possible"))
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, part := range strings.Split(strings.TrimSpace(string(b)), ",") {
+		lo, hi, isRange := strings.Cut(part, "-")
+		first, err1 := strconv.Atoi(lo)
+		last, err2 := first, error(nil)
+		if isRange {
+			last, err2 = strconv.Atoi(hi)
+		}
+		if err1 != nil || err2 != nil {
+			return nil
+		}
+		for cpu := first; cpu <= last; cpu++ {
+			rel := fmt.Sprintf("devices/system/cpu/cpu%d/thermal_throttle", cpu)
+			if _, err := os.Stat(filepath.Join(m.opts.SysDir, rel)); err == nil {
+				out = append(out, "/sys/"+rel)
+			}
+		}
+	}
+	return out
 }

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"syscall"
 	"testing"
 
@@ -46,13 +47,16 @@ func procFiles() map[string]string {
 		"proc/loadavg":                   "1.56 1.69 2.18 1/90 23301\n",
 		"etc/machine-id":                 "0123456789abcdef0123456789abcdef\n",
 		"etc/os-release":                 "NAME=\"Debian GNU/Linux\"\nPRETTY_NAME=\"Debian GNU/Linux 12 (bookworm)\"\nID=debian\n",
+		"sys/kernel/mm/hugepages/hugepages-1048576kB/nr_hugepages": "0\n",
+		"sys/kernel/mm/hugepages/hugepages-2048kB/nr_hugepages":    "16\n",
+		"sys/fs/cgroup/cgroup.controllers":                         "cpuset cpu io memory pids\n",
 	}
 }
 
 func newFixtureMachine(t *testing.T, files map[string]string) *Machine {
 	t.Helper()
 	dir := fixture(t, files)
-	return New(Options{ProcDir: filepath.Join(dir, "proc"), EtcDir: filepath.Join(dir, "etc"), RootDir: dir})
+	return New(Options{ProcDir: filepath.Join(dir, "proc"), EtcDir: filepath.Join(dir, "etc"), SysDir: filepath.Join(dir, "sys"), RootDir: dir})
 }
 
 func TestInfoFromFixture(t *testing.T) {
@@ -70,6 +74,8 @@ func TestInfoFromFixture(t *testing.T) {
 		CPUs:          runtime.NumCPU(),
 		MemoryBytes:   4026088 * 1024,
 		MaxPIDs:       31000, // threads-max is below pid_max
+		HugePages:     []deps.HugePagePool{{PageSizeBytes: 2 << 20, Pages: 16}, {PageSizeBytes: 1 << 30, Pages: 0}},
+		CgroupV2:      true,
 	}
 	if d := cmp.Diff(want, got); d != "" {
 		t.Errorf("Info (-want +got):\n%s", d)
@@ -82,6 +88,22 @@ func TestInfoOptionalFiles(t *testing.T) {
 		edit   func(map[string]string)
 		verify func(t *testing.T, info deps.MachineInfo)
 	}{
+		{
+			name: "cgroup v1, no huge pages",
+			edit: func(f map[string]string) {
+				for k := range f {
+					if strings.HasPrefix(k, "sys/") {
+						delete(f, k)
+					}
+				}
+				f["sys/fs/cgroup/memory/memory.limit_in_bytes"] = "9223372036854771712\n"
+			},
+			verify: func(t *testing.T, info deps.MachineInfo) {
+				if info.CgroupV2 || info.HugePages != nil {
+					t.Errorf("CgroupV2 = %v, HugePages = %v; want false, none", info.CgroupV2, info.HugePages)
+				}
+			},
+		},
 		{
 			name: "no machine-id",
 			edit: func(f map[string]string) { delete(f, "etc/machine-id") },
@@ -269,5 +291,26 @@ func TestRealMachineSmoke(t *testing.T) {
 	}
 	if u.NodeFSCapacityBytes == 0 || u.NodeFSAvailableBytes == 0 || u.PIDsAvailable == 0 || u.PIDsAvailable >= info.MaxPIDs {
 		t.Errorf("Usage out of range: %+v (max PIDs %d)", u, info.MaxPIDs)
+	}
+}
+
+func TestThermalThrottlePaths(t *testing.T) {
+	files := procFiles()
+	files["sys/devices/system/cpu/possible"] = "0-2,5\n"
+	for _, cpu := range []string{"0", "2", "5"} {
+		files["sys/devices/system/cpu/cpu"+cpu+"/thermal_throttle/core_throttle_count"] = "0\n"
+	}
+	files["sys/devices/system/cpu/cpu1/online"] = "1\n" // no thermal_throttle
+	got := newFixtureMachine(t, files).ThermalThrottlePaths()
+	want := []string{
+		"/sys/devices/system/cpu/cpu0/thermal_throttle",
+		"/sys/devices/system/cpu/cpu2/thermal_throttle",
+		"/sys/devices/system/cpu/cpu5/thermal_throttle",
+	}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("ThermalThrottlePaths (-want +got):\n%s", d)
+	}
+	if got := newFixtureMachine(t, procFiles()).ThermalThrottlePaths(); got != nil {
+		t.Errorf("without a possible-CPU list: %v, want none", got)
 	}
 }
