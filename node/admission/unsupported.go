@@ -118,7 +118,6 @@ func ignoredPodFields() []podRule {
 	}
 	return []podRule{
 		{"hostAliases", func(s *corev1.PodSpec) bool { return len(s.HostAliases) > 0 }},
-		{"imagePullSecrets", func(s *corev1.PodSpec) bool { return len(s.ImagePullSecrets) > 0 }},
 		{"activeDeadlineSeconds", func(s *corev1.PodSpec) bool { return s.ActiveDeadlineSeconds != nil }},
 		{"overhead", func(s *corev1.PodSpec) bool { return len(s.Overhead) > 0 }},
 		{"resources", func(s *corev1.PodSpec) bool { return s.Resources != nil }},
