@@ -405,20 +405,22 @@ func containerSpec(pod *corev1.Pod, s ContainerStart) *corev1.Container {
 }
 
 // ensureImage makes sure c's image is present per its pull policy (see
-// node/images). It returns the waiting reason when the container cannot
-// start now, and an error for a failed pull.
+// node/images). When the container cannot start now it returns the
+// waiting reason and an error, so that the pod is synced again after the
+// worker's back-off period (as upstream: a pull back-off is retried at the
+// first sync after it ends).
 func (e *Executor) ensureImage(ctx context.Context, pod *corev1.Pod, c *corev1.Container, sb *runtimeapi.PodSandboxConfig) (*Waiting, error) {
 	_, err := e.images.EnsureImage(ctx, pod, c, sb)
+	if err == nil {
+		return nil, nil
+	}
+	w := &Waiting{Reason: podutil.ReasonErrImagePull, Message: err.Error()}
 	var ierr *images.Error
-	if err == nil || !errors.As(err, &ierr) {
-		return nil, err
+	if errors.As(err, &ierr) {
+		w = &Waiting{Reason: ierr.Reason, Message: ierr.Message}
+		e.event(pod, c.Name, corev1.EventTypeWarning, "Failed", "Error: "+ierr.Reason)
 	}
-	e.event(pod, c.Name, corev1.EventTypeWarning, "Failed", "Error: "+ierr.Reason)
-	w := &Waiting{Reason: ierr.Reason, Message: ierr.Message}
-	if ierr.Reason == podutil.ReasonErrImagePull {
-		return w, fmt.Errorf("pull image %q for container %q of pod %s/%s: %w", c.Image, c.Name, pod.Namespace, pod.Name, err)
-	}
-	return w, nil
+	return w, fmt.Errorf("image %q for container %q of pod %s/%s: %w", c.Image, c.Name, pod.Namespace, pod.Name, err)
 }
 
 // KillPod stops every container of the pod in parallel, each with the
