@@ -273,7 +273,8 @@ type Pull struct {
 	PodUID string
 	// Username and Password are the AuthConfig's ("" without one).
 	Username, Password string
-	// Start and End are when the pull began and ended.
+	// Start and End are when the call came in (before any injected
+	// latency or hang) and when the pull ended.
 	Start, End time.Time
 	// Err is the pull's error, "" when it succeeded.
 	Err string
@@ -285,6 +286,7 @@ type Pull struct {
 // error or the registry requires credentials that auth does not carry
 // (see Image.Username). Every call is recorded (Pulls).
 func (r *Runtime) PullImage(ctx context.Context, spec *runtimeapi.ImageSpec, auth *runtimeapi.AuthConfig, podSandboxConfig *runtimeapi.PodSandboxConfig) (string, error) {
+	start := r.clock.Now()
 	if err := r.enter(ctx, "PullImage", callTarget{podUID: podUIDOf(podSandboxConfig)}); err != nil {
 		return "", err
 	}
@@ -292,7 +294,7 @@ func (r *Runtime) PullImage(ctx context.Context, spec *runtimeapi.ImageSpec, aut
 	if err != nil {
 		return "", status.Errorf(codes.InvalidArgument, "failed to pull image: %v", err)
 	}
-	rec := Pull{Ref: ref, PodUID: podUIDOf(podSandboxConfig), Username: auth.GetUsername(), Password: auth.GetPassword(), Start: r.clock.Now()}
+	rec := Pull{Ref: ref, PodUID: podUIDOf(podSandboxConfig), Username: auth.GetUsername(), Password: auth.GetPassword(), Start: start}
 	r.mu.Lock()
 	latency := r.cfg.PullLatency
 	if d, ok := r.images.registry[ref]; ok && d.PullLatency > 0 {

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/lockstep-dev/lockstep/fakecri"
@@ -35,35 +34,7 @@ func imageHarness(t *testing.T, seed uint64, parallel int, registry ...fakecri.I
 	return h, c
 }
 
-// Image sets container's image and pull policy.
-func Image(container, image string, policy corev1.PullPolicy) PodOption {
-	return func(p *corev1.Pod) {
-		c := findOrAdd(p, container)
-		c.Image, c.ImagePullPolicy = image, policy
-	}
-}
-
-// PullSecrets names the pod's imagePullSecrets.
-func PullSecrets(names ...string) PodOption {
-	return func(p *corev1.Pod) {
-		for _, n := range names {
-			p.Spec.ImagePullSecrets = append(p.Spec.ImagePullSecrets, corev1.LocalObjectReference{Name: n})
-		}
-	}
-}
-
-// RegistrySecret is a kubernetes.io/dockerconfigjson secret in "default"
-// holding user:password for registry.
-func RegistrySecret(name, registry, user, password string) *corev1.Secret {
-	return &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name},
-		Type:       corev1.SecretTypeDockerConfigJson,
-		Data: map[string][]byte{corev1.DockerConfigJsonKey: []byte(fmt.Sprintf(
-			`{"auths":{%q:{"username":%q,"password":%q}}}`, registry, user, password))},
-	}
-}
-
-// checkStep runs the checker after every step until cond holds.
+// checkUntil runs the checker after every step until cond holds.
 func checkUntil(t *testing.T, h *harness.Harness, c *Checker, what string, limit time.Duration, cond func() bool) {
 	t.Helper()
 	runUntil(t, h, what, limit, func() bool { c.Check(); return cond() })

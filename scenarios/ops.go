@@ -41,6 +41,7 @@ func Ops() map[string]Op {
 		"network-not-ready":   {"the pod network is not ready for a ms", drawArgs(0, 30000), opNetworkNotReady},
 		"runtime-restart":     {"the runtime restarts with a ms of downtime", drawArgs(0, 10000), opRuntimeRestart},
 		"pull-fail":           {"the next a pulls of busybox fail", drawArgs(1, 3), opPullFail},
+		"image-fail":          {"the next a pulls of the flaky image fail (ErrImagePull, ImagePullBackOff)", drawArgs(1, 4), opImageFail},
 		"sandbox-no-ip":       {"the next a pod sandboxes get no IP", drawArgs(1, 3), opNoIP},
 		"sync-stall":          {"stall the sync loop: its next relist hangs for a ms", drawArgs(0, 60000), opSyncStall},
 		"api-conflicts":       {"the next a agent writes conflict", drawArgs(1, 5), opAPIConflicts},
@@ -354,9 +355,10 @@ func opMirrorDelete(r *run, a [3]int) error {
 
 // PodKinds are the pods the create operation draws from: every restart
 // policy, init containers, a sidecar, several containers, containers that
-// exit, crash, grow out of memory or ignore SIGTERM, short and long grace.
+// exit, crash, grow out of memory or ignore SIGTERM, short and long grace;
+// then the image pods (imagePodKinds).
 func PodKinds() []func(name, node string) *corev1.Pod {
-	return []func(name, node string) *corev1.Pod{
+	kinds := []func(name, node string) *corev1.Pod{
 		func(n, node string) *corev1.Pod { return NewPod(n, node) },
 		func(n, node string) *corev1.Pod { return NewPod(n, node, Exits("app", 2*time.Second, 1)) },
 		func(n, node string) *corev1.Pod {
@@ -383,6 +385,7 @@ func PodKinds() []func(name, node string) *corev1.Pod {
 		},
 		func(n, node string) *corev1.Pod { return NewPod(n, node, StopsAfter("app", 3*time.Second), Grace(2)) },
 	}
+	return append(kinds, imagePodKinds()...)
 }
 
 // Sidecar adds a restartable init container (restartPolicy Always) that

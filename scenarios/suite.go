@@ -36,6 +36,7 @@ func Scenarios() []Scenario {
 		runtimeFaults(),
 		staticPods(),
 		termination(),
+		imagePulls(),
 		mixed(),
 	}
 }
@@ -87,6 +88,11 @@ func termination() Scenario {
 	return Scenario{Name: "termination", Doc: "graceful, shorter-grace and forced deletes of every pod kind, with crashes and stalls",
 		Mix: map[string]int{"create": 4, "delete": 2, "delete-shorter": 2, "delete-force": 1, "crash": 1, "cri-latency": 1,
 			"sync-stall": 1, "wait": 1}}
+}
+
+func imagePulls() Scenario {
+	return Scenario{Name: "images", Doc: "pods whose images fail to pull, need pull secrets or may never be pulled; registry outages, slow pulls, crashes, deletions in back-off",
+		Mix: map[string]int{"create": 5, "delete": 2, "image-fail": 2, "cri-latency": 1, "crash": 1, "crash-in-sync": 1, "wait": 1}}
 }
 
 // mixed weighs every operation alike, pod creations more.
@@ -178,7 +184,7 @@ func Invariants() []string {
 	return []string{
 		"one-instance", "never-restart", "no-stuck-created", "previous-kept", "terminal-is-final",
 		"legal-phases", "restart-count-monotone", "ready-is-true", "grace-honoured", "static-exclusive",
-		"sigterm-first", "lease-fresh",
+		"sigterm-first", "lease-fresh", "pull-backoff",
 		"deleted-disappears", "converges", "status-matches", "mirror-present",
 	}
 }
