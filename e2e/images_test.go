@@ -117,8 +117,14 @@ func TestPrivateImageWithoutSecretBacksOff(t *testing.T) {
 		t.Errorf("phase %s, want Pending", p.Status.Phase)
 	}
 	msg := seen["ImagePullBackOff"]
-	if !strings.HasPrefix(msg, fmt.Sprintf("Back-off pulling image %q: ErrImagePull: ", image)) || !strings.Contains(strings.ToLower(msg), "unauthorized") {
+	// The runtime's error as upstream reports it: the gRPC status, without
+	// what lockstep's CRI client wraps around it.
+	pullErr := "rpc error: code = Unknown desc = failed to pull and unpack image"
+	if !strings.HasPrefix(msg, fmt.Sprintf("Back-off pulling image %q: ErrImagePull: %s", image, pullErr)) || !strings.Contains(msg, "401 Unauthorized") {
 		t.Errorf("ImagePullBackOff message %q: want the back-off naming the image and the registry's 401", msg)
+	}
+	if m, ok := seen["ErrImagePull"]; ok && !strings.HasPrefix(m, pullErr) {
+		t.Errorf("ErrImagePull message %q, want it to start with %q", m, pullErr)
 	}
 	ev := e.events(t, p)
 	for _, want := range []string{

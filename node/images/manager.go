@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"google.golang.org/grpc/status"
 	corev1 "k8s.io/api/core/v1"
 	cri "k8s.io/cri-api/pkg/apis"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
@@ -189,7 +190,11 @@ func PulledMessage(image string, pulling, total time.Duration, size uint64) stri
 // any, once anonymously); the error lists every attempt's error.
 func (m *Manager) pullWith(ctx context.Context, spec *runtimeapi.ImageSpec, creds []Credential, sb *runtimeapi.PodSandboxConfig) (string, error) {
 	if len(creds) == 0 {
-		return m.ports.Images.PullImage(ctx, spec, nil, sb)
+		ref, err := m.ports.Images.PullImage(ctx, spec, nil, sb)
+		if err != nil {
+			return "", errors.New(runtimeError(err))
+		}
+		return ref, nil
 	}
 	var errs []string
 	for _, c := range creds {
@@ -197,12 +202,23 @@ func (m *Manager) pullWith(ctx context.Context, spec *runtimeapi.ImageSpec, cred
 		if err == nil {
 			return ref, nil
 		}
-		errs = append(errs, err.Error())
+		errs = append(errs, runtimeError(err))
 	}
 	if len(errs) == 1 {
 		return "", errors.New(errs[0])
 	}
 	return "", errors.New("[" + strings.Join(errs, ", ") + "]")
+}
+
+// runtimeError is the runtime's own error text, as the kubelet reports it:
+// the gRPC status ("rpc error: code = … desc = …") without what a CRI
+// client wrapped around it.
+func runtimeError(err error) string {
+	var gs interface{ GRPCStatus() *status.Status }
+	if errors.As(err, &gs) && gs.GRPCStatus() != nil {
+		return gs.GRPCStatus().Err().Error()
+	}
+	return err.Error()
 }
 
 // credentials reads the pod's pull secrets and returns the credentials for

@@ -2,10 +2,14 @@ package images
 
 import (
 	"encoding/base64"
+	"errors"
+	"fmt"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -155,6 +159,22 @@ func TestKeyringFromSecretsErrors(t *testing.T) {
 	k, err := KeyringFromSecrets([]*corev1.Secret{dockerConfigJSON("empty", "")})
 	if err != nil || len(k.Lookup("docker.io/library/busybox")) != 0 {
 		t.Errorf("empty secret: %v, %v", k, err)
+	}
+}
+
+func TestRuntimeError(t *testing.T) {
+	grpcErr := status.Error(codes.Unknown, "failed to pull and unpack image: 401 Unauthorized")
+	for _, tc := range []struct {
+		err  error
+		want string
+	}{
+		{grpcErr, "rpc error: code = Unknown desc = failed to pull and unpack image: 401 Unauthorized"},
+		{fmt.Errorf("CRI PullImage %q: %w", "x:v1", grpcErr), "rpc error: code = Unknown desc = failed to pull and unpack image: 401 Unauthorized"},
+		{errors.New("plain"), "plain"},
+	} {
+		if got := runtimeError(tc.err); got != tc.want {
+			t.Errorf("runtimeError(%v) = %q, want %q", tc.err, got, tc.want)
+		}
 	}
 }
 
