@@ -46,7 +46,9 @@ func (e *env) pullSecret(t *testing.T, r registry, user, password string) string
 	if _, err := e.admin.CoreV1().Secrets("default").Create(context.Background(), s, metav1.CreateOptions{}); err != nil {
 		t.Fatalf("create secret: %v", err)
 	}
-	t.Cleanup(func() { _ = e.admin.CoreV1().Secrets("default").Delete(context.Background(), name, metav1.DeleteOptions{}) })
+	t.Cleanup(func() {
+		_ = e.admin.CoreV1().Secrets("default").Delete(context.Background(), name, metav1.DeleteOptions{})
+	})
 	return name
 }
 
