@@ -75,6 +75,13 @@ type Image struct {
 	// a name as Username, as containerd does; empty reports neither (the
 	// image runs as root).
 	User string
+	// Username and Password, on an image of Config.Registry, make the
+	// registry require them: a pull without an AuthConfig carrying both
+	// fails with 401 Unauthorized, like a registry with basic auth.
+	Username, Password string
+	// PullLatency, on an image of Config.Registry, is how long pulling it
+	// takes (through Clock.Sleep) instead of Config.PullLatency.
+	PullLatency time.Duration
 }
 
 // Default sizes of a pulled image that Config.Registry does not describe.

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -32,6 +33,7 @@ type imageStore struct {
 	byRef    map[string]*image // normalized tag or digest reference → image
 	order    []*image          // in the order they arrived
 	registry map[string]Image  // sizes of pullable images, by normalized ref
+	pulls    []Pull            // every pull attempt, in order
 	size     uint64            // sum of image sizes
 	inodes   uint64            // sum of image inodes
 	seq      uint64
@@ -263,10 +265,28 @@ func (r *Runtime) ImageStatus(ctx context.Context, spec *runtimeapi.ImageSpec, v
 	return resp, nil
 }
 
-// PullImage "pulls" an image: it takes Config.PullLatency (through
-// Clock.Sleep), then the image is present and its ID returned, unless a
-// FailPull fault makes it fail like a registry error.
+// Pull is one PullImage call as the registry saw it.
+type Pull struct {
+	// Ref is the normalized reference pulled.
+	Ref string
+	// PodUID is the pod of the sandbox config given ("" without one).
+	PodUID string
+	// Username and Password are the AuthConfig's ("" without one).
+	Username, Password string
+	// Start and End are when the call came in (before any injected
+	// latency or hang) and when the pull ended.
+	Start, End time.Time
+	// Err is the pull's error, "" when it succeeded.
+	Err string
+}
+
+// PullImage "pulls" an image: it takes the image's PullLatency, else
+// Config.PullLatency (through Clock.Sleep), then the image is present and
+// its ID returned, unless a FailPull fault makes it fail like a registry
+// error or the registry requires credentials that auth does not carry
+// (see Image.Username). Every call is recorded (Pulls).
 func (r *Runtime) PullImage(ctx context.Context, spec *runtimeapi.ImageSpec, auth *runtimeapi.AuthConfig, podSandboxConfig *runtimeapi.PodSandboxConfig) (string, error) {
+	start := r.clock.Now()
 	if err := r.enter(ctx, "PullImage", callTarget{podUID: podUIDOf(podSandboxConfig)}); err != nil {
 		return "", err
 	}
@@ -274,11 +294,29 @@ func (r *Runtime) PullImage(ctx context.Context, spec *runtimeapi.ImageSpec, aut
 	if err != nil {
 		return "", status.Errorf(codes.InvalidArgument, "failed to pull image: %v", err)
 	}
-	if r.cfg.PullLatency > 0 {
-		r.clock.Sleep(r.cfg.PullLatency)
+	rec := Pull{Ref: ref, PodUID: podUIDOf(podSandboxConfig), Username: auth.GetUsername(), Password: auth.GetPassword(), Start: start}
+	r.mu.Lock()
+	latency := r.cfg.PullLatency
+	if d, ok := r.images.registry[ref]; ok && d.PullLatency > 0 {
+		latency = d.PullLatency
+	}
+	r.unlock()
+	if latency > 0 {
+		r.clock.Sleep(latency)
 	}
 	r.mu.Lock()
 	defer r.unlock()
+	id, err := r.pullLocked(ref, auth)
+	rec.End = r.clock.Now()
+	if err != nil {
+		rec.Err = err.Error()
+	}
+	r.images.pulls = append(r.images.pulls, rec)
+	return id, err
+}
+
+// pullLocked ends a pull of ref, with r.mu held.
+func (r *Runtime) pullLocked(ref string, auth *runtimeapi.AuthConfig) (string, error) {
 	if err := r.faults.pullFailure(ref); err != nil {
 		return "", err
 	}
@@ -286,7 +324,36 @@ func (r *Runtime) PullImage(ctx context.Context, spec *runtimeapi.ImageSpec, aut
 	if !ok {
 		desc = Image{Size: DefaultPullSize, Inodes: DefaultPullInodes}
 	}
+	if desc.Username != "" || desc.Password != "" {
+		if auth.GetUsername() != desc.Username || auth.GetPassword() != desc.Password {
+			repo, tag, _ := splitRef(ref)
+			host, _, _ := strings.Cut(repo, "/")
+			return "", status.Errorf(codes.Unknown, "failed to pull and unpack image %q: failed to resolve reference %q: pulling from host %s failed with status code [manifests %s]: 401 Unauthorized",
+				ref, ref, host, tag)
+		}
+	}
 	return r.images.add(ref, desc).id, nil
+}
+
+// Pulls returns every PullImage call that reached the registry, in order.
+func (r *Runtime) Pulls() []Pull {
+	r.mu.Lock()
+	defer r.unlock()
+	return slices.Clone(r.images.pulls)
+}
+
+// SetRegistryImage adds or replaces an image of the registry (what
+// Config.Registry lists): a test makes an image appear, or requires
+// credentials for it, while the run goes on.
+func (r *Runtime) SetRegistryImage(img Image) error {
+	ref, err := normalizeRef(img.Ref)
+	if err != nil {
+		return fmt.Errorf("fakecri: SetRegistryImage: %w", err)
+	}
+	r.mu.Lock()
+	defer r.unlock()
+	r.images.registry[ref] = img
+	return nil
 }
 
 // RemoveImage removes an image and all its references. Like containerd it

@@ -42,6 +42,7 @@ type Checker struct {
 	volumesReported map[string]bool
 	probes          *probeChecks   // see invariants_probes.go
 	sidecars        *sidecarChecks // see invariants_sidecars.go
+	pulls           *pullChecks    // see invariants_images.go
 }
 
 // NewChecker starts checking h's apiserver writes at once; call Check to
@@ -62,7 +63,7 @@ func (c *Checker) fail(inv, format string, args ...any) {
 func (c *Checker) Violations() []Violation { return c.violations }
 
 // Check inspects the runtime's true state: one-instance, never-restart,
-// no-stuck-created and previous-kept.
+// no-stuck-created, previous-kept and pull-backoff.
 func (c *Checker) Check() {
 	c.checkContainers()
 	running := map[string][]string{}
@@ -72,6 +73,7 @@ func (c *Checker) Check() {
 	c.checkVolumes(truth)
 	c.checkProbes(truth)
 	c.checkSidecarOrder()
+	c.checkPulls()
 	for _, ct := range truth {
 		key := string(ct.PodUID) + "/" + ct.Name
 		if ct.State == runtimeapi.ContainerState_CONTAINER_RUNNING {

@@ -41,6 +41,7 @@ func Ops() map[string]Op {
 		"network-not-ready":   {"the pod network is not ready for a ms", drawArgs(0, 30000), opNetworkNotReady},
 		"runtime-restart":     {"the runtime restarts with a ms of downtime", drawArgs(0, 10000), opRuntimeRestart},
 		"pull-fail":           {"the next a pulls of busybox fail", drawArgs(1, 3), opPullFail},
+		"image-fail":          {"the next a pulls of the flaky image fail (ErrImagePull, ImagePullBackOff)", drawArgs(1, 4), opImageFail},
 		"sandbox-no-ip":       {"the next a pod sandboxes get no IP", drawArgs(1, 3), opNoIP},
 		"sync-stall":          {"stall the sync loop: its next relist hangs for a ms", drawArgs(0, 60000), opSyncStall},
 		"api-conflicts":       {"the next a agent writes conflict", drawArgs(1, 5), opAPIConflicts},
@@ -368,9 +369,9 @@ func opMirrorDelete(r *run, a [3]int) error {
 // policy, init containers, sidecars (in a Job-like pod, crashing, two that
 // stop after a slow app), several containers, containers that exit, crash,
 // grow out of memory or ignore SIGTERM, short and long grace, a container
-// restart rule, an active deadline.
+// restart rule, an active deadline; then the image pods (imagePodKinds).
 func PodKinds() []func(name, node string) *corev1.Pod {
-	return []func(name, node string) *corev1.Pod{
+	kinds := []func(name, node string) *corev1.Pod{
 		func(n, node string) *corev1.Pod { return NewPod(n, node) },
 		func(n, node string) *corev1.Pod { return NewPod(n, node, Exits("app", 2*time.Second, 1)) },
 		func(n, node string) *corev1.Pod {
@@ -408,6 +409,7 @@ func PodKinds() []func(name, node string) *corev1.Pod {
 		},
 		func(n, node string) *corev1.Pod { return NewPod(n, node, ActiveDeadline(8), Container("web")) },
 	}
+	return append(kinds, imagePodKinds()...)
 }
 
 // Sidecar adds a restartable init container (restartPolicy Always) that

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/lockstep-dev/lockstep/fakecri"
 	"github.com/lockstep-dev/lockstep/sim/harness"
 	"github.com/lockstep-dev/lockstep/sim/trace"
 )
@@ -87,8 +88,10 @@ type run struct {
 // invariants are checked.
 func Execute(plan Plan, o Options) Result {
 	res := Result{Plan: plan}
-	h := harness.New(harness.Config{Seed: plan.Seed, Trace: o.Trace, Replay: func(uint64) string { return plan.ReplayCommand() }})
+	h := harness.New(harness.Config{Seed: plan.Seed, Trace: o.Trace, Replay: func(uint64) string { return plan.ReplayCommand() },
+		Runtime: fakecri.Config{Registry: propertyRegistry()}})
 	defer h.Close()
+	putPullSecret(h)
 	h.StartAgent()
 	r := &run{h: h, c: NewChecker(h), deleted: map[string]bool{}, manifests: map[string]bool{}, manifestDir: "/etc/kubernetes/manifests"}
 	res.Err = r.execute(plan, o)

@@ -37,6 +37,7 @@ func Scenarios() []Scenario {
 		staticPods(),
 		termination(),
 		probeFailure(),
+		imagePulls(),
 		mixed(),
 	}
 }
@@ -93,6 +94,11 @@ func termination() Scenario {
 func probeFailure() Scenario {
 	return Scenario{Name: "probe-failure", Doc: "pods with liveness, readiness and startup probes whose endpoints turn healthy, unhealthy, hanging and flapping; deletes and crashes",
 		Mix: map[string]int{"create-probed": 4, "create": 1, "delete": 1, "crash": 1, "wait": 1}, MaxSteps: 12}
+}
+
+func imagePulls() Scenario {
+	return Scenario{Name: "images", Doc: "pods whose images fail to pull, need pull secrets or may never be pulled; registry outages, slow pulls, crashes, deletions in back-off",
+		Mix: map[string]int{"create": 5, "delete": 2, "image-fail": 2, "cri-latency": 1, "crash": 1, "crash-in-sync": 1, "wait": 1}}
 }
 
 // mixed weighs every operation alike, pod creations more.
@@ -184,7 +190,7 @@ func Invariants() []string {
 	return []string{
 		"one-instance", "never-restart", "no-stuck-created", "previous-kept", "terminal-is-final",
 		"legal-phases", "restart-count-monotone", "ready-is-true", "grace-honoured", "static-exclusive",
-		"sigterm-first", "lease-fresh", "liveness-restarts", "startup-protects", "fresh-probe-results", "sidecar-order",
+		"sigterm-first", "lease-fresh", "liveness-restarts", "startup-protects", "fresh-probe-results", "sidecar-order", "pull-backoff",
 		"deleted-disappears", "converges", "status-matches", "mirror-present",
 	}
 }

@@ -6,7 +6,7 @@ set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 source "$here/lib.sh"
 cd_dir="$E2E_DIR/containerd"
-mkdir -p "$cd_dir"/{root,state,runc,cni/conf,cni/cache} "$LOG_DIR" "$PID_DIR"
+mkdir -p "$cd_dir"/{root,state,runc,cni/conf,cni/cache,certs.d} "$LOG_DIR" "$PID_DIR"
 cat > "$cd_dir/cni/conf/10-lockstep-e2e.conflist" <<JSON
 {
   "cniVersion": "0.4.0",
@@ -57,6 +57,10 @@ state = "$cd_dir/state"
       [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc-alt.options]
         SystemdCgroup = false
         Root = "$cd_dir/runc"
+  # Registry hosts (hosts.toml per host:port); start-registry.sh adds the
+  # e2e registry, reached over plain HTTP.
+  [plugins."io.containerd.grpc.v1.cri".registry]
+    config_path = "$cd_dir/certs.d"
   [plugins."io.containerd.grpc.v1.cri".cni]
     bin_dir = "/usr/lib/cni"
     conf_dir = "$cd_dir/cni/conf"

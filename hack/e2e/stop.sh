@@ -27,6 +27,7 @@ for p in "$PID_DIR"/lockstep*; do [[ -f $p ]] && stop_pid "$(basename "$p")"; do
 # The control plane's state is thrown away: no need for a graceful stop.
 stop_pid kube-apiserver KILL
 stop_pid etcd KILL
+stop_pid registry
 
 cgroups=() netns=() ids=()
 ctr_() { ctr -a "$CONTAINERD_SOCK" -n k8s.io "$@"; }

@@ -114,7 +114,6 @@ func ignoredPodFields() []podRule {
 	}
 	return []podRule{
 		{"hostAliases", func(s *corev1.PodSpec) bool { return len(s.HostAliases) > 0 }},
-		{"imagePullSecrets", func(s *corev1.PodSpec) bool { return len(s.ImagePullSecrets) > 0 }},
 		{"resourceClaims", func(s *corev1.PodSpec) bool { return len(s.ResourceClaims) > 0 }},
 		{"securityContext.fsGroupChangePolicy", psc(func(c *corev1.PodSecurityContext) bool { return c.FSGroupChangePolicy != nil })},
 		{"securityContext.seLinuxChangePolicy", psc(func(c *corev1.PodSecurityContext) bool { return c.SELinuxChangePolicy != nil })},

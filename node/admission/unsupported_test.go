@@ -88,8 +88,7 @@ func TestCheck(t *testing.T) {
 		}, ignored: []string{"spec.volumes[0].persistentVolumeClaim", "spec.volumes[1]",
 			"spec.volumes[2].emptyDir.sizeLimit", "spec.volumes[3].projected.sources[1].serviceAccountToken"}},
 		{name: "hostAliases", mutate: func(p *corev1.Pod) { p.Spec.HostAliases = []corev1.HostAlias{{IP: "10.0.0.1"}} }, ignored: []string{"spec.hostAliases"}},
-		{name: "imagePullSecrets", mutate: func(p *corev1.Pod) { p.Spec.ImagePullSecrets = []corev1.LocalObjectReference{{Name: "s"}} },
-			ignored: []string{"spec.imagePullSecrets"}},
+		{name: "imagePullSecrets are honoured (node/images)", mutate: func(p *corev1.Pod) { p.Spec.ImagePullSecrets = []corev1.LocalObjectReference{{Name: "s"}} }},
 		{name: "activeDeadlineSeconds is honoured", mutate: func(p *corev1.Pod) { p.Spec.ActiveDeadlineSeconds = ptr(int64(5)) }},
 		{name: "overhead", mutate: func(p *corev1.Pod) { p.Spec.Overhead = corev1.ResourceList{"cpu": resource.MustParse("1")} }}, // sent to the runtime (podspec.SandboxResources)
 		{name: "pod resources", mutate: func(p *corev1.Pod) { p.Spec.Resources = &corev1.ResourceRequirements{} }},                // pod-level resources: QoS and cgroups

@@ -42,3 +42,12 @@ const (
 	// nobody knows.
 	ReasonContainerStatusUnknown = "ContainerStatusUnknown"
 )
+
+// The reasons of a container whose image reference or inspection failed.
+const (
+	// ReasonInvalidImageName: the image reference does not parse.
+	ReasonInvalidImageName = "InvalidImageName"
+	// ReasonImageInspectError: the runtime could not say whether the
+	// image is present.
+	ReasonImageInspectError = "ImageInspectError"
+)

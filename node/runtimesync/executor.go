@@ -6,8 +6,6 @@ import (
 	"fmt"
 	cri "k8s.io/cri-api/pkg/apis"
 	"log/slog"
-	"strings"
-	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -16,6 +14,7 @@ import (
 
 	"github.com/lockstep-dev/lockstep/node/backoff"
 	"github.com/lockstep-dev/lockstep/node/deps"
+	"github.com/lockstep-dev/lockstep/node/images"
 	"github.com/lockstep-dev/lockstep/node/podspec"
 	"github.com/lockstep-dev/lockstep/node/podstate"
 	"github.com/lockstep-dev/lockstep/node/podutil"
@@ -31,8 +30,10 @@ type Config struct {
 	Node podspec.NodeInfo
 	// RuntimeHandler is the CRI runtime handler for new sandboxes.
 	RuntimeHandler string
-	// CrashBackoff and PullBackoff tune the back-off curves.
-	CrashBackoff, PullBackoff backoff.Config
+	// CrashBackoff tunes the crash-loop back-off curve.
+	CrashBackoff backoff.Config
+	// Images tunes image pulls: their parallelism and back-off.
+	Images images.Config
 	// GC is the dead container policy; nil means DefaultGCPolicy().
 	GC *GCPolicy
 	// Observer, when set, is told about every sandbox and container start
@@ -77,14 +78,11 @@ type Ports struct {
 
 // Executor carries out a pod's actions through CRI.
 type Executor struct {
-	d     deps.Core
-	ports Ports
-	cfg   Config
-	crash *backoff.Backoff
-	pull  *backoff.Backoff
-
-	mu         sync.Mutex
-	pullFailed map[string]time.Time
+	d      deps.Core
+	ports  Ports
+	cfg    Config
+	crash  *backoff.Backoff
+	images *images.Manager
 
 	// Last good answers of the apiserver, by namespace/name (services: by
 	// namespace).
@@ -97,9 +95,8 @@ type Executor struct {
 func NewExecutor(d deps.Core, ports Ports, cfg Config) *Executor {
 	return &Executor{
 		d: d, ports: ports, cfg: cfg,
-		crash:      backoff.New(cfg.CrashBackoff),
-		pull:       backoff.New(cfg.PullBackoff),
-		pullFailed: map[string]time.Time{},
+		crash:  backoff.New(cfg.CrashBackoff),
+		images: images.New(d, images.Ports{Images: ports.Images, Secrets: ports.Secrets, Events: ports.Events}, cfg.Images),
 	}
 }
 
@@ -423,48 +420,23 @@ func containerSpec(pod *corev1.Pod, s ContainerStart) *corev1.Container {
 	return &list[s.Index]
 }
 
-// ensureImage makes sure c's image is present per its pull policy. It
-// returns the waiting reason when the container cannot start now.
+// ensureImage makes sure c's image is present per its pull policy (see
+// node/images). When the container cannot start now it returns the
+// waiting reason and an error, so that the pod is synced again after the
+// worker's back-off period (as upstream: a pull back-off is retried at the
+// first sync after it ends).
 func (e *Executor) ensureImage(ctx context.Context, pod *corev1.Pod, c *corev1.Container, sb *runtimeapi.PodSandboxConfig) (*Waiting, error) {
-	spec := &runtimeapi.ImageSpec{Image: c.Image}
-	policy := podutil.PullPolicy(c)
-	present := false
-	if st, err := e.ports.Images.ImageStatus(ctx, spec, false); err == nil && st.GetImage() != nil {
-		present = true
-	}
-	switch {
-	case policy == corev1.PullNever && !present:
-		msg := fmt.Sprintf("Container image %q is not present with pull policy of Never", c.Image)
-		e.event(pod, c.Name, corev1.EventTypeWarning, podutil.ReasonErrImageNeverPull, msg)
-		return &Waiting{Reason: podutil.ReasonErrImageNeverPull, Message: msg}, nil
-	case policy == corev1.PullNever, policy == corev1.PullIfNotPresent && present:
+	_, err := e.images.EnsureImage(ctx, pod, c, sb)
+	if err == nil {
 		return nil, nil
 	}
-	key := string(pod.UID) + "/" + c.Image
-	now := e.d.Clock.Now()
-	e.mu.Lock()
-	failedAt, failed := e.pullFailed[key]
-	e.mu.Unlock()
-	if failed && e.pull.Remaining(key, time.Time{}, failedAt, now) > 0 {
-		msg := fmt.Sprintf("Back-off pulling image %q", c.Image)
-		e.event(pod, c.Name, corev1.EventTypeNormal, "BackOff", msg)
-		return &Waiting{Reason: podutil.ReasonImagePullBackOff, Message: msg}, nil
+	w := &Waiting{Reason: podutil.ReasonErrImagePull, Message: err.Error()}
+	var ierr *images.Error
+	if errors.As(err, &ierr) {
+		w = &Waiting{Reason: ierr.Reason, Message: ierr.Message}
+		e.event(pod, c.Name, corev1.EventTypeWarning, "Failed", "Error: "+ierr.Reason)
 	}
-	e.event(pod, c.Name, corev1.EventTypeNormal, "Pulling", fmt.Sprintf("Pulling image %q", c.Image))
-	if _, err := e.ports.Images.PullImage(ctx, spec, nil, sb); err != nil {
-		e.mu.Lock()
-		e.pullFailed[key] = e.d.Clock.Now()
-		e.mu.Unlock()
-		msg := fmt.Sprintf("Failed to pull image %q: %v", c.Image, err)
-		e.event(pod, c.Name, corev1.EventTypeWarning, "Failed", msg)
-		return &Waiting{Reason: podutil.ReasonErrImagePull, Message: msg},
-			fmt.Errorf("pull image %q for container %q of pod %s/%s: %w", c.Image, c.Name, pod.Namespace, pod.Name, err)
-	}
-	e.mu.Lock()
-	delete(e.pullFailed, key)
-	e.mu.Unlock()
-	e.event(pod, c.Name, corev1.EventTypeNormal, "Pulled", fmt.Sprintf("Successfully pulled image %q", c.Image))
-	return nil, nil
+	return w, fmt.Errorf("image %q for container %q of pod %s/%s: %w", c.Image, c.Name, pod.Namespace, pod.Name, err)
 }
 
 // KillPod stops every container of the pod in parallel, each with the
@@ -536,14 +508,7 @@ func (e *Executor) stopContainer(ctx context.Context, id string, grace int64) er
 // ForgetPod drops the back-off state of a pod that is gone.
 func (e *Executor) ForgetPod(uid string) {
 	e.crash.Forget(uid + "/")
-	e.pull.Forget(uid + "/")
-	e.mu.Lock()
-	for k := range e.pullFailed {
-		if strings.HasPrefix(k, uid+"/") {
-			delete(e.pullFailed, k)
-		}
-	}
-	e.mu.Unlock()
+	e.images.Forget(uid)
 }
 
 func (e *Executor) event(pod *corev1.Pod, container, eventType, reason, message string) {

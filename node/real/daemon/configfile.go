@@ -23,6 +23,7 @@ var supportedFields = []string{
 	"nodeStatusUpdateFrequency", "nodeStatusReportFrequency", "nodeLeaseDurationSeconds",
 	"kubeAPIQPS", "kubeAPIBurst", "containerRuntimeEndpoint", "imageServiceEndpoint", "logging.verbosity",
 	"seccompDefault", "singleProcessOOMKill",
+	"serializeImagePulls", "maxParallelImagePulls",
 }
 
 // ConfigFile is a parsed KubeletConfiguration and the fields it set that
@@ -139,6 +140,16 @@ func (cf *ConfigFile) Apply(o *Options, flagSet func(flag string) bool) {
 	set("kubeAPIBurst", "kube-api-burst", func() { o.APIBurst = c.KubeAPIBurst })
 	set("containerRuntimeEndpoint", "container-runtime-endpoint", func() { o.RuntimeEndpoint = c.ContainerRuntimeEndpoint })
 	set("imageServiceEndpoint", "image-service-endpoint", func() { o.ImageEndpoint = c.ImageServiceEndpoint })
+	set("serializeImagePulls", "serialize-image-pulls", func() {
+		if c.SerializeImagePulls != nil {
+			o.SerializeImagePulls = *c.SerializeImagePulls
+		}
+	})
+	set("maxParallelImagePulls", "max-parallel-image-pulls", func() {
+		if c.MaxParallelImagePulls != nil {
+			o.MaxParallelImagePulls = *c.MaxParallelImagePulls
+		}
+	})
 	set("logging.verbosity", "v", func() { o.Verbosity = int(c.Logging.Verbosity) })
 	if cf.Set["authentication.anonymous.enabled"] && c.Authentication.Anonymous.Enabled != nil && *c.Authentication.Anonymous.Enabled {
 		cf.Ignored = append(cf.Ignored, "authentication.anonymous.enabled (anonymous access is always off)")

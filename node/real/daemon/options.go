@@ -64,9 +64,13 @@ type Options struct {
 	// OOM kill instead of killing the whole container; nil is false on
 	// cgroup v2 and true, the only choice, on cgroup v1.
 	SingleProcessOOMKill *bool
-	APIQPS               int32
-	APIBurst             int32
-	Verbosity            int
+	// SerializeImagePulls pulls one image at a time; false lets
+	// MaxParallelImagePulls pulls run at once (0: no limit).
+	SerializeImagePulls   bool
+	MaxParallelImagePulls int32
+	APIQPS                int32
+	APIBurst              int32
+	Verbosity             int
 
 	// origin says where each option's value came from, by option key:
 	// "--flag" or "field <name> in <file>"; absent means the default.
@@ -96,6 +100,7 @@ func Defaults() Options {
 		AuthorizationMode:             "Webhook",
 		ClusterDomain:                 "cluster.local",
 		ResolvConf:                    "/etc/resolv.conf",
+		SerializeImagePulls:           true,
 		APIQPS:                        50,
 		APIBurst:                      100,
 		origin:                        map[string]string{},
@@ -154,6 +159,10 @@ func (o *Options) Validate() error {
 		return bad("read-only-port", o.ReadOnlyPort, "must be between 0 (off) and 65535")
 	case o.ReadOnlyPort != 0 && o.ReadOnlyPort == o.Port:
 		return bad("read-only-port", o.ReadOnlyPort, "must differ from --port")
+	case o.MaxParallelImagePulls < 0:
+		return bad("max-parallel-image-pulls", o.MaxParallelImagePulls, "must be a positive number (0: unset)")
+	case o.SerializeImagePulls && o.MaxParallelImagePulls > 1:
+		return bad("max-parallel-image-pulls", o.MaxParallelImagePulls, "cannot be larger than 1 unless --serialize-image-pulls=false")
 	case o.APIQPS < 0:
 		return bad("kube-api-qps", o.APIQPS, "must be 0 or more")
 	case o.APIBurst < 0:
@@ -216,3 +225,16 @@ func validEndpoint(ep string, fakeOK bool) error {
 
 // SocketPath returns the file system path of a unix endpoint.
 func SocketPath(ep string) string { return strings.TrimPrefix(ep, "unix://") }
+
+// ParallelImagePulls is the images.Config.ParallelPulls the options ask
+// for: 1 when pulls are serialized, else MaxParallelImagePulls, or -1 (no
+// limit) when it is unset.
+func (o *Options) ParallelImagePulls() int {
+	switch {
+	case o.SerializeImagePulls:
+		return 1
+	case o.MaxParallelImagePulls > 0:
+		return int(o.MaxParallelImagePulls)
+	}
+	return -1
+}

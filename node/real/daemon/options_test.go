@@ -38,6 +38,14 @@ func TestInvalidOptions(t *testing.T) {
 		{"address", func(o *Options) { o.Address = "localhost"; o.SetOrigin("address", "--address") }, "invalid --address=localhost: must be an IP address such as 0.0.0.0 or 127.0.0.1"},
 		{"hostname", func(o *Options) { o.NodeName = "Node_1"; o.SetOrigin("hostname-override", "--hostname-override") },
 			"invalid --hostname-override=Node_1: must be a lowercase DNS name (a-z, 0-9, '-', '.')"},
+		{"parallel pulls while serialized", func(o *Options) {
+			o.MaxParallelImagePulls = 3
+			o.SetOrigin("max-parallel-image-pulls", "--max-parallel-image-pulls")
+		}, "invalid --max-parallel-image-pulls=3: cannot be larger than 1 unless --serialize-image-pulls=false"},
+		{"negative parallel pulls", func(o *Options) {
+			o.SerializeImagePulls, o.MaxParallelImagePulls = false, -1
+			o.SetOrigin("max-parallel-image-pulls", "field maxParallelImagePulls in /c.yaml")
+		}, "invalid field maxParallelImagePulls in /c.yaml (-1): must be a positive number (0: unset)"},
 		{"root dir", func(o *Options) { o.RootDir = "var/lib"; o.SetOrigin("root-dir", "--root-dir") }, "invalid --root-dir=var/lib: must be an absolute path"},
 		{"container logs dir", func(o *Options) {
 			o.ContainerLogsDir = "logs"
@@ -94,6 +102,20 @@ func TestInvalidOptions(t *testing.T) {
 	}
 }
 
+func TestParallelImagePulls(t *testing.T) {
+	for _, tc := range []struct {
+		serialize bool
+		max       int32
+		want      int
+	}{{true, 0, 1}, {true, 1, 1}, {false, 0, -1}, {false, 1, 1}, {false, 5, 5}} {
+		o := Defaults()
+		o.SerializeImagePulls, o.MaxParallelImagePulls = tc.serialize, tc.max
+		if got := o.ParallelImagePulls(); got != tc.want {
+			t.Errorf("serialize=%v max=%d: ParallelImagePulls() = %d, want %d", tc.serialize, tc.max, got, tc.want)
+		}
+	}
+}
+
 func TestConfigFileAppliesAndFlagsWin(t *testing.T) {
 	cf, err := ParseConfigFile("/etc/lockstep/config.yaml", []byte(`
 apiVersion: kubelet.config.k8s.io/v1beta1
@@ -108,6 +130,8 @@ authentication:
   anonymous: {enabled: true}
 authorization: {mode: AlwaysAllow}
 logging: {verbosity: 3}
+serializeImagePulls: false
+maxParallelImagePulls: 4
 cgroupDriver: systemd
 evictionHard: {memory.available: 200Mi}
 `))
@@ -120,12 +144,16 @@ evictionHard: {memory.available: 200Mi}
 	want := Defaults()
 	want.ManifestPath, want.MaxPods, want.ReadOnlyPort, want.SyncFrequency = "/etc/kubernetes/manifests", 20, 10255, 30*time.Second
 	want.ClusterDNS, want.ClientCAFile, want.AuthorizationMode, want.Verbosity = []string{"10.96.0.10"}, "/etc/ca.crt", "AlwaysAllow", 3
+	want.SerializeImagePulls, want.MaxParallelImagePulls = false, 4
 	if diff := cmp.Diff(want, o, cmpopts.IgnoreUnexported(Options{})); diff != "" {
 		t.Errorf("options (-want +got):\n%s", diff)
 	}
 	wantIgnored := []string{"cgroupDriver", "evictionHard", "authentication.anonymous.enabled (anonymous access is always off)"}
 	if diff := cmp.Diff(wantIgnored, cf.Ignored); diff != "" {
 		t.Errorf("ignored fields (-want +got):\n%s", diff)
+	}
+	if got := o.ParallelImagePulls(); got != 4 {
+		t.Errorf("ParallelImagePulls() = %d, want 4", got)
 	}
 	o.ReadOnlyPort = 70000
 	if err := o.Validate(); err == nil || err.Error() != "invalid field readOnlyPort in /etc/lockstep/config.yaml (70000): must be between 0 (off) and 65535" {

@@ -19,6 +19,7 @@ import (
 
 	"github.com/lockstep-dev/lockstep/node/agent"
 	"github.com/lockstep-dev/lockstep/node/deps"
+	"github.com/lockstep-dev/lockstep/node/images"
 	"github.com/lockstep-dev/lockstep/node/metrics"
 	"github.com/lockstep-dev/lockstep/node/nodestatus"
 	"github.com/lockstep-dev/lockstep/node/pleg"
@@ -153,7 +154,7 @@ func Run(ctx context.Context, o Options, rt Runtime, log *slog.Logger) error {
 			MinAge:             o.MinimumContainerTTLDuration,
 			MaxPerPodContainer: int(o.MaxDeadContainersPerContainer),
 			MaxContainers:      int(o.MaxDeadContainers),
-		}},
+		}, Images: images.Config{ParallelPulls: o.ParallelImagePulls()}},
 		RuntimeType: rt.Type,
 		PLEG:        pleg.Config{UseEvents: rt.Events != nil},
 		NodeStatus: nodestatus.Config{
