@@ -40,7 +40,8 @@ type Checker struct {
 	suite     *suiteState // see invariants_suite.go
 	// volumesReported: volume losses already reported (invariants_volumes.go).
 	volumesReported map[string]bool
-	probes          *probeChecks // see invariants_probes.go
+	probes          *probeChecks   // see invariants_probes.go
+	ready           nodeReadyState // see invariants_node.go
 }
 
 // NewChecker starts checking h's apiserver writes at once; call Check to
@@ -67,6 +68,7 @@ func (c *Checker) Check() {
 	running := map[string][]string{}
 	truth := TrueContainers(c.h)
 	c.checkSuite(truth)
+	c.checkNodeReady()
 	c.checkTermination(truth)
 	c.checkVolumes(truth)
 	c.checkProbes(truth)
