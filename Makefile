@@ -26,12 +26,19 @@ test: lint
 	$(MAKE) regress
 
 ## regress: the suite catches deliberately broken builds (re-created
-## upstream bugs, build tags only) within budget and shrinks them to <= 10
-## actions that replay with the same trace hash
-REGRESS_TAGS := regress_93210 regress_104648
+## upstream bugs, build tags only; a binary built with one refuses to run a
+## node) within budget and shrinks them to <= 10 actions that replay with
+## the same trace hash. One tag per upstream bug of the behaviour note:
+## 93210 grace skipped, 104648 static pod not restarted, 106734 stuck
+## Terminating, 94829 NotReady on a hung status call, 121003 acting on an
+## old runtime view, 141473 readiness carried over. Not re-created: 23636
+## (the runtime refuses a second container of the same name and attempt)
+## and 58711 (three separate guards keep a terminal phase; see
+## docs/architecture.md).
+REGRESS_TAGS := regress_93210 regress_104648 regress_106734 regress_94829 regress_121003 regress_141473
 regress:
 	@for tag in $(REGRESS_TAGS); do \
-		$(GO) test -count=1 -tags $$tag -run TestRegression ./scenarios/ || exit 1; \
+		$(GO) test -vet=off -count=1 -tags $$tag -run TestRegression ./scenarios/ || exit 1; \
 	done
 
 ## bench: the benchmarks whose figures docs/benchmarks.md records (one core)

@@ -43,6 +43,7 @@ type Checker struct {
 	probes          *probeChecks   // see invariants_probes.go
 	sidecars        *sidecarChecks // see invariants_sidecars.go
 	pulls           *pullChecks    // see invariants_images.go
+	ready           nodeReadyState // see invariants_node.go
 }
 
 // NewChecker starts checking h's apiserver writes at once; call Check to
@@ -69,6 +70,7 @@ func (c *Checker) Check() {
 	running := map[string][]string{}
 	truth := TrueContainers(c.h)
 	c.checkSuite(truth)
+	c.checkNodeReady()
 	c.checkTermination(truth)
 	c.checkVolumes(truth)
 	c.checkProbes(truth)

@@ -214,7 +214,7 @@ func (c *Checker) deletingPod(uid types.UID) bool {
 // whose liveness endpoint has failed continuously since U, past its
 // initial delay and a startup success seen by the current agent, is
 // killed by U + (failureThreshold+1)·period + failureThreshold·timeout +
-// grace + slack.
+// grace + slack, U counted from the end of any runtime impairment.
 func (c *Checker) checkLivenessDeadline(id string, pi *probedInstance, now time.Duration) {
 	spec := c.containerSpec(pi.uid, pi.name)
 	p := spec.LivenessProbe
@@ -222,7 +222,13 @@ func (c *Checker) checkLivenessDeadline(id string, pi *probedInstance, now time.
 		return
 	}
 	period, timeout, delay, failures, _ := probeTiming(p)
-	base := max(pi.unhealthy[0], c.probes.agentUp, pi.started+delay)
+	// While the runtime is impaired (a hung status call, a not-ready
+	// runtime, API faults) the agent may not see the container or stop it:
+	// the deadline counts from when it can again.
+	if now < c.suite.runtimeImpaired {
+		return
+	}
+	base := max(pi.unhealthy[0], c.probes.agentUp, pi.started+delay, c.suite.runtimeImpaired)
 	if sp := spec.StartupProbe; sp != nil {
 		if pi.startedOK < 0 {
 			return

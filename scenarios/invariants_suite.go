@@ -82,6 +82,7 @@ func (c *Checker) Healed() {
 	if c.suite.viewStale == forever {
 		c.suite.viewStale = now
 	}
+	c.healReady()
 }
 
 func addSat(a, b time.Duration) time.Duration {

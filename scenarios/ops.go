@@ -37,6 +37,7 @@ func Ops() map[string]Op {
 		"cri-latency":         {"CRI method a takes up to b ms, c calls", drawArgs(0, len(criMethods)-1, 1, 3000, 1, 10), opCRILatency},
 		"cri-error":           {"CRI method a fails (code b) c times", drawArgs(0, len(criMethods)-1, 0, len(criCodes)-1, 1, 5), opCRIError},
 		"cri-hang":            {"the next call of CRI method a hangs for b ms", drawArgs(0, len(criMethods)-1, 0, 60000), opCRIHang},
+		"status-hang":         {"the next container status call hangs for a ms (up to 5 min)", drawArgs(0, 300000), opStatusHang},
 		"cri-not-ready":       {"the runtime reports not ready for a ms", drawArgs(0, 30000), opCRINotReady},
 		"network-not-ready":   {"the pod network is not ready for a ms", drawArgs(0, 30000), opNetworkNotReady},
 		"runtime-restart":     {"the runtime restarts with a ms of downtime", drawArgs(0, 10000), opRuntimeRestart},
@@ -220,13 +221,14 @@ func opStaleList(r *run, a [3]int) error {
 }
 
 func opCRILatency(r *run, a [3]int) error {
-	r.c.RuntimeImpaired(ms(a[1]) * time.Duration(max(1, a[2])))
-	return r.h.Runtime.InjectLatency(criMethods[pick(a[0], len(criMethods))], 0, ms(a[1]), max(1, a[2]))
+	m := criMethods[pick(a[0], len(criMethods))]
+	r.impaired(m, ms(a[1])*time.Duration(max(1, a[2])))
+	return r.h.Runtime.InjectLatency(m, 0, ms(a[1]), max(1, a[2]))
 }
 
 func opCRIError(r *run, a [3]int) error {
 	m, code := criMethods[pick(a[0], len(criMethods))], criCodes[pick(a[1], len(criCodes))]
-	r.c.RuntimeImpaired(time.Duration(max(1, a[2])) * 10 * time.Second) // the agent's retries back off
+	r.impaired(m, time.Duration(max(1, a[2]))*10*time.Second) // the agent's retries back off
 	return r.h.Runtime.InjectError(m, status.Errorf(code, "injected %s failure", m), max(1, a[2]))
 }
 
@@ -237,13 +239,14 @@ func opCRIHang(r *run, a [3]int) error {
 // hangFor hangs the next call of method for d (or until the agent gives up
 // on it), checking the world meanwhile.
 func (r *run) hangFor(method string, d time.Duration) error {
-	r.c.RuntimeImpaired(d)
+	r.impaired(method, d)
 	hang := r.h.Runtime.Hang(method, "")
 	defer hang.Release()
 	return r.advance(d)
 }
 
 func opCRINotReady(r *run, a [3]int) error {
+	r.c.RuntimeDown(ms(a[0]))
 	r.c.RuntimeImpaired(ms(a[0]))
 	r.h.Runtime.SetRuntimeReady(false)
 	if err := r.advance(ms(a[0])); err != nil {
@@ -254,6 +257,7 @@ func opCRINotReady(r *run, a [3]int) error {
 }
 
 func opNetworkNotReady(r *run, a [3]int) error {
+	r.c.RuntimeDown(ms(a[0]))
 	r.h.Runtime.SetNetworkReady(false)
 	if err := r.advance(ms(a[0])); err != nil {
 		return err
@@ -263,6 +267,7 @@ func opNetworkNotReady(r *run, a [3]int) error {
 }
 
 func opRuntimeRestart(r *run, a [3]int) error {
+	r.c.RuntimeDown(ms(a[0]))
 	r.c.RuntimeImpaired(ms(a[0]))
 	r.h.Runtime.Restart(ms(a[0]))
 	return nil
@@ -276,6 +281,20 @@ func opNoIP(r *run, a [3]int) error {
 	r.h.Runtime.DropSandboxIPs(max(1, a[0]))
 	return nil
 }
+
+// impaired tells the checker calls of method may fail or lag for d: the
+// runtime is impaired, and when method lists, the node may turn NotReady.
+func (r *run) impaired(method string, d time.Duration) {
+	r.c.RuntimeImpaired(d)
+	if method == "ListPodSandbox" || method == "ListContainers" {
+		r.c.RuntimeDown(d)
+	}
+}
+
+// opStatusHang hangs one container status call, as a runtime does that
+// cannot inspect one container (upstream #94829): the agent bounds the
+// relist's refresh of its pod, and the node stays Ready.
+func opStatusHang(r *run, a [3]int) error { return r.hangFor("ContainerStatus", ms(a[0])) }
 
 // opSyncStall hangs the next relist (ListPodSandbox) for a while: the
 // agent's pod lifecycle events stop, but its lease must stay fresh.

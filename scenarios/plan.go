@@ -86,7 +86,11 @@ func (p Plan) ReplayCommand() string {
 	if p.Pods > 0 {
 		pods = fmt.Sprintf(" --pods %d", p.Pods)
 	}
-	return fmt.Sprintf("go run ./cmd/lockstep sim run --scenario %s --seed %d%s --plan '%s'", p.Scenario, p.Seed, pods, p.ActionList())
+	tags := ""
+	if t := RegressionTags(); len(t) > 0 {
+		tags = " -tags " + strings.Join(t, ",") // the same deliberately broken build
+	}
+	return fmt.Sprintf("go run%s ./cmd/lockstep sim run --scenario %s --seed %d%s --plan '%s'", tags, p.Scenario, p.Seed, pods, p.ActionList())
 }
 
 // Shrink makes a failing plan smaller: it drops actions one at a time,

@@ -1,12 +1,16 @@
-//go:build regress_93210 || regress_104648
+//go:build regress_93210 || regress_104648 || regress_106734 || regress_94829 || regress_121003 || regress_141473
 
 package scenarios
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 // testRegression asserts the suite catches a deliberately broken build
 // within budget seeds, shrinks the failure to at most 10 actions, and that
-// the shrunk plan replays with the identical trace hash.
+// the shrunk plan replays with the identical trace hash; the replay command
+// it prints builds the same broken variant.
 func testRegression(t *testing.T, scenario, invariant string, budget int) {
 	sc, err := Lookup(scenario)
 	if err != nil {
@@ -19,6 +23,9 @@ func testRegression(t *testing.T, scenario, invariant string, budget int) {
 	t.Logf("found after %d seeds, shrunk from %d to %d actions:\n%s", h.Seeds, len(h.Found.Plan.Actions), len(h.Shrunk.Plan.Actions), h.Shrunk.Report())
 	if n := len(h.Shrunk.Plan.Actions); n > MaxShrunkActions {
 		t.Errorf("shrunk to %d actions, want at most %d", n, MaxShrunkActions)
+	}
+	if cmd := h.Shrunk.Plan.ReplayCommand(); !strings.HasPrefix(cmd, "go run -tags regress_") {
+		t.Errorf("replay command %q does not build the broken variant", cmd)
 	}
 	again := Execute(h.Shrunk.Plan, Options{})
 	if again.Hash != h.Shrunk.Hash || again.FailureName() != invariant {

@@ -76,7 +76,7 @@ func runtimeFaults() Scenario {
 	return Scenario{Name: "runtime-faults", Doc: "CRI latency, errors, hung calls, stale lists, not-ready, restarts, failed pulls, sandboxes without IPs, sync-loop stalls",
 		Mix: map[string]int{"create": 4, "delete": 2, "cri-latency": 1, "cri-error": 1, "cri-hang": 1,
 			"stale-list": 1, "cri-not-ready": 1, "network-not-ready": 1, "runtime-restart": 1, "pull-fail": 1,
-			"sandbox-no-ip": 1, "sync-stall": 1, "wait": 1}}
+			"sandbox-no-ip": 1, "sync-stall": 1, "status-hang": 1, "wait": 1}}
 }
 
 func staticPods() Scenario {
@@ -190,7 +190,7 @@ func Invariants() []string {
 	return []string{
 		"one-instance", "never-restart", "no-stuck-created", "previous-kept", "terminal-is-final",
 		"legal-phases", "restart-count-monotone", "ready-is-true", "grace-honoured", "static-exclusive",
-		"sigterm-first", "lease-fresh", "liveness-restarts", "startup-protects", "fresh-probe-results", "sidecar-order", "pull-backoff",
+		"sigterm-first", "lease-fresh", "node-ready", "liveness-restarts", "startup-protects", "fresh-probe-results", "sidecar-order", "pull-backoff",
 		"deleted-disappears", "converges", "status-matches", "mirror-present",
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/lockstep-dev/lockstep/fakecri"
 	"github.com/lockstep-dev/lockstep/node/real/daemon"
+	"github.com/lockstep-dev/lockstep/scenarios"
 )
 
 // newNodeCommand runs the node agent as a daemon.
@@ -29,6 +31,9 @@ in-process fake runtime (the demo). Flags are named like the kubelet's; a
 set the same options, and flags override it.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := refuseRegressionBuild(scenarios.RegressionTags()); err != nil {
+				return err
+			}
 			if err := resolveNodeOptions(cmd.Flags(), &o); err != nil {
 				return err
 			}
@@ -122,4 +127,14 @@ func runNode(ctx context.Context, o daemon.Options, log *slog.Logger) error {
 	}
 	defer rt.Close()
 	return daemon.Run(ctx, o, rt, log)
+}
+
+// refuseRegressionBuild keeps a binary built with a regression-variant tag
+// (an upstream bug re-created on purpose, for the simulation suite's own
+// tests) from ever running as a node.
+func refuseRegressionBuild(tags []string) error {
+	if len(tags) == 0 {
+		return nil
+	}
+	return fmt.Errorf("this lockstep was built with -tags %s, a deliberately broken agent for the simulation suite's tests (make regress); it runs `lockstep sim` only: build without the tag to run a node", strings.Join(tags, ","))
 }

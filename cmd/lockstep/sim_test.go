@@ -129,3 +129,14 @@ func TestSimRunHTMLTimeline(t *testing.T) {
 		t.Errorf("timeline fetches from the network")
 	}
 }
+
+// A binary built with a regression-variant tag never runs a node.
+func TestNodeRefusesARegressionBuild(t *testing.T) {
+	if err := refuseRegressionBuild(nil); err != nil {
+		t.Errorf("a normal build is refused: %v", err)
+	}
+	err := refuseRegressionBuild([]string{"regress_94829"})
+	if err == nil || !strings.Contains(err.Error(), "-tags regress_94829") {
+		t.Errorf("a regress_94829 build is not refused: %v", err)
+	}
+}

@@ -42,11 +42,11 @@ func (a *Agent) SyncPod(ctx context.Context, pod *corev1.Pod, lastSync time.Time
 	if err := a.waitForVolumes(ctx, pod); err != nil {
 		return podworkers.SyncResult{}, err
 	}
-	st, err := a.pleg.Cache().GetNewerThan(ctx, pod.UID, a.since(lastSync))
+	st, err := a.pleg.Cache().GetNewerThan(ctx, pod.UID, viewSince(a.since(lastSync)))
 	if err != nil {
 		return podworkers.SyncResult{}, fmt.Errorf("wait for the runtime view of pod %s/%s: %w", pod.Namespace, pod.Name, err)
 	}
-	if a.viewIsStale(pod, st) {
+	if !regress121003 && a.viewIsStale(pod, st) {
 		// A container this agent started is missing from the view: it
 		// lags behind our own actions. Acting on it could start a second
 		// instance, so wait for a fresher one.
@@ -155,7 +155,7 @@ func (a *Agent) SyncTerminatingPod(ctx context.Context, uid types.UID, pod *core
 	if running := after.Running(); len(running) > 0 {
 		return fmt.Errorf("pod %s still has %d running containers (first: %q)", uid, len(running), running[0].Name)
 	}
-	if pod != nil && !a.refused(pod) { // a refused pod keeps the status of its refusal
+	if pod != nil && !a.refused(pod) && !skipsFinalStatus(a.status, uid) { // a refused pod keeps the status of its refusal
 		prev := a.status.WithCachedStatus(pod)
 		now := a.d.Clock.Now()
 		s := status.Generate(prev, after, nil, a.probes.ForPod(pod, after), a.nodeAddrs(), now)

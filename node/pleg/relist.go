@@ -109,7 +109,7 @@ func (p *PLEG) refreshAndEmit(ctx context.Context, ts time.Time, full bool) {
 			continue
 		}
 		if budget == nil {
-			budget, cancel = p.clock.WithTimeout(ctx, p.cfg.PodStatusTimeout)
+			budget, cancel = p.clock.WithTimeout(ctx, refreshTimeout(p.cfg.PodStatusTimeout))
 		}
 		if err := budget.Err(); err != nil {
 			p.failed(ctx, uid, ts, evs, fmt.Errorf("refresh of pod %s deferred: this relist's refresh budget is spent: %w", uid, err), false)
@@ -207,7 +207,7 @@ func (p *PLEG) refreshPod(ctx context.Context, uid types.UID, ts time.Time) erro
 		p.cache.set(&podstate.PodStatus{UID: uid, Timestamp: ts})
 		return nil
 	}
-	pctx, cancel := p.clock.WithTimeout(ctx, p.cfg.PodStatusTimeout)
+	pctx, cancel := p.clock.WithTimeout(ctx, refreshTimeout(p.cfg.PodStatusTimeout))
 	defer cancel()
 	st, err := p.inspect(pctx, uid, ts, objs.sandboxes, objs.containers)
 	if err != nil {

@@ -63,8 +63,8 @@ func (w *Worker) Observe(v View) Step {
 	var st Step
 	if v.ID != "" && v.ID != w.id {
 		st.Forget = w.id
+		st.Set, st.ID, st.Result = true, v.ID, firstVerdict(w)
 		w.id, w.onHold, w.last, w.run = v.ID, false, Unknown, 0
-		st.Set, st.ID, st.Result = true, v.ID, initial(w.Type)
 	}
 	if w.id == "" {
 		return st

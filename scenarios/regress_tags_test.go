@@ -1,0 +1,18 @@
+package scenarios
+
+import (
+	"runtime/debug"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestRegressionTagsPicksTheVariantTags(t *testing.T) {
+	settings := []debug.BuildSetting{{Key: "-compiler", Value: "gc"}, {Key: "-tags", Value: "netgo,regress_94829,osusergo"}}
+	if diff := cmp.Diff([]string{"regress_94829"}, regressionTags(settings)); diff != "" {
+		t.Errorf("regression tags (-want +got):\n%s", diff)
+	}
+	if got := regressionTags(settings[:1]); got != nil {
+		t.Errorf("a build without tags has regression tags %v", got)
+	}
+}
