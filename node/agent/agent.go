@@ -129,6 +129,7 @@ func New(d deps.Deps, cfg Config) *Agent {
 		exec: runtimesync.NewExecutor(d.Core, runtimesync.Ports{
 			Runtime: d.Runtime, Images: d.Images, Files: d.Files, Events: d.API.Events,
 			ConfigMaps: d.API.ConfigMaps, Secrets: d.API.Secrets, Services: d.API.Services, RuntimeClasses: d.API.RuntimeClasses,
+			ProbeNet: d.ProbeNet,
 		}, cfg.RuntimeSync),
 		status:   status.NewManager(d.Core, d.API.Pods, cfg.Status),
 		expected: map[types.UID]map[string]expectation{},

@@ -16,6 +16,7 @@ import (
 
 	"github.com/lockstep-dev/lockstep/node/backoff"
 	"github.com/lockstep-dev/lockstep/node/deps"
+	"github.com/lockstep-dev/lockstep/node/lifecycle"
 	"github.com/lockstep-dev/lockstep/node/podspec"
 	"github.com/lockstep-dev/lockstep/node/podstate"
 	"github.com/lockstep-dev/lockstep/node/podutil"
@@ -51,7 +52,7 @@ type Observer interface {
 	// init container (sidecars included); code is "" when it started, else
 	// the waiting reason that stopped it (ErrImagePull, ImagePullBackOff,
 	// ErrImageNeverPull, CreateContainerConfigError, CreateContainerError,
-	// RunContainerError).
+	// RunContainerError, PostStartHookError).
 	ObserveContainerStart(init bool, code string)
 }
 
@@ -73,6 +74,9 @@ type Ports struct {
 	Services   deps.ServiceAPI
 	// RuntimeClasses resolves runtimeClassName into a CRI handler.
 	RuntimeClasses deps.RuntimeClassAPI
+	// ProbeNet carries the HTTP GETs of lifecycle hooks; nil: HTTP hooks
+	// fail.
+	ProbeNet deps.ProbeNetwork
 }
 
 // Executor carries out a pod's actions through CRI.
@@ -82,6 +86,7 @@ type Executor struct {
 	cfg   Config
 	crash *backoff.Backoff
 	pull  *backoff.Backoff
+	hooks *lifecycle.Runner
 
 	mu         sync.Mutex
 	pullFailed map[string]time.Time
@@ -99,6 +104,7 @@ func NewExecutor(d deps.Core, ports Ports, cfg Config) *Executor {
 		d: d, ports: ports, cfg: cfg,
 		crash:      backoff.New(cfg.CrashBackoff),
 		pull:       backoff.New(cfg.PullBackoff),
+		hooks:      lifecycle.New(d, ports.Runtime, ports.ProbeNet),
 		pullFailed: map[string]time.Time{},
 	}
 }
@@ -162,7 +168,11 @@ func (e *Executor) SyncPod(ctx context.Context, pod *corev1.Pod, st *podstate.Po
 				kgrace = *k.Grace
 			}
 			e.event(pod, k.Name, corev1.EventTypeNormal, "Killing", msg)
-			if err := e.stopContainer(ctx, k.ID, kgrace); err != nil {
+			victim := podstate.Container{ID: k.ID, Name: k.Name, State: podstate.ContainerRunning}
+			if c, ok := st.Instance(k.ID); ok {
+				victim = c
+			}
+			if err := e.killContainer(ctx, pod, victim, sandboxIP(st, victim.SandboxID), kgrace); err != nil {
 				errs = append(errs, fmt.Errorf("kill container %q of pod %s/%s: %w", k.Name, pod.Namespace, pod.Name, err))
 				continue
 			}
@@ -268,10 +278,16 @@ func (e *Executor) SyncPod(ctx context.Context, pod *corev1.Pod, st *podstate.Po
 			errs = append(errs, fmt.Errorf("start container %q of pod %s/%s: %w", s.Name, pod.Namespace, pod.Name, err))
 			continue
 		}
-		e.observeStart(s, "")
 		log.Info("started container", "container", s.Name, "id", id, "restartCount", s.RestartCount)
 		e.event(pod, s.Name, corev1.EventTypeNormal, "Started", "Started container "+s.Name)
 		res.Started = append(res.Started, Started{Name: s.Name, ID: id})
+		if w, err := e.postStart(ctx, pod, c, id, podIPs, grace); err != nil {
+			e.observeStart(s, w.Reason)
+			res.Waiting[s.Name] = *w
+			errs = append(errs, err)
+			continue
+		}
+		e.observeStart(s, "")
 	}
 	return res, errors.Join(errs...)
 }
@@ -472,7 +488,7 @@ func (e *Executor) KillPod(ctx context.Context, pod *corev1.Pod, st *podstate.Po
 			e.event(pod, c.Name, corev1.EventTypeNormal, "Killing", "Stopping container "+c.Name)
 		}
 		e.d.Tasks.Go("stop "+name+"/"+c.Name, func() {
-			err := e.stopContainer(ctx, c.ID, grace)
+			err := e.killContainer(ctx, pod, c, sandboxIP(st, c.SandboxID), grace)
 			if err != nil {
 				err = fmt.Errorf("stop container %q (%s) of pod %s: %w", c.Name, c.ID, name, err)
 			}
@@ -499,6 +515,73 @@ func (e *Executor) KillPod(ctx context.Context, pod *corev1.Pod, st *podstate.Po
 		}
 	}
 	return nil
+}
+
+// postStart runs c's postStart hook, if any, on its new instance id. When
+// the hook fails the instance is killed (it restarts under its back-off)
+// and the container waits with reason PostStartHookError.
+func (e *Executor) postStart(ctx context.Context, pod *corev1.Pod, c *corev1.Container, id string, podIPs []string, grace int64) (*Waiting, error) {
+	h := lifecycle.PostStart(c)
+	if h == nil {
+		return nil, nil
+	}
+	ip := ""
+	if len(podIPs) > 0 {
+		ip = podIPs[0]
+	}
+	msg, err := e.hooks.Run(ctx, h, lifecycle.Target{Pod: pod, Container: c, ContainerID: id, PodIP: ip})
+	if err == nil {
+		return nil, nil
+	}
+	PodLogger(e.d.Log, pod).Warn("postStart hook failed", "container", c.Name, "id", id, "err", err)
+	e.event(pod, c.Name, corev1.EventTypeWarning, lifecycle.ReasonFailedPostStartHook, lifecycle.MessageFailedPostStart)
+	e.event(pod, c.Name, corev1.EventTypeNormal, "Killing", lifecycle.ReasonFailedPostStartHook)
+	err = fmt.Errorf("postStart hook of container %q of pod %s/%s: %w", c.Name, pod.Namespace, pod.Name, err)
+	victim := podstate.Container{ID: id, Name: c.Name, State: podstate.ContainerRunning}
+	if kerr := e.killContainer(ctx, pod, victim, ip, grace); kerr != nil {
+		err = errors.Join(err, fmt.Errorf("kill container %q of pod %s/%s after its postStart hook failed: %w", c.Name, pod.Namespace, pod.Name, kerr))
+	}
+	return &Waiting{Reason: podutil.ReasonPostStartHookError, Message: msg}, err
+}
+
+// killContainer stops instance c of pod within grace seconds: its preStop
+// hook first, if it has one, the pod is known, the instance may be
+// running and the grace period is not zero; then StopContainer with what
+// is left of the grace period (at least MinStopTimeout). A hook that
+// outlives the grace period is abandoned.
+func (e *Executor) killContainer(ctx context.Context, pod *corev1.Pod, c podstate.Container, podIP string, grace int64) error {
+	h := lifecycle.PreStop(pod, c.Name)
+	if h != nil && grace > 0 && (c.State == podstate.ContainerRunning || c.State == podstate.ContainerUnknown) {
+		log := PodLogger(e.d.Log, pod).With("container", c.Name, "id", c.ID)
+		log.Info("running preStop hook", "grace", grace)
+		t := lifecycle.Target{Pod: pod, Container: lifecycle.ContainerOf(pod, c.Name), ContainerID: c.ID, PodIP: podIP}
+		r := e.hooks.RunPreStop(ctx, pod.Namespace+"/"+pod.Name+"/"+c.Name, h, t, grace)
+		switch {
+		case r.Cut:
+			log.Info("preStop hook not completed in grace period", "grace", grace)
+		case r.Err != nil:
+			log.Warn("preStop hook failed", "err", r.Err, "message", r.Message)
+			e.event(pod, c.Name, corev1.EventTypeWarning, lifecycle.ReasonFailedPreStopHook, lifecycle.MessageFailedPreStop)
+		}
+		grace = lifecycle.RemainingGrace(grace, r.Waited, MinStopTimeout)
+	}
+	return e.stopContainer(ctx, c.ID, grace)
+}
+
+// sandboxIP is the IP of sandbox id in st, else of the newest sandbox.
+func sandboxIP(st *podstate.PodStatus, id string) string {
+	if st == nil {
+		return ""
+	}
+	for _, sb := range st.Sandboxes {
+		if sb.ID == id {
+			return sb.IP
+		}
+	}
+	if sb, ok := st.LatestSandbox(); ok {
+		return sb.IP
+	}
+	return ""
 }
 
 func (e *Executor) stopContainer(ctx context.Context, id string, grace int64) error {
