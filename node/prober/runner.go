@@ -62,8 +62,8 @@ type Target struct {
 // Its Exec and HTTPGet are also the lifecycle hooks' (node/lifecycle).
 type Runner struct {
 	Execer Execer
-	Net   deps.ProbeNetwork
-	Clock deps.Clock
+	Net    deps.ProbeNetwork
+	Clock  deps.Clock
 }
 
 // Run runs probe p against t within the probe's timeout. An error means
