@@ -27,6 +27,7 @@ import (
 	"github.com/lockstep-dev/lockstep/node/prober"
 	"github.com/lockstep-dev/lockstep/node/runtimesync"
 	"github.com/lockstep-dev/lockstep/node/status"
+	"github.com/lockstep-dev/lockstep/node/termmsg"
 	"github.com/lockstep-dev/lockstep/node/volume"
 )
 
@@ -113,6 +114,9 @@ func New(d deps.Deps, cfg Config) *Agent {
 	}
 	cfg.Node = withMachineFacts(d.Machine, d.Log, cfg.Node, cfg.NodeStatus)
 	cfg.RuntimeSync.Node = cfg.Node
+	if d.Files != nil {
+		cfg.PLEG.Messages = termmsg.New(d.Files)
+	}
 	if m := cfg.Metrics; m != nil {
 		d.Runtime = metrics.InstrumentRuntime(d.Runtime, m, d.Clock)
 		d.Images = metrics.InstrumentImages(d.Images, m, d.Clock)

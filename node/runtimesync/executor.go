@@ -307,7 +307,8 @@ func (e *Executor) containerConfig(ctx context.Context, pod *corev1.Pod, c *core
 		}
 		user.Username = img.GetUsername()
 	}
-	opts := podspec.ContainerOptions{RestartCount: restartCount, PodIPs: podIPs, ImageUser: user}
+	opts := podspec.ContainerOptions{RestartCount: restartCount, PodIPs: podIPs, ImageUser: user,
+		TerminationLog: e.terminationLog(pod, c, restartCount)}
 	if opts.ConfigMaps, opts.Secrets, err = e.envObjects(ctx, pod, c); err != nil {
 		return nil, fmt.Errorf("container %q of pod %s/%s: %w", c.Name, pod.Namespace, pod.Name, err)
 	}
