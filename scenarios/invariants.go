@@ -41,6 +41,7 @@ type Checker struct {
 	// volumesReported: volume losses already reported (invariants_volumes.go).
 	volumesReported map[string]bool
 	probes          *probeChecks // see invariants_probes.go
+	hooks           *hookChecks  // see invariants_hooks.go
 }
 
 // NewChecker starts checking h's apiserver writes at once; call Check to
@@ -48,7 +49,7 @@ type Checker struct {
 func NewChecker(h *harness.Harness) *Checker {
 	c := &Checker{h: h, instances: map[string]map[string]bool{}, policy: map[types.UID]corev1.RestartPolicy{},
 		lastPhase: map[types.UID]corev1.PodPhase{}, restarts: map[string]int32{}, term: newTerminationState(), suite: newSuiteState(),
-		probes: newProbeChecks()}
+		probes: newProbeChecks(), hooks: newHookChecks()}
 	h.API.OnWrite(c.onWrite)
 	return c
 }
@@ -70,6 +71,7 @@ func (c *Checker) Check() {
 	c.checkTermination(truth)
 	c.checkVolumes(truth)
 	c.checkProbes(truth)
+	c.checkHooks(truth)
 	for _, ct := range truth {
 		key := string(ct.PodUID) + "/" + ct.Name
 		if ct.State == runtimeapi.ContainerState_CONTAINER_RUNNING {
@@ -101,6 +103,7 @@ func (c *Checker) onWrite(r apiserver.Record) {
 	c.onWriteTermination(r)
 	c.onWriteSuite(r)
 	c.onWriteProbes(r)
+	c.onWriteHooks(r)
 	p := r.Pod
 	c.policy[p.UID] = p.Spec.RestartPolicy
 	prev, seen := c.lastPhase[p.UID]

@@ -354,7 +354,9 @@ func opMirrorDelete(r *run, a [3]int) error {
 
 // PodKinds are the pods the create operation draws from: every restart
 // policy, init containers, a sidecar, several containers, containers that
-// exit, crash, grow out of memory or ignore SIGTERM, short and long grace.
+// exit, crash, grow out of memory or ignore SIGTERM, short and long grace,
+// lifecycle hooks (slow, failing, outliving the grace) and termination
+// messages.
 func PodKinds() []func(name, node string) *corev1.Pod {
 	return []func(name, node string) *corev1.Pod{
 		func(n, node string) *corev1.Pod { return NewPod(n, node) },
@@ -382,6 +384,25 @@ func PodKinds() []func(name, node string) *corev1.Pod {
 			return NewPod(n, node, Restart(corev1.RestartPolicyOnFailure), Init("setup", time.Second, 0), Sidecar("proxy"), Exits("app", 3*time.Second, 0))
 		},
 		func(n, node string) *corev1.Pod { return NewPod(n, node, StopsAfter("app", 3*time.Second), Grace(2)) },
+		// Lifecycle hooks: a slow postStart and a preStop that runs in the
+		// container; a postStart that always fails (crash loop); a preStop
+		// that hangs past a short grace period (cut).
+		func(n, node string) *corev1.Pod {
+			return NewPod(n, node, PostStart("app", SleepHook(3*time.Second)), PreStop("app", ExecHook("/bin/drain")), Grace(10))
+		},
+		func(n, node string) *corev1.Pod {
+			return NewPod(n, node, PostStart("app", ExecHook("/bin/warmup")), Env("app", "FAKECRI_EXEC", "/bin/warmup=1"),
+				PreStop("app", ExecHook("/bin/drain")), Grace(5))
+		},
+		func(n, node string) *corev1.Pod {
+			return NewPod(n, node, PreStop("app", ExecHook("/bin/drain")), Env("app", "FAKECRI_EXEC", "/bin/drain=hang"),
+				IgnoresSIGTERM("app"), Grace(4))
+		},
+		// Termination messages: from the file, and from the log on error.
+		func(n, node string) *corev1.Pod {
+			return NewPod(n, node, Restart(corev1.RestartPolicyOnFailure), TerminationMessage("app", "done"), MessageFromLogs("app"),
+				Env("app", "FAKECRI_LOG", "working"), Exits("app", 2*time.Second, 1))
+		},
 	}
 }
 

@@ -546,13 +546,14 @@ func (e *Executor) postStart(ctx context.Context, pod *corev1.Pod, c *corev1.Con
 }
 
 // killContainer stops instance c of pod within grace seconds: its preStop
-// hook first, if it has one, the pod is known, the instance may be
-// running and the grace period is not zero; then StopContainer with what
-// is left of the grace period (at least MinStopTimeout). A hook that
-// outlives the grace period is abandoned.
+// hook first, if it has one, the pod is known and the grace period is not
+// zero (whatever state the instance is in, as upstream: the runtime's view
+// may lag); then StopContainer with what is left of the grace period (at
+// least MinStopTimeout). A hook that outlives the grace period is
+// abandoned.
 func (e *Executor) killContainer(ctx context.Context, pod *corev1.Pod, c podstate.Container, podIP string, grace int64) error {
 	h := lifecycle.PreStop(pod, c.Name)
-	if h != nil && grace > 0 && (c.State == podstate.ContainerRunning || c.State == podstate.ContainerUnknown) {
+	if h != nil && grace > 0 {
 		log := PodLogger(e.d.Log, pod).With("container", c.Name, "id", c.ID)
 		log.Info("running preStop hook", "grace", grace)
 		t := lifecycle.Target{Pod: pod, Container: lifecycle.ContainerOf(pod, c.Name), ContainerID: c.ID, PodIP: podIP}
@@ -563,6 +564,11 @@ func (e *Executor) killContainer(ctx context.Context, pod *corev1.Pod, c podstat
 		case r.Err != nil:
 			log.Warn("preStop hook failed", "err", r.Err, "message", r.Message)
 			e.event(pod, c.Name, corev1.EventTypeWarning, lifecycle.ReasonFailedPreStopHook, lifecycle.MessageFailedPreStop)
+		}
+		if err := ctx.Err(); err != nil {
+			// The kill was called off (a shorter grace period, the agent
+			// stopping): no SIGTERM now; the next kill runs the hook again.
+			return fmt.Errorf("kill container %q (%s): %w", c.Name, c.ID, err)
 		}
 		grace = lifecycle.RemainingGrace(grace, r.Waited, MinStopTimeout)
 	}
