@@ -216,7 +216,7 @@ func TestPreStopCutAtGrace(t *testing.T) {
 		name string
 		opts []PodOption
 	}{
-		{"sleep", []PodOption{PreStop("app", SleepHook(100 * time.Second))}},
+		{"sleep", []PodOption{PreStop("app", SleepHook(100*time.Second))}},
 		{"exec", []PodOption{PreStop("app", ExecHook("/bin/drain")), Env("app", "FAKECRI_EXEC", "/bin/drain=hang")}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
