@@ -9,6 +9,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/lockstep-dev/lockstep/sim/harness"
@@ -304,5 +305,37 @@ func TestTerminationMessageMounted(t *testing.T) {
 		if !found {
 			t.Errorf("no mount at /dev/termination-log: %v", h.Runtime.TrueMounts(ct.ID))
 		}
+	}
+}
+
+// TestHTTPHooks: HTTP hooks go through the probe network to the pod IP:
+// any answer succeeds (a 500 too, as upstream); no answer is a failure
+// (FailedPostStartHook, PostStartHookError naming the path).
+func TestHTTPHooks(t *testing.T) {
+	get := func(path string) *corev1.LifecycleHandler {
+		return &corev1.LifecycleHandler{HTTPGet: &corev1.HTTPGetAction{Path: path, Port: intstr.FromInt32(8080)}}
+	}
+	h := start(t, 49)
+	c := NewChecker(h)
+	ok := mustCreate(t, h, NewPod("answers", h.NodeName, Env("app", "FAKECRI_HTTP", "8080/warm=500;8080/drain=200"),
+		PostStart("app", get("/warm")), PreStop("app", get("/drain"))))
+	down := mustCreate(t, h, NewPod("refuses", h.NodeName, Env("app", "FAKECRI_HTTP", "8080/warm=down"), PostStart("app", get("/warm"))))
+	checkedUntil(t, h, c, "the answering pod ready", time.Minute, func() bool {
+		p, err := h.API.User().GetPod("default", "answers")
+		return err == nil && IsReady(p)
+	})
+	checkedUntil(t, h, c, "the refused hook reported", time.Minute, func() bool {
+		w := apiContainer(t, h, "refuses", "app").State.Waiting
+		return w != nil && w.Reason == "PostStartHookError" && strings.HasPrefix(w.Message, "HTTP lifecycle hook (/warm) for Container \"app\"")
+	})
+	if got := eventsOf(h, ok.UID, "FailedPostStartHook", "FailedPreStopHook"); len(got) != 0 {
+		t.Errorf("events of the answering pod: %q, want none", got)
+	}
+	if got := eventsOf(h, down.UID, "FailedPostStartHook"); len(got) != 1 {
+		t.Errorf("events of the refusing pod: %q, want one FailedPostStartHook", got)
+	}
+	deleteAndWatch(t, h, c, ok)
+	if got := eventsOf(h, ok.UID, "FailedPreStopHook"); len(got) != 0 {
+		t.Errorf("preStop HTTP hook failed: %q", got)
 	}
 }
