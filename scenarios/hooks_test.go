@@ -339,3 +339,25 @@ func TestHTTPHooks(t *testing.T) {
 		t.Errorf("preStop HTTP hook failed: %q", got)
 	}
 }
+
+// TestDeleteDuringPostStart: a pod deleted while its container's postStart
+// hook runs (sleep 60 s) is stopped within its grace period: the hook is
+// cut, without a FailedPostStartHook event (it did not fail).
+func TestDeleteDuringPostStart(t *testing.T) {
+	h := start(t, 50)
+	c := NewChecker(h)
+	pod := mustCreate(t, h, NewPod("hooked", h.NodeName, PostStart("app", SleepHook(60*time.Second)), Grace(5)))
+	checkedUntil(t, h, c, "the container running", time.Minute, func() bool { return running(h, pod.UID) == 1 })
+	checked(t, h, c, 3*time.Second)
+	if err := h.API.User().DeletePodGracefully("default", "hooked", nil); err != nil {
+		t.Fatal(err)
+	}
+	began := h.K.Elapsed()
+	checkedUntil(t, h, c, "the container stopped", time.Minute, func() bool { return running(h, pod.UID) == 0 })
+	if took := h.K.Elapsed() - began; took > 8*time.Second {
+		t.Errorf("stopped %v after the delete, want within the 5 s grace (+ slack)", took)
+	}
+	if got := eventsOf(h, pod.UID, "FailedPostStartHook"); len(got) != 0 {
+		t.Errorf("events %q, want no FailedPostStartHook for a hook cut by the deletion", got)
+	}
+}

@@ -534,6 +534,12 @@ func (e *Executor) postStart(ctx context.Context, pod *corev1.Pod, c *corev1.Con
 	if err == nil {
 		return nil, nil
 	}
+	if cerr := ctx.Err(); cerr != nil {
+		// The sync was called off (the pod is being deleted): the hook did
+		// not fail, it was cut; the termination stops the container.
+		return &Waiting{Reason: podutil.ReasonContainerCreating},
+			fmt.Errorf("postStart hook of container %q of pod %s/%s cut: %w", c.Name, pod.Namespace, pod.Name, cerr)
+	}
 	PodLogger(e.d.Log, pod).Warn("postStart hook failed", "container", c.Name, "id", id, "err", err)
 	e.event(pod, c.Name, corev1.EventTypeWarning, lifecycle.ReasonFailedPostStartHook, lifecycle.MessageFailedPostStart)
 	e.event(pod, c.Name, corev1.EventTypeNormal, "Killing", lifecycle.ReasonFailedPostStartHook)
