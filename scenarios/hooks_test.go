@@ -154,13 +154,17 @@ func TestPostStartDelaysStarted(t *testing.T) {
 	}
 }
 
-// deleteAndWatch deletes the running pod name (grace from its spec) and
-// returns its container's instance times once stopped.
-func deleteAndWatch(t *testing.T, h *harness.Harness, c *Checker, pod *corev1.Pod) (deleted time.Duration, it instanceTimes) {
+// deleteAndWatch deletes the running pod name (grace from its spec, or
+// grace[0]) and returns its container's instance times once stopped.
+func deleteAndWatch(t *testing.T, h *harness.Harness, c *Checker, pod *corev1.Pod, grace ...int64) (deleted time.Duration, it instanceTimes) {
 	t.Helper()
 	checkedUntil(t, h, c, "the pod running", time.Minute, func() bool { return running(h, pod.UID) == 1 })
 	checked(t, h, c, 2*time.Second)
-	if err := h.API.User().DeletePodGracefully("default", pod.Name, nil); err != nil {
+	var g *int64
+	if len(grace) > 0 {
+		g = &grace[0]
+	}
+	if err := h.API.User().DeletePodGracefully("default", pod.Name, g); err != nil {
 		t.Fatal(err)
 	}
 	deleted = h.K.Elapsed()
@@ -208,23 +212,25 @@ func TestPreStopBeforeStop(t *testing.T) {
 	})
 }
 
-// TestPreStopCutAtGrace: a preStop hook longer than the grace period
-// (sleep 100 s, grace 10 s) is cut at the grace; the container, which
-// ignores SIGTERM, still gets the least stop time (2 s) before SIGKILL.
-// An exec hook that hangs is cut the same way.
+// TestPreStopCutAtGrace: a preStop hook longer than the grace period is
+// cut at the grace; the container, which ignores SIGTERM, still gets the
+// least stop time (2 s) before SIGKILL. Sleep hook: 25 s under a spec
+// grace of 30 s (the API wants it shorter), deleted with grace 10 s. Exec
+// hook that hangs: spec grace 10 s.
 func TestPreStopCutAtGrace(t *testing.T) {
 	for _, tc := range []struct {
-		name string
-		opts []PodOption
+		name  string
+		opts  []PodOption
+		grace []int64
 	}{
-		{"sleep", []PodOption{PreStop("app", SleepHook(100*time.Second))}},
-		{"exec", []PodOption{PreStop("app", ExecHook("/bin/drain")), Env("app", "FAKECRI_EXEC", "/bin/drain=hang")}},
+		{"sleep", []PodOption{PreStop("app", SleepHook(25*time.Second)), Grace(30)}, []int64{10}},
+		{"exec", []PodOption{PreStop("app", ExecHook("/bin/drain")), Env("app", "FAKECRI_EXEC", "/bin/drain=hang"), Grace(10)}, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h := start(t, 45)
 			c := NewChecker(h)
-			pod := mustCreate(t, h, NewPod("stubborn", h.NodeName, append(tc.opts, IgnoresSIGTERM("app"), Grace(10))...))
-			deleted, it := deleteAndWatch(t, h, c, pod)
+			pod := mustCreate(t, h, NewPod("stubborn", h.NodeName, append(tc.opts, IgnoresSIGTERM("app"))...))
+			deleted, it := deleteAndWatch(t, h, c, pod, tc.grace...)
 			got := []time.Duration{(it.Term - deleted).Round(time.Second), (it.Finished - it.Term).Round(time.Second)}
 			if diff := cmp.Diff([]time.Duration{10 * time.Second, 2 * time.Second}, got); diff != "" {
 				t.Errorf("[SIGTERM after delete, SIGKILL after SIGTERM] (-want +got):\n%s", diff)
@@ -340,16 +346,18 @@ func TestHTTPHooks(t *testing.T) {
 	}
 }
 
-// TestDeleteDuringPostStart: a pod deleted while its container's postStart
-// hook runs (sleep 60 s) is stopped within its grace period: the hook is
-// cut, without a FailedPostStartHook event (it did not fail).
+// TestDeleteDuringPostStart: a pod deleted (grace 5 s) while its
+// container's postStart hook runs (sleep 60 s, spec grace 90 s) is stopped
+// within the grace period: the hook is cut, without a FailedPostStartHook
+// event (it did not fail).
 func TestDeleteDuringPostStart(t *testing.T) {
 	h := start(t, 50)
 	c := NewChecker(h)
-	pod := mustCreate(t, h, NewPod("hooked", h.NodeName, PostStart("app", SleepHook(60*time.Second)), Grace(5)))
+	pod := mustCreate(t, h, NewPod("hooked", h.NodeName, PostStart("app", SleepHook(60*time.Second)), Grace(90)))
 	checkedUntil(t, h, c, "the container running", time.Minute, func() bool { return running(h, pod.UID) == 1 })
 	checked(t, h, c, 3*time.Second)
-	if err := h.API.User().DeletePodGracefully("default", "hooked", nil); err != nil {
+	grace := int64(5)
+	if err := h.API.User().DeletePodGracefully("default", "hooked", &grace); err != nil {
 		t.Fatal(err)
 	}
 	began := h.K.Elapsed()
