@@ -30,6 +30,11 @@ const (
 	MaxLogBytes = 2 << 10
 )
 
+// logWindow is how much of the end of a log is read for its tail: more
+// than MaxLogBytes of messages with the headers of MaxLogLines records,
+// and more than one record can be (16 KiB of message and its header).
+const logWindow = 64 << 10
+
 // reasonCannotRun is the runtime's reason for a container that never ran
 // (it has no log to fall back to).
 const reasonCannotRun = "ContainerCannotRun"
@@ -69,15 +74,12 @@ func (r *Reader) fromFile(s *runtimeapi.ContainerStatus, path string, fallback b
 		if m.GetContainerPath() != path {
 			continue
 		}
-		data, err := r.files.ReadFile(m.GetHostPath())
+		data, err := r.files.ReadFileTail(m.GetHostPath(), MaxBytes)
 		switch {
 		case errors.Is(err, fs.ErrNotExist):
 			return "", fallback
 		case err != nil:
 			return fmt.Sprintf("Error on reading termination log %s: %v", m.GetHostPath(), err), false
-		}
-		if len(data) > MaxBytes {
-			data = data[len(data)-MaxBytes:]
 		}
 		return string(data), fallback && len(data) == 0
 	}
@@ -89,10 +91,12 @@ func (r *Reader) fromLog(path string) string {
 	if path == "" {
 		return ""
 	}
-	data, err := r.files.ReadFile(path)
+	data, err := r.files.ReadFileTail(path, logWindow)
 	if err != nil {
 		return fmt.Sprintf("Error on reading termination message from logs: %v", err)
 	}
+	// The window may begin inside a record: that piece does not parse as
+	// a record, and Tail skips it.
 	return string(crilog.Tail(data, MaxLogLines, MaxLogBytes))
 }
 

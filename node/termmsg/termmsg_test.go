@@ -68,6 +68,9 @@ func TestMessage(t *testing.T) {
 		{name: "partial records joined", file: ptr(""),
 			log: ptr("2026-12-01T10:00:00Z stdout P par\n2026-12-01T10:00:00Z stdout F tial\n"),
 			st:  status(corev1.TerminationMessageFallbackToLogsOnError, 1, "Error"), want: "partial\n"},
+		{name: "a huge log: only its end is read, the record cut by the window skipped", file: ptr(""),
+			log: ptr(logLines(1, func(int) string { return strings.Repeat("x", 70<<10) }) + logLines(2, func(i int) string { return fmt.Sprint("end", i) })),
+			st:  status(corev1.TerminationMessageFallbackToLogsOnError, 1, "Error"), want: "end0\nend1\n"},
 		{name: "running: none", file: ptr("bye"), st: &runtimeapi.ContainerStatus{State: runtimeapi.ContainerState_CONTAINER_RUNNING}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
