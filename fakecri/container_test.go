@@ -351,3 +351,26 @@ func TestLogs(t *testing.T) {
 		t.Errorf("nodefs used %d, want base + log bytes = %d", u.Nodefs.Used, want)
 	}
 }
+
+func TestTerminationMessage(t *testing.T) {
+	f := newFixture(t)
+	sb := f.runPod("p")
+	cfg := ctrConfig("app", "FAKECRI_TERMINATION_MESSAGE=all done", "FAKECRI_EXIT_AFTER=1s")
+	cfg.Annotations = map[string]string{annotationTerminationMessagePath: "/dev/termination-log"}
+	cfg.Mounts = []*runtimeapi.Mount{{ContainerPath: "/data", HostPath: "/host/data"}, {ContainerPath: "/dev/termination-log", HostPath: "/host/term/app"}}
+	f.run(sb, cfg)
+	if got, _ := f.files.get("/host/term/app"); got != "all done" {
+		t.Errorf("termination log = %q, want %q", got, "all done")
+	}
+	if _, ok := f.files.get("/host/data"); ok {
+		t.Error("the message went to another mount")
+	}
+
+	// Not mounted: nothing is written anywhere.
+	other := ctrConfig("other", "FAKECRI_TERMINATION_MESSAGE=lost")
+	other.Mounts = []*runtimeapi.Mount{{ContainerPath: "/data", HostPath: "/host/other"}}
+	f.run(sb, other)
+	if _, ok := f.files.get("/host/other"); ok {
+		t.Error("a container without the mount wrote its message")
+	}
+}

@@ -72,6 +72,7 @@ func (r *Runtime) ExecSyncResponse(ctx context.Context, containerID string, cmd 
 		r.unlock()
 		return nil, status.Errorf(codes.FailedPrecondition, "exec in container %q: container is in %s state", c.id, c.state)
 	}
+	c.execs = append(c.execs, ExecRecord{Cmd: strings.Join(cmd, " "), At: now})
 	rl, scripted := findExecRule(c.script.exec, cmd)
 	ans := answer{}
 	if scripted {

@@ -176,8 +176,32 @@ func (r *Runtime) start(c *container, now int64) {
 		c.logNext = now
 		heap.Push(&r.logs, c)
 	}
+	r.writeTerminationMessage(c)
 	r.plan(c)
 	r.emitContainerEvent(c, runtimeapi.ContainerEventType_CONTAINER_STARTED_EVENT, now)
+}
+
+// annotationTerminationMessagePath is the annotation where kubelets name
+// a container's terminationMessagePath.
+const annotationTerminationMessagePath = "io.kubernetes.container.terminationMessagePath"
+
+// writeTerminationMessage writes FAKECRI_TERMINATION_MESSAGE, if scripted,
+// into the host file mounted at the container's terminationMessagePath
+// (as its process would write it there before it exits); without such a
+// mount the message stays inside the container, where nobody reads it.
+func (r *Runtime) writeTerminationMessage(c *container) {
+	if !c.script.hasTermMessage {
+		return
+	}
+	path := c.config.GetAnnotations()[annotationTerminationMessagePath]
+	for _, m := range c.config.GetMounts() {
+		if path != "" && m.GetContainerPath() == path {
+			// A write that fails is the container's problem, as a full
+			// disk would be: the message is just missing.
+			_ = r.files.AppendFile(m.GetHostPath(), []byte(c.script.termMessage))
+			return
+		}
+	}
 }
 
 // finish makes c EXITED at time at.

@@ -40,6 +40,9 @@ type script struct {
 	hasLog   bool
 	logLine  string
 	logEvery time.Duration
+
+	hasTermMessage bool
+	termMessage    string
 }
 
 // answerKind says how an exec or an endpoint answers.
@@ -105,6 +108,7 @@ const (
 	envGRPC          = "FAKECRI_GRPC"
 	envLog           = "FAKECRI_LOG"
 	envLogEvery      = "FAKECRI_LOG_EVERY"
+	envTermMessage   = "FAKECRI_TERMINATION_MESSAGE"
 )
 
 // minLogEvery bounds FAKECRI_LOG_EVERY so log output stays finite.
@@ -193,6 +197,8 @@ func (s *script) set(k, v string, ignoreSet *bool) error {
 			err = fmt.Errorf("a log line must not contain a line break")
 		}
 		s.hasLog, s.logLine = true, v
+	case envTermMessage:
+		s.hasTermMessage, s.termMessage = true, v
 	case envLogEvery:
 		s.logEvery, err = parseDuration(v)
 		if err == nil && s.logEvery < minLogEvery {

@@ -45,6 +45,9 @@ type container struct {
 	name   string
 	config *runtimeapi.ContainerConfig // owned copy
 	script *script
+	// execs records the ExecSync calls run in the container (for
+	// checkers: TrueExecs).
+	execs []ExecRecord
 
 	imageSpec   *runtimeapi.ImageSpec // as requested
 	imageID     string

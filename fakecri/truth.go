@@ -2,6 +2,7 @@ package fakecri
 
 import (
 	"maps"
+	"slices"
 
 	"google.golang.org/protobuf/proto"
 
@@ -138,4 +139,38 @@ func (r *Runtime) TrueStopAskedAt(id string) (at int64, ok bool) {
 		return 0, false
 	}
 	return c.stopAskedAt, true
+}
+
+// TrueStopRequested reports when container id was first sent SIGTERM by
+// StopContainer (a timeout ≤ 0 kills without one), in unix nanoseconds, bypassing every injected fault; ok is false if it never
+// was or is unknown. For invariant checkers, like TrueContainers.
+func (r *Runtime) TrueStopRequested(id string) (at int64, ok bool) {
+	r.mu.Lock()
+	defer r.unlock()
+	c, found := r.containers[id]
+	if !found || c.termAt == 0 {
+		return 0, false
+	}
+	return c.termAt, true
+}
+
+// ExecRecord is one ExecSync a container ran.
+type ExecRecord struct {
+	// Cmd is the command line, argv joined by single spaces.
+	Cmd string
+	// At is when the runtime ran it, in unix nanoseconds.
+	At int64
+}
+
+// TrueExecs lists the ExecSync calls container id ran (while it was
+// running), oldest first, bypassing every injected fault. For invariant
+// checkers, like TrueContainers.
+func (r *Runtime) TrueExecs(id string) []ExecRecord {
+	r.mu.Lock()
+	defer r.unlock()
+	c, ok := r.containers[id]
+	if !ok {
+		return nil
+	}
+	return slices.Clone(c.execs)
 }

@@ -44,6 +44,7 @@ type Checker struct {
 	sidecars        *sidecarChecks // see invariants_sidecars.go
 	pulls           *pullChecks    // see invariants_images.go
 	ready           nodeReadyState // see invariants_node.go
+	hooks           *hookChecks    // see invariants_hooks.go
 }
 
 // NewChecker starts checking h's apiserver writes at once; call Check to
@@ -51,7 +52,8 @@ type Checker struct {
 func NewChecker(h *harness.Harness) *Checker {
 	c := &Checker{h: h, instances: map[string]map[string]bool{}, policy: map[types.UID]corev1.RestartPolicy{},
 		lastPhase: map[types.UID]corev1.PodPhase{}, restarts: map[string]int32{}, term: newTerminationState(), suite: newSuiteState(),
-		probes: newProbeChecks(), sidecars: newSidecarChecks()}
+		probes: newProbeChecks(), sidecars: newSidecarChecks(),
+		hooks: newHookChecks()}
 	h.API.OnWrite(c.onWrite)
 	return c
 }
@@ -76,6 +78,7 @@ func (c *Checker) Check() {
 	c.checkProbes(truth)
 	c.checkSidecarOrder()
 	c.checkPulls()
+	c.checkHooks(truth)
 	for _, ct := range truth {
 		key := string(ct.PodUID) + "/" + ct.Name
 		if ct.State == runtimeapi.ContainerState_CONTAINER_RUNNING {
@@ -108,6 +111,7 @@ func (c *Checker) onWrite(r apiserver.Record) {
 	c.onWriteTermination(r)
 	c.onWriteSuite(r)
 	c.onWriteProbes(r)
+	c.onWriteHooks(r)
 	p := r.Pod
 	c.policy[p.UID] = p.Spec.RestartPolicy
 	prev, seen := c.lastPhase[p.UID]

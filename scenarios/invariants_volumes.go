@@ -11,7 +11,7 @@ import (
 // checkVolumes checks volumes-kept: the volumes of a pod that has not
 // terminated are never torn down. A running container's pod has not
 // terminated, so every mount it was created with from a pod volume (below
-// the pods directory; hostPath volumes are the host's) must still exist.
+// <pods>/<uid>/volumes; hostPath volumes are the host's) must still exist.
 func (c *Checker) checkVolumes(truth []RuntimeContainer) {
 	if c.volumesReported == nil {
 		c.volumesReported = map[string]bool{}
@@ -22,8 +22,9 @@ func (c *Checker) checkVolumes(truth []RuntimeContainer) {
 			continue
 		}
 		for _, m := range c.h.Runtime.TrueMounts(ct.ID) {
-			if !strings.HasPrefix(m.GetHostPath(), pods) {
-				continue
+			rest, ok := strings.CutPrefix(m.GetHostPath(), pods)
+			if _, sub, _ := strings.Cut(rest, "/"); !ok || !strings.HasPrefix(sub, "volumes/") {
+				continue // not a pod volume (a termination message file is not one)
 			}
 			if _, err := c.h.Files.Stat(m.GetHostPath()); err == nil {
 				continue

@@ -388,7 +388,9 @@ func opMirrorDelete(r *run, a [3]int) error {
 // policy, init containers, sidecars (in a Job-like pod, crashing, two that
 // stop after a slow app), several containers, containers that exit, crash,
 // grow out of memory or ignore SIGTERM, short and long grace, a container
-// restart rule, an active deadline; then the image pods (imagePodKinds).
+// restart rule, an active deadline, lifecycle hooks (slow, failing, outliving
+// the grace) and termination messages; then the image pods
+// (imagePodKinds).
 func PodKinds() []func(name, node string) *corev1.Pod {
 	kinds := []func(name, node string) *corev1.Pod{
 		func(n, node string) *corev1.Pod { return NewPod(n, node) },
@@ -427,6 +429,25 @@ func PodKinds() []func(name, node string) *corev1.Pod {
 				RestartRule("app", corev1.ContainerRestartPolicyNever, corev1.ContainerRestartRuleOnExitCodesOpIn, 42))
 		},
 		func(n, node string) *corev1.Pod { return NewPod(n, node, ActiveDeadline(8), Container("web")) },
+		// Lifecycle hooks: a slow postStart and a preStop that runs in the
+		// container; a postStart that always fails (crash loop); a preStop
+		// that hangs past a short grace period (cut).
+		func(n, node string) *corev1.Pod {
+			return NewPod(n, node, PostStart("app", SleepHook(3*time.Second)), PreStop("app", ExecHook("/bin/drain")), Grace(10))
+		},
+		func(n, node string) *corev1.Pod {
+			return NewPod(n, node, PostStart("app", ExecHook("/bin/warmup")), Env("app", "FAKECRI_EXEC", "/bin/warmup=1"),
+				PreStop("app", ExecHook("/bin/drain")), Grace(5))
+		},
+		func(n, node string) *corev1.Pod {
+			return NewPod(n, node, PreStop("app", ExecHook("/bin/drain")), Env("app", "FAKECRI_EXEC", "/bin/drain=hang"),
+				IgnoresSIGTERM("app"), Grace(4))
+		},
+		// Termination messages: from the file, and from the log on error.
+		func(n, node string) *corev1.Pod {
+			return NewPod(n, node, Restart(corev1.RestartPolicyOnFailure), TerminationMessage("app", "done"), MessageFromLogs("app"),
+				Env("app", "FAKECRI_LOG", "working"), Exits("app", 2*time.Second, 1))
+		},
 	}
 	return append(kinds, imagePodKinds()...)
 }

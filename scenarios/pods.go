@@ -141,3 +141,50 @@ func findOrAdd(p *corev1.Pod, name string) *corev1.Container {
 	})
 	return &p.Spec.Containers[len(p.Spec.Containers)-1]
 }
+
+// PostStart sets container's postStart hook.
+func PostStart(container string, h *corev1.LifecycleHandler) PodOption {
+	return func(p *corev1.Pod) {
+		c := findOrAdd(p, container)
+		if c.Lifecycle == nil {
+			c.Lifecycle = &corev1.Lifecycle{}
+		}
+		c.Lifecycle.PostStart = h
+	}
+}
+
+// PreStop sets container's preStop hook.
+func PreStop(container string, h *corev1.LifecycleHandler) PodOption {
+	return func(p *corev1.Pod) {
+		c := findOrAdd(p, container)
+		if c.Lifecycle == nil {
+			c.Lifecycle = &corev1.Lifecycle{}
+		}
+		c.Lifecycle.PreStop = h
+	}
+}
+
+// SleepHook is a hook that sleeps for d (whole seconds).
+func SleepHook(d time.Duration) *corev1.LifecycleHandler {
+	return &corev1.LifecycleHandler{Sleep: &corev1.SleepAction{Seconds: int64(d / time.Second)}}
+}
+
+// ExecHook is a hook that runs cmd in the container (fakecri answers it
+// from the container's FAKECRI_EXEC rules).
+func ExecHook(cmd ...string) *corev1.LifecycleHandler {
+	return &corev1.LifecycleHandler{Exec: &corev1.ExecAction{Command: cmd}}
+}
+
+// TerminationMessage makes container write msg to its termination
+// message file (FAKECRI_TERMINATION_MESSAGE).
+func TerminationMessage(container, msg string) PodOption {
+	return Env(container, "FAKECRI_TERMINATION_MESSAGE", msg)
+}
+
+// MessageFromLogs sets container's terminationMessagePolicy to
+// FallbackToLogsOnError.
+func MessageFromLogs(container string) PodOption {
+	return func(p *corev1.Pod) {
+		findOrAdd(p, container).TerminationMessagePolicy = corev1.TerminationMessageFallbackToLogsOnError
+	}
+}

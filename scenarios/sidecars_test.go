@@ -13,14 +13,14 @@ import (
 	"github.com/lockstep-dev/lockstep/sim/harness"
 )
 
-// instanceTimes is when each instance of a pod's containers started and
+// containerInstances is when each instance of a pod's containers started and
 // finished, as the runtime records them, by container name in attempt
 // order (zero: not yet).
-type instanceTimes map[string][]struct{ started, finished time.Time }
+type containerInstances map[string][]struct{ started, finished time.Time }
 
-func podInstanceTimes(t *testing.T, h *harness.Harness, uid types.UID) instanceTimes {
+func podInstanceTimes(t *testing.T, h *harness.Harness, uid types.UID) containerInstances {
 	t.Helper()
-	out := instanceTimes{}
+	out := containerInstances{}
 	for _, c := range PodContainers(h, uid) {
 		st, err := h.Runtime.ContainerStatus(context.Background(), c.ID, false)
 		if err != nil {
@@ -114,7 +114,7 @@ func TestSidecarsStopLastInReverseOrder(t *testing.T) {
 	if err := h.API.User().DeletePodGracefully("default", "ordered", nil); err != nil {
 		t.Fatal(err)
 	}
-	var times instanceTimes
+	var times containerInstances
 	runUntil(t, h, "every container stopped", time.Minute, func() bool {
 		times = podInstanceTimes(t, h, pod.UID)
 		for _, n := range []string{"app", "first", "second"} {

@@ -136,16 +136,9 @@ func ignoredContainerFields(init bool) []containerRule {
 		return func(c *corev1.Container) bool { return c.SecurityContext != nil && f(c.SecurityContext) }
 	}
 	rules := []containerRule{
-		{"lifecycle", func(c *corev1.Container) bool { return c.Lifecycle != nil }},
 		{"volumeDevices", func(c *corev1.Container) bool { return len(c.VolumeDevices) > 0 }},
 		{"resizePolicy", func(c *corev1.Container) bool { return len(c.ResizePolicy) > 0 }},
 		{"resources.claims", func(c *corev1.Container) bool { return len(c.Resources.Claims) > 0 }},
-		{"terminationMessagePath", func(c *corev1.Container) bool {
-			return c.TerminationMessagePath != "" && c.TerminationMessagePath != corev1.TerminationMessagePathDefault
-		}},
-		{"terminationMessagePolicy", func(c *corev1.Container) bool {
-			return c.TerminationMessagePolicy == corev1.TerminationMessageFallbackToLogsOnError
-		}},
 		{"securityContext.windowsOptions", csc(func(s *corev1.SecurityContext) bool { return s.WindowsOptions != nil })},
 	}
 	return rules

@@ -27,6 +27,7 @@ import (
 	"github.com/lockstep-dev/lockstep/node/prober"
 	"github.com/lockstep-dev/lockstep/node/runtimesync"
 	"github.com/lockstep-dev/lockstep/node/status"
+	"github.com/lockstep-dev/lockstep/node/termmsg"
 	"github.com/lockstep-dev/lockstep/node/volume"
 )
 
@@ -113,6 +114,9 @@ func New(d deps.Deps, cfg Config) *Agent {
 	}
 	cfg.Node = withMachineFacts(d.Machine, d.Log, cfg.Node, cfg.NodeStatus)
 	cfg.RuntimeSync.Node = cfg.Node
+	if d.Files != nil {
+		cfg.PLEG.Messages = termmsg.New(d.Files)
+	}
 	if m := cfg.Metrics; m != nil {
 		d.Runtime = metrics.InstrumentRuntime(d.Runtime, m, d.Clock)
 		d.Images = metrics.InstrumentImages(d.Images, m, d.Clock)
@@ -129,6 +133,7 @@ func New(d deps.Deps, cfg Config) *Agent {
 		exec: runtimesync.NewExecutor(d.Core, runtimesync.Ports{
 			Runtime: d.Runtime, Images: d.Images, Files: d.Files, Events: d.API.Events,
 			ConfigMaps: d.API.ConfigMaps, Secrets: d.API.Secrets, Services: d.API.Services, RuntimeClasses: d.API.RuntimeClasses,
+			ProbeNet: d.ProbeNet,
 		}, cfg.RuntimeSync),
 		status:   status.NewManager(d.Core, d.API.Pods, cfg.Status),
 		expected: map[types.UID]map[string]expectation{},

@@ -22,7 +22,7 @@ func (a *Agent) newProber() *prober.Manager {
 		Tasks:  a.d.Tasks,
 		Clock:  a.d.Clock,
 		Rand:   a.d.Rand,
-		Runner: &prober.Runner{Exec: a.d.Runtime, Net: a.d.ProbeNet, Clock: a.d.Clock},
+		Runner: &prober.Runner{Execer: a.d.Runtime, Net: a.d.ProbeNet, Clock: a.d.Clock},
 		View:   a.pleg.Cache().Get,
 		Changed: func(uid types.UID, t prober.Type, r prober.Result) {
 			// Liveness only matters when it fails; readiness and startup

@@ -201,12 +201,17 @@ type ProbeNetwork interface {
 }
 
 // Files is the agent's file system: it reads the static pod manifest
-// directory, creates pod log directories and the container log symlinks,
+// directory and containers' termination messages, creates pod log
+// directories and the container log symlinks,
 // removes the logs of removed containers and pods, and keeps the pods'
 // volume directories (node/volume).
 type Files interface {
 	ReadDir(dir string) ([]fs.DirEntry, error)
 	ReadFile(path string) ([]byte, error)
+	// ReadFileTail returns the last max bytes of a file (all of a smaller
+	// one) without reading the rest: termination messages and the log
+	// tails that stand in for them, whatever a container wrote.
+	ReadFileTail(path string, max int64) ([]byte, error)
 	// MkdirAll creates a directory and its parents (mode 0755).
 	MkdirAll(dir string) error
 	// Remove removes a file or symbolic link (not what it points to); a

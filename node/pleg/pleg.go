@@ -76,6 +76,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/types"
 	cri "k8s.io/cri-api/pkg/apis"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/lockstep-dev/lockstep/node/deps"
 )
@@ -127,6 +128,15 @@ type Config struct {
 	// Observer, when set, is told about every full relist (for metrics);
 	// nil observes nothing. It must not block.
 	Observer Observer
+	// Messages, when set, reads the termination messages of exited
+	// containers (node/termmsg); nil keeps the runtime's messages alone.
+	Messages MessageReader
+}
+
+// MessageReader reads the termination message of an exited container
+// from its CRI status ("" for none).
+type MessageReader interface {
+	Message(s *runtimeapi.ContainerStatus) string
 }
 
 // Observer watches full relists (the relist loop's and Relist's; not the

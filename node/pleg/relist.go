@@ -286,12 +286,28 @@ func (p *PLEG) inspect(ctx context.Context, uid types.UID, ts time.Time, sandbox
 		if s == nil {
 			return nil, fmt.Errorf("status of container %q of pod %s: the runtime returned no status", o.id, uid)
 		}
-		st.Containers = append(st.Containers, podstate.ContainerFromCRI(s, o.sandboxID))
+		c := podstate.ContainerFromCRI(s, o.sandboxID)
+		if p.cfg.Messages != nil {
+			c.Message = withTerminationMessage(c.Message, p.cfg.Messages.Message(s))
+		}
+		st.Containers = append(st.Containers, c)
 		ref = podRef(ref, uid, s.GetLabels())
 	}
 	st.Name, st.Namespace = ref.Name, ref.Namespace
 	st.Sort()
 	return st, nil
+}
+
+// withTerminationMessage appends a container's termination message to the
+// runtime's message, as upstream: "<runtime's>: <termination message>".
+func withTerminationMessage(runtimeMsg, msg string) string {
+	switch {
+	case msg == "":
+		return runtimeMsg
+	case runtimeMsg == "":
+		return msg
+	}
+	return runtimeMsg + ": " + msg
 }
 
 // podRef keeps the first complete pod identity read from labels of uid.

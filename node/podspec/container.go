@@ -69,6 +69,9 @@ func ContainerConfigWith(pod *corev1.Pod, c *corev1.Container, opts ContainerOpt
 	if err != nil {
 		return nil, fail(err)
 	}
+	if m := terminationLogMount(c, opts.TerminationLog); m != nil {
+		mounts = append(mounts, m)
+	}
 	envs := make([]*runtimeapi.KeyValue, len(env))
 	for i, e := range env {
 		envs[i] = &runtimeapi.KeyValue{Key: e.name, Value: []byte(e.value)}
@@ -112,6 +115,7 @@ func containerAnnotations(pod *corev1.Pod, c *corev1.Container, restartCount int
 	a := podstate.ContainerAnnotations(ContainerHash(c), restartCount)
 	a[podstate.AnnotationTerminationGrace] = strconv.FormatInt(podutil.SpecGracePeriod(pod), 10)
 	a[podstate.AnnotationTerminationMessagePth] = c.TerminationMessagePath
+	a[podstate.AnnotationTerminationMessagePolicy] = string(c.TerminationMessagePolicy)
 	return a
 }
 

@@ -45,6 +45,30 @@ func PodVolumesDir(root string, uid types.UID) string {
 	return filepath.Join(PodDir(root, uid), "volumes")
 }
 
+// PodContainersDir returns the directory of a pod's per-container files,
+// <root>/pods/<uid>/containers, as upstream lays it out.
+func PodContainersDir(root string, uid types.UID) string {
+	return filepath.Join(PodDir(root, uid), "containers")
+}
+
+// TerminationLogPath returns the host file of one instance of a container
+// that is bind-mounted at its terminationMessagePath:
+// <root>/pods/<uid>/containers/<name>/<instance>, instance naming the
+// instance (upstream: 8 random hex digits).
+func TerminationLogPath(root string, uid types.UID, container, instance string) string {
+	return filepath.Join(PodContainersDir(root, uid), container, instance)
+}
+
+// terminationLogMount binds host file log at c's terminationMessagePath
+// (nil without either), read-write, as upstream.
+func terminationLogMount(c *corev1.Container, log string) *runtimeapi.Mount {
+	if log == "" || c.TerminationMessagePath == "" {
+		return nil
+	}
+	return &runtimeapi.Mount{ContainerPath: c.TerminationMessagePath, HostPath: log,
+		Propagation: runtimeapi.MountPropagation_PROPAGATION_PRIVATE}
+}
+
 // VolumePlugin names the plugin of a volume the agent supports, and
 // reports false for a volume type it does not support.
 func VolumePlugin(v *corev1.Volume) (string, bool) {

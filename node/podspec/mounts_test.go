@@ -42,6 +42,31 @@ func TestContainerMounts(t *testing.T) {
 	diffProto(t, want, cfg.Mounts)
 }
 
+func TestTerminationLogMount(t *testing.T) {
+	pod := testPod(func(p *corev1.Pod) { p.Spec.Containers[0].TerminationMessagePath = "/dev/termination-log" })
+	node := testNode()
+	node.RootDir = "/r"
+	log := TerminationLogPath(node.RootDir, pod.UID, pod.Spec.Containers[0].Name, "0000beef")
+	cfg, err := ContainerConfigWith(pod, &pod.Spec.Containers[0], ContainerOptions{TerminationLog: log}, node)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []*runtimeapi.Mount{{ContainerPath: "/dev/termination-log", HostPath: "/r/pods/uid-1/containers/" + pod.Spec.Containers[0].Name + "/0000beef"}}
+	diffProto(t, want, cfg.Mounts)
+
+	// No file, or no path: no mount.
+	cfg, err = ContainerConfigWith(pod, &pod.Spec.Containers[0], ContainerOptions{}, node)
+	if err != nil {
+		t.Fatal(err)
+	}
+	diffProto(t, []*runtimeapi.Mount(nil), cfg.Mounts)
+	pod.Spec.Containers[0].TerminationMessagePath = ""
+	if cfg, err = ContainerConfigWith(pod, &pod.Spec.Containers[0], ContainerOptions{TerminationLog: log}, node); err != nil {
+		t.Fatal(err)
+	}
+	diffProto(t, []*runtimeapi.Mount(nil), cfg.Mounts)
+}
+
 func TestContainerMountsRefused(t *testing.T) {
 	bidi := corev1.MountPropagationBidirectional
 	cases := []struct {

@@ -146,6 +146,9 @@ type ContainerOptions struct {
 	// ImageUser is the user the image runs as (from ImageStatus), used
 	// when no runAsUser is set; the zero value means root.
 	ImageUser ImageUser
+	// TerminationLog is the host file (TerminationLogPath) bind-mounted at
+	// the container's terminationMessagePath; "" mounts none.
+	TerminationLog string
 }
 
 // RefOf returns the identity of a pod as the runtime labels record it.

@@ -24,6 +24,9 @@ const (
 	AnnotationRestartCount          = "io.kubernetes.container.restartCount"
 	AnnotationTerminationGrace      = "io.kubernetes.pod.terminationGracePeriod"
 	AnnotationTerminationMessagePth = "io.kubernetes.container.terminationMessagePath"
+	// AnnotationTerminationMessagePolicy is the container's
+	// terminationMessagePolicy (File or FallbackToLogsOnError).
+	AnnotationTerminationMessagePolicy = "io.kubernetes.container.terminationMessagePolicy"
 )
 
 // PodRef identifies the pod an object belongs to.

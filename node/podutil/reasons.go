@@ -27,6 +27,9 @@ const (
 	ReasonCreateContainerError = "CreateContainerError"
 	// ReasonRunContainerError: the runtime refused to start the container.
 	ReasonRunContainerError = "RunContainerError"
+	// ReasonPostStartHookError: the container's postStart hook failed; the
+	// container was killed and restarts under its back-off.
+	ReasonPostStartHookError = "PostStartHookError"
 )
 
 // The reasons the agent reports for a terminated container when the

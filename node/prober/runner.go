@@ -36,6 +36,12 @@ type Outcome struct {
 	// Warning: a success worth a Warning event (a redirect to another
 	// host, not followed).
 	Warning bool
+	// Err is why a failed run failed, when it has an error of its own:
+	// an exec's exit error, an HTTP GET that got no response.
+	Err error
+	// Responded: an HTTP GET got a response, whatever its status code
+	// (lifecycle hooks fail only when there is none).
+	Responded bool
 }
 
 // Execer runs a command in a container (CRI ExecSync).
@@ -53,10 +59,11 @@ type Target struct {
 }
 
 // Runner carries out one probe through CRI exec or the probe network.
+// Its Exec and HTTPGet are also the lifecycle hooks' (node/lifecycle).
 type Runner struct {
-	Exec  Execer
-	Net   deps.ProbeNetwork
-	Clock deps.Clock
+	Execer Execer
+	Net    deps.ProbeNetwork
+	Clock  deps.Clock
 }
 
 // Run runs probe p against t within the probe's timeout. An error means
@@ -67,11 +74,11 @@ func (r *Runner) Run(ctx context.Context, p *corev1.Probe, timeout time.Duration
 	h := p.ProbeHandler
 	switch {
 	case h.Exec != nil:
-		return r.exec(ctx, h.Exec.Command, timeout, t)
+		return r.Exec(ctx, h.Exec.Command, timeout, t)
 	case r.Net == nil:
 		return Outcome{}, errors.New("no probe network")
 	case h.HTTPGet != nil:
-		return r.httpGet(ctx, h.HTTPGet, t)
+		return r.HTTPGet(ctx, h.HTTPGet, t, UserAgent)
 	case h.TCPSocket != nil:
 		return r.tcp(ctx, h.TCPSocket, t)
 	case h.GRPC != nil:
@@ -80,17 +87,20 @@ func (r *Runner) Run(ctx context.Context, p *corev1.Probe, timeout time.Duration
 	return Outcome{}, errors.New("probe has no handler")
 }
 
-func (r *Runner) exec(ctx context.Context, cmd []string, timeout time.Duration, t Target) (Outcome, error) {
-	stdout, stderr, err := r.Exec.ExecSync(ctx, t.ContainerID, cmd, timeout)
+// Exec runs cmd in t's container through CRI ExecSync (timeout 0: none
+// but ctx's). A non-zero exit or a timeout is a Failure; an error means
+// the command could not run.
+func (r *Runner) Exec(ctx context.Context, cmd []string, timeout time.Duration, t Target) (Outcome, error) {
+	stdout, stderr, err := r.Execer.ExecSync(ctx, t.ContainerID, cmd, timeout)
 	out := capOutput(string(stdout) + string(stderr))
 	var exit interface{ ExitStatus() int }
 	switch {
 	case err == nil:
 		return Outcome{Result: Success, Output: out}, nil
 	case errors.As(err, &exit):
-		return Outcome{Result: Failure, Output: out}, nil
+		return Outcome{Result: Failure, Output: out, Err: err}, nil
 	case isTimeout(err):
-		return Outcome{Result: Failure, Output: fmt.Sprintf("command %q timed out", strings.Join(cmd, " "))}, nil
+		return Outcome{Result: Failure, Output: fmt.Sprintf("command %q timed out", strings.Join(cmd, " ")), Err: err}, nil
 	}
 	return Outcome{}, fmt.Errorf("exec probe in container %s: %w", t.ContainerID, err)
 }
@@ -141,7 +151,14 @@ func hostOr(host, podIP string) string {
 	return podIP
 }
 
-func (r *Runner) httpGet(ctx context.Context, h *corev1.HTTPGetAction, t Target) (Outcome, error) {
+// HTTPGet sends the GET h describes to t (the pod IP unless h names a
+// host), with User-Agent userAgent, following redirects as the kubelet
+// does. A status outside 200–399 or no response is a Failure; an error
+// means the request could not be built.
+func (r *Runner) HTTPGet(ctx context.Context, h *corev1.HTTPGetAction, t Target, userAgent string) (Outcome, error) {
+	if r.Net == nil {
+		return Outcome{}, errors.New("no probe network")
+	}
 	n, err := port(h.Port, t.Container)
 	if err != nil {
 		return Outcome{}, err
@@ -162,7 +179,7 @@ func (r *Runner) httpGet(ctx context.Context, h *corev1.HTTPGetAction, t Target)
 	if err != nil {
 		return Outcome{}, fmt.Errorf("HTTP probe URL of container %q: %w", t.Container.Name, err)
 	}
-	req := deps.HTTPRequest{Header: map[string][]string{"User-Agent": {UserAgent}, "Accept": {"*/*"}}}
+	req := deps.HTTPRequest{Header: map[string][]string{"User-Agent": {userAgent}, "Accept": {"*/*"}}}
 	for _, hd := range h.HTTPHeaders {
 		name := textproto.CanonicalMIMEHeaderKey(hd.Name)
 		if name == "Host" {
@@ -186,26 +203,28 @@ func followRedirects(ctx context.Context, pn deps.ProbeNetwork, req deps.HTTPReq
 		req.URL = u.String()
 		resp, err := pn.HTTPGet(ctx, req)
 		if err != nil {
-			return Outcome{Result: Failure, Output: err.Error()}
+			return Outcome{Result: Failure, Output: err.Error(), Err: err}
 		}
 		body := capOutput(string(resp.Body))
 		code := resp.StatusCode
 		if code < 300 || code >= 400 || resp.Location == "" {
 			if code >= 200 && code < 400 {
-				return Outcome{Result: Success, Output: body, Warning: code >= 300}
+				return Outcome{Result: Success, Output: body, Warning: code >= 300, Responded: true}
 			}
-			return Outcome{Result: Failure, Output: fmt.Sprintf("HTTP probe failed with statuscode: %d", code)}
+			return Outcome{Result: Failure, Output: fmt.Sprintf("HTTP probe failed with statuscode: %d", code), Responded: true}
 		}
 		next, err := u.Parse(resp.Location)
 		if err != nil {
-			return Outcome{Result: Failure, Output: fmt.Sprintf("bad redirect location %q: %v", resp.Location, err)}
+			err = fmt.Errorf("bad redirect location %q: %w", resp.Location, err)
+			return Outcome{Result: Failure, Output: err.Error(), Err: err}
 		}
 		if next.Hostname() != first {
-			return Outcome{Result: Success, Warning: true,
+			return Outcome{Result: Success, Warning: true, Responded: true,
 				Output: fmt.Sprintf("Probe terminated redirects, Response body: %s", body)}
 		}
 		if hops+1 >= MaxRedirects {
-			return Outcome{Result: Failure, Output: fmt.Sprintf("Get %q: stopped after %d redirects", next, MaxRedirects)}
+			err := fmt.Errorf("Get %q: stopped after %d redirects", next, MaxRedirects)
+			return Outcome{Result: Failure, Output: err.Error(), Err: err}
 		}
 		if req.Host != "" && next.Host != u.Host {
 			req.Host = ""

@@ -83,12 +83,12 @@ func TestRunnerHandlers(t *testing.T) {
 	}{{
 		name: "HTTP 200 on a named port", probe: httpProbe(intstr.FromString("web"), "healthz"),
 		net:  &fakeNet{answers: map[string]deps.HTTPResponse{"http://10.0.0.5:8080/healthz": {StatusCode: 200, Body: []byte("ok")}}},
-		want: Outcome{Result: Success, Output: "ok"},
+		want: Outcome{Result: Success, Output: "ok", Responded: true},
 		sent: []string{`GET http://10.0.0.5:8080/healthz host="" ua=[kube-probe/1.37]`},
 	}, {
 		name: "HTTP 500 fails", probe: httpProbe(intstr.FromInt32(8080), "/"),
 		net:  &fakeNet{answers: map[string]deps.HTTPResponse{"http://10.0.0.5:8080/": {StatusCode: 500}}},
-		want: Outcome{Result: Failure, Output: "HTTP probe failed with statuscode: 500"},
+		want: Outcome{Result: Failure, Output: "HTTP probe failed with statuscode: 500", Responded: true},
 		sent: []string{`GET http://10.0.0.5:8080/ host="" ua=[kube-probe/1.37]`},
 	}, {
 		name: "HTTP redirect on the same host is followed, Host header kept",
@@ -98,23 +98,23 @@ func TestRunnerHandlers(t *testing.T) {
 			"http://10.0.0.5:8080/a": {StatusCode: 301, Location: "/b"},
 			"http://10.0.0.5:8080/b": {StatusCode: 204},
 		}},
-		want: Outcome{Result: Success},
+		want: Outcome{Result: Success, Responded: true},
 		sent: []string{`GET http://10.0.0.5:8080/a host="example.com" ua=[mine]`, `GET http://10.0.0.5:8080/b host="example.com" ua=[mine]`},
 	}, {
 		name: "HTTP redirect to another host is not followed: success with a warning", probe: httpProbe(intstr.FromInt32(8080), "/a"),
 		net: &fakeNet{answers: map[string]deps.HTTPResponse{
 			"http://10.0.0.5:8080/a": {StatusCode: 302, Location: "http://elsewhere.example/x", Body: []byte("moved")},
 		}},
-		want: Outcome{Result: Success, Warning: true, Output: "Probe terminated redirects, Response body: moved"},
+		want: Outcome{Result: Success, Warning: true, Output: "Probe terminated redirects, Response body: moved", Responded: true},
 		sent: []string{`GET http://10.0.0.5:8080/a host="" ua=[kube-probe/1.37]`},
 	}, {
 		name: "HTTP stops after 10 redirects", probe: httpProbe(intstr.FromInt32(8080), "/r0"),
 		net:  &fakeNet{answers: loop},
-		want: Outcome{Result: Failure, Output: `Get "http://10.0.0.5:8080/r10": stopped after 10 redirects`},
+		want: Outcome{Result: Failure, Output: `Get "http://10.0.0.5:8080/r10": stopped after 10 redirects`, Err: errors.New(`Get "http://10.0.0.5:8080/r10": stopped after 10 redirects`)},
 	}, {
 		name: "HTTP refused fails", probe: httpProbe(intstr.FromInt32(9999), "/"),
 		net:  &fakeNet{},
-		want: Outcome{Result: Failure, Output: "connection refused"},
+		want: Outcome{Result: Failure, Output: "connection refused", Err: errors.New("connection refused")},
 		sent: []string{`GET http://10.0.0.5:9999/ host="" ua=[kube-probe/1.37]`},
 	}, {
 		name:  "TCP up",
@@ -150,17 +150,17 @@ func TestRunnerHandlers(t *testing.T) {
 		name:  "exec non-zero exit fails with its output, capped at 10 KiB",
 		probe: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: []string{"check"}}}},
 		exec:  func([]string, time.Duration) ([]byte, error) { return []byte(strings.Repeat("x", 20000)), exitErr(1) },
-		want:  Outcome{Result: Failure, Output: strings.Repeat("x", MaxOutput)},
+		want:  Outcome{Result: Failure, Output: strings.Repeat("x", MaxOutput), Err: exitErr(1)},
 	}, {
 		name:  "exec timeout fails",
 		probe: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: []string{"sleep", "9"}}}},
 		exec: func(_ []string, timeout time.Duration) ([]byte, error) {
 			return nil, status.Errorf(codes.DeadlineExceeded, "timed out after %s", timeout)
 		},
-		want: Outcome{Result: Failure, Output: `command "sleep 9" timed out`},
+		want: Outcome{Result: Failure, Output: `command "sleep 9" timed out`, Err: status.Error(codes.DeadlineExceeded, "timed out after 1s")},
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
-			r := &Runner{Exec: tc.exec, Clock: clock.New()}
+			r := &Runner{Execer: tc.exec, Clock: clock.New()}
 			if tc.net != nil {
 				r.Net = tc.net
 			}
@@ -168,7 +168,7 @@ func TestRunnerHandlers(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if diff := cmp.Diff(tc.want, got); diff != "" {
+			if diff := cmp.Diff(tc.want, got, errText); diff != "" {
 				t.Errorf("outcome (-want +got):\n%s", diff)
 			}
 			if tc.sent != nil {
@@ -180,10 +180,13 @@ func TestRunnerHandlers(t *testing.T) {
 	}
 }
 
+// errText compares errors by their text.
+var errText = cmp.Comparer(func(a, b error) bool { return fmt.Sprint(a) == fmt.Sprint(b) })
+
 func TestRunnerErrors(t *testing.T) {
 	c := &corev1.Container{Name: "app"}
 	target := Target{Pod: &corev1.Pod{}, Container: c, ContainerID: "c1", PodIP: "10.0.0.5"}
-	r := &Runner{Net: &fakeNet{}, Clock: clock.New(), Exec: fakeExec(func([]string, time.Duration) ([]byte, error) {
+	r := &Runner{Net: &fakeNet{}, Clock: clock.New(), Execer: fakeExec(func([]string, time.Duration) ([]byte, error) {
 		return nil, status.Error(codes.NotFound, "no such container")
 	})}
 	for name, p := range map[string]*corev1.Probe{

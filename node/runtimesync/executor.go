@@ -15,6 +15,7 @@ import (
 	"github.com/lockstep-dev/lockstep/node/backoff"
 	"github.com/lockstep-dev/lockstep/node/deps"
 	"github.com/lockstep-dev/lockstep/node/images"
+	"github.com/lockstep-dev/lockstep/node/lifecycle"
 	"github.com/lockstep-dev/lockstep/node/podspec"
 	"github.com/lockstep-dev/lockstep/node/podstate"
 	"github.com/lockstep-dev/lockstep/node/podutil"
@@ -52,7 +53,7 @@ type Observer interface {
 	// init container (sidecars included); code is "" when it started, else
 	// the waiting reason that stopped it (ErrImagePull, ImagePullBackOff,
 	// ErrImageNeverPull, CreateContainerConfigError, CreateContainerError,
-	// RunContainerError).
+	// RunContainerError, PostStartHookError).
 	ObserveContainerStart(init bool, code string)
 }
 
@@ -74,6 +75,9 @@ type Ports struct {
 	Services   deps.ServiceAPI
 	// RuntimeClasses resolves runtimeClassName into a CRI handler.
 	RuntimeClasses deps.RuntimeClassAPI
+	// ProbeNet carries the HTTP GETs of lifecycle hooks; nil: HTTP hooks
+	// fail.
+	ProbeNet deps.ProbeNetwork
 }
 
 // Executor carries out a pod's actions through CRI.
@@ -83,6 +87,7 @@ type Executor struct {
 	cfg    Config
 	crash  *backoff.Backoff
 	images *images.Manager
+	hooks  *lifecycle.Runner
 
 	// Last good answers of the apiserver, by namespace/name (services: by
 	// namespace).
@@ -97,6 +102,7 @@ func NewExecutor(d deps.Core, ports Ports, cfg Config) *Executor {
 		d: d, ports: ports, cfg: cfg,
 		crash:  backoff.New(cfg.CrashBackoff),
 		images: images.New(d, images.Ports{Images: ports.Images, Secrets: ports.Secrets, Events: ports.Events}, cfg.Images),
+		hooks:  lifecycle.New(d, ports.Runtime, ports.ProbeNet),
 	}
 }
 
@@ -161,7 +167,11 @@ func (e *Executor) SyncPod(ctx context.Context, pod *corev1.Pod, st *podstate.Po
 				kgrace = *k.Grace
 			}
 			e.event(pod, k.Name, corev1.EventTypeNormal, "Killing", msg)
-			if err := e.stopContainer(ctx, k.ID, kgrace); err != nil {
+			victim := podstate.Container{ID: k.ID, Name: k.Name, State: podstate.ContainerRunning}
+			if c, ok := st.Instance(k.ID); ok {
+				victim = c
+			}
+			if err := e.killContainer(ctx, pod, victim, sandboxIP(st, victim.SandboxID), kgrace, nil); err != nil {
 				errs = append(errs, fmt.Errorf("kill container %q of pod %s/%s: %w", k.Name, pod.Namespace, pod.Name, err))
 				continue
 			}
@@ -270,10 +280,16 @@ func (e *Executor) SyncPod(ctx context.Context, pod *corev1.Pod, st *podstate.Po
 			errs = append(errs, fmt.Errorf("start container %q of pod %s/%s: %w", s.Name, pod.Namespace, pod.Name, err))
 			continue
 		}
-		e.observeStart(s, "")
 		log.Info("started container", "container", s.Name, "id", id, "restartCount", s.RestartCount)
 		e.event(pod, s.Name, corev1.EventTypeNormal, "Started", "Started container "+s.Name)
 		res.Started = append(res.Started, Started{Name: s.Name, ID: id})
+		if w, err := e.postStart(ctx, pod, c, id, podIPs, grace); err != nil {
+			e.observeStart(s, w.Reason)
+			res.Waiting[s.Name] = *w
+			errs = append(errs, err)
+			continue
+		}
+		e.observeStart(s, "")
 	}
 	return res, errors.Join(errs...)
 }
@@ -293,7 +309,8 @@ func (e *Executor) containerConfig(ctx context.Context, pod *corev1.Pod, c *core
 		}
 		user.Username = img.GetUsername()
 	}
-	opts := podspec.ContainerOptions{RestartCount: restartCount, PodIPs: podIPs, ImageUser: user}
+	opts := podspec.ContainerOptions{RestartCount: restartCount, PodIPs: podIPs, ImageUser: user,
+		TerminationLog: e.terminationLog(pod, c, restartCount)}
 	if opts.ConfigMaps, opts.Secrets, err = e.envObjects(ctx, pod, c); err != nil {
 		return nil, fmt.Errorf("container %q of pod %s/%s: %w", c.Name, pod.Namespace, pod.Name, err)
 	}
@@ -467,8 +484,12 @@ func (e *Executor) KillPod(ctx context.Context, pod *corev1.Pod, st *podstate.Po
 		}
 		e.d.Tasks.Go("stop "+name+"/"+c.Name, func() {
 			defer order.stopped(c.Name)
-			left := grace - int64(order.waitTurn(ctx, e.d.Clock, c.Name, time.Duration(grace)*time.Second)/time.Second)
-			err := e.stopContainer(ctx, c.ID, left)
+			err := e.killContainer(ctx, pod, c, sandboxIP(st, c.SandboxID), grace, func(left int64) int64 {
+				// Sidecars stop after the app, in reverse order, once their
+				// preStop hooks have run (as upstream); the stop gets what
+				// is left of the grace.
+				return left - int64(order.waitTurn(ctx, e.d.Clock, c.Name, time.Duration(left)*time.Second)/time.Second)
+			})
 			if err != nil {
 				err = fmt.Errorf("stop container %q (%s) of pod %s: %w", c.Name, c.ID, name, err)
 			}
@@ -495,6 +516,88 @@ func (e *Executor) KillPod(ctx context.Context, pod *corev1.Pod, st *podstate.Po
 		}
 	}
 	return nil
+}
+
+// postStart runs c's postStart hook, if any, on its new instance id. When
+// the hook fails the instance is killed (it restarts under its back-off)
+// and the container waits with reason PostStartHookError.
+func (e *Executor) postStart(ctx context.Context, pod *corev1.Pod, c *corev1.Container, id string, podIPs []string, grace int64) (*Waiting, error) {
+	h := lifecycle.PostStart(c)
+	if h == nil {
+		return nil, nil
+	}
+	ip := ""
+	if len(podIPs) > 0 {
+		ip = podIPs[0]
+	}
+	msg, err := e.hooks.Run(ctx, h, lifecycle.Target{Pod: pod, Container: c, ContainerID: id, PodIP: ip})
+	if err == nil {
+		return nil, nil
+	}
+	if cerr := ctx.Err(); cerr != nil {
+		// The sync was called off (the pod is being deleted): the hook did
+		// not fail, it was cut; the termination stops the container.
+		return &Waiting{Reason: podutil.ReasonContainerCreating},
+			fmt.Errorf("postStart hook of container %q of pod %s/%s cut: %w", c.Name, pod.Namespace, pod.Name, cerr)
+	}
+	PodLogger(e.d.Log, pod).Warn("postStart hook failed", "container", c.Name, "id", id, "err", err)
+	e.event(pod, c.Name, corev1.EventTypeWarning, lifecycle.ReasonFailedPostStartHook, lifecycle.MessageFailedPostStart)
+	e.event(pod, c.Name, corev1.EventTypeNormal, "Killing", lifecycle.ReasonFailedPostStartHook)
+	err = fmt.Errorf("postStart hook of container %q of pod %s/%s: %w", c.Name, pod.Namespace, pod.Name, err)
+	victim := podstate.Container{ID: id, Name: c.Name, State: podstate.ContainerRunning}
+	if kerr := e.killContainer(ctx, pod, victim, ip, grace, nil); kerr != nil {
+		err = errors.Join(err, fmt.Errorf("kill container %q of pod %s/%s after its postStart hook failed: %w", c.Name, pod.Namespace, pod.Name, kerr))
+	}
+	return &Waiting{Reason: podutil.ReasonPostStartHookError, Message: msg}, err
+}
+
+// killContainer stops instance c of pod within grace seconds: its preStop
+// hook first, if it has one, the pod is known and the grace period is not
+// zero (whatever state the instance is in, as upstream: the runtime's view
+// may lag); then StopContainer with what is left of the grace period (at
+// least MinStopTimeout). A hook that outlives the grace period is
+// abandoned.
+func (e *Executor) killContainer(ctx context.Context, pod *corev1.Pod, c podstate.Container, podIP string, grace int64, turn func(left int64) int64) error {
+	h := lifecycle.PreStop(pod, c.Name)
+	if h != nil && grace > 0 {
+		log := PodLogger(e.d.Log, pod).With("container", c.Name, "id", c.ID)
+		log.Info("running preStop hook", "grace", grace)
+		t := lifecycle.Target{Pod: pod, Container: lifecycle.ContainerOf(pod, c.Name), ContainerID: c.ID, PodIP: podIP}
+		r := e.hooks.RunPreStop(ctx, pod.Namespace+"/"+pod.Name+"/"+c.Name, h, t, grace)
+		switch {
+		case r.Cut:
+			log.Info("preStop hook not completed in grace period", "grace", grace)
+		case r.Err != nil:
+			log.Warn("preStop hook failed", "err", r.Err, "message", r.Message)
+			e.event(pod, c.Name, corev1.EventTypeWarning, lifecycle.ReasonFailedPreStopHook, lifecycle.MessageFailedPreStop)
+		}
+		if err := ctx.Err(); err != nil {
+			// The kill was called off (a shorter grace period, the agent
+			// stopping): no SIGTERM now; the next kill runs the hook again.
+			return fmt.Errorf("kill container %q (%s): %w", c.Name, c.ID, err)
+		}
+		grace = lifecycle.RemainingGrace(grace, r.Waited, MinStopTimeout)
+	}
+	if turn != nil {
+		grace = turn(grace)
+	}
+	return e.stopContainer(ctx, c.ID, grace)
+}
+
+// sandboxIP is the IP of sandbox id in st, else of the newest sandbox.
+func sandboxIP(st *podstate.PodStatus, id string) string {
+	if st == nil {
+		return ""
+	}
+	for _, sb := range st.Sandboxes {
+		if sb.ID == id {
+			return sb.IP
+		}
+	}
+	if sb, ok := st.LatestSandbox(); ok {
+		return sb.IP
+	}
+	return ""
 }
 
 func (e *Executor) stopContainer(ctx context.Context, id string, grace int64) error {

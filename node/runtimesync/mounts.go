@@ -2,9 +2,11 @@ package runtimesync
 
 import (
 	"fmt"
+	"hash/fnv"
 	"path/filepath"
 	"strings"
 
+	corev1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/lockstep-dev/lockstep/node/podspec"
@@ -59,4 +61,31 @@ func (e *Executor) checkSubPath(volDir string, sub []string) error {
 		}
 	}
 	return nil
+}
+
+// terminationLog creates the empty host file that a new instance of c
+// (attempt restartCount) gets bind-mounted at its terminationMessagePath,
+// under the pod's containers directory, and returns its path. It returns
+// "" when c has no terminationMessagePath, the agent keeps no files, or
+// the file cannot be made (the container then runs without it, as
+// upstream). The file is named by 8 hex digits unique to the instance
+// (upstream draws them at random; a hash of the pod, the container, the
+// attempt and the time keeps the simulator's draws untouched).
+func (e *Executor) terminationLog(pod *corev1.Pod, c *corev1.Container, restartCount int) string {
+	if e.ports.Files == nil || c.TerminationMessagePath == "" {
+		return ""
+	}
+	h := fnv.New32a()
+	fmt.Fprintf(h, "%s/%s/%d/%d", pod.UID, c.Name, restartCount, e.d.Clock.Now().UnixNano())
+	path := podspec.TerminationLogPath(e.cfg.Node.RootDir, pod.UID, c.Name, fmt.Sprintf("%08x", h.Sum32()))
+	err := e.ports.Files.MkdirAll(filepath.Dir(path))
+	if err == nil {
+		err = e.ports.Files.CreateFile(path, nil, 0o666)
+	}
+	if err != nil {
+		PodLogger(e.d.Log, pod).Warn("cannot create the termination log file; the container runs without it",
+			"container", c.Name, "path", path, "err", err)
+		return ""
+	}
+	return path
 }

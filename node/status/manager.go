@@ -17,6 +17,7 @@ import (
 	"github.com/lockstep-dev/lockstep/node/backoff"
 	"github.com/lockstep-dev/lockstep/node/deps"
 	"github.com/lockstep-dev/lockstep/node/podutil"
+	"github.com/lockstep-dev/lockstep/node/termmsg"
 )
 
 // Config tunes the Manager. Zero fields take their defaults.
@@ -211,6 +212,7 @@ func (m *Manager) RemovePod(uid types.UID) {
 func (m *Manager) setLocked(pod *corev1.Pod, s corev1.PodStatus) bool {
 	next := s.DeepCopy()
 	normalize(next)
+	termmsg.Cap(pod, next)
 	e := m.pods[pod.UID]
 	if e != nil && e.done {
 		return false

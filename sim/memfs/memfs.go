@@ -173,6 +173,18 @@ func (f *FS) ReadFile(name string) ([]byte, error) {
 	return append([]byte(nil), data...), nil
 }
 
+// ReadFileTail returns a copy of the last max bytes of a file.
+func (f *FS) ReadFileTail(name string, max int64) ([]byte, error) {
+	data, err := f.ReadFile(name)
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(data)) > max {
+		data = data[int64(len(data))-max:]
+	}
+	return data, nil
+}
+
 // ReadDir lists a directory's entries sorted by name.
 func (f *FS) ReadDir(dir string) ([]fs.DirEntry, error) {
 	f.mu.Lock()

@@ -4,6 +4,7 @@ package osfiles
 
 import (
 	"errors"
+	"io"
 	"io/fs"
 	"os"
 
@@ -25,6 +26,29 @@ func (FS) ReadDir(dir string) ([]fs.DirEntry, error) { return os.ReadDir(dir) }
 
 // ReadFile returns the content of path.
 func (FS) ReadFile(path string) ([]byte, error) { return os.ReadFile(path) }
+
+// ReadFileTail returns the last max bytes of path.
+func (FS) ReadFileTail(path string, max int64) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	info, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	off := info.Size() - max
+	if off < 0 {
+		off = 0
+	}
+	buf := make([]byte, info.Size()-off)
+	n, err := f.ReadAt(buf, off)
+	if err != nil && !errors.Is(err, io.EOF) {
+		return nil, err
+	}
+	return buf[:n], nil
+}
 
 // MkdirAll creates dir and its missing parents with mode 0755 (before the
 // umask); an existing directory is not an error.

@@ -58,6 +58,22 @@ func TestReadFile(t *testing.T) {
 	}
 }
 
+func TestReadFileTail(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "termination-log")
+	if err := os.WriteFile(p, []byte("0123456789"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for max, want := range map[int64]string{4: "6789", 10: "0123456789", 100: "0123456789", 0: ""} {
+		got, err := New().ReadFileTail(p, max)
+		if err != nil || string(got) != want {
+			t.Errorf("ReadFileTail(%d) = %q, %v; want %q", max, got, err, want)
+		}
+	}
+	if _, err := New().ReadFileTail(p+".gone", 4); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("ReadFileTail of a missing file: err = %v, want fs.ErrNotExist", err)
+	}
+}
+
 func TestMkdirAll(t *testing.T) {
 	old := syscall.Umask(0)
 	t.Cleanup(func() { syscall.Umask(old) })

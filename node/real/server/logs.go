@@ -2,7 +2,6 @@ package server
 
 import (
 	"bufio"
-	"bytes"
 	"cmp"
 	"errors"
 	"fmt"
@@ -12,6 +11,8 @@ import (
 	"slices"
 	"strconv"
 	"time"
+
+	"github.com/lockstep-dev/lockstep/node/crilog"
 )
 
 // logOptions are the containerLogs query parameters.
@@ -102,37 +103,6 @@ type logMessage struct {
 	ts     time.Time
 	stream string
 	msg    []byte // ends with "\n" when the line was complete
-}
-
-// parseCRILogLine parses one line of the CRI log format (without its
-// newline): "<RFC3339Nano> <stream> <tag>[:<more tags>] <message>". The
-// tag P marks a partial record, F a full one.
-func parseCRILogLine(line []byte) (ts time.Time, stream string, partial bool, msg []byte, err error) {
-	tsField, rest, ok := bytes.Cut(line, []byte{' '})
-	if !ok {
-		return ts, "", false, nil, fmt.Errorf("no stream in log line %q", line)
-	}
-	if ts, err = time.Parse(time.RFC3339Nano, string(tsField)); err != nil {
-		return ts, "", false, nil, fmt.Errorf("bad timestamp in log line %q", line)
-	}
-	streamField, rest, ok := bytes.Cut(rest, []byte{' '})
-	if !ok {
-		return ts, "", false, nil, fmt.Errorf("no tag in log line %q", line)
-	}
-	stream = string(streamField)
-	if stream != "stdout" && stream != "stderr" {
-		return ts, "", false, nil, fmt.Errorf("unknown stream %q in log line %q", stream, line)
-	}
-	tags, msg, _ := bytes.Cut(rest, []byte{' '})
-	first, _, _ := bytes.Cut(tags, []byte{':'})
-	switch string(first) {
-	case "P":
-		partial = true
-	case "F":
-	default:
-		return ts, "", false, nil, fmt.Errorf("unknown tag %q in log line %q", tags, line)
-	}
-	return ts, stream, partial, msg, nil
 }
 
 // joiner reassembles partial records, per stream.
@@ -451,7 +421,7 @@ func (s *logStream) follow(done <-chan struct{}) error {
 
 // record parses one file line and hands a completed message to emit.
 func (s *logStream) record(line []byte, emit func(logMessage)) {
-	ts, stream, partial, msg, err := parseCRILogLine(line)
+	ts, stream, partial, msg, err := crilog.ParseLine(line)
 	if err != nil {
 		return
 	}

@@ -14,6 +14,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/lockstep-dev/lockstep/node/crilog"
 )
 
 func TestParseCRILogLine(t *testing.T) {
@@ -38,7 +40,7 @@ func TestParseCRILogLine(t *testing.T) {
 		{line: "2025-01-02T03:04:05.123456789Z stdout X x", wantErr: true},
 	}
 	for _, tc := range tests {
-		gotTS, stream, partial, msg, err := parseCRILogLine([]byte(tc.line))
+		gotTS, stream, partial, msg, err := crilog.ParseLine([]byte(tc.line))
 		if (err != nil) != tc.wantErr {
 			t.Errorf("%q: err = %v, want error %v", tc.line, err, tc.wantErr)
 			continue
