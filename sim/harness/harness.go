@@ -79,6 +79,7 @@ func New(cfg Config) *Harness {
 	files := memfs.New()
 	_ = files.MkdirAll(cfg.ManifestDir)
 	_ = files.MkdirAll("/var/log/pods")
+	files.WriteFile("/etc/hosts", []byte(NodeHosts(cfg.NodeName)))
 	rc := cfg.Runtime
 	rc.Clock, rc.Rand, rc.NewSignal, rc.Files = k, k.Rand(), func(name string) fakecri.Signal { return k.NewSignal(name) }, files
 	if rc.IDSeed == 0 {
@@ -90,6 +91,12 @@ func New(cfg Config) *Harness {
 	traceWrites(k, api)
 	return &Harness{K: k, Runtime: rt, API: api, Files: files, Mounts: memfs.NewMounts(files), NodeName: cfg.NodeName, cfg: cfg,
 		traced: newTracingRuntime(rt, k)}
+}
+
+// NodeHosts is the simulated node's /etc/hosts, which host-network pods'
+// managed hosts files copy.
+func NodeHosts(nodeName string) string {
+	return "127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n127.0.1.1\t" + nodeName + "\n"
 }
 
 // Agent is the running agent (nil before StartAgent).
