@@ -83,10 +83,11 @@ func TestCheck(t *testing.T) {
 				{Name: "disk", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{SizeLimit: &mem}}},
 				{Name: "sa", VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{Sources: []corev1.VolumeProjection{
 					{ConfigMap: &corev1.ConfigMapProjection{}}, {ServiceAccountToken: &corev1.ServiceAccountTokenProjection{Path: "token"}},
+					{ClusterTrustBundle: &corev1.ClusterTrustBundleProjection{Path: "ctb"}},
 				}}}},
 			}
 		}, ignored: []string{"spec.volumes[0].persistentVolumeClaim", "spec.volumes[1]",
-			"spec.volumes[2].emptyDir.sizeLimit", "spec.volumes[3].projected.sources[1].serviceAccountToken"}},
+			"spec.volumes[2].emptyDir.sizeLimit", "spec.volumes[3].projected.sources[2].clusterTrustBundle"}},
 		{name: "hostAliases are honoured (the managed hosts file), not flagged", mutate: func(p *corev1.Pod) { p.Spec.HostAliases = []corev1.HostAlias{{IP: "10.0.0.1"}} }},
 		{name: "imagePullSecrets", mutate: func(p *corev1.Pod) { p.Spec.ImagePullSecrets = []corev1.LocalObjectReference{{Name: "s"}} },
 			ignored: []string{"spec.imagePullSecrets"}},

@@ -4,6 +4,7 @@ import (
 	"context"
 	"io/fs"
 
+	authenticationv1 "k8s.io/api/authentication/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	nodev1 "k8s.io/api/node/v1"
@@ -25,6 +26,21 @@ type API struct {
 	// RuntimeClasses resolves runtimeClassName; nil (standalone) fails
 	// every pod that names one.
 	RuntimeClasses RuntimeClassAPI
+	// Tokens issues service account tokens for projected volumes; nil
+	// (standalone): a pod whose volume needs one cannot start.
+	Tokens TokenAPI
+}
+
+// TokenAPI requests service account tokens (the serviceaccounts/token
+// subresource, TokenRequest API). Under Node authorization a node may
+// request only tokens bound to a pod bound to it, for that pod's service
+// account.
+type TokenAPI interface {
+	// CreateToken requests a token for the service account
+	// namespace/serviceAccount as tr.Spec describes it (audiences,
+	// expirationSeconds, the bound object); the answer's Status holds the
+	// token and its expiration.
+	CreateToken(ctx context.Context, namespace, serviceAccount string, tr *authenticationv1.TokenRequest) (*authenticationv1.TokenRequest, error)
 }
 
 // RuntimeClassAPI reads RuntimeClasses (node.k8s.io/v1).

@@ -4,14 +4,17 @@
 // what is on disk below <root>/pods/<uid>/volumes/<plugin>/<name>, read
 // back on every pass, so a restarted agent knows it without memory. A
 // reconciler task on the injected clock sets up what is missing, refreshes
-// API data volumes (configMap, secret, downwardAPI, projected) every
-// ResyncPeriod through an atomic ..data link swap, retries failures under
+// API data volumes (configMap, secret, downwardAPI, projected — with
+// service account tokens from node/token, renewed once 80 % of their
+// lifetime has passed) every ResyncPeriod through an atomic ..data link
+// swap, retries failures under
 // a per-volume back-off with a FailedMount event each, and tears down the
 // directories of terminated pods and of orphans (pods no part of the agent
 // knows, found by the housekeeping's CleanupOrphans). A pod's sync waits
 // for its volumes with WaitForPod (bounded).
 //
-// A Secret and an emptyDir of medium Memory are a tmpfs (deps.Mounter;
+// A Secret, a projected or downwardAPI volume and an emptyDir of medium
+// Memory are a tmpfs (deps.Mounter;
 // sized by sizeLimit), unmounted before the pod's directory is removed;
 // without a mounter they are plain directories. The volume types listed
 // by podspec.VolumePlugin are the only ones set up.
@@ -33,6 +36,7 @@ import (
 	"github.com/lockstep-dev/lockstep/node/backoff"
 	"github.com/lockstep-dev/lockstep/node/deps"
 	"github.com/lockstep-dev/lockstep/node/podspec"
+	"github.com/lockstep-dev/lockstep/node/token"
 )
 
 // Defaults of Config's zero fields.
@@ -73,6 +77,7 @@ type Manager struct {
 	files   deps.Files
 	mounts  deps.Mounter
 	objects deps.ObjectAPI
+	tokens  *token.Manager
 	events  deps.EventSink
 	cfg     Config
 	wake    deps.Signal
@@ -101,6 +106,9 @@ type Ports struct {
 	Mounts deps.Mounter
 	// Objects reads configMaps and secrets; nil: none can be read.
 	Objects deps.ObjectAPI
+	// Tokens issues the service account tokens of projected volumes; nil:
+	// none can be had.
+	Tokens deps.TokenAPI
 	// Events records FailedMount; nil records none.
 	Events deps.EventSink
 }
@@ -124,7 +132,7 @@ func New(d deps.Core, ports Ports, cfg Config) *Manager {
 	}
 	return &Manager{
 		clock: d.Clock, tasks: d.Tasks, log: d.Log.With("component", "volumes"), files: ports.Files, mounts: ports.Mounts,
-		objects: ports.Objects, events: ports.Events, cfg: cfg,
+		objects: ports.Objects, tokens: token.New(d, ports.Tokens), events: ports.Events, cfg: cfg,
 		wake:    d.Tasks.NewSignal("volume reconciler wake"),
 		retry:   backoff.New(cfg.Backoff),
 		desired: map[types.UID]*corev1.Pod{}, removable: map[types.UID]bool{},
@@ -369,6 +377,7 @@ func (m *Manager) tearDown(uid types.UID) {
 		m.log.Warn("removing a pod's directory failed; will retry", "uid", string(uid), "error", err.Error())
 		return
 	}
+	m.tokens.Forget(uid)
 	m.log.Info("pod volumes torn down", "uid", string(uid))
 	m.mu.Lock()
 	delete(m.removable, uid)

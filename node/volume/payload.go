@@ -33,7 +33,10 @@ type Payload map[string]File
 type sources struct {
 	configMaps map[string]*corev1.ConfigMap
 	secrets    map[string]*corev1.Secret
-	node       podspec.NodeInfo
+	// tokens are the service account tokens of a projected volume, by
+	// the index of their source.
+	tokens map[int]string
+	node   podspec.NodeInfo
 }
 
 // modeOf returns an item's mode, else the volume's default, else 0644.
@@ -154,12 +157,15 @@ func payloadOf(pod *corev1.Pod, v *corev1.Volume, src sources) (Payload, error) 
 	return p, nil
 }
 
-// projected publishes every supported source of a projected volume.
-// serviceAccountToken, clusterTrustBundle and podCertificate sources are
-// not supported yet: admission names them and they publish nothing.
+// projected publishes every supported source of a projected volume: a
+// serviceAccountToken source publishes the token fetched for it (mode 0600
+// when the pod has an fsGroup or a single runAsUser, made group-readable
+// by the ownership step, as upstream). clusterTrustBundle and
+// podCertificate sources are not supported yet: admission names them and
+// they publish nothing.
 func (p Payload) projected(pod *corev1.Pod, pv *corev1.ProjectedVolumeSource, src sources) error {
 	def := pv.DefaultMode
-	for _, s := range pv.Sources {
+	for i, s := range pv.Sources {
 		var err error
 		switch {
 		case s.ConfigMap != nil:
@@ -168,12 +174,30 @@ func (p Payload) projected(pod *corev1.Pod, pv *corev1.ProjectedVolumeSource, sr
 			err = p.secret(s.Secret.Name, src.secrets[s.Secret.Name], s.Secret.Items, def, s.Secret.Optional)
 		case s.DownwardAPI != nil:
 			err = p.downward(pod, s.DownwardAPI.Items, def, src.node)
+		case s.ServiceAccountToken != nil:
+			mode := modeOf(nil, def)
+			if tokenPrivate(pod) {
+				mode = 0o600
+			}
+			if err = p.add(s.ServiceAccountToken.Path, []byte(src.tokens[i]), mode); err != nil {
+				err = fmt.Errorf("serviceAccountToken %q: %w", s.ServiceAccountToken.Path, err)
+			}
 		}
 		if err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// tokenPrivate reports whether a projected token is published 0600: when
+// the pod has an fsGroup or every container runs as the same user.
+func tokenPrivate(pod *corev1.Pod) bool {
+	if sc := pod.Spec.SecurityContext; sc != nil && sc.FSGroup != nil {
+		return true
+	}
+	_, ok := podspec.FSUser(pod)
+	return ok
 }
 
 // referenced lists the ConfigMaps and Secrets a volume reads, sorted.

@@ -21,6 +21,7 @@ func TestPayloadOf(t *testing.T) {
 	src := sources{
 		configMaps: map[string]*corev1.ConfigMap{"cm": {Data: map[string]string{"a": "1", "b": "2"}, BinaryData: map[string][]byte{"bin": {0, 1}}}},
 		secrets:    map[string]*corev1.Secret{"s": {Data: map[string][]byte{"user": []byte("root"), "pw": []byte("x")}}},
+		tokens:     map[int]string{3: "tok-3"},
 		node:       podspec.NodeInfo{},
 	}
 	no := false
@@ -67,25 +68,59 @@ func TestPayloadOf(t *testing.T) {
 				{DownwardAPI: &corev1.DownwardAPIProjection{Items: []corev1.DownwardAPIVolumeFile{{Path: "ns", FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.namespace"}}}}},
 				{ServiceAccountToken: &corev1.ServiceAccountTokenProjection{Path: "token"}},
 			}}},
-			want: Payload{"a": {"a", []byte("1"), 0o440}, "pw": {"pw", []byte("x"), 0o440}, "ns": {"ns", []byte("ns"), 0o440}}},
+			want: Payload{"a": {"a", []byte("1"), 0o440}, "pw": {"pw", []byte("x"), 0o440}, "ns": {"ns", []byte("ns"), 0o440},
+				"token": {"token", []byte("tok-3"), 0o440}}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			v := &corev1.Volume{Name: "v", VolumeSource: tc.vol}
 			got, err := payloadOf(pod, v, src)
-			if tc.wantErr != "" {
-				if err == nil || err.Error() != tc.wantErr {
-					t.Fatalf("err = %v, want %q", err, tc.wantErr)
-				}
-				return
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			if diff := cmp.Diff(tc.want, got); diff != "" {
-				t.Errorf("payload (-want +got):\n%s", diff)
-			}
+			checkPayload(t, got, err, tc.want, tc.wantErr)
 		})
+	}
+}
+
+// TestPayloadTokenPrivate: a projected token is 0600 (the ownership step
+// then makes it 0640) when the pod has an fsGroup or one runAsUser for all
+// its containers, as upstream's projected plugin writes it.
+func TestPayloadTokenPrivate(t *testing.T) {
+	uid, gid := int64(1000), int64(2000)
+	vol := &corev1.Volume{Name: "v", VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{DefaultMode: i32(0o644),
+		Sources: []corev1.VolumeProjection{{ServiceAccountToken: &corev1.ServiceAccountTokenProjection{Path: "token"}}}}}}
+	src := sources{tokens: map[int]string{0: "t"}}
+	cases := []struct {
+		name string
+		sc   *corev1.PodSecurityContext
+		c    []corev1.Container
+		want fs.FileMode
+	}{
+		{"no security context", nil, []corev1.Container{{Name: "a"}}, 0o644},
+		{"fsGroup", &corev1.PodSecurityContext{FSGroup: &gid}, []corev1.Container{{Name: "a"}}, 0o600},
+		{"pod runAsUser", &corev1.PodSecurityContext{RunAsUser: &uid}, []corev1.Container{{Name: "a"}, {Name: "b"}}, 0o600},
+		{"containers differ", nil, []corev1.Container{{Name: "a", SecurityContext: &corev1.SecurityContext{RunAsUser: &uid}}, {Name: "b"}}, 0o644},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			pod := &corev1.Pod{Spec: corev1.PodSpec{SecurityContext: tc.sc, Containers: tc.c}}
+			got, err := payloadOf(pod, vol, src)
+			checkPayload(t, got, err, Payload{"token": {"token", []byte("t"), tc.want}}, "")
+		})
+	}
+}
+
+func checkPayload(t *testing.T, got Payload, err error, want Payload, wantErr string) {
+	t.Helper()
+	if wantErr != "" {
+		if err == nil || err.Error() != wantErr {
+			t.Fatalf("err = %v, want %q", err, wantErr)
+		}
+		return
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("payload (-want +got):\n%s", diff)
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"path"
 
+	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
@@ -40,7 +41,7 @@ func (m *Manager) setUp(ctx context.Context, pod *corev1.Pod, v *corev1.Volume) 
 	case podspec.PluginHostPath:
 		return m.setUpHostPath(dir, v.HostPath.Type)
 	case podspec.PluginConfigMap, podspec.PluginSecret, podspec.PluginDownwardAPI, podspec.PluginProjected:
-		src, err := m.fetch(ctx, pod.Namespace, v)
+		src, err := m.fetch(ctx, pod, v)
 		if err != nil {
 			return false, err
 		}
@@ -58,10 +59,12 @@ func (m *Manager) setUp(ctx context.Context, pod *corev1.Pod, v *corev1.Volume) 
 	return false, nil
 }
 
-// fetch reads the ConfigMaps and Secrets a volume references; a missing
-// one is nil in the result (the payload decides whether that is fatal).
-func (m *Manager) fetch(ctx context.Context, namespace string, v *corev1.Volume) (sources, error) {
-	src := sources{configMaps: map[string]*corev1.ConfigMap{}, secrets: map[string]*corev1.Secret{}, node: m.cfg.Node}
+// fetch reads the ConfigMaps and Secrets a volume references (a missing
+// one is nil in the result: the payload decides whether that is fatal)
+// and the service account tokens its projected sources ask for.
+func (m *Manager) fetch(ctx context.Context, pod *corev1.Pod, v *corev1.Volume) (sources, error) {
+	namespace := pod.Namespace
+	src := sources{configMaps: map[string]*corev1.ConfigMap{}, secrets: map[string]*corev1.Secret{}, tokens: map[int]string{}, node: m.cfg.Node}
 	cms, secs := referenced(v)
 	if len(cms)+len(secs) > 0 && m.objects == nil {
 		return src, errors.New("the agent has no apiserver to read configmaps and secrets from")
@@ -80,7 +83,41 @@ func (m *Manager) fetch(ctx context.Context, namespace string, v *corev1.Volume)
 		}
 		src.secrets[name] = sec
 	}
+	if v.Projected == nil {
+		return src, nil
+	}
+	for i, s := range v.Projected.Sources {
+		if s.ServiceAccountToken == nil {
+			continue
+		}
+		tr, err := m.tokens.Get(ctx, namespace, pod.Spec.ServiceAccountName, tokenRequest(pod, s.ServiceAccountToken))
+		if err != nil {
+			return src, err
+		}
+		src.tokens[i] = tr.Status.Token
+	}
 	return src, nil
+}
+
+// DefaultTokenExpirationSeconds is the lifetime asked for a projected
+// token whose source sets none (the API's default).
+const DefaultTokenExpirationSeconds = 3600
+
+// tokenRequest is the TokenRequest of a serviceAccountToken projection:
+// its audience (none: the apiserver's), its lifetime, bound to the pod.
+func tokenRequest(pod *corev1.Pod, tp *corev1.ServiceAccountTokenProjection) *authenticationv1.TokenRequest {
+	exp := int64(DefaultTokenExpirationSeconds)
+	if tp.ExpirationSeconds != nil {
+		exp = *tp.ExpirationSeconds
+	}
+	tr := &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{
+		ExpirationSeconds: &exp,
+		BoundObjectRef:    &authenticationv1.BoundObjectReference{APIVersion: "v1", Kind: "Pod", Name: pod.Name, UID: pod.UID},
+	}}
+	if tp.Audience != "" {
+		tr.Spec.Audiences = []string{tp.Audience}
+	}
+	return tr
 }
 
 // setUpHostPath checks a hostPath volume's type, creating a directory or

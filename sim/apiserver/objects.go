@@ -112,7 +112,7 @@ func allContainers(spec *corev1.PodSpec) []*corev1.Container {
 }
 
 // refersToConfigMap reports whether a pod spec names the configMap in an
-// env var, an envFrom or a volume.
+// env var, an envFrom or a volume (projected sources included).
 func refersToConfigMap(spec *corev1.PodSpec, name string) bool {
 	for _, c := range allContainers(spec) {
 		for _, e := range c.Env {
@@ -130,12 +130,20 @@ func refersToConfigMap(spec *corev1.PodSpec, name string) bool {
 		if v.ConfigMap != nil && v.ConfigMap.Name == name {
 			return true
 		}
+		if v.Projected != nil {
+			for _, src := range v.Projected.Sources {
+				if src.ConfigMap != nil && src.ConfigMap.Name == name {
+					return true
+				}
+			}
+		}
 	}
 	return false
 }
 
 // refersToSecret reports whether a pod spec names the secret in an env
-// var, an envFrom, a volume or its image pull secrets.
+// var, an envFrom, a volume (projected sources included) or its image
+// pull secrets.
 func refersToSecret(spec *corev1.PodSpec, name string) bool {
 	for _, c := range allContainers(spec) {
 		for _, e := range c.Env {
@@ -152,6 +160,13 @@ func refersToSecret(spec *corev1.PodSpec, name string) bool {
 	for _, v := range spec.Volumes {
 		if v.Secret != nil && v.Secret.SecretName == name {
 			return true
+		}
+		if v.Projected != nil {
+			for _, src := range v.Projected.Sources {
+				if src.Secret != nil && src.Secret.Name == name {
+					return true
+				}
+			}
 		}
 	}
 	for _, ref := range spec.ImagePullSecrets {

@@ -116,6 +116,8 @@ type Server struct {
 	eventIndex  map[eventKey]int
 	faults      faults
 	objs        objects
+	tokens      map[string]issuedToken
+	tokenSerial uint64
 }
 
 // New returns an empty server.
@@ -144,6 +146,7 @@ func New(cfg Config) *Server {
 		nodes:      map[string]*corev1.Node{},
 		leases:     map[string]*coordinationv1.Lease{},
 		eventIndex: map[eventKey]int{},
+		tokens:     map[string]issuedToken{},
 		objs: objects{
 			configMaps:     map[string]*corev1.ConfigMap{},
 			secrets:        map[string]*corev1.Secret{},
