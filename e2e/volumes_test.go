@@ -248,3 +248,19 @@ func TestVolumesServiceAccountTokenReviewed(t *testing.T) {
 		t.Errorf("the token is bound to pod %v, want %s", got, p.UID)
 	}
 }
+
+// TestVolumesFSGroupOwnership: with fsGroup, a non-root container finds
+// its emptyDir owned by that group, setgid and writable, and a file it
+// creates there belongs to the group.
+func TestVolumesFSGroupOwnership(t *testing.T) {
+	e := setup(t)
+	uid, gid := int64(1000), int64(2000)
+	p := e.pod("fsgroup", false, `echo "dir=$(stat -c '%g %a' /data)"; touch /data/f && echo "file=$(stat -c '%u %g' /data/f)"; `+sleeper)
+	p.Spec.SecurityContext = &corev1.PodSecurityContext{RunAsUser: &uid, FSGroup: &gid}
+	p.Spec.Volumes = []corev1.Volume{{Name: "scratch", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}}
+	p.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{mount("scratch", "/data")}
+	p = e.create(t, p)
+	e.waitPod(t, p, 60*time.Second, "Ready", podReady)
+	e.waitLogs(t, p, "c", "dir=2000 2777", 20*time.Second)
+	e.waitLogs(t, p, "c", "file=1000 2000", 20*time.Second)
+}

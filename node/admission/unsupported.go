@@ -122,7 +122,6 @@ func ignoredPodFields() []podRule {
 		{"overhead", func(s *corev1.PodSpec) bool { return len(s.Overhead) > 0 }},
 		{"resources", func(s *corev1.PodSpec) bool { return s.Resources != nil }},
 		{"resourceClaims", func(s *corev1.PodSpec) bool { return len(s.ResourceClaims) > 0 }},
-		{"securityContext.fsGroupChangePolicy", psc(func(c *corev1.PodSecurityContext) bool { return c.FSGroupChangePolicy != nil })},
 		{"securityContext.seLinuxChangePolicy", psc(func(c *corev1.PodSecurityContext) bool { return c.SELinuxChangePolicy != nil })},
 		{"securityContext.windowsOptions", psc(func(c *corev1.PodSecurityContext) bool { return c.WindowsOptions != nil })},
 	}

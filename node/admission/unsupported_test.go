@@ -96,8 +96,8 @@ func TestCheck(t *testing.T) {
 		{name: "pod resources", mutate: func(p *corev1.Pod) { p.Spec.Resources = &corev1.ResourceRequirements{} }, ignored: []string{"spec.resources"}},
 		{name: "resourceClaims", mutate: func(p *corev1.Pod) { p.Spec.ResourceClaims = []corev1.PodResourceClaim{{Name: "gpu"}} },
 			ignored: []string{"spec.resourceClaims"}},
-		{name: "fsGroupChangePolicy", mutate: podSC(func(c *corev1.PodSecurityContext) { c.FSGroupChangePolicy = ptr(corev1.FSGroupChangeAlways) }),
-			ignored: []string{"spec.securityContext.fsGroupChangePolicy"}},
+		{name: "fsGroupChangePolicy is honoured as upstream (no effect on the supported volume types), not flagged",
+			mutate: podSC(func(c *corev1.PodSecurityContext) { c.FSGroupChangePolicy = ptr(corev1.FSGroupChangeOnRootMismatch) })},
 		{name: "sysctls are admission's (SysctlAllowlist), not flagged", mutate: podSC(func(c *corev1.PodSecurityContext) {
 			c.Sysctls = []corev1.Sysctl{{Name: "net.core.somaxconn", Value: "1024"}}
 		})},

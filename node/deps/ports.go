@@ -230,6 +230,14 @@ type Files interface {
 	// Readlink returns the target of a symbolic link.
 	Readlink(path string) (string, error)
 	// Stat describes path, following symbolic links; a missing path is an
-	// error satisfying errors.Is(err, fs.ErrNotExist).
+	// error satisfying errors.Is(err, fs.ErrNotExist). Its mode carries
+	// fs.ModeSetgid when the setgid bit is set.
 	Stat(path string) (fs.FileInfo, error)
+	// Lchown sets the user and group owning path, not following a final
+	// symbolic link; -1 leaves an id as it is (volume ownership for a
+	// pod's fsGroup).
+	Lchown(path string, uid, gid int) error
+	// Chmod sets the permission bits of path, and its setgid bit when
+	// mode carries fs.ModeSetgid; other mode bits are ignored.
+	Chmod(path string, mode fs.FileMode) error
 }

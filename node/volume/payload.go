@@ -23,6 +23,9 @@ type File struct {
 	Path string
 	Data []byte
 	Mode fs.FileMode
+	// FSUser, when set, owns the file (a projected token of a pod whose
+	// containers all run as that user).
+	FSUser *int64
 }
 
 // Payload is the complete content of an API data volume, by path.
@@ -57,6 +60,17 @@ func (p Payload) add(file string, data []byte, mode fs.FileMode) error {
 		return fmt.Errorf("invalid path %q", file)
 	}
 	p[clean] = File{Path: clean, Data: data, Mode: mode}
+	return nil
+}
+
+// addOwned puts a file owned by fsUser (nil: root) in p.
+func (p Payload) addOwned(file string, data []byte, mode fs.FileMode, fsUser *int64) error {
+	if err := p.add(file, data, mode); err != nil {
+		return err
+	}
+	f := p[path.Clean(file)]
+	f.FSUser = fsUser
+	p[f.Path] = f
 	return nil
 }
 
@@ -158,9 +172,10 @@ func payloadOf(pod *corev1.Pod, v *corev1.Volume, src sources) (Payload, error) 
 }
 
 // projected publishes every supported source of a projected volume: a
-// serviceAccountToken source publishes the token fetched for it (mode 0600
-// when the pod has an fsGroup or a single runAsUser, made group-readable
-// by the ownership step, as upstream). clusterTrustBundle and
+// serviceAccountToken source publishes the token fetched for it, as
+// upstream: owned by the user all the pod's containers run as (if one),
+// mode 0600 when there is such a user or an fsGroup (the ownership step
+// then makes it group-readable). clusterTrustBundle and
 // podCertificate sources are not supported yet: admission names them and
 // they publish nothing.
 func (p Payload) projected(pod *corev1.Pod, pv *corev1.ProjectedVolumeSource, src sources) error {
@@ -176,10 +191,14 @@ func (p Payload) projected(pod *corev1.Pod, pv *corev1.ProjectedVolumeSource, sr
 			err = p.downward(pod, s.DownwardAPI.Items, def, src.node)
 		case s.ServiceAccountToken != nil:
 			mode := modeOf(nil, def)
-			if tokenPrivate(pod) {
+			var owner *int64
+			if uid, ok := podspec.FSUser(pod); ok {
+				owner = &uid
+			}
+			if owner != nil || fsGroup(pod) != nil {
 				mode = 0o600
 			}
-			if err = p.add(s.ServiceAccountToken.Path, []byte(src.tokens[i]), mode); err != nil {
+			if err = p.addOwned(s.ServiceAccountToken.Path, []byte(src.tokens[i]), mode, owner); err != nil {
 				err = fmt.Errorf("serviceAccountToken %q: %w", s.ServiceAccountToken.Path, err)
 			}
 		}
@@ -190,15 +209,6 @@ func (p Payload) projected(pod *corev1.Pod, pv *corev1.ProjectedVolumeSource, sr
 	return nil
 }
 
-// tokenPrivate reports whether a projected token is published 0600: when
-// the pod has an fsGroup or every container runs as the same user.
-func tokenPrivate(pod *corev1.Pod) bool {
-	if sc := pod.Spec.SecurityContext; sc != nil && sc.FSGroup != nil {
-		return true
-	}
-	_, ok := podspec.FSUser(pod)
-	return ok
-}
 
 // referenced lists the ConfigMaps and Secrets a volume reads, sorted.
 func referenced(v *corev1.Volume) (configMaps, secrets []string) {

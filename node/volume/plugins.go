@@ -15,14 +15,15 @@ import (
 )
 
 // isSetUp reports whether a pod's volume is set up, from the disk alone:
-// an emptyDir's directory exists, an API data volume has published its
-// content once, a hostPath volume passes its type check.
+// an emptyDir's directory exists with its mode (and fsGroup's setgid), an
+// API data volume has published its content once, a hostPath volume
+// passes its type check.
 func (m *Manager) isSetUp(pod *corev1.Pod, v *corev1.Volume) bool {
 	dir := podspec.VolumeDir(m.cfg.Node.RootDir, pod.UID, v)
 	switch plugin, _ := podspec.VolumePlugin(v); plugin {
 	case podspec.PluginEmptyDir:
 		info, err := m.files.Stat(dir)
-		return err == nil && info.IsDir() && m.mounted(dir, v)
+		return err == nil && emptyDirReady(pod, info) && m.mounted(dir, v)
 	case podspec.PluginHostPath:
 		return checkHostPathType(m.stat(dir), dir, v.HostPath.Type) == nil
 	case podspec.PluginConfigMap, podspec.PluginSecret, podspec.PluginDownwardAPI, podspec.PluginProjected:
@@ -37,7 +38,7 @@ func (m *Manager) setUp(ctx context.Context, pod *corev1.Pod, v *corev1.Volume) 
 	dir := podspec.VolumeDir(m.cfg.Node.RootDir, pod.UID, v)
 	switch plugin, _ := podspec.VolumePlugin(v); plugin {
 	case podspec.PluginEmptyDir:
-		return m.ensureTmpfs(dir, v)
+		return m.setUpEmptyDir(pod, dir, v)
 	case podspec.PluginHostPath:
 		return m.setUpHostPath(dir, v.HostPath.Type)
 	case podspec.PluginConfigMap, podspec.PluginSecret, podspec.PluginDownwardAPI, podspec.PluginProjected:
@@ -53,7 +54,16 @@ func (m *Manager) setUp(ctx context.Context, pod *corev1.Pod, v *corev1.Volume) 
 		if err != nil {
 			return false, err
 		}
-		wrote, err := writeAtomic(m.files, dir, p, m.clock.Now())
+		// The new content gets the pod's fsGroup before it is published
+		// (the whole volume, as upstream: the first write also creates
+		// files outside the timestamped directory).
+		setPerms := func() error {
+			if gid := fsGroup(pod); gid != nil {
+				return m.setOwnership(dir, *gid, true)
+			}
+			return nil
+		}
+		wrote, err := writeAtomic(m.files, dir, p, m.clock.Now(), setPerms)
 		return mountedNow || wrote, err
 	}
 	return false, nil
