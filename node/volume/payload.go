@@ -209,7 +209,6 @@ func (p Payload) projected(pod *corev1.Pod, pv *corev1.ProjectedVolumeSource, sr
 	return nil
 }
 
-
 // referenced lists the ConfigMaps and Secrets a volume reads, sorted.
 func referenced(v *corev1.Volume) (configMaps, secrets []string) {
 	switch {
