@@ -13,7 +13,6 @@ import (
 
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/util/rand"
@@ -175,60 +174,29 @@ func TestVolumesSecretAndMemoryOnTmpfs(t *testing.T) {
 	})
 }
 
-// kubeAPIAccess adds the volume the ServiceAccount admission plugin
-// injects (a token of 3607 s, ca.crt from kube-root-ca.crt, the
-// namespace), mounted where it mounts it, for service account "default".
-// (The e2e control plane runs without that plugin and without a
-// controller manager, so the test spells the volume out and creates the
-// service account and the configMap the controllers would.)
-func kubeAPIAccess(p *corev1.Pod) {
-	exp, mode := int64(3607), int32(0o644)
-	p.Spec.ServiceAccountName = "default"
-	p.Spec.Volumes = append(p.Spec.Volumes, corev1.Volume{Name: "kube-api-access-e2e", VolumeSource: corev1.VolumeSource{
-		Projected: &corev1.ProjectedVolumeSource{DefaultMode: &mode, Sources: []corev1.VolumeProjection{
-			{ServiceAccountToken: &corev1.ServiceAccountTokenProjection{ExpirationSeconds: &exp, Path: "token"}},
-			{ConfigMap: &corev1.ConfigMapProjection{LocalObjectReference: corev1.LocalObjectReference{Name: "kube-root-ca.crt"},
-				Items: []corev1.KeyToPath{{Key: "ca.crt", Path: "ca.crt"}}}},
-			{DownwardAPI: &corev1.DownwardAPIProjection{Items: []corev1.DownwardAPIVolumeFile{
-				{Path: "namespace", FieldRef: &corev1.ObjectFieldSelector{APIVersion: "v1", FieldPath: "metadata.namespace"}}}}},
-		}}}})
-	p.Spec.Containers[0].VolumeMounts = append(p.Spec.Containers[0].VolumeMounts,
-		corev1.VolumeMount{Name: "kube-api-access-e2e", MountPath: "/var/run/secrets/kubernetes.io/serviceaccount", ReadOnly: true})
-}
-
-// ensureServiceAccountObjects creates the default service account and the
-// kube-root-ca.crt configMap of namespace default when missing.
-func (e *env) ensureServiceAccountObjects(t *testing.T) {
-	t.Helper()
-	ctx := context.Background()
-	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default", Namespace: "default"}}
-	if _, err := e.admin.CoreV1().ServiceAccounts("default").Create(ctx, sa, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-		t.Fatal(err)
-	}
-	ca, err := os.ReadFile(filepath.Join(e.dir, "apiserver", "serving.crt"))
-	if err != nil {
-		ca = []byte("e2e\n")
-	}
-	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "kube-root-ca.crt", Namespace: "default"}, Data: map[string]string{"ca.crt": string(ca)}}
-	if _, err := e.admin.CoreV1().ConfigMaps("default").Create(ctx, cm, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-		t.Fatal(err)
-	}
-}
-
-// TestVolumesServiceAccountTokenReviewed: a pod with the kube-api-access
-// volume reads a token that the apiserver's TokenReview accepts as its
-// service account, bound to the pod, with the namespace and the CA beside
-// it on a tmpfs.
+// TestVolumesServiceAccountTokenReviewed: a pod gets the kube-api-access
+// volume from the ServiceAccount admission plugin (run.sh turns it on and
+// creates the objects a controller manager would); its container reads a
+// token that the apiserver's TokenReview accepts as the pod's service
+// account, bound to the pod, with the namespace and the CA beside it on a
+// tmpfs.
 func TestVolumesServiceAccountTokenReviewed(t *testing.T) {
 	e := setup(t)
-	e.ensureServiceAccountObjects(t)
 	const dir = "/var/run/secrets/kubernetes.io/serviceaccount"
-	p := e.pod("satoken", false, `echo "ns=$(cat `+dir+`/namespace) fs=$(awk '$2=="`+dir+`"{print $3}' /proc/mounts) ca=$(grep -c . `+dir+`/ca.crt)"; `+
+	p := e.pod("satoken", false, `echo "ns=$(cat `+dir+`/namespace) fs=$(awk '$2=="`+dir+`"{print $3}' /proc/mounts) ca=$(grep -c CERTIFICATE `+dir+`/ca.crt)"; `+
 		`echo "token=$(cat `+dir+`/token)"; `+sleeper)
-	kubeAPIAccess(p)
 	p = e.create(t, p)
+	injected := ""
+	for _, v := range p.Spec.Volumes {
+		if strings.HasPrefix(v.Name, "kube-api-access-") && v.Projected != nil {
+			injected = v.Name
+		}
+	}
+	if injected == "" {
+		t.Fatalf("the apiserver did not inject a kube-api-access volume (ServiceAccount admission off?): %+v", p.Spec.Volumes)
+	}
 	e.waitPod(t, p, 60*time.Second, "Ready", podReady)
-	e.waitLogs(t, p, "c", "ns=default fs=tmpfs ca=", 20*time.Second)
+	e.waitLogs(t, p, "c", "ns=default fs=tmpfs ca=2", 20*time.Second)
 	e.waitLogs(t, p, "c", "token=", 20*time.Second)
 	_, body := e.logs(t, p, "c", e.adminTok)
 	tok := field(body, "token=")

@@ -46,7 +46,10 @@ export CONTROL_PLANE_BIN="$("$here/build-control-plane.sh")"
 phase "start containerd"
 "$here/start-containerd.sh"
 phase "start control plane"
-"$here/start-control-plane.sh"
+# ServiceAccount admission on (pods get the kube-api-access volume); the
+# objects a controller manager would create come from the script below.
+E2E_DISABLE_ADMISSION="" "$here/start-control-plane.sh"
+"$here/service-account-objects.sh"
 phase "start lockstep"
 mkdir -p "$E2E_DIR/manifests"
 port=$(free_port)
