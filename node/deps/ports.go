@@ -26,6 +26,9 @@ type API struct {
 	// RuntimeClasses resolves runtimeClassName; nil (standalone) fails
 	// every pod that names one.
 	RuntimeClasses RuntimeClassAPI
+	// ObjectWatches keeps the configMaps and secrets of volumes fresh;
+	// nil: they are read again at each resync.
+	ObjectWatches ObjectWatchAPI
 	// Tokens issues service account tokens for projected volumes; nil
 	// (standalone): a pod whose volume needs one cannot start.
 	Tokens TokenAPI

@@ -69,8 +69,9 @@ func (m *Manager) setUp(ctx context.Context, pod *corev1.Pod, v *corev1.Volume) 
 	return false, nil
 }
 
-// fetch reads the ConfigMaps and Secrets a volume references (a missing
-// one is nil in the result: the payload decides whether that is fatal)
+// fetch reads the ConfigMaps and Secrets a volume references, from the
+// watch cache, else with a GET (a missing one is nil in the result: the
+// payload decides whether that is fatal)
 // and the service account tokens its projected sources ask for.
 func (m *Manager) fetch(ctx context.Context, pod *corev1.Pod, v *corev1.Volume) (sources, error) {
 	namespace := pod.Namespace
@@ -80,6 +81,10 @@ func (m *Manager) fetch(ctx context.Context, pod *corev1.Pod, v *corev1.Volume) 
 		return src, errors.New("the agent has no apiserver to read configmaps and secrets from")
 	}
 	for _, name := range cms {
+		if cm, ok := m.watched.configMap(namespace, name); ok {
+			src.configMaps[name] = cm
+			continue
+		}
 		cm, err := m.objects.GetConfigMap(ctx, namespace, name)
 		if err != nil && !apierrors.IsNotFound(err) {
 			return src, fmt.Errorf("get configmap %q: %w", name, err)
@@ -87,6 +92,10 @@ func (m *Manager) fetch(ctx context.Context, pod *corev1.Pod, v *corev1.Volume) 
 		src.configMaps[name] = cm
 	}
 	for _, name := range secs {
+		if sec, ok := m.watched.secret(namespace, name); ok {
+			src.secrets[name] = sec
+			continue
+		}
 		sec, err := m.objects.GetSecret(ctx, namespace, name)
 		if err != nil && !apierrors.IsNotFound(err) {
 			return src, fmt.Errorf("get secret %q: %w", name, err)

@@ -42,6 +42,7 @@ func (s *Server) GetConfigMap(ctx context.Context, namespace, name string) (*cor
 	if err := s.authorizeReferenced("configmaps", namespace, name, refersToConfigMap); err != nil {
 		return nil, err
 	}
+	s.objGetCount["configmaps"]++
 	cm, ok := s.objs.configMaps[key(namespace, name)]
 	if !ok {
 		return nil, apierrors.NewNotFound(configMapsResource, name)
@@ -60,6 +61,7 @@ func (s *Server) GetSecret(ctx context.Context, namespace, name string) (*corev1
 	if err := s.authorizeReferenced("secrets", namespace, name, refersToSecret); err != nil {
 		return nil, err
 	}
+	s.objGetCount["secrets"]++
 	sec, ok := s.objs.secrets[key(namespace, name)]
 	if !ok {
 		return nil, apierrors.NewNotFound(secretsResource, name)
@@ -188,6 +190,7 @@ func (u *User) PutConfigMap(cm *corev1.ConfigMap) {
 	defer u.s.unlock()
 	c.ResourceVersion = fmt.Sprint(u.s.nextRV())
 	u.s.objs.configMaps[key(c.Namespace, c.Name)] = c
+	u.s.notifyObjWatchesLocked(false, key(c.Namespace, c.Name))
 }
 
 // PutSecret creates or replaces a secret ("default" namespace when unset).
@@ -200,6 +203,7 @@ func (u *User) PutSecret(sec *corev1.Secret) {
 	defer u.s.unlock()
 	c.ResourceVersion = fmt.Sprint(u.s.nextRV())
 	u.s.objs.secrets[key(c.Namespace, c.Name)] = c
+	u.s.notifyObjWatchesLocked(true, key(c.Namespace, c.Name))
 }
 
 // PutService creates or replaces a service ("default" namespace when

@@ -120,7 +120,7 @@ func (h *Harness) StartAgent() {
 		Runtime: h.traced,
 		Images:  h.Runtime,
 		API: deps.API{Pods: tracingPods{h.API, h.K}, Nodes: h.API, Leases: h.API, Events: h.API,
-			ConfigMaps: h.API, Secrets: h.API, Services: h.API, RuntimeClasses: h.API, Tokens: h.API},
+			ConfigMaps: h.API, Secrets: h.API, Services: h.API, RuntimeClasses: h.API, Tokens: h.API, ObjectWatches: h.API},
 		Files:    h.Files,
 		Mounts:   h.Mounts,
 		Machine:  machineModel{h.Runtime, h.NodeName},
