@@ -34,7 +34,8 @@ type ObjectWatch[T any] interface {
 	// Next blocks for the object's next state: the first call returns its
 	// state when the watch opened, each later one a newer state. A nil
 	// object means it does not exist (or was deleted). An error means the
-	// watch broke: the caller opens a new one.
+	// watch ended: the caller opens a new one; one wrapping io.EOF means
+	// the apiserver closed it normally (its watch timeout), not a fault.
 	Next(ctx context.Context) (T, error)
 	// Stop releases the watch.
 	Stop()

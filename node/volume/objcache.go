@@ -2,7 +2,9 @@ package volume
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"maps"
 	"slices"
@@ -163,6 +165,9 @@ func (c *objectCache) watch(ctx context.Context, k objKey) {
 		err := c.follow(ctx, k, &retry)
 		if ctx.Err() != nil {
 			return
+		}
+		if errors.Is(err, io.EOF) {
+			continue // closed by the apiserver's timeout: watch again at once
 		}
 		c.log.Warn("watching an object of a volume failed; retrying", "object", k.String(), "error", err.Error())
 		if c.tasks.Sleep(ctx, retry.Next()) != nil {

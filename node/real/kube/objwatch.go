@@ -3,6 +3,7 @@ package kube
 import (
 	"context"
 	"fmt"
+	"io"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -74,8 +75,8 @@ func (o *objWatch[T]) Next(ctx context.Context) (T, error) {
 		case <-ctx.Done():
 			return zero, ctx.Err()
 		case ev, ok := <-o.w.ResultChan():
-			if !ok {
-				return zero, fmt.Errorf("watch %s: closed", o.what)
+			if !ok { // the apiserver ended the watch (its timeout): not a failure
+				return zero, fmt.Errorf("watch %s: closed by the apiserver: %w", o.what, io.EOF)
 			}
 			switch ev.Type {
 			case watch.Added, watch.Modified:
