@@ -69,6 +69,7 @@ func (c *Checker) Check() {
 	c.checkSuite(truth)
 	c.checkTermination(truth)
 	c.checkVolumes(truth)
+	c.checkTokens(truth)
 	c.checkProbes(truth)
 	for _, ct := range truth {
 		key := string(ct.PodUID) + "/" + ct.Name

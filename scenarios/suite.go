@@ -36,6 +36,7 @@ func Scenarios() []Scenario {
 		runtimeFaults(),
 		staticPods(),
 		termination(),
+		volumes(),
 		mixed(),
 	}
 }
@@ -87,6 +88,12 @@ func termination() Scenario {
 	return Scenario{Name: "termination", Doc: "graceful, shorter-grace and forced deletes of every pod kind, with crashes and stalls",
 		Mix: map[string]int{"create": 4, "delete": 2, "delete-shorter": 2, "delete-force": 1, "crash": 1, "cri-latency": 1,
 			"sync-stall": 1, "wait": 1}}
+}
+
+func volumes() Scenario {
+	return Scenario{Name: "volumes", Doc: "pods with configMap, secret, token and emptyDir volumes (fsGroup or not), config updates, watch drops, outages and crashes",
+		Mix: map[string]int{"create-volumes": 4, "create": 1, "delete": 2, "delete-force": 1, "update-config": 2, "api-drop-watches": 1,
+			"api-outage": 1, "crash": 1, "crash-in-sync": 1, "crash-during-outage": 1, "wait": 1}}
 }
 
 // mixed weighs every operation alike, pod creations more.

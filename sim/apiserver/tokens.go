@@ -93,6 +93,11 @@ type TokenReview struct {
 	Audiences []string
 	// Expires is when the token expires.
 	Expires time.Time
+	// Known says the server issued the token; Expired that it has
+	// expired; PodGone that its pod no longer exists (with that UID).
+	Known, Expired, PodGone bool
+	// PodUID is the UID of the pod the token is bound to.
+	PodUID string
 }
 
 // ReviewToken checks a token as the TokenReview API does.
@@ -104,16 +109,13 @@ func (u *User) ReviewToken(token string) TokenReview {
 	if !ok {
 		return TokenReview{}
 	}
-	r := TokenReview{Username: "system:serviceaccount:" + it.namespace + ":" + it.serviceAccount, Audiences: it.audiences, Expires: it.expires}
-	if s.clock.Now().After(it.expires) {
-		return r
-	}
+	r := TokenReview{Username: "system:serviceaccount:" + it.namespace + ":" + it.serviceAccount, Audiences: it.audiences, Expires: it.expires,
+		Known: true, PodUID: it.podUID}
+	r.Expired = s.clock.Now().After(it.expires)
 	if it.podName != "" {
 		p := s.pods[key(it.namespace, it.podName)]
-		if p == nil || string(p.UID) != it.podUID {
-			return r
-		}
+		r.PodGone = p == nil || string(p.UID) != it.podUID
 	}
-	r.Authenticated = true
+	r.Authenticated = !r.Expired && !r.PodGone
 	return r
 }
