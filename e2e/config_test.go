@@ -264,3 +264,27 @@ func TestResolvConfOnContainerd(t *testing.T) {
 		t.Errorf("nameservers %v, want 10.0.0.53 and 10.0.0.54 (log %q)", servers, log)
 	}
 }
+
+// TestEtcHostsOnContainerd: a pod's /etc/hosts is the kubelet-managed file:
+// its IP with hostname.subdomain FQDN and hostname, then its hostAliases.
+func TestEtcHostsOnContainerd(t *testing.T) {
+	e := setup(t)
+	p := e.pod("hosts", false, report(`cat /etc/hosts; echo; grep -c . /etc/hosts`))
+	p.Spec.Hostname, p.Spec.Subdomain = "db-0", "dbs"
+	p.Spec.HostAliases = []corev1.HostAlias{{IP: "10.9.9.9", Hostnames: []string{"db.internal", "db"}}}
+	got := e.create(t, p)
+	e.waitPod(t, got, 60*time.Second, "Running and Ready", podReady)
+	log := e.logLines(t, got)
+	cur := e.get(t, got)
+	for _, want := range []string{
+		"# Kubernetes-managed hosts file.",
+		"127.0.0.1\tlocalhost",
+		cur.Status.PodIP + "\tdb-0.dbs." + got.Namespace + ".svc.cluster.local\tdb-0",
+		"# Entries added by HostAliases.",
+		"10.9.9.9\tdb.internal\tdb",
+	} {
+		if !strings.Contains(log, want+"\n") {
+			t.Errorf("/etc/hosts lacks the line %q:\n%s", want, log)
+		}
+	}
+}

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
@@ -171,4 +172,63 @@ func TestVolumesSecretAndMemoryOnTmpfs(t *testing.T) {
 		_, serr := os.Stat(dir)
 		return os.IsNotExist(serr) && !strings.Contains(string(mi), dir), fmt.Errorf("stat: %v; mounted: %v", serr, strings.Contains(string(mi), dir))
 	})
+}
+
+// TestVolumesServiceAccountTokenReviewed: a pod gets the kube-api-access
+// volume from the ServiceAccount admission plugin (run.sh turns it on and
+// creates the objects a controller manager would); its container reads a
+// token that the apiserver's TokenReview accepts as the pod's service
+// account, bound to the pod, with the namespace and the CA beside it on a
+// tmpfs.
+func TestVolumesServiceAccountTokenReviewed(t *testing.T) {
+	e := setup(t)
+	const dir = "/var/run/secrets/kubernetes.io/serviceaccount"
+	p := e.pod("satoken", false, `echo "ns=$(cat `+dir+`/namespace) fs=$(awk '$2=="`+dir+`"{print $3}' /proc/mounts) ca=$(grep -c CERTIFICATE `+dir+`/ca.crt)"; `+
+		`echo "token=$(cat `+dir+`/token)"; `+sleeper)
+	p = e.create(t, p)
+	injected := ""
+	for _, v := range p.Spec.Volumes {
+		if strings.HasPrefix(v.Name, "kube-api-access-") && v.Projected != nil {
+			injected = v.Name
+		}
+	}
+	if injected == "" {
+		t.Fatalf("the apiserver did not inject a kube-api-access volume (ServiceAccount admission off?): %+v", p.Spec.Volumes)
+	}
+	e.waitPod(t, p, 60*time.Second, "Ready", podReady)
+	e.waitLogs(t, p, "c", "ns=default fs=tmpfs ca=2", 20*time.Second)
+	e.waitLogs(t, p, "c", "token=", 20*time.Second)
+	_, body := e.logs(t, p, "c", e.adminTok)
+	tok := field(body, "token=")
+	if tok == "" {
+		t.Fatalf("no token in the log: %q", body)
+	}
+	review, err := e.admin.AuthenticationV1().TokenReviews().Create(context.Background(),
+		&authenticationv1.TokenReview{Spec: authenticationv1.TokenReviewSpec{Token: tok}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := review.Status
+	if !st.Authenticated || st.User.Username != "system:serviceaccount:default:default" {
+		t.Fatalf("TokenReview of the pod's token: %+v", st)
+	}
+	if got := st.User.Extra["authentication.kubernetes.io/pod-uid"]; len(got) != 1 || got[0] != string(p.UID) {
+		t.Errorf("the token is bound to pod %v, want %s", got, p.UID)
+	}
+}
+
+// TestVolumesFSGroupOwnership: with fsGroup, a non-root container finds
+// its emptyDir owned by that group, setgid and writable, and a file it
+// creates there belongs to the group.
+func TestVolumesFSGroupOwnership(t *testing.T) {
+	e := setup(t)
+	uid, gid := int64(1000), int64(2000)
+	p := e.pod("fsgroup", false, `echo "dir=$(stat -c '%g %a' /data)"; touch /data/f && echo "file=$(stat -c '%u %g' /data/f)"; `+sleeper)
+	p.Spec.SecurityContext = &corev1.PodSecurityContext{RunAsUser: &uid, FSGroup: &gid}
+	p.Spec.Volumes = []corev1.Volume{{Name: "scratch", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}}
+	p.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{mount("scratch", "/data")}
+	p = e.create(t, p)
+	e.waitPod(t, p, 60*time.Second, "Ready", podReady)
+	e.waitLogs(t, p, "c", "dir=2000 2777", 20*time.Second)
+	e.waitLogs(t, p, "c", "file=1000 2000", 20*time.Second)
 }

@@ -75,6 +75,7 @@ func (c *Checker) Check() {
 	c.checkNodeReady()
 	c.checkTermination(truth)
 	c.checkVolumes(truth)
+	c.checkTokens(truth)
 	c.checkProbes(truth)
 	c.checkSidecarOrder()
 	c.checkPulls()

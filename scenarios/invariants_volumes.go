@@ -6,6 +6,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/lockstep-dev/lockstep/node/podspec"
+	"github.com/lockstep-dev/lockstep/sim/memfs"
 )
 
 // checkVolumes checks volumes-kept: the volumes of a pod that has not
@@ -36,4 +37,58 @@ func (c *Checker) checkVolumes(truth []RuntimeContainer) {
 			}
 		}
 	}
+}
+
+// checkTokens checks token-valid: the service account token a running
+// container of a pod reads from a projected volume is one the apiserver
+// issued for that pod and has not expired (a token whose pod is gone from
+// the API, after a forced deletion, is excused).
+func (c *Checker) checkTokens(truth []RuntimeContainer) {
+	for _, ct := range truth {
+		if ct.State != runtimeapi.ContainerState_CONTAINER_RUNNING {
+			continue
+		}
+		for _, m := range c.h.Runtime.TrueMounts(ct.ID) {
+			if !strings.Contains(m.GetHostPath(), "/"+podspec.PluginProjected+"/") {
+				continue
+			}
+			for _, tok := range simTokens(c.h.Files, m.GetHostPath()) {
+				r := c.h.API.User().ReviewToken(tok)
+				bad := ""
+				switch {
+				case !r.Known:
+					bad = "was never issued"
+				case r.PodUID != string(ct.PodUID):
+					bad = "is bound to pod " + r.PodUID
+				case r.Expired && !r.PodGone:
+					bad = "has expired"
+				}
+				key := ct.ID + " " + tok
+				if bad != "" && !c.volumesReported[key] {
+					c.volumesReported[key] = true
+					c.fail("token-valid", "container %s/%s (%s) reads token %s, which %s", ct.PodUID, ct.Name, ct.ID, tok, bad)
+				}
+			}
+		}
+	}
+}
+
+// simTokens returns the simulated apiserver's tokens published at the top
+// of a projected volume.
+func simTokens(files *memfs.FS, dir string) []string {
+	entries, err := files.ReadDir(dir)
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, e := range entries {
+		if strings.HasPrefix(e.Name(), "..") {
+			continue
+		}
+		data, err := files.ReadFile(dir + "/" + e.Name())
+		if err == nil && strings.HasPrefix(string(data), "sim-token-") {
+			out = append(out, string(data))
+		}
+	}
+	return out
 }

@@ -9,8 +9,10 @@ import (
 	"google.golang.org/grpc/status"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/lockstep-dev/lockstep/sim/apiserver"
+	"github.com/lockstep-dev/lockstep/sim/harness"
 )
 
 // Op is one operation a plan's action can name: gen draws its arguments,
@@ -30,6 +32,8 @@ func Ops() map[string]Op {
 		"delete-shorter":      {"delete pod a with 120 s, wait b ms, delete again with c s", drawArgs(0, 24, 0, 20000, 1, 10), opDeleteShorter},
 		"delete-force":        {"delete pod a with 120 s, wait b ms, force-delete it", drawArgs(0, 24, 0, 20000), opDeleteForce},
 		"update":              {"change pod a's labels", drawArgs(0, 24), opUpdate},
+		"create-volumes":      {"create a pod with configMap, secret, kube-api-access and emptyDir volumes, with fsGroup when a=1", drawArgs(0, 1), opCreateVolumes},
+		"update-config":       {"change the configMap and the secret those pods mount to version a", drawArgs(0, 9), opUpdateConfig},
 		"crash":               {"crash the agent, restart it after a ms", drawArgs(0, 5000), opCrash},
 		"crash-in-sync":       {"crash the agent just before CRI call a, restart after b ms", drawArgs(0, len(crashPoints)-1, 0, 5000), opCrashInSync},
 		"crash-during-outage": {"take the API down, crash the agent, restart it after a ms, bring the API back after b more ms", drawArgs(0, 5000, 0, 10000), opCrashDuringOutage},
@@ -461,4 +465,47 @@ func Sidecar(name string) PodOption {
 			Name: name, Image: "busybox:latest", ImagePullPolicy: corev1.PullIfNotPresent, RestartPolicy: &always,
 		})
 	}
+}
+
+// ensureConfigs creates, once per run, the objects the volume pods read.
+func (r *run) ensureConfigs() {
+	if r.configs {
+		return
+	}
+	r.configs = true
+	putRootCA(r.h)
+	putVolumeConfig(r.h, 0)
+}
+
+// putVolumeConfig writes version v of the configMap and secret the volume
+// pods mount.
+func putVolumeConfig(h *harness.Harness, v int) {
+	putConfigMap(h, "settings", map[string]string{"mode": fmt.Sprint("v", v), "level": fmt.Sprint(v)})
+	h.API.User().PutSecret(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "creds", Namespace: "default"},
+		Data: map[string][]byte{"pw": []byte(fmt.Sprint("pw", v))}})
+}
+
+func opCreateVolumes(r *run, a [3]int) error {
+	r.ensureConfigs()
+	name := fmt.Sprintf("p%d", r.step)
+	gid := int64(2000)
+	opts := []PodOption{kubeAPIAccess,
+		WithVolume(configMapVolume("cfg", "settings")), Mounts("app", "cfg", "/etc/app"),
+		WithVolume(corev1.Volume{Name: "sec", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: "creds"}}}),
+		Mounts("app", "sec", "/sec"),
+		WithVolume(emptyDir("scratch")), Mounts("app", "scratch", "/scratch"), Mounts("side", "scratch", "/in")}
+	if a[0] == 1 {
+		opts = append(opts, func(p *corev1.Pod) { p.Spec.SecurityContext = &corev1.PodSecurityContext{FSGroup: &gid} })
+	}
+	if _, err := Create(r.h, NewPod(name, r.h.NodeName, opts...)); err != nil {
+		return err
+	}
+	r.created = append(r.created, name)
+	return nil
+}
+
+func opUpdateConfig(r *run, a [3]int) error {
+	r.ensureConfigs()
+	putVolumeConfig(r.h, a[0]+1)
+	return nil
 }

@@ -80,6 +80,7 @@ type run struct {
 	manifestDir string
 	step        int
 	stalls      int
+	configs     bool // the volume pods' objects exist
 }
 
 // Execute runs plan against a fresh simulated node: its pods, then each

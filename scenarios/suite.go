@@ -38,6 +38,7 @@ func Scenarios() []Scenario {
 		termination(),
 		probeFailure(),
 		imagePulls(),
+		volumes(),
 		mixed(),
 	}
 }
@@ -99,6 +100,12 @@ func probeFailure() Scenario {
 func imagePulls() Scenario {
 	return Scenario{Name: "images", Doc: "pods whose images fail to pull, need pull secrets or may never be pulled; registry outages, slow pulls, crashes, deletions in back-off",
 		Mix: map[string]int{"create": 5, "delete": 2, "image-fail": 2, "cri-latency": 1, "crash": 1, "crash-in-sync": 1, "wait": 1}}
+}
+
+func volumes() Scenario {
+	return Scenario{Name: "volumes", Doc: "pods with configMap, secret, token and emptyDir volumes (fsGroup or not), config updates, watch drops, outages and crashes",
+		Mix: map[string]int{"create-volumes": 4, "create": 1, "delete": 2, "delete-force": 1, "update-config": 2, "api-drop-watches": 1,
+			"api-outage": 1, "crash": 1, "crash-in-sync": 1, "crash-during-outage": 1, "wait": 1}}
 }
 
 // mixed weighs every operation alike, pod creations more.
@@ -191,6 +198,7 @@ func Invariants() []string {
 		"one-instance", "never-restart", "no-stuck-created", "previous-kept", "terminal-is-final",
 		"legal-phases", "restart-count-monotone", "ready-is-true", "grace-honoured", "static-exclusive",
 		"sigterm-first", "lease-fresh", "node-ready", "liveness-restarts", "startup-protects", "fresh-probe-results", "sidecar-order", "pull-backoff",
+		"prestop-before-stop", "poststart-before-started", "volumes-kept", "token-valid",
 		"deleted-disappears", "converges", "status-matches", "mirror-present",
 	}
 }

@@ -16,28 +16,6 @@ import (
 	"github.com/lockstep-dev/lockstep/sim/harness"
 )
 
-// WithVolume adds a volume to the pod.
-func WithVolume(v corev1.Volume) PodOption {
-	return func(p *corev1.Pod) { p.Spec.Volumes = append(p.Spec.Volumes, v) }
-}
-
-// Mounts mounts volume at mountPath in container (created if missing).
-func Mounts(container, volume, mountPath string) PodOption {
-	return func(p *corev1.Pod) {
-		c := findOrAdd(p, container)
-		c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: volume, MountPath: mountPath})
-	}
-}
-
-func emptyDir(name string) corev1.Volume {
-	return corev1.Volume{Name: name, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}
-}
-
-func configMapVolume(name, configMap string) corev1.Volume {
-	return corev1.Volume{Name: name, VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
-		LocalObjectReference: corev1.LocalObjectReference{Name: configMap}}}}
-}
-
 // mountOf returns the host path the running instance of container was
 // given for mountPath ("" when none).
 func mountOf(h *harness.Harness, uid types.UID, container, mountPath string) string {
@@ -52,10 +30,6 @@ func mountOf(h *harness.Harness, uid types.UID, container, mountPath string) str
 		}
 	}
 	return ""
-}
-
-func putConfigMap(h *harness.Harness, name string, data map[string]string) {
-	h.API.User().PutConfigMap(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"}, Data: data})
 }
 
 func podDirExists(h *harness.Harness, uid types.UID) bool {

@@ -113,9 +113,7 @@ func ignoredPodFields() []podRule {
 		return func(s *corev1.PodSpec) bool { return s.SecurityContext != nil && f(s.SecurityContext) }
 	}
 	return []podRule{
-		{"hostAliases", func(s *corev1.PodSpec) bool { return len(s.HostAliases) > 0 }},
 		{"resourceClaims", func(s *corev1.PodSpec) bool { return len(s.ResourceClaims) > 0 }},
-		{"securityContext.fsGroupChangePolicy", psc(func(c *corev1.PodSecurityContext) bool { return c.FSGroupChangePolicy != nil })},
 		{"securityContext.seLinuxChangePolicy", psc(func(c *corev1.PodSecurityContext) bool { return c.SELinuxChangePolicy != nil })},
 		{"securityContext.windowsOptions", psc(func(c *corev1.PodSecurityContext) bool { return c.WindowsOptions != nil })},
 	}

@@ -83,19 +83,20 @@ func TestCheck(t *testing.T) {
 				{Name: "disk", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{SizeLimit: &mem}}},
 				{Name: "sa", VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{Sources: []corev1.VolumeProjection{
 					{ConfigMap: &corev1.ConfigMapProjection{}}, {ServiceAccountToken: &corev1.ServiceAccountTokenProjection{Path: "token"}},
+					{ClusterTrustBundle: &corev1.ClusterTrustBundleProjection{Path: "ctb"}},
 				}}}},
 			}
 		}, ignored: []string{"spec.volumes[0].persistentVolumeClaim", "spec.volumes[1]",
-			"spec.volumes[2].emptyDir.sizeLimit", "spec.volumes[3].projected.sources[1].serviceAccountToken"}},
-		{name: "hostAliases", mutate: func(p *corev1.Pod) { p.Spec.HostAliases = []corev1.HostAlias{{IP: "10.0.0.1"}} }, ignored: []string{"spec.hostAliases"}},
+			"spec.volumes[2].emptyDir.sizeLimit", "spec.volumes[3].projected.sources[2].clusterTrustBundle"}},
+		{name: "hostAliases are honoured (the managed hosts file), not flagged", mutate: func(p *corev1.Pod) { p.Spec.HostAliases = []corev1.HostAlias{{IP: "10.0.0.1"}} }},
 		{name: "imagePullSecrets are honoured (node/images)", mutate: func(p *corev1.Pod) { p.Spec.ImagePullSecrets = []corev1.LocalObjectReference{{Name: "s"}} }},
 		{name: "activeDeadlineSeconds is honoured", mutate: func(p *corev1.Pod) { p.Spec.ActiveDeadlineSeconds = ptr(int64(5)) }},
 		{name: "overhead", mutate: func(p *corev1.Pod) { p.Spec.Overhead = corev1.ResourceList{"cpu": resource.MustParse("1")} }}, // sent to the runtime (podspec.SandboxResources)
 		{name: "pod resources", mutate: func(p *corev1.Pod) { p.Spec.Resources = &corev1.ResourceRequirements{} }},                // pod-level resources: QoS and cgroups
 		{name: "resourceClaims", mutate: func(p *corev1.Pod) { p.Spec.ResourceClaims = []corev1.PodResourceClaim{{Name: "gpu"}} },
 			ignored: []string{"spec.resourceClaims"}},
-		{name: "fsGroupChangePolicy", mutate: podSC(func(c *corev1.PodSecurityContext) { c.FSGroupChangePolicy = ptr(corev1.FSGroupChangeAlways) }),
-			ignored: []string{"spec.securityContext.fsGroupChangePolicy"}},
+		{name: "fsGroupChangePolicy is honoured as upstream (no effect on the supported volume types), not flagged",
+			mutate: podSC(func(c *corev1.PodSecurityContext) { c.FSGroupChangePolicy = ptr(corev1.FSGroupChangeOnRootMismatch) })},
 		{name: "sysctls are admission's (SysctlAllowlist), not flagged", mutate: podSC(func(c *corev1.PodSecurityContext) {
 			c.Sysctls = []corev1.Sysctl{{Name: "net.core.somaxconn", Value: "1024"}}
 		})},

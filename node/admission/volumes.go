@@ -11,7 +11,7 @@ import (
 // containers run without their mounts), an emptyDir's huge-page media and
 // the sizeLimit of one on disk (upstream's eviction enforces it; a medium
 // Memory emptyDir is a tmpfs of that size), and projected sources other
-// than configMap, secret and downwardAPI.
+// than configMap, secret, downwardAPI and serviceAccountToken.
 func ignoredVolumeFields(spec *corev1.PodSpec) []string {
 	var out []string
 	for i := range spec.Volumes {
@@ -43,8 +43,6 @@ func ignoredVolumeFields(spec *corev1.PodSpec) []string {
 // publish ("" for a supported one).
 func unsupportedProjection(s corev1.VolumeProjection) string {
 	switch {
-	case s.ServiceAccountToken != nil:
-		return "serviceAccountToken"
 	case s.ClusterTrustBundle != nil:
 		return "clusterTrustBundle"
 	case s.PodCertificate != nil:

@@ -4,6 +4,7 @@ import (
 	"context"
 	"io/fs"
 
+	authenticationv1 "k8s.io/api/authentication/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	nodev1 "k8s.io/api/node/v1"
@@ -25,6 +26,24 @@ type API struct {
 	// RuntimeClasses resolves runtimeClassName; nil (standalone) fails
 	// every pod that names one.
 	RuntimeClasses RuntimeClassAPI
+	// ObjectWatches keeps the configMaps and secrets of volumes fresh;
+	// nil: they are read again at each resync.
+	ObjectWatches ObjectWatchAPI
+	// Tokens issues service account tokens for projected volumes; nil
+	// (standalone): a pod whose volume needs one cannot start.
+	Tokens TokenAPI
+}
+
+// TokenAPI requests service account tokens (the serviceaccounts/token
+// subresource, TokenRequest API). Under Node authorization a node may
+// request only tokens bound to a pod bound to it, for that pod's service
+// account.
+type TokenAPI interface {
+	// CreateToken requests a token for the service account
+	// namespace/serviceAccount as tr.Spec describes it (audiences,
+	// expirationSeconds, the bound object); the answer's Status holds the
+	// token and its expiration.
+	CreateToken(ctx context.Context, namespace, serviceAccount string, tr *authenticationv1.TokenRequest) (*authenticationv1.TokenRequest, error)
 }
 
 // RuntimeClassAPI reads RuntimeClasses (node.k8s.io/v1).
@@ -232,6 +251,14 @@ type Files interface {
 	// Readlink returns the target of a symbolic link.
 	Readlink(path string) (string, error)
 	// Stat describes path, following symbolic links; a missing path is an
-	// error satisfying errors.Is(err, fs.ErrNotExist).
+	// error satisfying errors.Is(err, fs.ErrNotExist). Its mode carries
+	// fs.ModeSetgid when the setgid bit is set.
 	Stat(path string) (fs.FileInfo, error)
+	// Lchown sets the user and group owning path, not following a final
+	// symbolic link; -1 leaves an id as it is (volume ownership for a
+	// pod's fsGroup).
+	Lchown(path string, uid, gid int) error
+	// Chmod sets the permission bits of path, and its setgid bit when
+	// mode carries fs.ModeSetgid; other mode bits are ignored.
+	Chmod(path string, mode fs.FileMode) error
 }

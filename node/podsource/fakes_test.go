@@ -224,10 +224,12 @@ func (f *memFiles) Remove(string) error          { return nil }
 func (f *memFiles) RemoveAll(string) error       { return nil }
 func (f *memFiles) Symlink(string, string) error { return nil }
 
-// CreateFile, Rename, Readlink, ReadFileTail and Stat are not used by the
-// sources either.
+// CreateFile, Rename, Readlink, ReadFileTail, Stat, Lchown and Chmod are
+// not used by the sources either.
 func (f *memFiles) CreateFile(string, []byte, fs.FileMode) error { return nil }
 func (f *memFiles) Rename(string, string) error                  { return nil }
 func (f *memFiles) Readlink(string) (string, error)              { return "", fs.ErrNotExist }
 func (f *memFiles) ReadFileTail(string, int64) ([]byte, error)   { return nil, fs.ErrNotExist }
 func (f *memFiles) Stat(string) (fs.FileInfo, error)             { return nil, fs.ErrNotExist }
+func (f *memFiles) Lchown(string, int, int) error                { return nil }
+func (f *memFiles) Chmod(string, fs.FileMode) error              { return nil }

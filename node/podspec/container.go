@@ -65,7 +65,7 @@ func ContainerConfigWith(pod *corev1.Pod, c *corev1.Container, opts ContainerOpt
 		v, ok := values[name]
 		return v, ok
 	}
-	mounts, err := containerMounts(pod, c, node, lookup)
+	mounts, err := containerMounts(pod, c, podIPs, node, lookup)
 	if err != nil {
 		return nil, fail(err)
 	}

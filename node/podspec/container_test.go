@@ -68,7 +68,9 @@ func TestContainerConfig(t *testing.T) {
 			podstate.AnnotationTerminationMessagePth:    "/dev/termination-log",
 			podstate.AnnotationTerminationMessagePolicy: "",
 		},
-		LogPath:   "app/3.log",
+		LogPath: "app/3.log",
+		// The managed hosts file, last (kubelet_pods.go makeMounts).
+		Mounts:    []*runtimeapi.Mount{{ContainerPath: "/etc/hosts", HostPath: "/var/lib/lockstep/pods/uid-1/etc-hosts"}},
 		Stdin:     true,
 		StdinOnce: true,
 		Tty:       true,

@@ -120,8 +120,9 @@ func readOnlyPlugin(plugin string) bool {
 // its volume: an absolute one or one with a ".." component is refused.
 // Mounts of volume types the agent does not support are left out (the pod
 // runs without them; admission names them). Bidirectional propagation is
-// refused for an unprivileged container, as upstream.
-func containerMounts(pod *corev1.Pod, c *corev1.Container, node NodeInfo, lookup func(string) (string, bool)) ([]*runtimeapi.Mount, error) {
+// refused for an unprivileged container, as upstream. The pod's managed
+// hosts file comes last (see hostsMount; podIPs are the sandbox's).
+func containerMounts(pod *corev1.Pod, c *corev1.Container, podIPs []string, node NodeInfo, lookup func(string) (string, bool)) ([]*runtimeapi.Mount, error) {
 	vols := make(map[string]*corev1.Volume, len(pod.Spec.Volumes))
 	for i := range pod.Spec.Volumes {
 		vols[pod.Spec.Volumes[i].Name] = &pod.Spec.Volumes[i]
@@ -150,6 +151,9 @@ func containerMounts(pod *corev1.Pod, c *corev1.Container, node NodeInfo, lookup
 			Readonly:      m.ReadOnly || readOnlyPlugin(plugin),
 			Propagation:   prop,
 		})
+	}
+	if m := hostsMount(pod, c, podIPs, node); m != nil {
+		out = append(out, m)
 	}
 	return out, nil
 }

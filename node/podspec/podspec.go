@@ -97,6 +97,9 @@ type NodeInfo struct {
 	// exist, masked in every container after the default masked paths, as
 	// upstream does. The caller finds them; empty masks none.
 	ThermalThrottlePaths []string
+	// HostsFile is the node's hosts file, which host-network pods' managed
+	// hosts files copy; empty means DefaultNodeHostsFile.
+	HostsFile string
 }
 
 // hostIPs returns the node's IPs, primary first.

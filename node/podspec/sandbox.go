@@ -82,33 +82,42 @@ func sandboxLabels(pod *corev1.Pod, ref podstate.PodRef) map[string]string {
 // or hostname.subdomain.namespace.svc.clusterDomain when the pod asks for
 // its FQDN as hostname.
 func podHostname(pod *corev1.Pod, clusterDomain string) (string, error) {
+	hostname, domain, err := hostnameAndDomain(pod, clusterDomain)
+	if err != nil || domain == "" || pod.Spec.SetHostnameAsFQDN == nil || !*pod.Spec.SetHostnameAsFQDN {
+		return hostname, err
+	}
+	fqdn := hostname + "." + domain
+	if len(fqdn) > fqdnMaxLen {
+		return "", fmt.Errorf("FQDN %q is too long to be a hostname (%d characters, at most %d)", fqdn, len(fqdn), fqdnMaxLen)
+	}
+	return fqdn, nil
+}
+
+// hostnameAndDomain returns the pod's short hostname (its hostname or
+// name, cut to 63 characters without a trailing '-' or '.') and its
+// domain, subdomain.namespace.svc.clusterDomain ("" without a
+// subdomain), as upstream's GeneratePodHostNameAndDomain.
+func hostnameAndDomain(pod *corev1.Pod, clusterDomain string) (string, string, error) {
 	hostname := pod.Name
 	if pod.Spec.Hostname != "" {
 		if msgs := validation.IsDNS1123Label(pod.Spec.Hostname); len(msgs) != 0 {
-			return "", fmt.Errorf("hostname %q is not a valid DNS label: %s", pod.Spec.Hostname, strings.Join(msgs, "; "))
+			return "", "", fmt.Errorf("hostname %q is not a valid DNS label: %s", pod.Spec.Hostname, strings.Join(msgs, "; "))
 		}
 		hostname = pod.Spec.Hostname
 	}
 	if len(hostname) > hostnameMaxLen {
 		hostname = strings.TrimRight(hostname[:hostnameMaxLen], "-.")
 		if hostname == "" {
-			return "", fmt.Errorf("hostname %q cannot be truncated to a valid one", pod.Name)
+			return "", "", fmt.Errorf("hostname %q cannot be truncated to a valid one", pod.Name)
 		}
 	}
 	if pod.Spec.Subdomain == "" {
-		return hostname, nil
+		return hostname, "", nil
 	}
 	if msgs := validation.IsDNS1123Label(pod.Spec.Subdomain); len(msgs) != 0 {
-		return "", fmt.Errorf("subdomain %q is not a valid DNS label: %s", pod.Spec.Subdomain, strings.Join(msgs, "; "))
+		return "", "", fmt.Errorf("subdomain %q is not a valid DNS label: %s", pod.Spec.Subdomain, strings.Join(msgs, "; "))
 	}
-	if pod.Spec.SetHostnameAsFQDN == nil || !*pod.Spec.SetHostnameAsFQDN {
-		return hostname, nil
-	}
-	fqdn := fmt.Sprintf("%s.%s.%s.svc.%s", hostname, pod.Spec.Subdomain, pod.Namespace, clusterDomain)
-	if len(fqdn) > fqdnMaxLen {
-		return "", fmt.Errorf("FQDN %q is too long to be a hostname (%d characters, at most %d)", fqdn, len(fqdn), fqdnMaxLen)
-	}
-	return fqdn, nil
+	return hostname, fmt.Sprintf("%s.%s.svc.%s", pod.Spec.Subdomain, pod.Namespace, clusterDomain), nil
 }
 
 // portMappings lists the ports of the pod's regular containers, in spec

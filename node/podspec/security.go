@@ -373,3 +373,23 @@ func appArmorFromAnnotation(v string) *corev1.AppArmorProfile {
 	}
 	return nil
 }
+
+// FSUser returns the user that owns a pod's projected tokens, as
+// upstream's FsUserFrom: the effective runAsUser shared by every init and
+// regular container; false when one sets none or two differ.
+func FSUser(pod *corev1.Pod) (int64, bool) {
+	var uid *int64
+	for _, list := range [][]corev1.Container{pod.Spec.InitContainers, pod.Spec.Containers} {
+		for i := range list {
+			u := effectiveSecurityContext(pod, &list[i]).RunAsUser
+			if u == nil || uid != nil && *uid != *u {
+				return 0, false
+			}
+			uid = u
+		}
+	}
+	if uid == nil {
+		return 0, false
+	}
+	return *uid, true
+}

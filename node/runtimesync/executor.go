@@ -254,7 +254,7 @@ func (e *Executor) SyncPod(ctx context.Context, pod *corev1.Pod, st *podstate.Po
 			targetNamespace(cfg, pod, st, s.Index)
 		}
 		if err == nil {
-			err = e.prepareMounts(cfg)
+			err = e.prepareMounts(pod, podIPs, cfg)
 		}
 		if err != nil {
 			res.Waiting[s.Name] = Waiting{Reason: podutil.ReasonCreateContainerConfigError, Message: err.Error()}

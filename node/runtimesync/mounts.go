@@ -16,13 +16,21 @@ import (
 // pod volumes, as upstream does, after checking that no component of the
 // subPath is a symbolic link leading out of its volume (the escape of
 // CVE-2017-1002101: a container writes a link into a shared volume, and a
-// later subPath mount would follow it onto the host).
-func (e *Executor) prepareMounts(cfg *runtimeapi.ContainerConfig) error {
+// later subPath mount would follow it onto the host). It writes the pod's
+// managed hosts file when the container mounts it (see writeHostsFile).
+func (e *Executor) prepareMounts(pod *corev1.Pod, podIPs []string, cfg *runtimeapi.ContainerConfig) error {
 	if e.ports.Files == nil {
 		return nil
 	}
 	pods := podspec.PodsDir(e.cfg.Node.RootDir) + string(filepath.Separator)
+	hostsFile := podspec.HostsFilePath(e.cfg.Node.RootDir, pod.UID)
 	for _, m := range cfg.GetMounts() {
+		if m.GetHostPath() == hostsFile {
+			if err := e.writeHostsFile(pod, podIPs, hostsFile); err != nil {
+				return err
+			}
+			continue
+		}
 		rest, ok := strings.CutPrefix(m.GetHostPath(), pods)
 		if !ok {
 			continue
@@ -39,6 +47,31 @@ func (e *Executor) prepareMounts(cfg *runtimeapi.ContainerConfig) error {
 		if err := e.ports.Files.MkdirAll(m.GetHostPath()); err != nil {
 			return fmt.Errorf("mount %s: create subPath directory: %w", m.GetContainerPath(), err)
 		}
+	}
+	return nil
+}
+
+// writeHostsFile writes the pod's managed hosts file before a container
+// that mounts it is created, as upstream does at every container
+// creation: from the pod's IPs, hostname, subdomain and hostAliases, or
+// for a host-network pod from the node's hosts file read now.
+func (e *Executor) writeHostsFile(pod *corev1.Pod, podIPs []string, file string) error {
+	var nodeHosts []byte
+	if pod.Spec.HostNetwork {
+		var err error
+		if nodeHosts, err = e.ports.Files.ReadFile(e.cfg.Node.NodeHostsFile()); err != nil {
+			return fmt.Errorf("hosts file of pod %s/%s: read the node's hosts file: %w", pod.Namespace, pod.Name, err)
+		}
+	}
+	content, err := podspec.HostsFile(pod, podIPs, e.cfg.Node, nodeHosts)
+	if err != nil {
+		return err
+	}
+	if err := e.ports.Files.MkdirAll(filepath.Dir(file)); err != nil {
+		return fmt.Errorf("hosts file of pod %s/%s: %w", pod.Namespace, pod.Name, err)
+	}
+	if err := e.ports.Files.CreateFile(file, content, 0o644); err != nil {
+		return fmt.Errorf("hosts file of pod %s/%s: %w", pod.Namespace, pod.Name, err)
 	}
 	return nil
 }

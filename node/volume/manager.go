@@ -3,18 +3,24 @@
 // is not terminated, RemovePod once it has terminated); its actual state is
 // what is on disk below <root>/pods/<uid>/volumes/<plugin>/<name>, read
 // back on every pass, so a restarted agent knows it without memory. A
-// reconciler task on the injected clock sets up what is missing, refreshes
-// API data volumes (configMap, secret, downwardAPI, projected) every
-// ResyncPeriod through an atomic ..data link swap, retries failures under
-// a per-volume back-off with a FailedMount event each, and tears down the
+// reconciler task on the injected clock sets up what is missing and
+// refreshes API data volumes (configMap, secret, downwardAPI, projected)
+// every ResyncPeriod, and at once when a watched configMap or secret
+// changes, through an atomic ..data link swap; it retries failures under a
+// per-volume back-off with a FailedMount event each, and tears down the
 // directories of terminated pods and of orphans (pods no part of the agent
 // knows, found by the housekeeping's CleanupOrphans). A pod's sync waits
 // for its volumes with WaitForPod (bounded).
 //
-// A Secret and an emptyDir of medium Memory are a tmpfs (deps.Mounter;
-// sized by sizeLimit), unmounted before the pod's directory is removed;
-// without a mounter they are plain directories. The volume types listed
-// by podspec.VolumePlugin are the only ones set up.
+// The configMaps and secrets the volumes read are kept by single-object
+// watches, reference-counted by pod (objcache.go); projected service
+// account tokens come from node/token, renewed once 80 % of their lifetime
+// has passed; with an fsGroup, volumes get upstream's ownership
+// (ownership.go). A Secret, a projected or downwardAPI volume and an
+// emptyDir of medium Memory are a tmpfs (deps.Mounter; sized by
+// sizeLimit), unmounted before the pod's directory is removed; without a
+// mounter they are plain directories. The volume types listed by
+// podspec.VolumePlugin are the only ones set up.
 package volume
 
 import (
@@ -33,6 +39,7 @@ import (
 	"github.com/lockstep-dev/lockstep/node/backoff"
 	"github.com/lockstep-dev/lockstep/node/deps"
 	"github.com/lockstep-dev/lockstep/node/podspec"
+	"github.com/lockstep-dev/lockstep/node/token"
 )
 
 // Defaults of Config's zero fields.
@@ -73,6 +80,8 @@ type Manager struct {
 	files   deps.Files
 	mounts  deps.Mounter
 	objects deps.ObjectAPI
+	watched *objectCache
+	tokens  *token.Manager
 	events  deps.EventSink
 	cfg     Config
 	wake    deps.Signal
@@ -101,6 +110,12 @@ type Ports struct {
 	Mounts deps.Mounter
 	// Objects reads configMaps and secrets; nil: none can be read.
 	Objects deps.ObjectAPI
+	// Watches keeps the configMaps and secrets of volumes fresh by
+	// single-object watches; nil: they are read at each resync.
+	Watches deps.ObjectWatchAPI
+	// Tokens issues the service account tokens of projected volumes; nil:
+	// none can be had.
+	Tokens deps.TokenAPI
 	// Events records FailedMount; nil records none.
 	Events deps.EventSink
 }
@@ -122,18 +137,22 @@ func New(d deps.Core, ports Ports, cfg Config) *Manager {
 	if cfg.Backoff.Max <= 0 {
 		cfg.Backoff.Max = 2*time.Minute + 2*time.Second
 	}
-	return &Manager{
+	m := &Manager{
 		clock: d.Clock, tasks: d.Tasks, log: d.Log.With("component", "volumes"), files: ports.Files, mounts: ports.Mounts,
-		objects: ports.Objects, events: ports.Events, cfg: cfg,
+		objects: ports.Objects, tokens: token.New(d, ports.Tokens), events: ports.Events, cfg: cfg,
 		wake:    d.Tasks.NewSignal("volume reconciler wake"),
 		retry:   backoff.New(cfg.Backoff),
 		desired: map[types.UID]*corev1.Pod{}, removable: map[types.UID]bool{},
 		vols: map[string]*volState{}, waiters: map[types.UID]deps.Signal{},
 	}
+	m.watched = &objectCache{tasks: d.Tasks, clock: d.Clock, rand: d.Rand, log: m.log, api: ports.Watches,
+		changed: m.wake.Notify, entries: map[objKey]*cacheEntry{}, podRefs: map[types.UID][]objKey{}}
+	return m
 }
 
 // Start runs the reconciler until ctx ends.
 func (m *Manager) Start(ctx context.Context) {
+	m.watched.start(ctx)
 	m.tasks.Go("volume reconciler", func() { m.run(ctx) })
 }
 
@@ -158,6 +177,7 @@ func (m *Manager) AddPod(pod *corev1.Pod) {
 	}
 	m.mu.Unlock()
 	if !known {
+		m.watched.acquire(pod)
 		m.wake.Notify()
 	}
 }
@@ -170,6 +190,7 @@ func (m *Manager) RemovePod(uid types.UID) {
 	delete(m.waiters, uid)
 	m.removable[uid] = true
 	m.mu.Unlock()
+	m.watched.release(uid)
 	m.wake.Notify()
 }
 
@@ -308,7 +329,8 @@ func (m *Manager) reconcilePod(ctx context.Context, pod *corev1.Pod) {
 			st = &volState{}
 			m.vols[key] = st
 		}
-		due := st.refreshed.IsZero() || now.Sub(st.refreshed) >= m.cfg.ResyncPeriod
+		due := st.refreshed.IsZero() || now.Sub(st.refreshed) >= m.cfg.ResyncPeriod ||
+			m.watched.changedSince(pod.Namespace, v, st.refreshed)
 		backingOff := st.err != nil && m.retry.Remaining(key, time.Time{}, st.failedAt, now) > 0
 		m.mu.Unlock()
 		if backingOff || !due && m.isSetUp(pod, v) {
@@ -369,6 +391,7 @@ func (m *Manager) tearDown(uid types.UID) {
 		m.log.Warn("removing a pod's directory failed; will retry", "uid", string(uid), "error", err.Error())
 		return
 	}
+	m.tokens.Forget(uid)
 	m.log.Info("pod volumes torn down", "uid", string(uid))
 	m.mu.Lock()
 	delete(m.removable, uid)

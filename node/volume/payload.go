@@ -23,6 +23,9 @@ type File struct {
 	Path string
 	Data []byte
 	Mode fs.FileMode
+	// FSUser, when set, owns the file (a projected token of a pod whose
+	// containers all run as that user).
+	FSUser *int64
 }
 
 // Payload is the complete content of an API data volume, by path.
@@ -33,7 +36,10 @@ type Payload map[string]File
 type sources struct {
 	configMaps map[string]*corev1.ConfigMap
 	secrets    map[string]*corev1.Secret
-	node       podspec.NodeInfo
+	// tokens are the service account tokens of a projected volume, by
+	// the index of their source.
+	tokens map[int]string
+	node   podspec.NodeInfo
 }
 
 // modeOf returns an item's mode, else the volume's default, else 0644.
@@ -54,6 +60,17 @@ func (p Payload) add(file string, data []byte, mode fs.FileMode) error {
 		return fmt.Errorf("invalid path %q", file)
 	}
 	p[clean] = File{Path: clean, Data: data, Mode: mode}
+	return nil
+}
+
+// addOwned puts a file owned by fsUser (nil: root) in p.
+func (p Payload) addOwned(file string, data []byte, mode fs.FileMode, fsUser *int64) error {
+	if err := p.add(file, data, mode); err != nil {
+		return err
+	}
+	f := p[path.Clean(file)]
+	f.FSUser = fsUser
+	p[f.Path] = f
 	return nil
 }
 
@@ -154,12 +171,16 @@ func payloadOf(pod *corev1.Pod, v *corev1.Volume, src sources) (Payload, error) 
 	return p, nil
 }
 
-// projected publishes every supported source of a projected volume.
-// serviceAccountToken, clusterTrustBundle and podCertificate sources are
-// not supported yet: admission names them and they publish nothing.
+// projected publishes every supported source of a projected volume: a
+// serviceAccountToken source publishes the token fetched for it, as
+// upstream: owned by the user all the pod's containers run as (if one),
+// mode 0600 when there is such a user or an fsGroup (the ownership step
+// then makes it group-readable). clusterTrustBundle and
+// podCertificate sources are not supported yet: admission names them and
+// they publish nothing.
 func (p Payload) projected(pod *corev1.Pod, pv *corev1.ProjectedVolumeSource, src sources) error {
 	def := pv.DefaultMode
-	for _, s := range pv.Sources {
+	for i, s := range pv.Sources {
 		var err error
 		switch {
 		case s.ConfigMap != nil:
@@ -168,6 +189,18 @@ func (p Payload) projected(pod *corev1.Pod, pv *corev1.ProjectedVolumeSource, sr
 			err = p.secret(s.Secret.Name, src.secrets[s.Secret.Name], s.Secret.Items, def, s.Secret.Optional)
 		case s.DownwardAPI != nil:
 			err = p.downward(pod, s.DownwardAPI.Items, def, src.node)
+		case s.ServiceAccountToken != nil:
+			mode := modeOf(nil, def)
+			var owner *int64
+			if uid, ok := podspec.FSUser(pod); ok {
+				owner = &uid
+			}
+			if owner != nil || fsGroup(pod) != nil {
+				mode = 0o600
+			}
+			if err = p.addOwned(s.ServiceAccountToken.Path, []byte(src.tokens[i]), mode, owner); err != nil {
+				err = fmt.Errorf("serviceAccountToken %q: %w", s.ServiceAccountToken.Path, err)
+			}
 		}
 		if err != nil {
 			return err

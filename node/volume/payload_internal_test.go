@@ -13,6 +13,8 @@ import (
 
 func i32(v int32) *int32 { return &v }
 
+func file(p string, data []byte, mode fs.FileMode) File { return File{Path: p, Data: data, Mode: mode} }
+
 func TestPayloadOf(t *testing.T) {
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns", Labels: map[string]string{"app": "x", "tier": "web"}},
@@ -21,6 +23,7 @@ func TestPayloadOf(t *testing.T) {
 	src := sources{
 		configMaps: map[string]*corev1.ConfigMap{"cm": {Data: map[string]string{"a": "1", "b": "2"}, BinaryData: map[string][]byte{"bin": {0, 1}}}},
 		secrets:    map[string]*corev1.Secret{"s": {Data: map[string][]byte{"user": []byte("root"), "pw": []byte("x")}}},
+		tokens:     map[int]string{3: "tok-3"},
 		node:       podspec.NodeInfo{},
 	}
 	no := false
@@ -33,11 +36,11 @@ func TestPayloadOf(t *testing.T) {
 	}{
 		{name: "configMap, every key, default mode",
 			vol:  corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: "cm"}}},
-			want: Payload{"a": {"a", []byte("1"), 0o644}, "b": {"b", []byte("2"), 0o644}, "bin": {"bin", []byte{0, 1}, 0o644}}},
+			want: Payload{"a": file("a", []byte("1"), 0o644), "b": file("b", []byte("2"), 0o644), "bin": file("bin", []byte{0, 1}, 0o644)}},
 		{name: "configMap items with modes",
 			vol: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: "cm"},
 				DefaultMode: i32(0o600), Items: []corev1.KeyToPath{{Key: "a", Path: "dir/one"}, {Key: "b", Path: "two", Mode: i32(0o400)}}}},
-			want: Payload{"dir/one": {"dir/one", []byte("1"), 0o600}, "two": {"two", []byte("2"), 0o400}}},
+			want: Payload{"dir/one": file("dir/one", []byte("1"), 0o600), "two": file("two", []byte("2"), 0o400)}},
 		{name: "configMap missing item",
 			vol: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: "cm"},
 				Items: []corev1.KeyToPath{{Key: "zz", Path: "z"}}}},
@@ -50,7 +53,7 @@ func TestPayloadOf(t *testing.T) {
 			want: Payload{}},
 		{name: "secret items",
 			vol:  corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: "s", Items: []corev1.KeyToPath{{Key: "user", Path: "u"}}}},
-			want: Payload{"u": {"u", []byte("root"), 0o644}}},
+			want: Payload{"u": file("u", []byte("root"), 0o644)}},
 		{name: "path escaping the volume",
 			vol:     corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: "s", Items: []corev1.KeyToPath{{Key: "user", Path: "../u"}}}},
 			wantErr: `secret "s" key "user": invalid path "../u"`},
@@ -59,7 +62,7 @@ func TestPayloadOf(t *testing.T) {
 				{Path: "labels", FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.labels"}},
 				{Path: "name", FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.name"}},
 			}}},
-			want: Payload{"labels": {"labels", []byte("app=\"x\"\ntier=\"web\""), 0o644}, "name": {"name", []byte("p"), 0o644}}},
+			want: Payload{"labels": file("labels", []byte("app=\"x\"\ntier=\"web\""), 0o644), "name": file("name", []byte("p"), 0o644)}},
 		{name: "projected sources merged",
 			vol: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{DefaultMode: i32(0o440), Sources: []corev1.VolumeProjection{
 				{ConfigMap: &corev1.ConfigMapProjection{LocalObjectReference: corev1.LocalObjectReference{Name: "cm"}, Items: []corev1.KeyToPath{{Key: "a", Path: "a"}}}},
@@ -67,25 +70,63 @@ func TestPayloadOf(t *testing.T) {
 				{DownwardAPI: &corev1.DownwardAPIProjection{Items: []corev1.DownwardAPIVolumeFile{{Path: "ns", FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.namespace"}}}}},
 				{ServiceAccountToken: &corev1.ServiceAccountTokenProjection{Path: "token"}},
 			}}},
-			want: Payload{"a": {"a", []byte("1"), 0o440}, "pw": {"pw", []byte("x"), 0o440}, "ns": {"ns", []byte("ns"), 0o440}}},
+			want: Payload{"a": file("a", []byte("1"), 0o440), "pw": file("pw", []byte("x"), 0o440), "ns": file("ns", []byte("ns"), 0o440),
+				"token": file("token", []byte("tok-3"), 0o440)}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			v := &corev1.Volume{Name: "v", VolumeSource: tc.vol}
 			got, err := payloadOf(pod, v, src)
-			if tc.wantErr != "" {
-				if err == nil || err.Error() != tc.wantErr {
-					t.Fatalf("err = %v, want %q", err, tc.wantErr)
-				}
-				return
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			if diff := cmp.Diff(tc.want, got); diff != "" {
-				t.Errorf("payload (-want +got):\n%s", diff)
-			}
+			checkPayload(t, got, err, tc.want, tc.wantErr)
 		})
+	}
+}
+
+// TestPayloadTokenPrivate: a projected token is 0600 (the ownership step
+// then makes it 0640) when the pod has an fsGroup or one runAsUser for all
+// its containers, and owned by that user, as upstream's projected plugin
+// writes it (projected.go collectData, FsUserFrom).
+func TestPayloadTokenPrivate(t *testing.T) {
+	uid, gid := int64(1000), int64(2000)
+	vol := &corev1.Volume{Name: "v", VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{DefaultMode: i32(0o644),
+		Sources: []corev1.VolumeProjection{{ServiceAccountToken: &corev1.ServiceAccountTokenProjection{Path: "token"}}}}}}
+	src := sources{tokens: map[int]string{0: "t"}}
+	cases := []struct {
+		name string
+		sc   *corev1.PodSecurityContext
+		c    []corev1.Container
+		want fs.FileMode
+		user *int64
+	}{
+		{"no security context", nil, []corev1.Container{{Name: "a"}}, 0o644, nil},
+		{"fsGroup", &corev1.PodSecurityContext{FSGroup: &gid}, []corev1.Container{{Name: "a"}}, 0o600, nil},
+		{"pod runAsUser", &corev1.PodSecurityContext{RunAsUser: &uid}, []corev1.Container{{Name: "a"}, {Name: "b"}}, 0o600, &uid},
+		{"containers differ", nil, []corev1.Container{{Name: "a", SecurityContext: &corev1.SecurityContext{RunAsUser: &uid}}, {Name: "b"}}, 0o644, nil},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			pod := &corev1.Pod{Spec: corev1.PodSpec{SecurityContext: tc.sc, Containers: tc.c}}
+			got, err := payloadOf(pod, vol, src)
+			want := file("token", []byte("t"), tc.want)
+			want.FSUser = tc.user
+			checkPayload(t, got, err, Payload{"token": want}, "")
+		})
+	}
+}
+
+func checkPayload(t *testing.T, got Payload, err error, want Payload, wantErr string) {
+	t.Helper()
+	if wantErr != "" {
+		if err == nil || err.Error() != wantErr {
+			t.Fatalf("err = %v, want %q", err, wantErr)
+		}
+		return
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("payload (-want +got):\n%s", diff)
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"path"
 
+	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
@@ -14,14 +15,15 @@ import (
 )
 
 // isSetUp reports whether a pod's volume is set up, from the disk alone:
-// an emptyDir's directory exists, an API data volume has published its
-// content once, a hostPath volume passes its type check.
+// an emptyDir's directory exists with its mode (and fsGroup's setgid), an
+// API data volume has published its content once, a hostPath volume
+// passes its type check.
 func (m *Manager) isSetUp(pod *corev1.Pod, v *corev1.Volume) bool {
 	dir := podspec.VolumeDir(m.cfg.Node.RootDir, pod.UID, v)
 	switch plugin, _ := podspec.VolumePlugin(v); plugin {
 	case podspec.PluginEmptyDir:
 		info, err := m.files.Stat(dir)
-		return err == nil && info.IsDir() && m.mounted(dir, v)
+		return err == nil && emptyDirReady(pod, info) && m.mounted(dir, v)
 	case podspec.PluginHostPath:
 		return checkHostPathType(m.stat(dir), dir, v.HostPath.Type) == nil
 	case podspec.PluginConfigMap, podspec.PluginSecret, podspec.PluginDownwardAPI, podspec.PluginProjected:
@@ -36,11 +38,11 @@ func (m *Manager) setUp(ctx context.Context, pod *corev1.Pod, v *corev1.Volume) 
 	dir := podspec.VolumeDir(m.cfg.Node.RootDir, pod.UID, v)
 	switch plugin, _ := podspec.VolumePlugin(v); plugin {
 	case podspec.PluginEmptyDir:
-		return m.ensureTmpfs(dir, v)
+		return m.setUpEmptyDir(pod, dir, v)
 	case podspec.PluginHostPath:
 		return m.setUpHostPath(dir, v.HostPath.Type)
 	case podspec.PluginConfigMap, podspec.PluginSecret, podspec.PluginDownwardAPI, podspec.PluginProjected:
-		src, err := m.fetch(ctx, pod.Namespace, v)
+		src, err := m.fetch(ctx, pod, v)
 		if err != nil {
 			return false, err
 		}
@@ -52,21 +54,37 @@ func (m *Manager) setUp(ctx context.Context, pod *corev1.Pod, v *corev1.Volume) 
 		if err != nil {
 			return false, err
 		}
-		wrote, err := writeAtomic(m.files, dir, p, m.clock.Now())
+		// The new content gets the pod's fsGroup before it is published
+		// (the whole volume, as upstream: the first write also creates
+		// files outside the timestamped directory).
+		setPerms := func() error {
+			if gid := fsGroup(pod); gid != nil {
+				return m.setOwnership(dir, *gid, true)
+			}
+			return nil
+		}
+		wrote, err := writeAtomic(m.files, dir, p, m.clock.Now(), setPerms)
 		return mountedNow || wrote, err
 	}
 	return false, nil
 }
 
-// fetch reads the ConfigMaps and Secrets a volume references; a missing
-// one is nil in the result (the payload decides whether that is fatal).
-func (m *Manager) fetch(ctx context.Context, namespace string, v *corev1.Volume) (sources, error) {
-	src := sources{configMaps: map[string]*corev1.ConfigMap{}, secrets: map[string]*corev1.Secret{}, node: m.cfg.Node}
+// fetch reads the ConfigMaps and Secrets a volume references, from the
+// watch cache, else with a GET (a missing one is nil in the result: the
+// payload decides whether that is fatal)
+// and the service account tokens its projected sources ask for.
+func (m *Manager) fetch(ctx context.Context, pod *corev1.Pod, v *corev1.Volume) (sources, error) {
+	namespace := pod.Namespace
+	src := sources{configMaps: map[string]*corev1.ConfigMap{}, secrets: map[string]*corev1.Secret{}, tokens: map[int]string{}, node: m.cfg.Node}
 	cms, secs := referenced(v)
 	if len(cms)+len(secs) > 0 && m.objects == nil {
 		return src, errors.New("the agent has no apiserver to read configmaps and secrets from")
 	}
 	for _, name := range cms {
+		if cm, ok := m.watched.configMap(namespace, name); ok {
+			src.configMaps[name] = cm
+			continue
+		}
 		cm, err := m.objects.GetConfigMap(ctx, namespace, name)
 		if err != nil && !apierrors.IsNotFound(err) {
 			return src, fmt.Errorf("get configmap %q: %w", name, err)
@@ -74,13 +92,51 @@ func (m *Manager) fetch(ctx context.Context, namespace string, v *corev1.Volume)
 		src.configMaps[name] = cm
 	}
 	for _, name := range secs {
+		if sec, ok := m.watched.secret(namespace, name); ok {
+			src.secrets[name] = sec
+			continue
+		}
 		sec, err := m.objects.GetSecret(ctx, namespace, name)
 		if err != nil && !apierrors.IsNotFound(err) {
 			return src, fmt.Errorf("get secret %q: %w", name, err)
 		}
 		src.secrets[name] = sec
 	}
+	if v.Projected == nil {
+		return src, nil
+	}
+	for i, s := range v.Projected.Sources {
+		if s.ServiceAccountToken == nil {
+			continue
+		}
+		tr, err := m.tokens.Get(ctx, namespace, pod.Spec.ServiceAccountName, tokenRequest(pod, s.ServiceAccountToken))
+		if err != nil {
+			return src, err
+		}
+		src.tokens[i] = tr.Status.Token
+	}
 	return src, nil
+}
+
+// DefaultTokenExpirationSeconds is the lifetime asked for a projected
+// token whose source sets none (the API's default).
+const DefaultTokenExpirationSeconds = 3600
+
+// tokenRequest is the TokenRequest of a serviceAccountToken projection:
+// its audience (none: the apiserver's), its lifetime, bound to the pod.
+func tokenRequest(pod *corev1.Pod, tp *corev1.ServiceAccountTokenProjection) *authenticationv1.TokenRequest {
+	exp := int64(DefaultTokenExpirationSeconds)
+	if tp.ExpirationSeconds != nil {
+		exp = *tp.ExpirationSeconds
+	}
+	tr := &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{
+		ExpirationSeconds: &exp,
+		BoundObjectRef:    &authenticationv1.BoundObjectReference{APIVersion: "v1", Kind: "Pod", Name: pod.Name, UID: pod.UID},
+	}}
+	if tp.Audience != "" {
+		tr.Spec.Audiences = []string{tp.Audience}
+	}
+	return tr
 }
 
 // setUpHostPath checks a hostPath volume's type, creating a directory or

@@ -10,11 +10,12 @@ import (
 	"github.com/lockstep-dev/lockstep/node/podspec"
 )
 
-// memoryBacked reports whether a volume lives on a tmpfs (a Secret, an
-// emptyDir of medium Memory) and the tmpfs's size (0: the default).
+// memoryBacked reports whether a volume lives on a tmpfs (a Secret, a
+// projected or downwardAPI volume, as upstream wraps them; an emptyDir of
+// medium Memory) and the tmpfs's size (0: the default).
 func memoryBacked(v *corev1.Volume) (bool, int64) {
 	switch {
-	case v.Secret != nil:
+	case v.Secret != nil, v.Projected != nil, v.DownwardAPI != nil:
 		return true, 0
 	case v.EmptyDir != nil && v.EmptyDir.Medium == corev1.StorageMediumMemory:
 		if v.EmptyDir.SizeLimit != nil {
@@ -57,7 +58,7 @@ func (m *Manager) unmountAll(uid types.UID) error {
 	if m.mounts == nil {
 		return nil
 	}
-	for _, plugin := range []string{podspec.PluginEmptyDir, podspec.PluginSecret} {
+	for _, plugin := range []string{podspec.PluginEmptyDir, podspec.PluginSecret, podspec.PluginProjected, podspec.PluginDownwardAPI} {
 		pdir := path.Join(podspec.PodVolumesDir(m.cfg.Node.RootDir, uid), plugin)
 		entries, err := m.files.ReadDir(pdir)
 		if err != nil {

@@ -31,10 +31,11 @@ func published(files deps.Files, dir string) bool {
 // writeAtomic publishes p in dir as upstream's atomic writer does: the
 // files go into a new timestamped directory, the ..data link is swapped to
 // it with one rename, and each top-level name is a link through ..data,
-// so a reader sees either the old set or the new one, never a mix. It
-// does nothing when dir already holds exactly p, and reports whether it
-// wrote.
-func writeAtomic(files deps.Files, dir string, p Payload, now time.Time) (bool, error) {
+// so a reader sees either the old set or the new one, never a mix. A file
+// with an FSUser is given to that user; setPerms (nil: none) runs once the
+// new files are written and before they are published. It does nothing
+// when dir already holds exactly p, and reports whether it wrote.
+func writeAtomic(files deps.Files, dir string, p Payload, now time.Time, setPerms func() error) (bool, error) {
 	if err := files.MkdirAll(dir); err != nil {
 		return false, err
 	}
@@ -55,6 +56,16 @@ func writeAtomic(files deps.Files, dir string, p Payload, now time.Time) (bool, 
 			return false, err
 		}
 		if err := files.CreateFile(full, f.Data, f.Mode); err != nil {
+			return false, err
+		}
+		if f.FSUser != nil {
+			if err := files.Lchown(full, int(*f.FSUser), -1); err != nil {
+				return false, fmt.Errorf("chown %s: %w", full, err)
+			}
+		}
+	}
+	if setPerms != nil {
+		if err := setPerms(); err != nil {
 			return false, err
 		}
 	}

@@ -141,6 +141,7 @@ func (s *Server) DropWatches() {
 	n := s.breakWatchesLocked(func(w *podWatch) error {
 		return fmt.Errorf("watch pods on node %q: connection dropped: %w", w.node, io.ErrUnexpectedEOF)
 	})
+	n += s.breakObjWatchesLocked()
 	s.log.Info("apiserver fault: drop watches", "watches", n)
 }
 
@@ -167,6 +168,7 @@ func (s *Server) Down(down bool) {
 		n = s.breakWatchesLocked(func(w *podWatch) error {
 			return s.refused(VerbWatch, fmt.Sprintf("pods on node %q", w.node))
 		})
+		n += s.breakObjWatchesLocked()
 	}
 	s.log.Info("apiserver fault: down", "down", down, "watchesBroken", n)
 }

@@ -42,6 +42,7 @@ func (s *Server) GetConfigMap(ctx context.Context, namespace, name string) (*cor
 	if err := s.authorizeReferenced("configmaps", namespace, name, refersToConfigMap); err != nil {
 		return nil, err
 	}
+	s.objGetCount["configmaps"]++
 	cm, ok := s.objs.configMaps[key(namespace, name)]
 	if !ok {
 		return nil, apierrors.NewNotFound(configMapsResource, name)
@@ -60,6 +61,7 @@ func (s *Server) GetSecret(ctx context.Context, namespace, name string) (*corev1
 	if err := s.authorizeReferenced("secrets", namespace, name, refersToSecret); err != nil {
 		return nil, err
 	}
+	s.objGetCount["secrets"]++
 	sec, ok := s.objs.secrets[key(namespace, name)]
 	if !ok {
 		return nil, apierrors.NewNotFound(secretsResource, name)
@@ -112,7 +114,7 @@ func allContainers(spec *corev1.PodSpec) []*corev1.Container {
 }
 
 // refersToConfigMap reports whether a pod spec names the configMap in an
-// env var, an envFrom or a volume.
+// env var, an envFrom or a volume (projected sources included).
 func refersToConfigMap(spec *corev1.PodSpec, name string) bool {
 	for _, c := range allContainers(spec) {
 		for _, e := range c.Env {
@@ -130,12 +132,20 @@ func refersToConfigMap(spec *corev1.PodSpec, name string) bool {
 		if v.ConfigMap != nil && v.ConfigMap.Name == name {
 			return true
 		}
+		if v.Projected != nil {
+			for _, src := range v.Projected.Sources {
+				if src.ConfigMap != nil && src.ConfigMap.Name == name {
+					return true
+				}
+			}
+		}
 	}
 	return false
 }
 
 // refersToSecret reports whether a pod spec names the secret in an env
-// var, an envFrom, a volume or its image pull secrets.
+// var, an envFrom, a volume (projected sources included) or its image
+// pull secrets.
 func refersToSecret(spec *corev1.PodSpec, name string) bool {
 	for _, c := range allContainers(spec) {
 		for _, e := range c.Env {
@@ -152,6 +162,13 @@ func refersToSecret(spec *corev1.PodSpec, name string) bool {
 	for _, v := range spec.Volumes {
 		if v.Secret != nil && v.Secret.SecretName == name {
 			return true
+		}
+		if v.Projected != nil {
+			for _, src := range v.Projected.Sources {
+				if src.Secret != nil && src.Secret.Name == name {
+					return true
+				}
+			}
 		}
 	}
 	for _, ref := range spec.ImagePullSecrets {
@@ -173,6 +190,7 @@ func (u *User) PutConfigMap(cm *corev1.ConfigMap) {
 	defer u.s.unlock()
 	c.ResourceVersion = fmt.Sprint(u.s.nextRV())
 	u.s.objs.configMaps[key(c.Namespace, c.Name)] = c
+	u.s.notifyObjWatchesLocked(false, key(c.Namespace, c.Name))
 }
 
 // PutSecret creates or replaces a secret ("default" namespace when unset).
@@ -185,6 +203,7 @@ func (u *User) PutSecret(sec *corev1.Secret) {
 	defer u.s.unlock()
 	c.ResourceVersion = fmt.Sprint(u.s.nextRV())
 	u.s.objs.secrets[key(c.Namespace, c.Name)] = c
+	u.s.notifyObjWatchesLocked(true, key(c.Namespace, c.Name))
 }
 
 // PutService creates or replaces a service ("default" namespace when

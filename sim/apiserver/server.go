@@ -116,6 +116,14 @@ type Server struct {
 	eventIndex  map[eventKey]int
 	faults      faults
 	objs        objects
+	tokens      map[string]issuedToken
+	tokenSerial uint64
+	// objWatches are the open configMap and secret watches; objDrops
+	// counts the faults that broke them all.
+	objWatches    []*objWatch
+	objDrops      uint64
+	objWatchCount map[string]int
+	objGetCount   map[string]int
 }
 
 // New returns an empty server.
@@ -133,17 +141,20 @@ func New(cfg Config) *Server {
 		cfg.WatchQueue = DefaultWatchQueue
 	}
 	s := &Server{
-		clock:      cfg.Clock,
-		tasks:      cfg.Tasks,
-		rand:       cfg.Rand,
-		log:        cfg.Log,
-		window:     cfg.WatchWindow,
-		watchQueue: cfg.WatchQueue,
-		node:       cfg.Node,
-		pods:       map[string]*corev1.Pod{},
-		nodes:      map[string]*corev1.Node{},
-		leases:     map[string]*coordinationv1.Lease{},
-		eventIndex: map[eventKey]int{},
+		clock:         cfg.Clock,
+		tasks:         cfg.Tasks,
+		rand:          cfg.Rand,
+		log:           cfg.Log,
+		window:        cfg.WatchWindow,
+		watchQueue:    cfg.WatchQueue,
+		node:          cfg.Node,
+		pods:          map[string]*corev1.Pod{},
+		nodes:         map[string]*corev1.Node{},
+		leases:        map[string]*coordinationv1.Lease{},
+		eventIndex:    map[eventKey]int{},
+		tokens:        map[string]issuedToken{},
+		objWatchCount: map[string]int{},
+		objGetCount:   map[string]int{},
 		objs: objects{
 			configMaps:     map[string]*corev1.ConfigMap{},
 			secrets:        map[string]*corev1.Secret{},

@@ -79,6 +79,7 @@ func New(cfg Config) *Harness {
 	files := memfs.New()
 	_ = files.MkdirAll(cfg.ManifestDir)
 	_ = files.MkdirAll("/var/log/pods")
+	files.WriteFile("/etc/hosts", []byte(NodeHosts(cfg.NodeName)))
 	rc := cfg.Runtime
 	rc.Clock, rc.Rand, rc.NewSignal, rc.Files = k, k.Rand(), func(name string) fakecri.Signal { return k.NewSignal(name) }, files
 	if rc.IDSeed == 0 {
@@ -90,6 +91,12 @@ func New(cfg Config) *Harness {
 	traceWrites(k, api)
 	return &Harness{K: k, Runtime: rt, API: api, Files: files, Mounts: memfs.NewMounts(files), NodeName: cfg.NodeName, cfg: cfg,
 		traced: newTracingRuntime(rt, k)}
+}
+
+// NodeHosts is the simulated node's /etc/hosts, which host-network pods'
+// managed hosts files copy.
+func NodeHosts(nodeName string) string {
+	return "127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n127.0.1.1\t" + nodeName + "\n"
 }
 
 // Agent is the running agent (nil before StartAgent).
@@ -113,7 +120,7 @@ func (h *Harness) StartAgent() {
 		Runtime: h.traced,
 		Images:  h.Runtime,
 		API: deps.API{Pods: tracingPods{h.API, h.K}, Nodes: h.API, Leases: h.API, Events: h.API,
-			ConfigMaps: h.API, Secrets: h.API, Services: h.API, RuntimeClasses: h.API},
+			ConfigMaps: h.API, Secrets: h.API, Services: h.API, RuntimeClasses: h.API, Tokens: h.API, ObjectWatches: h.API},
 		Files:    h.Files,
 		Mounts:   h.Mounts,
 		Machine:  machineModel{h.Runtime, h.NodeName},

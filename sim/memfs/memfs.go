@@ -21,14 +21,22 @@ type FS struct {
 	files map[string][]byte
 	dirs  map[string]bool
 	links map[string]string // link → target
-	modes map[string]fs.FileMode
+	// modes are the permission (and setgid) bits of files and of the
+	// directories whose mode was set; owners the owners that were set
+	// (root otherwise).
+	modes  map[string]fs.FileMode
+	owners map[string]owner
 }
+
+// owner is who owns a path.
+type owner struct{ uid, gid int }
 
 var _ deps.Files = (*FS)(nil)
 
 // New returns an empty tree.
 func New() *FS {
-	return &FS{files: map[string][]byte{}, dirs: map[string]bool{}, links: map[string]string{}, modes: map[string]fs.FileMode{}}
+	return &FS{files: map[string][]byte{}, dirs: map[string]bool{}, links: map[string]string{}, modes: map[string]fs.FileMode{},
+		owners: map[string]owner{}}
 }
 
 // MkdirAll creates dir (and its parents).
@@ -61,6 +69,8 @@ func (f *FS) Remove(name string) error {
 	name = path.Clean(name)
 	delete(f.files, name)
 	delete(f.links, name)
+	delete(f.modes, name)
+	delete(f.owners, name)
 	return nil
 }
 
@@ -83,6 +93,16 @@ func (f *FS) RemoveAll(name string) error {
 	for k := range f.dirs {
 		if k == name || strings.HasPrefix(k, prefix) {
 			delete(f.dirs, k)
+		}
+	}
+	for k := range f.modes {
+		if k == name || strings.HasPrefix(k, prefix) {
+			delete(f.modes, k)
+		}
+	}
+	for k := range f.owners {
+		if k == name || strings.HasPrefix(k, prefix) {
+			delete(f.owners, k)
 		}
 	}
 	return nil
@@ -241,6 +261,9 @@ func (e entry) String() string             { return fmt.Sprintf("%s (%d bytes)",
 func (e entry) Mode() fs.FileMode          { return e.mode() }
 func (e entry) mode() fs.FileMode {
 	if e.dir {
+		if e.perm != 0 {
+			return fs.ModeDir | e.perm
+		}
 		return fs.ModeDir | 0o755
 	}
 	if e.link {

@@ -49,6 +49,10 @@ func (f *FS) Rename(from, to string) error {
 		f.files[to] = data
 		f.modes[to] = f.modes[from]
 		delete(f.modes, from)
+		if o, ok := f.owners[from]; ok {
+			f.owners[to] = o
+			delete(f.owners, from)
+		}
 	case f.dirs[from]:
 		f.moveTreeLocked(from, to)
 	default:
@@ -89,6 +93,64 @@ func (f *FS) moveTreeLocked(from, to string) {
 			f.dirs[n] = true
 		}
 	}
+	for k, v := range f.modes {
+		if n, ok := move(k); ok {
+			delete(f.modes, k)
+			f.modes[n] = v
+		}
+	}
+	for k, v := range f.owners {
+		if n, ok := move(k); ok {
+			delete(f.owners, k)
+			f.owners[n] = v
+		}
+	}
+}
+
+// Lchown records the owner of a file, directory or link (not following
+// a final link); -1 leaves an id as it is.
+func (f *FS) Lchown(name string, uid, gid int) error {
+	name = path.Clean(name)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if !f.hasFile(name) && !f.hasLink(name) && !f.dirs[name] {
+		return &fs.PathError{Op: "lchown", Path: name, Err: fs.ErrNotExist}
+	}
+	o := f.owners[name]
+	if uid >= 0 {
+		o.uid = uid
+	}
+	if gid >= 0 {
+		o.gid = gid
+	}
+	f.owners[name] = o
+	return nil
+}
+
+// Chmod sets the permission and setgid bits of a file or directory,
+// following links.
+func (f *FS) Chmod(name string, mode fs.FileMode) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	r := f.resolveLocked(name)
+	if !f.hasFile(r) && !f.dirs[r] {
+		return &fs.PathError{Op: "chmod", Path: name, Err: fs.ErrNotExist}
+	}
+	f.modes[r] = mode & (fs.ModePerm | fs.ModeSetgid)
+	return nil
+}
+
+// Owner returns the user and group owning a path (following links) and
+// whether it exists; what no Lchown touched is root's.
+func (f *FS) Owner(name string) (uid, gid int, ok bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	r := f.resolveLocked(name)
+	if !f.hasFile(r) && !f.dirs[r] {
+		return 0, 0, false
+	}
+	o := f.owners[r]
+	return o.uid, o.gid, true
 }
 
 // Stat describes a file or directory, following symbolic links.
@@ -104,7 +166,7 @@ func (f *FS) Stat(name string) (fs.FileInfo, error) {
 		return entry{name: path.Base(r), size: int64(len(data)), perm: mode}, nil
 	}
 	if f.dirs[r] || r == "/" {
-		return entry{name: path.Base(r), dir: true}, nil
+		return entry{name: path.Base(r), dir: true, perm: f.modes[r]}, nil
 	}
 	return nil, &fs.PathError{Op: "stat", Path: name, Err: fs.ErrNotExist}
 }

@@ -67,3 +67,41 @@ func TestMounts(t *testing.T) {
 		t.Errorf("unmounting twice: %v", err)
 	}
 }
+
+// TestOwnershipAndModes: Lchown and Chmod are recorded (setgid on a
+// directory included), follow a rename of the tree, and go with RemoveAll.
+func TestOwnershipAndModes(t *testing.T) {
+	f := New()
+	_ = f.MkdirAll("/v/..1")
+	if err := f.CreateFile("/v/..1/token", []byte("t"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, err := range []error{
+		f.Lchown("/v/..1/token", 1000, 2000), f.Chmod("/v/..1/token", 0o640),
+		f.Lchown("/v/..1", -1, 2000), f.Chmod("/v/..1", 0o755|fs.ModeSetgid),
+	} {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := f.Lchown("/v/missing", 1, 1); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("Lchown of a missing path: %v", err)
+	}
+	if err := f.Rename("/v/..1", "/v/..2"); err != nil {
+		t.Fatal(err)
+	}
+	if u, g, ok := f.Owner("/v/..2/token"); !ok || u != 1000 || g != 2000 {
+		t.Errorf("token owner %d:%d (%v), want 1000:2000", u, g, ok)
+	}
+	if info, err := f.Stat("/v/..2/token"); err != nil || info.Mode() != 0o640 {
+		t.Errorf("token mode %v, %v; want 0640", info.Mode(), err)
+	}
+	if info, err := f.Stat("/v/..2"); err != nil || info.Mode() != fs.ModeDir|fs.ModeSetgid|0o755 {
+		t.Errorf("directory mode %v, %v; want dgrwxr-xr-x", info.Mode(), err)
+	}
+	_ = f.RemoveAll("/v")
+	_ = f.MkdirAll("/v/..2")
+	if _, g, _ := f.Owner("/v/..2"); g != 0 {
+		t.Errorf("a new directory of a removed one's name keeps its group %d", g)
+	}
+}

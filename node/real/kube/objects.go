@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	nodev1 "k8s.io/api/node/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -49,4 +50,13 @@ func (c *Client) GetRuntimeClass(ctx context.Context, name string) (*nodev1.Runt
 		return nil, fmt.Errorf("get runtimeClass %q: %w", name, err)
 	}
 	return rc, nil
+}
+
+// CreateToken requests a service account token (TokenRequest API).
+func (c *Client) CreateToken(ctx context.Context, namespace, serviceAccount string, tr *authenticationv1.TokenRequest) (*authenticationv1.TokenRequest, error) {
+	out, err := c.cs.CoreV1().ServiceAccounts(namespace).CreateToken(ctx, serviceAccount, tr, metav1.CreateOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("create token of service account %s/%s: %w", namespace, serviceAccount, err)
+	}
+	return out, nil
 }

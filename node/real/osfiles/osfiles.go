@@ -85,3 +85,11 @@ func (FS) Readlink(path string) (string, error) { return os.Readlink(path) }
 
 // Stat describes path, following symbolic links.
 func (FS) Stat(path string) (fs.FileInfo, error) { return os.Stat(path) }
+
+// Lchown sets the owner of path, not following a final symbolic link.
+func (FS) Lchown(path string, uid, gid int) error { return os.Lchown(path, uid, gid) }
+
+// Chmod sets the permission and setgid bits of path.
+func (FS) Chmod(path string, mode fs.FileMode) error {
+	return os.Chmod(path, mode&(fs.ModePerm|fs.ModeSetgid))
+}

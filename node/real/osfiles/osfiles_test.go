@@ -181,3 +181,26 @@ func TestAtomicLinkSwap(t *testing.T) {
 		t.Fatalf("Readlink(..data) = %q, %v", target, err)
 	}
 }
+
+// TestChmodSetgid: Chmod sets the setgid bit of a directory, Lchown with
+// -1 leaves the owner as it is.
+func TestChmodSetgid(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "v")
+	fsys := New()
+	if err := fsys.MkdirAll(dir); err != nil {
+		t.Fatal(err)
+	}
+	if err := fsys.Chmod(dir, 0o770|fs.ModeSetgid); err != nil {
+		t.Fatal(err)
+	}
+	if err := fsys.Lchown(dir, -1, -1); err != nil {
+		t.Fatal(err)
+	}
+	info, err := fsys.Stat(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := info.Mode() & (fs.ModePerm | fs.ModeSetgid); got != 0o770|fs.ModeSetgid {
+		t.Errorf("mode %v, want 0770 with setgid", got)
+	}
+}

@@ -1,0 +1,82 @@
+package scenarios
+
+import (
+	"io/fs"
+	"path"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/lockstep-dev/lockstep/node/podspec"
+)
+
+// TestVolumesFSGroupOwnership: with an fsGroup, the pod's emptyDir and
+// its API data volumes belong to that group as upstream's
+// SetVolumeOwnership leaves them (group rw — read-only for API data —
+// on files, plus search and setgid on directories; an emptyDir is 0777),
+// and the projected token, 0600 as written, is group-readable (0640) and
+// owned by the user all containers run as. A pod without an fsGroup keeps
+// root's group.
+func TestVolumesFSGroupOwnership(t *testing.T) {
+	h := start(t, 95)
+	putRootCA(h)
+	uid, gid := int64(1000), int64(2000)
+	pod := mustCreate(t, h, NewPod("owned", h.NodeName, kubeAPIAccess, WithVolume(emptyDir("scratch")), Mounts("app", "scratch", "/scratch"),
+		func(p *corev1.Pod) {
+			policy := corev1.FSGroupChangeOnRootMismatch
+			p.Spec.SecurityContext = &corev1.PodSecurityContext{RunAsUser: &uid, FSGroup: &gid, FSGroupChangePolicy: &policy}
+		}))
+	plain := mustCreate(t, h, NewPod("plain", h.NodeName, WithVolume(emptyDir("scratch")), Mounts("app", "scratch", "/scratch")))
+	runUntil(t, h, "the pods run", time.Minute, func() bool {
+		return PodIs(h, "default", "owned", corev1.PodRunning, true) && PodIs(h, "default", "plain", corev1.PodRunning, true)
+	})
+	type owned struct {
+		UID, GID int
+		Mode     string
+	}
+	look := func(p string) owned {
+		info, err := h.Files.Stat(p)
+		if err != nil {
+			t.Fatalf("stat %s: %v", p, err)
+		}
+		u, g, _ := h.Files.Owner(p)
+		return owned{u, g, (info.Mode() & (fs.ModePerm | fs.ModeSetgid | fs.ModeDir)).String()}
+	}
+	scratch := mountOf(h, pod.UID, "app", "/scratch")
+	sa := mountOf(h, pod.UID, "app", saMountPath)
+	data, err := h.Files.Readlink(path.Join(sa, "..data"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]owned{
+		"emptyDir":            look(scratch),
+		"projected":           look(sa),
+		"projected/..data":    look(path.Join(sa, data)),
+		"projected/token":     look(path.Join(sa, "token")),
+		"projected/ca.crt":    look(path.Join(sa, "ca.crt")),
+		"projected/namespace": look(path.Join(sa, "namespace")),
+		"plain emptyDir":      look(mountOf(h, plain.UID, "app", "/scratch")),
+	}
+	want := map[string]owned{
+		"emptyDir":            {0, 2000, "dgrwxrwxrwx"},
+		"projected":           {0, 2000, "dgrwxr-xr-x"},
+		"projected/..data":    {0, 2000, "dgrwxr-xr-x"},
+		"projected/token":     {1000, 2000, "-rw-r-----"},
+		"projected/ca.crt":    {0, 2000, "-rw-r--r--"},
+		"projected/namespace": {0, 2000, "-rw-r--r--"},
+		"plain emptyDir":      {0, 0, "drwxrwxrwx"},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("ownership (-want +got):\n%s", diff)
+	}
+	if want := podspec.PodVolumesDir("", pod.UID); len(scratch) <= len(want) {
+		t.Errorf("emptyDir mounted from %q", scratch)
+	}
+	for _, e := range h.API.User().Events() {
+		if e.Reason == "UnsupportedPodField" {
+			t.Errorf("unexpected warning: %s", e.Message)
+		}
+	}
+}

@@ -1,0 +1,69 @@
+package scenarios
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/lockstep-dev/lockstep/sim/harness"
+)
+
+// Pod options and objects for volume pods.
+
+// WithVolume adds a volume to the pod.
+func WithVolume(v corev1.Volume) PodOption {
+	return func(p *corev1.Pod) { p.Spec.Volumes = append(p.Spec.Volumes, v) }
+}
+
+// Mounts mounts volume at mountPath in container (created if missing).
+func Mounts(container, volume, mountPath string) PodOption {
+	return func(p *corev1.Pod) {
+		c := findOrAdd(p, container)
+		c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: volume, MountPath: mountPath})
+	}
+}
+
+// emptyDir is an emptyDir volume on disk.
+func emptyDir(name string) corev1.Volume {
+	return corev1.Volume{Name: name, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}
+}
+
+// configMapVolume mounts every key of a configMap.
+func configMapVolume(name, configMap string) corev1.Volume {
+	return corev1.Volume{Name: name, VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
+		LocalObjectReference: corev1.LocalObjectReference{Name: configMap}}}}
+}
+
+// putConfigMap creates or replaces a configMap of namespace default.
+func putConfigMap(h *harness.Harness, name string, data map[string]string) {
+	h.API.User().PutConfigMap(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"}, Data: data})
+}
+
+// saMountPath is where the ServiceAccount admission plugin mounts the
+// kube-api-access volume.
+const saMountPath = "/var/run/secrets/kubernetes.io/serviceaccount"
+
+// kubeAPIAccess is the volume the ServiceAccount admission plugin injects
+// (plugin/pkg/admission/serviceaccount: a token of 3607 s, the cluster's
+// CA from the kube-root-ca.crt configMap, the namespace from the downward
+// API), mounted read-only in container app, for service account "default".
+func kubeAPIAccess(p *corev1.Pod) {
+	exp, mode := int64(3607), int32(0o644)
+	p.Spec.ServiceAccountName = "default"
+	p.Spec.Volumes = append(p.Spec.Volumes, corev1.Volume{Name: "kube-api-access-x7k2p", VolumeSource: corev1.VolumeSource{
+		Projected: &corev1.ProjectedVolumeSource{DefaultMode: &mode, Sources: []corev1.VolumeProjection{
+			{ServiceAccountToken: &corev1.ServiceAccountTokenProjection{ExpirationSeconds: &exp, Path: "token"}},
+			{ConfigMap: &corev1.ConfigMapProjection{LocalObjectReference: corev1.LocalObjectReference{Name: "kube-root-ca.crt"},
+				Items: []corev1.KeyToPath{{Key: "ca.crt", Path: "ca.crt"}}}},
+			{DownwardAPI: &corev1.DownwardAPIProjection{Items: []corev1.DownwardAPIVolumeFile{
+				{Path: "namespace", FieldRef: &corev1.ObjectFieldSelector{APIVersion: "v1", FieldPath: "metadata.namespace"}}}}},
+		}}}})
+	c := findOrAdd(p, "app")
+	c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: "kube-api-access-x7k2p", MountPath: saMountPath, ReadOnly: true})
+}
+
+// putRootCA creates the kube-root-ca.crt configMap the kube-api-access
+// volume reads.
+func putRootCA(h *harness.Harness) {
+	h.API.User().PutConfigMap(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "kube-root-ca.crt", Namespace: "default"},
+		Data: map[string]string{"ca.crt": "-----BEGIN CERTIFICATE-----\nsim\n-----END CERTIFICATE-----\n"}})
+}
