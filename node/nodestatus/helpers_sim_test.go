@@ -196,7 +196,7 @@ func (w *world) writes(kind, verb string, from time.Duration) []time.Duration {
 
 // statusWrites are the node status writes at or after from.
 func (w *world) statusWrites(from time.Duration) []time.Duration {
-	return w.writes(apiserver.KindNode, apiserver.VerbUpdateStatus, from)
+	return w.writes(apiserver.KindNode, apiserver.VerbPatchStatus, from)
 }
 
 // leaseWrites are the lease creations and updates at or after from.

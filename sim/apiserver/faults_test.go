@@ -25,7 +25,7 @@ func statusWrite(ctx context.Context, s *apiserver.Server, name string, phase co
 		return nil, err
 	}
 	p.Status.Phase = phase
-	return s.UpdatePodStatus(ctx, p)
+	return patchStatus(ctx, s, p)
 }
 
 func TestFailWrites(t *testing.T) {
@@ -56,7 +56,7 @@ func TestFailWrites(t *testing.T) {
 	for _, r := range w.s.History() {
 		verbs = append(verbs, r.Verb)
 	}
-	if diff := cmp.Diff([]string{"create", "updateStatus"}, verbs); diff != "" {
+	if diff := cmp.Diff([]string{"create", "patchStatus"}, verbs); diff != "" {
 		t.Errorf("history (-want +got):\n%s", diff)
 	}
 }
@@ -69,25 +69,21 @@ func TestConflicts(t *testing.T) {
 	if l.err != nil {
 		t.Fatal(l.err)
 	}
-	w.s.Conflicts(2)
+	w.s.Conflicts(1)
 	errs := call(t, w, func(ctx context.Context) []error {
+		// A status patch carries no resource version to conflict with.
 		_, e1 := statusWrite(ctx, w.s, "a", corev1.PodRunning)
 		renewed := l.obj.DeepCopy()
 		renewed.Spec.HolderIdentity = ptr("n1")
 		_, e2 := w.s.UpdateLease(ctx, renewed)
-		// Unconditional writes carry no version to conflict with.
-		p, _ := w.s.GetPod(ctx, "default", "a")
-		p.ResourceVersion = ""
-		p.Status.Phase = corev1.PodRunning
-		_, e3 := w.s.UpdatePodStatus(ctx, p)
-		_, e4 := statusWrite(ctx, w.s, "a", corev1.PodSucceeded)
-		return []error{e1, e2, e3, e4}
+		_, e3 := w.s.UpdateLease(ctx, renewed)
+		return []error{e1, e2, e3}
 	})
-	if !apierrors.IsConflict(errs[0]) || !apierrors.IsConflict(errs[1]) || errs[2] != nil || errs[3] != nil {
-		t.Errorf("errors %v; want Conflict, Conflict, nil, nil", errs)
+	if errs[0] != nil || !apierrors.IsConflict(errs[1]) || errs[2] != nil {
+		t.Errorf("errors %v; want nil, Conflict, nil", errs)
 	}
-	if got := mustGet(t, w, "a"); got.Status.Phase != corev1.PodSucceeded {
-		t.Errorf("phase %q, want Succeeded", got.Status.Phase)
+	if got := mustGet(t, w, "a"); got.Status.Phase != corev1.PodRunning {
+		t.Errorf("phase %q, want Running", got.Status.Phase)
 	}
 }
 
@@ -141,34 +137,34 @@ func TestLatency(t *testing.T) {
 }
 
 func TestLatencyLetsOthersWriteFirst(t *testing.T) {
-	// A slow status write is checked when it arrives: a write made
-	// meanwhile makes it conflict.
+	// A slow status patch is checked when it arrives: a pod recreated
+	// meanwhile under the same name fails its UID precondition.
 	w := newWorld(t, 1, apiserver.Config{}, false)
-	mustCreate(t, w, newPod("a", "n1"))
-	w.s.Latency(apiserver.VerbUpdateStatus, 2*time.Second)
-	read := call(t, w, func(ctx context.Context) res[*corev1.Pod] { return mk(w.s.GetPod(ctx, "default", "a")) })
+	a := mustCreate(t, w, newPod("a", "n1"))[0]
+	w.s.Latency(apiserver.VerbPatchStatus, 2*time.Second)
 	var slowErr error
 	done := false
 	w.k.Tasks().Go("slow", func() {
-		p := read.obj.DeepCopy()
+		p := a.DeepCopy()
 		p.Status.Phase = corev1.PodRunning
-		_, slowErr = w.s.UpdatePodStatus(context.Background(), p)
+		_, slowErr = patchStatus(context.Background(), w.s, p)
 		done = true
 	})
 	if err := w.k.RunFor(time.Second); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := w.u.SetPodStatus("default", "a", corev1.PodStatus{Phase: corev1.PodFailed}); err != nil {
+	if err := w.u.DeletePodGracefully("default", "a", ptr(int64(0))); err != nil {
 		t.Fatal(err)
 	}
+	mustCreate(t, w, newPod("a", "n1"))
 	if err := w.k.Run(); err != nil {
 		t.Fatal(err)
 	}
 	if !done || !apierrors.IsConflict(slowErr) || w.k.Elapsed() != 2*time.Second {
 		t.Errorf("slow write: done %v, err %v at %v; want Conflict at 2s", done, slowErr, w.k.Elapsed())
 	}
-	if p := mustGet(t, w, "a"); p.Status.Phase != corev1.PodFailed {
-		t.Errorf("phase %q, want Failed", p.Status.Phase)
+	if p := mustGet(t, w, "a"); p.Status.Phase != corev1.PodPending {
+		t.Errorf("phase %q, want Pending", p.Status.Phase)
 	}
 }
 
@@ -321,12 +317,12 @@ func TestDown(t *testing.T) {
 		_, _, e1 := w.s.ListPods(ctx, "n1", "")
 		_, e2 := w.s.WatchPods(ctx, "n1", "")
 		_, e3 := w.s.GetPod(ctx, "default", "a")
-		_, e4 := w.s.UpdatePodStatus(ctx, a)
+		_, e4 := patchStatus(ctx, w.s, a)
 		e5 := w.s.DeletePod(ctx, "default", "a", a.UID)
 		_, e6 := w.s.CreatePod(ctx, newPod("m", "n1"))
 		_, e7 := w.s.CreateNode(ctx, node)
 		_, e8 := w.s.GetNode(ctx, "n1")
-		_, e9 := w.s.UpdateNodeStatus(ctx, node)
+		_, e9 := w.s.PatchNodeStatus(ctx, "n1", []byte(`{"status":{"phase":"Running"}}`))
 		_, e10 := w.s.CreateLease(ctx, lease)
 		_, e11 := w.s.GetLease(ctx, "kube-node-lease", "n1")
 		_, e12 := w.s.UpdateLease(ctx, lease)
@@ -363,7 +359,7 @@ func TestClearFaults(t *testing.T) {
 	mustCreate(t, w, newPod("a", "n1"))
 	w.s.FailWrites(5, nil)
 	w.s.Conflicts(5)
-	for _, v := range []string{apiserver.VerbGet, apiserver.VerbList, apiserver.VerbUpdateStatus} {
+	for _, v := range []string{apiserver.VerbGet, apiserver.VerbList, apiserver.VerbPatchStatus} {
 		w.s.Latency(v, time.Minute)
 	}
 	w.s.StaleReads(time.Hour)

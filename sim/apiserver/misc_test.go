@@ -36,13 +36,12 @@ func TestNodes(t *testing.T) {
 			return r
 		}
 		_, r.dup = w.s.CreateNode(ctx, node)
-		upd := r.created.DeepCopy()
-		upd.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}
-		upd.Labels = map[string]string{"zone": "b"} // not written by a status update
-		if r.updated, r.ok = w.s.UpdateNodeStatus(ctx, upd); r.ok != nil {
+		// Labels are not written through the status subresource.
+		patch := []byte(`{"metadata":{"labels":{"zone":"b"}},"status":{"conditions":[{"type":"Ready","status":"True"}]}}`)
+		if r.updated, r.ok = w.s.PatchNodeStatus(ctx, "n1", patch); r.ok != nil {
 			return r
 		}
-		_, r.stale = w.s.UpdateNodeStatus(ctx, upd)
+		_, r.stale = w.s.PatchNodeStatus(ctx, "n1", []byte(`{"metadata":{"uid":"another"}}`))
 		r.statusOnly, r.ok = w.s.GetNode(ctx, "n1")
 		return r
 	})
@@ -50,7 +49,7 @@ func TestNodes(t *testing.T) {
 		t.Fatal(r.ok)
 	}
 	if !apierrors.IsNotFound(r.missing) || !apierrors.IsAlreadyExists(r.dup) || !apierrors.IsConflict(r.stale) {
-		t.Errorf("missing %v, duplicate %v, stale %v", r.missing, r.dup, r.stale)
+		t.Errorf("missing %v, duplicate %v, other UID %v", r.missing, r.dup, r.stale)
 	}
 	if r.created.UID == "" || r.created.ResourceVersion != "1" || r.created.Namespace != "" || r.created.CreationTimestamp.IsZero() {
 		t.Errorf("created node metadata: %+v", r.created.ObjectMeta)
@@ -155,7 +154,7 @@ func TestOnWriteSeesEveryWriteInOrder(t *testing.T) {
 		}
 		summary = append(summary, fmt.Sprintf("%s %s %s %s", r.Actor, r.Verb, r.Kind, r.Name))
 	}
-	want := []string{"user create Pod a", "agent create Node n1", "agent updateStatus Pod a", "user gracefulDelete Pod a"}
+	want := []string{"user create Pod a", "agent create Node n1", "agent patchStatus Pod a", "user gracefulDelete Pod a"}
 	if diff := cmp.Diff(want, summary); diff != "" {
 		t.Errorf("records (-want +got):\n%s", diff)
 	}
@@ -195,7 +194,7 @@ func scripted(t *testing.T, seed uint64) ([]apiserver.Record, []apiserver.Event)
 				if err == nil {
 					p.Status.Phase = corev1.PodRunning
 					p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "app", RestartCount: int32(round / 3)}}
-					_, err = s.UpdatePodStatus(ctx, p)
+					_, err = patchStatus(ctx, s, p)
 				}
 				if err != nil && ctx.Err() == nil {
 					s.Event(&corev1.ObjectReference{Kind: "Pod", Namespace: "default", Name: name}, "Warning", "StatusFailed", err.Error())
@@ -265,7 +264,7 @@ func TestSameScriptSameHistory(t *testing.T) {
 	for _, r := range h1 {
 		verbs[r.Actor+" "+r.Verb+" "+r.Kind]++
 	}
-	for _, v := range []string{"agent updateStatus Pod", "agent update Lease", "agent delete Pod", "user gracefulDelete Pod"} {
+	for _, v := range []string{"agent patchStatus Pod", "agent update Lease", "agent delete Pod", "user gracefulDelete Pod"} {
 		if verbs[v] == 0 {
 			t.Errorf("the script never did %q: %v", v, verbs)
 		}

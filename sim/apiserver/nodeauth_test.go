@@ -47,7 +47,7 @@ func TestNodeRestriction(t *testing.T) {
 		_, results["watch other node's"] = s.WatchPods(ctx, "node-b", "")
 		results["delete other node's"] = s.DeletePod(ctx, "default", "theirs", "")
 		other, _ := s.User().GetPod("default", "theirs")
-		_, results["status of other node's"] = s.UpdatePodStatus(ctx, other)
+		_, results["status of other node's"] = patchStatus(ctx, s, other)
 		_, results["create non-mirror"] = s.CreatePod(ctx, func() *corev1.Pod { p := mine.DeepCopy(); p.Name = "x"; return p }())
 		_, results["create mirror without owner"] = s.CreatePod(ctx, mirror(nil))
 		_, results["create mirror owned, not controller"] = s.CreatePod(ctx, mirror(&metav1.OwnerReference{APIVersion: "v1", Kind: "Node", Name: "node-a", UID: "u"}))

@@ -116,6 +116,8 @@ type Server struct {
 	eventIndex  map[eventKey]int
 	faults      faults
 	objs        objects
+	// requests counts the agent's requests by verb and resource.
+	requests map[Request]int
 }
 
 // New returns an empty server.
@@ -144,6 +146,7 @@ func New(cfg Config) *Server {
 		nodes:      map[string]*corev1.Node{},
 		leases:     map[string]*coordinationv1.Lease{},
 		eventIndex: map[eventKey]int{},
+		requests:   map[Request]int{},
 		objs: objects{
 			configMaps:     map[string]*corev1.ConfigMap{},
 			secrets:        map[string]*corev1.Secret{},
@@ -203,6 +206,7 @@ func (s *Server) unlock() {
 // scheduling point even when zero) and injected failures. It returns the
 // error the call fails with, if any.
 func (s *Server) request(ctx context.Context, verb, what string) error {
+	s.count(verb, what)
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("%s %s: %w", verb, what, err)
 	}
