@@ -15,11 +15,11 @@ import (
 
 // The verbs that Latency accepts and that history records name.
 const (
-	VerbGet          = "get"
-	VerbList         = "list"
-	VerbWatch        = "watch"
-	VerbCreate       = "create"
-	VerbUpdate       = "update"
+	VerbGet    = "get"
+	VerbList   = "list"
+	VerbWatch  = "watch"
+	VerbCreate = "create"
+	VerbUpdate = "update"
 	// VerbUpdateStatus is a user's status write (history only).
 	VerbUpdateStatus = "updateStatus"
 	VerbPatchStatus  = "patchStatus"

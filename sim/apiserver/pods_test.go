@@ -127,7 +127,9 @@ func TestPatchPodStatus(t *testing.T) {
 	w := newWorld(t, 1, apiserver.Config{}, false)
 	created := mustCreate(t, w, newPod("a", "n1"))[0]
 	patch := func(p string) res[*corev1.Pod] {
-		return call(t, w, func(ctx context.Context) res[*corev1.Pod] { return mk(w.s.PatchPodStatus(ctx, "default", "a", []byte(p))) })
+		return call(t, w, func(ctx context.Context) res[*corev1.Pod] {
+			return mk(w.s.PatchPodStatus(ctx, "default", "a", []byte(p)))
+		})
 	}
 
 	// Only the status is written (the spec and labels of the patch are
