@@ -53,13 +53,16 @@ type Options struct {
 	TLSKeyFile                    string
 	ClientCAFile                  string
 	AuthorizationMode             string
-	ClusterDNS                    []string
-	ClusterDomain                 string
-	ResolvConf                    string
-	AllowedUnsafeSysctls          []string
-	APIQPS                        int32
-	APIBurst                      int32
-	Verbosity                     int
+	// EnableProfilingHandler serves /debug/pprof on the secure port
+	// (config field enableProfilingHandler; default true, as the kubelet).
+	EnableProfilingHandler bool
+	ClusterDNS             []string
+	ClusterDomain          string
+	ResolvConf             string
+	AllowedUnsafeSysctls   []string
+	APIQPS                 int32
+	APIBurst               int32
+	Verbosity              int
 
 	// origin says where each option's value came from, by option key:
 	// "--flag" or "field <name> in <file>"; absent means the default.
@@ -87,6 +90,7 @@ func Defaults() Options {
 		Port:                          10250,
 		ReadOnlyPort:                  0,
 		AuthorizationMode:             "Webhook",
+		EnableProfilingHandler:        true,
 		ClusterDomain:                 "cluster.local",
 		ResolvConf:                    "/etc/resolv.conf",
 		APIQPS:                        50,
