@@ -312,7 +312,7 @@ func TestDown(t *testing.T) {
 	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1"}}
 	lease := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: "kube-node-lease", Name: "n1"}}
 	calls := func(ctx context.Context) []error {
-		w.s.Event(&corev1.ObjectReference{Kind: "Pod", Namespace: "default", Name: "a"}, "Normal", "Pulled", "pulled")
+		apiserver.NewRecorder(w.s, w.k, corev1.EventSource{Component: "kubelet"}).Event(&corev1.ObjectReference{Kind: "Pod", Namespace: "default", Name: "a"}, "Normal", "Pulled", "pulled")
 		_, watchErr := pw.obj.Next(ctx)
 		_, _, e1 := w.s.ListPods(ctx, "n1", "")
 		_, e2 := w.s.WatchPods(ctx, "n1", "")

@@ -1,7 +1,7 @@
 // Package apiserver is the simulator's kube-apiserver: an in-memory,
 // deterministic store of pods, nodes, leases and events that implements the
-// agent's apiserver ports (deps.PodAPI, deps.NodeAPI, deps.LeaseAPI,
-// deps.EventSink) the way client-go sees a real apiserver: server-assigned
+// agent's apiserver ports (deps.PodAPI, deps.NodeAPI, deps.LeaseAPI, and
+// deps.EventSink through a Recorder) the way client-go sees a real apiserver: server-assigned
 // UIDs, one global resource version, watches replayed from a bounded
 // history, optimistic concurrency, graceful pod deletion and
 // k8s.io/apimachinery/pkg/api/errors values.
@@ -39,7 +39,6 @@ var (
 	_ deps.PodAPI    = (*Server)(nil)
 	_ deps.NodeAPI   = (*Server)(nil)
 	_ deps.LeaseAPI  = (*Server)(nil)
-	_ deps.EventSink = (*Server)(nil)
 )
 
 // Default sizes used when Config leaves them zero.
@@ -113,7 +112,7 @@ type Server struct {
 	pending     []Record
 	observers   []func(Record)
 	events      []Event
-	eventIndex  map[eventKey]int
+	eventIndex  map[string]int
 	faults      faults
 	objs        objects
 	// requests counts the agent's requests by verb and resource.
@@ -145,7 +144,7 @@ func New(cfg Config) *Server {
 		pods:       map[string]*corev1.Pod{},
 		nodes:      map[string]*corev1.Node{},
 		leases:     map[string]*coordinationv1.Lease{},
-		eventIndex: map[eventKey]int{},
+		eventIndex: map[string]int{},
 		requests:   map[Request]int{},
 		objs: objects{
 			configMaps:     map[string]*corev1.ConfigMap{},
