@@ -36,9 +36,9 @@ import (
 
 // Compile-time proof that the server is the agent's apiserver.
 var (
-	_ deps.PodAPI    = (*Server)(nil)
-	_ deps.NodeAPI   = (*Server)(nil)
-	_ deps.LeaseAPI  = (*Server)(nil)
+	_ deps.PodAPI   = (*Server)(nil)
+	_ deps.NodeAPI  = (*Server)(nil)
+	_ deps.LeaseAPI = (*Server)(nil)
 )
 
 // Default sizes used when Config leaves them zero.
