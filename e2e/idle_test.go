@@ -98,3 +98,28 @@ func TestIdleNodeSendsNoPodReadsOrWrites(t *testing.T) {
 		}
 	}
 }
+
+// TestClientMetricsAndProfiling: lockstep's /metrics carries client-go's
+// request metrics under their upstream names (its status writes are
+// PATCHes), and /debug/pprof answers behind authentication.
+func TestClientMetricsAndProfiling(t *testing.T) {
+	e := setup(t)
+	p := e.create(t, e.pod("metrics", false, sleeper))
+	e.waitPod(t, p, 90*time.Second, "Running", func(p *corev1.Pod) bool { return p.Status.Phase == corev1.PodRunning })
+	code, body := e.nodeGet(t, "/metrics", e.adminTok)
+	if code != 200 {
+		t.Fatalf("/metrics: %d %.300s", code, body)
+	}
+	for _, want := range []string{`rest_client_requests_total{code="200",host=`, `method="PATCH"`,
+		"rest_client_request_duration_seconds_bucket{", "rest_client_rate_limiter_duration_seconds_bucket{"} {
+		if !strings.Contains(body, want) {
+			t.Errorf("/metrics lacks %s", want)
+		}
+	}
+	if code, body := e.nodeGet(t, "/debug/pprof/", e.adminTok); code != 200 || !strings.Contains(body, "goroutine") {
+		t.Errorf("/debug/pprof/ with the admin token: %d %.200q", code, body)
+	}
+	if code, _ := e.nodeGet(t, "/debug/pprof/", ""); code != 401 {
+		t.Errorf("/debug/pprof/ without a token: %d, want 401", code)
+	}
+}
