@@ -227,7 +227,7 @@ func scripted(t *testing.T, seed uint64) ([]apiserver.Record, []apiserver.Event)
 		name := fmt.Sprintf("p%d", i)
 		ts.Go("sync-"+name, func() {
 			for round := 0; ctx.Err() == nil; round++ {
-				p, err := s.GetPod(ctx, "default", name)
+				p, err := s.User().GetPod("default", name)
 				if err == nil {
 					p.Status.Phase = corev1.PodRunning
 					p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "app", RestartCount: int32(round / 3)}}

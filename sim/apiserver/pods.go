@@ -51,26 +51,6 @@ func (s *Server) ListPods(ctx context.Context, nodeName, notOlderThan string) ([
 	return out, strconv.FormatUint(rv, 10), nil
 }
 
-// GetPod reads one pod (the GET endpoint: the agent writes without
-// reading, but fault and authorization tests read through it).
-func (s *Server) GetPod(ctx context.Context, namespace, name string) (*corev1.Pod, error) {
-	if err := s.request(ctx, VerbGet, "pod "+key(namespace, name)); err != nil {
-		return nil, err
-	}
-	defer s.response()
-	s.mu.Lock()
-	defer s.unlock()
-	pods, _ := s.readViewLocked(0)
-	p, ok := pods[key(namespace, name)]
-	if err := s.authorizePod("get", p, name); err != nil {
-		return nil, err
-	}
-	if !ok {
-		return nil, apierrors.NewNotFound(podsResource, name)
-	}
-	return p.DeepCopy(), nil
-}
-
 // PatchPodStatus applies patch, a strategic-merge patch, to the pod's
 // status subresource as the real apiserver does: the patch is applied to
 // the whole stored pod, a metadata.uid in it is a precondition (a pod with
