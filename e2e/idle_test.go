@@ -43,6 +43,39 @@ func (e *env) podRequests(t *testing.T) map[string]float64 {
 	return out
 }
 
+// lockstepRequests reads lockstep's own client-go request count by HTTP
+// method (rest_client_requests_total, every code) from its /metrics.
+func (e *env) lockstepRequests(t *testing.T) map[string]float64 {
+	t.Helper()
+	code, body := e.nodeGet(t, "/metrics", e.adminTok)
+	if code != 200 {
+		t.Fatalf("lockstep /metrics: %d %.200s", code, body)
+	}
+	out := map[string]float64{}
+	for _, line := range strings.Split(body, "\n") {
+		if !strings.HasPrefix(line, "rest_client_requests_total{") {
+			continue
+		}
+		labels, value, ok := strings.Cut(line[len("rest_client_requests_total{"):], "} ")
+		if v, err := strconv.ParseFloat(strings.TrimSpace(value), 64); ok && err == nil {
+			out[label(labels, "method")] += v
+		}
+	}
+	return out
+}
+
+// perPod is (after - before) / n by key, rounded to two decimals, as a
+// printable map.
+func perPod(before, after map[string]float64, n int) map[string]float64 {
+	out := map[string]float64{}
+	for k, v := range after {
+		if d := v - before[k]; d > 0 {
+			out[k] = float64(int(d/float64(n)*100+0.5)) / 100
+		}
+	}
+	return out
+}
+
 // label returns the value of name in a Prometheus label list.
 func label(labels, name string) string {
 	_, rest, ok := strings.Cut(","+labels, ","+name+`="`)
