@@ -13,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/lockstep-dev/lockstep/node/backoff"
@@ -99,7 +100,8 @@ type entry struct {
 	// version counts the accepted status changes.
 	version uint64
 	// written is the API object (the pod, or a static pod's mirror) as
-	// the last successful write returned it; nil before one.
+	// the last successful write returned it, identity and status only;
+	// nil before one.
 	written *corev1.Pod
 	// deletable: the agent said the pod may be deleted from the API.
 	deletable bool
@@ -392,7 +394,7 @@ func (m *Manager) syncPod(ctx context.Context, uid types.UID) {
 		return // removed meanwhile
 	}
 	if written != nil {
-		e.written = written
+		e.written = statusOnly(written)
 	}
 	if adopted != nil && e.version == snap.version {
 		e.status = *adopted
@@ -514,6 +516,15 @@ func (m *Manager) apiPod(pod, written *corev1.Pod) (*corev1.Pod, error) {
 		return nil, fmt.Errorf("pod %s in the API is not the mirror of static pod %s", podKey(mirror), pod.UID)
 	}
 	return newer(mirror, written), nil
+}
+
+// statusOnly keeps of a written pod what the next comparison needs: its
+// identity, resource version and status (not a second copy of its spec).
+func statusOnly(p *corev1.Pod) *corev1.Pod {
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: p.Namespace, Name: p.Name, UID: p.UID, ResourceVersion: p.ResourceVersion},
+		Status:     p.Status,
+	}
 }
 
 // newer returns written when it is the same object as watched (same UID)
