@@ -21,6 +21,7 @@ func BenchmarkPodStartThroughput(b *testing.B) {
 	for _, n := range []int{100, 1000, 10000} {
 		b.Run(fmt.Sprintf("pods=%d", n), func(b *testing.B) {
 			var virtual time.Duration
+			var reqs map[apiserver.Request]int
 			for range b.N {
 				b.StopTimer()
 				h := harness.New(harness.Config{Seed: 1})
@@ -35,6 +36,7 @@ func BenchmarkPodStartThroughput(b *testing.B) {
 					b.Fatal(err)
 				}
 				start := h.K.Elapsed()
+				before := h.API.Requests()
 				b.StartTimer()
 				for i := range n {
 					if _, err := scenarios.Create(h, scenarios.NewPod(fmt.Sprintf("pod-%05d", i), h.NodeName)); err != nil {
@@ -46,10 +48,12 @@ func BenchmarkPodStartThroughput(b *testing.B) {
 				}
 				b.StopTimer()
 				virtual += h.K.Elapsed() - start
+				reqs = requestsSince(before, h.API.Requests())
 				h.Close()
 			}
 			b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds(), "pods/s")
 			b.ReportMetric((virtual / time.Duration(b.N)).Seconds(), "virtual-s")
+			reportPerUnit(b, reqs, float64(n), "pod")
 		})
 	}
 }

@@ -253,6 +253,7 @@ func TestPodStartAndDeleteFigures(t *testing.T) {
 	defer w.Stop()
 	created := map[string]time.Time{}
 	var pods []*corev1.Pod
+	reqStart := e.lockstepRequests(t)
 	for i := 0; i < n; i++ {
 		p := e.pod(fmt.Sprintf("bench%02d", i), false, sleeper)
 		p.Labels = map[string]string{"batch": label}
@@ -293,6 +294,8 @@ func TestPodStartAndDeleteFigures(t *testing.T) {
 	t.Logf("FIGURE pod start latency (create -> Ready via watch), %d busybox pods on containerd: p50 %v, p99 %v, max %v",
 		n, percentile(lat, 0.5).Round(time.Millisecond), percentile(lat, 0.99).Round(time.Millisecond), percentile(lat, 1).Round(time.Millisecond))
 
+	reqReady := e.lockstepRequests(t)
+	t.Logf("FIGURE lockstep's API requests per pod started, by method (rest_client_requests_total; lease renewals included): %v", perPod(reqStart, reqReady, n))
 	start := time.Now()
 	for _, p := range pods {
 		if err := e.admin.CoreV1().Pods("default").Delete(ctx, p.Name, metav1.DeleteOptions{}); err != nil {
@@ -303,6 +306,7 @@ func TestPodStartAndDeleteFigures(t *testing.T) {
 		e.waitGone(t, p, 2*time.Minute)
 	}
 	t.Logf("FIGURE %d deletions (grace 5 s, TERM trapped) complete in %v", n, time.Since(start).Round(time.Millisecond))
+	t.Logf("FIGURE lockstep's API requests per pod deleted, by method: %v", perPod(reqReady, e.lockstepRequests(t), n))
 	for _, p := range pods {
 		e.waitCRIEmpty(t, string(p.UID), 15*time.Second)
 	}

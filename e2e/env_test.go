@@ -242,6 +242,24 @@ func (e *env) logs(t *testing.T, p *corev1.Pod, container, token string) (int, s
 	return e.logsQuery(t, p, container, token, "")
 }
 
+// nodeGet GETs path on lockstep's secure port with token ("": none) and
+// returns the status and body.
+func (e *env) nodeGet(t *testing.T, path, token string) (int, string) {
+	t.Helper()
+	hc := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
+	req, _ := http.NewRequest("GET", fmt.Sprintf("https://127.0.0.1:%d%s", e.port, path), nil)
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		t.Fatalf("GET %s: %v", path, err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
 // logsQuery is logs with a query string ("previous=true", "tailLines=1").
 func (e *env) logsQuery(t *testing.T, p *corev1.Pod, container, token, query string) (int, string) {
 	t.Helper()

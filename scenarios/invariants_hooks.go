@@ -58,7 +58,7 @@ func (c *Checker) onWriteHooks(r apiserver.Record) {
 		hc.maxGrace[r.UID] = max(hc.maxGrace[r.UID], grace)
 		return
 	}
-	if r.Actor != apiserver.ActorAgent || r.Verb != apiserver.VerbUpdateStatus {
+	if r.Actor != apiserver.ActorAgent || r.Verb != apiserver.VerbPatchStatus {
 		return
 	}
 	for _, cs := range p.Status.ContainerStatuses {

@@ -92,7 +92,7 @@ var criCodes = []codes.Code{codes.Unknown, codes.Unavailable, codes.DeadlineExce
 
 // apiVerbs are the verbs API latency aims at.
 var apiVerbs = []string{apiserver.VerbGet, apiserver.VerbList, apiserver.VerbWatch, apiserver.VerbCreate,
-	apiserver.VerbUpdate, apiserver.VerbUpdateStatus, apiserver.VerbDelete}
+	apiserver.VerbUpdate, apiserver.VerbPatchStatus, apiserver.VerbDelete}
 
 // victim is the name of created pod i (reduced), or "" if none exists.
 func (r *run) victim(i int) string {

@@ -40,7 +40,7 @@ func TestTraceHoldsTheNodesTraffic(t *testing.T) {
 	plan := Plan{Scenario: "mixed", Seed: 3, Actions: []Action{{Op: "create", RunMS: 5000}, {Op: "delete", RunMS: 1000}}}
 	Execute(plan, Options{Trace: &b})
 	for _, kind := range []string{`"kind":"cri","method":"CreateContainer"`, `"kind":"cri","method":"StopContainer"`,
-		`"kind":"api-write","verb":"updateStatus"`, `"kind":"watch","type":"MODIFIED"`, `"kind":"action"`} {
+		`"kind":"api-write","verb":"patchStatus"`, `"kind":"watch","type":"MODIFIED"`, `"kind":"action"`} {
 		if !strings.Contains(b.String(), kind) {
 			t.Errorf("trace has no %s event", kind)
 		}

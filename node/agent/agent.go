@@ -135,7 +135,6 @@ func New(d deps.Deps, cfg Config) *Agent {
 			ConfigMaps: d.API.ConfigMaps, Secrets: d.API.Secrets, Services: d.API.Services, RuntimeClasses: d.API.RuntimeClasses,
 			ProbeNet: d.ProbeNet,
 		}, cfg.RuntimeSync),
-		status:   status.NewManager(d.Core, d.API.Pods, cfg.Status),
 		expected: map[types.UID]map[string]expectation{},
 		sysctls:  sysctlAllowlist(d, cfg.AllowedUnsafeSysctls),
 	}
@@ -150,6 +149,7 @@ func New(d deps.Deps, cfg Config) *Agent {
 	cfg.Volumes.Node = cfg.Node
 	a.volumes = volume.New(d.Core, volume.Ports{Files: d.Files, Mounts: d.Mounts, Objects: d.API.Objects(), Watches: d.API.ObjectWatches, Tokens: d.API.Tokens, Events: d.API.Events}, cfg.Volumes)
 	a.merger = podsource.NewMerger(d.Core, sources, a.updates)
+	a.status = status.NewManager(d.Core, d.API.Pods, a.merger, cfg.Status)
 	if d.API.Nodes != nil && d.API.Leases != nil {
 		nc := cfg.NodeStatus
 		nc.NodeName = cfg.NodeName

@@ -108,11 +108,11 @@ type PodAPI interface {
 	ListPods(ctx context.Context, nodeName, notOlderThan string) ([]*corev1.Pod, string, error)
 	// WatchPods watches pods bound to nodeName after resourceVersion.
 	WatchPods(ctx context.Context, nodeName, resourceVersion string) (PodWatch, error)
-	// GetPod reads one pod.
-	GetPod(ctx context.Context, namespace, name string) (*corev1.Pod, error)
-	// UpdatePodStatus writes pod.Status, failing with a conflict when
-	// pod.ResourceVersion is stale.
-	UpdatePodStatus(ctx context.Context, pod *corev1.Pod) (*corev1.Pod, error)
+	// PatchPodStatus applies patch, a strategic-merge patch of the pod's
+	// status subresource that carries metadata.uid as a precondition: a
+	// pod of that name with another UID fails with a conflict, a missing
+	// one with NotFound. It returns the pod as written.
+	PatchPodStatus(ctx context.Context, namespace, name string, patch []byte) (*corev1.Pod, error)
 	// DeletePod deletes a pod with grace period 0 and a UID precondition.
 	DeletePod(ctx context.Context, namespace, name string, uid types.UID) error
 	// CreatePod creates a pod (mirror pods of static pods).
@@ -123,9 +123,9 @@ type PodAPI interface {
 type NodeAPI interface {
 	GetNode(ctx context.Context, name string) (*corev1.Node, error)
 	CreateNode(ctx context.Context, node *corev1.Node) (*corev1.Node, error)
-	// UpdateNodeStatus writes node.Status, failing with a conflict when
-	// node.ResourceVersion is stale.
-	UpdateNodeStatus(ctx context.Context, node *corev1.Node) (*corev1.Node, error)
+	// PatchNodeStatus applies patch, a strategic-merge patch of the
+	// node's status subresource, and returns the node as written.
+	PatchNodeStatus(ctx context.Context, name string, patch []byte) (*corev1.Node, error)
 }
 
 // LeaseAPI keeps the node's lease in kube-node-lease.

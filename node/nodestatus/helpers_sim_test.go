@@ -97,7 +97,8 @@ func newWorld(t *testing.T, mutate func(*nodestatus.Config)) *world {
 	}
 	d := k.Deps()
 	d.Runtime, d.Images, d.Machine = w.rt, w.rt, w.machine
-	d.API = deps.API{Pods: w.srv, Nodes: w.srv, Leases: w.srv, Events: w.srv}
+	d.API = deps.API{Pods: w.srv, Nodes: w.srv, Leases: w.srv,
+		Events: apiserver.NewRecorder(w.srv, k, corev1.EventSource{Component: "kubelet", Host: w.cfg.NodeName})}
 	w.m = nodestatus.New(d.Core, nodestatus.Ports{Nodes: d.API.Nodes, Leases: d.API.Leases, Events: d.API.Events, Runtime: d.Runtime, Machine: d.Machine}, w.cfg, w.pleg)
 	return w
 }
@@ -196,7 +197,7 @@ func (w *world) writes(kind, verb string, from time.Duration) []time.Duration {
 
 // statusWrites are the node status writes at or after from.
 func (w *world) statusWrites(from time.Duration) []time.Duration {
-	return w.writes(apiserver.KindNode, apiserver.VerbUpdateStatus, from)
+	return w.writes(apiserver.KindNode, apiserver.VerbPatchStatus, from)
 }
 
 // leaseWrites are the lease creations and updates at or after from.

@@ -56,7 +56,7 @@ func TestLeaseFreshWhileStatusWritesSlow(t *testing.T) {
 	w.run(15 * time.Second)
 	// Every node status write now takes 2 min and times out after 10 s,
 	// and there is a change to write at every computation.
-	w.srv.Latency(apiserver.VerbUpdateStatus, 2*time.Minute)
+	w.srv.Latency(apiserver.VerbPatchStatus, 2*time.Minute)
 	w.pleg.ok, w.pleg.err = false, errors.New("pleg: stuck")
 	w.runCheckingLease(5 * time.Minute)
 	if got := w.statusWrites(0); len(got) != 0 {
@@ -72,7 +72,7 @@ func TestLeaseFreshWhileStatusWritesSlow(t *testing.T) {
 		t.Errorf("lease writes while status writes hang (-want +got):\n%s", diff)
 	}
 	// Once writes are fast again, the status catches up.
-	w.srv.Latency(apiserver.VerbUpdateStatus, 0)
+	w.srv.Latency(apiserver.VerbPatchStatus, 0)
 	w.runUntil("NotReady written", w.readyIs(corev1.ConditionFalse), time.Minute)
 }
 

@@ -165,6 +165,9 @@ type Manager struct {
 	rt         runtimeHealth
 	// lastReport is when the status was last written (or created).
 	lastReport time.Time
+	// written is the node as the last write (or the registration)
+	// returned it: the base of the next status patch. Nil when unknown.
+	written *corev1.Node
 
 	// lease is the newest lease the lease task knows; only that task
 	// touches it.

@@ -76,7 +76,7 @@ func (m *Manager) tryRegister(ctx context.Context) error {
 		return fmt.Errorf("register node %q: it exists but reading it failed: %w", m.cfg.NodeName, err)
 	}
 	m.mu.Lock()
-	m.registered, m.uid = true, existing.UID
+	m.registered, m.uid, m.written = true, existing.UID, existing
 	m.mu.Unlock()
 	m.log.Info("node already registered, adopting it", "uid", existing.UID)
 	return nil
@@ -86,7 +86,7 @@ func (m *Manager) tryRegister(ctx context.Context) error {
 func (m *Manager) registeredAs(n *corev1.Node, f facts) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.registered, m.uid, m.lastReport = true, n.UID, f.now
+	m.registered, m.uid, m.lastReport, m.written = true, n.UID, f.now, n
 }
 
 // gather collects the facts of a status now. Machine info is read once;
@@ -163,8 +163,9 @@ func (m *Manager) syncStatus(ctx context.Context) {
 // errNotRegistered is returned by a sync that runs before registration.
 var errNotRegistered = errors.New("not registered")
 
-// tryUpdateStatus reads the node, computes its status on top of the read
-// one and writes it if needed.
+// tryUpdateStatus computes the status on top of the node as last written
+// and patches the difference if needed. The node is read only when this
+// process has neither created nor written it.
 func (m *Manager) tryUpdateStatus(ctx context.Context) error {
 	if !m.Registered() {
 		return errNotRegistered
@@ -173,11 +174,16 @@ func (m *Manager) tryUpdateStatus(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	cctx, cancel := m.d.Clock.WithTimeout(ctx, m.timeout)
-	node, err := m.ports.Nodes.GetNode(cctx, m.cfg.NodeName)
-	cancel()
-	if err != nil {
-		return fmt.Errorf("get node %q: %w", m.cfg.NodeName, err)
+	m.mu.Lock()
+	node := m.written
+	m.mu.Unlock()
+	if node == nil {
+		cctx, cancel := m.d.Clock.WithTimeout(ctx, m.timeout)
+		node, err = m.ports.Nodes.GetNode(cctx, m.cfg.NodeName)
+		cancel()
+		if err != nil {
+			return fmt.Errorf("get node %q: %w", m.cfg.NodeName, err)
+		}
 	}
 	m.mu.Lock()
 	m.uid = node.UID
@@ -188,16 +194,20 @@ func (m *Manager) tryUpdateStatus(ctx context.Context) error {
 	if !due && !statusChanged(&node.Status, &status) {
 		return nil
 	}
-	upd := node.DeepCopy()
-	upd.Status = status
-	cctx, cancel = m.d.Clock.WithTimeout(ctx, m.timeout)
-	_, err = m.ports.Nodes.UpdateNodeStatus(cctx, upd)
+	patch, err := statusPatch(m.cfg.NodeName, node.Status, status)
+	if err != nil {
+		return err
+	}
+	cctx, cancel := m.d.Clock.WithTimeout(ctx, m.timeout)
+	out, err := m.ports.Nodes.PatchNodeStatus(cctx, m.cfg.NodeName, patch)
 	cancel()
 	if err != nil {
-		return fmt.Errorf("update status of node %q: %w", m.cfg.NodeName, err)
+		// The base stays: had the failed patch applied, the next patch
+		// from the same base sets the same fields again.
+		return fmt.Errorf("patch status of node %q: %w", m.cfg.NodeName, err)
 	}
 	m.mu.Lock()
-	m.lastReport = f.now
+	m.lastReport, m.written = f.now, out
 	m.mu.Unlock()
 	m.readyEvent(&node.Status, &status)
 	return nil

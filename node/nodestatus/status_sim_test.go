@@ -324,29 +324,29 @@ func TestRuntimeConditions(t *testing.T) {
 	}
 }
 
-func TestStatusConflictRetry(t *testing.T) {
-	// No lease renewals in the window: every conflict hits a status write.
+func TestStatusWriteRetry(t *testing.T) {
+	// No lease renewals in the window: every failure hits a status write.
 	w := newWorld(t, func(c *nodestatus.Config) { c.LeaseRenewInterval = time.Hour })
 	w.start()
 	w.run(15 * time.Second)
 
 	w.pleg.ok, w.pleg.err = false, errors.New("pleg: stuck")
-	w.srv.Conflicts(4)
+	w.srv.FailWrites(4, nil)
 	w.run(10 * time.Second)
-	// Four conflicts, the fifth attempt wins: written at 20 s.
+	// Four failures, the fifth attempt wins: written at 20 s.
 	if diff := cmp.Diff(secs(20), w.statusWrites(0)); diff != "" {
 		t.Errorf("status writes (-want +got):\n%s", diff)
 	}
 	if c := w.ready(); c.Status != corev1.ConditionFalse {
-		t.Errorf("Ready = %s after the conflicts, want False", c.Status)
+		t.Errorf("Ready = %s after the failures, want False", c.Status)
 	}
 
 	w.pleg.ok, w.pleg.err = true, nil
-	w.srv.Conflicts(5)
+	w.srv.FailWrites(5, nil)
 	w.run(10 * time.Second)
-	// All five attempts at 30 s conflict; the next computation writes.
+	// All five attempts at 30 s fail; the next computation writes.
 	if diff := cmp.Diff(secs(20), w.statusWrites(0)); diff != "" {
-		t.Errorf("status writes after 5 conflicts (-want +got):\n%s", diff)
+		t.Errorf("status writes after 5 failures (-want +got):\n%s", diff)
 	}
 	w.run(10 * time.Second)
 	if diff := cmp.Diff(secs(20, 40), w.statusWrites(0)); diff != "" {
@@ -354,6 +354,29 @@ func TestStatusConflictRetry(t *testing.T) {
 	}
 	if c := w.ready(); c.Status != corev1.ConditionTrue {
 		t.Errorf("Ready = %s, want True", c.Status)
+	}
+	// A failed patch leaves the base as it was: nothing is read.
+	if n := w.srv.Requests()[apiserver.Request{Verb: apiserver.VerbGet, Resource: "nodes"}]; n != 0 {
+		t.Errorf("%d node reads, want none", n)
+	}
+}
+
+func TestStatusPatchesWithoutReading(t *testing.T) {
+	w := newWorld(t, nil)
+	w.start()
+	w.run(15 * time.Second)
+	w.pleg.ok, w.pleg.err = false, errors.New("pleg: stuck")
+	w.run(10 * time.Second)
+	w.pleg.ok, w.pleg.err = true, nil
+	w.run(10 * time.Minute)
+	if diff := cmp.Diff(secs(20, 30, 330), w.statusWrites(0)); diff != "" {
+		t.Errorf("status writes (-want +got):\n%s", diff)
+	}
+	if c := w.ready(); c.Status != corev1.ConditionTrue {
+		t.Errorf("Ready = %s, want True", c.Status)
+	}
+	if n := w.srv.Requests()[apiserver.Request{Verb: apiserver.VerbGet, Resource: "nodes"}]; n != 0 {
+		t.Errorf("%d node reads, want none: each patch is computed against the last written node", n)
 	}
 }
 

@@ -89,6 +89,36 @@ func (m *Merger) MirrorPods() map[string]*corev1.Pod {
 	return out
 }
 
+// APIPod returns the pod with uid as the API source last delivered it,
+// status included (mirror pods too): what the API holds, as far as the
+// watch has told.
+func (m *Merger) APIPod(uid types.UID) (*corev1.Pod, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	s := m.sources[SourceAPI]
+	if s == nil || s.pods[uid] == nil {
+		return nil, false
+	}
+	return s.pods[uid], true
+}
+
+// MirrorPod returns the mirror pod namespace/name as the API source last
+// delivered it.
+func (m *Merger) MirrorPod(namespace, name string) (*corev1.Pod, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	s := m.sources[SourceAPI]
+	if s == nil {
+		return nil, false
+	}
+	for _, p := range s.pods {
+		if p.Namespace == namespace && p.Name == name && podutil.IsMirrorPod(p) {
+			return p, true
+		}
+	}
+	return nil, false
+}
+
 // Pod returns the desired pod with uid, from whichever source has it: the
 // one store of the pods the node should run. Mirror pods are not desired
 // pods (the static pod each mirrors is), so they are never returned.

@@ -6,12 +6,14 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"strconv"
 	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/lockstep-dev/lockstep/node/backoff"
@@ -23,7 +25,8 @@ import (
 // Config tunes the Manager. Zero fields take their defaults.
 type Config struct {
 	// ResyncPeriod is how often every cached status is compared with the
-	// API's and written again if they differ (default 10 s).
+	// API's, as the pod watch shows it, and written again if they differ
+	// (default 10 s). The comparison reads nothing from the apiserver.
 	ResyncPeriod time.Duration
 	// RetryBackoff is the delay before retrying a write that failed; it
 	// doubles with each failure in a row (default 1 s).
@@ -31,11 +34,11 @@ type Config struct {
 	// MaxRetryBackoff caps the retry delay (default ResyncPeriod).
 	MaxRetryBackoff time.Duration
 	// RequestTimeout bounds each apiserver call (default 10 s), so one hung
-	// call cannot stall every other pod's status for long.
+	// call cannot stall a writer for long.
 	RequestTimeout time.Duration
-	// ConflictRetries is how many times a write that hit a conflict is
-	// retried at once with a fresh read before it backs off (default 5).
-	ConflictRetries int
+	// Writers is how many writes of different pods may be in flight at
+	// once (default 8); the API client's rate limit still applies to all.
+	Writers int
 }
 
 func (c Config) withDefaults() Config {
@@ -51,27 +54,44 @@ func (c Config) withDefaults() Config {
 	if c.RequestTimeout <= 0 {
 		c.RequestTimeout = 10 * time.Second
 	}
-	if c.ConflictRetries <= 0 {
-		c.ConflictRetries = 5
+	if c.Writers <= 0 {
+		c.Writers = 8
 	}
 	return c
 }
 
-// Manager caches the newest status of every pod and keeps it written to the
-// apiserver. One writer task issues every write, one pod at a time, in the
-// order the pods changed, so writes for a pod are never concurrent and only
-// the newest pending version of a pod is ever written.
-type Manager struct {
-	d    deps.Core
-	api  deps.PodAPI
-	cfg  Config
-	log  *slog.Logger
-	wake deps.Signal
+// Watched is the agent's copy of the API's pods, kept current by the pod
+// watch (podsource.Merger): the manager learns from it what the API holds
+// without reading the apiserver.
+type Watched interface {
+	// APIPod returns the pod with uid as the API source last saw it.
+	APIPod(uid types.UID) (*corev1.Pod, bool)
+	// MirrorPod returns the mirror pod namespace/name as the API source
+	// last saw it.
+	MirrorPod(namespace, name string) (*corev1.Pod, bool)
+}
 
-	mu     sync.Mutex
-	pods   map[types.UID]*entry
-	queue  []types.UID
-	queued map[types.UID]bool
+// Manager caches the newest status of every pod and keeps it written to the
+// apiserver. It compares each status with what the API holds — the pod as
+// the watch last delivered it, or as the manager's own last write returned
+// it, whichever is newer — and writes only the difference, as a patch with
+// the pod's UID as precondition; it never reads a pod to write it. Writer
+// tasks (Config.Writers) write different pods concurrently, taking pods in
+// the order they changed; one pod is never written by two writers at once,
+// and only its newest pending version is ever written.
+type Manager struct {
+	d       deps.Core
+	api     deps.PodAPI
+	watched Watched
+	cfg     Config
+	log     *slog.Logger
+	wake    deps.Signal
+
+	mu       sync.Mutex
+	pods     map[types.UID]*entry
+	queue    []types.UID
+	queued   map[types.UID]bool
+	inflight map[types.UID]bool
 }
 
 // entry is what the manager knows of one pod.
@@ -80,6 +100,10 @@ type entry struct {
 	status corev1.PodStatus
 	// version counts the accepted status changes.
 	version uint64
+	// written is the API object (the pod, or a static pod's mirror) as
+	// the last successful write returned it, identity and status only;
+	// nil before one.
+	written *corev1.Pod
 	// deletable: the agent said the pod may be deleted from the API.
 	deletable bool
 	// done: nothing more to write (the pod was deleted, or is gone).
@@ -90,26 +114,31 @@ type entry struct {
 	retry     deps.Timer
 }
 
-// NewManager returns a manager writing through pods; Start runs it.
-func NewManager(d deps.Core, pods deps.PodAPI, cfg Config) *Manager {
+// NewManager returns a manager writing through pods and comparing with
+// watched; Start runs it.
+func NewManager(d deps.Core, pods deps.PodAPI, watched Watched, cfg Config) *Manager {
 	log := d.Log
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
 	return &Manager{
-		d:      d,
-		api:    pods,
-		cfg:    cfg.withDefaults(),
-		log:    log.With("component", "status"),
-		wake:   d.Tasks.NewSignal("status-writes"),
-		pods:   map[types.UID]*entry{},
-		queued: map[types.UID]bool{},
+		d:        d,
+		api:      pods,
+		watched:  watched,
+		cfg:      cfg.withDefaults(),
+		log:      log.With("component", "status"),
+		wake:     d.Tasks.NewSignal("status-writes"),
+		pods:     map[types.UID]*entry{},
+		queued:   map[types.UID]bool{},
+		inflight: map[types.UID]bool{},
 	}
 }
 
 // Start spawns the writer and resync tasks; they end when ctx does.
 func (m *Manager) Start(ctx context.Context) {
-	m.d.Tasks.Go("status-writer", func() { m.runWriter(ctx) })
+	for i := range m.cfg.Writers {
+		m.d.Tasks.Go(fmt.Sprintf("status-writer-%d", i), func() { m.runWriter(ctx) })
+	}
 	m.d.Tasks.Go("status-resync", func() { m.runResync(ctx) })
 }
 
@@ -175,9 +204,9 @@ func (m *Manager) TerminatePod(pod *corev1.Pod) {
 // SetPodDeletable records that the pod is deleted (its DeletionTimestamp is
 // set), all its containers are stopped and its sandbox is gone: the manager
 // writes the pod's last status, then deletes the pod object with grace 0
-// and a UID precondition. A pod already gone counts as deleted. Static pods
-// and mirror pods are never deleted this way. The pod must have a cached
-// status (SetPodStatus or TerminatePod first).
+// and a UID precondition, once. A pod already gone counts as deleted.
+// Static pods and mirror pods are never deleted this way. The pod must
+// have a cached status (SetPodStatus or TerminatePod first).
 func (m *Manager) SetPodDeletable(uid types.UID) {
 	m.mu.Lock()
 	e := m.pods[uid]
@@ -260,21 +289,41 @@ func (m *Manager) enqueue(uid types.UID) {
 	}
 }
 
-// pop takes the next queued pod.
+// pop takes the oldest queued pod no writer is writing and marks it in
+// flight; a pod in flight stays queued for the writer that has it, which
+// takes it again when it is done.
 func (m *Manager) pop() (types.UID, bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	for len(m.queue) > 0 {
-		uid := m.queue[0]
-		m.queue[0] = ""
-		m.queue = m.queue[1:]
+	for i := 0; i < len(m.queue); {
+		uid := m.queue[i]
+		if m.queued[uid] && m.inflight[uid] {
+			i++
+			continue
+		}
+		if i == 0 {
+			m.queue[0] = ""
+			m.queue = m.queue[1:]
+		} else {
+			m.queue = slices.Delete(m.queue, i, i+1)
+		}
 		if m.queued[uid] {
 			delete(m.queued, uid)
+			m.inflight[uid] = true
 			return uid, true
 		}
 	}
-	m.queue = nil
+	if len(m.queue) == 0 {
+		m.queue = nil
+	}
 	return "", false
+}
+
+// finish ends a writer's turn on uid.
+func (m *Manager) finish(uid types.UID) {
+	m.mu.Lock()
+	delete(m.inflight, uid)
+	m.mu.Unlock()
 }
 
 func (m *Manager) runWriter(ctx context.Context) {
@@ -287,10 +336,12 @@ func (m *Manager) runWriter(ctx context.Context) {
 			continue
 		}
 		m.syncPod(ctx, uid)
+		m.finish(uid)
 	}
 }
 
-// runResync queues every pod, in UID order, each ResyncPeriod.
+// runResync queues every pod, in UID order, each ResyncPeriod: each is
+// compared with the API's copy and written only when they differ.
 func (m *Manager) runResync(ctx context.Context) {
 	tk := m.d.Tasks.NewTicker("status-resync", m.cfg.ResyncPeriod)
 	defer tk.Stop()
@@ -318,6 +369,7 @@ type snapshot struct {
 	pod       *corev1.Pod
 	status    corev1.PodStatus
 	version   uint64
+	written   *corev1.Pod
 	deletable bool
 }
 
@@ -334,14 +386,17 @@ func (m *Manager) syncPod(ctx context.Context, uid types.UID) {
 		m.mu.Unlock()
 		return
 	}
-	snap := snapshot{pod: e.pod, status: e.status, version: e.version, deletable: e.deletable}
+	snap := snapshot{pod: e.pod, status: e.status, version: e.version, written: e.written, deletable: e.deletable}
 	m.mu.Unlock()
 
-	adopted, err := m.writeStatus(ctx, snap)
+	adopted, written, err := m.writeStatus(ctx, snap)
 	m.mu.Lock()
 	if m.pods[uid] != e {
 		m.mu.Unlock()
 		return // removed meanwhile
+	}
+	if written != nil {
+		e.written = statusOnly(written)
 	}
 	if adopted != nil && e.version == snap.version {
 		e.status = *adopted
@@ -392,80 +447,101 @@ func (m *Manager) syncPod(ctx context.Context, uid types.UID) {
 	}
 }
 
-// writeStatus writes snap's status unless the API already holds it. When the
-// API holds a terminal phase the status does not have, the status is first
-// made terminal with that phase (Terminate) and returned as adopted.
-func (m *Manager) writeStatus(ctx context.Context, snap snapshot) (adopted *corev1.PodStatus, err error) {
+// writeStatus patches snap's status over the API's copy of the pod unless
+// it already holds it, and returns the pod as written (nil when nothing
+// was written). When the API holds a terminal phase the status does not
+// have, the status is first made terminal with that phase (Terminate) and
+// returned as adopted.
+func (m *Manager) writeStatus(ctx context.Context, snap snapshot) (adopted *corev1.PodStatus, written *corev1.Pod, err error) {
 	pod := snap.pod
-	for attempt := 0; ; attempt++ {
-		api, err := m.getPod(ctx, pod)
-		if err != nil {
-			return nil, err
-		}
-		want := snap.status
-		adopted = nil
-		if podutil.IsTerminal(api.Status.Phase) && want.Phase != api.Status.Phase {
-			m.log.Warn("API holds a terminal phase; keeping it", "pod", podKey(pod),
-				"api", api.Status.Phase, "ours", want.Phase)
-			base := *want.DeepCopy()
-			base.Phase = api.Status.Phase
-			want = Terminate(pod, base, m.d.Clock.Now())
-			normalize(&want)
-			adopted = &want
-		}
-		current := api.Status.DeepCopy()
-		normalize(current)
-		merged := merge(want, *current)
-		if equality.Semantic.DeepEqual(current, &merged) {
-			return adopted, nil
-		}
-		upd := api.DeepCopy()
-		upd.Status = merged
-		rctx, cancel := m.d.Clock.WithTimeout(ctx, m.cfg.RequestTimeout)
-		_, err = m.api.UpdatePodStatus(rctx, upd)
-		cancel()
-		switch {
-		case err == nil:
-			return adopted, nil
-		case apierrors.IsConflict(err) && attempt < m.cfg.ConflictRetries:
-			continue
-		case apierrors.IsNotFound(err) && !podutil.IsStaticPod(pod):
-			return nil, errGone
-		default:
-			return nil, fmt.Errorf("update status of pod %s: %w", podKey(pod), err)
-		}
+	api, err := m.apiPod(pod, snap.written)
+	if err != nil {
+		return nil, nil, err
 	}
-}
-
-// getPod reads the API object pod's status lives in: the pod itself (same
-// UID), or for a static pod its mirror pod.
-func (m *Manager) getPod(ctx context.Context, pod *corev1.Pod) (*corev1.Pod, error) {
+	want := snap.status
+	if podutil.IsTerminal(api.Status.Phase) && want.Phase != api.Status.Phase {
+		m.log.Warn("API holds a terminal phase; keeping it", "pod", podKey(pod),
+			"api", api.Status.Phase, "ours", want.Phase)
+		base := *want.DeepCopy()
+		base.Phase = api.Status.Phase
+		want = Terminate(pod, base, m.d.Clock.Now())
+		normalize(&want)
+		adopted = &want
+	}
+	current := api.Status.DeepCopy()
+	normalize(current)
+	merged := merge(want, *current)
+	if equality.Semantic.DeepEqual(current, &merged) {
+		return adopted, nil, nil
+	}
+	patch, unchanged, err := Patch(api.UID, *current, merged)
+	if err != nil || unchanged {
+		return adopted, nil, err
+	}
 	rctx, cancel := m.d.Clock.WithTimeout(ctx, m.cfg.RequestTimeout)
-	api, err := m.api.GetPod(rctx, pod.Namespace, pod.Name)
+	out, err := m.api.PatchPodStatus(rctx, api.Namespace, api.Name, patch)
 	cancel()
 	static := podutil.IsStaticPod(pod)
 	switch {
-	case apierrors.IsNotFound(err) && static:
-		return nil, fmt.Errorf("mirror pod of static pod %s not found", podKey(pod))
-	case apierrors.IsNotFound(err):
-		return nil, errGone
-	case err != nil:
-		return nil, fmt.Errorf("get pod %s: %w", podKey(pod), err)
+	case err == nil:
+		return adopted, out, nil
+	case (apierrors.IsNotFound(err) || apierrors.IsConflict(err)) && !static:
+		// Deleted, or replaced by a pod of the same name (the UID
+		// precondition failed).
+		return nil, nil, errGone
+	default:
+		return nil, nil, fmt.Errorf("patch status of pod %s (uid %s): %w", podKey(pod), api.UID, err)
 	}
-	if static {
-		want := pod.Annotations[podutil.AnnotationConfigHash]
-		if want == "" {
-			want = string(pod.UID)
+}
+
+// apiPod returns what the API holds of the object pod's status lives in —
+// the pod itself (same UID) or, for a static pod, its mirror pod — as the
+// watch last delivered it, or as written, the pod the last write returned,
+// when that is newer.
+func (m *Manager) apiPod(pod, written *corev1.Pod) (*corev1.Pod, error) {
+	if !podutil.IsStaticPod(pod) {
+		watched, ok := m.watched.APIPod(pod.UID)
+		if !ok {
+			return nil, errGone
 		}
-		if got, ok := api.Annotations[podutil.AnnotationConfigMirror]; !ok || got != want {
-			return nil, fmt.Errorf("pod %s in the API is not the mirror of static pod %s", podKey(api), pod.UID)
-		}
-		return api, nil
+		return newer(watched, written), nil
 	}
-	if api.UID != pod.UID {
-		return nil, errGone // replaced by a pod of the same name
+	mirror, ok := m.watched.MirrorPod(pod.Namespace, pod.Name)
+	if !ok {
+		return nil, fmt.Errorf("mirror pod of static pod %s not seen yet", podKey(pod))
 	}
-	return api, nil
+	want := pod.Annotations[podutil.AnnotationConfigHash]
+	if want == "" {
+		want = string(pod.UID)
+	}
+	if got, ok := mirror.Annotations[podutil.AnnotationConfigMirror]; !ok || got != want {
+		return nil, fmt.Errorf("pod %s in the API is not the mirror of static pod %s", podKey(mirror), pod.UID)
+	}
+	return newer(mirror, written), nil
+}
+
+// statusOnly keeps of a written pod what the next comparison needs: its
+// identity, resource version and status (not a second copy of its spec).
+func statusOnly(p *corev1.Pod) *corev1.Pod {
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: p.Namespace, Name: p.Name, UID: p.UID, ResourceVersion: p.ResourceVersion},
+		Status:     p.Status,
+	}
+}
+
+// newer returns written when it is the same object as watched (same UID)
+// at a later resource version, else watched. Resource versions compare as
+// the numbers etcd makes them; one that is not a number never wins.
+func newer(watched, written *corev1.Pod) *corev1.Pod {
+	if written == nil || written.UID != watched.UID {
+		return watched
+	}
+	a, errA := strconv.ParseUint(written.ResourceVersion, 10, 64)
+	b, errB := strconv.ParseUint(watched.ResourceVersion, 10, 64)
+	if errA == nil && errB == nil && a > b {
+		return written
+	}
+	return watched
 }
 
 // deletePod deletes pod from the API with grace 0 and its UID as

@@ -15,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/strategicpatch"
 
 	"github.com/lockstep-dev/lockstep/node/deps"
 	"github.com/lockstep-dev/lockstep/node/podutil"
@@ -24,9 +25,9 @@ import (
 // call is one apiserver call the fake saw, at virtual time since the start.
 type call struct {
 	At   time.Duration
-	Op   string // get, update, delete
+	Op   string // patch, delete
 	Pod  string
-	What string // update: phase/message; delete: uid; error if any
+	What string // patch: phase/message after it; delete: uid; error if any
 }
 
 // fakePods is an in-test deps.PodAPI: an object store with resource
@@ -37,9 +38,8 @@ type fakePods struct {
 	rv    int
 	calls []call
 
-	conflicts int           // the next n updates fail with a conflict
-	failures  int           // the next n updates fail with an internal error
-	latency   time.Duration // every update takes this long
+	failures  int           // the next n patches fail with an internal error
+	latency   time.Duration // every patch takes this long
 	inFlight  int
 	maxFlight int
 }
@@ -84,18 +84,10 @@ func (f *fakePods) ops(op string) []call {
 	return out
 }
 
-func (f *fakePods) GetPod(_ context.Context, ns, name string) (*corev1.Pod, error) {
-	f.log("get", ns+"/"+name, "")
-	p, ok := f.pods[ns+"/"+name]
-	if !ok {
-		return nil, apierrors.NewNotFound(podsResource, name)
-	}
-	return p.DeepCopy(), nil
-}
-
-func (f *fakePods) UpdatePodStatus(ctx context.Context, pod *corev1.Pod) (*corev1.Pod, error) {
-	key := pod.Namespace + "/" + pod.Name
-	what := fmt.Sprintf("%s/%s", pod.Status.Phase, pod.Status.Message)
+// PatchPodStatus applies a strategic-merge patch to the stored pod and
+// keeps its status, with the patch's metadata.uid as precondition.
+func (f *fakePods) PatchPodStatus(ctx context.Context, ns, name string, patch []byte) (*corev1.Pod, error) {
+	key := ns + "/" + name
 	f.inFlight++
 	f.maxFlight = max(f.maxFlight, f.inFlight)
 	defer func() { f.inFlight-- }()
@@ -105,27 +97,57 @@ func (f *fakePods) UpdatePodStatus(ctx context.Context, pod *corev1.Pod) (*corev
 		}
 	}
 	cur, ok := f.pods[key]
+	if !ok {
+		f.log("patch", key, "notfound")
+		return nil, apierrors.NewNotFound(podsResource, name)
+	}
+	orig, err := json.Marshal(cur)
+	if err != nil {
+		return nil, err
+	}
+	merged, err := strategicpatch.StrategicMergePatch(orig, patch, corev1.Pod{})
+	if err != nil {
+		return nil, err
+	}
+	next := &corev1.Pod{}
+	if err := json.Unmarshal(merged, next); err != nil {
+		return nil, err
+	}
+	what := fmt.Sprintf("%s/%s", next.Status.Phase, next.Status.Message)
 	switch {
-	case f.conflicts > 0:
-		f.conflicts--
-		f.log("update", key, what+" conflict")
-		return nil, apierrors.NewConflict(podsResource, pod.Name, errors.New("injected"))
 	case f.failures > 0:
 		f.failures--
-		f.log("update", key, what+" error")
+		f.log("patch", key, what+" error")
 		return nil, apierrors.NewInternalError(errors.New("injected"))
-	case !ok:
-		f.log("update", key, what+" notfound")
-		return nil, apierrors.NewNotFound(podsResource, pod.Name)
-	case cur.ResourceVersion != pod.ResourceVersion:
-		f.log("update", key, what+" conflict")
-		return nil, apierrors.NewConflict(podsResource, pod.Name, errors.New("stale resource version"))
+	case next.UID != cur.UID:
+		f.log("patch", key, what+" precondition")
+		return nil, apierrors.NewConflict(podsResource, name, errors.New("uid precondition"))
 	}
-	f.log("update", key, what)
-	next := cur.DeepCopy()
-	next.Status = *pod.Status.DeepCopy()
-	f.put(next)
+	f.log("patch", key, what)
+	upd := cur.DeepCopy()
+	upd.Status = next.Status
+	f.put(upd)
 	return f.pods[key].DeepCopy(), nil
+}
+
+// APIPod is the watched copy: the fake's store is a watch that is never
+// behind.
+func (f *fakePods) APIPod(uid types.UID) (*corev1.Pod, bool) {
+	for _, p := range f.pods {
+		if p.UID == uid {
+			return p.DeepCopy(), true
+		}
+	}
+	return nil, false
+}
+
+// MirrorPod is the watched mirror pod ns/name.
+func (f *fakePods) MirrorPod(ns, name string) (*corev1.Pod, bool) {
+	p, ok := f.pods[ns+"/"+name]
+	if !ok || !podutil.IsMirrorPod(p) {
+		return nil, false
+	}
+	return p.DeepCopy(), true
 }
 
 func (f *fakePods) DeletePod(_ context.Context, ns, name string, uid types.UID) error {
@@ -165,12 +187,17 @@ type rig struct {
 
 func newRig(t *testing.T, pods ...*corev1.Pod) *rig {
 	t.Helper()
+	return newRigWith(t, Config{}, pods...)
+}
+
+func newRigWith(t *testing.T, cfg Config, pods ...*corev1.Pod) *rig {
+	t.Helper()
 	k := kernel.New(kernel.Config{Seed: 1})
 	t.Cleanup(k.Close)
 	api := newFakePods(k, pods...)
 	d := k.Deps()
 	d.API.Pods = api
-	m := NewManager(d.Core, d.API.Pods, Config{})
+	m := NewManager(d.Core, d.API.Pods, api, cfg)
 	m.Start(context.Background())
 	return &rig{k: k, api: api, m: m}
 }
@@ -223,8 +250,8 @@ func TestManagerCoalescesQuickUpdates(t *testing.T) {
 		r.m.SetPodStatus(pod, live(fmt.Sprintf("v%d", i)))
 	}
 	r.run(t, time.Second)
-	want := []call{{0, "update", "ns/web", "Running/v10"}}
-	if diff := cmp.Diff(want, r.api.ops("update")); diff != "" {
+	want := []call{{0, "patch", "ns/web", "Running/v10"}}
+	if diff := cmp.Diff(want, r.api.ops("patch")); diff != "" {
 		t.Errorf("updates (-want +got):\n%s", diff)
 	}
 }
@@ -241,7 +268,7 @@ func TestManagerCoalescesWhileWriting(t *testing.T) {
 		}
 	})
 	r.run(t, 5*time.Second)
-	ups := r.api.ops("update")
+	ups := r.api.ops("patch")
 	if len(ups) > 3 {
 		t.Errorf("%d writes for 10 quick changes, want at most 3: %v", len(ups), ups)
 	}
@@ -259,26 +286,18 @@ func TestManagerCoalescesWhileWriting(t *testing.T) {
 	}
 }
 
-func TestManagerConflictRetryMergesForeignConditions(t *testing.T) {
+func TestManagerPatchKeepsForeignConditionsWithoutReading(t *testing.T) {
 	pod := apiPod("web", corev1.RestartPolicyAlways)
 	foreign := corev1.PodCondition{Type: "example.com/lb", Status: corev1.ConditionTrue, LastTransitionTime: mt(0)}
 	inAPI := pod.DeepCopy()
 	inAPI.Status.Conditions = []corev1.PodCondition{foreign}
 	r := newRig(t, inAPI)
-	r.api.conflicts = 2
 	r.m.SetPodStatus(pod, live("v1"))
 	r.run(t, time.Second)
 
-	want := []call{
-		{0, "update", "ns/web", "Running/v1 conflict"},
-		{0, "update", "ns/web", "Running/v1 conflict"},
-		{0, "update", "ns/web", "Running/v1"},
-	}
-	if diff := cmp.Diff(want, r.api.ops("update")); diff != "" {
-		t.Errorf("updates (-want +got):\n%s", diff)
-	}
-	if n := len(r.api.ops("get")); n != 3 {
-		t.Errorf("%d reads, want a fresh read per attempt (3)", n)
+	want := []call{{0, "patch", "ns/web", "Running/v1"}}
+	if diff := cmp.Diff(want, r.api.calls); diff != "" {
+		t.Errorf("calls (-want +got):\n%s", diff)
 	}
 	got := r.api.pods["ns/web"].Status.Conditions
 	wantConds := []corev1.PodCondition{foreign, live("").Conditions[0]}
@@ -287,24 +306,22 @@ func TestManagerConflictRetryMergesForeignConditions(t *testing.T) {
 	}
 }
 
-func TestManagerStaleResourceVersionRetries(t *testing.T) {
+func TestManagerOtherWriterMeanwhileNoConflict(t *testing.T) {
 	pod := apiPod("web", corev1.RestartPolicyAlways)
 	r := newRig(t, pod)
 	r.api.latency = time.Second
 	r.m.SetPodStatus(pod, live("v1"))
-	// Someone else writes the pod while our write is in flight.
+	// Someone else writes the pod while our patch is in flight: a patch
+	// carries no resource version, so it applies over their write.
 	r.k.Tasks().AfterFunc("other-writer", 500*time.Millisecond, func() {
 		p := r.api.pods["ns/web"].DeepCopy()
 		p.Labels = map[string]string{"touched": "yes"}
 		r.api.put(p)
 	})
 	r.run(t, 5*time.Second)
-	want := []call{
-		{time.Second, "update", "ns/web", "Running/v1 conflict"},
-		{2 * time.Second, "update", "ns/web", "Running/v1"},
-	}
-	if diff := cmp.Diff(want, r.api.ops("update")); diff != "" {
-		t.Errorf("updates (-want +got):\n%s", diff)
+	want := []call{{time.Second, "patch", "ns/web", "Running/v1"}}
+	if diff := cmp.Diff(want, r.api.ops("patch")); diff != "" {
+		t.Errorf("patches (-want +got):\n%s", diff)
 	}
 	if p := r.api.pods["ns/web"]; p.Labels["touched"] != "yes" || p.Status.Message != "v1" {
 		t.Errorf("API pod labels %v message %q", p.Labels, p.Status.Message)
@@ -320,12 +337,12 @@ func TestManagerErrorBackoff(t *testing.T) {
 	r.k.Tasks().AfterFunc("pod-worker", 3500*time.Millisecond, func() { r.m.SetPodStatus(pod, live("v2")) })
 	r.run(t, 30*time.Second)
 	want := []call{
-		{0, "update", "ns/web", "Running/v1 error"},
-		{time.Second, "update", "ns/web", "Running/v1 error"},
-		{3 * time.Second, "update", "ns/web", "Running/v1 error"},
-		{7 * time.Second, "update", "ns/web", "Running/v2"},
+		{0, "patch", "ns/web", "Running/v1 error"},
+		{time.Second, "patch", "ns/web", "Running/v1 error"},
+		{3 * time.Second, "patch", "ns/web", "Running/v1 error"},
+		{7 * time.Second, "patch", "ns/web", "Running/v2"},
 	}
-	if diff := cmp.Diff(want, r.api.ops("update")); diff != "" {
+	if diff := cmp.Diff(want, r.api.ops("patch")); diff != "" {
 		t.Errorf("updates (-want +got):\n%s", diff)
 	}
 }
@@ -335,16 +352,16 @@ func TestManagerResyncRewritesDrift(t *testing.T) {
 	r := newRig(t, pod)
 	r.m.SetPodStatus(pod, live("v1"))
 	r.run(t, 25*time.Second)
-	if n := len(r.api.ops("update")); n != 1 {
-		t.Fatalf("%d writes with nothing changed, want 1 (resync writes only differences): %v", n, r.api.ops("update"))
+	if n := len(r.api.ops("patch")); n != 1 {
+		t.Fatalf("%d writes with nothing changed, want 1 (resync writes only differences): %v", n, r.api.ops("patch"))
 	}
 	// Someone wipes the status at 25 s: the resync at 30 s restores it.
 	p := r.api.pods["ns/web"].DeepCopy()
 	p.Status = corev1.PodStatus{Phase: corev1.PodPending}
 	r.api.put(p)
 	r.run(t, 10*time.Second)
-	ups := r.api.ops("update")
-	if want := (call{30 * time.Second, "update", "ns/web", "Running/v1"}); len(ups) != 2 || ups[1] != want {
+	ups := r.api.ops("patch")
+	if want := (call{30 * time.Second, "patch", "ns/web", "Running/v1"}); len(ups) != 2 || ups[1] != want {
 		t.Errorf("updates %v, want a second one: %v", ups, want)
 	}
 }
@@ -363,15 +380,10 @@ func TestManagerDeletesOnlyWhenDeletable(t *testing.T) {
 	r.m.TerminatePod(pod)
 	r.m.SetPodDeletable(pod.UID)
 	r.run(t, time.Second)
-	var got []call
-	for _, c := range r.api.calls {
-		if c.Op != "get" {
-			got = append(got, c)
-		}
-	}
+	got := r.api.calls
 	want := []call{
-		{0, "update", "ns/web", "Running/v1"},
-		{30 * time.Second, "update", "ns/web", "Failed/"},
+		{0, "patch", "ns/web", "Running/v1"},
+		{30 * time.Second, "patch", "ns/web", "Failed/"},
 		{30 * time.Second, "delete", "ns/web", "uid-web"},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
@@ -382,23 +394,13 @@ func TestManagerDeletesOnlyWhenDeletable(t *testing.T) {
 		t.Errorf("final container state %s, want terminated:137:ContainerStatusUnknown", got)
 	}
 
-	// Done: nothing more is read, written or deleted.
+	// Done: nothing more is written or deleted.
 	n := len(r.api.calls)
 	r.m.SetPodStatus(pod, live("v2"))
 	r.run(t, 30*time.Second)
 	if len(r.api.calls) != n {
 		t.Errorf("calls after the delete: %v", r.api.calls[n:])
 	}
-}
-
-func countGets(cs []call) int {
-	n := 0
-	for _, c := range cs {
-		if c.Op == "get" {
-			n++
-		}
-	}
-	return n
 }
 
 func TestManagerDeleteOfGonePodIsDone(t *testing.T) {
@@ -410,11 +412,8 @@ func TestManagerDeleteOfGonePodIsDone(t *testing.T) {
 	delete(r.api.pods, "ns/web")
 	r.m.SetPodDeletable(pod.UID)
 	r.run(t, 60*time.Second)
-	if dels := r.api.ops("delete"); len(dels) != 0 {
-		t.Errorf("deletes %v, want none (the read already says gone)", dels)
-	}
-	if n := countGets(r.api.calls); n != 2 {
-		t.Errorf("%d reads, want 2: a gone pod is not retried", n)
+	if calls := r.api.calls; len(calls) != 1 {
+		t.Errorf("calls %v, want only the first patch (the watch already says gone; nothing is retried)", calls)
 	}
 }
 
@@ -428,7 +427,7 @@ func TestManagerDeleteUIDPrecondition(t *testing.T) {
 	other.UID = "uid-other"
 	r.api.put(other)
 	r.run(t, 30*time.Second)
-	if n := len(r.api.ops("update")) + len(r.api.ops("delete")); n != 0 {
+	if n := len(r.api.ops("patch")) + len(r.api.ops("delete")); n != 0 {
 		t.Errorf("wrote or deleted another pod of the same name: %v", r.api.calls)
 	}
 }
@@ -448,7 +447,7 @@ func TestManagerStaticPodNeverDeleted(t *testing.T) {
 	if dels := r.api.ops("delete"); len(dels) != 0 {
 		t.Errorf("static pod deleted: %v", dels)
 	}
-	ups := r.api.ops("update")
+	ups := r.api.ops("patch")
 	if len(ups) != 1 || r.api.pods["ns/etcd-node"].Status.ContainerStatuses[0].State.Terminated == nil {
 		t.Errorf("mirror pod status not written with the final state: %v", ups)
 	}
@@ -463,7 +462,7 @@ func TestManagerTerminalNotRegressed(t *testing.T) {
 		r.m.SetPodStatus(pod, live("again"))
 		r.m.SetPodStatus(pod, done(corev1.PodFailed, 1, "flip"))
 		r.run(t, 30*time.Second)
-		if diff := cmp.Diff([]call{{0, "update", "ns/web", "Succeeded/done"}}, r.api.ops("update")); diff != "" {
+		if diff := cmp.Diff([]call{{0, "patch", "ns/web", "Succeeded/done"}}, r.api.ops("patch")); diff != "" {
 			t.Errorf("updates (-want +got):\n%s", diff)
 		}
 		if s, _ := r.m.PodStatus(pod.UID); s.Phase != corev1.PodSucceeded {
@@ -476,7 +475,7 @@ func TestManagerTerminalNotRegressed(t *testing.T) {
 		r := newRig(t, pod)
 		r.m.SetPodStatus(pod, done(corev1.PodSucceeded, 0, "flip"))
 		r.run(t, time.Second)
-		if ups := r.api.ops("update"); len(ups) != 0 {
+		if ups := r.api.ops("patch"); len(ups) != 0 {
 			t.Errorf("updates %v, want none", ups)
 		}
 	})
@@ -498,7 +497,7 @@ func TestManagerTerminalNotRegressed(t *testing.T) {
 		if s, _ := r.m.PodStatus(pod.UID); s.Phase != corev1.PodFailed {
 			t.Errorf("cached phase %s, want Failed adopted", s.Phase)
 		}
-		if n := len(r.api.ops("update")); n != 1 {
+		if n := len(r.api.ops("patch")); n != 1 {
 			t.Errorf("%d writes, want 1", n)
 		}
 	})
@@ -521,15 +520,16 @@ func TestManagerRemovePodStopsWrites(t *testing.T) {
 	}
 }
 
-// TestManagerDeterministicOrder: pods changed in some order are written in
-// that order (FIFO), and two runs with the same seed make the same calls.
+// TestManagerDeterministicOrder: with one writer, pods changed in some order
+// are written in that order (FIFO), and two runs with the same seed make
+// the same calls.
 func TestManagerDeterministicOrder(t *testing.T) {
 	scenario := func() []call {
 		var pods []*corev1.Pod
 		for _, n := range []string{"c", "a", "b"} {
 			pods = append(pods, apiPod(n, corev1.RestartPolicyAlways))
 		}
-		r := newRig(t, pods...)
+		r := newRigWith(t, Config{Writers: 1}, pods...)
 		r.api.latency = 10 * time.Millisecond
 		for _, p := range pods {
 			r.m.SetPodStatus(p, live("v1"))
@@ -539,14 +539,14 @@ func TestManagerDeterministicOrder(t *testing.T) {
 			r.m.SetPodStatus(pods[2], live("v2"))
 		})
 		r.run(t, 15*time.Second)
-		return r.api.ops("update")
+		return r.api.ops("patch")
 	}
 	first := scenario()
 	want := []call{
-		{10 * time.Millisecond, "update", "ns/c", "Running/v1"},
-		{20 * time.Millisecond, "update", "ns/a", "Running/v1"},
-		{30 * time.Millisecond, "update", "ns/b", "Running/v2"},
-		{40 * time.Millisecond, "update", "ns/c", "Running/v2"},
+		{10 * time.Millisecond, "patch", "ns/c", "Running/v1"},
+		{20 * time.Millisecond, "patch", "ns/a", "Running/v1"},
+		{30 * time.Millisecond, "patch", "ns/b", "Running/v2"},
+		{40 * time.Millisecond, "patch", "ns/c", "Running/v2"},
 	}
 	if diff := cmp.Diff(want, first); diff != "" {
 		t.Errorf("updates (-want +got):\n%s", diff)
@@ -566,14 +566,14 @@ func TestManagerGenerateRoundTrip(t *testing.T) {
 	s := Generate(r.m.WithCachedStatus(pod), rs, nil, nil, node, kernel.DefaultEpoch.Add(1500*time.Millisecond))
 	r.m.SetPodStatus(pod, s)
 	r.run(t, 45*time.Second)
-	if n := len(r.api.ops("update")); n != 1 {
-		t.Errorf("%d writes, want 1: %v", n, r.api.ops("update"))
+	if n := len(r.api.ops("patch")); n != 1 {
+		t.Errorf("%d writes, want 1: %v", n, r.api.ops("patch"))
 	}
 	// Generating again from the cache changes nothing.
 	s2 := Generate(r.m.WithCachedStatus(pod), rs, nil, nil, node, kernel.DefaultEpoch.Add(50*time.Second))
 	r.m.SetPodStatus(pod, s2)
 	r.run(t, 15*time.Second)
-	if n := len(r.api.ops("update")); n != 1 {
+	if n := len(r.api.ops("patch")); n != 1 {
 		t.Errorf("%d writes after an unchanged generation, want 1", n)
 	}
 }
@@ -590,18 +590,96 @@ func TestManagerDeleteWaitsForNewestStatus(t *testing.T) {
 		r.m.SetPodStatus(pod, done(corev1.PodFailed, 1, "last"))
 	})
 	r.run(t, 10*time.Second)
-	var got []call
-	for _, c := range r.api.calls {
-		if c.Op != "get" {
-			got = append(got, c)
-		}
-	}
+	got := r.api.calls
 	want := []call{
-		{time.Second, "update", "ns/web", "Failed/first"},
-		{2 * time.Second, "update", "ns/web", "Failed/last"},
+		{time.Second, "patch", "ns/web", "Failed/first"},
+		{2 * time.Second, "patch", "ns/web", "Failed/last"},
 		{2 * time.Second, "delete", "ns/web", "uid-web"},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("calls (-want +got):\n%s", diff)
+	}
+}
+
+// TestManagerConcurrentWritersKeepPerPodOrder: writes of different pods
+// overlap up to Config.Writers; one pod's writes never overlap and its
+// newest status is written last; each pod's terminal status is written
+// once, then the pod is deleted once.
+func TestManagerConcurrentWritersKeepPerPodOrder(t *testing.T) {
+	var pods []*corev1.Pod
+	for i := range 12 {
+		pods = append(pods, apiPod(fmt.Sprintf("p%02d", i), corev1.RestartPolicyNever))
+	}
+	r := newRigWith(t, Config{Writers: 4}, pods...)
+	r.api.latency = 100 * time.Millisecond
+	ts := r.k.Tasks()
+	for _, p := range pods {
+		ts.Go("pod-worker-"+p.Name, func() {
+			for i := 1; i <= 5; i++ {
+				r.m.SetPodStatus(p, live(fmt.Sprintf("v%d", i)))
+				ts.Sleep(context.Background(), 30*time.Millisecond)
+			}
+			r.m.SetPodStatus(p, done(corev1.PodSucceeded, 0, "end"))
+			r.m.SetPodDeletable(p.UID)
+			r.m.SetPodStatus(p, done(corev1.PodSucceeded, 0, "end")) // again: no second write
+			r.m.SetPodDeletable(p.UID)
+		})
+	}
+	r.run(t, time.Minute)
+	if r.api.maxFlight != 4 {
+		t.Errorf("%d writes in flight at most, want 4", r.api.maxFlight)
+	}
+	byPod := map[string][]string{}
+	for _, c := range r.api.calls {
+		byPod[c.Pod] = append(byPod[c.Pod], c.Op+" "+c.What)
+	}
+	for _, p := range pods {
+		got := byPod["ns/"+p.Name]
+		n := len(got)
+		if n < 2 {
+			t.Errorf("%s: calls %v", p.Name, got)
+			continue
+		}
+		want := []string{"patch Succeeded/end", "delete uid-" + p.Name}
+		if diff := cmp.Diff(want, got[n-2:]); diff != "" {
+			t.Errorf("%s: last calls (-want +got):\n%s\nall: %v", p.Name, diff, got)
+		}
+		for _, c := range got[:n-2] {
+			if c == want[0] || c == want[1] {
+				t.Errorf("%s: %q twice: %v", p.Name, c, got)
+			}
+		}
+		// Running versions are written in increasing order.
+		last := 0
+		for _, c := range got[:n-2] {
+			var v int
+			if _, err := fmt.Sscanf(c, "patch Running/v%d", &v); err != nil || v <= last {
+				t.Errorf("%s: out of order or unexpected: %v", p.Name, got)
+				break
+			}
+			last = v
+		}
+	}
+}
+
+// TestManagerIdleResyncWritesNothing: with nothing changing, resyncs
+// compare with the watched copy and send no request at all.
+func TestManagerIdleResyncWritesNothing(t *testing.T) {
+	var pods []*corev1.Pod
+	for i := range 50 {
+		pods = append(pods, apiPod(fmt.Sprintf("p%02d", i), corev1.RestartPolicyAlways))
+	}
+	r := newRig(t, pods...)
+	for _, p := range pods {
+		r.m.SetPodStatus(p, live("v1"))
+	}
+	r.run(t, time.Second)
+	n := len(r.api.calls)
+	if n != 50 {
+		t.Fatalf("%d calls for 50 new statuses, want 50", n)
+	}
+	r.run(t, 10*time.Minute)
+	if extra := r.api.calls[n:]; len(extra) != 0 {
+		t.Errorf("calls while idle for 10 minutes: %v", extra)
 	}
 }

@@ -41,7 +41,7 @@ func newWorld(t *testing.T) *world {
 		api: apiserver.New(apiserver.Config{Clock: k, Tasks: k.Tasks(), Rand: k.Rand(), Log: k.Logger(), Node: "n1"})}
 	d := k.Deps()
 	d.Files = w.files
-	d.API = deps.API{Pods: w.api, Events: w.api, ConfigMaps: w.api, Secrets: w.api}
+	d.API = deps.API{Pods: w.api, Events: apiserver.NewRecorder(w.api, k, corev1.EventSource{Component: "kubelet", Host: "n1"}), ConfigMaps: w.api, Secrets: w.api}
 	w.m = volume.New(d.Core, volume.Ports{Files: d.Files, Mounts: d.Mounts, Objects: d.API.Objects(), Events: d.API.Events}, volume.Config{Node: podspec.NodeInfo{RootDir: root, NodeName: "n1"}})
 	ctx, cancel := k.WithCancel(context.Background())
 	t.Cleanup(cancel)
@@ -228,7 +228,7 @@ func TestRestartedManagerRebuildsFromDisk(t *testing.T) {
 	// and does not rewrite unchanged content.
 	d := w.k.Deps()
 	d.Files = w.files
-	d.API = deps.API{Pods: w.api, Events: w.api, ConfigMaps: w.api, Secrets: w.api}
+	d.API = deps.API{Pods: w.api, Events: apiserver.NewRecorder(w.api, w.k, corev1.EventSource{Component: "kubelet", Host: "n1"}), ConfigMaps: w.api, Secrets: w.api}
 	m2 := volume.New(d.Core, volume.Ports{Files: d.Files, Mounts: d.Mounts, Objects: d.API.Objects(), Events: d.API.Events}, volume.Config{Node: podspec.NodeInfo{RootDir: root}})
 	m2.AddPod(pod)
 	var got error

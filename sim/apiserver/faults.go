@@ -15,20 +15,22 @@ import (
 
 // The verbs that Latency accepts and that history records name.
 const (
-	VerbGet          = "get"
-	VerbList         = "list"
-	VerbWatch        = "watch"
-	VerbCreate       = "create"
-	VerbUpdate       = "update"
+	VerbGet    = "get"
+	VerbList   = "list"
+	VerbWatch  = "watch"
+	VerbCreate = "create"
+	VerbUpdate = "update"
+	// VerbUpdateStatus is a user's status write (history only).
 	VerbUpdateStatus = "updateStatus"
+	VerbPatchStatus  = "patchStatus"
 	VerbDelete       = "delete"
 )
 
-var verbs = []string{VerbGet, VerbList, VerbWatch, VerbCreate, VerbUpdate, VerbUpdateStatus, VerbDelete}
+var verbs = []string{VerbGet, VerbList, VerbWatch, VerbCreate, VerbUpdate, VerbPatchStatus, VerbDelete}
 
 func isWrite(verb string) bool {
 	switch verb {
-	case VerbCreate, VerbUpdate, VerbUpdateStatus, VerbDelete:
+	case VerbCreate, VerbUpdate, VerbPatchStatus, VerbDelete:
 		return true
 	}
 	return false
@@ -90,7 +92,7 @@ func (s *Server) injectConflictLocked(rv, verb, what string) bool {
 // errModified is the reason of every resource-version conflict.
 var errModified = errors.New("the object has been modified; please apply your changes to the latest version and try again")
 
-// FailWrites makes the agent's next n writes (create, update, status update,
+// FailWrites makes the agent's next n writes (create, update, status patch,
 // delete) fail with err before touching the store; a nil err means an
 // InternalError. n <= 0 cancels.
 func (s *Server) FailWrites(n int, err error) {
@@ -104,7 +106,8 @@ func (s *Server) FailWrites(n int, err error) {
 }
 
 // Conflicts makes the agent's next n writes that carry a resource version
-// (status updates, lease updates) answer Conflict even when it is fresh.
+// (lease updates; status patches carry none) answer Conflict even when it
+// is fresh.
 // n <= 0 cancels.
 func (s *Server) Conflicts(n int) {
 	s.mu.Lock()
@@ -145,7 +148,7 @@ func (s *Server) DropWatches() {
 	s.log.Info("apiserver fault: drop watches", "watches", n)
 }
 
-// StaleReads makes the agent's GetPod and ListPods answer the pods as they
+// StaleReads makes the agent's ListPods answer the pods as they
 // were d ago (never older than the watch window, nor than the resource
 // version a list asks for at least), with that older resource version:
 // like a lagging cache. d <= 0 reads fresh again.

@@ -18,14 +18,26 @@ import (
 	"github.com/lockstep-dev/lockstep/sim/apiserver"
 )
 
-// statusWrite sets pod name's phase from the agent side with a fresh read.
+// statusWrite sets pod name's phase from the agent side (a patch with
+// the pod's UID, which the user side tells without a request).
 func statusWrite(ctx context.Context, s *apiserver.Server, name string, phase corev1.PodPhase) (*corev1.Pod, error) {
-	p, err := s.GetPod(ctx, "default", name)
+	p, err := s.User().GetPod("default", name)
 	if err != nil {
 		return nil, err
 	}
 	p.Status.Phase = phase
-	return s.UpdatePodStatus(ctx, p)
+	return patchStatus(ctx, s, p)
+}
+
+// agentGet is an agent-side GET whose answer the tests do not look at:
+// the configMap "a" (putConfigMap first).
+func agentGet(ctx context.Context, s *apiserver.Server) error {
+	_, err := s.GetConfigMap(ctx, "default", "a")
+	return err
+}
+
+func putConfigMap(w *world) {
+	w.u.PutConfigMap(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "a"}})
 }
 
 func TestFailWrites(t *testing.T) {
@@ -33,7 +45,7 @@ func TestFailWrites(t *testing.T) {
 	mustCreate(t, w, newPod("a", "n1"))
 	w.s.FailWrites(2, nil)
 	errs := call(t, w, func(ctx context.Context) []error {
-		_, e1 := statusWrite(ctx, w.s, "a", corev1.PodRunning) // its read is not a write
+		_, e1 := statusWrite(ctx, w.s, "a", corev1.PodRunning)
 		_, e2 := w.s.CreatePod(ctx, newPod("mirror", "n1"))
 		_, e3 := statusWrite(ctx, w.s, "a", corev1.PodRunning)
 		return []error{e1, e2, e3}
@@ -56,7 +68,7 @@ func TestFailWrites(t *testing.T) {
 	for _, r := range w.s.History() {
 		verbs = append(verbs, r.Verb)
 	}
-	if diff := cmp.Diff([]string{"create", "updateStatus"}, verbs); diff != "" {
+	if diff := cmp.Diff([]string{"create", "patchStatus"}, verbs); diff != "" {
 		t.Errorf("history (-want +got):\n%s", diff)
 	}
 }
@@ -69,31 +81,28 @@ func TestConflicts(t *testing.T) {
 	if l.err != nil {
 		t.Fatal(l.err)
 	}
-	w.s.Conflicts(2)
+	w.s.Conflicts(1)
 	errs := call(t, w, func(ctx context.Context) []error {
+		// A status patch carries no resource version to conflict with.
 		_, e1 := statusWrite(ctx, w.s, "a", corev1.PodRunning)
 		renewed := l.obj.DeepCopy()
 		renewed.Spec.HolderIdentity = ptr("n1")
 		_, e2 := w.s.UpdateLease(ctx, renewed)
-		// Unconditional writes carry no version to conflict with.
-		p, _ := w.s.GetPod(ctx, "default", "a")
-		p.ResourceVersion = ""
-		p.Status.Phase = corev1.PodRunning
-		_, e3 := w.s.UpdatePodStatus(ctx, p)
-		_, e4 := statusWrite(ctx, w.s, "a", corev1.PodSucceeded)
-		return []error{e1, e2, e3, e4}
+		_, e3 := w.s.UpdateLease(ctx, renewed)
+		return []error{e1, e2, e3}
 	})
-	if !apierrors.IsConflict(errs[0]) || !apierrors.IsConflict(errs[1]) || errs[2] != nil || errs[3] != nil {
-		t.Errorf("errors %v; want Conflict, Conflict, nil, nil", errs)
+	if errs[0] != nil || !apierrors.IsConflict(errs[1]) || errs[2] != nil {
+		t.Errorf("errors %v; want nil, Conflict, nil", errs)
 	}
-	if got := mustGet(t, w, "a"); got.Status.Phase != corev1.PodSucceeded {
-		t.Errorf("phase %q, want Succeeded", got.Status.Phase)
+	if got := mustGet(t, w, "a"); got.Status.Phase != corev1.PodRunning {
+		t.Errorf("phase %q, want Running", got.Status.Phase)
 	}
 }
 
 func TestLatency(t *testing.T) {
 	w := newWorld(t, 1, apiserver.Config{}, false)
 	mustCreate(t, w, newPod("a", "n1"))
+	putConfigMap(w)
 	w.s.Latency(apiserver.VerbGet, 3*time.Second)
 	type timed struct {
 		getTook, listTook time.Duration
@@ -103,7 +112,7 @@ func TestLatency(t *testing.T) {
 	got := call(t, w, func(ctx context.Context) timed {
 		var r timed
 		start := w.k.Elapsed()
-		if _, err := w.s.GetPod(ctx, "default", "a"); err != nil {
+		if err := agentGet(ctx, w.s); err != nil {
 			r.timeoutErr = err
 			return r
 		}
@@ -117,7 +126,7 @@ func TestLatency(t *testing.T) {
 		short, cancel := w.k.WithTimeout(ctx, time.Second)
 		defer cancel()
 		start = w.k.Elapsed()
-		_, r.timeoutErr = w.s.GetPod(short, "default", "a")
+		r.timeoutErr = agentGet(short, w.s)
 		r.timeoutTook = w.k.Elapsed() - start
 		return r
 	})
@@ -128,7 +137,7 @@ func TestLatency(t *testing.T) {
 	}
 	w.s.Latency(apiserver.VerbGet, 0)
 	start := w.k.Elapsed()
-	call(t, w, func(ctx context.Context) error { _, err := w.s.GetPod(ctx, "default", "a"); return err })
+	call(t, w, func(ctx context.Context) error { return agentGet(ctx, w.s) })
 	if took := w.k.Elapsed() - start; took != 0 {
 		t.Errorf("get after removing the latency took %v", took)
 	}
@@ -141,34 +150,34 @@ func TestLatency(t *testing.T) {
 }
 
 func TestLatencyLetsOthersWriteFirst(t *testing.T) {
-	// A slow status write is checked when it arrives: a write made
-	// meanwhile makes it conflict.
+	// A slow status patch is checked when it arrives: a pod recreated
+	// meanwhile under the same name fails its UID precondition.
 	w := newWorld(t, 1, apiserver.Config{}, false)
-	mustCreate(t, w, newPod("a", "n1"))
-	w.s.Latency(apiserver.VerbUpdateStatus, 2*time.Second)
-	read := call(t, w, func(ctx context.Context) res[*corev1.Pod] { return mk(w.s.GetPod(ctx, "default", "a")) })
+	a := mustCreate(t, w, newPod("a", "n1"))[0]
+	w.s.Latency(apiserver.VerbPatchStatus, 2*time.Second)
 	var slowErr error
 	done := false
 	w.k.Tasks().Go("slow", func() {
-		p := read.obj.DeepCopy()
+		p := a.DeepCopy()
 		p.Status.Phase = corev1.PodRunning
-		_, slowErr = w.s.UpdatePodStatus(context.Background(), p)
+		_, slowErr = patchStatus(context.Background(), w.s, p)
 		done = true
 	})
 	if err := w.k.RunFor(time.Second); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := w.u.SetPodStatus("default", "a", corev1.PodStatus{Phase: corev1.PodFailed}); err != nil {
+	if err := w.u.DeletePodGracefully("default", "a", ptr(int64(0))); err != nil {
 		t.Fatal(err)
 	}
+	mustCreate(t, w, newPod("a", "n1"))
 	if err := w.k.Run(); err != nil {
 		t.Fatal(err)
 	}
 	if !done || !apierrors.IsConflict(slowErr) || w.k.Elapsed() != 2*time.Second {
 		t.Errorf("slow write: done %v, err %v at %v; want Conflict at 2s", done, slowErr, w.k.Elapsed())
 	}
-	if p := mustGet(t, w, "a"); p.Status.Phase != corev1.PodFailed {
-		t.Errorf("phase %q, want Failed", p.Status.Phase)
+	if p := mustGet(t, w, "a"); p.Status.Phase != corev1.PodPending {
+		t.Errorf("phase %q, want Pending", p.Status.Phase)
 	}
 }
 
@@ -244,17 +253,19 @@ func TestStaleReads(t *testing.T) {
 	}
 	read := func() view {
 		return call(t, w, func(ctx context.Context) view {
-			p, err := w.s.GetPod(ctx, "default", "a")
-			if err != nil {
-				return view{err: err}
-			}
 			pods, rv, err := w.s.ListPods(ctx, "n1", "")
 			if err != nil {
 				return view{err: err}
 			}
-			v := view{phase: p.Status.Phase, rv: rv, staleRV: p.ResourceVersion}
+			v := view{rv: rv}
 			for _, q := range pods {
 				v.names = append(v.names, q.Name)
+				if q.Name == "a" {
+					v.phase, v.staleRV = q.Status.Phase, q.ResourceVersion
+				}
+			}
+			if v.staleRV == "" {
+				return v // older than every pod
 			}
 			pw, err := w.s.WatchPods(ctx, "n1", rv)
 			if err != nil {
@@ -280,8 +291,8 @@ func TestStaleReads(t *testing.T) {
 	}
 	w.s.StaleReads(time.Hour) // as of before the first write
 	got = read()
-	if got.err == nil || !apierrors.IsNotFound(got.err) {
-		t.Errorf("stale by 1h: GetPod of a pod created since: %v, want NotFound", got.err)
+	if len(got.names) != 0 {
+		t.Errorf("stale by 1h: the list shows %v, created since", got.names)
 	}
 	// A stale view never reaches behind the window.
 	w.s.Compact()
@@ -308,6 +319,7 @@ func mustAtoi(s string) int {
 func TestDown(t *testing.T) {
 	w := newWorld(t, 1, apiserver.Config{}, false)
 	a := mustCreate(t, w, newPod("a", "n1"))[0]
+	putConfigMap(w)
 	pw := call(t, w, func(ctx context.Context) res[deps.PodWatch] { return mk(w.s.WatchPods(ctx, "n1", "")) })
 	if pw.err != nil {
 		t.Fatal(pw.err)
@@ -316,17 +328,17 @@ func TestDown(t *testing.T) {
 	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1"}}
 	lease := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: "kube-node-lease", Name: "n1"}}
 	calls := func(ctx context.Context) []error {
-		w.s.Event(&corev1.ObjectReference{Kind: "Pod", Namespace: "default", Name: "a"}, "Normal", "Pulled", "pulled")
+		apiserver.NewRecorder(w.s, w.k, corev1.EventSource{Component: "kubelet"}).Event(&corev1.ObjectReference{Kind: "Pod", Namespace: "default", Name: "a"}, "Normal", "Pulled", "pulled")
 		_, watchErr := pw.obj.Next(ctx)
 		_, _, e1 := w.s.ListPods(ctx, "n1", "")
 		_, e2 := w.s.WatchPods(ctx, "n1", "")
-		_, e3 := w.s.GetPod(ctx, "default", "a")
-		_, e4 := w.s.UpdatePodStatus(ctx, a)
+		e3 := agentGet(ctx, w.s)
+		_, e4 := patchStatus(ctx, w.s, a)
 		e5 := w.s.DeletePod(ctx, "default", "a", a.UID)
 		_, e6 := w.s.CreatePod(ctx, newPod("m", "n1"))
 		_, e7 := w.s.CreateNode(ctx, node)
 		_, e8 := w.s.GetNode(ctx, "n1")
-		_, e9 := w.s.UpdateNodeStatus(ctx, node)
+		_, e9 := w.s.PatchNodeStatus(ctx, "n1", []byte(`{"status":{"phase":"Running"}}`))
 		_, e10 := w.s.CreateLease(ctx, lease)
 		_, e11 := w.s.GetLease(ctx, "kube-node-lease", "n1")
 		_, e12 := w.s.UpdateLease(ctx, lease)
@@ -350,8 +362,7 @@ func TestDown(t *testing.T) {
 		if _, err := w.s.CreateNode(ctx, node); err != nil {
 			return err
 		}
-		_, err := w.s.GetPod(ctx, "default", "a")
-		return err
+		return agentGet(ctx, w.s)
 	})
 	if ok != nil {
 		t.Errorf("after ClearFaults: %v", ok)
@@ -363,7 +374,7 @@ func TestClearFaults(t *testing.T) {
 	mustCreate(t, w, newPod("a", "n1"))
 	w.s.FailWrites(5, nil)
 	w.s.Conflicts(5)
-	for _, v := range []string{apiserver.VerbGet, apiserver.VerbList, apiserver.VerbUpdateStatus} {
+	for _, v := range []string{apiserver.VerbGet, apiserver.VerbList, apiserver.VerbPatchStatus} {
 		w.s.Latency(v, time.Minute)
 	}
 	w.s.StaleReads(time.Hour)
@@ -381,11 +392,12 @@ func TestFlaky(t *testing.T) {
 	outcomes := func(seed uint64) []string {
 		w := newWorld(t, seed, apiserver.Config{}, true)
 		mustCreate(t, w, newPod("a", "n1"))
+		putConfigMap(w)
 		w.s.Flaky(50)
 		return call(t, w, func(ctx context.Context) []string {
 			var out []string
 			for range 40 {
-				_, err := w.s.GetPod(ctx, "default", "a")
+				err := agentGet(ctx, w.s)
 				switch {
 				case err == nil:
 					out = append(out, "ok")

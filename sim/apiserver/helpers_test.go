@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/lockstep-dev/lockstep/node/deps"
+	"github.com/lockstep-dev/lockstep/node/status"
 	"github.com/lockstep-dev/lockstep/sim/apiserver"
 	"github.com/lockstep-dev/lockstep/sim/kernel"
 )
@@ -132,4 +133,14 @@ func advance(t *testing.T, w *world, d time.Duration) {
 	if err := w.k.RunFor(d); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// patchStatus writes p.Status from the agent side as a status patch with
+// p.UID as precondition (every field of p.Status set; none cleared).
+func patchStatus(ctx context.Context, s *apiserver.Server, p *corev1.Pod) (*corev1.Pod, error) {
+	patch, _, err := status.Patch(p.UID, corev1.PodStatus{}, p.Status)
+	if err != nil {
+		return nil, err
+	}
+	return s.PatchPodStatus(ctx, p.Namespace, p.Name, patch)
 }

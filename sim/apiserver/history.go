@@ -41,7 +41,8 @@ type Record struct {
 	At time.Time
 	// Actor says who wrote: ActorAgent or ActorUser.
 	Actor string
-	// Verb is VerbCreate, VerbUpdate, VerbUpdateStatus, VerbGracefulDelete
+	// Verb is VerbCreate, VerbUpdate, VerbUpdateStatus (a user's status
+	// write), VerbPatchStatus (the agent's), VerbGracefulDelete
 	// or VerbDelete (the object is gone).
 	Verb string
 	// Kind is KindPod, KindNode or KindLease.

@@ -3,10 +3,12 @@ package apiserver_test
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -36,13 +38,12 @@ func TestNodes(t *testing.T) {
 			return r
 		}
 		_, r.dup = w.s.CreateNode(ctx, node)
-		upd := r.created.DeepCopy()
-		upd.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}
-		upd.Labels = map[string]string{"zone": "b"} // not written by a status update
-		if r.updated, r.ok = w.s.UpdateNodeStatus(ctx, upd); r.ok != nil {
+		// Labels are not written through the status subresource.
+		patch := []byte(`{"metadata":{"labels":{"zone":"b"}},"status":{"conditions":[{"type":"Ready","status":"True"}]}}`)
+		if r.updated, r.ok = w.s.PatchNodeStatus(ctx, "n1", patch); r.ok != nil {
 			return r
 		}
-		_, r.stale = w.s.UpdateNodeStatus(ctx, upd)
+		_, r.stale = w.s.PatchNodeStatus(ctx, "n1", []byte(`{"metadata":{"uid":"another"}}`))
 		r.statusOnly, r.ok = w.s.GetNode(ctx, "n1")
 		return r
 	})
@@ -50,7 +51,7 @@ func TestNodes(t *testing.T) {
 		t.Fatal(r.ok)
 	}
 	if !apierrors.IsNotFound(r.missing) || !apierrors.IsAlreadyExists(r.dup) || !apierrors.IsConflict(r.stale) {
-		t.Errorf("missing %v, duplicate %v, stale %v", r.missing, r.dup, r.stale)
+		t.Errorf("missing %v, duplicate %v, other UID %v", r.missing, r.dup, r.stale)
 	}
 	if r.created.UID == "" || r.created.ResourceVersion != "1" || r.created.Namespace != "" || r.created.CreationTimestamp.IsZero() {
 		t.Errorf("created node metadata: %+v", r.created.ObjectMeta)
@@ -107,24 +108,58 @@ func TestLeases(t *testing.T) {
 	}
 }
 
-func TestEventsAreCountedWhenRepeated(t *testing.T) {
+func TestRecorderCorrelatesEvents(t *testing.T) {
 	w := newWorld(t, 1, apiserver.Config{}, false)
+	src := corev1.EventSource{Component: "kubelet", Host: "n1"}
+	rec := apiserver.NewRecorder(w.s, w.k, src)
 	ref := &corev1.ObjectReference{Kind: "Pod", Namespace: "default", Name: "a", UID: "u1", ResourceVersion: "3"}
-	w.s.Event(ref, corev1.EventTypeNormal, "Pulled", "pulled image")
+	rec.Event(ref, corev1.EventTypeNormal, "Pulled", "pulled image")
 	advance(t, w, time.Second)
 	later := ref.DeepCopy()
 	later.ResourceVersion = "9" // still the same object
-	w.s.Event(later, corev1.EventTypeNormal, "Pulled", "pulled image")
-	w.s.Event(ref, corev1.EventTypeWarning, "BackOff", "back-off restarting")
+	rec.Event(later, corev1.EventTypeNormal, "Pulled", "pulled image")
+	rec.Event(ref, corev1.EventTypeWarning, "BackOff", "back-off restarting")
 	advance(t, w, time.Second)
-	w.s.Event(ref, corev1.EventTypeNormal, "Pulled", "pulled image")
+	rec.Event(ref, corev1.EventTypeNormal, "Pulled", "pulled image")
 	t0 := kernel.DefaultEpoch
 	want := []apiserver.Event{
-		{Object: *ref, Type: "Normal", Reason: "Pulled", Message: "pulled image", Count: 3, First: t0, Last: t0.Add(2 * time.Second)},
-		{Object: *ref, Type: "Warning", Reason: "BackOff", Message: "back-off restarting", Count: 1, First: t0.Add(time.Second), Last: t0.Add(time.Second)},
+		{Object: *ref, Type: "Normal", Reason: "Pulled", Message: "pulled image", Source: src, Count: 3, First: t0, Last: t0.Add(2 * time.Second)},
+		{Object: *ref, Type: "Warning", Reason: "BackOff", Message: "back-off restarting", Source: src, Count: 1, First: t0.Add(time.Second), Last: t0.Add(time.Second)},
 	}
-	if diff := cmp.Diff(want, w.u.Events()); diff != "" {
+	if diff := cmp.Diff(want, w.u.Events(), cmpopts.IgnoreFields(apiserver.Event{}, "Name")); diff != "" {
 		t.Errorf("events (-want +got):\n%s", diff)
+	}
+	// One create per distinct event, a patch per repetition.
+	wantReqs := map[apiserver.Request]int{{Verb: "create", Resource: "events"}: 2, {Verb: "patch", Resource: "events"}: 2}
+	if diff := cmp.Diff(wantReqs, w.s.Requests()); diff != "" {
+		t.Errorf("requests (-want +got):\n%s", diff)
+	}
+}
+
+func TestRecorderAggregatesAndFiltersSpam(t *testing.T) {
+	w := newWorld(t, 1, apiserver.Config{}, false)
+	rec := apiserver.NewRecorder(w.s, w.k, corev1.EventSource{Component: "kubelet", Host: "n1"})
+	ref := &corev1.ObjectReference{Kind: "Pod", Namespace: "default", Name: "a", UID: "u1"}
+	// 100 distinct messages of one reason on one object in a second: the
+	// spam filter lets a burst of 25 through; from the 10th similar one on
+	// they are combined into one aggregate event.
+	for i := range 100 {
+		rec.Event(ref, corev1.EventTypeWarning, "BackOff", fmt.Sprintf("back-off %d", i))
+	}
+	reqs := w.s.Requests()
+	if n := reqs[apiserver.Request{Verb: "create", Resource: "events"}] + reqs[apiserver.Request{Verb: "patch", Resource: "events"}]; n != 25 {
+		t.Errorf("%d event writes for 100 events in a burst, want 25: %v", n, reqs)
+	}
+	evs := w.u.Events()
+	last := evs[len(evs)-1]
+	if len(evs) != 10 || !strings.HasPrefix(last.Message, "(combined from similar events)") || last.Count != 16 {
+		t.Errorf("%d events, last %q x%d; want 9 single ones and an aggregate of 16", len(evs), last.Message, last.Count)
+	}
+	// After five minutes the filter has a token again.
+	advance(t, w, 5*time.Minute)
+	rec.Event(ref, corev1.EventTypeWarning, "BackOff", "back-off again")
+	if n := w.s.Requests()[apiserver.Request{Verb: "patch", Resource: "events"}]; n != reqs[apiserver.Request{Verb: "patch", Resource: "events"}]+1 {
+		t.Errorf("no write after the filter refilled: %v", w.s.Requests())
 	}
 }
 
@@ -155,7 +190,7 @@ func TestOnWriteSeesEveryWriteInOrder(t *testing.T) {
 		}
 		summary = append(summary, fmt.Sprintf("%s %s %s %s", r.Actor, r.Verb, r.Kind, r.Name))
 	}
-	want := []string{"user create Pod a", "agent create Node n1", "agent updateStatus Pod a", "user gracefulDelete Pod a"}
+	want := []string{"user create Pod a", "agent create Node n1", "agent patchStatus Pod a", "user gracefulDelete Pod a"}
 	if diff := cmp.Diff(want, summary); diff != "" {
 		t.Errorf("records (-want +got):\n%s", diff)
 	}
@@ -170,6 +205,7 @@ func scripted(t *testing.T, seed uint64) ([]apiserver.Record, []apiserver.Event)
 	t.Helper()
 	w := newWorld(t, seed, apiserver.Config{WatchWindow: 20}, true)
 	s, ts := w.s, w.k.Tasks()
+	rec := apiserver.NewRecorder(s, w.k, corev1.EventSource{Component: "kubelet", Host: "n1"})
 	for i := range 6 {
 		mustCreate(t, w, newPod(fmt.Sprintf("p%d", i), fmt.Sprintf("n%d", 1+i%2)))
 	}
@@ -191,14 +227,14 @@ func scripted(t *testing.T, seed uint64) ([]apiserver.Record, []apiserver.Event)
 		name := fmt.Sprintf("p%d", i)
 		ts.Go("sync-"+name, func() {
 			for round := 0; ctx.Err() == nil; round++ {
-				p, err := s.GetPod(ctx, "default", name)
+				p, err := s.User().GetPod("default", name)
 				if err == nil {
 					p.Status.Phase = corev1.PodRunning
 					p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "app", RestartCount: int32(round / 3)}}
-					_, err = s.UpdatePodStatus(ctx, p)
+					_, err = patchStatus(ctx, s, p)
 				}
 				if err != nil && ctx.Err() == nil {
-					s.Event(&corev1.ObjectReference{Kind: "Pod", Namespace: "default", Name: name}, "Warning", "StatusFailed", err.Error())
+					rec.Event(&corev1.ObjectReference{Kind: "Pod", Namespace: "default", Name: name}, "Warning", "StatusFailed", err.Error())
 				}
 				_ = ts.Sleep(ctx, time.Second)
 			}
@@ -265,7 +301,7 @@ func TestSameScriptSameHistory(t *testing.T) {
 	for _, r := range h1 {
 		verbs[r.Actor+" "+r.Verb+" "+r.Kind]++
 	}
-	for _, v := range []string{"agent updateStatus Pod", "agent update Lease", "agent delete Pod", "user gracefulDelete Pod"} {
+	for _, v := range []string{"agent patchStatus Pod", "agent update Lease", "agent delete Pod", "user gracefulDelete Pod"} {
 		if verbs[v] == 0 {
 			t.Errorf("the script never did %q: %v", v, verbs)
 		}

@@ -54,29 +54,33 @@ func (s *Server) CreateNode(ctx context.Context, node *corev1.Node) (*corev1.Nod
 	return s.putNodeLocked(VerbCreate, n).DeepCopy(), nil
 }
 
-// UpdateNodeStatus writes node.Status, with the UID and resource version
-// of node as preconditions (an empty resource version writes
-// unconditionally). A write that changes nothing commits nothing.
-func (s *Server) UpdateNodeStatus(ctx context.Context, node *corev1.Node) (*corev1.Node, error) {
-	if err := s.request(ctx, VerbUpdateStatus, fmt.Sprintf("node %q", node.Name)); err != nil {
+// PatchNodeStatus applies patch, a strategic-merge patch, to the node's
+// status subresource: only the status of the patched node is kept. A
+// patch that changes nothing commits nothing.
+func (s *Server) PatchNodeStatus(ctx context.Context, name string, patch []byte) (*corev1.Node, error) {
+	if err := s.request(ctx, VerbPatchStatus, fmt.Sprintf("node %q", name)); err != nil {
 		return nil, err
 	}
 	defer s.response()
 	s.mu.Lock()
 	defer s.unlock()
-	old, ok := s.nodes[node.Name]
+	old, ok := s.nodes[name]
 	if !ok {
-		return nil, apierrors.NewNotFound(nodesResource, node.Name)
+		return nil, apierrors.NewNotFound(nodesResource, name)
 	}
-	if err := checkPreconditions(s, nodesResource, node.Name, node.UID, old.UID, node.ResourceVersion, old.ResourceVersion, VerbUpdateStatus); err != nil {
+	patched, err := applyPatch(old, patch, &corev1.Node{})
+	if err != nil {
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("patch status of node %q: %v", name, err))
+	}
+	if err := uidPrecondition(nodesResource, name, patched.UID, old.UID); err != nil {
 		return nil, err
 	}
-	if equality.Semantic.DeepEqual(old.Status, node.Status) {
+	if equality.Semantic.DeepEqual(old.Status, patched.Status) {
 		return old.DeepCopy(), nil
 	}
 	n := old.DeepCopy()
-	n.Status = *node.Status.DeepCopy()
-	return s.putNodeLocked(VerbUpdateStatus, n).DeepCopy(), nil
+	n.Status = patched.Status
+	return s.putNodeLocked(VerbPatchStatus, n).DeepCopy(), nil
 }
 
 // putNodeLocked commits n, a new object. Caller holds mu.

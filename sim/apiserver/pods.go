@@ -2,6 +2,7 @@ package apiserver
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strconv"
@@ -13,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/strategicpatch"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
@@ -49,48 +51,51 @@ func (s *Server) ListPods(ctx context.Context, nodeName, notOlderThan string) ([
 	return out, strconv.FormatUint(rv, 10), nil
 }
 
-// GetPod reads one pod.
-func (s *Server) GetPod(ctx context.Context, namespace, name string) (*corev1.Pod, error) {
-	if err := s.request(ctx, VerbGet, "pod "+key(namespace, name)); err != nil {
+// PatchPodStatus applies patch, a strategic-merge patch, to the pod's
+// status subresource as the real apiserver does: the patch is applied to
+// the whole stored pod, a metadata.uid in it is a precondition (a pod with
+// another UID answers Conflict), and only the status of the result is
+// kept. A patch that changes nothing commits nothing.
+func (s *Server) PatchPodStatus(ctx context.Context, namespace, name string, patch []byte) (*corev1.Pod, error) {
+	if err := s.request(ctx, VerbPatchStatus, "pod "+key(namespace, name)); err != nil {
 		return nil, err
 	}
 	defer s.response()
 	s.mu.Lock()
 	defer s.unlock()
-	pods, _ := s.readViewLocked(0)
-	p, ok := pods[key(namespace, name)]
-	if err := s.authorizePod("get", p, name); err != nil {
+	if err := s.authorizePod("patch", s.pods[key(namespace, name)], name); err != nil {
 		return nil, err
 	}
+	old, ok := s.pods[key(namespace, name)]
 	if !ok {
 		return nil, apierrors.NewNotFound(podsResource, name)
 	}
-	return p.DeepCopy(), nil
+	patched, err := applyPatch(old, patch, &corev1.Pod{})
+	if err != nil {
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("patch status of pod %s: %v", key(namespace, name), err))
+	}
+	if err := uidPrecondition(podsResource, name, patched.UID, old.UID); err != nil {
+		return nil, err
+	}
+	return s.setPodStatusLocked(ActorAgent, VerbPatchStatus, old, patched.Status).DeepCopy(), nil
 }
 
-// UpdatePodStatus writes pod.Status (the rest of pod is ignored but for
-// its UID and resource version preconditions; an empty resource version
-// writes unconditionally). A write that changes nothing commits nothing.
-func (s *Server) UpdatePodStatus(ctx context.Context, pod *corev1.Pod) (*corev1.Pod, error) {
-	what := "pod " + key(pod.Namespace, pod.Name)
-	if err := s.request(ctx, VerbUpdateStatus, what); err != nil {
-		return nil, err
-	}
-	defer s.response()
-	s.mu.Lock()
-	defer s.unlock()
-	if err := s.authorizePod("update", s.pods[key(pod.Namespace, pod.Name)], pod.Name); err != nil {
-		return nil, err
-	}
-	old, err := s.podForWriteLocked(pod.Namespace, pod.Name, pod.UID, pod.ResourceVersion, VerbUpdateStatus)
+// applyPatch applies a strategic-merge patch to obj (not changed) and
+// decodes the result into out.
+func applyPatch[T any](obj T, patch []byte, out T) (T, error) {
+	var zero T
+	orig, err := json.Marshal(obj)
 	if err != nil {
-		return nil, err
+		return zero, err
 	}
-	status := pod.Status.DeepCopy()
-	if status.QOSClass == "" {
-		status.QOSClass = old.Status.QOSClass
+	merged, err := strategicpatch.StrategicMergePatch(orig, patch, out)
+	if err != nil {
+		return zero, err
 	}
-	return s.setPodStatusLocked(ActorAgent, old, *status).DeepCopy(), nil
+	if err := json.Unmarshal(merged, out); err != nil {
+		return zero, err
+	}
+	return out, nil
 }
 
 // DeletePod deletes a pod at once (grace period 0), provided its UID is
@@ -243,14 +248,15 @@ func (s *Server) createPodLocked(actor string, p *corev1.Pod) (*corev1.Pod, erro
 	return s.putPodLocked(actor, VerbCreate, nil, p), nil
 }
 
-// setPodStatusLocked writes status over old's. Caller holds mu.
-func (s *Server) setPodStatusLocked(actor string, old *corev1.Pod, status corev1.PodStatus) *corev1.Pod {
+// setPodStatusLocked writes status over old's, recorded as verb. Caller
+// holds mu.
+func (s *Server) setPodStatusLocked(actor, verb string, old *corev1.Pod, status corev1.PodStatus) *corev1.Pod {
 	if equality.Semantic.DeepEqual(old.Status, status) {
 		return old
 	}
 	p := old.DeepCopy()
 	p.Status = status
-	return s.putPodLocked(actor, VerbUpdateStatus, old, p)
+	return s.putPodLocked(actor, verb, old, p)
 }
 
 // putPodLocked commits p (a new object replacing old, which is nil for a

@@ -123,66 +123,65 @@ func TestPodDefaults(t *testing.T) {
 	}
 }
 
-func TestUpdatePodStatus(t *testing.T) {
+func TestPatchPodStatus(t *testing.T) {
 	w := newWorld(t, 1, apiserver.Config{}, false)
 	created := mustCreate(t, w, newPod("a", "n1"))[0]
+	patch := func(p string) res[*corev1.Pod] {
+		return call(t, w, func(ctx context.Context) res[*corev1.Pod] {
+			return mk(w.s.PatchPodStatus(ctx, "default", "a", []byte(p)))
+		})
+	}
 
-	// Only the status is written; the spec and metadata of the request are
-	// ignored; the version moves on.
-	req := created.DeepCopy()
-	req.Spec.NodeName = "elsewhere"
-	req.Labels = map[string]string{"hijacked": "yes"}
-	req.Status = corev1.PodStatus{Phase: corev1.PodRunning, Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}}
-	r := call(t, w, func(ctx context.Context) res[*corev1.Pod] { return mk(w.s.UpdatePodStatus(ctx, req)) })
+	// Only the status is written (the spec and labels of the patch are
+	// ignored); conditions merge by type; the version moves on.
+	r := patch(`{"metadata":{"uid":"` + string(created.UID) + `","labels":{"hijacked":"yes"}},"spec":{"nodeName":"elsewhere"},` +
+		`"status":{"phase":"Running","conditions":[{"type":"Ready","status":"True"}]}}`)
 	if r.err != nil {
 		t.Fatal(r.err)
 	}
 	want := created.DeepCopy()
 	want.ResourceVersion = "2"
-	want.Status = *req.Status.DeepCopy()
-	want.Status.QOSClass = created.Status.QOSClass // kept when the request has none
+	want.Status.Phase = corev1.PodRunning
+	want.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
 	if diff := cmp.Diff(want, r.obj); diff != "" {
-		t.Errorf("after status update (-want +got):\n%s", diff)
+		t.Errorf("after status patch (-want +got):\n%s", diff)
 	}
-	if diff := cmp.Diff(want, mustGet(t, w, "a")); diff != "" {
-		t.Errorf("stored after status update (-want +got):\n%s", diff)
+	r = patch(`{"status":{"conditions":[{"type":"example.com/lb","status":"True"}]}}`)
+	want.ResourceVersion = "3"
+	// A condition new to the list goes first, as strategic merge puts it.
+	want.Status.Conditions = append([]corev1.PodCondition{{Type: "example.com/lb", Status: corev1.ConditionTrue}}, want.Status.Conditions...)
+	if diff := cmp.Diff(want, mustGet(t, w, "a")); diff != "" || r.err != nil {
+		t.Errorf("stored after a merged condition (-want +got):\n%s (err %v)", diff, r.err)
 	}
-
-	// The same request again is stale: Conflict, and nothing written.
-	stale := call(t, w, func(ctx context.Context) error { _, err := w.s.UpdatePodStatus(ctx, req); return err })
-	if !apierrors.IsConflict(stale) {
-		t.Errorf("stale status update: %v, want Conflict", stale)
+	// A patch that changes nothing commits nothing.
+	if same := patch(`{"status":{"phase":"Running"}}`); same.err != nil || same.obj.ResourceVersion != "3" || w.s.ResourceVersion() != 3 {
+		t.Errorf("no-op status patch: rv %v, err %v, server rv %d; want 3", same.obj, same.err, w.s.ResourceVersion())
 	}
-	// An empty resource version writes unconditionally.
-	uncond := r.obj.DeepCopy()
-	uncond.ResourceVersion = ""
-	uncond.Status.Phase = corev1.PodSucceeded
-	u := call(t, w, func(ctx context.Context) res[*corev1.Pod] { return mk(w.s.UpdatePodStatus(ctx, uncond)) })
-	if u.err != nil || u.obj.ResourceVersion != "3" || u.obj.Status.Phase != corev1.PodSucceeded {
-		t.Errorf("unconditional status update: %v, %v", u.obj, u.err)
+	// Another UID fails the precondition; a missing pod is NotFound; a
+	// broken patch is a BadRequest.
+	if other := patch(`{"metadata":{"uid":"someone-else"},"status":{"phase":"Failed"}}`); !apierrors.IsConflict(other.err) {
+		t.Errorf("status patch with another UID: %v, want Conflict", other.err)
 	}
-	// A write that changes nothing commits nothing.
-	same := call(t, w, func(ctx context.Context) res[*corev1.Pod] { return mk(w.s.UpdatePodStatus(ctx, u.obj)) })
-	if same.err != nil || same.obj.ResourceVersion != "3" || w.s.ResourceVersion() != 3 {
-		t.Errorf("no-op status update: rv %v, err %v, server rv %d; want 3", same.obj.ResourceVersion, same.err, w.s.ResourceVersion())
+	if err := call(t, w, func(ctx context.Context) error {
+		_, err := w.s.PatchPodStatus(ctx, "default", "missing", []byte(`{}`))
+		return err
+	}); !apierrors.IsNotFound(err) {
+		t.Errorf("status patch of a missing pod: %v, want NotFound", err)
 	}
-	// A different UID is a failed precondition; a missing pod NotFound.
-	other := u.obj.DeepCopy()
-	other.UID = "someone-else"
-	if err := call(t, w, func(ctx context.Context) error { _, err := w.s.UpdatePodStatus(ctx, other); return err }); !apierrors.IsConflict(err) {
-		t.Errorf("status update with another UID: %v, want Conflict", err)
-	}
-	missing := newPod("missing", "n1")
-	if err := call(t, w, func(ctx context.Context) error { _, err := w.s.UpdatePodStatus(ctx, missing); return err }); !apierrors.IsNotFound(err) {
-		t.Errorf("status update of a missing pod: %v, want NotFound", err)
+	if bad := patch(`{"status":`); !apierrors.IsBadRequest(bad.err) {
+		t.Errorf("broken patch: %v, want BadRequest", bad.err)
 	}
 	var verbs []string
 	for _, rec := range w.s.History() {
 		verbs = append(verbs, rec.Actor+" "+rec.Verb+" "+rec.Name)
 	}
-	wantVerbs := []string{"user create a", "agent updateStatus a", "agent updateStatus a"}
+	wantVerbs := []string{"user create a", "agent patchStatus a", "agent patchStatus a"}
 	if diff := cmp.Diff(wantVerbs, verbs); diff != "" {
 		t.Errorf("history (-want +got):\n%s", diff)
+	}
+	wantReqs := map[apiserver.Request]int{{Verb: "patchStatus", Resource: "pods"}: 6}
+	if diff := cmp.Diff(wantReqs, w.s.Requests()); diff != "" {
+		t.Errorf("requests (-want +got):\n%s", diff)
 	}
 }
 
@@ -383,14 +382,10 @@ func TestDeepCopies(t *testing.T) {
 	scribble(w.s.History()[0].Pod)
 	scribble(observed[0])
 	type got struct {
-		get, list, event *corev1.Pod
-		err              error
+		list, event *corev1.Pod
+		err         error
 	}
 	g := call(t, w, func(ctx context.Context) got {
-		p, err := w.s.GetPod(ctx, "default", "a")
-		if err != nil {
-			return got{err: err}
-		}
 		pods, _, err := w.s.ListPods(ctx, "n1", "")
 		if err != nil {
 			return got{err: err}
@@ -400,12 +395,12 @@ func TestDeepCopies(t *testing.T) {
 			return got{err: err}
 		}
 		ev, err := pw.Next(ctx)
-		return got{p, pods[0], ev.Pod, err}
+		return got{pods[0], ev.Pod, err}
 	})
 	if g.err != nil {
 		t.Fatal(g.err)
 	}
-	for _, p := range []*corev1.Pod{g.get, g.list, g.event} {
+	for _, p := range []*corev1.Pod{g.list, g.event} {
 		if diff := cmp.Diff(want, p); diff != "" {
 			t.Errorf("a read shows an earlier caller's changes (-want +got):\n%s", diff)
 		}
@@ -418,7 +413,7 @@ func TestDeepCopies(t *testing.T) {
 	// A status write keeps neither the request nor the reply shared.
 	req := want.DeepCopy()
 	req.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
-	r := call(t, w, func(ctx context.Context) res[*corev1.Pod] { return mk(w.s.UpdatePodStatus(ctx, req)) })
+	r := call(t, w, func(ctx context.Context) res[*corev1.Pod] { return mk(patchStatus(ctx, w.s, req)) })
 	if r.err != nil {
 		t.Fatal(r.err)
 	}

@@ -1,7 +1,7 @@
 // Package apiserver is the simulator's kube-apiserver: an in-memory,
 // deterministic store of pods, nodes, leases and events that implements the
-// agent's apiserver ports (deps.PodAPI, deps.NodeAPI, deps.LeaseAPI,
-// deps.EventSink) the way client-go sees a real apiserver: server-assigned
+// agent's apiserver ports (deps.PodAPI, deps.NodeAPI, deps.LeaseAPI, and
+// deps.EventSink through a Recorder) the way client-go sees a real apiserver: server-assigned
 // UIDs, one global resource version, watches replayed from a bounded
 // history, optimistic concurrency, graceful pod deletion and
 // k8s.io/apimachinery/pkg/api/errors values.
@@ -36,10 +36,9 @@ import (
 
 // Compile-time proof that the server is the agent's apiserver.
 var (
-	_ deps.PodAPI    = (*Server)(nil)
-	_ deps.NodeAPI   = (*Server)(nil)
-	_ deps.LeaseAPI  = (*Server)(nil)
-	_ deps.EventSink = (*Server)(nil)
+	_ deps.PodAPI   = (*Server)(nil)
+	_ deps.NodeAPI  = (*Server)(nil)
+	_ deps.LeaseAPI = (*Server)(nil)
 )
 
 // Default sizes used when Config leaves them zero.
@@ -113,7 +112,7 @@ type Server struct {
 	pending     []Record
 	observers   []func(Record)
 	events      []Event
-	eventIndex  map[eventKey]int
+	eventIndex  map[string]int
 	faults      faults
 	objs        objects
 	tokens      map[string]issuedToken
@@ -124,6 +123,8 @@ type Server struct {
 	objDrops      uint64
 	objWatchCount map[string]int
 	objGetCount   map[string]int
+	// requests counts the agent's requests by verb and resource.
+	requests map[Request]int
 }
 
 // New returns an empty server.
@@ -151,10 +152,11 @@ func New(cfg Config) *Server {
 		pods:          map[string]*corev1.Pod{},
 		nodes:         map[string]*corev1.Node{},
 		leases:        map[string]*coordinationv1.Lease{},
-		eventIndex:    map[eventKey]int{},
+		eventIndex:    map[string]int{},
 		tokens:        map[string]issuedToken{},
 		objWatchCount: map[string]int{},
 		objGetCount:   map[string]int{},
+		requests:      map[Request]int{},
 		objs: objects{
 			configMaps:     map[string]*corev1.ConfigMap{},
 			secrets:        map[string]*corev1.Secret{},
@@ -214,6 +216,7 @@ func (s *Server) unlock() {
 // scheduling point even when zero) and injected failures. It returns the
 // error the call fails with, if any.
 func (s *Server) request(ctx context.Context, verb, what string) error {
+	s.count(verb, what)
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("%s %s: %w", verb, what, err)
 	}

@@ -83,7 +83,7 @@ func (u *User) SetPodStatus(namespace, name string, status corev1.PodStatus) (*c
 	if !ok {
 		return nil, apierrors.NewNotFound(podsResource, name)
 	}
-	return s.setPodStatusLocked(ActorUser, old, *status.DeepCopy()).DeepCopy(), nil
+	return s.setPodStatusLocked(ActorUser, VerbUpdateStatus, old, *status.DeepCopy()).DeepCopy(), nil
 }
 
 // DeletePodGracefully deletes a pod like `kubectl delete` (a nil grace

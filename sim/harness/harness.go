@@ -11,6 +11,8 @@ import (
 	"io"
 	"log/slog"
 
+	corev1 "k8s.io/api/core/v1"
+
 	"github.com/lockstep-dev/lockstep/fakecri"
 	"github.com/lockstep-dev/lockstep/node/agent"
 	"github.com/lockstep-dev/lockstep/node/deps"
@@ -119,7 +121,10 @@ func (h *Harness) StartAgent() {
 		Core:    deps.Core{Clock: h.K, Rand: h.K.Rand(), Tasks: tasks, Log: log},
 		Runtime: h.traced,
 		Images:  h.Runtime,
-		API: deps.API{Pods: tracingPods{h.API, h.K}, Nodes: h.API, Leases: h.API, Events: h.API,
+		// Events go through client-go's correlator, as the kubelet's, with
+		// the kubelet's source component.
+		API: deps.API{Pods: tracingPods{h.API, h.K}, Nodes: h.API, Leases: h.API,
+			Events:     apiserver.NewRecorder(h.API, h.K, corev1.EventSource{Component: "kubelet", Host: h.NodeName}),
 			ConfigMaps: h.API, Secrets: h.API, Services: h.API, RuntimeClasses: h.API, Tokens: h.API, ObjectWatches: h.API},
 		Files:    h.Files,
 		Mounts:   h.Mounts,

@@ -19,6 +19,7 @@ var supportedFields = []string{
 	"apiVersion", "kind", "staticPodPath", "podLogsDir", "syncFrequency", "fileCheckFrequency", "address", "port",
 	"readOnlyPort", "tlsCertFile", "tlsPrivateKeyFile", "authentication.x509.clientCAFile",
 	"authentication.webhook.enabled", "authentication.anonymous.enabled", "authorization.mode",
+	"enableProfilingHandler",
 	"clusterDomain", "clusterDNS", "resolvConf", "runtimeRequestTimeout", "maxPods",
 	"nodeStatusUpdateFrequency", "nodeStatusReportFrequency", "nodeLeaseDurationSeconds",
 	"kubeAPIQPS", "kubeAPIBurst", "containerRuntimeEndpoint", "imageServiceEndpoint", "logging.verbosity",
@@ -113,6 +114,11 @@ func (cf *ConfigFile) Apply(o *Options, flagSet func(flag string) bool) {
 	set("tlsPrivateKeyFile", "tls-private-key-file", func() { o.TLSKeyFile = c.TLSPrivateKeyFile })
 	set("authentication.x509.clientCAFile", "client-ca-file", func() { o.ClientCAFile = c.Authentication.X509.ClientCAFile })
 	set("authorization.mode", "authorization-mode", func() { o.AuthorizationMode = string(c.Authorization.Mode) })
+	set("enableProfilingHandler", "enableProfilingHandler", func() {
+		if c.EnableProfilingHandler != nil {
+			o.EnableProfilingHandler = *c.EnableProfilingHandler
+		}
+	})
 	set("clusterDomain", "cluster-domain", func() { o.ClusterDomain = c.ClusterDomain })
 	set("clusterDNS", "cluster-dns", func() { o.ClusterDNS = c.ClusterDNS })
 	set("allowedUnsafeSysctls", "allowed-unsafe-sysctls", func() { o.AllowedUnsafeSysctls = c.AllowedUnsafeSysctls })

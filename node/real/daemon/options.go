@@ -53,10 +53,13 @@ type Options struct {
 	TLSKeyFile                    string
 	ClientCAFile                  string
 	AuthorizationMode             string
-	ClusterDNS                    []string
-	ClusterDomain                 string
-	ResolvConf                    string
-	AllowedUnsafeSysctls          []string
+	// EnableProfilingHandler serves /debug/pprof on the secure port
+	// (config field enableProfilingHandler; default true, as the kubelet).
+	EnableProfilingHandler bool
+	ClusterDNS             []string
+	ClusterDomain          string
+	ResolvConf             string
+	AllowedUnsafeSysctls   []string
 	// SeccompDefault makes RuntimeDefault the seccomp profile of
 	// containers that name none.
 	SeccompDefault bool
@@ -98,6 +101,7 @@ func Defaults() Options {
 		Port:                          10250,
 		ReadOnlyPort:                  0,
 		AuthorizationMode:             "Webhook",
+		EnableProfilingHandler:        true,
 		ClusterDomain:                 "cluster.local",
 		ResolvConf:                    "/etc/resolv.conf",
 		SerializeImagePulls:           true,

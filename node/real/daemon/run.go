@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/kubernetes"
+	clientmetrics "k8s.io/client-go/tools/metrics"
 	cri "k8s.io/cri-api/pkg/apis"
 
 	"github.com/lockstep-dev/lockstep/node/agent"
@@ -106,6 +107,11 @@ func Run(ctx context.Context, o Options, rt Runtime, log *slog.Logger) error {
 		ProbeNet: probenet.New(),
 	}
 
+	reg, probeReg := prometheus.NewRegistry(), prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	// client-go keeps its request hooks in package variables: registered
+	// once per process, before the first request.
+	clientmetrics.Register(metrics.NewRESTClient(reg).Hooks())
 	var cs kubernetes.Interface
 	if o.Kubeconfig != "" {
 		rc, err := kube.LoadKubeconfig(o.Kubeconfig)
@@ -134,8 +140,6 @@ func Run(ctx context.Context, o Options, rt Runtime, log *slog.Logger) error {
 			log.Warn("cannot read the host resolver configuration; Default DNS pods get an empty one", "file", o.ResolvConf, "error", err.Error())
 		}
 	}
-	reg, probeReg := prometheus.NewRegistry(), prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m := metrics.NewWithProbes(reg, probeReg)
 	a := agent.New(d, agent.Config{
 		Metrics:  m,
@@ -168,8 +172,8 @@ func Run(ctx context.Context, o Options, rt Runtime, log *slog.Logger) error {
 	scfg := server.Config{
 		Address: o.Address, Port: int(o.Port), ReadOnlyPort: int(o.ReadOnlyPort),
 		TLSCertFile: o.TLSCertFile, TLSKeyFile: o.TLSKeyFile, CertDir: filepath.Join(o.RootDir, "pki"),
-		ClientCAFile: o.ClientCAFile,
-		Metrics:      metrics.Handler(reg), ProbeMetrics: metrics.Handler(probeReg),
+		ClientCAFile: o.ClientCAFile, EnableProfiling: o.EnableProfilingHandler,
+		Metrics: metrics.Handler(reg), ProbeMetrics: metrics.Handler(probeReg),
 	}
 	for _, ip := range ips {
 		scfg.NodeIPs = append(scfg.NodeIPs, net.IP(ip.AsSlice()))

@@ -43,7 +43,7 @@ type Options struct {
 	EventQPS   float32
 	EventBurst int
 	// Heartbeat, when set, is the client used for the node's status and
-	// lease (GetNode, UpdateNodeStatus, leases), so that heartbeats are not
+	// lease (GetNode, PatchNodeStatus, leases), so that heartbeats are not
 	// queued behind pod writes in the main client's rate limiter, as the
 	// kubelet does. Nil means the main client.
 	Heartbeat kubernetes.Interface

@@ -194,34 +194,36 @@ func TestWatchPodsErrors(t *testing.T) {
 	})
 }
 
-func TestUpdatePodStatus(t *testing.T) {
+func TestPatchPodStatus(t *testing.T) {
 	p := pod("ns", "p", "node-1")
 	c, cs := newClient(t, p)
-	upd := p.DeepCopy()
-	upd.Status.Phase = corev1.PodRunning
-	if _, err := c.UpdatePodStatus(context.Background(), upd); err != nil {
-		t.Fatalf("UpdatePodStatus: %v", err)
+	patch := []byte(`{"metadata":{"uid":"p-uid"},"status":{"phase":"Running"}}`)
+	if _, err := c.PatchPodStatus(context.Background(), "ns", "p", patch); err != nil {
+		t.Fatalf("PatchPodStatus: %v", err)
 	}
-	got, err := c.GetPod(context.Background(), "ns", "p")
+	got, err := cs.CoreV1().Pods("ns").Get(context.Background(), "p", metav1.GetOptions{})
 	if err != nil {
-		t.Fatalf("GetPod: %v", err)
+		t.Fatalf("get: %v", err)
 	}
 	if got.Status.Phase != corev1.PodRunning {
 		t.Errorf("phase = %q, want Running", got.Status.Phase)
 	}
-	updates := actionsOf(cs, "update", "pods")
-	if len(updates) != 1 || updates[0].GetSubresource() != "status" {
-		t.Errorf("update actions = %v, want one on the status subresource", updates)
+	patches := actionsOf(cs, "patch", "pods")
+	if len(patches) != 1 || patches[0].GetSubresource() != "status" {
+		t.Fatalf("patch actions = %v, want one on the status subresource", patches)
+	}
+	if pt := patches[0].(k8stesting.PatchAction).GetPatchType(); pt != types.StrategicMergePatchType {
+		t.Errorf("patch type %q, want strategic merge", pt)
 	}
 }
 
-func TestUpdatePodStatusConflictPassesThrough(t *testing.T) {
+func TestPatchPodStatusConflictPassesThrough(t *testing.T) {
 	p := pod("ns", "p", "node-1")
 	c, cs := newClient(t, p)
-	cs.PrependReactor("update", "pods", func(k8stesting.Action) (bool, runtime.Object, error) {
-		return true, nil, apierrors.NewConflict(schema.GroupResource{Resource: "pods"}, "p", errors.New("stale"))
+	cs.PrependReactor("patch", "pods", func(k8stesting.Action) (bool, runtime.Object, error) {
+		return true, nil, apierrors.NewConflict(schema.GroupResource{Resource: "pods"}, "p", errors.New("uid precondition"))
 	})
-	_, err := c.UpdatePodStatus(context.Background(), p)
+	_, err := c.PatchPodStatus(context.Background(), "ns", "p", []byte(`{"metadata":{"uid":"other"}}`))
 	if !apierrors.IsConflict(err) {
 		t.Errorf("err = %v, want a conflict", err)
 	}
@@ -247,20 +249,20 @@ func TestDeletePodGraceZeroWithUIDPrecondition(t *testing.T) {
 	if da.GetNamespace() != "ns" || da.GetName() != "p" {
 		t.Errorf("deleted %s/%s, want ns/p", da.GetNamespace(), da.GetName())
 	}
-	if _, err := c.GetPod(context.Background(), "ns", "p"); !apierrors.IsNotFound(err) {
-		t.Errorf("GetPod after delete: err = %v, want not found", err)
+	if _, err := cs.CoreV1().Pods("ns").Get(context.Background(), "p", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("get after delete: err = %v, want not found", err)
 	}
 }
 
 func TestCreatePod(t *testing.T) {
-	c, _ := newClient(t)
+	c, cs := newClient(t)
 	p := pod("ns", "mirror", "node-1")
 	if _, err := c.CreatePod(context.Background(), p); err != nil {
 		t.Fatalf("CreatePod: %v", err)
 	}
-	got, err := c.GetPod(context.Background(), "ns", "mirror")
+	got, err := cs.CoreV1().Pods("ns").Get(context.Background(), "mirror", metav1.GetOptions{})
 	if err != nil {
-		t.Fatalf("GetPod: %v", err)
+		t.Fatalf("get: %v", err)
 	}
 	if got.UID != p.UID {
 		t.Errorf("uid = %q, want %q", got.UID, p.UID)
@@ -288,8 +290,9 @@ func TestNodes(t *testing.T) {
 		t.Fatalf("GetNode: %v", err)
 	}
 	got.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady"}}
-	if _, err := c.UpdateNodeStatus(ctx, got); err != nil {
-		t.Fatalf("UpdateNodeStatus: %v", err)
+	patch := []byte(`{"status":{"conditions":[{"type":"Ready","status":"True","reason":"KubeletReady"}]}}`)
+	if _, err := c.PatchNodeStatus(ctx, "node-1", patch); err != nil {
+		t.Fatalf("PatchNodeStatus: %v", err)
 	}
 	again, err := c.GetNode(ctx, "node-1")
 	if err != nil {
@@ -342,8 +345,8 @@ func TestHeartbeatClientCarriesNodeStatusAndLease(t *testing.T) {
 	if err != nil {
 		t.Fatalf("GetNode: %v", err)
 	}
-	if _, err := c.UpdateNodeStatus(ctx, n); err != nil {
-		t.Fatalf("UpdateNodeStatus: %v", err)
+	if _, err := c.PatchNodeStatus(ctx, n.Name, []byte(`{"status":{"phase":"Running"}}`)); err != nil {
+		t.Fatalf("PatchNodeStatus: %v", err)
 	}
 	if _, err := c.CreateLease(ctx, &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: "kube-node-lease", Name: "node-1"}}); err != nil {
 		t.Fatalf("CreateLease: %v", err)
@@ -358,7 +361,7 @@ func TestHeartbeatClientCarriesNodeStatusAndLease(t *testing.T) {
 		}
 		return out
 	}
-	if d := cmp.Diff([]string{"get nodes/", "update nodes/status", "create leases/"}, verbs(hb)); d != "" {
+	if d := cmp.Diff([]string{"get nodes/", "patch nodes/status", "create leases/"}, verbs(hb)); d != "" {
 		t.Errorf("heartbeat client actions (-want +got):\n%s", d)
 	}
 	if d := cmp.Diff([]string{"create nodes/"}, verbs(cs)); d != "" {

@@ -7,6 +7,7 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 // GetNode reads a node through the heartbeat client.
@@ -27,12 +28,12 @@ func (c *Client) CreateNode(ctx context.Context, node *corev1.Node) (*corev1.Nod
 	return out, nil
 }
 
-// UpdateNodeStatus writes the node's status subresource through the
-// heartbeat client; a stale node.ResourceVersion fails with a conflict.
-func (c *Client) UpdateNodeStatus(ctx context.Context, node *corev1.Node) (*corev1.Node, error) {
-	out, err := c.heartbeat.CoreV1().Nodes().UpdateStatus(ctx, node, metav1.UpdateOptions{})
+// PatchNodeStatus applies a strategic-merge patch to the node's status
+// subresource through the heartbeat client.
+func (c *Client) PatchNodeStatus(ctx context.Context, name string, patch []byte) (*corev1.Node, error) {
+	out, err := c.heartbeat.CoreV1().Nodes().Patch(ctx, name, types.StrategicMergePatchType, patch, metav1.PatchOptions{}, "status")
 	if err != nil {
-		return nil, fmt.Errorf("update status of node %q: %w", node.Name, err)
+		return nil, fmt.Errorf("patch status of node %q: %w", name, err)
 	}
 	return out, nil
 }

@@ -99,21 +99,12 @@ func (p *podWatch) Next(ctx context.Context) (deps.PodEvent, error) {
 // Stop ends the watch.
 func (p *podWatch) Stop() { p.w.Stop() }
 
-// GetPod reads one pod.
-func (c *Client) GetPod(ctx context.Context, namespace, name string) (*corev1.Pod, error) {
-	pod, err := c.cs.CoreV1().Pods(namespace).Get(ctx, name, metav1.GetOptions{})
+// PatchPodStatus applies a strategic-merge patch to the pod's status
+// subresource; the patch's metadata.uid is the write's precondition.
+func (c *Client) PatchPodStatus(ctx context.Context, namespace, name string, patch []byte) (*corev1.Pod, error) {
+	out, err := c.cs.CoreV1().Pods(namespace).Patch(ctx, name, types.StrategicMergePatchType, patch, metav1.PatchOptions{}, "status")
 	if err != nil {
-		return nil, fmt.Errorf("get pod %s/%s: %w", namespace, name, err)
-	}
-	return pod, nil
-}
-
-// UpdatePodStatus writes the status subresource of pod; a stale
-// pod.ResourceVersion fails with a conflict (apierrors.IsConflict).
-func (c *Client) UpdatePodStatus(ctx context.Context, pod *corev1.Pod) (*corev1.Pod, error) {
-	out, err := c.cs.CoreV1().Pods(pod.Namespace).UpdateStatus(ctx, pod, metav1.UpdateOptions{})
-	if err != nil {
-		return nil, fmt.Errorf("update status of pod %s/%s (uid %s): %w", pod.Namespace, pod.Name, pod.UID, err)
+		return nil, fmt.Errorf("patch status of pod %s/%s: %w", namespace, name, err)
 	}
 	return out, nil
 }

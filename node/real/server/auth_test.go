@@ -36,6 +36,7 @@ func TestRequestAttributes(t *testing.T) {
 		{"GET", "/containerLogs/default/web/app", Attributes{"get", "nodes", "proxy", "node-a"}},
 		{"GET", "/pods", Attributes{"get", "nodes", "proxy", "node-a"}},
 		{"GET", "/healthz", Attributes{"get", "nodes", "proxy", "node-a"}},
+		{"GET", "/debug/pprof/heap", Attributes{"get", "nodes", "proxy", "node-a"}},
 		{"GET", "/spec/", Attributes{"get", "nodes", "spec", "node-a"}},
 		{"POST", "/checkpoint/ns/pod/c", Attributes{"create", "nodes", "checkpoint", "node-a"}},
 		{"POST", "/exec/ns/pod/c", Attributes{"create", "nodes", "proxy", "node-a"}},

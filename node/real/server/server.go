@@ -95,6 +95,10 @@ type Config struct {
 	Metrics http.Handler
 	// ProbeMetrics is served at /metrics/probes; nil answers 404.
 	ProbeMetrics http.Handler
+	// EnableProfiling serves net/http/pprof at /debug/pprof/ on the
+	// secure port (authorized as nodes/proxy); when false those paths
+	// answer 405, as the kubelet's with enableProfilingHandler off.
+	EnableProfiling bool
 
 	// LogPollInterval is how often a followed log is checked for new
 	// lines (default 250 ms).
@@ -182,6 +186,7 @@ func New(p Provider, cfg Config, log *slog.Logger) (*Server, error) {
 	secureMux := http.NewServeMux()
 	s.installCommon(secureMux)
 	secureMux.HandleFunc("GET /containerLogs/{namespace}/{pod}/{container}", s.containerLogs)
+	installProfiling(secureMux, cfg.EnableProfiling)
 	s.secure = s.logged("secure", &secureFilter{
 		next:     secureMux,
 		nodeName: p.NodeName,
