@@ -42,6 +42,7 @@ type Checker struct {
 	volumesReported map[string]bool
 	probes          *probeChecks   // see invariants_probes.go
 	sidecars        *sidecarChecks // see invariants_sidecars.go
+	cg              *cgroupChecks  // see invariants_cgroups.go
 }
 
 // NewChecker starts checking h's apiserver writes at once; call Check to
@@ -49,7 +50,7 @@ type Checker struct {
 func NewChecker(h *harness.Harness) *Checker {
 	c := &Checker{h: h, instances: map[string]map[string]bool{}, policy: map[types.UID]corev1.RestartPolicy{},
 		lastPhase: map[types.UID]corev1.PodPhase{}, restarts: map[string]int32{}, term: newTerminationState(), suite: newSuiteState(),
-		probes: newProbeChecks(), sidecars: newSidecarChecks()}
+		probes: newProbeChecks(), sidecars: newSidecarChecks(), cg: newCgroupChecks()}
 	h.API.OnWrite(c.onWrite)
 	return c
 }
@@ -72,6 +73,7 @@ func (c *Checker) Check() {
 	c.checkVolumes(truth)
 	c.checkProbes(truth)
 	c.checkSidecarOrder()
+	c.checkCgroups()
 	for _, ct := range truth {
 		key := string(ct.PodUID) + "/" + ct.Name
 		if ct.State == runtimeapi.ContainerState_CONTAINER_RUNNING {
@@ -104,6 +106,7 @@ func (c *Checker) onWrite(r apiserver.Record) {
 	c.onWriteTermination(r)
 	c.onWriteSuite(r)
 	c.onWriteProbes(r)
+	c.onWriteCgroups(r)
 	p := r.Pod
 	c.policy[p.UID] = p.Spec.RestartPolicy
 	prev, seen := c.lastPhase[p.UID]

@@ -73,6 +73,7 @@ set the same options, and flags override it.`,
 		"unsafe sysctls (names, or prefixes ending in '*') pods may set beyond the safe ones")
 	f.BoolVar(&o.SeccompDefault, "seccomp-default", o.SeccompDefault,
 		"use the runtime's default seccomp profile (RuntimeDefault) for containers that set none, instead of Unconfined")
+	addCgroupFlags(f, &o.Cgroups)
 	f.Int32Var(&o.APIQPS, "kube-api-qps", o.APIQPS, "queries per second to the apiserver")
 	f.Int32Var(&o.APIBurst, "kube-api-burst", o.APIBurst, "burst of queries to the apiserver")
 	f.IntVar(&o.Verbosity, "v", o.Verbosity, "log verbosity (0: info, 4 and more: debug)")
@@ -111,7 +112,8 @@ func runNode(ctx context.Context, o daemon.Options, log *slog.Logger) error {
 	if o.RuntimeEndpoint == daemon.FakeRuntime {
 		fake := fakecri.New(fakecri.Config{})
 		rt = daemon.Runtime{Runtime: fake, Images: fake, Type: "fakecri", Close: func() {}}
-		log.Info("using the in-process fake runtime (nothing really runs)")
+		log.Info("using the in-process fake runtime (nothing really runs, so no pod cgroups either)")
+		o.Cgroups.CgroupsPerQOS, o.Cgroups.EnforceNodeAllocatable = false, nil
 	} else {
 		var err error
 		if rt, err = daemon.DialRuntime(ctx, o); err != nil {

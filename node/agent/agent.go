@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/lockstep-dev/lockstep/node/admission"
+	"github.com/lockstep-dev/lockstep/node/cgroups"
 	"github.com/lockstep-dev/lockstep/node/deps"
 	"github.com/lockstep-dev/lockstep/node/metrics"
 	"github.com/lockstep-dev/lockstep/node/nodestatus"
@@ -64,6 +65,9 @@ type Config struct {
 	AllowedUnsafeSysctls []string
 	// Volumes tunes the volume manager; its Node is cfg.Node.
 	Volumes volume.Config
+	// Cgroups configures the pod and QoS cgroups (--cgroups-per-qos,
+	// --cgroup-root, --cgroup-driver, --enforce-node-allocatable).
+	Cgroups cgroups.Config
 }
 
 // Agent is one node agent.
@@ -81,6 +85,7 @@ type Agent struct {
 	node    *nodestatus.Manager
 	volumes *volume.Manager
 	probes  *prober.Manager
+	cgroups *cgroups.Manager
 
 	startTime time.Time
 
@@ -113,6 +118,8 @@ func New(d deps.Deps, cfg Config) *Agent {
 	}
 	cfg.Node = withMachineFacts(d.Machine, d.Log, cfg.Node, cfg.NodeStatus)
 	cfg.RuntimeSync.Node = cfg.Node
+	pods := newCgroups(d, cfg)
+	cfg.RuntimeSync.CgroupParent = func(pod *corev1.Pod) string { return pods.CgroupParent(pod, podspec.QOSClass(pod)) }
 	if m := cfg.Metrics; m != nil {
 		d.Runtime = metrics.InstrumentRuntime(d.Runtime, m, d.Clock)
 		d.Images = metrics.InstrumentImages(d.Images, m, d.Clock)
@@ -133,6 +140,7 @@ func New(d deps.Deps, cfg Config) *Agent {
 		status:   status.NewManager(d.Core, d.API.Pods, cfg.Status),
 		expected: map[types.UID]map[string]expectation{},
 		sysctls:  sysctlAllowlist(d, cfg.AllowedUnsafeSysctls),
+		cgroups:  pods,
 	}
 	a.probes = a.newProber()
 	var sources []string
@@ -169,6 +177,7 @@ func (a *Agent) Start(ctx context.Context) {
 		wc.Observer = a.cfg.Metrics
 	}
 	a.workers = podworkers.New(ctx, a.d.Core, a, a.queue, wc)
+	a.startCgroups()
 	a.pleg.Start(ctx)
 	a.volumes.Start(ctx)
 	a.probes.Start(ctx)

@@ -23,6 +23,7 @@ var supportedFields = []string{
 	"nodeStatusUpdateFrequency", "nodeStatusReportFrequency", "nodeLeaseDurationSeconds",
 	"kubeAPIQPS", "kubeAPIBurst", "containerRuntimeEndpoint", "imageServiceEndpoint", "logging.verbosity",
 	"seccompDefault", "singleProcessOOMKill",
+	"cgroupsPerQOS", "cgroupRoot", "cgroupDriver", "kubeReserved", "systemReserved", "enforceNodeAllocatable", "qosReserved",
 }
 
 // ConfigFile is a parsed KubeletConfiguration and the fields it set that
@@ -140,6 +141,7 @@ func (cf *ConfigFile) Apply(o *Options, flagSet func(flag string) bool) {
 	set("containerRuntimeEndpoint", "container-runtime-endpoint", func() { o.RuntimeEndpoint = c.ContainerRuntimeEndpoint })
 	set("imageServiceEndpoint", "image-service-endpoint", func() { o.ImageEndpoint = c.ImageServiceEndpoint })
 	set("logging.verbosity", "v", func() { o.Verbosity = int(c.Logging.Verbosity) })
+	applyCgroups(c, o, set)
 	if cf.Set["authentication.anonymous.enabled"] && c.Authentication.Anonymous.Enabled != nil && *c.Authentication.Anonymous.Enabled {
 		cf.Ignored = append(cf.Ignored, "authentication.anonymous.enabled (anonymous access is always off)")
 	}

@@ -104,6 +104,12 @@ func Run(ctx context.Context, o Options, rt Runtime, log *slog.Logger) error {
 		Runtime: rt.Runtime, Images: rt.Images, RuntimeEvents: rt.Events, Machine: mach, Files: osfiles.New(), Mounts: mounter.New(),
 		ProbeNet: probenet.New(),
 	}
+	if err := checkCgroupDriver(ctx, rt.Runtime, o); err != nil {
+		return err
+	}
+	if d.Cgroups, err = cgroupPort(o); err != nil {
+		return err
+	}
 
 	var cs kubernetes.Interface
 	if o.Kubeconfig != "" {
@@ -156,10 +162,12 @@ func Run(ctx context.Context, o Options, rt Runtime, log *slog.Logger) error {
 		}},
 		RuntimeType: rt.Type,
 		PLEG:        pleg.Config{UseEvents: rt.Events != nil},
+		Cgroups:     o.Cgroups.Config(),
 		NodeStatus: nodestatus.Config{
 			NodeIP: nodeIP, KubeletPort: o.Port, MaxPods: int(o.MaxPods), KubeletVersion: Version,
 			StatusUpdateFrequency: o.NodeStatusUpdateFrequency, StatusReportFrequency: o.NodeStatusReportFrequency,
 			LeaseDuration: time.Duration(o.NodeLeaseDurationSeconds) * time.Second,
+			Reserved:      o.Cgroups.Reserved(),
 		},
 	})
 	a.Start(ctx)
