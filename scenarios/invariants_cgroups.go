@@ -1,6 +1,7 @@
 package scenarios
 
 import (
+	"fmt"
 	"maps"
 	"slices"
 	"strings"
@@ -149,4 +150,50 @@ func (c *Checker) checkOrphanCgroups(cfg cgroups.Config) {
 
 func isTerminalPhase(p corev1.PodPhase) bool {
 	return p == corev1.PodSucceeded || p == corev1.PodFailed
+}
+
+// cgroupsSettled is the liveness side of cgroups-match, for the settled
+// world: the pod cgroups are exactly those of the live pods (live: API
+// pods neither deleted nor terminal; static pods that run), and the
+// Burstable cgroup's shares are those of the live Burstable pods' cpu
+// requests.
+func (c *Checker) cgroupsSettled(live []*corev1.Pod, static map[types.UID]string) []string {
+	cfg := c.h.CgroupConfig()
+	if !cfg.CgroupsPerQOS {
+		return nil
+	}
+	var out []string
+	want := map[string]bool{}
+	for _, p := range live {
+		want[cfg.PodName(p.UID, podspec.QOSClass(p)).Path(cfg.Driver)] = true
+	}
+	got := map[string]bool{}
+	for _, qos := range []corev1.PodQOSClass{corev1.PodQOSGuaranteed, corev1.PodQOSBurstable, corev1.PodQOSBestEffort} {
+		parent := cfg.QOSParent(qos)
+		children, _ := c.h.Cgroups.List(parent.Path(cfg.Driver))
+		for _, child := range children {
+			if uid, ok := cfg.PodUID(child); ok {
+				if _, isStatic := static[uid]; !isStatic {
+					got[parent.Child(child).Path(cfg.Driver)] = true
+				}
+			}
+		}
+	}
+	if !maps.Equal(want, got) {
+		out = append(out, fmt.Sprintf("pod cgroups %v, want those of the live pods %v", slices.Sorted(maps.Keys(got)), slices.Sorted(maps.Keys(want))))
+	}
+	qos := cgroups.QOSResources(live, 0, 0, nil)
+	r, ok := c.h.Cgroups.Get(cfg.QOSParent(corev1.PodQOSBurstable).Path(cfg.Driver))
+	if wantShares := *qos[corev1.PodQOSBurstable].CPUShares; !ok || r.CPUShares == nil || *r.CPUShares != wantShares {
+		got := "unset"
+		if r.CPUShares != nil {
+			got = fmt.Sprint(*r.CPUShares)
+		}
+		var names []string
+		for _, p := range live {
+			names = append(names, p.Name+":"+string(podspec.QOSClass(p)))
+		}
+		out = append(out, fmt.Sprintf("burstable cgroup shares %s, want %d for the live pods %v", got, wantShares, names))
+	}
+	return out
 }

@@ -76,14 +76,19 @@ func (m *Manager) Enabled() bool { return m != nil && m.cfg.CgroupsPerQOS }
 func (m *Manager) Config() Config { return m.cfg }
 
 // Start creates (or updates) kubepods, limited to the node's allocatable
-// resources or capacity, and the Burstable and BestEffort cgroups. It is
-// safe to call again after a failure.
+// resources or capacity, and the Burstable and BestEffort cgroups
+// (BestEffort at 2 shares; Burstable's shares wait for the pods, as the
+// first EnsurePod or UpdateQOS sets them). Once it has succeeded it does
+// nothing; after a failure it tries again.
 func (m *Manager) Start() error {
 	if !m.Enabled() {
 		return nil
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if m.started {
+		return nil
+	}
 	rl := m.node.Capacity
 	if m.cfg.EnforcePods {
 		rl = m.node.Allocatable
@@ -92,8 +97,15 @@ func (m *Manager) Start() error {
 	if err := m.port.Ensure(kubepods, KubepodsResources(rl)); err != nil {
 		return fmt.Errorf("create cgroup %s: %w", kubepods, err)
 	}
-	if err := m.updateQOSLocked(nil); err != nil {
-		return err
+	minShares := uint64(MinShares)
+	for _, q := range []struct {
+		qos corev1.PodQOSClass
+		r   deps.CgroupResources
+	}{{corev1.PodQOSBurstable, deps.CgroupResources{}}, {corev1.PodQOSBestEffort, deps.CgroupResources{CPUShares: &minShares}}} {
+		qos, path := q.qos, m.cfg.QOSParent(q.qos).Path(m.cfg.Driver)
+		if err := m.port.Ensure(path, q.r); err != nil {
+			return fmt.Errorf("create %s QoS cgroup %s: %w", qos, path, err)
+		}
 	}
 	m.started = true
 	return nil
