@@ -39,9 +39,25 @@ type Cgroups struct {
 var _ deps.Cgroups = (*Cgroups)(nil)
 
 // New returns the host's cgroups under the systemd driver (systemd true)
-// or cgroupfs.
+// or cgroupfs. Huge page limits are set only where the hugetlb
+// controller is available.
 func New(systemd bool) *Cgroups {
-	return &Cgroups{systemd: systemd, v2: ocgroups.IsCgroup2UnifiedMode(), hugePageSizes: ocgroups.HugePageSizes()}
+	c := &Cgroups{systemd: systemd, v2: ocgroups.IsCgroup2UnifiedMode()}
+	if c.hugetlbAvailable() {
+		c.hugePageSizes = ocgroups.HugePageSizes()
+	}
+	return c
+}
+
+// hugetlbAvailable reports whether the hugetlb controller is mounted (v1)
+// or enabled at the root (v2).
+func (c *Cgroups) hugetlbAvailable() bool {
+	if !c.v2 {
+		_, err := ocgroups.FindCgroupMountpoint("", "hugetlb")
+		return err == nil
+	}
+	b, err := os.ReadFile(filepath.Join(unifiedRoot, "cgroup.controllers"))
+	return err == nil && slices.Contains(strings.Fields(string(b)), "hugetlb")
 }
 
 // SystemdRunning reports whether systemd runs as init (the systemd
