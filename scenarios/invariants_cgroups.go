@@ -154,7 +154,8 @@ func isTerminalPhase(p corev1.PodPhase) bool {
 
 // cgroupsSettled is the liveness side of cgroups-match, for the settled
 // world: the pod cgroups are exactly those of the live pods (live: API
-// pods neither deleted nor terminal; static pods that run), and the
+// pods neither deleted nor terminal; static pods that run), leaving aside
+// the cgroups of other pods in which something still runs, and the
 // Burstable cgroup's shares are those of the live Burstable pods' cpu
 // requests.
 func (c *Checker) cgroupsSettled(live []*corev1.Pod, static map[types.UID]string) []string {
@@ -172,11 +173,15 @@ func (c *Checker) cgroupsSettled(live []*corev1.Pod, static map[types.UID]string
 		parent := cfg.QOSParent(qos)
 		children, _ := c.h.Cgroups.List(parent.Path(cfg.Driver))
 		for _, child := range children {
-			if uid, ok := cfg.PodUID(child); ok {
-				if _, isStatic := static[uid]; !isStatic {
-					got[parent.Child(child).Path(cfg.Driver)] = true
-				}
+			uid, ok := cfg.PodUID(child)
+			if _, isStatic := static[uid]; !ok || isStatic {
+				continue
 			}
+			path := parent.Child(child).Path(cfg.Driver)
+			if !want[path] && len(c.h.Runtime.TrueCgroupUsers(path)) > 0 {
+				continue // something still runs in it: not the cgroup manager's to remove
+			}
+			got[path] = true
 		}
 	}
 	if !maps.Equal(want, got) {
