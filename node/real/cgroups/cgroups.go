@@ -32,6 +32,8 @@ var listControllers = []string{"cpu", "memory", "pids", "cpuset", "hugetlb"}
 type Cgroups struct {
 	systemd bool
 	v2      bool
+	// unified is where the v2 hierarchy is mounted (unifiedRoot).
+	unified string
 	// hugePageSizes are the page sizes the kernel offers ("2MB", …).
 	hugePageSizes []string
 }
@@ -42,7 +44,7 @@ var _ deps.Cgroups = (*Cgroups)(nil)
 // or cgroupfs. Huge page limits are set only where the hugetlb
 // controller is available.
 func New(systemd bool) *Cgroups {
-	c := &Cgroups{systemd: systemd, v2: ocgroups.IsCgroup2UnifiedMode()}
+	c := &Cgroups{systemd: systemd, v2: ocgroups.IsCgroup2UnifiedMode(), unified: unifiedRoot}
 	if c.hugetlbAvailable() {
 		c.hugePageSizes = ocgroups.HugePageSizes()
 	}
@@ -56,7 +58,7 @@ func (c *Cgroups) hugetlbAvailable() bool {
 		_, err := ocgroups.FindCgroupMountpoint("", "hugetlb")
 		return err == nil
 	}
-	b, err := os.ReadFile(filepath.Join(unifiedRoot, "cgroup.controllers"))
+	b, err := os.ReadFile(filepath.Join(c.unified, "cgroup.controllers"))
 	return err == nil && slices.Contains(strings.Fields(string(b)), "hugetlb")
 }
 
@@ -118,7 +120,7 @@ func (c *Cgroups) Remove(p string) error {
 func (c *Cgroups) List(p string) ([]string, error) {
 	var roots []string
 	if c.v2 {
-		roots = []string{unifiedRoot}
+		roots = []string{c.unified}
 	} else {
 		for _, ctl := range listControllers {
 			if mnt, err := ocgroups.FindCgroupMountpoint("", ctl); err == nil && !slices.Contains(roots, mnt) {

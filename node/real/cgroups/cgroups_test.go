@@ -1,6 +1,8 @@
 package cgroups
 
 import (
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -53,5 +55,42 @@ func TestResourcesAndConfig(t *testing.T) {
 	}
 	if cg := v1.config("/kubepods/burstable", nil); cg.Path != "/kubepods/burstable" || cg.Systemd {
 		t.Errorf("cgroupfs config: %+v", cg)
+	}
+}
+
+// TestUnifiedLayoutFixture reads a v2 layout made of plain directories:
+// List finds the pod cgroups under a QoS cgroup (not its files), and the
+// hugetlb controller counts only when the root enables it.
+func TestUnifiedLayoutFixture(t *testing.T) {
+	root := t.TempDir()
+	for _, d := range []string{"kubepods/burstable/podA", "kubepods/burstable/podB/ctr"} {
+		if err := os.MkdirAll(filepath.Join(root, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, f := range []string{"kubepods/burstable/cpu.weight", "cgroup.controllers"} {
+		if err := os.WriteFile(filepath.Join(root, f), []byte("cpu memory pids\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c := &Cgroups{v2: true, unified: root}
+	got, err := c.List("/kubepods/burstable")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"podA", "podB"}, got); diff != "" {
+		t.Errorf("List (-want +got):\n%s", diff)
+	}
+	if got, err := c.List("/kubepods/besteffort"); err != nil || len(got) != 0 {
+		t.Errorf("List of a missing cgroup = %v, %v; want nothing", got, err)
+	}
+	if c.hugetlbAvailable() {
+		t.Error("hugetlb available without it in cgroup.controllers")
+	}
+	if err := os.WriteFile(filepath.Join(root, "cgroup.controllers"), []byte("cpu memory hugetlb\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if !c.hugetlbAvailable() {
+		t.Error("hugetlb not available with it in cgroup.controllers")
 	}
 }
