@@ -45,6 +45,7 @@ type Checker struct {
 	pulls           *pullChecks    // see invariants_images.go
 	ready           nodeReadyState // see invariants_node.go
 	hooks           *hookChecks    // see invariants_hooks.go
+	cg              *cgroupChecks  // see invariants_cgroups.go
 }
 
 // NewChecker starts checking h's apiserver writes at once; call Check to
@@ -53,7 +54,7 @@ func NewChecker(h *harness.Harness) *Checker {
 	c := &Checker{h: h, instances: map[string]map[string]bool{}, policy: map[types.UID]corev1.RestartPolicy{},
 		lastPhase: map[types.UID]corev1.PodPhase{}, restarts: map[string]int32{}, term: newTerminationState(), suite: newSuiteState(),
 		probes: newProbeChecks(), sidecars: newSidecarChecks(),
-		hooks: newHookChecks()}
+		hooks: newHookChecks(), cg: newCgroupChecks()}
 	h.API.OnWrite(c.onWrite)
 	return c
 }
@@ -80,6 +81,7 @@ func (c *Checker) Check() {
 	c.checkSidecarOrder()
 	c.checkPulls()
 	c.checkHooks(truth)
+	c.checkCgroups()
 	for _, ct := range truth {
 		key := string(ct.PodUID) + "/" + ct.Name
 		if ct.State == runtimeapi.ContainerState_CONTAINER_RUNNING {
@@ -113,6 +115,7 @@ func (c *Checker) onWrite(r apiserver.Record) {
 	c.onWriteSuite(r)
 	c.onWriteProbes(r)
 	c.onWriteHooks(r)
+	c.onWriteCgroups(r)
 	p := r.Pod
 	c.policy[p.UID] = p.Spec.RestartPolicy
 	prev, seen := c.lastPhase[p.UID]

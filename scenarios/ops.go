@@ -60,6 +60,7 @@ func Ops() map[string]Op {
 		"manifest":            {"static pod a: remove (b=0) its manifest, write its first version (b=1) or a new one (b=2)", drawArgs(0, len(staticNames)-1, 0, 2), opManifest},
 		"mirror-delete":       {"delete static pod a's mirror pod, with grace 0 or 30 (b)", drawArgs(0, len(staticNames)-1, 0, 1), opMirrorDelete},
 		"create-probed":       {"create a pod with probes drawn from seed a (see DrawProbedPod)", drawArgs(0, 1<<16-1), opCreateProbed},
+		"create-qos":          {"create a pod of QoS class a (Guaranteed, Burstable, BestEffort) and size b (see QOSPod)", drawArgs(0, 2, 0, 63), opCreateQOS},
 		"wait":                {"just time passing", nil, func(*run, [3]int) error { return nil }},
 	}
 }

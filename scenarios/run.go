@@ -3,6 +3,7 @@ package scenarios
 import (
 	"fmt"
 	"io"
+	corev1 "k8s.io/api/core/v1"
 	"maps"
 	"slices"
 	"strings"
@@ -245,6 +246,7 @@ func (r *run) liveness() []Violation {
 		out = append(out, Violation{inv, r.h.K.Elapsed(), fmt.Sprintf(format, args...)})
 	}
 	apiUIDs := map[types.UID]bool{}
+	var live []*corev1.Pod
 	truth := TrueContainers(r.h)
 	for _, name := range r.created {
 		p, ok := APIPod(r.h, "default", name)
@@ -259,6 +261,9 @@ func (r *run) liveness() []Violation {
 			continue
 		}
 		apiUIDs[p.UID] = true
+		if p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed {
+			live = append(live, p)
+		}
 		running := map[string]bool{}
 		for _, ct := range truth {
 			if ct.PodUID == p.UID && ct.State == runtimeapi.ContainerState_CONTAINER_RUNNING {
@@ -272,6 +277,9 @@ func (r *run) liveness() []Violation {
 		}
 	}
 	static := staticSandboxes(r.h.Runtime.TrueSandboxes())
+	for _, msg := range r.c.cgroupsSettled(live, static) {
+		fail("cgroups-match", "%s", msg)
+	}
 	for _, ct := range truth {
 		if _, ok := static[ct.PodUID]; !apiUIDs[ct.PodUID] && !ok {
 			fail("converges", "container %s/%s of a pod no longer in the API is still in the runtime (%v)", ct.PodUID, ct.Name, ct.State)

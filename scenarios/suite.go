@@ -40,7 +40,14 @@ func Scenarios() []Scenario {
 		imagePulls(),
 		volumes(),
 		mixed(),
+		cgroupsChurn(),
 	}
+}
+
+func cgroupsChurn() Scenario {
+	return Scenario{Name: "cgroups", Doc: "pods of every QoS class come and go through crashes and runtime restarts: the cgroup tree follows (cgroups-match)",
+		Mix: map[string]int{"create-qos": 5, "create": 1, "delete": 3, "delete-force": 1, "crash": 1, "crash-in-sync": 1,
+			"runtime-restart": 1, "wait": 2}}
 }
 
 // Lookup finds a named scenario.
@@ -198,7 +205,7 @@ func Invariants() []string {
 		"one-instance", "never-restart", "no-stuck-created", "previous-kept", "terminal-is-final",
 		"legal-phases", "restart-count-monotone", "ready-is-true", "grace-honoured", "static-exclusive",
 		"sigterm-first", "lease-fresh", "node-ready", "liveness-restarts", "startup-protects", "fresh-probe-results", "sidecar-order", "pull-backoff",
-		"prestop-before-stop", "poststart-before-started", "volumes-kept", "token-valid",
+		"prestop-before-stop", "poststart-before-started", "volumes-kept", "token-valid", "cgroups-match",
 		"deleted-disappears", "converges", "status-matches", "mirror-present",
 	}
 }

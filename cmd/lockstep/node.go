@@ -80,6 +80,7 @@ set the same options, and flags override it.`,
 		"use the runtime's default seccomp profile (RuntimeDefault) for containers that set none, instead of Unconfined")
 	f.BoolVar(&o.SerializeImagePulls, "serialize-image-pulls", o.SerializeImagePulls, "pull one image at a time; false lets up to --max-parallel-image-pulls run at once")
 	f.Int32Var(&o.MaxParallelImagePulls, "max-parallel-image-pulls", o.MaxParallelImagePulls, "most image pulls at once with --serialize-image-pulls=false (0: no limit)")
+	addCgroupFlags(f, &o.Cgroups)
 	f.Int32Var(&o.APIQPS, "kube-api-qps", o.APIQPS, "queries per second to the apiserver")
 	f.Int32Var(&o.APIBurst, "kube-api-burst", o.APIBurst, "burst of queries to the apiserver")
 	f.IntVar(&o.Verbosity, "v", o.Verbosity, "log verbosity (0: info, 4 and more: debug)")
@@ -118,7 +119,8 @@ func runNode(ctx context.Context, o daemon.Options, log *slog.Logger) error {
 	if o.RuntimeEndpoint == daemon.FakeRuntime {
 		fake := fakecri.New(fakecri.Config{})
 		rt = daemon.Runtime{Runtime: fake, Images: fake, Type: "fakecri", Close: func() {}}
-		log.Info("using the in-process fake runtime (nothing really runs)")
+		log.Info("using the in-process fake runtime (nothing really runs, so no pod cgroups either)")
+		o.Cgroups.CgroupsPerQOS, o.Cgroups.EnforceNodeAllocatable = false, nil
 	} else {
 		var err error
 		if rt, err = daemon.DialRuntime(ctx, o); err != nil {

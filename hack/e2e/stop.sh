@@ -2,7 +2,7 @@
 # Tears down everything the e2e scripts started under $E2E_DIR and leaves
 # nothing behind: processes (by PID), containerd tasks, mounts under the
 # scratch dir, pod network namespaces, the CNI bridge and iptables chains,
-# CNI result files and container cgroup dirs. Keeps $E2E_DIR/logs.
+# CNI result files, container cgroup dirs and the kubepods hierarchy. Keeps $E2E_DIR/logs.
 # Safe to run repeatedly and after partial starts; never fails.
 set -uo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
@@ -85,6 +85,12 @@ done
 # containerd's default cgroup parent, when empty (a busy one, e.g. of another
 # containerd on this host, is left alone: rmdir fails on a non-empty dir).
 for h in /sys/fs/cgroup/*/; do [[ -d ${h}k8s.io ]] && rmdir "${h}k8s.io" 2>/dev/null; done
+
+# The kubepods hierarchy lockstep made under the cgroup root "/" (pod and
+# QoS cgroups), deepest first; rmdir leaves any cgroup still in use.
+for h in /sys/fs/cgroup/*/ /sys/fs/cgroup/; do
+  [[ -d ${h}kubepods ]] && find "${h}kubepods" -depth -type d -exec rmdir {} + 2>/dev/null
+done
 
 find "$E2E_DIR" -mindepth 1 -maxdepth 1 ! -name logs -exec rm -rf {} + 2>/dev/null
 log "torn down; logs kept in $LOG_DIR"

@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/lockstep-dev/lockstep/node/admission"
+	"github.com/lockstep-dev/lockstep/node/cgroups"
 	"github.com/lockstep-dev/lockstep/node/deps"
 	"github.com/lockstep-dev/lockstep/node/metrics"
 	"github.com/lockstep-dev/lockstep/node/nodestatus"
@@ -65,6 +66,9 @@ type Config struct {
 	AllowedUnsafeSysctls []string
 	// Volumes tunes the volume manager; its Node is cfg.Node.
 	Volumes volume.Config
+	// Cgroups configures the pod and QoS cgroups (--cgroups-per-qos,
+	// --cgroup-root, --cgroup-driver, --enforce-node-allocatable).
+	Cgroups cgroups.Config
 }
 
 // Agent is one node agent.
@@ -82,6 +86,7 @@ type Agent struct {
 	node    *nodestatus.Manager
 	volumes *volume.Manager
 	probes  *prober.Manager
+	cgroups *cgroups.Manager
 
 	startTime time.Time
 
@@ -117,6 +122,8 @@ func New(d deps.Deps, cfg Config) *Agent {
 	if d.Files != nil {
 		cfg.PLEG.Messages = termmsg.New(d.Files)
 	}
+	pods := newCgroups(d, cfg)
+	cfg.RuntimeSync.CgroupParent = func(pod *corev1.Pod) string { return pods.CgroupParent(pod, podspec.QOSClass(pod)) }
 	if m := cfg.Metrics; m != nil {
 		d.Runtime = metrics.InstrumentRuntime(d.Runtime, m, d.Clock)
 		d.Images = metrics.InstrumentImages(d.Images, m, d.Clock)
@@ -137,6 +144,7 @@ func New(d deps.Deps, cfg Config) *Agent {
 		}, cfg.RuntimeSync),
 		expected: map[types.UID]map[string]expectation{},
 		sysctls:  sysctlAllowlist(d, cfg.AllowedUnsafeSysctls),
+		cgroups:  pods,
 	}
 	a.probes = a.newProber()
 	var sources []string
@@ -174,6 +182,7 @@ func (a *Agent) Start(ctx context.Context) {
 		wc.Observer = a.cfg.Metrics
 	}
 	a.workers = podworkers.New(ctx, a.d.Core, a, a.queue, wc)
+	a.startCgroups()
 	a.pleg.Start(ctx)
 	a.volumes.Start(ctx)
 	a.probes.Start(ctx)

@@ -67,6 +67,9 @@ func (a *Agent) SyncPod(ctx context.Context, pod *corev1.Pod, lastSync time.Time
 	}
 	if !terminal {
 		a.probes.AddPod(pod)
+		if err := a.ensurePodCgroup(pod); err != nil {
+			return podworkers.SyncResult{}, err
+		}
 	}
 	res, syncErr := a.exec.SyncPod(ctx, pod, st, terminal, a.unhealthy(pod), a.probes.ForPod(pod, st).Started)
 	a.expect(pod.UID, res.Started)
@@ -173,6 +176,7 @@ func (a *Agent) SyncTerminatedPod(_ context.Context, uid types.UID, pod *corev1.
 	a.forgetUnsupported(uid)
 	a.volumes.RemovePod(uid)
 	a.probes.RemovePod(uid)
+	a.removePodCgroup(uid)
 	if pod != nil {
 		a.cfg.Metrics.ForgetProbes(metrics.ProbeTarget{Namespace: pod.Namespace, Pod: pod.Name, PodUID: string(uid)})
 	}

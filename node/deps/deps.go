@@ -50,6 +50,9 @@ type Deps struct {
 	// Mounts mounts the memory-backed volumes; nil makes them plain
 	// directories on the node's disk.
 	Mounts Mounter
+	// Cgroups keeps the pod and QoS cgroups; nil leaves pods where the
+	// runtime puts them.
+	Cgroups Cgroups
 }
 
 // Clock is the part of github.com/benbjohnson/clock's Clock that a simulator

@@ -32,9 +32,10 @@ const (
 // (the pod's, overridden by podstate.SandboxLabels) and the pod's
 // annotations; the pod's security context (see sandboxSecurityContext).
 // the pod's sysctls, names with '.' separators (admission has checked
-// they are allowed); the pod's resources and overhead (SandboxResources).
-// CgroupParent is not set yet.
-func SandboxConfig(pod *corev1.Pod, attempt uint32, node NodeInfo) (*runtimeapi.PodSandboxConfig, error) {
+// they are allowed); the pod's resources and overhead (SandboxResources);
+// cgroupParent, the pod's cgroup that the runtime puts the sandbox and its
+// containers under ("" leaves them where the runtime likes).
+func SandboxConfig(pod *corev1.Pod, attempt uint32, node NodeInfo, cgroupParent string) (*runtimeapi.PodSandboxConfig, error) {
 	ref := RefOf(pod)
 	sc, err := sandboxSecurityContext(pod)
 	if err != nil {
@@ -51,7 +52,7 @@ func SandboxConfig(pod *corev1.Pod, attempt uint32, node NodeInfo) (*runtimeapi.
 		Labels:       sandboxLabels(pod, ref),
 		Annotations:  maps.Clone(pod.Annotations),
 		PortMappings: portMappings(pod),
-		Linux:        &runtimeapi.LinuxPodSandboxConfig{SecurityContext: sc, Sysctls: sandboxSysctls(pod)},
+		Linux:        &runtimeapi.LinuxPodSandboxConfig{CgroupParent: cgroupParent, SecurityContext: sc, Sysctls: sandboxSysctls(pod)},
 	}
 	cfg.Linux.Resources, cfg.Linux.Overhead = SandboxResources(pod, node)
 	if !pod.Spec.HostNetwork {

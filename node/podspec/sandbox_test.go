@@ -28,7 +28,7 @@ func TestSandboxConfig(t *testing.T) {
 		})
 		p.Spec.InitContainers = []corev1.Container{{Name: "init", Ports: []corev1.ContainerPort{{ContainerPort: 1}}}}
 	})
-	got, err := SandboxConfig(pod, 2, testNode())
+	got, err := SandboxConfig(pod, 2, testNode(), "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -91,7 +91,7 @@ func TestSandboxHostNetwork(t *testing.T) {
 		p.Spec.HostNetwork = true
 		p.Spec.Hostname = "ignored"
 	})
-	got, err := SandboxConfig(pod, 0, testNode())
+	got, err := SandboxConfig(pod, 0, testNode(), "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -140,7 +140,7 @@ func TestSandboxHostname(t *testing.T) {
 				mods = append(mods, tt.mod)
 			}
 			pod := testPod(mods...)
-			got, err := SandboxConfig(pod, 0, testNode())
+			got, err := SandboxConfig(pod, 0, testNode(), "")
 			if tt.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) || !strings.HasPrefix(err.Error(), "sandbox of pod prod/") {
 					t.Fatalf("err = %v, want one naming the pod and containing %q", err, tt.wantErr)
@@ -176,7 +176,7 @@ func TestNamespaceOptions(t *testing.T) {
 	}
 	for _, tt := range tests {
 		pod := testPod(tt.mod)
-		sb, err := SandboxConfig(pod, 0, testNode())
+		sb, err := SandboxConfig(pod, 0, testNode(), "")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -202,7 +202,7 @@ func TestLogPaths(t *testing.T) {
 	}
 	node := testNode()
 	node.PodLogsRoot = "/scratch/logs"
-	sb, err := SandboxConfig(testPod(), 0, node)
+	sb, err := SandboxConfig(testPod(), 0, node, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -223,5 +223,15 @@ func TestContainerLogNames(t *testing.T) {
 	got := ContainerLogSymlink("/c", long, "app", "abc")
 	if base := filepath.Base(got); len(base) != 255 || !strings.HasSuffix(base, ".log") {
 		t.Errorf("long symlink name %q: %d bytes, want 255 ending in .log", base, len(base))
+	}
+}
+
+func TestSandboxConfigCgroupParent(t *testing.T) {
+	sb, err := SandboxConfig(testPod(), 0, testNode(), "/kubepods/burstable/pod123")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := sb.Linux.CgroupParent; got != "/kubepods/burstable/pod123" {
+		t.Errorf("CgroupParent = %q, want the one given", got)
 	}
 }

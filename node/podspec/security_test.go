@@ -326,7 +326,7 @@ func TestSandboxSecurityContext(t *testing.T) {
 			pod := testPod(tt.mod)
 			want := base()
 			tt.want(want)
-			got, err := SandboxConfig(pod, 0, testNode())
+			got, err := SandboxConfig(pod, 0, testNode(), "")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -345,7 +345,7 @@ func TestSandboxSysctls(t *testing.T) {
 			{Name: "net/ipv4/conf/eno2.100/rp_filter", Value: "1"},
 		}}
 	})
-	got, err := SandboxConfig(pod, 0, testNode())
+	got, err := SandboxConfig(pod, 0, testNode(), "")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -37,6 +37,9 @@ type Config struct {
 	Images images.Config
 	// GC is the dead container policy; nil means DefaultGCPolicy().
 	GC *GCPolicy
+	// CgroupParent, when set, names the pod cgroup a pod's sandbox goes
+	// under (node/cgroups); nil leaves sandboxes where the runtime likes.
+	CgroupParent func(pod *corev1.Pod) string
 	// Observer, when set, is told about every sandbox and container start
 	// attempt (for metrics); nil observes nothing. It must not block.
 	Observer Observer
@@ -202,7 +205,7 @@ func (e *Executor) SyncPod(ctx context.Context, pod *corev1.Pod, st *podstate.Po
 			podIPs = []string{sb.IP}
 		}
 	}
-	sbConfig, err := podspec.SandboxConfig(pod, attempt, e.cfg.Node)
+	sbConfig, err := podspec.SandboxConfig(pod, attempt, e.cfg.Node, e.cgroupParent(pod))
 	if err != nil {
 		return res, fmt.Errorf("sandbox config of pod %s/%s: %w", pod.Namespace, pod.Name, err)
 	}

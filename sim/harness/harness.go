@@ -15,6 +15,7 @@ import (
 
 	"github.com/lockstep-dev/lockstep/fakecri"
 	"github.com/lockstep-dev/lockstep/node/agent"
+	"github.com/lockstep-dev/lockstep/node/cgroups"
 	"github.com/lockstep-dev/lockstep/node/deps"
 	"github.com/lockstep-dev/lockstep/sim/apiserver"
 	"github.com/lockstep-dev/lockstep/sim/choice"
@@ -47,15 +48,22 @@ type Config struct {
 	// events and relist rarely, as it does on a runtime that implements
 	// GetContainerEvents.
 	EventedPLEG bool
+	// NoCgroups runs the agent without pod and QoS cgroups
+	// (--cgroups-per-qos=false); otherwise, when Agent.Cgroups is left
+	// zero, the kubelet's defaults apply: cgroupfs under "/", kubepods
+	// limited to allocatable.
+	NoCgroups bool
 }
 
 // Harness is one simulated node.
 type Harness struct {
-	K        *kernel.Kernel
-	Runtime  *fakecri.Runtime
-	API      *apiserver.Server
-	Files    *memfs.FS
-	Mounts   *memfs.Mounts // the tmpfs mounts of volumes, over Files
+	K       *kernel.Kernel
+	Runtime *fakecri.Runtime
+	API     *apiserver.Server
+	Files   *memfs.FS
+	Mounts  *memfs.Mounts // the tmpfs mounts of volumes, over Files
+	// Cgroups is the node's cgroup tree, which the agent keeps.
+	Cgroups  *CgroupTree
 	NodeName string
 
 	cfg      Config
@@ -91,7 +99,7 @@ func New(cfg Config) *Harness {
 	api := apiserver.New(apiserver.Config{Clock: k, Tasks: k.Tasks(), Rand: k.Rand(), Log: k.Logger().With("component", "apiserver"),
 		Node: cfg.NodeName})
 	traceWrites(k, api)
-	return &Harness{K: k, Runtime: rt, API: api, Files: files, Mounts: memfs.NewMounts(files), NodeName: cfg.NodeName, cfg: cfg,
+	return &Harness{K: k, Runtime: rt, API: api, Files: files, Mounts: memfs.NewMounts(files), Cgroups: NewCgroupTree(rt), NodeName: cfg.NodeName, cfg: cfg,
 		traced: newTracingRuntime(rt, k)}
 }
 
@@ -99,6 +107,32 @@ func New(cfg Config) *Harness {
 // managed hosts files copy.
 func NodeHosts(nodeName string) string {
 	return "127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n127.0.1.1\t" + nodeName + "\n"
+}
+
+// DefaultCgroups is the simulated agent's cgroup configuration unless
+// told otherwise: the kubelet's defaults (cgroupfs under "/", kubepods
+// limited to allocatable).
+func DefaultCgroups() cgroups.Config {
+	return cgroups.Config{CgroupsPerQOS: true, Root: "/", Driver: cgroups.DriverCgroupfs, EnforcePods: true}
+}
+
+// CgroupConfig is the cgroup configuration agents of this harness run
+// with.
+func (h *Harness) CgroupConfig() cgroups.Config {
+	switch {
+	case h.cfg.NoCgroups:
+		return cgroups.Config{}
+	case h.cfg.Agent.Cgroups == (cgroups.Config{}):
+		return DefaultCgroups()
+	}
+	return h.cfg.Agent.Cgroups
+}
+
+// AgentSandbox reports whether an agent of this harness created the
+// sandbox id (others are made by hand, as another node agent would).
+func (h *Harness) AgentSandbox(id string) bool {
+	_, ok := h.traced.names[id]
+	return ok
 }
 
 // Agent is the running agent (nil before StartAgent).
@@ -128,6 +162,7 @@ func (h *Harness) StartAgent() {
 			ConfigMaps: h.API, Secrets: h.API, Services: h.API, RuntimeClasses: h.API, Tokens: h.API, ObjectWatches: h.API},
 		Files:    h.Files,
 		Mounts:   h.Mounts,
+		Cgroups:  h.Cgroups,
 		Machine:  machineModel{h.Runtime, h.NodeName},
 		ProbeNet: probeNet{h.Runtime, tasks},
 	}
@@ -137,6 +172,7 @@ func (h *Harness) StartAgent() {
 	if cfg.RuntimeType == "" {
 		cfg.RuntimeType = "fakecri"
 	}
+	cfg.Cgroups = h.CgroupConfig()
 	if h.cfg.EventedPLEG {
 		cfg.PLEG.UseEvents = true
 		d.RuntimeEvents = runtimeEvents{h.Runtime}

@@ -25,6 +25,7 @@ var supportedFields = []string{
 	"kubeAPIQPS", "kubeAPIBurst", "containerRuntimeEndpoint", "imageServiceEndpoint", "logging.verbosity",
 	"seccompDefault", "singleProcessOOMKill",
 	"serializeImagePulls", "maxParallelImagePulls",
+	"cgroupsPerQOS", "cgroupRoot", "cgroupDriver", "kubeReserved", "systemReserved", "enforceNodeAllocatable", "qosReserved",
 }
 
 // ConfigFile is a parsed KubeletConfiguration and the fields it set that
@@ -157,6 +158,7 @@ func (cf *ConfigFile) Apply(o *Options, flagSet func(flag string) bool) {
 		}
 	})
 	set("logging.verbosity", "v", func() { o.Verbosity = int(c.Logging.Verbosity) })
+	applyCgroups(c, o, set)
 	if cf.Set["authentication.anonymous.enabled"] && c.Authentication.Anonymous.Enabled != nil && *c.Authentication.Anonymous.Enabled {
 		cf.Ignored = append(cf.Ignored, "authentication.anonymous.enabled (anonymous access is always off)")
 	}

@@ -74,6 +74,8 @@ type Options struct {
 	APIQPS                int32
 	APIBurst              int32
 	Verbosity             int
+	// Cgroups are the pod and QoS cgroup options.
+	Cgroups CgroupOptions
 
 	// origin says where each option's value came from, by option key:
 	// "--flag" or "field <name> in <file>"; absent means the default.
@@ -107,6 +109,7 @@ func Defaults() Options {
 		SerializeImagePulls:           true,
 		APIQPS:                        50,
 		APIBurst:                      100,
+		Cgroups:                       DefaultCgroupOptions(),
 		origin:                        map[string]string{},
 	}
 }
@@ -194,6 +197,9 @@ func (o *Options) Validate() error {
 	}
 	if _, err := admission.NewSysctlAllowlist(o.AllowedUnsafeSysctls); err != nil {
 		return bad("allowed-unsafe-sysctls", o.AllowedUnsafeSysctls, err.Error())
+	}
+	if err := o.validateCgroups(bad); err != nil {
+		return err
 	}
 	if _, err := ParseNodeIPs(o.NodeIP); err != nil {
 		return bad("node-ip", o.NodeIP, err.Error())

@@ -145,10 +145,11 @@ evictionHard: {memory.available: 200Mi}
 	want.ManifestPath, want.MaxPods, want.ReadOnlyPort, want.SyncFrequency = "/etc/kubernetes/manifests", 20, 10255, 30*time.Second
 	want.ClusterDNS, want.ClientCAFile, want.AuthorizationMode, want.Verbosity = []string{"10.96.0.10"}, "/etc/ca.crt", "AlwaysAllow", 3
 	want.SerializeImagePulls, want.MaxParallelImagePulls = false, 4
+	want.Cgroups.CgroupDriver = "systemd"
 	if diff := cmp.Diff(want, o, cmpopts.IgnoreUnexported(Options{})); diff != "" {
 		t.Errorf("options (-want +got):\n%s", diff)
 	}
-	wantIgnored := []string{"cgroupDriver", "evictionHard", "authentication.anonymous.enabled (anonymous access is always off)"}
+	wantIgnored := []string{"evictionHard", "authentication.anonymous.enabled (anonymous access is always off)"}
 	if diff := cmp.Diff(wantIgnored, cf.Ignored); diff != "" {
 		t.Errorf("ignored fields (-want +got):\n%s", diff)
 	}
@@ -182,5 +183,44 @@ func TestBadConfigFiles(t *testing.T) {
 				t.Errorf("error:\n got %v\nwant %s", err, tc.want)
 			}
 		})
+	}
+}
+
+func TestCgroupOptions(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		edit func(*CgroupOptions)
+		err  string
+	}{
+		{"defaults", func(*CgroupOptions) {}, ""},
+		{"unknown driver", func(c *CgroupOptions) { c.CgroupDriver = "cgroupv3" }, "invalid default cgroup-driver=cgroupv3: must be cgroupfs or systemd"},
+		{"relative root", func(c *CgroupOptions) { c.CgroupRoot = "pods" }, "must be an absolute cgroup path"},
+		{"enforce system-reserved", func(c *CgroupOptions) { c.EnforceNodeAllocatable = []string{"pods", "system-reserved"} },
+			"system-reserved is not supported"},
+		{"enforce pods without qos cgroups", func(c *CgroupOptions) { c.CgroupsPerQOS = false }, "pods needs --cgroups-per-qos=true"},
+		{"none alone", func(c *CgroupOptions) { c.CgroupsPerQOS, c.EnforceNodeAllocatable = false, []string{"none"} }, ""},
+		{"bad reserved", func(c *CgroupOptions) { c.KubeReserved = map[string]string{"cpu": "lots"} }, "cpu=lots is not a non-negative quantity"},
+		{"unknown reserved", func(c *CgroupOptions) { c.SystemReserved = map[string]string{"gpu": "1"} }, `unknown resource "gpu"`},
+		{"qos reserved", func(c *CgroupOptions) { c.QOSReserved = map[string]string{"memory": "150%"} }, "not a percentage"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o := Defaults()
+			tc.edit(&o.Cgroups)
+			err := o.Validate()
+			if tc.err == "" && err != nil || tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err)) {
+				t.Errorf("Validate() = %v, want %q", err, tc.err)
+			}
+		})
+	}
+	c := DefaultCgroupOptions()
+	c.KubeReserved = map[string]string{"cpu": "100m", "memory": "256Mi"}
+	c.SystemReserved = map[string]string{"cpu": "400m", "pid": "1000"}
+	c.QOSReserved = map[string]string{"memory": "50%"}
+	got := c.Reserved()
+	if got.Cpu().MilliValue() != 500 || got.Memory().Value() != 256<<20 || got.Name("pid", "").Value() != 1000 {
+		t.Errorf("Reserved() = %v, want cpu 500m, memory 256Mi, pid 1000", got)
+	}
+	if cfg := c.Config(); !cfg.CgroupsPerQOS || cfg.Root != "/" || cfg.Driver != "cgroupfs" || !cfg.EnforcePods || cfg.MemoryReservePercent != 50 {
+		t.Errorf("Config() = %+v", cfg)
 	}
 }

@@ -106,6 +106,12 @@ func Run(ctx context.Context, o Options, rt Runtime, log *slog.Logger) error {
 		Runtime: rt.Runtime, Images: rt.Images, RuntimeEvents: rt.Events, Machine: mach, Files: osfiles.New(), Mounts: mounter.New(),
 		ProbeNet: probenet.New(),
 	}
+	if err := checkCgroupDriver(ctx, rt.Runtime, o); err != nil {
+		return err
+	}
+	if d.Cgroups, err = cgroupPort(o); err != nil {
+		return err
+	}
 
 	reg, probeReg := prometheus.NewRegistry(), prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -161,10 +167,12 @@ func Run(ctx context.Context, o Options, rt Runtime, log *slog.Logger) error {
 		}, Images: images.Config{ParallelPulls: o.ParallelImagePulls()}},
 		RuntimeType: rt.Type,
 		PLEG:        pleg.Config{UseEvents: rt.Events != nil},
+		Cgroups:     o.Cgroups.Config(),
 		NodeStatus: nodestatus.Config{
 			NodeIP: nodeIP, KubeletPort: o.Port, MaxPods: int(o.MaxPods), KubeletVersion: Version,
 			StatusUpdateFrequency: o.NodeStatusUpdateFrequency, StatusReportFrequency: o.NodeStatusReportFrequency,
 			LeaseDuration: time.Duration(o.NodeLeaseDurationSeconds) * time.Second,
+			Reserved:      o.Cgroups.Reserved(),
 		},
 	})
 	a.Start(ctx)

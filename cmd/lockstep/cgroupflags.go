@@ -1,0 +1,25 @@
+package main
+
+import (
+	"github.com/spf13/pflag"
+
+	"github.com/lockstep-dev/lockstep/node/real/daemon"
+)
+
+// addCgroupFlags registers the pod and QoS cgroup flags (named like the
+// kubelet's).
+func addCgroupFlags(f *pflag.FlagSet, c *daemon.CgroupOptions) {
+	f.BoolVar(&c.CgroupsPerQOS, "cgroups-per-qos", c.CgroupsPerQOS,
+		"create the kubepods cgroup hierarchy: kubepods, kubepods/burstable, kubepods/besteffort and one cgroup per pod")
+	f.StringVar(&c.CgroupRoot, "cgroup-root", c.CgroupRoot, "the cgroup the kubepods hierarchy goes under")
+	f.StringVar(&c.CgroupDriver, "cgroup-driver", c.CgroupDriver,
+		"cgroupfs or systemd: how cgroups are named and created; must be the container runtime's (checked at start)")
+	f.StringToStringVar(&c.KubeReserved, "kube-reserved", c.KubeReserved,
+		"resources reserved for Kubernetes daemons, taken out of allocatable (cpu=100m,memory=256Mi,ephemeral-storage=1Gi,pid=1000)")
+	f.StringToStringVar(&c.SystemReserved, "system-reserved", c.SystemReserved,
+		"resources reserved for the system's daemons, taken out of allocatable (same form as --kube-reserved)")
+	f.StringSliceVar(&c.EnforceNodeAllocatable, "enforce-node-allocatable", c.EnforceNodeAllocatable,
+		"pods: limit the kubepods cgroup to allocatable (else to capacity); none: enforce nothing")
+	f.StringToStringVar(&c.QOSReserved, "qos-reserved", c.QOSReserved,
+		"memory=N%: keep N% of the memory requested by higher QoS classes away from lower ones (QoS cgroup memory limits)")
+}

@@ -1,0 +1,138 @@
+package agent
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/lockstep-dev/lockstep/node/cgroups"
+	"github.com/lockstep-dev/lockstep/node/deps"
+	"github.com/lockstep-dev/lockstep/node/nodestatus"
+	"github.com/lockstep-dev/lockstep/node/podspec"
+	"github.com/lockstep-dev/lockstep/node/podstate"
+	"github.com/lockstep-dev/lockstep/node/podutil"
+	"github.com/lockstep-dev/lockstep/node/podworkers"
+)
+
+// ReasonFailedToCreatePodContainer is upstream's event reason when a pod's
+// cgroup cannot be made.
+const ReasonFailedToCreatePodContainer = "FailedToCreatePodContainer"
+
+// newCgroups builds the pod and QoS cgroup manager from the machine's
+// capacity and allocatable (read as the node status reads them).
+func newCgroups(d deps.Deps, cfg Config) *cgroups.Manager {
+	if d.Cgroups == nil || !cfg.Cgroups.CgroupsPerQOS {
+		return cgroups.New(d.Core, nil, cfg.Cgroups, cgroups.Node{})
+	}
+	node := cgroups.Node{Allocatable: cfg.Node.Allocatable, HugePageSizes: cfg.Node.HugePageSizes}
+	if d.Machine != nil {
+		nc := cfg.NodeStatus
+		nc.NodeName = cfg.NodeName
+		// Built before any task runs; both machines answer at once.
+		if capacity, allocatable, err := nodestatus.ReadResources(context.Background(), d.Machine, nc); err == nil {
+			node.Capacity, node.Allocatable = capacity, allocatable
+		}
+	}
+	return cgroups.New(d.Core, d.Cgroups, cfg.Cgroups, node)
+}
+
+// startCgroups sets up kubepods and the QoS cgroups; a failure is logged
+// and the first pod sync tries again.
+func (a *Agent) startCgroups() {
+	if err := a.cgroups.Start(); err != nil {
+		a.d.Log.Warn("setting up the kubepods cgroups failed; pods will retry", "error", err.Error())
+	}
+}
+
+// ensurePodCgroup makes the pod's cgroup (and the QoS cgroups' limits)
+// before its sandbox is created; a failure is a Warning event
+// FailedToCreatePodContainer and a failed sync, retried.
+func (a *Agent) ensurePodCgroup(pod *corev1.Pod) error {
+	if err := a.cgroups.Start(); err != nil {
+		return fmt.Errorf("pod %s/%s: %w", pod.Namespace, pod.Name, err)
+	}
+	err := a.cgroups.EnsurePod(pod, podspec.QOSClass(pod), a.activePods)
+	if err == nil {
+		return nil
+	}
+	if a.d.API.Events != nil {
+		ref := &corev1.ObjectReference{Kind: "Pod", APIVersion: "v1", Namespace: pod.Namespace, Name: pod.Name, UID: pod.UID}
+		a.d.API.Events.Event(ref, corev1.EventTypeWarning, ReasonFailedToCreatePodContainer, "unable to ensure pod container exists: "+err.Error())
+	}
+	return fmt.Errorf("ensure the cgroup of pod %s/%s: %w", pod.Namespace, pod.Name, err)
+}
+
+// activePods are the pods whose requests count in the QoS cgroups: those
+// a source wants that are not refused and whose worker has not finished.
+func (a *Agent) activePods() []*corev1.Pod {
+	var out []*corev1.Pod
+	for _, pod := range a.merger.Pods() {
+		if podutil.IsMirrorPod(pod) || a.workers.IsFinished(pod.UID) || podutil.IsTerminal(pod.Status.Phase) || a.refused(pod) {
+			continue
+		}
+		out = append(out, pod)
+	}
+	return out
+}
+
+// removePodCgroup removes a terminated pod's cgroup and gives its share
+// back to the QoS cgroups; a failure is left to housekeeping.
+func (a *Agent) removePodCgroup(uid types.UID) {
+	if err := a.cgroups.RemovePod(uid); err != nil {
+		a.d.Log.Warn("removing a terminated pod's cgroup failed; housekeeping will retry", "uid", string(uid), "error", err.Error())
+	}
+	if err := a.cgroups.UpdateQOS(a.activePods()); err != nil {
+		a.d.Log.Warn("updating the QoS cgroups failed", "error", err.Error())
+	}
+}
+
+// cgroupHousekeeping updates the QoS cgroups and removes the cgroups of
+// pods that can no longer run: no source wants them or their worker has
+// finished, and nothing of theirs runs in the runtime.
+func (a *Agent) cgroupHousekeeping() {
+	if !a.cgroups.Enabled() {
+		return
+	}
+	if err := a.cgroups.UpdateQOS(a.activePods()); err != nil {
+		a.d.Log.Warn("updating the QoS cgroups failed", "error", err.Error())
+	}
+	removed, err := a.cgroups.RemoveOrphans(a.mayRunPod)
+	for _, uid := range removed {
+		a.d.Log.Info("orphaned pod cgroup removed", "uid", string(uid))
+	}
+	if err != nil {
+		a.d.Log.Warn("removing orphaned pod cgroups failed; will retry", "error", err.Error())
+	}
+}
+
+// mayRunPod reports whether the pod may still have processes or start
+// some: a source wants it and its worker has not finished (or it has no
+// worker yet), its worker is still terminating, or the runtime still runs
+// something of it.
+func (a *Agent) mayRunPod(uid types.UID) bool {
+	if state, ok := a.workers.State(uid); ok {
+		if state != podworkers.Terminated || !a.workers.IsFinished(uid) {
+			return true
+		}
+	} else if _, desired := a.merger.Pod(uid); desired {
+		return true
+	}
+	st, ok := a.pleg.Cache().Get(uid)
+	return ok && runsSomething(st)
+}
+
+// runsSomething reports whether the runtime's view of a pod shows a ready
+// sandbox or a running container.
+func runsSomething(st *podstate.PodStatus) bool {
+	if len(st.Running()) > 0 {
+		return true
+	}
+	for _, sb := range st.Sandboxes {
+		if sb.State == podstate.SandboxReady {
+			return true
+		}
+	}
+	return false
+}
