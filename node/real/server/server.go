@@ -8,13 +8,18 @@
 //
 // Endpoints, on both ports: /healthz (and /healthz/ping, /healthz/log,
 // /healthz/syncloop), /pods, /stats/summary, /metrics, /metrics/probes.
-// On the secure port only: /containerLogs/{namespace}/{pod}/{container}.
+// On the secure port only: /containerLogs/{namespace}/{pod}/{container};
+// the streams /exec, /attach and /portForward (the runtime's streaming URL
+// from CRI Exec/Attach/PortForward, proxied with apimachinery's
+// upgrade-aware proxy for SPDY clients and apiserver's stream translator
+// for v5.channel.k8s.io WebSocket clients) and /run (ExecSync).
 //
 // This is real-world code (node/real): it runs net/http goroutines on the
 // wall clock and is not part of the simulated agent.
 package server
 
 import (
+	"bufio"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -182,6 +187,7 @@ func New(p Provider, cfg Config, log *slog.Logger) (*Server, error) {
 	secureMux := http.NewServeMux()
 	s.installCommon(secureMux)
 	secureMux.HandleFunc("GET /containerLogs/{namespace}/{pod}/{container}", s.containerLogs)
+	s.installStreaming(secureMux)
 	s.secure = s.logged("secure", &secureFilter{
 		next:     secureMux,
 		nodeName: p.NodeName,
@@ -421,3 +427,16 @@ func (r *statusRecorder) WriteHeader(code int) {
 
 // Unwrap lets http.ResponseController reach the original writer (Flush).
 func (r *statusRecorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
+
+// Flush flushes the original writer (the stream proxies type-assert it).
+func (r *statusRecorder) Flush() { _ = http.NewResponseController(r.ResponseWriter).Flush() }
+
+// Hijack hands the connection over (exec, attach and port-forward
+// upgrades) and records 101 Switching Protocols.
+func (r *statusRecorder) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+	conn, rw, err := http.NewResponseController(r.ResponseWriter).Hijack()
+	if err == nil {
+		r.status = http.StatusSwitchingProtocols
+	}
+	return conn, rw, err
+}
