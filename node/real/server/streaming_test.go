@@ -98,8 +98,12 @@ func (f *streamFixture) execURL(kind, container string, cmd ...string) *url.URL 
 func TestExecOverSPDYAndWebSocket(t *testing.T) {
 	f := newStreamFixture(t)
 	executors := map[string]func(u *url.URL) (remotecommand.Executor, error){
-		"spdy":      func(u *url.URL) (remotecommand.Executor, error) { return remotecommand.NewSPDYExecutor(f.cfg, "POST", u) },
-		"websocket": func(u *url.URL) (remotecommand.Executor, error) { return remotecommand.NewWebSocketExecutor(f.cfg, "GET", u.String()) },
+		"spdy": func(u *url.URL) (remotecommand.Executor, error) {
+			return remotecommand.NewSPDYExecutor(f.cfg, "POST", u)
+		},
+		"websocket": func(u *url.URL) (remotecommand.Executor, error) {
+			return remotecommand.NewWebSocketExecutor(f.cfg, "GET", u.String())
+		},
 	}
 	for name, newExec := range executors {
 		t.Run(name, func(t *testing.T) {
