@@ -136,11 +136,31 @@ func (m *Manager) gather(ctx context.Context) (facts, error) {
 		fsCapacity:     fsCap,
 		runtimeVersion: ver,
 		ready:          m.readiness(),
+		images:         m.images(ctx),
 	}
+	m.mu.Lock()
+	f.handlers, f.features = m.handlers, m.features
+	m.mu.Unlock()
 	if m.cfg.Pressure != nil {
 		f.memoryPressure, f.diskPressure, f.pidPressure = m.cfg.Pressure.NodePressure()
 	}
 	return f, nil
+}
+
+// images lists the node's images for the status; nil (keep the old list)
+// without an image service or when the listing fails.
+func (m *Manager) images(ctx context.Context) []corev1.ContainerImage {
+	if m.ports.Images == nil {
+		return nil
+	}
+	cctx, cancel := m.d.Clock.WithTimeout(ctx, m.timeout)
+	imgs, err := m.ports.Images.ListImages(cctx, nil)
+	cancel()
+	if err != nil {
+		m.log.Warn("listing images for the node status failed", "err", err)
+		return nil
+	}
+	return nodeImages(imgs, m.cfg.MaxImages)
 }
 
 // syncStatus computes the status and writes it when it changed or a

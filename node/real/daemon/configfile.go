@@ -22,6 +22,7 @@ var supportedFields = []string{
 	"clusterDomain", "clusterDNS", "resolvConf", "runtimeRequestTimeout", "maxPods",
 	"nodeStatusUpdateFrequency", "nodeStatusReportFrequency", "nodeLeaseDurationSeconds",
 	"kubeAPIQPS", "kubeAPIBurst", "containerRuntimeEndpoint", "imageServiceEndpoint", "logging.verbosity",
+	"registerWithTaints", "enableSystemLogHandler", "enableProfilingHandler",
 }
 
 // ConfigFile is a parsed KubeletConfiguration and the fields it set that
@@ -133,6 +134,18 @@ func (cf *ConfigFile) Apply(o *Options, flagSet func(flag string) bool) {
 	set("containerRuntimeEndpoint", "container-runtime-endpoint", func() { o.RuntimeEndpoint = c.ContainerRuntimeEndpoint })
 	set("imageServiceEndpoint", "image-service-endpoint", func() { o.ImageEndpoint = c.ImageServiceEndpoint })
 	set("logging.verbosity", "v", func() { o.Verbosity = int(c.Logging.Verbosity) })
+	set("registerWithTaints", "register-with-taints", func() {
+		o.RegisterWithTaints = nil
+		for _, t := range c.RegisterWithTaints {
+			o.RegisterWithTaints = append(o.RegisterWithTaints, taintString(t))
+		}
+	})
+	set("enableSystemLogHandler", "enable-system-log-handler", func() {
+		o.EnableSystemLogHandler = c.EnableSystemLogHandler == nil || *c.EnableSystemLogHandler
+	})
+	set("enableProfilingHandler", "enable-profiling-handler", func() {
+		o.EnableProfilingHandler = c.EnableProfilingHandler == nil || *c.EnableProfilingHandler
+	})
 	if cf.Set["authentication.anonymous.enabled"] && c.Authentication.Anonymous.Enabled != nil && *c.Authentication.Anonymous.Enabled {
 		cf.Ignored = append(cf.Ignored, "authentication.anonymous.enabled (anonymous access is always off)")
 	}

@@ -60,6 +60,15 @@ type Options struct {
 	APIQPS                        int32
 	APIBurst                      int32
 	Verbosity                     int
+	// NodeLabels are added to the Node at registration (--node-labels).
+	NodeLabels map[string]string
+	// RegisterWithTaints are the Node's taints at registration, each
+	// "<key>[=<value>]:<effect>" (--register-with-taints).
+	RegisterWithTaints []string
+	// EnableSystemLogHandler serves /var/log at /logs/ on the secure port.
+	EnableSystemLogHandler bool
+	// EnableProfilingHandler serves /debug/pprof/ on the secure port.
+	EnableProfilingHandler bool
 
 	// origin says where each option's value came from, by option key:
 	// "--flag" or "field <name> in <file>"; absent means the default.
@@ -91,6 +100,8 @@ func Defaults() Options {
 		ResolvConf:                    "/etc/resolv.conf",
 		APIQPS:                        50,
 		APIBurst:                      100,
+		EnableSystemLogHandler:        true,
+		EnableProfilingHandler:        true,
 		origin:                        map[string]string{},
 	}
 }
@@ -174,6 +185,12 @@ func (o *Options) Validate() error {
 	}
 	if _, err := admission.NewSysctlAllowlist(o.AllowedUnsafeSysctls); err != nil {
 		return bad("allowed-unsafe-sysctls", o.AllowedUnsafeSysctls, err.Error())
+	}
+	if err := ValidateNodeLabels(o.NodeLabels); err != nil {
+		return bad("node-labels", o.NodeLabels, err.Error())
+	}
+	if _, err := ParseTaints(o.RegisterWithTaints); err != nil {
+		return bad("register-with-taints", strings.Join(o.RegisterWithTaints, ","), err.Error())
 	}
 	if _, err := ParseNodeIPs(o.NodeIP); err != nil {
 		return bad("node-ip", o.NodeIP, err.Error())

@@ -34,7 +34,9 @@ import (
 	"github.com/lockstep-dev/lockstep/node/runtimesync"
 )
 
-// Version is the agent's version as reported in the node's nodeInfo.
+// Version is the agent's version, written on the Node as the
+// lockstep.dev/version annotation (nodeInfo.kubeletVersion reports the
+// Kubernetes release lockstep stands in for).
 const Version = "lockstep v0.1.0"
 
 // Runtime is the container runtime the daemon drives.
@@ -83,7 +85,14 @@ func Run(ctx context.Context, o Options, rt Runtime, log *slog.Logger) error {
 	for i, ip := range ips {
 		nodeIPs[i] = ip.String()
 	}
-	nodeIP := nodeIPs[0]
+	nodeIP, secondaryIP := nodeIPs[0], ""
+	if len(nodeIPs) > 1 {
+		secondaryIP = nodeIPs[1]
+	}
+	taints, err := ParseTaints(o.RegisterWithTaints)
+	if err != nil {
+		return fmt.Errorf("invalid --register-with-taints: %w", err)
+	}
 	log = log.With("node", nodeName)
 	for _, dir := range []string{o.RootDir, o.PodLogsRoot, o.ContainerLogsDir} {
 		if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -146,7 +155,8 @@ func Run(ctx context.Context, o Options, rt Runtime, log *slog.Logger) error {
 		RuntimeType: rt.Type,
 		PLEG:        pleg.Config{UseEvents: rt.Events != nil},
 		NodeStatus: nodestatus.Config{
-			NodeIP: nodeIP, KubeletPort: o.Port, MaxPods: int(o.MaxPods), KubeletVersion: Version,
+			NodeIP: nodeIP, SecondaryNodeIP: secondaryIP, KubeletPort: o.Port, MaxPods: int(o.MaxPods), AgentVersion: Version,
+			Labels: o.NodeLabels, Taints: taints,
 			StatusUpdateFrequency: o.NodeStatusUpdateFrequency, StatusReportFrequency: o.NodeStatusReportFrequency,
 			LeaseDuration: time.Duration(o.NodeLeaseDurationSeconds) * time.Second,
 		},
@@ -158,6 +168,8 @@ func Run(ctx context.Context, o Options, rt Runtime, log *slog.Logger) error {
 		TLSCertFile: o.TLSCertFile, TLSKeyFile: o.TLSKeyFile, CertDir: filepath.Join(o.RootDir, "pki"),
 		ClientCAFile: o.ClientCAFile,
 		Metrics:      metrics.Handler(reg), ProbeMetrics: metrics.Handler(probeReg),
+		Configz:    o.KubeletConfiguration(),
+		SystemLogs: o.EnableSystemLogHandler, Profiling: o.EnableProfilingHandler,
 	}
 	for _, ip := range ips {
 		scfg.NodeIPs = append(scfg.NodeIPs, net.IP(ip.AsSlice()))

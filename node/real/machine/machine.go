@@ -23,6 +23,7 @@ import (
 const (
 	DefaultProcDir = "/proc"
 	DefaultEtcDir  = "/etc"
+	DefaultSysDir  = "/sys"
 	DefaultRootDir = "/var/lib/lockstep"
 )
 
@@ -33,6 +34,8 @@ type Options struct {
 	ProcDir string
 	// EtcDir holds machine-id and os-release.
 	EtcDir string
+	// SysDir is sysfs' mount point (the system UUID).
+	SysDir string
 	// RootDir is the agent's root directory; its file system is nodefs.
 	RootDir string
 }
@@ -52,10 +55,24 @@ func New(opts Options) *Machine {
 	if opts.EtcDir == "" {
 		opts.EtcDir = DefaultEtcDir
 	}
+	if opts.SysDir == "" {
+		opts.SysDir = DefaultSysDir
+	}
 	if opts.RootDir == "" {
 		opts.RootDir = DefaultRootDir
 	}
 	return &Machine{opts: opts}
+}
+
+// systemUUID reads the SMBIOS product UUID, as cAdvisor does; "" when
+// the file is missing or unreadable (it is root-only, and absent on some
+// virtual machines and architectures).
+func (m *Machine) systemUUID() string {
+	data, err := os.ReadFile(filepath.Join(m.opts.SysDir, "class", "dmi", "id", "product_uuid"))
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(data))
 }
 
 // Info reads the node's identity and fixed capacity. MachineID is empty
@@ -72,6 +89,7 @@ func (m *Machine) Info(ctx context.Context) (deps.MachineInfo, error) {
 	if info.MachineID, err = m.readOptional(filepath.Join(m.opts.EtcDir, "machine-id")); err != nil {
 		return deps.MachineInfo{}, err
 	}
+	info.SystemUUID = m.systemUUID()
 	if info.BootID, err = m.readString(m.proc("sys/kernel/random/boot_id")); err != nil {
 		return deps.MachineInfo{}, err
 	}

@@ -12,7 +12,9 @@
 // the streams /exec, /attach and /portForward (the runtime's streaming URL
 // from CRI Exec/Attach/PortForward, proxied with apimachinery's
 // upgrade-aware proxy for SPDY clients and apiserver's stream translator
-// for v5.channel.k8s.io WebSocket clients) and /run (ExecSync).
+// for v5.channel.k8s.io WebSocket clients) and /run (ExecSync); /configz,
+// /logs/ (node log files, authorized as nodes/log), /checkpoint/ (not
+// supported: 501) and /debug/pprof/.
 //
 // This is real-world code (node/real): it runs net/http goroutines on the
 // wall clock and is not part of the simulated agent.
@@ -101,6 +103,18 @@ type Config struct {
 	// ProbeMetrics is served at /metrics/probes; nil answers 404.
 	ProbeMetrics http.Handler
 
+	// Configz is the effective configuration, served at /configz as
+	// {"kubeletconfig": Configz}; nil answers 404.
+	Configz any
+	// SystemLogs serves the node's log files (SystemLogsDir) at /logs/
+	// (enableSystemLogHandler); off answers 405.
+	SystemLogs bool
+	// SystemLogsDir is the directory /logs/ serves (default /var/log).
+	SystemLogsDir string
+	// Profiling serves net/http/pprof at /debug/pprof/
+	// (enableProfilingHandler); off answers 405.
+	Profiling bool
+
 	// LogPollInterval is how often a followed log is checked for new
 	// lines (default 250 ms).
 	LogPollInterval time.Duration
@@ -158,6 +172,9 @@ func New(p Provider, cfg Config, log *slog.Logger) (*Server, error) {
 	if cfg.ShutdownTimeout <= 0 {
 		cfg.ShutdownTimeout = 10 * time.Second
 	}
+	if cfg.SystemLogsDir == "" {
+		cfg.SystemLogsDir = DefaultSystemLogsDir
+	}
 	s := &Server{
 		p: p, cfg: cfg, log: log,
 		listen:   net.Listen,
@@ -188,6 +205,8 @@ func New(p Provider, cfg Config, log *slog.Logger) (*Server, error) {
 	s.installCommon(secureMux)
 	secureMux.HandleFunc("GET /containerLogs/{namespace}/{pod}/{container}", s.containerLogs)
 	s.installStreaming(secureMux)
+	s.installDebug(secureMux)
+	s.installProfiling(secureMux)
 	s.secure = s.logged("secure", &secureFilter{
 		next:     secureMux,
 		nodeName: p.NodeName,
