@@ -32,6 +32,8 @@ type streamFixture struct {
 	ts    *httptest.Server
 	authz *recordingAuthz
 	cfg   *rest.Config
+	rt    *fakecri.Runtime
+	id    string // the container's ID
 }
 
 func newStreamFixture(t *testing.T) *streamFixture {
@@ -44,8 +46,9 @@ func newStreamFixture(t *testing.T) *streamFixture {
 	t.Cleanup(func() { ss.Stop() })
 	ctx := context.Background()
 	sbCfg := &runtimeapi.PodSandboxConfig{
-		Metadata: &runtimeapi.PodSandboxMetadata{Name: "web", Namespace: "default", Uid: "uid-1"},
-		Labels:   map[string]string{podUIDLabel: "uid-1"},
+		Metadata:     &runtimeapi.PodSandboxMetadata{Name: "web", Namespace: "default", Uid: "uid-1"},
+		Labels:       map[string]string{podUIDLabel: "uid-1"},
+		LogDirectory: t.TempDir(),
 	}
 	sb, err := rt.RunPodSandbox(ctx, sbCfg, "")
 	if err != nil {
@@ -54,7 +57,10 @@ func newStreamFixture(t *testing.T) *streamFixture {
 	id, err := rt.CreateContainer(ctx, sb, &runtimeapi.ContainerConfig{
 		Metadata: &runtimeapi.ContainerMetadata{Name: "app"},
 		Image:    &runtimeapi.ImageSpec{Image: "busybox"},
+		LogPath:  "app.log",
 		Envs: []*runtimeapi.KeyValue{
+			{Key: "FAKECRI_LOG", Value: []byte("tick")},
+			{Key: "FAKECRI_LOG_EVERY", Value: []byte("50ms")},
 			{Key: "FAKECRI_EXEC", Value: []byte("check=3")},
 			{Key: "FAKECRI_HTTP", Value: []byte("8080/healthz=503")},
 		},
@@ -80,7 +86,7 @@ func newStreamFixture(t *testing.T) *streamFixture {
 	ts := httptest.NewTLSServer(s.SecureHandler())
 	t.Cleanup(ts.Close)
 	return &streamFixture{
-		ts: ts, authz: authz,
+		ts: ts, authz: authz, rt: rt, id: id,
 		cfg: &rest.Config{Host: ts.URL, BearerToken: testToken, TLSClientConfig: rest.TLSClientConfig{Insecure: true}},
 	}
 }
@@ -136,6 +142,38 @@ func TestExecOverSPDYAndWebSocket(t *testing.T) {
 		if c.Resource != "nodes" || c.Subresource != "proxy" || c.Name != "node-a" {
 			t.Errorf("exec authorized as %+v, want nodes/proxy of node-a", c)
 		}
+	}
+}
+
+// TestAttachRelaysOutputUntilTheContainerStops attaches over SPDY, reads
+// the container's output, and sees the stream end when it stops.
+func TestAttachRelaysOutputUntilTheContainerStops(t *testing.T) {
+	f := newStreamFixture(t)
+	ex, err := remotecommand.NewSPDYExecutor(f.cfg, "POST", f.execURL("attach", "app"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, w := io.Pipe()
+	done := make(chan error, 1)
+	go func() {
+		done <- ex.StreamWithContext(context.Background(), remotecommand.StreamOptions{Stdout: w, Stderr: io.Discard})
+		w.Close()
+	}()
+	buf := make([]byte, 5)
+	if _, err := io.ReadFull(r, buf); err != nil || string(buf) != "tick\n" {
+		t.Fatalf("first attached output %q %v, want a tick line", buf, err)
+	}
+	go io.Copy(io.Discard, r)
+	if err := f.rt.StopContainer(context.Background(), f.id, 0); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("attach ended with %v, want a clean end when the container stopped", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("attach still open 10 s after the container stopped")
 	}
 }
 
