@@ -74,6 +74,7 @@ set the same options, and flags override it.`,
 	f.Int32Var(&o.APIQPS, "kube-api-qps", o.APIQPS, "queries per second to the apiserver")
 	f.Int32Var(&o.APIBurst, "kube-api-burst", o.APIBurst, "burst of queries to the apiserver")
 	f.IntVar(&o.Verbosity, "v", o.Verbosity, "log verbosity (0: info, 4 and more: debug)")
+	f.BoolVar(&o.RegisterNode, "register-node", o.RegisterNode, "create the node object; false waits for an administrator to create it, then writes only its status and lease")
 	f.StringToStringVar(&o.NodeLabels, "node-labels", o.NodeLabels, "labels to add when registering the node (key=value,…); kubernetes.io and k8s.io keys only with the prefixes NodeRestriction allows")
 	f.StringSliceVar(&o.RegisterWithTaints, "register-with-taints", o.RegisterWithTaints, "taints of the node at registration (<key>[=<value>]:<effect>,…)")
 	return cmd

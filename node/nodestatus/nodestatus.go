@@ -1,6 +1,7 @@
 // Package nodestatus keeps the node's own objects in the apiserver: it
 // registers the Node (labels, taints, capacity, allocatable, nodeInfo,
-// addresses, images, runtime handlers),
+// addresses, images, runtime handlers) or, with NoRegister, waits for an
+// administrator to create it,
 // computes its status every StatusUpdateFrequency and writes it when it
 // changed or every StatusReportFrequency, and keeps the node lease in
 // kube-node-lease renewed. The lease has a task of its own, so neither the
@@ -79,6 +80,10 @@ type Config struct {
 	Labels map[string]string
 	// Taints are the Node's taints at registration.
 	Taints []corev1.Taint
+	// NoRegister: the Node is created by an administrator
+	// (--register-node=false); the manager waits for it to exist, then
+	// only writes its status and keeps its lease.
+	NoRegister bool
 	// MaxPods is the pods capacity (default 110).
 	MaxPods int
 	// StatusUpdateFrequency is how often the status is computed (10 s).

@@ -436,3 +436,36 @@ func TestNodeObjectFields(t *testing.T) {
 		t.Errorf("node (-want +got):\n%s", diff)
 	}
 }
+
+// TestNoRegisterWaitsForTheAdministrator: with --register-node=false the
+// manager never creates the Node; once an administrator does, it adopts
+// it and writes its status.
+func TestNoRegisterWaitsForTheAdministrator(t *testing.T) {
+	w := newWorld(t, func(c *nodestatus.Config) { c.NoRegister = true })
+	w.start()
+	w.run(30 * time.Second)
+	if w.m.Registered() || w.node() != nil {
+		t.Fatalf("registered %v, node %v: want no Node created with NoRegister", w.m.Registered(), w.node())
+	}
+	w.k.Tasks().Go("administrator", func() {
+		n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: nodeName, Labels: map[string]string{"made-by": "admin"}}}
+		if _, err := w.srv.CreateNode(context.Background(), n); err != nil {
+			t.Errorf("administrator creates the node: %v", err)
+		}
+	})
+	w.runUntil("the node adopted and Ready", func() bool {
+		n := w.node()
+		if n == nil {
+			return false
+		}
+		for _, c := range n.Status.Conditions {
+			if c.Type == corev1.NodeReady {
+				return w.m.Registered() && c.Status == corev1.ConditionTrue
+			}
+		}
+		return false
+	}, 10*time.Second)
+	if got := w.node().Labels; !gocmp.Equal(map[string]string{"made-by": "admin"}, got) {
+		t.Errorf("labels %v: the administrator's node must be kept as it is", got)
+	}
+}

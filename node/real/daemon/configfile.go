@@ -22,7 +22,7 @@ var supportedFields = []string{
 	"clusterDomain", "clusterDNS", "resolvConf", "runtimeRequestTimeout", "maxPods",
 	"nodeStatusUpdateFrequency", "nodeStatusReportFrequency", "nodeLeaseDurationSeconds",
 	"kubeAPIQPS", "kubeAPIBurst", "containerRuntimeEndpoint", "imageServiceEndpoint", "logging.verbosity",
-	"registerWithTaints", "enableSystemLogHandler", "enableProfilingHandler",
+	"registerNode", "registerWithTaints", "enableSystemLogHandler", "enableProfilingHandler",
 }
 
 // ConfigFile is a parsed KubeletConfiguration and the fields it set that
@@ -134,6 +134,7 @@ func (cf *ConfigFile) Apply(o *Options, flagSet func(flag string) bool) {
 	set("containerRuntimeEndpoint", "container-runtime-endpoint", func() { o.RuntimeEndpoint = c.ContainerRuntimeEndpoint })
 	set("imageServiceEndpoint", "image-service-endpoint", func() { o.ImageEndpoint = c.ImageServiceEndpoint })
 	set("logging.verbosity", "v", func() { o.Verbosity = int(c.Logging.Verbosity) })
+	set("registerNode", "register-node", func() { o.RegisterNode = c.RegisterNode == nil || *c.RegisterNode })
 	set("registerWithTaints", "register-with-taints", func() {
 		o.RegisterWithTaints = nil
 		for _, t := range c.RegisterWithTaints {

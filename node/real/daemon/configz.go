@@ -15,7 +15,7 @@ func (o *Options) KubeletConfiguration() *kubeletv1beta1.KubeletConfiguration {
 	dur := func(d time.Duration) metav1.Duration { return metav1.Duration{Duration: d} }
 	qps := o.APIQPS
 	anonymous, webhook := false, o.Kubeconfig != ""
-	systemLogs, profiling := o.EnableSystemLogHandler, o.EnableProfilingHandler
+	systemLogs, profiling, register := o.EnableSystemLogHandler, o.EnableProfilingHandler, o.RegisterNode
 	resolv := o.ResolvConf
 	taints, _ := ParseTaints(o.RegisterWithTaints)
 	if taints == nil {
@@ -50,6 +50,7 @@ func (o *Options) KubeletConfiguration() *kubeletv1beta1.KubeletConfiguration {
 		ContainerRuntimeEndpoint:  o.RuntimeEndpoint,
 		ImageServiceEndpoint:      o.ImageEndpoint,
 		AllowedUnsafeSysctls:      o.AllowedUnsafeSysctls,
+		RegisterNode:              &register,
 		RegisterWithTaints:        taints,
 		EnableSystemLogHandler:    &systemLogs,
 		EnableProfilingHandler:    &profiling,

@@ -60,6 +60,9 @@ type Options struct {
 	APIQPS                        int32
 	APIBurst                      int32
 	Verbosity                     int
+	// RegisterNode: the agent creates its Node (--register-node); false
+	// waits for an administrator to create it.
+	RegisterNode bool
 	// NodeLabels are added to the Node at registration (--node-labels).
 	NodeLabels map[string]string
 	// RegisterWithTaints are the Node's taints at registration, each
@@ -100,6 +103,7 @@ func Defaults() Options {
 		ResolvConf:                    "/etc/resolv.conf",
 		APIQPS:                        50,
 		APIBurst:                      100,
+		RegisterNode:                  true,
 		EnableSystemLogHandler:        true,
 		EnableProfilingHandler:        true,
 		origin:                        map[string]string{},

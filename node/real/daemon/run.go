@@ -156,7 +156,7 @@ func Run(ctx context.Context, o Options, rt Runtime, log *slog.Logger) error {
 		PLEG:        pleg.Config{UseEvents: rt.Events != nil},
 		NodeStatus: nodestatus.Config{
 			NodeIP: nodeIP, SecondaryNodeIP: secondaryIP, KubeletPort: o.Port, MaxPods: int(o.MaxPods), AgentVersion: Version,
-			Labels: o.NodeLabels, Taints: taints,
+			Labels: o.NodeLabels, Taints: taints, NoRegister: !o.RegisterNode,
 			StatusUpdateFrequency: o.NodeStatusUpdateFrequency, StatusReportFrequency: o.NodeStatusReportFrequency,
 			LeaseDuration: time.Duration(o.NodeLeaseDurationSeconds) * time.Second,
 		},
