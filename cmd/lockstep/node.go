@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/lockstep-dev/lockstep/fakecri"
+	"github.com/lockstep-dev/lockstep/fakecri/streamserver"
 	"github.com/lockstep-dev/lockstep/node/real/daemon"
 )
 
@@ -111,8 +112,12 @@ func runNode(ctx context.Context, o daemon.Options, log *slog.Logger) error {
 	var rt daemon.Runtime
 	if o.RuntimeEndpoint == daemon.FakeRuntime {
 		fake := fakecri.New(fakecri.Config{})
-		rt = daemon.Runtime{Runtime: fake, Images: fake, Type: "fakecri", Close: func() {}}
-		log.Info("using the in-process fake runtime (nothing really runs)")
+		streams, err := streamserver.Start(fake, "127.0.0.1:0")
+		if err != nil {
+			return err
+		}
+		rt = daemon.Runtime{Runtime: fake, Images: fake, Type: "fakecri", Close: func() { _ = streams.Stop() }}
+		log.Info("using the in-process fake runtime (nothing really runs)", "streams", "http://"+streams.Addr().String())
 	} else {
 		var err error
 		if rt, err = daemon.DialRuntime(ctx, o); err != nil {
