@@ -17,6 +17,8 @@ import (
 	"k8s.io/cri-streaming/pkg/streaming/portforward"
 	"k8s.io/cri-streaming/pkg/streaming/remotecommand"
 	"k8s.io/streaming/pkg/httpstream/wsstream"
+
+	"github.com/lockstep-dev/lockstep/node/podstate"
 )
 
 // installStreaming adds /exec, /attach, /portForward and /run, with and
@@ -36,7 +38,6 @@ func (s *Server) installStreaming(mux *http.ServeMux) {
 
 // streamTarget is the running container a stream request names.
 type streamTarget struct {
-	pod         *corev1.Pod
 	containerID string // the runtime's ID, without the "<runtime>://" prefix
 	desc        string // "container \"c\" of pod ns/name"
 }
@@ -50,7 +51,7 @@ func (s *Server) findRunningContainer(w http.ResponseWriter, r *http.Request) (s
 		http.Error(w, fmt.Sprintf("pod %s/%s does not exist", ns, name), http.StatusNotFound)
 		return streamTarget{}, false
 	}
-	t := streamTarget{pod: pod, desc: fmt.Sprintf("container %q of pod %s/%s", container, ns, name)}
+	t := streamTarget{desc: fmt.Sprintf("container %q of pod %s/%s", container, ns, name)}
 	st, ok := findStatus(pod, container)
 	if !ok || st.State.Running == nil || st.ContainerID == "" {
 		http.Error(w, fmt.Sprintf("container not found (%q)", container), http.StatusNotFound)
@@ -178,7 +179,7 @@ func (s *Server) portForward(w http.ResponseWriter, r *http.Request) {
 func (s *Server) readySandbox(ctx context.Context, pod *corev1.Pod) (string, error) {
 	sandboxes, err := s.p.Runtime().ListPodSandbox(ctx, &runtimeapi.PodSandboxFilter{
 		State:         &runtimeapi.PodSandboxStateValue{State: runtimeapi.PodSandboxState_SANDBOX_READY},
-		LabelSelector: map[string]string{podUIDLabel: string(pod.UID)},
+		LabelSelector: map[string]string{podstate.LabelPodUID: string(pod.UID)},
 	})
 	if err != nil {
 		return "", fmt.Errorf("list sandboxes: %w", err)
@@ -194,9 +195,6 @@ func (s *Server) readySandbox(ctx context.Context, pod *corev1.Pod) (string, err
 	}
 	return newest.GetId(), nil
 }
-
-// podUIDLabel is the CRI label carrying a sandbox's pod UID.
-const podUIDLabel = "io.kubernetes.pod.uid"
 
 // run runs ?cmd= (space-separated) in the container through ExecSync and
 // answers its standard output followed by its standard error (the

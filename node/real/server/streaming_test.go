@@ -24,6 +24,7 @@ import (
 
 	"github.com/lockstep-dev/lockstep/fakecri"
 	"github.com/lockstep-dev/lockstep/fakecri/streamserver"
+	"github.com/lockstep-dev/lockstep/node/podstate"
 )
 
 // streamFixture is a secure server over a fakecri runtime with a
@@ -47,7 +48,7 @@ func newStreamFixture(t *testing.T) *streamFixture {
 	ctx := context.Background()
 	sbCfg := &runtimeapi.PodSandboxConfig{
 		Metadata:     &runtimeapi.PodSandboxMetadata{Name: "web", Namespace: "default", Uid: "uid-1"},
-		Labels:       map[string]string{podUIDLabel: "uid-1"},
+		Labels:       map[string]string{podstate.LabelPodUID: "uid-1"},
 		LogDirectory: t.TempDir(),
 	}
 	sb, err := rt.RunPodSandbox(ctx, sbCfg, "")
