@@ -4,7 +4,7 @@ PKGS     := ./...
 BIN      := bin/lockstep
 SEED     ?= 1
 
-.PHONY: all build test lint bench sim run e2e conformance clean regress
+.PHONY: all build test lint bench sim run run-fakecri e2e conformance clean regress
 
 all: build
 
@@ -68,6 +68,20 @@ DEMO_DIR ?= /tmp/lockstep-demo
 ## the static pods of examples/manifests; read-only port on 127.0.0.1:10255
 run:
 	$(GO) run ./cmd/lockstep node --container-runtime-endpoint=fake \
+		--pod-manifest-path=$(CURDIR)/examples/manifests \
+		--hostname-override=demo-node --address=127.0.0.1 --read-only-port=10255 \
+		--root-dir=$(DEMO_DIR) --pod-logs-dir=$(DEMO_DIR)/pods --container-logs-dir=$(DEMO_DIR)/containers
+
+## run-fakecri: `make run` with the fake runtime in a process of its own
+## (`lockstep fakecri` on $(DEMO_DIR)/fakecri.sock, streams over HTTP), so
+## crictl can look in, exec and port-forward: see README.md
+run-fakecri:
+	@mkdir -p $(DEMO_DIR)
+	$(GO) build -o $(DEMO_DIR)/lockstep ./cmd/lockstep
+	@$(DEMO_DIR)/lockstep fakecri --listen unix://$(DEMO_DIR)/fakecri.sock & pid=$$!; \
+	trap 'kill $$pid 2>/dev/null' EXIT INT TERM; \
+	for i in $$(seq 50); do [ -S $(DEMO_DIR)/fakecri.sock ] && break; sleep 0.1; done; \
+	$(DEMO_DIR)/lockstep node --container-runtime-endpoint=unix://$(DEMO_DIR)/fakecri.sock \
 		--pod-manifest-path=$(CURDIR)/examples/manifests \
 		--hostname-override=demo-node --address=127.0.0.1 --read-only-port=10255 \
 		--root-dir=$(DEMO_DIR) --pod-logs-dir=$(DEMO_DIR)/pods --container-logs-dir=$(DEMO_DIR)/containers

@@ -5,12 +5,17 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 )
 
 // crictlVersion is the crictl pinned in hack/tools/crictl/go.mod.
@@ -120,7 +125,7 @@ func TestCrictl(t *testing.T) {
 	endpoint := "unix://" + sock
 	cfg := write("crictl.yaml", "runtime-endpoint: "+endpoint+"\nimage-endpoint: "+endpoint+"\ntimeout: 10\n")
 	pod := write("pod.json", `{"metadata":{"name":"demo","namespace":"default","uid":"demo-uid"},"log_directory":"`+logDir+`"}`)
-	ctr := write("container.json", `{"metadata":{"name":"app"},"image":{"image":"busybox"},"command":["top"],"log_path":"app.log","envs":[{"key":"FAKECRI_LOG","value":"hello"}]}`)
+	ctr := write("container.json", `{"metadata":{"name":"app"},"image":{"image":"busybox"},"command":["top"],"log_path":"app.log","envs":[{"key":"FAKECRI_LOG","value":"hello"},{"key":"FAKECRI_EXEC","value":"check=3"},{"key":"FAKECRI_HTTP","value":"8080/healthz=503"}]}`)
 	run := func(args ...string) string {
 		t.Helper()
 		cmd := exec.Command(crictl, append([]string{"--config", cfg, "-r", endpoint, "-i", endpoint}, args...)...)
@@ -169,6 +174,7 @@ func TestCrictl(t *testing.T) {
 	if out := run("exec", "--sync", ctrID, "echo", "hello"); out != "hello" {
 		t.Errorf("crictl exec --sync: %q, want hello", out)
 	}
+	streams(t, crictl, cfg, endpoint, podID, ctrID)
 	if log, err := os.ReadFile(inspect.Status.LogPath); err != nil || !strings.HasSuffix(string(log), " stdout F hello\n") {
 		t.Errorf("container log %s: %q %v", inspect.Status.LogPath, log, err)
 	}
@@ -206,5 +212,59 @@ func TestCrictl(t *testing.T) {
 	}
 	if _, err := os.Stat(sock); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("socket left behind: %v", err)
+	}
+}
+
+// streams checks crictl's streaming commands against fakecri's streaming
+// server: exec output and exit codes, and a port-forward that reaches the
+// container's scripted HTTP endpoint.
+func streams(t *testing.T, crictl, cfg, endpoint, podID, ctrID string) {
+	t.Helper()
+	crictlCmd := func(args ...string) *exec.Cmd {
+		return exec.Command(crictl, append([]string{"--config", cfg, "-r", endpoint, "-i", endpoint}, args...)...)
+	}
+	out, err := crictlCmd("exec", ctrID, "echo", "streamed", "hello").Output()
+	if err != nil || strings.TrimSpace(string(out)) != "streamed hello" {
+		t.Errorf("crictl exec echo: %q %v, want \"streamed hello\"", out, err)
+	}
+	// crictl exits 1 and names the command's exit code.
+	out, err = crictlCmd("exec", ctrID, "check").CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "command terminated with exit code 3") {
+		t.Errorf("crictl exec check: %v (output %q), want exit code 3", err, out)
+	}
+
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := ln.Addr().(*net.TCPAddr).Port
+	ln.Close()
+	pf := crictlCmd("port-forward", podID, fmt.Sprintf("%d:8080", port))
+	var pfOut bytes.Buffer
+	pf.Stdout, pf.Stderr = &pfOut, &pfOut
+	if err := pf.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { pf.Process.Kill(); pf.Wait() }()
+	get := func(path string) (int, string, error) {
+		var lastErr error
+		for range 100 { // until crictl listens
+			resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d%s", port, path))
+			if err != nil {
+				lastErr = err
+				time.Sleep(50 * time.Millisecond)
+				continue
+			}
+			body, err := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			return resp.StatusCode, string(body), err
+		}
+		return 0, "", lastErr
+	}
+	if code, body, err := get("/healthz"); err != nil || code != 503 || !strings.Contains(body, "port 8080 /healthz: 503") {
+		t.Errorf("GET /healthz through crictl port-forward: %d %q %v, want the scripted 503 (crictl: %s)", code, body, err, pfOut.String())
+	}
+	if code, _, err := get("/"); err != nil || code != 200 {
+		t.Errorf("GET / through crictl port-forward: %d %v, want 200 (crictl: %s)", code, err, pfOut.String())
 	}
 }

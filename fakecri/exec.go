@@ -205,29 +205,35 @@ func (r *Runtime) ContainerAt(ip string, port int) (string, bool) {
 	r.mu.Lock()
 	defer r.unlock()
 	r.advance(r.now())
-	var first string
 	for _, sb := range r.sandboxOrder {
 		if sb.removed || sb.state != readyState || sb.ip != ip {
 			continue
 		}
-		for _, c := range sb.containers {
-			if c.state != runningState {
-				continue
-			}
-			if first == "" {
-				first = c.id
-			}
-			for _, rules := range [][]rule{c.script.http, c.script.tcp, c.script.grpc} {
-				for _, rl := range rules {
-					if rl.port == port {
-						return c.id, true
-					}
+		return firstAnswering(sb, port)
+	}
+	return "", false
+}
+
+// firstAnswering returns the first running container of sb whose script
+// names port, else its first running container.
+func firstAnswering(sb *sandbox, port int) (string, bool) {
+	var first string
+	for _, c := range sb.containers {
+		if c.state != runningState {
+			continue
+		}
+		if first == "" {
+			first = c.id
+		}
+		for _, rules := range [][]rule{c.script.http, c.script.tcp, c.script.grpc} {
+			for _, rl := range rules {
+				if rl.port == port {
+					return c.id, true
 				}
 			}
 		}
-		return first, first != ""
 	}
-	return "", false
+	return first, first != ""
 }
 
 // ProbeExec is the exit code an exec of cmd in a running container would

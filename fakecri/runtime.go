@@ -54,6 +54,8 @@ type Runtime struct {
 	faults faultState
 
 	podCIDR string // from UpdateRuntimeConfig
+
+	streamer streamerSlot // Exec/Attach/PortForward URLs, when served
 }
 
 // Compile-time proof that Runtime is a CRI v1 runtime and image service.

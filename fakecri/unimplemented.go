@@ -13,21 +13,6 @@ func unimplemented(method string) error {
 	return status.Errorf(codes.Unimplemented, "fakecri does not implement %s", method)
 }
 
-// Exec is not implemented (no streaming server).
-func (r *Runtime) Exec(ctx context.Context, req *runtimeapi.ExecRequest) (*runtimeapi.ExecResponse, error) {
-	return nil, r.unimplementedCall(ctx, "Exec")
-}
-
-// Attach is not implemented (no streaming server).
-func (r *Runtime) Attach(ctx context.Context, req *runtimeapi.AttachRequest) (*runtimeapi.AttachResponse, error) {
-	return nil, r.unimplementedCall(ctx, "Attach")
-}
-
-// PortForward is not implemented (no streaming server).
-func (r *Runtime) PortForward(ctx context.Context, req *runtimeapi.PortForwardRequest) (*runtimeapi.PortForwardResponse, error) {
-	return nil, r.unimplementedCall(ctx, "PortForward")
-}
-
 // CheckpointContainer is not implemented, as in containerd 1.6.
 func (r *Runtime) CheckpointContainer(ctx context.Context, options *runtimeapi.CheckpointContainerRequest) error {
 	return r.unimplementedCall(ctx, "CheckpointContainer")

@@ -1,11 +1,15 @@
 package scenarios
 
 import (
+	"cmp"
+	"context"
+	"slices"
 	"testing"
 	"time"
 
-	"github.com/google/go-cmp/cmp"
+	gocmp "github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/lockstep-dev/lockstep/node/agent"
 	"github.com/lockstep-dev/lockstep/node/nodestatus"
@@ -84,7 +88,71 @@ func TestNodeReportsKubeletEndpointAndInternalIP(t *testing.T) {
 		{Type: corev1.NodeInternalIP, Address: "10.0.0.7"},
 		{Type: corev1.NodeHostName, Address: h.NodeName},
 	}, 10250}
-	if diff := cmp.Diff(want, got); diff != "" {
+	if diff := gocmp.Diff(want, got); diff != "" {
 		t.Errorf("node endpoint (-want +got):\n%s", diff)
+	}
+}
+
+// TestNodeObjectIdentity: what the whole agent tells the control plane
+// about its node in the simulator — the well-known and beta os/arch
+// labels with the configured ones, the registration taints, the
+// Kubernetes version it stands in for beside its own version annotation,
+// the runtime's images largest first, and its runtime handlers.
+func TestNodeObjectIdentity(t *testing.T) {
+	h := harness.New(harness.Config{Seed: 44, Agent: agent.Config{
+		NodeStatus: nodestatus.Config{
+			NodeIP: "10.0.0.7", KubeletPort: 10250, AgentVersion: "lockstep test",
+			Labels: map[string]string{"node.kubernetes.io/pool": "edge"},
+			Taints: []corev1.Taint{{Key: "dedicated", Value: "db", Effect: corev1.TaintEffectNoSchedule}},
+		},
+	}})
+	t.Cleanup(h.Close)
+	h.StartAgent()
+	runUntil(t, h, "node registered with images", time.Minute, func() bool {
+		n := h.API.User().Nodes()
+		return len(n) == 1 && len(n[0].Status.Images) > 0
+	})
+	n := h.API.User().Nodes()[0]
+	imgs, err := h.Runtime.ListImages(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	slices.SortStableFunc(imgs, func(a, b *runtimeapi.Image) int { return cmp.Compare(b.GetSize(), a.GetSize()) })
+	var wantImages []string
+	for _, img := range imgs {
+		wantImages = append(wantImages, img.RepoTags[0])
+	}
+	var gotImages []string
+	for _, img := range n.Status.Images {
+		gotImages = append(gotImages, img.Names[len(img.Names)-1])
+	}
+	var handlers []string
+	for _, rh := range n.Status.RuntimeHandlers {
+		handlers = append(handlers, rh.Name)
+	}
+	type identity struct {
+		Labels         map[string]string
+		Taints         []corev1.Taint
+		KubeletVersion string
+		Annotation     string
+		Images         []string
+		Handlers       []string
+	}
+	arch := n.Labels[corev1.LabelArchStable]
+	want := identity{
+		Labels: map[string]string{
+			"node.kubernetes.io/pool": "edge", corev1.LabelHostname: h.NodeName,
+			corev1.LabelOSStable: "linux", corev1.LabelArchStable: arch,
+			"beta.kubernetes.io/os": "linux", "beta.kubernetes.io/arch": arch,
+		},
+		Taints:         []corev1.Taint{{Key: "dedicated", Value: "db", Effect: corev1.TaintEffectNoSchedule}},
+		KubeletVersion: "v1.37.2",
+		Annotation:     "lockstep test",
+		Images:         wantImages,
+		Handlers:       []string{"", "runc"},
+	}
+	got := identity{n.Labels, n.Spec.Taints, n.Status.NodeInfo.KubeletVersion, n.Annotations[nodestatus.AnnotationAgentVersion], gotImages, handlers}
+	if diff := gocmp.Diff(want, got); diff != "" {
+		t.Errorf("node identity (-want +got):\n%s", diff)
 	}
 }

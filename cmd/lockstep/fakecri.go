@@ -12,6 +12,7 @@ import (
 
 	"github.com/lockstep-dev/lockstep/fakecri"
 	"github.com/lockstep-dev/lockstep/fakecri/criserver"
+	"github.com/lockstep-dev/lockstep/fakecri/streamserver"
 )
 
 // newFakeCRICommand serves the fake CRI runtime over a unix socket, on the
@@ -25,6 +26,7 @@ func newFakeCRICommand() *cobra.Command {
 		pullLatency     time.Duration
 		failPulls       []string
 		grace           time.Duration
+		streamAddr      string
 	)
 	cmd := &cobra.Command{
 		Use:   "fakecri",
@@ -32,7 +34,8 @@ func newFakeCRICommand() *cobra.Command {
 		Long: `Serve fakecri, a fake CRI v1 runtime that behaves like containerd, on a
 unix socket. Containers are scripted with FAKECRI_* environment variables
 (see fakecri/README.md). Any CRI client (crictl, a kubelet, lockstep) can
-use it. SIGTERM or SIGINT stops it cleanly and removes the socket.`,
+use it. Exec, attach and port-forward streams are served over HTTP
+(--stream-address), as containerd's streaming server does. SIGTERM or SIGINT stops it cleanly and removes the socket.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg := fakecri.Config{NoEvents: noEvents, PullLatency: pullLatency}
@@ -58,6 +61,12 @@ use it. SIGTERM or SIGINT stops it cleanly and removes the socket.`,
 			if err != nil {
 				return err
 			}
+			streams, err := streamserver.Start(rt, streamAddr)
+			if err != nil {
+				lis.Close()
+				return err
+			}
+			defer streams.Stop()
 			parent := cmd.Context()
 			if parent == nil {
 				parent = context.Background()
@@ -68,7 +77,7 @@ use it. SIGTERM or SIGINT stops it cleanly and removes the socket.`,
 			if noEvents {
 				events = "off"
 			}
-			fmt.Fprintf(cmd.ErrOrStderr(), "fakecri: serving CRI v1 on %s (container events %s)\n", listen, events)
+			fmt.Fprintf(cmd.ErrOrStderr(), "fakecri: serving CRI v1 on %s (container events %s), streams on http://%s\n", listen, events, streams.Addr())
 			if err := criserver.Serve(ctx, lis, rt, grace); err != nil {
 				return fmt.Errorf("fakecri: serve on %s: %w", listen, err)
 			}
@@ -83,6 +92,7 @@ use it. SIGTERM or SIGINT stops it cleanly and removes the socket.`,
 	f.BoolVar(&noDefaultImages, "no-default-images", false, "do not preload busybox, nginx and the pause image")
 	f.DurationVar(&pullLatency, "pull-latency", 0, "how long PullImage takes")
 	f.StringArrayVar(&failPulls, "fail-pull", nil, "make pulls of this image fail with a registry \"not found\" error; repeatable")
+	f.StringVar(&streamAddr, "stream-address", "127.0.0.1:0", "host:port of the exec/attach/port-forward streaming server (port 0 picks one, as containerd does)")
 	f.DurationVar(&grace, "shutdown-grace", 5*time.Second, "how long in-flight calls may take on shutdown")
 	return cmd
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/lockstep-dev/lockstep/fakecri"
+	"github.com/lockstep-dev/lockstep/fakecri/streamserver"
 	"github.com/lockstep-dev/lockstep/node/real/daemon"
 	"github.com/lockstep-dev/lockstep/scenarios"
 )
@@ -84,6 +85,9 @@ set the same options, and flags override it.`,
 	f.Int32Var(&o.APIQPS, "kube-api-qps", o.APIQPS, "queries per second to the apiserver")
 	f.Int32Var(&o.APIBurst, "kube-api-burst", o.APIBurst, "burst of queries to the apiserver")
 	f.IntVar(&o.Verbosity, "v", o.Verbosity, "log verbosity (0: info, 4 and more: debug)")
+	f.BoolVar(&o.RegisterNode, "register-node", o.RegisterNode, "create the node object; false waits for an administrator to create it, then writes only its status and lease")
+	f.StringToStringVar(&o.NodeLabels, "node-labels", o.NodeLabels, "labels to add when registering the node (key=value,…); kubernetes.io and k8s.io keys only with the prefixes NodeRestriction allows")
+	f.StringSliceVar(&o.RegisterWithTaints, "register-with-taints", o.RegisterWithTaints, "taints of the node at registration (<key>[=<value>]:<effect>,…)")
 	return cmd
 }
 
@@ -118,8 +122,12 @@ func runNode(ctx context.Context, o daemon.Options, log *slog.Logger) error {
 	var rt daemon.Runtime
 	if o.RuntimeEndpoint == daemon.FakeRuntime {
 		fake := fakecri.New(fakecri.Config{})
-		rt = daemon.Runtime{Runtime: fake, Images: fake, Type: "fakecri", Close: func() {}}
-		log.Info("using the in-process fake runtime (nothing really runs, so no pod cgroups either)")
+		streams, err := streamserver.Start(fake, "127.0.0.1:0")
+		if err != nil {
+			return err
+		}
+		rt = daemon.Runtime{Runtime: fake, Images: fake, Type: "fakecri", Close: func() { _ = streams.Stop() }}
+		log.Info("using the in-process fake runtime (nothing really runs, so no pod cgroups either)", "streams", "http://"+streams.Addr().String())
 		o.Cgroups.CgroupsPerQOS, o.Cgroups.EnforceNodeAllocatable = false, nil
 	} else {
 		var err error

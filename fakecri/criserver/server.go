@@ -151,17 +151,17 @@ func (s *runtimeServer) ExecSync(ctx context.Context, req *runtimeapi.ExecSyncRe
 	return s.rt.ExecSyncResponse(ctx, req.GetContainerId(), req.GetCmd(), time.Duration(req.GetTimeout())*time.Second)
 }
 
-// Exec is not implemented.
+// Exec answers the streaming URL of a command (Unimplemented without a streaming server).
 func (s *runtimeServer) Exec(ctx context.Context, req *runtimeapi.ExecRequest) (*runtimeapi.ExecResponse, error) {
 	return s.rt.Exec(ctx, req)
 }
 
-// Attach is not implemented.
+// Attach answers the streaming URL of a container's output (Unimplemented without a streaming server).
 func (s *runtimeServer) Attach(ctx context.Context, req *runtimeapi.AttachRequest) (*runtimeapi.AttachResponse, error) {
 	return s.rt.Attach(ctx, req)
 }
 
-// PortForward is not implemented.
+// PortForward answers the streaming URL of a sandbox's ports (Unimplemented without a streaming server).
 func (s *runtimeServer) PortForward(ctx context.Context, req *runtimeapi.PortForwardRequest) (*runtimeapi.PortForwardResponse, error) {
 	return s.rt.PortForward(ctx, req)
 }

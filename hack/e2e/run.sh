@@ -44,11 +44,25 @@ phase "build lockstep"
 (cd "$repo" && go build -o "$E2E_DIR/bin/lockstep" ./cmd/lockstep)
 phase "build control plane"
 export CONTROL_PLANE_BIN="$("$here/build-control-plane.sh")"
+phase "build kubectl"
+export LOCKSTEP_E2E_KUBECTL="$("$here/build-kubectl.sh")"
 phase "start containerd"
 "$here/start-containerd.sh"
 phase "start registry"
 "$here/start-registry.sh"
 phase "start control plane"
+# A cluster CA signs the apiserver's client certificate for the kubelet API
+# (kubectl logs/exec/attach/port-forward go apiserver → lockstep, which
+# trusts the CA with --client-ca-file); the apiserver reaches the node at
+# its InternalIP, as in hack/conformance.
+pki="$E2E_DIR/pki"; mkdir -p "$pki"
+openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj "/CN=lockstep-e2e-ca" \
+  -keyout "$pki/ca.key" -out "$pki/ca.crt" 2>/dev/null
+openssl req -newkey rsa:2048 -nodes -subj "/O=system:masters/CN=kube-apiserver-kubelet-client" \
+  -keyout "$pki/kubelet-client.key" -out "$pki/kubelet-client.csr" 2>/dev/null
+openssl x509 -req -in "$pki/kubelet-client.csr" -CA "$pki/ca.crt" -CAkey "$pki/ca.key" -CAcreateserial \
+  -days 2 -out "$pki/kubelet-client.crt" 2>/dev/null
+export E2E_APISERVER_ARGS="${E2E_APISERVER_ARGS:-} --kubelet-client-certificate $pki/kubelet-client.crt --kubelet-client-key $pki/kubelet-client.key --kubelet-preferred-address-types InternalIP,Hostname"
 # ServiceAccount admission on (pods get the kube-api-access volume); the
 # objects a controller manager would create come from the script below.
 E2E_DISABLE_ADMISSION="" "$here/start-control-plane.sh"
@@ -70,10 +84,11 @@ node
 --port=$port
 --read-only-port=0
 --authorization-mode=Webhook
+--client-ca-file=$E2E_DIR/pki/ca.crt
 --v=${E2E_LOCKSTEP_V:-2}
 ARGS
 "$here/start-lockstep.sh"
 phase "e2e tests"
 cd "$repo"
-LOCKSTEP_E2E_DIR="$E2E_DIR" LOCKSTEP_E2E_NODE="$E2E_NODE" LOCKSTEP_E2E_PORT="$port" \
+LOCKSTEP_E2E_DIR="$E2E_DIR" LOCKSTEP_E2E_NODE="$E2E_NODE" LOCKSTEP_E2E_PORT="$port" LOCKSTEP_E2E_KUBECTL="$LOCKSTEP_E2E_KUBECTL" \
   go test -tags e2e -count=1 -v -timeout 20m ./e2e/ "$@"

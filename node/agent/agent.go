@@ -167,7 +167,7 @@ func New(d deps.Deps, cfg Config) *Agent {
 		if nc.SecondaryNodeIP == "" && len(cfg.Node.HostIPs) > 1 {
 			nc.SecondaryNodeIP = cfg.Node.HostIPs[1]
 		}
-		a.node = nodestatus.New(d.Core, nodestatus.Ports{Nodes: d.API.Nodes, Leases: d.API.Leases, Events: d.API.Events, Runtime: d.Runtime, Machine: d.Machine}, nc, plegHealth{a.pleg})
+		a.node = nodestatus.New(d.Core, nodestatus.Ports{Nodes: d.API.Nodes, Leases: d.API.Leases, Events: d.API.Events, Runtime: d.Runtime, Images: d.Images, Machine: d.Machine}, nc, plegHealth{a.pleg})
 	}
 	return a
 }

@@ -143,7 +143,10 @@ type EventSink interface {
 
 // MachineInfo is the node's fixed capacity.
 type MachineInfo struct {
-	MachineID     string
+	MachineID string
+	// SystemUUID is the firmware's system UUID (SMBIOS product_uuid);
+	// empty when it cannot be read.
+	SystemUUID    string
 	BootID        string
 	KernelVersion string
 	OSImage       string

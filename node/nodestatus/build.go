@@ -1,9 +1,11 @@
 package nodestatus
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"runtime"
+	"slices"
 	"strings"
 	"time"
 
@@ -11,6 +13,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	kubeletapis "k8s.io/kubelet/pkg/apis"
 
 	"github.com/lockstep-dev/lockstep/node/deps"
 )
@@ -37,6 +41,62 @@ type facts struct {
 	memoryPressure bool
 	diskPressure   bool
 	pidPressure    bool
+	// images, handlers and features replace the status' when not nil
+	// (nil: unknown, the old value is kept).
+	images   []corev1.ContainerImage
+	handlers []corev1.NodeRuntimeHandler
+	features *corev1.NodeFeatures
+}
+
+// maxNamesPerImage is how many names of one image the status lists, as
+// the kubelet.
+const maxNamesPerImage = 5
+
+// nodeImages turns the runtime's images into status.images: the largest
+// first (ties by ID, for a stable order), at most max of them (negative:
+// all), each with its digests then its tags, at most maxNamesPerImage
+// names. It never returns nil.
+func nodeImages(imgs []*runtimeapi.Image, max int) []corev1.ContainerImage {
+	sorted := slices.Clone(imgs)
+	slices.SortStableFunc(sorted, func(a, b *runtimeapi.Image) int {
+		if c := cmp.Compare(b.GetSize(), a.GetSize()); c != 0 {
+			return c
+		}
+		return strings.Compare(a.GetId(), b.GetId())
+	})
+	if max >= 0 && len(sorted) > max {
+		sorted = sorted[:max]
+	}
+	out := make([]corev1.ContainerImage, 0, len(sorted))
+	for _, img := range sorted {
+		names := append(slices.Clone(img.GetRepoDigests()), img.GetRepoTags()...)
+		if len(names) > maxNamesPerImage {
+			names = names[:maxNamesPerImage]
+		}
+		out = append(out, corev1.ContainerImage{Names: names, SizeBytes: int64(img.GetSize())})
+	}
+	return out
+}
+
+// runtimeHandlers turns the runtime's handlers into status.runtimeHandlers
+// (the default handler has the empty name). It never returns nil.
+func runtimeHandlers(resp *runtimeapi.StatusResponse) []corev1.NodeRuntimeHandler {
+	out := make([]corev1.NodeRuntimeHandler, 0, len(resp.GetRuntimeHandlers()))
+	for _, h := range resp.GetRuntimeHandlers() {
+		rro, userns := h.GetFeatures().GetRecursiveReadOnlyMounts(), h.GetFeatures().GetUserNamespaces()
+		out = append(out, corev1.NodeRuntimeHandler{
+			Name:     h.GetName(),
+			Features: &corev1.NodeRuntimeHandlerFeatures{RecursiveReadOnlyMounts: &rro, UserNamespaces: &userns},
+		})
+	}
+	return out
+}
+
+// runtimeFeatures is status.features from the runtime's: whether it
+// honours supplementalGroupsPolicy.
+func runtimeFeatures(resp *runtimeapi.StatusResponse) *corev1.NodeFeatures {
+	sgp := resp.GetFeatures().GetSupplementalGroupsPolicy()
+	return &corev1.NodeFeatures{SupplementalGroupsPolicy: &sgp}
 }
 
 // goArch turns a machine architecture as uname reports it into GOARCH
@@ -60,22 +120,31 @@ func goArch(arch string) string {
 // nodeLabels are the labels a new Node gets: the extra ones, then the
 // well-known ones (which win).
 func nodeLabels(cfg Config, info deps.MachineInfo) map[string]string {
-	l := make(map[string]string, len(cfg.Labels)+3)
+	l := make(map[string]string, len(cfg.Labels)+5)
 	for k, v := range cfg.Labels {
 		l[k] = v
 	}
+	arch := goArch(info.Architecture)
 	l[corev1.LabelHostname] = cfg.NodeName
 	l[corev1.LabelOSStable] = "linux"
-	l[corev1.LabelArchStable] = goArch(info.Architecture)
+	l[corev1.LabelArchStable] = arch
+	l[kubeletapis.LabelOS] = "linux"
+	l[kubeletapis.LabelArch] = arch
 	return l
 }
 
-// newNode is the Node to register.
+// newNode is the Node to register: labels, taints, the agent's version
+// annotation and the status.
 func newNode(cfg Config, f facts) *corev1.Node {
-	return &corev1.Node{
+	n := &corev1.Node{
 		ObjectMeta: metav1.ObjectMeta{Name: cfg.NodeName, Labels: nodeLabels(cfg, f.info)},
+		Spec:       corev1.NodeSpec{Taints: slices.Clone(cfg.Taints)},
 		Status:     buildStatus(cfg, nil, f),
 	}
+	if cfg.AgentVersion != "" {
+		n.Annotations = map[string]string{AnnotationAgentVersion: cfg.AgentVersion}
+	}
+	return n
 }
 
 // Capacity is the node's capacity from its machine facts: cpu and memory
@@ -173,6 +242,7 @@ func buildStatus(cfg Config, old *corev1.NodeStatus, f facts) corev1.NodeStatus 
 
 	ni := &s.NodeInfo
 	ni.MachineID = f.info.MachineID
+	ni.SystemUUID = f.info.SystemUUID
 	ni.BootID = f.info.BootID
 	ni.KernelVersion = f.info.KernelVersion
 	ni.OSImage = f.info.OSImage
@@ -192,6 +262,15 @@ func buildStatus(cfg Config, old *corev1.NodeStatus, f facts) corev1.NodeStatus 
 	}
 	s.Addresses = append(s.Addresses, corev1.NodeAddress{Type: corev1.NodeHostName, Address: cfg.NodeName})
 	s.DaemonEndpoints.KubeletEndpoint.Port = cfg.KubeletPort
+	if f.images != nil {
+		s.Images = f.images
+	}
+	if f.handlers != nil {
+		s.RuntimeHandlers = f.handlers
+	}
+	if f.features != nil {
+		s.Features = f.features
+	}
 
 	for _, c := range []corev1.NodeCondition{
 		pressureCondition(corev1.NodeMemoryPressure, f.memoryPressure,

@@ -168,7 +168,7 @@ var testCfg = Config{
 }.withDefaults()
 
 var testInfo = deps.MachineInfo{
-	MachineID: "mid", BootID: "bid", KernelVersion: "6.8.0", OSImage: "Ubuntu 24.04 LTS",
+	MachineID: "mid", SystemUUID: "EC2A-UUID", BootID: "bid", KernelVersion: "6.8.0", OSImage: "Ubuntu 24.04 LTS",
 	Architecture: "aarch64", CPUs: 4, MemoryBytes: 8 << 30,
 }
 
@@ -177,6 +177,7 @@ func TestNewNode(t *testing.T) {
 	n := newNode(testCfg, f)
 	wantLabels := map[string]string{
 		"tier": "edge", "kubernetes.io/hostname": "node-a", "kubernetes.io/os": "linux", "kubernetes.io/arch": "arm64",
+		"beta.kubernetes.io/os": "linux", "beta.kubernetes.io/arch": "arm64",
 	}
 	if diff := cmp.Diff(wantLabels, n.Labels); diff != "" {
 		t.Errorf("labels (-want +got):\n%s", diff)
@@ -188,7 +189,7 @@ func TestNewNode(t *testing.T) {
 		t.Errorf("allocatable (-want +got):\n%s", diff)
 	}
 	wantInfo := corev1.NodeSystemInfo{
-		MachineID: "mid", BootID: "bid", KernelVersion: "6.8.0", OSImage: "Ubuntu 24.04 LTS",
+		MachineID: "mid", SystemUUID: "EC2A-UUID", BootID: "bid", KernelVersion: "6.8.0", OSImage: "Ubuntu 24.04 LTS",
 		ContainerRuntimeVersion: "containerd://2.0.0", KubeletVersion: "lockstep v0.1.0",
 		OperatingSystem: "linux", Architecture: "arm64",
 	}
@@ -337,5 +338,108 @@ func TestDualStackNodeAddresses(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, n.Status.Addresses); diff != "" {
 		t.Errorf("addresses (-want +got):\n%s", diff)
+	}
+}
+
+func TestNodeImages(t *testing.T) {
+	img := func(id string, size uint64, tags, digests []string) *runtimeapi.Image {
+		return &runtimeapi.Image{Id: id, Size: size, RepoTags: tags, RepoDigests: digests}
+	}
+	imgs := []*runtimeapi.Image{
+		img("sha256:small", 10, []string{"busybox:1.36"}, []string{"busybox@sha256:b1"}),
+		img("sha256:big", 300, []string{"nginx:1.27", "nginx:latest"}, []string{"nginx@sha256:n1"}),
+		img("sha256:tie-b", 50, []string{"b:1"}, nil),
+		img("sha256:tie-a", 50, []string{"a:1"}, nil),
+		img("sha256:many", 20, []string{"m:1", "m:2", "m:3", "m:4"}, []string{"m@sha256:1", "m@sha256:2"}),
+		img("sha256:untagged", 5, nil, []string{"u@sha256:1"}),
+	}
+	all := []corev1.ContainerImage{
+		{Names: []string{"nginx@sha256:n1", "nginx:1.27", "nginx:latest"}, SizeBytes: 300},
+		{Names: []string{"a:1"}, SizeBytes: 50},
+		{Names: []string{"b:1"}, SizeBytes: 50},
+		{Names: []string{"m@sha256:1", "m@sha256:2", "m:1", "m:2", "m:3"}, SizeBytes: 20},
+		{Names: []string{"busybox@sha256:b1", "busybox:1.36"}, SizeBytes: 10},
+		{Names: []string{"u@sha256:1"}, SizeBytes: 5},
+	}
+	for _, tc := range []struct {
+		name string
+		max  int
+		want []corev1.ContainerImage
+	}{
+		{"largest first, ties by ID, five names at most", 50, all},
+		{"capped to the largest", 2, all[:2]},
+		{"no cap", -1, all},
+		{"none", 0, []corev1.ContainerImage{}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := nodeImages(imgs, tc.max)
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("images (-want +got):\n%s", diff)
+			}
+		})
+	}
+	if got := nodeImages(nil, 50); got == nil {
+		t.Error("nodeImages(nil) = nil, want an empty list (a node without images reports none)")
+	}
+}
+
+func TestRuntimeHandlersAndFeatures(t *testing.T) {
+	resp := &runtimeapi.StatusResponse{
+		RuntimeHandlers: []*runtimeapi.RuntimeHandler{
+			{Name: "", Features: &runtimeapi.RuntimeHandlerFeatures{RecursiveReadOnlyMounts: true, UserNamespaces: true}},
+			{Name: "runc"},
+		},
+		Features: &runtimeapi.RuntimeFeatures{SupplementalGroupsPolicy: true},
+	}
+	yes, no := true, false
+	want := []corev1.NodeRuntimeHandler{
+		{Name: "", Features: &corev1.NodeRuntimeHandlerFeatures{RecursiveReadOnlyMounts: &yes, UserNamespaces: &yes}},
+		{Name: "runc", Features: &corev1.NodeRuntimeHandlerFeatures{RecursiveReadOnlyMounts: &no, UserNamespaces: &no}},
+	}
+	if diff := cmp.Diff(want, runtimeHandlers(resp)); diff != "" {
+		t.Errorf("runtime handlers (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(&corev1.NodeFeatures{SupplementalGroupsPolicy: &yes}, runtimeFeatures(resp)); diff != "" {
+		t.Errorf("features (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(&corev1.NodeFeatures{SupplementalGroupsPolicy: &no}, runtimeFeatures(&runtimeapi.StatusResponse{})); diff != "" {
+		t.Errorf("features of a runtime that reports none (-want +got):\n%s", diff)
+	}
+}
+
+func TestNewNodeTaintsAnnotationAndLists(t *testing.T) {
+	cfg := testCfg
+	cfg.Taints = []corev1.Taint{{Key: "dedicated", Value: "db", Effect: corev1.TaintEffectNoSchedule}}
+	cfg.AgentVersion = "lockstep v0.1.0"
+	cfg.KubeletPort = 10250
+	yes := true
+	f := facts{
+		now: at(0), info: testInfo,
+		images:   []corev1.ContainerImage{{Names: []string{"busybox:1.36"}, SizeBytes: 10}},
+		handlers: []corev1.NodeRuntimeHandler{{Name: "", Features: &corev1.NodeRuntimeHandlerFeatures{RecursiveReadOnlyMounts: &yes, UserNamespaces: &yes}}},
+		features: &corev1.NodeFeatures{SupplementalGroupsPolicy: &yes},
+	}
+	n := newNode(cfg, f)
+	type view struct {
+		Taints      []corev1.Taint
+		Annotations map[string]string
+		Port        int32
+		Images      []corev1.ContainerImage
+		Handlers    []corev1.NodeRuntimeHandler
+		Features    *corev1.NodeFeatures
+	}
+	want := view{cfg.Taints, map[string]string{"lockstep.dev/version": "lockstep v0.1.0"}, 10250, f.images, f.handlers, f.features}
+	got := view{n.Spec.Taints, n.Annotations, n.Status.DaemonEndpoints.KubeletEndpoint.Port, n.Status.Images, n.Status.RuntimeHandlers, n.Status.Features}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("node (-want +got):\n%s", diff)
+	}
+
+	// Unknown lists keep what the status had.
+	s := buildStatus(cfg, &n.Status, facts{now: at(10), info: testInfo})
+	if diff := cmp.Diff(f.images, s.Images); diff != "" {
+		t.Errorf("images with the listing unknown (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(f.handlers, s.RuntimeHandlers); diff != "" {
+		t.Errorf("handlers with the runtime status unknown (-want +got):\n%s", diff)
 	}
 }

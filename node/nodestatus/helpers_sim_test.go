@@ -99,7 +99,7 @@ func newWorld(t *testing.T, mutate func(*nodestatus.Config)) *world {
 	d.Runtime, d.Images, d.Machine = w.rt, w.rt, w.machine
 	d.API = deps.API{Pods: w.srv, Nodes: w.srv, Leases: w.srv,
 		Events: apiserver.NewRecorder(w.srv, k, corev1.EventSource{Component: "kubelet", Host: w.cfg.NodeName})}
-	w.m = nodestatus.New(d.Core, nodestatus.Ports{Nodes: d.API.Nodes, Leases: d.API.Leases, Events: d.API.Events, Runtime: d.Runtime, Machine: d.Machine}, w.cfg, w.pleg)
+	w.m = nodestatus.New(d.Core, nodestatus.Ports{Nodes: d.API.Nodes, Leases: d.API.Leases, Events: d.API.Events, Runtime: d.Runtime, Images: d.Images, Machine: d.Machine}, w.cfg, w.pleg)
 	return w
 }
 

@@ -1,5 +1,7 @@
 // Package nodestatus keeps the node's own objects in the apiserver: it
-// registers the Node (labels, capacity, allocatable, nodeInfo, addresses),
+// registers the Node (labels, taints, capacity, allocatable, nodeInfo,
+// addresses, images, runtime handlers) or, with NoRegister, waits for an
+// administrator to create it,
 // computes its status every StatusUpdateFrequency and writes it when it
 // changed or every StatusReportFrequency, and keeps the node lease in
 // kube-node-lease renewed. The lease has a task of its own, so neither the
@@ -46,8 +48,16 @@ const (
 	DefaultStatusReportFrequency = 5 * time.Minute
 	DefaultLeaseDuration         = 40 * time.Second
 	DefaultRuntimeUnhealthyAfter = 30 * time.Second
-	DefaultKubeletVersion        = "lockstep"
+	DefaultMaxImages             = 50
+	// DefaultKubeletVersion is the Kubernetes release whose kubelet
+	// lockstep stands in for: nodeInfo.kubeletVersion, which the
+	// apiserver and kubectl compare with their own for version skew.
+	DefaultKubeletVersion = "v1.37.2"
 )
+
+// AnnotationAgentVersion is the Node annotation that names the agent's
+// own version (nodeInfo.kubeletVersion carries the Kubernetes one).
+const AnnotationAgentVersion = "lockstep.dev/version"
 
 // LeaseNamespace is where node leases live.
 const LeaseNamespace = corev1.NamespaceNodeLease
@@ -68,6 +78,12 @@ type Config struct {
 	KubeletPort int32
 	// Labels are added to the well-known labels at registration.
 	Labels map[string]string
+	// Taints are the Node's taints at registration.
+	Taints []corev1.Taint
+	// NoRegister: the Node is created by an administrator
+	// (--register-node=false); the manager waits for it to exist, then
+	// only writes its status and keeps its lease.
+	NoRegister bool
 	// MaxPods is the pods capacity (default 110).
 	MaxPods int
 	// StatusUpdateFrequency is how often the status is computed (10 s).
@@ -86,8 +102,15 @@ type Config struct {
 	// Reserved (system + kube reserved) is subtracted from capacity to
 	// give allocatable; may be nil.
 	Reserved corev1.ResourceList
-	// KubeletVersion is nodeInfo.kubeletVersion (default "lockstep").
+	// KubeletVersion is nodeInfo.kubeletVersion (default
+	// DefaultKubeletVersion).
 	KubeletVersion string
+	// AgentVersion is lockstep's own version, written at registration as
+	// the AnnotationAgentVersion annotation; empty writes none.
+	AgentVersion string
+	// MaxImages caps status.images, the largest first
+	// (nodeStatusMaxImages, default 50); negative means no cap.
+	MaxImages int
 	// Pressure feeds the pressure conditions; nil means none.
 	Pressure Pressure
 }
@@ -114,6 +137,9 @@ func (c Config) withDefaults() Config {
 	if c.KubeletVersion == "" {
 		c.KubeletVersion = DefaultKubeletVersion
 	}
+	if c.MaxImages == 0 {
+		c.MaxImages = DefaultMaxImages
+	}
 	return c
 }
 
@@ -138,8 +164,10 @@ type Ports struct {
 	Leases deps.LeaseAPI
 	// Events records events on the node; nil records none.
 	Events deps.EventSink
-	// Runtime answers the runtime's status and version.
+	// Runtime answers the runtime's status, version and handlers.
 	Runtime cri.RuntimeService
+	// Images lists the node's images for status.images; nil reports none.
+	Images cri.ImageManagerService
 	// Machine reports capacity and usage.
 	Machine deps.Machine
 }
@@ -163,6 +191,10 @@ type Manager struct {
 	runtimeVer string
 	fsCapacity uint64
 	rt         runtimeHealth
+	// handlers and features are what the last runtime status check
+	// reported (nil before one answered).
+	handlers []corev1.NodeRuntimeHandler
+	features *corev1.NodeFeatures
 	// lastReport is when the status was last written (or created).
 	lastReport time.Time
 	// written is the node as the last write (or the registration)

@@ -121,6 +121,7 @@ func (m *Manager) checkRuntime(ctx context.Context) {
 	now := m.d.Clock.Now()
 	m.mu.Lock()
 	m.rt = applyRuntimeStatus(m.rt, now, resp)
+	m.handlers, m.features = runtimeHandlers(resp), runtimeFeatures(resp)
 	m.mu.Unlock()
 }
 

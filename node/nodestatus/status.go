@@ -51,6 +51,9 @@ func (m *Manager) register(ctx context.Context) bool {
 
 // tryRegister makes one registration attempt.
 func (m *Manager) tryRegister(ctx context.Context) error {
+	if m.cfg.NoRegister {
+		return m.tryAdopt(ctx)
+	}
 	m.checkRuntime(ctx)
 	f, err := m.gather(ctx)
 	if err != nil {
@@ -79,6 +82,25 @@ func (m *Manager) tryRegister(ctx context.Context) error {
 	m.registered, m.uid, m.written = true, existing.UID, existing
 	m.mu.Unlock()
 	m.log.Info("node already registered, adopting it", "uid", existing.UID)
+	return nil
+}
+
+// tryAdopt looks for the Node an administrator creates
+// (--register-node=false) and adopts it once it exists.
+func (m *Manager) tryAdopt(ctx context.Context) error {
+	cctx, cancel := m.d.Clock.WithTimeout(ctx, m.timeout)
+	existing, err := m.ports.Nodes.GetNode(cctx, m.cfg.NodeName)
+	cancel()
+	if apierrors.IsNotFound(err) {
+		return fmt.Errorf("node %q does not exist yet: with --register-node=false an administrator creates it; its status and lease are written once it does", m.cfg.NodeName)
+	}
+	if err != nil {
+		return fmt.Errorf("read node %q (--register-node=false): %w", m.cfg.NodeName, err)
+	}
+	m.mu.Lock()
+	m.registered, m.uid = true, existing.UID
+	m.mu.Unlock()
+	m.log.Info("node created by an administrator found, adopting it", "uid", existing.UID)
 	return nil
 }
 
@@ -136,11 +158,31 @@ func (m *Manager) gather(ctx context.Context) (facts, error) {
 		fsCapacity:     fsCap,
 		runtimeVersion: ver,
 		ready:          m.readiness(),
+		images:         m.images(ctx),
 	}
+	m.mu.Lock()
+	f.handlers, f.features = m.handlers, m.features
+	m.mu.Unlock()
 	if m.cfg.Pressure != nil {
 		f.memoryPressure, f.diskPressure, f.pidPressure = m.cfg.Pressure.NodePressure()
 	}
 	return f, nil
+}
+
+// images lists the node's images for the status; nil (keep the old list)
+// without an image service or when the listing fails.
+func (m *Manager) images(ctx context.Context) []corev1.ContainerImage {
+	if m.ports.Images == nil {
+		return nil
+	}
+	cctx, cancel := m.d.Clock.WithTimeout(ctx, m.timeout)
+	imgs, err := m.ports.Images.ListImages(cctx, nil)
+	cancel()
+	if err != nil {
+		m.log.Warn("listing images for the node status failed", "err", err)
+		return nil
+	}
+	return nodeImages(imgs, m.cfg.MaxImages)
 }
 
 // syncStatus computes the status and writes it when it changed or a

@@ -1,15 +1,18 @@
 package nodestatus_test
 
 import (
+	"cmp"
 	"context"
 	"errors"
+	"slices"
 	"testing"
 	"time"
 
-	"github.com/google/go-cmp/cmp"
+	gocmp "github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/lockstep-dev/lockstep/node/nodestatus"
 	"github.com/lockstep-dev/lockstep/sim/apiserver"
@@ -39,14 +42,15 @@ func TestRegistersNode(t *testing.T) {
 	}
 	wantLabels := map[string]string{
 		"tier": "edge", "kubernetes.io/hostname": nodeName, "kubernetes.io/os": "linux", "kubernetes.io/arch": "amd64",
+		"beta.kubernetes.io/os": "linux", "beta.kubernetes.io/arch": "amd64",
 	}
-	if diff := cmp.Diff(wantLabels, n.Labels); diff != "" {
+	if diff := gocmp.Diff(wantLabels, n.Labels); diff != "" {
 		t.Errorf("labels (-want +got):\n%s", diff)
 	}
-	if diff := cmp.Diff(map[string]string{"cpu": "4", "memory": "8Gi", "pods": "110", "ephemeral-storage": "100Gi"}, quantities(n.Status.Capacity)); diff != "" {
+	if diff := gocmp.Diff(map[string]string{"cpu": "4", "memory": "8Gi", "pods": "110", "ephemeral-storage": "100Gi"}, quantities(n.Status.Capacity)); diff != "" {
 		t.Errorf("capacity (-want +got):\n%s", diff)
 	}
-	if diff := cmp.Diff(map[string]string{"cpu": "3500m", "memory": "7Gi", "pods": "110", "ephemeral-storage": "100Gi"}, quantities(n.Status.Allocatable)); diff != "" {
+	if diff := gocmp.Diff(map[string]string{"cpu": "3500m", "memory": "7Gi", "pods": "110", "ephemeral-storage": "100Gi"}, quantities(n.Status.Allocatable)); diff != "" {
 		t.Errorf("allocatable (-want +got):\n%s", diff)
 	}
 	wantInfo := corev1.NodeSystemInfo{
@@ -54,11 +58,11 @@ func TestRegistersNode(t *testing.T) {
 		ContainerRuntimeVersion: "containerd://2.0.0", KubeletVersion: "lockstep v0.1.0",
 		OperatingSystem: "linux", Architecture: "amd64",
 	}
-	if diff := cmp.Diff(wantInfo, n.Status.NodeInfo); diff != "" {
+	if diff := gocmp.Diff(wantInfo, n.Status.NodeInfo); diff != "" {
 		t.Errorf("nodeInfo (-want +got):\n%s", diff)
 	}
 	wantAddrs := []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: "10.0.0.7"}, {Type: corev1.NodeHostName, Address: nodeName}}
-	if diff := cmp.Diff(wantAddrs, n.Status.Addresses); diff != "" {
+	if diff := gocmp.Diff(wantAddrs, n.Status.Addresses); diff != "" {
 		t.Errorf("addresses (-want +got):\n%s", diff)
 	}
 	type cond struct {
@@ -76,20 +80,20 @@ func TestRegistersNode(t *testing.T) {
 		{corev1.NodePIDPressure, corev1.ConditionFalse, "KubeletHasSufficientPID", "lockstep has sufficient PID available"},
 		{corev1.NodeReady, corev1.ConditionTrue, "KubeletReady", "lockstep is posting ready status"},
 	}
-	if diff := cmp.Diff(want, got); diff != "" {
+	if diff := gocmp.Diff(want, got); diff != "" {
 		t.Errorf("conditions (-want +got):\n%s", diff)
 	}
 	if ready, reason, msg := w.m.Ready(); !ready || reason != "KubeletReady" || msg != "lockstep is posting ready status" {
 		t.Errorf("Ready() = %v, %q, %q", ready, reason, msg)
 	}
-	if got := w.writes(apiserver.KindNode, apiserver.VerbCreate, 0); !cmp.Equal(secs(0), got) {
+	if got := w.writes(apiserver.KindNode, apiserver.VerbCreate, 0); !gocmp.Equal(secs(0), got) {
 		t.Errorf("node creations at %v, want one at 0s", got)
 	}
 	var events []string
 	for _, e := range w.srv.User().Events() {
 		events = append(events, e.Object.Kind+"/"+e.Object.Name+" "+e.Reason)
 	}
-	if diff := cmp.Diff([]string{"Node/node-a NodeReady"}, events); diff != "" {
+	if diff := gocmp.Diff([]string{"Node/node-a NodeReady"}, events); diff != "" {
 		t.Errorf("events (-want +got):\n%s", diff)
 	}
 }
@@ -120,10 +124,10 @@ func TestAdoptsExistingNode(t *testing.T) {
 	if n.UID != created.UID {
 		t.Errorf("node UID %q, want the existing %q", n.UID, created.UID)
 	}
-	if diff := cmp.Diff(existing.Labels, n.Labels); diff != "" {
+	if diff := gocmp.Diff(existing.Labels, n.Labels); diff != "" {
 		t.Errorf("labels of the adopted node changed (-want +got):\n%s", diff)
 	}
-	if diff := cmp.Diff(map[string]string{"cpu": "4", "memory": "8Gi", "pods": "110", "ephemeral-storage": "100Gi", "example.com/gpu": "2"}, quantities(n.Status.Capacity)); diff != "" {
+	if diff := gocmp.Diff(map[string]string{"cpu": "4", "memory": "8Gi", "pods": "110", "ephemeral-storage": "100Gi", "example.com/gpu": "2"}, quantities(n.Status.Capacity)); diff != "" {
 		t.Errorf("capacity (-want +got):\n%s", diff)
 	}
 	var types []corev1.NodeConditionType
@@ -131,17 +135,17 @@ func TestAdoptsExistingNode(t *testing.T) {
 		types = append(types, c.Type)
 	}
 	wantTypes := []corev1.NodeConditionType{corev1.NodeNetworkUnavailable, corev1.NodeMemoryPressure, corev1.NodeDiskPressure, corev1.NodePIDPressure, corev1.NodeReady}
-	if diff := cmp.Diff(wantTypes, types); diff != "" {
+	if diff := gocmp.Diff(wantTypes, types); diff != "" {
 		t.Errorf("condition types (-want +got):\n%s", diff)
 	}
-	if got := w.statusWrites(0); !cmp.Equal(secs(0), got) {
+	if got := w.statusWrites(0); !gocmp.Equal(secs(0), got) {
 		t.Errorf("status writes at %v, want one at once (the adopted node's report is due)", got)
 	}
 	// The lease learns the node's UID at its next renewal.
 	w.run(10 * time.Second)
 	l := w.lease()
 	want := []metav1.OwnerReference{{APIVersion: "v1", Kind: "Node", Name: nodeName, UID: created.UID}}
-	if diff := cmp.Diff(want, l.OwnerReferences); diff != "" {
+	if diff := gocmp.Diff(want, l.OwnerReferences); diff != "" {
 		t.Errorf("lease owner references (-want +got):\n%s", diff)
 	}
 }
@@ -158,7 +162,7 @@ func TestRegisterRetriesWithBackoff(t *testing.T) {
 		w.srv.Down(false)
 		w.run(5 * time.Second)
 		// Attempts at 0, 0.1, 0.3, 0.7, 1.5, 3.1 s failed; 6.3 s is next.
-		if got := w.writes(apiserver.KindNode, apiserver.VerbCreate, 0); !cmp.Equal(secs(6.3), got) {
+		if got := w.writes(apiserver.KindNode, apiserver.VerbCreate, 0); !gocmp.Equal(secs(6.3), got) {
 			t.Errorf("node created at %v, want at 6.3s", got)
 		}
 		if !w.m.Registered() {
@@ -172,7 +176,7 @@ func TestRegisterRetriesWithBackoff(t *testing.T) {
 		w.run(30 * time.Second) // attempts ... 6.3, 12.7, 19.7, 26.7, 33.7
 		w.srv.Down(false)
 		w.run(10 * time.Second)
-		if got := w.writes(apiserver.KindNode, apiserver.VerbCreate, 0); !cmp.Equal(secs(33.7), got) {
+		if got := w.writes(apiserver.KindNode, apiserver.VerbCreate, 0); !gocmp.Equal(secs(33.7), got) {
 			t.Errorf("node created at %v, want at 33.7s", got)
 		}
 	})
@@ -181,7 +185,7 @@ func TestRegisterRetriesWithBackoff(t *testing.T) {
 		w.machine.infoFailures = 2
 		w.start()
 		w.run(time.Second)
-		if got := w.writes(apiserver.KindNode, apiserver.VerbCreate, 0); !cmp.Equal(secs(0.3), got) {
+		if got := w.writes(apiserver.KindNode, apiserver.VerbCreate, 0); !gocmp.Equal(secs(0.3), got) {
 			t.Errorf("node created at %v, want at 0.3s", got)
 		}
 	})
@@ -193,7 +197,7 @@ func TestStatusWrittenWhenChangedOrEveryReportPeriod(t *testing.T) {
 	w.run(12 * time.Minute)
 	// Computed every 10 s, but nothing changed: written only when the
 	// report is due.
-	if diff := cmp.Diff(secs(300, 600), w.statusWrites(0)); diff != "" {
+	if diff := gocmp.Diff(secs(300, 600), w.statusWrites(0)); diff != "" {
 		t.Errorf("status writes (-want +got):\n%s", diff)
 	}
 	hb := w.ready().LastHeartbeatTime.Time
@@ -207,7 +211,7 @@ func TestStatusWrittenWhenChangedOrEveryReportPeriod(t *testing.T) {
 	w.pleg.ok, w.pleg.err = true, nil
 	w.run(10 * time.Second) // written at 12m20s
 	w.run(5 * time.Minute)  // due again at 17m20s
-	if diff := cmp.Diff(secs(300, 600, 730, 740, 1040), w.statusWrites(0)); diff != "" {
+	if diff := gocmp.Diff(secs(300, 600, 730, 740, 1040), w.statusWrites(0)); diff != "" {
 		t.Errorf("status writes (-want +got):\n%s", diff)
 	}
 }
@@ -237,14 +241,14 @@ func TestRuntimeDownMakesNodeNotReady(t *testing.T) {
 		t.Errorf("Ready transition time %v, want 2m20s", got)
 	}
 	// Only the two flips were written; NotReady heartbeats were not.
-	if diff := cmp.Diff(secs(40, 140), w.statusWrites(0)); diff != "" {
+	if diff := gocmp.Diff(secs(40, 140), w.statusWrites(0)); diff != "" {
 		t.Errorf("status writes (-want +got):\n%s", diff)
 	}
 	var reasons []string
 	for _, e := range w.srv.User().Events() {
 		reasons = append(reasons, e.Reason)
 	}
-	if diff := cmp.Diff([]string{"NodeReady", "NodeNotReady"}, reasons); diff != "" {
+	if diff := gocmp.Diff([]string{"NodeReady", "NodeNotReady"}, reasons); diff != "" {
 		t.Errorf("event reasons (-want +got):\n%s", diff)
 	}
 }
@@ -308,7 +312,7 @@ func TestRuntimeConditions(t *testing.T) {
 				want = append(want, tc.laterAt)
 			}
 			w.run(time.Minute)
-			if diff := cmp.Diff(want, w.statusWrites(0)); diff != "" {
+			if diff := gocmp.Diff(want, w.statusWrites(0)); diff != "" {
 				t.Errorf("status writes while NotReady (-want +got):\n%s", diff)
 			}
 			tc.heal(w)
@@ -334,7 +338,7 @@ func TestStatusWriteRetry(t *testing.T) {
 	w.srv.FailWrites(4, nil)
 	w.run(10 * time.Second)
 	// Four failures, the fifth attempt wins: written at 20 s.
-	if diff := cmp.Diff(secs(20), w.statusWrites(0)); diff != "" {
+	if diff := gocmp.Diff(secs(20), w.statusWrites(0)); diff != "" {
 		t.Errorf("status writes (-want +got):\n%s", diff)
 	}
 	if c := w.ready(); c.Status != corev1.ConditionFalse {
@@ -345,11 +349,11 @@ func TestStatusWriteRetry(t *testing.T) {
 	w.srv.FailWrites(5, nil)
 	w.run(10 * time.Second)
 	// All five attempts at 30 s fail; the next computation writes.
-	if diff := cmp.Diff(secs(20), w.statusWrites(0)); diff != "" {
+	if diff := gocmp.Diff(secs(20), w.statusWrites(0)); diff != "" {
 		t.Errorf("status writes after 5 failures (-want +got):\n%s", diff)
 	}
 	w.run(10 * time.Second)
-	if diff := cmp.Diff(secs(20, 40), w.statusWrites(0)); diff != "" {
+	if diff := gocmp.Diff(secs(20, 40), w.statusWrites(0)); diff != "" {
 		t.Errorf("status writes (-want +got):\n%s", diff)
 	}
 	if c := w.ready(); c.Status != corev1.ConditionTrue {
@@ -369,7 +373,7 @@ func TestStatusPatchesWithoutReading(t *testing.T) {
 	w.run(10 * time.Second)
 	w.pleg.ok, w.pleg.err = true, nil
 	w.run(10 * time.Minute)
-	if diff := cmp.Diff(secs(20, 30, 330), w.statusWrites(0)); diff != "" {
+	if diff := gocmp.Diff(secs(20, 30, 330), w.statusWrites(0)); diff != "" {
 		t.Errorf("status writes (-want +got):\n%s", diff)
 	}
 	if c := w.ready(); c.Status != corev1.ConditionTrue {
@@ -396,7 +400,95 @@ func TestPressureSeam(t *testing.T) {
 			t.Errorf("MemoryPressure = %+v, want True %s", c, nodestatus.ReasonInsufficientMemory)
 		}
 	}
-	if diff := cmp.Diff(secs(20), w.statusWrites(0)); diff != "" {
+	if diff := gocmp.Diff(secs(20), w.statusWrites(0)); diff != "" {
 		t.Errorf("status writes (-want +got):\n%s", diff)
+	}
+}
+
+// TestNodeObjectFields checks what a registered node tells the control
+// plane about itself: taints, the agent's version, images (largest first,
+// capped), runtime handlers and features from the runtime's status.
+func TestNodeObjectFields(t *testing.T) {
+	w := newWorld(t, func(c *nodestatus.Config) {
+		c.MaxImages = 2
+		c.KubeletVersion = ""
+		c.AgentVersion = "lockstep v0.1.0"
+		c.KubeletPort = 10250
+		c.Taints = []corev1.Taint{{Key: "dedicated", Value: "db", Effect: corev1.TaintEffectNoSchedule}}
+	})
+	w.start()
+	w.run(time.Second)
+	n := w.node()
+	if n == nil {
+		t.Fatal("no node in the API after 1 s")
+	}
+	imgs, err := w.rt.ListImages(context.Background(), nil)
+	if err != nil || len(imgs) < 3 {
+		t.Fatalf("fakecri images: %d %v, want at least 3 to see the cap", len(imgs), err)
+	}
+	slices.SortFunc(imgs, func(a, b *runtimeapi.Image) int { return cmp.Compare(b.GetSize(), a.GetSize()) })
+	var wantImages []corev1.ContainerImage
+	for _, img := range imgs[:2] {
+		wantImages = append(wantImages, corev1.ContainerImage{Names: append(slices.Clone(img.RepoDigests), img.RepoTags...), SizeBytes: int64(img.Size)})
+	}
+	no := false
+	type view struct {
+		KubeletVersion string
+		Annotations    map[string]string
+		Taints         []corev1.Taint
+		Port           int32
+		Images         []corev1.ContainerImage
+		Handlers       []corev1.NodeRuntimeHandler
+		Features       *corev1.NodeFeatures
+	}
+	want := view{
+		KubeletVersion: nodestatus.DefaultKubeletVersion,
+		Annotations:    map[string]string{nodestatus.AnnotationAgentVersion: "lockstep v0.1.0"},
+		Taints:         []corev1.Taint{{Key: "dedicated", Value: "db", Effect: corev1.TaintEffectNoSchedule}},
+		Port:           10250,
+		Images:         wantImages,
+		Handlers: []corev1.NodeRuntimeHandler{
+			{Name: "", Features: &corev1.NodeRuntimeHandlerFeatures{RecursiveReadOnlyMounts: &no, UserNamespaces: &no}},
+			{Name: "runc", Features: &corev1.NodeRuntimeHandlerFeatures{RecursiveReadOnlyMounts: &no, UserNamespaces: &no}},
+		},
+		Features: &corev1.NodeFeatures{SupplementalGroupsPolicy: &no},
+	}
+	got := view{n.Status.NodeInfo.KubeletVersion, n.Annotations, n.Spec.Taints, n.Status.DaemonEndpoints.KubeletEndpoint.Port,
+		n.Status.Images, n.Status.RuntimeHandlers, n.Status.Features}
+	if diff := gocmp.Diff(want, got); diff != "" {
+		t.Errorf("node (-want +got):\n%s", diff)
+	}
+}
+
+// TestNoRegisterWaitsForTheAdministrator: with --register-node=false the
+// manager never creates the Node; once an administrator does, it adopts
+// it and writes its status.
+func TestNoRegisterWaitsForTheAdministrator(t *testing.T) {
+	w := newWorld(t, func(c *nodestatus.Config) { c.NoRegister = true })
+	w.start()
+	w.run(30 * time.Second)
+	if w.m.Registered() || w.node() != nil {
+		t.Fatalf("registered %v, node %v: want no Node created with NoRegister", w.m.Registered(), w.node())
+	}
+	w.k.Tasks().Go("administrator", func() {
+		n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: nodeName, Labels: map[string]string{"made-by": "admin"}}}
+		if _, err := w.srv.CreateNode(context.Background(), n); err != nil {
+			t.Errorf("administrator creates the node: %v", err)
+		}
+	})
+	w.runUntil("the node adopted and Ready", func() bool {
+		n := w.node()
+		if n == nil {
+			return false
+		}
+		for _, c := range n.Status.Conditions {
+			if c.Type == corev1.NodeReady {
+				return w.m.Registered() && c.Status == corev1.ConditionTrue
+			}
+		}
+		return false
+	}, 10*time.Second)
+	if got := w.node().Labels; !gocmp.Equal(map[string]string{"made-by": "admin"}, got) {
+		t.Errorf("labels %v: the administrator's node must be kept as it is", got)
 	}
 }

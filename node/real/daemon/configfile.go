@@ -26,6 +26,7 @@ var supportedFields = []string{
 	"seccompDefault", "singleProcessOOMKill",
 	"serializeImagePulls", "maxParallelImagePulls",
 	"cgroupsPerQOS", "cgroupRoot", "cgroupDriver", "kubeReserved", "systemReserved", "enforceNodeAllocatable", "qosReserved",
+	"registerNode", "registerWithTaints", "enableSystemLogHandler",
 }
 
 // ConfigFile is a parsed KubeletConfiguration and the fields it set that
@@ -159,6 +160,16 @@ func (cf *ConfigFile) Apply(o *Options, flagSet func(flag string) bool) {
 	})
 	set("logging.verbosity", "v", func() { o.Verbosity = int(c.Logging.Verbosity) })
 	applyCgroups(c, o, set)
+	set("registerNode", "register-node", func() { o.RegisterNode = c.RegisterNode == nil || *c.RegisterNode })
+	set("registerWithTaints", "register-with-taints", func() {
+		o.RegisterWithTaints = nil
+		for _, t := range c.RegisterWithTaints {
+			o.RegisterWithTaints = append(o.RegisterWithTaints, taintString(t))
+		}
+	})
+	set("enableSystemLogHandler", "enable-system-log-handler", func() {
+		o.EnableSystemLogHandler = c.EnableSystemLogHandler == nil || *c.EnableSystemLogHandler
+	})
 	if cf.Set["authentication.anonymous.enabled"] && c.Authentication.Anonymous.Enabled != nil && *c.Authentication.Anonymous.Enabled {
 		cf.Ignored = append(cf.Ignored, "authentication.anonymous.enabled (anonymous access is always off)")
 	}

@@ -74,6 +74,16 @@ type Options struct {
 	APIQPS                int32
 	APIBurst              int32
 	Verbosity             int
+	// RegisterNode: the agent creates its Node (--register-node); false
+	// waits for an administrator to create it.
+	RegisterNode bool
+	// NodeLabels are added to the Node at registration (--node-labels).
+	NodeLabels map[string]string
+	// RegisterWithTaints are the Node's taints at registration, each
+	// "<key>[=<value>]:<effect>" (--register-with-taints).
+	RegisterWithTaints []string
+	// EnableSystemLogHandler serves /var/log at /logs/ on the secure port.
+	EnableSystemLogHandler bool
 	// Cgroups are the pod and QoS cgroup options.
 	Cgroups CgroupOptions
 
@@ -110,6 +120,8 @@ func Defaults() Options {
 		APIQPS:                        50,
 		APIBurst:                      100,
 		Cgroups:                       DefaultCgroupOptions(),
+		RegisterNode:                  true,
+		EnableSystemLogHandler:        true,
 		origin:                        map[string]string{},
 	}
 }
@@ -200,6 +212,12 @@ func (o *Options) Validate() error {
 	}
 	if err := o.validateCgroups(bad); err != nil {
 		return err
+	}
+	if err := ValidateNodeLabels(o.NodeLabels); err != nil {
+		return bad("node-labels", o.NodeLabels, err.Error())
+	}
+	if _, err := ParseTaints(o.RegisterWithTaints); err != nil {
+		return bad("register-with-taints", strings.Join(o.RegisterWithTaints, ","), err.Error())
 	}
 	if _, err := ParseNodeIPs(o.NodeIP); err != nil {
 		return bad("node-ip", o.NodeIP, err.Error())

@@ -36,7 +36,9 @@ import (
 	"github.com/lockstep-dev/lockstep/node/runtimesync"
 )
 
-// Version is the agent's version as reported in the node's nodeInfo.
+// Version is the agent's version, written on the Node as the
+// lockstep.dev/version annotation (nodeInfo.kubeletVersion reports the
+// Kubernetes release lockstep stands in for).
 const Version = "lockstep v0.1.0"
 
 // Runtime is the container runtime the daemon drives.
@@ -85,7 +87,14 @@ func Run(ctx context.Context, o Options, rt Runtime, log *slog.Logger) error {
 	for i, ip := range ips {
 		nodeIPs[i] = ip.String()
 	}
-	nodeIP := nodeIPs[0]
+	nodeIP, secondaryIP := nodeIPs[0], ""
+	if len(nodeIPs) > 1 {
+		secondaryIP = nodeIPs[1]
+	}
+	taints, err := ParseTaints(o.RegisterWithTaints)
+	if err != nil {
+		return fmt.Errorf("invalid --register-with-taints: %w", err)
+	}
 	log = log.With("node", nodeName)
 	for _, dir := range []string{o.RootDir, o.PodLogsRoot, o.ContainerLogsDir} {
 		if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -169,7 +178,8 @@ func Run(ctx context.Context, o Options, rt Runtime, log *slog.Logger) error {
 		PLEG:        pleg.Config{UseEvents: rt.Events != nil},
 		Cgroups:     o.Cgroups.Config(),
 		NodeStatus: nodestatus.Config{
-			NodeIP: nodeIP, KubeletPort: o.Port, MaxPods: int(o.MaxPods), KubeletVersion: Version,
+			NodeIP: nodeIP, SecondaryNodeIP: secondaryIP, KubeletPort: o.Port, MaxPods: int(o.MaxPods), AgentVersion: Version,
+			Labels: o.NodeLabels, Taints: taints, NoRegister: !o.RegisterNode,
 			StatusUpdateFrequency: o.NodeStatusUpdateFrequency, StatusReportFrequency: o.NodeStatusReportFrequency,
 			LeaseDuration: time.Duration(o.NodeLeaseDurationSeconds) * time.Second,
 			Reserved:      o.Cgroups.Reserved(),
@@ -180,8 +190,10 @@ func Run(ctx context.Context, o Options, rt Runtime, log *slog.Logger) error {
 	scfg := server.Config{
 		Address: o.Address, Port: int(o.Port), ReadOnlyPort: int(o.ReadOnlyPort),
 		TLSCertFile: o.TLSCertFile, TLSKeyFile: o.TLSKeyFile, CertDir: filepath.Join(o.RootDir, "pki"),
-		ClientCAFile: o.ClientCAFile, EnableProfiling: o.EnableProfilingHandler,
-		Metrics: metrics.Handler(reg), ProbeMetrics: metrics.Handler(probeReg),
+		ClientCAFile: o.ClientCAFile,
+		Metrics:      metrics.Handler(reg), ProbeMetrics: metrics.Handler(probeReg),
+		Configz:    o.KubeletConfiguration(),
+		SystemLogs: o.EnableSystemLogHandler, Profiling: o.EnableProfilingHandler,
 	}
 	for _, ip := range ips {
 		scfg.NodeIPs = append(scfg.NodeIPs, net.IP(ip.AsSlice()))

@@ -36,7 +36,8 @@ type Options struct {
 	ProcDir string
 	// EtcDir holds machine-id and os-release.
 	EtcDir string
-	// SysDir is sysfs' mount point (huge page pools, the cgroup root).
+	// SysDir is sysfs' mount point (huge page pools, the cgroup root, the
+	// system UUID).
 	SysDir string
 	// RootDir is the agent's root directory; its file system is nodefs.
 	RootDir string
@@ -57,6 +58,9 @@ func New(opts Options) *Machine {
 	if opts.EtcDir == "" {
 		opts.EtcDir = DefaultEtcDir
 	}
+	if opts.SysDir == "" {
+		opts.SysDir = DefaultSysDir
+	}
 	if opts.RootDir == "" {
 		opts.RootDir = DefaultRootDir
 	}
@@ -64,6 +68,17 @@ func New(opts Options) *Machine {
 		opts.SysDir = DefaultSysDir
 	}
 	return &Machine{opts: opts}
+}
+
+// systemUUID reads the SMBIOS product UUID, as cAdvisor does; "" when
+// the file is missing or unreadable (it is root-only, and absent on some
+// virtual machines and architectures).
+func (m *Machine) systemUUID() string {
+	data, err := os.ReadFile(filepath.Join(m.opts.SysDir, "class", "dmi", "id", "product_uuid"))
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(data))
 }
 
 // Info reads the node's identity and fixed capacity. MachineID is empty
@@ -80,6 +95,7 @@ func (m *Machine) Info(ctx context.Context) (deps.MachineInfo, error) {
 	if info.MachineID, err = m.readOptional(filepath.Join(m.opts.EtcDir, "machine-id")); err != nil {
 		return deps.MachineInfo{}, err
 	}
+	info.SystemUUID = m.systemUUID()
 	if info.BootID, err = m.readString(m.proc("sys/kernel/random/boot_id")); err != nil {
 		return deps.MachineInfo{}, err
 	}

@@ -46,6 +46,7 @@ func procFiles() map[string]string {
 		"proc/sys/kernel/threads-max":    "31000\n",
 		"proc/loadavg":                   "1.56 1.69 2.18 1/90 23301\n",
 		"etc/machine-id":                 "0123456789abcdef0123456789abcdef\n",
+		"sys/class/dmi/id/product_uuid":  "EC2A1B2C-0000-1111-2222-333344445555\n",
 		"etc/os-release":                 "NAME=\"Debian GNU/Linux\"\nPRETTY_NAME=\"Debian GNU/Linux 12 (bookworm)\"\nID=debian\n",
 		"sys/kernel/mm/hugepages/hugepages-1048576kB/nr_hugepages": "0\n",
 		"sys/kernel/mm/hugepages/hugepages-2048kB/nr_hugepages":    "16\n",
@@ -67,6 +68,7 @@ func TestInfoFromFixture(t *testing.T) {
 	}
 	want := deps.MachineInfo{
 		MachineID:     "0123456789abcdef0123456789abcdef",
+		SystemUUID:    "EC2A1B2C-0000-1111-2222-333344445555",
 		BootID:        "5b3c2d8e-1111-2222-3333-444455556666",
 		KernelVersion: "6.1.0-18-amd64",
 		OSImage:       "Debian GNU/Linux 12 (bookworm)",

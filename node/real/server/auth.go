@@ -49,13 +49,16 @@ type Attributes struct {
 	Name        string
 }
 
-// RequestAttributes maps a request to the attributes the kubelet checks:
-// the verb from the HTTP method (GET and HEAD → get, POST → create, PUT →
-// update, PATCH → patch, DELETE → delete, anything else → ""), the
-// subresource from the path (/stats… → stats, /metrics… → metrics, /logs…
-// → log, /spec… → spec, /checkpoint… → checkpoint, everything else,
-// /containerLogs included, → proxy).
-func RequestAttributes(r *http.Request, nodeName string) Attributes {
+// RequestAttributes maps a request to the attributes the kubelet checks,
+// in order; the request is allowed when one of them is. The verb comes
+// from the HTTP method (GET and HEAD → get, POST → create, PUT → update,
+// PATCH → patch, DELETE → delete, anything else → ""). /pods, /healthz and
+// /configz are first checked as their fine-grained subresource (pods,
+// healthz, configz; the kubelet's KubeletFineGrainedAuthz) and then as
+// proxy; /stats… → stats, /metrics… → metrics, /logs… → log, /spec… →
+// spec, /checkpoint… → checkpoint; everything else, /containerLogs and the
+// streams included, → proxy.
+func RequestAttributes(r *http.Request, nodeName string) []Attributes {
 	a := Attributes{Resource: "nodes", Subresource: "proxy", Name: nodeName}
 	switch r.Method {
 	case http.MethodGet, http.MethodHead:
@@ -74,6 +77,14 @@ func RequestAttributes(r *http.Request, nodeName string) Attributes {
 		p = "/"
 	}
 	p = path.Clean(p)
+	var out []Attributes
+	for _, fine := range []string{"pods", "healthz", "configz"} {
+		if isSubpath(p, "/"+fine) {
+			f := a
+			f.Subresource = fine
+			out = append(out, f)
+		}
+	}
 	switch {
 	case isSubpath(p, "/stats"):
 		a.Subresource = "stats"
@@ -86,7 +97,7 @@ func RequestAttributes(r *http.Request, nodeName string) Attributes {
 	case isSubpath(p, "/checkpoint"):
 		a.Subresource = "checkpoint"
 	}
-	return a
+	return append(out, a)
 }
 
 // isSubpath reports whether p is root or below it.
@@ -112,12 +123,22 @@ func (f *secureFilter) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "Unauthorized", http.StatusUnauthorized)
 		return
 	}
-	attrs := RequestAttributes(r, f.nodeName())
-	allowed, reason, err := f.authz.Authorize(r.Context(), user, groups, attrs.Verb, attrs.Resource, attrs.Subresource, attrs.Name)
-	if err != nil {
-		f.log.Error("authorization failed", "user", user, "verb", attrs.Verb, "resource", attrs.Resource, "subresource", attrs.Subresource, "path", r.URL.Path, "err", err)
-		http.Error(w, "Internal Server Error", http.StatusInternalServerError)
-		return
+	var (
+		attrs   Attributes
+		allowed bool
+		reason  string
+		err     error
+	)
+	for _, attrs = range RequestAttributes(r, f.nodeName()) {
+		allowed, reason, err = f.authz.Authorize(r.Context(), user, groups, attrs.Verb, attrs.Resource, attrs.Subresource, attrs.Name)
+		if err != nil {
+			f.log.Error("authorization failed", "user", user, "verb", attrs.Verb, "resource", attrs.Resource, "subresource", attrs.Subresource, "path", r.URL.Path, "err", err)
+			http.Error(w, "Internal Server Error", http.StatusInternalServerError)
+			return
+		}
+		if allowed {
+			break
+		}
 	}
 	if !allowed {
 		f.log.Info("request forbidden", "user", user, "verb", attrs.Verb, "resource", attrs.Resource, "subresource", attrs.Subresource, "path", r.URL.Path, "reason", reason)

@@ -23,35 +23,66 @@ import (
 )
 
 func TestRequestAttributes(t *testing.T) {
+	at := func(verb, sub string) Attributes { return Attributes{verb, "nodes", sub, "node-a"} }
 	tests := []struct {
 		method, path string
-		want         Attributes
+		want         []Attributes
 	}{
-		{"GET", "/stats/summary", Attributes{"get", "nodes", "stats", "node-a"}},
-		{"GET", "/stats", Attributes{"get", "nodes", "stats", "node-a"}},
-		{"HEAD", "/metrics", Attributes{"get", "nodes", "metrics", "node-a"}},
-		{"GET", "/metrics/probes", Attributes{"get", "nodes", "metrics", "node-a"}},
-		{"GET", "/metricsfoo", Attributes{"get", "nodes", "proxy", "node-a"}},
-		{"GET", "/logs/messages", Attributes{"get", "nodes", "log", "node-a"}},
-		{"GET", "/containerLogs/default/web/app", Attributes{"get", "nodes", "proxy", "node-a"}},
-		{"GET", "/pods", Attributes{"get", "nodes", "proxy", "node-a"}},
-		{"GET", "/healthz", Attributes{"get", "nodes", "proxy", "node-a"}},
-		{"GET", "/debug/pprof/heap", Attributes{"get", "nodes", "proxy", "node-a"}},
-		{"GET", "/spec/", Attributes{"get", "nodes", "spec", "node-a"}},
-		{"POST", "/checkpoint/ns/pod/c", Attributes{"create", "nodes", "checkpoint", "node-a"}},
-		{"POST", "/exec/ns/pod/c", Attributes{"create", "nodes", "proxy", "node-a"}},
-		{"PUT", "/x", Attributes{"update", "nodes", "proxy", "node-a"}},
-		{"PATCH", "/x", Attributes{"patch", "nodes", "proxy", "node-a"}},
-		{"DELETE", "/x", Attributes{"delete", "nodes", "proxy", "node-a"}},
-		{"OPTIONS", "/x", Attributes{"", "nodes", "proxy", "node-a"}},
+		{"GET", "/stats/summary", []Attributes{at("get", "stats")}},
+		{"GET", "/stats", []Attributes{at("get", "stats")}},
+		{"HEAD", "/metrics", []Attributes{at("get", "metrics")}},
+		{"GET", "/metrics/probes", []Attributes{at("get", "metrics")}},
+		{"GET", "/metricsfoo", []Attributes{at("get", "proxy")}},
+		{"GET", "/logs/messages", []Attributes{at("get", "log")}},
+		{"GET", "/containerLogs/default/web/app", []Attributes{at("get", "proxy")}},
+		{"GET", "/pods", []Attributes{at("get", "pods"), at("get", "proxy")}},
+		{"GET", "/healthz", []Attributes{at("get", "healthz"), at("get", "proxy")}},
+		{"GET", "/healthz/syncloop", []Attributes{at("get", "healthz"), at("get", "proxy")}},
+		{"GET", "/configz", []Attributes{at("get", "configz"), at("get", "proxy")}},
+		{"GET", "/spec/", []Attributes{at("get", "spec")}},
+		{"GET", "/debug/pprof/heap", []Attributes{at("get", "proxy")}},
+		{"POST", "/checkpoint/ns/pod/c", []Attributes{at("create", "checkpoint")}},
+		{"POST", "/exec/ns/pod/c", []Attributes{at("create", "proxy")}},
+		{"GET", "/portForward/ns/pod", []Attributes{at("get", "proxy")}},
+		{"PUT", "/x", []Attributes{at("update", "proxy")}},
+		{"PATCH", "/x", []Attributes{at("patch", "proxy")}},
+		{"DELETE", "/x", []Attributes{at("delete", "proxy")}},
+		{"OPTIONS", "/x", []Attributes{at("", "proxy")}},
 		// A path that walks out of /stats is judged by where it lands.
-		{"GET", "/stats/../pods", Attributes{"get", "nodes", "proxy", "node-a"}},
+		{"GET", "/stats/../pods", []Attributes{at("get", "pods"), at("get", "proxy")}},
 	}
 	for _, tc := range tests {
 		r := httptest.NewRequest(tc.method, "http://x"+tc.path, nil)
-		if got := RequestAttributes(r, "node-a"); got != tc.want {
-			t.Errorf("%s %s: got %+v, want %+v", tc.method, tc.path, got, tc.want)
+		if diff := cmp.Diff(tc.want, RequestAttributes(r, "node-a")); diff != "" {
+			t.Errorf("%s %s (-want +got):\n%s", tc.method, tc.path, diff)
 		}
+	}
+}
+
+func TestFineGrainedAttributesFallBackToProxy(t *testing.T) {
+	p := newProvider(t)
+	for _, tc := range []struct {
+		name  string
+		allow string // the one subresource the authorizer allows
+		code  int
+		asked []string
+	}{
+		{"configz allowed", "configz", 200, []string{"configz"}},
+		{"proxy allowed", "proxy", 200, []string{"configz", "proxy"}},
+		{"neither", "stats", 403, []string{"configz", "proxy"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			authz := &recordingAuthz{decide: func(c sarCall) (bool, error) { return c.Subresource == tc.allow, nil }}
+			s := newServer(t, p, authz, func(c *Config) { c.Configz = map[string]any{} })
+			code, _ := get(t, s.SecureHandler(), "/configz", testToken)
+			var asked []string
+			for _, c := range authz.recorded() {
+				asked = append(asked, c.Subresource)
+			}
+			if code != tc.code || !cmp.Equal(asked, tc.asked) {
+				t.Errorf("GET /configz = %d after asking %v, want %d after %v", code, asked, tc.code, tc.asked)
+			}
+		})
 	}
 }
 
@@ -106,16 +137,17 @@ func TestSecurePortAuthorization(t *testing.T) {
 	s := newServer(t, p, authz, func(c *Config) {
 		c.Metrics = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "secret metrics") })
 	})
+	call := func(sub string) sarCall { return sarCall{"alice", []string{"devs"}, "get", "nodes", sub, "node-a"} }
 	tests := []struct {
 		path string
-		want sarCall
+		want []sarCall
 	}{
-		{"/stats/summary", sarCall{"alice", []string{"devs"}, "get", "nodes", "stats", "node-a"}},
-		{"/metrics", sarCall{"alice", []string{"devs"}, "get", "nodes", "metrics", "node-a"}},
-		{"/containerLogs/default/web/app", sarCall{"alice", []string{"devs"}, "get", "nodes", "proxy", "node-a"}},
-		{"/pods", sarCall{"alice", []string{"devs"}, "get", "nodes", "proxy", "node-a"}},
-		{"/healthz", sarCall{"alice", []string{"devs"}, "get", "nodes", "proxy", "node-a"}},
-		{"/no/such/path", sarCall{"alice", []string{"devs"}, "get", "nodes", "proxy", "node-a"}},
+		{"/stats/summary", []sarCall{call("stats")}},
+		{"/metrics", []sarCall{call("metrics")}},
+		{"/containerLogs/default/web/app", []sarCall{call("proxy")}},
+		{"/pods", []sarCall{call("pods"), call("proxy")}},
+		{"/healthz", []sarCall{call("healthz"), call("proxy")}},
+		{"/no/such/path", []sarCall{call("proxy")}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.path, func(t *testing.T) {
@@ -125,7 +157,7 @@ func TestSecurePortAuthorization(t *testing.T) {
 				t.Errorf("got %d %q, want 403 \"Forbidden\\n\" and nothing else", code, body)
 			}
 			calls := authz.recorded()[before:]
-			if diff := cmp.Diff([]sarCall{tc.want}, calls); diff != "" {
+			if diff := cmp.Diff(tc.want, calls); diff != "" {
 				t.Errorf("authorization questions (-want +got):\n%s", diff)
 			}
 		})
@@ -234,10 +266,10 @@ func TestClientCertificateAuthentication(t *testing.T) {
 		wantCall   *sarCall
 	}{
 		{name: "CA-signed certificate", cert: ptr(ca.clientCert(t, "bob", "ops", "admins")), wantStatus: 200,
-			wantCall: &sarCall{"bob", []string{"ops", "admins"}, "get", "nodes", "proxy", "node-a"}},
+			wantCall: &sarCall{"bob", []string{"ops", "admins"}, "get", "nodes", "healthz", "node-a"}},
 		{name: "certificate of another CA", cert: ptr(other.clientCert(t, "mallory", "system:masters")), wantStatus: 401},
 		{name: "another CA's certificate falls back to the token", cert: ptr(other.clientCert(t, "mallory")), token: testToken, wantStatus: 200,
-			wantCall: &sarCall{"alice", []string{"devs"}, "get", "nodes", "proxy", "node-a"}},
+			wantCall: &sarCall{"alice", []string{"devs"}, "get", "nodes", "healthz", "node-a"}},
 		{name: "no certificate", wantStatus: 401},
 	}
 	for _, tc := range tests {

@@ -8,13 +8,20 @@
 //
 // Endpoints, on both ports: /healthz (and /healthz/ping, /healthz/log,
 // /healthz/syncloop), /pods, /stats/summary, /metrics, /metrics/probes.
-// On the secure port only: /containerLogs/{namespace}/{pod}/{container}.
+// On the secure port only: /containerLogs/{namespace}/{pod}/{container};
+// the streams /exec, /attach and /portForward (the runtime's streaming URL
+// from CRI Exec/Attach/PortForward, proxied with apimachinery's
+// upgrade-aware proxy for SPDY clients and apiserver's stream translator
+// for v5.channel.k8s.io WebSocket clients) and /run (ExecSync); /configz,
+// /logs/ (node log files, authorized as nodes/log), /checkpoint/ (not
+// supported: 501) and /debug/pprof/.
 //
 // This is real-world code (node/real): it runs net/http goroutines on the
 // wall clock and is not part of the simulated agent.
 package server
 
 import (
+	"bufio"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -95,10 +102,18 @@ type Config struct {
 	Metrics http.Handler
 	// ProbeMetrics is served at /metrics/probes; nil answers 404.
 	ProbeMetrics http.Handler
-	// EnableProfiling serves net/http/pprof at /debug/pprof/ on the
-	// secure port (authorized as nodes/proxy); when false those paths
-	// answer 405, as the kubelet's with enableProfilingHandler off.
-	EnableProfiling bool
+
+	// Configz is the effective configuration, served at /configz as
+	// {"kubeletconfig": Configz}; nil answers 404.
+	Configz any
+	// SystemLogs serves the node's log files (SystemLogsDir) at /logs/
+	// (enableSystemLogHandler); off answers 405.
+	SystemLogs bool
+	// SystemLogsDir is the directory /logs/ serves (default /var/log).
+	SystemLogsDir string
+	// Profiling serves net/http/pprof at /debug/pprof/
+	// (enableProfilingHandler); off answers 405.
+	Profiling bool
 
 	// LogPollInterval is how often a followed log is checked for new
 	// lines (default 250 ms).
@@ -157,6 +172,9 @@ func New(p Provider, cfg Config, log *slog.Logger) (*Server, error) {
 	if cfg.ShutdownTimeout <= 0 {
 		cfg.ShutdownTimeout = 10 * time.Second
 	}
+	if cfg.SystemLogsDir == "" {
+		cfg.SystemLogsDir = DefaultSystemLogsDir
+	}
 	s := &Server{
 		p: p, cfg: cfg, log: log,
 		listen:   net.Listen,
@@ -186,7 +204,9 @@ func New(p Provider, cfg Config, log *slog.Logger) (*Server, error) {
 	secureMux := http.NewServeMux()
 	s.installCommon(secureMux)
 	secureMux.HandleFunc("GET /containerLogs/{namespace}/{pod}/{container}", s.containerLogs)
-	installProfiling(secureMux, cfg.EnableProfiling)
+	s.installStreaming(secureMux)
+	s.installDebug(secureMux)
+	s.installProfiling(secureMux)
 	s.secure = s.logged("secure", &secureFilter{
 		next:     secureMux,
 		nodeName: p.NodeName,
@@ -426,3 +446,16 @@ func (r *statusRecorder) WriteHeader(code int) {
 
 // Unwrap lets http.ResponseController reach the original writer (Flush).
 func (r *statusRecorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
+
+// Flush flushes the original writer (the stream proxies type-assert it).
+func (r *statusRecorder) Flush() { _ = http.NewResponseController(r.ResponseWriter).Flush() }
+
+// Hijack hands the connection over (exec, attach and port-forward
+// upgrades) and records 101 Switching Protocols.
+func (r *statusRecorder) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+	conn, rw, err := http.NewResponseController(r.ResponseWriter).Hijack()
+	if err == nil {
+		r.status = http.StatusSwitchingProtocols
+	}
+	return conn, rw, err
+}

@@ -280,33 +280,3 @@ func TestNewValidates(t *testing.T) {
 func statusUnimplemented() error {
 	return status.Error(codes.Unimplemented, "method ListPodSandboxStats not implemented")
 }
-
-func TestProfilingBehindAuth(t *testing.T) {
-	p := newProvider(t)
-	on := newServer(t, p, AlwaysAllow{}, func(c *Config) { c.EnableProfiling = true })
-	off := newServer(t, p, AlwaysAllow{})
-	denied := newServer(t, p, nil, func(c *Config) { c.EnableProfiling = true })
-	tests := []struct {
-		name       string
-		h          http.Handler
-		path, tok  string
-		wantStatus int
-		wantIn     string
-	}{
-		{"index", on.SecureHandler(), "/debug/pprof/", testToken, 200, "goroutine"},
-		{"a profile", on.SecureHandler(), "/debug/pprof/goroutine?debug=1", testToken, 200, "goroutine profile:"},
-		{"cmdline", on.SecureHandler(), "/debug/pprof/cmdline", testToken, 200, ""},
-		{"no token", on.SecureHandler(), "/debug/pprof/", "", 401, "Unauthorized"},
-		{"not authorized", denied.SecureHandler(), "/debug/pprof/", testToken, 403, "Forbidden"},
-		{"not on the read-only port", on.ReadOnlyHandler(), "/debug/pprof/", "", 404, "404 page not found"},
-		{"disabled", off.SecureHandler(), "/debug/pprof/heap", testToken, 405, "profiling endpoint is disabled."},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			code, body := get(t, tc.h, tc.path, tc.tok)
-			if code != tc.wantStatus || !strings.Contains(body, tc.wantIn) {
-				t.Errorf("got %d %.200q, want %d containing %q", code, body, tc.wantStatus, tc.wantIn)
-			}
-		})
-	}
-}

@@ -114,6 +114,7 @@ func TestWebhooksThroughTheSecurePort(t *testing.T) {
 	wantReviews := []authenticationv1.TokenReviewSpec{{Token: "unknown"}, {Token: testToken}}
 	wantAccesses := []authorizationv1.SubjectAccessReviewSpec{
 		{User: "alice", Groups: []string{"devs", "system:authenticated"}, ResourceAttributes: &authorizationv1.ResourceAttributes{Verb: "get", Version: "v1", Resource: "nodes", Subresource: "stats", Name: "node-a"}},
+		{User: "alice", Groups: []string{"devs", "system:authenticated"}, ResourceAttributes: &authorizationv1.ResourceAttributes{Verb: "get", Version: "v1", Resource: "nodes", Subresource: "pods", Name: "node-a"}},
 		{User: "alice", Groups: []string{"devs", "system:authenticated"}, ResourceAttributes: &authorizationv1.ResourceAttributes{Verb: "get", Version: "v1", Resource: "nodes", Subresource: "proxy", Name: "node-a"}},
 	}
 	api.mu.Lock()
@@ -129,8 +130,8 @@ func TestWebhooksThroughTheSecurePort(t *testing.T) {
 	get(t, h, "/stats/summary", testToken)
 	get(t, h, "/pods", testToken)
 	get(t, h, "/pods", "unknown")
-	if r, a := api.counts(); r != 2 || a != 2 {
-		t.Errorf("after repeats: %d TokenReviews, %d SubjectAccessReviews; want 2 and 2 (cached)", r, a)
+	if r, a := api.counts(); r != 2 || a != 3 {
+		t.Errorf("after repeats: %d TokenReviews, %d SubjectAccessReviews; want 2 and 3 (cached)", r, a)
 	}
 }
 

@@ -1,0 +1,58 @@
+package daemon
+
+import (
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	kubeletv1beta1 "k8s.io/kubelet/config/v1beta1"
+)
+
+// KubeletConfiguration is the effective configuration in the kubelet's
+// v1beta1 form, as /configz reports it: every option lockstep honours,
+// whether it came from a flag, the config file or the default.
+func (o *Options) KubeletConfiguration() *kubeletv1beta1.KubeletConfiguration {
+	dur := func(d time.Duration) metav1.Duration { return metav1.Duration{Duration: d} }
+	qps := o.APIQPS
+	anonymous, webhook := false, o.Kubeconfig != ""
+	systemLogs, profiling, register := o.EnableSystemLogHandler, o.EnableProfilingHandler, o.RegisterNode
+	resolv := o.ResolvConf
+	taints, _ := ParseTaints(o.RegisterWithTaints)
+	if taints == nil {
+		taints = []corev1.Taint{}
+	}
+	return &kubeletv1beta1.KubeletConfiguration{
+		StaticPodPath:      o.ManifestPath,
+		PodLogsDir:         o.PodLogsRoot,
+		SyncFrequency:      dur(o.SyncFrequency),
+		FileCheckFrequency: dur(o.FileCheckFrequency),
+		Address:            o.Address,
+		Port:               o.Port,
+		ReadOnlyPort:       o.ReadOnlyPort,
+		TLSCertFile:        o.TLSCertFile,
+		TLSPrivateKeyFile:  o.TLSKeyFile,
+		Authentication: kubeletv1beta1.KubeletAuthentication{
+			X509:      kubeletv1beta1.KubeletX509Authentication{ClientCAFile: o.ClientCAFile},
+			Webhook:   kubeletv1beta1.KubeletWebhookAuthentication{Enabled: &webhook},
+			Anonymous: kubeletv1beta1.KubeletAnonymousAuthentication{Enabled: &anonymous},
+		},
+		Authorization:             kubeletv1beta1.KubeletAuthorization{Mode: kubeletv1beta1.KubeletAuthorizationMode(o.AuthorizationMode)},
+		ClusterDomain:             o.ClusterDomain,
+		ClusterDNS:                o.ClusterDNS,
+		ResolverConfig:            &resolv,
+		RuntimeRequestTimeout:     dur(o.RuntimeRequestTimeout),
+		MaxPods:                   o.MaxPods,
+		NodeStatusUpdateFrequency: dur(o.NodeStatusUpdateFrequency),
+		NodeStatusReportFrequency: dur(o.NodeStatusReportFrequency),
+		NodeLeaseDurationSeconds:  o.NodeLeaseDurationSeconds,
+		KubeAPIQPS:                &qps,
+		KubeAPIBurst:              o.APIBurst,
+		ContainerRuntimeEndpoint:  o.RuntimeEndpoint,
+		ImageServiceEndpoint:      o.ImageEndpoint,
+		AllowedUnsafeSysctls:      o.AllowedUnsafeSysctls,
+		RegisterNode:              &register,
+		RegisterWithTaints:        taints,
+		EnableSystemLogHandler:    &systemLogs,
+		EnableProfilingHandler:    &profiling,
+	}
+}
