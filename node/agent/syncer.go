@@ -105,6 +105,16 @@ func (a *Agent) otherStaticInstance(pod *corev1.Pod) (types.UID, bool) {
 // period and confirms nothing still runs.
 func (a *Agent) SyncTerminatingPod(ctx context.Context, uid types.UID, pod *corev1.Pod, grace int64, lastSync time.Time) error {
 	a.probes.Terminating(uid)
+	a.forgetAdmission(uid)
+	if pod != nil {
+		// An evicted pod is Failed (reason Evicted) before its containers
+		// stop, as the kubelet writes it: a restarted agent finds it
+		// terminal and never runs it again.
+		prev := a.status.WithCachedStatus(pod)
+		if s, ok := a.evictedStatus(uid, prev.Status); ok && !podutil.IsTerminal(prev.Status.Phase) {
+			a.status.SetPodStatus(pod, s)
+		}
+	}
 	st, err := a.pleg.Cache().GetNewerThan(ctx, uid, a.since(lastSync))
 	if err != nil {
 		return fmt.Errorf("wait for the runtime view of terminating pod %s: %w", uid, err)

@@ -165,6 +165,8 @@ type Manager struct {
 	rt         runtimeHealth
 	// lastReport is when the status was last written (or created).
 	lastReport time.Time
+	// node is the Node as last read from or written to the API.
+	node *corev1.Node
 
 	// lease is the newest lease the lease task knows; only that task
 	// touches it.
@@ -208,6 +210,17 @@ func (m *Manager) Registered() bool {
 func (m *Manager) Ready() (bool, string, string) {
 	r := m.readiness()
 	return r.ready, r.reason(), r.message
+}
+
+// Node returns the Node as the manager last read or wrote it (labels,
+// taints, status), nil before it first did.
+func (m *Manager) Node() *corev1.Node {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.node == nil {
+		return nil
+	}
+	return m.node.DeepCopy()
 }
 
 // nodeUID returns the Node's UID once known.

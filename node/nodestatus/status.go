@@ -76,7 +76,7 @@ func (m *Manager) tryRegister(ctx context.Context) error {
 		return fmt.Errorf("register node %q: it exists but reading it failed: %w", m.cfg.NodeName, err)
 	}
 	m.mu.Lock()
-	m.registered, m.uid = true, existing.UID
+	m.registered, m.uid, m.node = true, existing.UID, existing
 	m.mu.Unlock()
 	m.log.Info("node already registered, adopting it", "uid", existing.UID)
 	return nil
@@ -86,7 +86,7 @@ func (m *Manager) tryRegister(ctx context.Context) error {
 func (m *Manager) registeredAs(n *corev1.Node, f facts) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.registered, m.uid, m.lastReport = true, n.UID, f.now
+	m.registered, m.uid, m.lastReport, m.node = true, n.UID, f.now, n
 }
 
 // gather collects the facts of a status now. Machine info is read once;
@@ -180,7 +180,7 @@ func (m *Manager) tryUpdateStatus(ctx context.Context) error {
 		return fmt.Errorf("get node %q: %w", m.cfg.NodeName, err)
 	}
 	m.mu.Lock()
-	m.uid = node.UID
+	m.uid, m.node = node.UID, node
 	due := !f.now.Before(m.lastReport.Add(m.cfg.StatusReportFrequency))
 	m.mu.Unlock()
 

@@ -14,6 +14,7 @@ import (
 	"github.com/lockstep-dev/lockstep/fakecri"
 	"github.com/lockstep-dev/lockstep/node/agent"
 	"github.com/lockstep-dev/lockstep/node/deps"
+	"github.com/lockstep-dev/lockstep/node/eviction"
 	"github.com/lockstep-dev/lockstep/sim/apiserver"
 	"github.com/lockstep-dev/lockstep/sim/choice"
 	"github.com/lockstep-dev/lockstep/sim/kernel"
@@ -92,6 +93,16 @@ func New(cfg Config) *Harness {
 		traced: newTracingRuntime(rt, k)}
 }
 
+// defaultThresholds are the kubelet's default hard eviction thresholds,
+// which every simulated node has unless its configuration says otherwise.
+func defaultThresholds() []eviction.Threshold {
+	ts, err := eviction.ParseThresholds(nil, nil, nil, nil, true)
+	if err != nil {
+		panic(err) // the defaults parse
+	}
+	return ts
+}
+
 // Agent is the running agent (nil before StartAgent).
 func (h *Harness) Agent() *agent.Agent { return h.agent }
 
@@ -120,6 +131,9 @@ func (h *Harness) StartAgent() {
 		ProbeNet: probeNet{h.Runtime, tasks},
 	}
 	cfg := h.cfg.Agent
+	if cfg.Eviction.Thresholds == nil {
+		cfg.Eviction.Thresholds = defaultThresholds()
+	}
 	cfg.NodeName = h.NodeName
 	cfg.ManifestDir = h.cfg.ManifestDir
 	if cfg.RuntimeType == "" {
