@@ -4,8 +4,11 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"maps"
 	"os"
 	"os/signal"
+	"slices"
+	"strings"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -74,8 +77,47 @@ set the same options, and flags override it.`,
 	f.Int32Var(&o.APIQPS, "kube-api-qps", o.APIQPS, "queries per second to the apiserver")
 	f.Int32Var(&o.APIBurst, "kube-api-burst", o.APIBurst, "burst of queries to the apiserver")
 	f.IntVar(&o.Verbosity, "v", o.Verbosity, "log verbosity (0: info, 4 and more: debug)")
+	f.Var(&evictionFlag{&o.EvictionHard, "<"}, "eviction-hard",
+		"hard eviction thresholds, e.g. memory.available<100Mi,nodefs.available<10% (default: the kubelet's)")
+	f.Var(&evictionFlag{&o.EvictionSoft, "<"}, "eviction-soft", "soft eviction thresholds, e.g. memory.available<1Gi")
+	f.Var(&evictionFlag{&o.EvictionSoftGracePeriod, "="}, "eviction-soft-grace-period",
+		"grace period of each soft threshold, e.g. memory.available=1m30s")
+	f.Var(&evictionFlag{&o.EvictionMinimumReclaim, "="}, "eviction-minimum-reclaim",
+		"minimum reclaim past each threshold, e.g. memory.available=0Mi,nodefs.available=500Mi")
+	f.Int32Var(&o.EvictionMaxPodGracePeriod, "eviction-max-pod-grace-period", o.EvictionMaxPodGracePeriod,
+		"grace period (seconds) of a pod evicted for a soft threshold, or the pod's own when shorter")
+	f.DurationVar(&o.EvictionPressureTransitionPeriod, "eviction-pressure-transition-period", o.EvictionPressureTransitionPeriod,
+		"how long a pressure condition stays after its signal cleared")
 	return cmd
 }
+
+// evictionFlag is a map flag of "signal<value" or "signal=value" pairs.
+type evictionFlag struct {
+	m   *map[string]string
+	sep string
+}
+
+func (e *evictionFlag) String() string {
+	if e.m == nil || *e.m == nil {
+		return ""
+	}
+	var parts []string
+	for _, k := range slices.Sorted(maps.Keys(*e.m)) {
+		parts = append(parts, k+e.sep+(*e.m)[k])
+	}
+	return strings.Join(parts, ",")
+}
+
+func (e *evictionFlag) Set(v string) error {
+	m, err := daemon.ParseEvictionMap(v, e.sep)
+	if err != nil {
+		return err
+	}
+	*e.m = m
+	return nil
+}
+
+func (e *evictionFlag) Type() string { return "mapStringString" }
 
 // resolveNodeOptions merges the config file under the flags and validates.
 func resolveNodeOptions(f *pflag.FlagSet, o *daemon.Options) error {

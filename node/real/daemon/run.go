@@ -19,6 +19,7 @@ import (
 
 	"github.com/lockstep-dev/lockstep/node/agent"
 	"github.com/lockstep-dev/lockstep/node/deps"
+	"github.com/lockstep-dev/lockstep/node/eviction"
 	"github.com/lockstep-dev/lockstep/node/metrics"
 	"github.com/lockstep-dev/lockstep/node/nodestatus"
 	"github.com/lockstep-dev/lockstep/node/pleg"
@@ -128,8 +129,16 @@ func Run(ctx context.Context, o Options, rt Runtime, log *slog.Logger) error {
 	reg, probeReg := prometheus.NewRegistry(), prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m := metrics.NewWithProbes(reg, probeReg)
+	thresholds, err := o.EvictionThresholds()
+	if err != nil {
+		return fmt.Errorf("eviction thresholds: %w", err)
+	}
 	a := agent.New(d, agent.Config{
-		Metrics:  m,
+		Metrics: m,
+		Eviction: eviction.Config{
+			Thresholds: thresholds, MaxPodGracePeriod: int64(o.EvictionMaxPodGracePeriod),
+			PressureTransitionPeriod: o.EvictionPressureTransitionPeriod,
+		},
 		NodeName: nodeName, ManifestDir: o.ManifestPath,
 		AllowedUnsafeSysctls: o.AllowedUnsafeSysctls,
 		FileCheckFrequency:   o.FileCheckFrequency, SyncFrequency: o.SyncFrequency,
