@@ -2,6 +2,7 @@ package fakecri
 
 import (
 	"maps"
+	"slices"
 
 	"google.golang.org/protobuf/proto"
 
@@ -124,4 +125,17 @@ func (r *Runtime) TrueStartedAt(id string) (startedAt int64, ok bool) {
 		return 0, false
 	}
 	return c.startedAt, true
+}
+
+// TrueImages lists the images present, in the order they arrived,
+// bypassing faults.
+func (r *Runtime) TrueImages() []*runtimeapi.Image {
+	r.mu.Lock()
+	defer r.unlock()
+	out := make([]*runtimeapi.Image, 0, len(r.images.order))
+	for _, img := range r.images.order {
+		out = append(out, &runtimeapi.Image{Id: img.id, RepoTags: slices.Clone(img.repoTags), RepoDigests: slices.Clone(img.repoDigests),
+			Size: img.size, Pinned: img.pinned})
+	}
+	return out
 }

@@ -87,7 +87,11 @@ type run struct {
 // invariants are checked.
 func Execute(plan Plan, o Options) Result {
 	res := Result{Plan: plan}
-	h := harness.New(harness.Config{Seed: plan.Seed, Trace: o.Trace, Replay: func(uint64) string { return plan.ReplayCommand() }})
+	hc := harness.Config{Seed: plan.Seed, Trace: o.Trace, Replay: func(uint64) string { return plan.ReplayCommand() }}
+	if sc, err := Lookup(plan.Scenario); err == nil && sc.Configure != nil {
+		sc.Configure(&hc)
+	}
+	h := harness.New(hc)
 	defer h.Close()
 	h.StartAgent()
 	r := &run{h: h, c: NewChecker(h), deleted: map[string]bool{}, manifests: map[string]bool{}, manifestDir: "/etc/kubernetes/manifests"}

@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	"pgregory.net/rapid"
+
+	"github.com/lockstep-dev/lockstep/sim/harness"
 )
 
 // Scenario is a named property over a complete simulated node: a weighted
@@ -25,6 +27,9 @@ type Scenario struct {
 	MaxSteps int
 	// Steps, when positive, is the exact number of actions drawn.
 	Steps int
+	// Configure, when set, tunes the simulated node before it starts (the
+	// agent's configuration, the runtime's images).
+	Configure func(*harness.Config)
 }
 
 // Scenarios lists every named scenario; registering one is one line here.
@@ -37,6 +42,7 @@ func Scenarios() []Scenario {
 		staticPods(),
 		termination(),
 		mixed(),
+		evictionScenario(),
 	}
 }
 
@@ -178,7 +184,8 @@ func Invariants() []string {
 	return []string{
 		"one-instance", "never-restart", "no-stuck-created", "previous-kept", "terminal-is-final",
 		"legal-phases", "restart-count-monotone", "ready-is-true", "grace-honoured", "static-exclusive",
-		"sigterm-first", "lease-fresh",
+		"sigterm-first", "lease-fresh", "eviction-order", "critical-survives", "evicted-stays-dead",
+		"one-eviction-per-cycle", "reclaim-first", "pressure-conditions", "admission",
 		"deleted-disappears", "converges", "status-matches", "mirror-present",
 	}
 }

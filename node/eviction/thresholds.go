@@ -290,3 +290,6 @@ func HardNodeFsReservation(ts []Threshold, capacity int64) int64 {
 	}
 	return 0
 }
+
+// Condition is the node condition a signal's thresholds set.
+func Condition(s Signal) corev1.NodeConditionType { return signalCondition(s) }

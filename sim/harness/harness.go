@@ -76,6 +76,9 @@ func New(cfg Config) *Harness {
 	if cfg.Replay == nil {
 		cfg.Replay = callerReplay()
 	}
+	if cfg.Agent.Eviction.Thresholds == nil {
+		cfg.Agent.Eviction.Thresholds = defaultThresholds()
+	}
 	k := kernel.New(kernel.Config{Seed: cfg.Seed, Choices: cfg.Choices, Trace: cfg.Trace, Replay: cfg.Replay})
 	files := memfs.New()
 	_ = files.MkdirAll(cfg.ManifestDir)
@@ -106,6 +109,10 @@ func defaultThresholds() []eviction.Threshold {
 // Agent is the running agent (nil before StartAgent).
 func (h *Harness) Agent() *agent.Agent { return h.agent }
 
+// AgentConfig is the configuration every agent of this node starts with
+// (NodeName and ManifestDir aside).
+func (h *Harness) AgentConfig() agent.Config { return h.cfg.Agent }
+
 // Restarts is how many times the agent was (re)started.
 func (h *Harness) Restarts() int { return h.restarts }
 
@@ -131,9 +138,6 @@ func (h *Harness) StartAgent() {
 		ProbeNet: probeNet{h.Runtime, tasks},
 	}
 	cfg := h.cfg.Agent
-	if cfg.Eviction.Thresholds == nil {
-		cfg.Eviction.Thresholds = defaultThresholds()
-	}
 	cfg.NodeName = h.NodeName
 	cfg.ManifestDir = h.cfg.ManifestDir
 	if cfg.RuntimeType == "" {
