@@ -40,8 +40,9 @@ type Checker struct {
 	suite     *suiteState // see invariants_suite.go
 	// volumesReported: volume losses already reported (invariants_volumes.go).
 	volumesReported map[string]bool
-	probes          *probeChecks    // see invariants_probes.go
-	pressure        *pressureChecks // see invariants_pressure.go
+	probes          *probeChecks        // see invariants_probes.go
+	pressure        *pressureChecks     // see invariants_pressure.go
+	ooms            map[string]*oomKill // by container ID, see invariants_oom.go
 }
 
 // NewChecker starts checking h's apiserver writes at once; call Check to
@@ -49,7 +50,7 @@ type Checker struct {
 func NewChecker(h *harness.Harness) *Checker {
 	c := &Checker{h: h, instances: map[string]map[string]bool{}, policy: map[types.UID]corev1.RestartPolicy{},
 		lastPhase: map[types.UID]corev1.PodPhase{}, restarts: map[string]int32{}, term: newTerminationState(), suite: newSuiteState(),
-		probes: newProbeChecks(), pressure: newPressureChecks()}
+		probes: newProbeChecks(), pressure: newPressureChecks(), ooms: map[string]*oomKill{}}
 	h.API.OnWrite(c.onWrite)
 	return c
 }
@@ -72,6 +73,7 @@ func (c *Checker) Check() {
 	c.checkVolumes(truth)
 	c.checkProbes(truth)
 	c.checkPressure(truth)
+	c.checkOOM(truth)
 	for _, ct := range truth {
 		key := string(ct.PodUID) + "/" + ct.Name
 		if ct.State == runtimeapi.ContainerState_CONTAINER_RUNNING {
@@ -98,6 +100,7 @@ func (c *Checker) Check() {
 // onWrite checks pod statuses as the apiserver commits them.
 func (c *Checker) onWrite(r apiserver.Record) {
 	c.onWritePressure(r)
+	c.onWriteOOM(r)
 	if r.Kind != apiserver.KindPod || r.Pod == nil {
 		return
 	}

@@ -43,6 +43,7 @@ func Scenarios() []Scenario {
 		termination(),
 		mixed(),
 		evictionScenario(),
+		oomScenario(),
 	}
 }
 
@@ -185,7 +186,7 @@ func Invariants() []string {
 		"one-instance", "never-restart", "no-stuck-created", "previous-kept", "terminal-is-final",
 		"legal-phases", "restart-count-monotone", "ready-is-true", "grace-honoured", "static-exclusive",
 		"sigterm-first", "lease-fresh", "eviction-order", "critical-survives", "evicted-stays-dead",
-		"one-eviction-per-cycle", "reclaim-first", "pressure-conditions", "admission",
+		"one-eviction-per-cycle", "reclaim-first", "pressure-conditions", "admission", "oom-reported",
 		"deleted-disappears", "converges", "status-matches", "mirror-present",
 	}
 }
