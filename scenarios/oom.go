@@ -9,7 +9,7 @@ import (
 func oomScenario() Scenario {
 	return Scenario{Name: "oom",
 		Doc: "containers growing past their memory limit under every restart policy, beside node memory pressure and agent crashes",
-		Mix: map[string]int{"create-oom": 5, "create-qos": 2, "node-memory": 2, "delete": 1, "crash": 1, "wait": 1},
+		Mix: map[string]int{"create-oom": 5, "create-qos": 2, "system-oom": 1, "node-memory": 2, "delete": 1, "crash": 1, "wait": 1},
 		// The eviction scenario's node: pressure thresholds and maxPods.
 		Configure: evictionScenario().Configure,
 	}
@@ -34,5 +34,13 @@ func opCreateOOM(r *run, a [3]int) error {
 		return err
 	}
 	r.created = append(r.created, name)
+	return nil
+}
+
+// opSystemOOM scripts a kernel OOM kill of a system process (a SystemOOM
+// node event).
+func opSystemOOM(r *run, a [3]int) error {
+	r.h.SystemOOM("stress", max(1, a[0]))
+	r.fault("system-oom", "pid", a[0])
 	return nil
 }

@@ -3,6 +3,11 @@ package scenarios
 import (
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/lockstep-dev/lockstep/sim/harness"
 )
 
 // Containers growing past their limit under each restart policy, beside
@@ -48,4 +53,32 @@ func containsWrite(trace, pod, want string) bool {
 		}
 	}
 	return false
+}
+
+// A kernel OOM kill of a process outside every container is a SystemOOM
+// Warning event on the node naming the victim, even when it happened
+// while the agent was down.
+func TestSystemOOMEvent(t *testing.T) {
+	h := start(t, 3)
+	h.K.RunFor(2 * time.Second)
+	h.SystemOOM("stress", 4242)
+	h.CrashAgent()
+	h.SystemOOM("java", 77)
+	h.K.RunFor(time.Second)
+	h.StartAgent()
+	runUntil(t, h, "SystemOOM events", 10*time.Second, func() bool { return len(systemOOMs(h)) == 2 })
+	want := []string{"System OOM encountered, victim process: stress, pid: 4242", "System OOM encountered, victim process: java, pid: 77"}
+	if diff := cmp.Diff(want, systemOOMs(h)); diff != "" {
+		t.Errorf("SystemOOM events (-want +got):\n%s", diff)
+	}
+}
+
+func systemOOMs(h *harness.Harness) []string {
+	var out []string
+	for _, e := range h.API.User().Events() {
+		if e.Reason == "SystemOOM" && e.Type == "Warning" && e.Object.Kind == "Node" && e.Object.Name == h.NodeName {
+			out = append(out, e.Message)
+		}
+	}
+	return out
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/lockstep-dev/lockstep/node/eviction"
 	"github.com/lockstep-dev/lockstep/node/metrics"
 	"github.com/lockstep-dev/lockstep/node/nodestatus"
+	"github.com/lockstep-dev/lockstep/node/oomwatch"
 	"github.com/lockstep-dev/lockstep/node/pleg"
 	"github.com/lockstep-dev/lockstep/node/podsource"
 	"github.com/lockstep-dev/lockstep/node/podspec"
@@ -202,6 +203,7 @@ func (a *Agent) Start(ctx context.Context) {
 	if len(a.cfg.Eviction.Thresholds) > 0 && a.d.Machine != nil {
 		a.evictions.Start(ctx)
 	}
+	oomwatch.Start(ctx, a.d.Core, a.d.OOMKills, a.d.API.Events, a.cfg.NodeName)
 	if a.node != nil {
 		a.node.Start(ctx)
 	}

@@ -50,6 +50,9 @@ type Deps struct {
 	// Mounts mounts the memory-backed volumes; nil makes them plain
 	// directories on the node's disk.
 	Mounts Mounter
+	// OOMKills reports the kernel's OOM kills; nil when they cannot be
+	// read (no /dev/kmsg).
+	OOMKills OOMKills
 }
 
 // Clock is the part of github.com/benbjohnson/clock's Clock that a simulator

@@ -63,6 +63,7 @@ type Harness struct {
 	cancel   context.CancelFunc
 	restarts int
 	traced   *tracingRuntime // the runtime as the agent sees it: calls traced
+	ooms     oomKills        // the kernel's OOM kills, scripted
 }
 
 // New builds the world; the agent is not started yet.
@@ -93,7 +94,7 @@ func New(cfg Config) *Harness {
 		Node: cfg.NodeName})
 	traceWrites(k, api)
 	return &Harness{K: k, Runtime: rt, API: api, Files: files, Mounts: memfs.NewMounts(files), NodeName: cfg.NodeName, cfg: cfg,
-		traced: newTracingRuntime(rt, k)}
+		traced: newTracingRuntime(rt, k), ooms: oomKills{deps.NewInbox[deps.OOMKill](k.Tasks(), "kernel oom kills")}}
 }
 
 // defaultThresholds are the kubelet's default hard eviction thresholds,
@@ -136,6 +137,7 @@ func (h *Harness) StartAgent() {
 		Mounts:   h.Mounts,
 		Machine:  machineModel{h.Runtime, h.NodeName},
 		ProbeNet: probeNet{h.Runtime, tasks},
+		OOMKills: h.ooms,
 	}
 	cfg := h.cfg.Agent
 	cfg.NodeName = h.NodeName

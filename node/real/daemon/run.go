@@ -97,6 +97,12 @@ func Run(ctx context.Context, o Options, rt Runtime, log *slog.Logger) error {
 		Runtime: rt.Runtime, Images: rt.Images, RuntimeEvents: rt.Events, Machine: mach, Files: osfiles.New(), Mounts: mounter.New(),
 		ProbeNet: probenet.New(),
 	}
+	if kmsg, err := machine.OpenKmsg(""); err != nil {
+		log.Warn("kernel OOM kills will not be reported as SystemOOM events", "error", err.Error())
+	} else {
+		defer kmsg.Close()
+		d.OOMKills = kmsg
+	}
 
 	var cs kubernetes.Interface
 	if o.Kubeconfig != "" {
