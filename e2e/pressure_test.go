@@ -46,8 +46,9 @@ func TestAdmissionRejectsUntoleratedTaint(t *testing.T) {
 	taint := corev1.Taint{Key: "lockstep.e2e/dedicated", Value: "db", Effect: corev1.TaintEffectNoExecute}
 	e.setTaints(t, []corev1.Taint{taint})
 	t.Cleanup(func() { e.setTaints(t, nil) })
-	// lockstep reads its Node every node-status period (10 s): give it
-	// one to see the taint.
+	// lockstep reads its Node every node-status period (10 s), and again
+	// before refusing a pod for its taints or affinity: give it a period
+	// to see the new taint.
 	time.Sleep(12 * time.Second)
 	refused := e.create(t, e.pod("untolerated", true, sleeper))
 	got := e.waitPod(t, refused, 30*time.Second, "Failed TaintToleration", failedWith("TaintToleration"))

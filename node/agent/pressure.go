@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -83,6 +84,24 @@ func (a *Agent) admissionNode() admission.Node {
 	return n
 }
 
+// nodeReadTimeout bounds admission's read of the Node.
+const nodeReadTimeout = 5 * time.Second
+
+// readNode reads the Node from the API now.
+func (a *Agent) readNode() (*corev1.Node, bool) {
+	if a.d.API.Nodes == nil {
+		return nil, false
+	}
+	ctx, cancel := a.d.Clock.WithTimeout(context.Background(), nodeReadTimeout)
+	defer cancel()
+	n, err := a.d.API.Nodes.GetNode(ctx, a.cfg.NodeName)
+	if err != nil {
+		a.d.Log.Warn("admission could not read the node; deciding on the last one read", "error", err.Error())
+		return nil, false
+	}
+	return n, true
+}
+
 // admit decides whether a pod new to the agent may run, as the kubelet's
 // admission: under node pressure (the eviction manager's conditions), then
 // against the node (admission.AdmitToNode) beside the pods admitted
@@ -102,7 +121,17 @@ func (a *Agent) admit(pod *corev1.Pod) {
 	}
 	d := admission.AdmitUnderPressure(pod, podspec.QOSClass(pod), a.evictions.Conditions())
 	if d.Admitted() {
-		d = admission.AdmitToNode(pod, a.admissionNode(), a.admittedPods())
+		node, admitted := a.admissionNode(), a.admittedPods()
+		d = admission.AdmitToNode(pod, node, admitted)
+		if d.Reason == admission.ReasonNodeAffinity || d.Reason == admission.ReasonTaintToleration {
+			// The Node read every status period may be behind its labels
+			// and taints: read it now and decide again, as the kubelet
+			// does before refusing a pod for its node affinity.
+			if fresh, ok := a.readNode(); ok {
+				node.Labels, node.Taints = fresh.Labels, fresh.Spec.Taints
+				d = admission.AdmitToNode(pod, node, admitted)
+			}
+		}
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
