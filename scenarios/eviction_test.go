@@ -163,3 +163,30 @@ func TestAdmissionRejections(t *testing.T) {
 		t.Errorf("BestEffort pod under memory pressure: %q %q", p.Status.Reason, p.Status.Message)
 	}
 }
+
+// A critical pod that does not fit preempts as the kubelet does: the
+// BestEffort pod goes (Failed, Preempting, DisruptionTarget), the critical
+// pod runs.
+func TestCriticalPodPreempts(t *testing.T) {
+	h := startEviction(t, 6)
+	for _, n := range []string{"g0", "g1", "g2", "be0", "g3", "g4"} {
+		class := 2
+		if strings.HasPrefix(n, "be") {
+			class = 0
+		}
+		qosPod(t, h, n, class, 0)
+		h.K.RunFor(time.Second)
+	}
+	runUntil(t, h, "six pods running", time.Minute, func() bool { return PodIs(h, "default", "g4", corev1.PodRunning, false) })
+	qosPod(t, h, "critical", 3, 0)
+	runUntil(t, h, "the critical pod running", time.Minute, func() bool { return PodIs(h, "default", "critical", corev1.PodRunning, false) })
+	p, _ := APIPod(h, "default", "be0")
+	if p.Status.Phase != corev1.PodFailed || p.Status.Reason != "Preempting" || p.Status.Message != "Preempted in order to admit critical pod" {
+		t.Errorf("preempted pod: %s %q %q", p.Status.Phase, p.Status.Reason, p.Status.Message)
+	}
+	for _, n := range []string{"g0", "g1", "g2", "g3", "g4"} {
+		if !PodIs(h, "default", n, corev1.PodRunning, false) {
+			t.Errorf("Guaranteed pod %s was disturbed", n)
+		}
+	}
+}

@@ -54,15 +54,29 @@ func (d Decision) Admitted() bool { return d.Reason == "" }
 // name, host ports, then untolerated NoExecute taints (not for static
 // pods).
 func AdmitToNode(pod *corev1.Pod, node Node, admitted []*corev1.Pod) Decision {
+	if d := admitOS(pod); !d.Admitted() {
+		return d
+	}
+	if short := shortfalls(pod, node, admitted); len(short) > 0 {
+		return short[0].decision
+	}
+	return admitPlacement(pod, node, admitted)
+}
+
+// admitOS checks the pod's operating system.
+func admitOS(pod *corev1.Pod) Decision {
 	if l, ok := pod.Labels[corev1.LabelOSStable]; ok && l != nodeOS {
 		return Decision{ReasonPodOSSelectorNodeLabelDoesNotMatch, "Failed to admit pod as the `kubernetes.io/os` label doesn't match node label"}
 	}
 	if pod.Spec.OS != nil && string(pod.Spec.OS.Name) != nodeOS {
 		return Decision{ReasonPodOSNotSupported, "Failed to admit pod as the OS field doesn't match node OS"}
 	}
-	if d := fitsResources(pod, node, admitted); !d.Admitted() {
-		return d
-	}
+	return Decision{}
+}
+
+// admitPlacement checks what preempting other pods cannot fix: node
+// affinity, node name, host ports and taints.
+func admitPlacement(pod *corev1.Pod, node Node, admitted []*corev1.Pod) Decision {
 	if !MatchesNodeAffinity(pod, node) {
 		return predicateFailure(ReasonNodeAffinity, "node(s) didn't match Pod's node affinity/selector")
 	}
@@ -104,11 +118,22 @@ func amount(l corev1.ResourceList, r corev1.ResourceName) int64 {
 	return q.Value()
 }
 
-// fitsResources checks the pod count, then each requested resource
-// against allocatable minus what the admitted pods request.
-func fitsResources(pod *corev1.Pod, node Node, admitted []*corev1.Pod) Decision {
+// shortfall is one resource the node lacks for a pod: the verdict, and
+// how much more is needed.
+type shortfall struct {
+	resource corev1.ResourceName
+	missing  int64
+	decision Decision
+}
+
+// shortfalls checks the pod count, then each requested resource against
+// allocatable minus what the admitted pods request, and returns every
+// resource that falls short, in that order.
+func shortfalls(pod *corev1.Pod, node Node, admitted []*corev1.Pod) []shortfall {
+	var out []shortfall
 	if maxPods := amount(node.Allocatable, corev1.ResourcePods); len(admitted)+1 > int(maxPods) {
-		return insufficient(corev1.ResourcePods, 1, int64(len(admitted)), maxPods)
+		out = append(out, shortfall{corev1.ResourcePods, int64(len(admitted)) + 1 - maxPods,
+			insufficient(corev1.ResourcePods, 1, int64(len(admitted)), maxPods)})
 	}
 	req := PodRequests(pod)
 	used := corev1.ResourceList{}
@@ -132,10 +157,10 @@ func fitsResources(pod *corev1.Pod, node Node, admitted []*corev1.Pod) Decision 
 		}
 		capacity, inUse := amount(node.Allocatable, r), amount(used, r)
 		if want > capacity-inUse {
-			return insufficient(r, want, inUse, capacity)
+			out = append(out, shortfall{r, want - (capacity - inUse), insufficient(r, want, inUse, capacity)})
 		}
 	}
-	return Decision{}
+	return out
 }
 
 // isExtended reports whether r is an extended resource (a domain-qualified

@@ -105,10 +105,10 @@ type Agent struct {
 	sysctls *admission.SysctlAllowlist
 	// admitted are the pods admitted that still count against the node;
 	// rejected the pods admission refused; evicted the pods the eviction
-	// manager evicted (see pressure.go).
+	// manager evicted or admission preempted (see pressure.go).
 	admitted map[types.UID]*corev1.Pod
 	rejected map[types.UID]admission.Decision
-	evicted  map[types.UID]evictionNote
+	evicted  map[types.UID]stopNote
 }
 
 // New builds an agent over d. Nothing runs until Start.
@@ -153,7 +153,7 @@ func New(d deps.Deps, cfg Config) *Agent {
 		sysctls:  sysctlAllowlist(d, cfg.AllowedUnsafeSysctls),
 		admitted: map[types.UID]*corev1.Pod{},
 		rejected: map[types.UID]admission.Decision{},
-		evicted:  map[types.UID]evictionNote{},
+		evicted:  map[types.UID]stopNote{},
 	}
 	a.stats = stats.New(d.Core, stats.Ports{Runtime: d.Runtime, Images: d.Images, Machine: d.Machine}, stats.Config{Period: cfg.Eviction.Period})
 	ep := eviction.Ports{Stats: a.stats, Pods: evictionPods{a}, Reclaim: reclaimer{a}, Events: d.API.Events}

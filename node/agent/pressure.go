@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -132,6 +133,12 @@ func (a *Agent) admit(pod *corev1.Pod) {
 				d = admission.AdmitToNode(pod, node, admitted)
 			}
 		}
+		if !d.Admitted() {
+			if victims, ok := admission.PodsToPreempt(pod, podspec.QOSClass, node, admitted); ok {
+				a.preempt(pod, victims)
+				d = admission.Decision{}
+			}
+		}
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -141,6 +148,24 @@ func (a *Agent) admit(pod *corev1.Pod) {
 		return
 	}
 	a.admitted[pod.UID] = pod
+}
+
+// preempt stops the admitted victims so that the critical pod fits, as
+// the kubelet's critical pod admission does: each is Failed, reason
+// Preempting, with a DisruptionTarget condition, stopped with its own
+// grace period, and never restarted.
+func (a *Agent) preempt(pod *corev1.Pod, victims []*corev1.Pod) {
+	for _, v := range victims {
+		a.d.Log.Info("preempting pod to admit a critical pod", "pod", v.Namespace+"/"+v.Name, "uid", string(v.UID),
+			"for", pod.Namespace+"/"+pod.Name)
+		if a.d.API.Events != nil {
+			ref := &corev1.ObjectReference{Kind: "Pod", APIVersion: "v1", Namespace: v.Namespace, Name: v.Name, UID: v.UID}
+			a.d.API.Events.Event(ref, corev1.EventTypeWarning, admission.ReasonPreempting, admission.PreemptedMessage)
+		}
+		cond := corev1.PodCondition{Type: corev1.DisruptionTarget, Status: corev1.ConditionTrue,
+			Reason: corev1.PodReasonTerminationByKubelet, Message: admission.PreemptedConditionMessage, ObservedGeneration: v.Generation}
+		a.stopAndFail(v, nil, stopNote{reason: admission.ReasonPreempting, message: admission.PreemptedMessage, condition: cond})
+	}
 }
 
 // admittedPods are the pods admitted and still counting against the node
@@ -199,12 +224,17 @@ func (p evictionPods) ActivePods() []*corev1.Pod {
 // Evict stops the pod with grace and fails it with the eviction's
 // message and condition (see SyncTerminatingPod).
 func (p evictionPods) Evict(pod *corev1.Pod, grace int64, message string, cond corev1.PodCondition) {
-	a := p.a
+	p.a.stopAndFail(pod, &grace, stopNote{reason: eviction.Reason, message: message, condition: cond})
+}
+
+// stopAndFail stops an admitted pod (with grace, nil: its own) and fails
+// it as note says (see SyncTerminatingPod).
+func (a *Agent) stopAndFail(pod *corev1.Pod, grace *int64, note stopNote) {
 	a.mu.Lock()
-	a.evicted[pod.UID] = evictionNote{message: message, condition: cond}
+	a.evicted[pod.UID] = note
 	delete(a.admitted, pod.UID)
 	a.mu.Unlock()
-	a.workers.UpdatePod(podworkers.Work{Type: podworkers.Kill, UID: pod.UID, Pod: pod, GracePeriod: &grace, Reason: "evicted"})
+	a.workers.UpdatePod(podworkers.Work{Type: podworkers.Kill, UID: pod.UID, Pod: pod, GracePeriod: grace, Reason: strings.ToLower(note.reason)})
 }
 
 // PodCleanedUp reports whether none of the pod's containers runs.
@@ -213,13 +243,15 @@ func (p evictionPods) PodCleanedUp(uid types.UID) bool {
 	return !ok || len(st.Running()) == 0
 }
 
-// evictionNote is how an evicted pod's status says so.
-type evictionNote struct {
-	message   string
-	condition corev1.PodCondition
+// stopNote is how the status of a pod the agent stopped (evicted,
+// preempted) says so.
+type stopNote struct {
+	reason, message string
+	condition       corev1.PodCondition
 }
 
-// evictedStatus returns s failed by the eviction of pod, if it was evicted.
+// evictedStatus returns s failed by the eviction or preemption of pod, if
+// it was evicted or preempted.
 func (a *Agent) evictedStatus(uid types.UID, s corev1.PodStatus) (corev1.PodStatus, bool) {
 	a.mu.Lock()
 	n, ok := a.evicted[uid]
@@ -227,7 +259,7 @@ func (a *Agent) evictedStatus(uid types.UID, s corev1.PodStatus) (corev1.PodStat
 	if !ok {
 		return s, false
 	}
-	return status.Fail(s, eviction.Reason, n.message, n.condition, a.d.Clock.Now()), true
+	return status.Fail(s, n.reason, n.message, n.condition, a.d.Clock.Now()), true
 }
 
 // reclaimer frees node-level resources for the eviction manager.
