@@ -80,6 +80,18 @@ type Provider struct {
 
 	mu     sync.Mutex
 	latest *Sample
+	warned bool
+}
+
+// warnOnce logs msg the first time only.
+func (p *Provider) warnOnce(msg string, err error) {
+	p.mu.Lock()
+	warned := p.warned
+	p.warned = true
+	p.mu.Unlock()
+	if !warned {
+		p.log.Warn(msg, "error", err.Error())
+	}
 }
 
 // New returns a Provider; nothing is sampled until Start or Refresh.
@@ -151,7 +163,12 @@ func (p *Provider) sample(ctx context.Context) (Sample, error) {
 		return Sample{}, fmt.Errorf("machine usage: %w", err)
 	}
 	s.SandboxStats, err = p.ports.Runtime.ListPodSandboxStats(ctx, &runtimeapi.PodSandboxStatsFilter{})
-	if status.Code(err) == codes.Unimplemented {
+	if err != nil && ctx.Err() == nil {
+		// Pod stats are then summed over containers (containerd 1.6
+		// lacks the call, or fails it for a sandbox without a cgroup).
+		if status.Code(err) != codes.Unimplemented {
+			p.warnOnce("pod sandbox stats unavailable; pod usage is summed over containers", err)
+		}
 		s.SandboxStats, err = nil, nil
 	}
 	if err != nil {
