@@ -8,8 +8,9 @@ import (
 
 func oomScenario() Scenario {
 	return Scenario{Name: "oom",
-		Doc: "containers growing past their memory limit under every restart policy, beside node memory pressure and agent crashes",
-		Mix: map[string]int{"create-oom": 5, "create-qos": 2, "system-oom": 1, "node-memory": 2, "delete": 1, "crash": 1, "wait": 1},
+		Doc:      "containers growing past their memory limit under every restart policy, beside node memory pressure and agent crashes",
+		MaxSteps: 15, // a small make-test budget: restarting OOM loops are busy
+		Mix:      map[string]int{"create-oom": 5, "create-qos": 2, "system-oom": 1, "node-memory": 2, "delete": 1, "crash": 1, "wait": 1},
 		// The eviction scenario's node: pressure thresholds and maxPods.
 		Configure: evictionScenario().Configure,
 	}
