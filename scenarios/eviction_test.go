@@ -190,3 +190,29 @@ func TestCriticalPodPreempts(t *testing.T) {
 		}
 	}
 }
+
+// Regressions found by sweeps, replayed as plans.
+func TestPressureRegressions(t *testing.T) {
+	for name, p := range map[string]struct {
+		scenario string
+		seed     uint64
+		actions  string
+	}{
+		// After a restart under DiskPressure a stale list re-admits a pod
+		// being deleted: refused, then killed before its first sync wrote
+		// the refusal; it must still get a status and be deleted.
+		"refused-then-killed-before-first-sync": {"mixed", 4, "wait:0,0,0@2882;create:9,0,0@101;create:4,0,0@102;cri-latency:4,3,8@101;api-conflicts:3,0,0@13746;wait:0,0,0@266;wait:0,0,0@107;wait:0,0,0@101;sandbox-no-ip:3,0,0@227;node-disk:1,0,0@12412;node-disk:1,1,0@112;api-stale-reads:708,0,0@167;api-compact:0,0,0@181;api-flaky:31,0,0@138;api-compact:0,0,0@100;wait:0,0,0@102;api-compact:0,0,0@162;update:7,0,0@2192;api-fail-writes:5,0,0@113;delete:14,0,0@101;crash:28,0,0@20000"},
+		// A container OOM-killed at the very instant of the final check.
+		"oom-at-the-final-check": {"oom", 0, "wait:0,0,0@285;create-oom:0,2,2@2972;create-oom:1,0,1@185;create-oom:0,0,2@159"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			acts, err := ParseActions(p.actions)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res := Execute(Plan{Scenario: p.scenario, Seed: p.seed, Actions: acts}, Options{}); res.Failed() {
+				t.Fatal(res.Report())
+			}
+		})
+	}
+}

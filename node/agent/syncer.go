@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/lockstep-dev/lockstep/node/admission"
 	"github.com/lockstep-dev/lockstep/node/metrics"
 	"github.com/lockstep-dev/lockstep/node/podstate"
 	"github.com/lockstep-dev/lockstep/node/podutil"
@@ -129,12 +130,21 @@ func (a *Agent) SyncTerminatingPod(ctx context.Context, uid types.UID, pod *core
 	if running := after.Running(); len(running) > 0 {
 		return fmt.Errorf("pod %s still has %d running containers (first: %q)", uid, len(running), running[0].Name)
 	}
-	if pod != nil && !a.refused(pod) { // a refused pod keeps the status of its refusal
-		prev := a.status.WithCachedStatus(pod)
-		now := a.d.Clock.Now()
-		s := status.Generate(prev, after, nil, a.probes.ForPod(pod, after), a.nodeAddrs(), now)
-		a.status.SetPodStatus(pod, status.Terminate(prev, s, now))
+	if pod == nil {
+		return nil
 	}
+	if reason, msg := a.rejection(pod, admission.Check(pod)); reason != "" {
+		// A refused pod keeps the status of its refusal; one killed
+		// before its first sync wrote it gets it now.
+		if _, ok := a.status.PodStatus(pod.UID); !ok {
+			a.refuse(pod, reason, msg)
+		}
+		return nil
+	}
+	prev := a.status.WithCachedStatus(pod)
+	now := a.d.Clock.Now()
+	s := status.Generate(prev, after, nil, a.probes.ForPod(pod, after), a.nodeAddrs(), now)
+	a.status.SetPodStatus(pod, status.Terminate(prev, s, now))
 	return nil
 }
 

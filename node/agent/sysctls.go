@@ -52,9 +52,3 @@ func (a *Agent) rejection(pod *corev1.Pod, u admission.Unsupported) (reason, mes
 	}
 	return "", ""
 }
-
-// refused reports whether pod must not run at all (see rejection).
-func (a *Agent) refused(pod *corev1.Pod) bool {
-	reason, _ := a.rejection(pod, admission.Check(pod))
-	return reason != ""
-}
