@@ -123,3 +123,25 @@ func fsUsage(capacity, used, inodes, inodesUsed uint64) FsUsage {
 		Inodes: inodes, InodesUsed: inodesUsed, InodesFree: subSatU(inodes, inodesUsed),
 	}
 }
+
+// SetNodeDiskUsage sets the usage of the node filesystem and the image
+// filesystem outside containers, logs and images (the bases), in bytes.
+func (r *Runtime) SetNodeDiskUsage(nodefs, imagefs uint64) {
+	r.mu.Lock()
+	defer r.unlock()
+	r.node.NodefsBase, r.node.ImagefsBase = nodefs, imagefs
+}
+
+// SetNodePIDUsage sets how many processes run outside containers.
+func (r *Runtime) SetNodePIDUsage(pids uint64) {
+	r.mu.Lock()
+	defer r.unlock()
+	r.node.PIDBase = pids
+}
+
+// Node returns the node model (capacities and bases).
+func (r *Runtime) Node() NodeModel {
+	r.mu.Lock()
+	defer r.unlock()
+	return r.node
+}

@@ -174,3 +174,16 @@ func (r *Runtime) TrueExecs(id string) []ExecRecord {
 	}
 	return slices.Clone(c.execs)
 }
+
+// TrueImages lists the images present, in the order they arrived,
+// bypassing faults.
+func (r *Runtime) TrueImages() []*runtimeapi.Image {
+	r.mu.Lock()
+	defer r.unlock()
+	out := make([]*runtimeapi.Image, 0, len(r.images.order))
+	for _, img := range r.images.order {
+		out = append(out, &runtimeapi.Image{Id: img.id, RepoTags: slices.Clone(img.repoTags), RepoDigests: slices.Clone(img.repoDigests),
+			Size: img.size, Pinned: img.pinned})
+	}
+	return out
+}

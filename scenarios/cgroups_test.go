@@ -40,8 +40,8 @@ func shares(t *testing.T, h *harness.Harness, path string) uint64 {
 func TestPodCgroupsFollowPods(t *testing.T) {
 	h := start(t, 16)
 	c := NewChecker(h)
-	g := mustCreate(t, h, NewPod("g", h.NodeName, Resources("app", 500, 64, 500, 64)))
-	b := mustCreate(t, h, NewPod("b", h.NodeName, Resources("app", 250, 32, 0, 0), Resources("web", 250, 0, 1000, 128)))
+	g := mustCreate(t, h, NewPod("g", h.NodeName, sizedResources("app", 500, 64, 500, 64)))
+	b := mustCreate(t, h, NewPod("b", h.NodeName, sizedResources("app", 250, 32, 0, 0), sizedResources("web", 250, 0, 1000, 128)))
 	be := mustCreate(t, h, NewPod("be", h.NodeName))
 	if err := RunChecked(h, c, 10*time.Second, 100*time.Millisecond); err != nil {
 		t.Fatal(err)
@@ -104,7 +104,7 @@ func TestPodCgroupsFollowPods(t *testing.T) {
 func TestOrphanCgroupRemovedAfterAgentRestart(t *testing.T) {
 	h := start(t, 17)
 	c := NewChecker(h)
-	p := mustCreate(t, h, NewPod("b", h.NodeName, Resources("app", 100, 16, 0, 0)))
+	p := mustCreate(t, h, NewPod("b", h.NodeName, sizedResources("app", 100, 16, 0, 0)))
 	runUntil(t, h, "pod running", time.Minute, func() bool { return PodIs(h, "default", "b", corev1.PodRunning, true) })
 	path := "/kubepods/burstable/pod" + string(p.UID)
 	if _, ok := h.Cgroups.Get(path); !ok {
@@ -141,7 +141,7 @@ func TestOrphanCgroupRemovedAfterAgentRestart(t *testing.T) {
 func TestCgroupInvariantCatchesViolations(t *testing.T) {
 	h := start(t, 18)
 	c := NewChecker(h)
-	p := mustCreate(t, h, NewPod("g", h.NodeName, Resources("app", 500, 64, 500, 64)))
+	p := mustCreate(t, h, NewPod("g", h.NodeName, sizedResources("app", 500, 64, 500, 64)))
 	runUntil(t, h, "pod running", time.Minute, func() bool { return PodIs(h, "default", "g", corev1.PodRunning, true) })
 	c.Check()
 	if v := c.Violations(); len(v) != 0 {

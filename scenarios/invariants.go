@@ -40,12 +40,14 @@ type Checker struct {
 	suite     *suiteState // see invariants_suite.go
 	// volumesReported: volume losses already reported (invariants_volumes.go).
 	volumesReported map[string]bool
-	probes          *probeChecks   // see invariants_probes.go
-	sidecars        *sidecarChecks // see invariants_sidecars.go
-	pulls           *pullChecks    // see invariants_images.go
-	ready           nodeReadyState // see invariants_node.go
-	hooks           *hookChecks    // see invariants_hooks.go
-	cg              *cgroupChecks  // see invariants_cgroups.go
+	probes          *probeChecks        // see invariants_probes.go
+	sidecars        *sidecarChecks      // see invariants_sidecars.go
+	pulls           *pullChecks         // see invariants_images.go
+	ready           nodeReadyState      // see invariants_node.go
+	hooks           *hookChecks         // see invariants_hooks.go
+	cg              *cgroupChecks       // see invariants_cgroups.go
+	pressure        *pressureChecks     // see invariants_pressure.go
+	ooms            map[string]*oomKill // by container ID, see invariants_oom.go
 }
 
 // NewChecker starts checking h's apiserver writes at once; call Check to
@@ -54,7 +56,8 @@ func NewChecker(h *harness.Harness) *Checker {
 	c := &Checker{h: h, instances: map[string]map[string]bool{}, policy: map[types.UID]corev1.RestartPolicy{},
 		lastPhase: map[types.UID]corev1.PodPhase{}, restarts: map[string]int32{}, term: newTerminationState(), suite: newSuiteState(),
 		probes: newProbeChecks(), sidecars: newSidecarChecks(),
-		hooks: newHookChecks(), cg: newCgroupChecks()}
+		hooks: newHookChecks(), cg: newCgroupChecks(),
+		pressure: newPressureChecks(), ooms: map[string]*oomKill{}}
 	h.API.OnWrite(c.onWrite)
 	return c
 }
@@ -82,6 +85,8 @@ func (c *Checker) Check() {
 	c.checkPulls()
 	c.checkHooks(truth)
 	c.checkCgroups()
+	c.checkPressure(truth)
+	c.checkOOM(truth)
 	for _, ct := range truth {
 		key := string(ct.PodUID) + "/" + ct.Name
 		if ct.State == runtimeapi.ContainerState_CONTAINER_RUNNING {
@@ -108,6 +113,8 @@ func (c *Checker) Check() {
 
 // onWrite checks pod statuses as the apiserver commits them.
 func (c *Checker) onWrite(r apiserver.Record) {
+	c.onWritePressure(r)
+	c.onWriteOOM(r)
 	if r.Kind != apiserver.KindPod || r.Pod == nil {
 		return
 	}

@@ -142,6 +142,9 @@ func (c *Checker) checkSigtermFirst(truth []RuntimeContainer) {
 			continue
 		}
 		c.suite.killed[key] = true
+		if c.pressure.evicted[ct.PodUID] != nil {
+			continue // evicted: stopped with the eviction's grace (1 s for a hard threshold)
+		}
 		if c.suite.viewStale > 0 && c.h.K.Elapsed() <= addSat(c.suite.viewStale, graceSlack+restartSlack) {
 			continue // the kill may have been decided on what an impaired runtime said
 		}

@@ -60,7 +60,13 @@ func Ops() map[string]Op {
 		"manifest":            {"static pod a: remove (b=0) its manifest, write its first version (b=1) or a new one (b=2)", drawArgs(0, len(staticNames)-1, 0, 2), opManifest},
 		"mirror-delete":       {"delete static pod a's mirror pod, with grace 0 or 30 (b)", drawArgs(0, len(staticNames)-1, 0, 1), opMirrorDelete},
 		"create-probed":       {"create a pod with probes drawn from seed a (see DrawProbedPod)", drawArgs(0, 1<<16-1), opCreateProbed},
-		"create-qos":          {"create a pod of QoS class a (Guaranteed, Burstable, BestEffort) and size b (see QOSPod)", drawArgs(0, 2, 0, 63), opCreateQOS},
+		"create-sized":        {"create a pod of QoS class a (Guaranteed, Burstable, BestEffort) and size b (see QOSPod)", drawArgs(0, 2, 0, 63), opCreateQOS},
+		"create-qos":          {"create a pod of QoS class a (BestEffort, Burstable, Guaranteed, critical), priority b, usage level c", drawArgs(0, 3, 0, 3, 0, 5), opCreateQoS},
+		"create-oom":          {"create a pod under restart policy a whose memory grows at rate b past its limit c", drawArgs(0, 2, 0, 2, 0, 2), opCreateOOM},
+		"system-oom":          {"the kernel OOM-kills process pid a outside every container", drawArgs(1, 99999), opSystemOOM},
+		"node-memory":         {"set the node's memory use outside pods so that level a of available memory is left", drawArgs(0, len(nodeMemoryLevels)-1), opNodeMemory},
+		"node-disk":           {"set the node's disk use so that level a of the node filesystem and b of the image filesystem is free", drawArgs(0, len(nodefsLevels)-1, 0, len(imagefsLevels)-1), opNodeDisk},
+		"node-pids":           {"set the node's processes outside pods so that level a of the PIDs is free", drawArgs(0, len(pidLevels)-1), opNodePIDs},
 		"wait":                {"just time passing", nil, func(*run, [3]int) error { return nil }},
 	}
 }

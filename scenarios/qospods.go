@@ -5,31 +5,24 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 )
 
-// Resources sets a container's requests and limits (cpu in millicores,
-// memory in MiB; 0 leaves one unset), creating the container if missing.
-func Resources(container string, reqCPU, reqMemMi, limCPU, limMemMi int) PodOption {
-	return func(p *corev1.Pod) {
-		c := findOrAdd(p, container)
-		set := func(rl *corev1.ResourceList, cpu, mem int) {
-			if cpu == 0 && mem == 0 {
-				return
-			}
-			if *rl == nil {
-				*rl = corev1.ResourceList{}
-			}
-			if cpu > 0 {
-				(*rl)[corev1.ResourceCPU] = *resource.NewMilliQuantity(int64(cpu), resource.DecimalSI)
-			}
-			if mem > 0 {
-				(*rl)[corev1.ResourceMemory] = *resource.NewQuantity(int64(mem)<<20, resource.BinarySI)
-			}
+// sizedResources is Resources in numbers: cpu in millicores, memory in
+// MiB, 0 leaving one unset.
+func sizedResources(container string, reqCPU, reqMemMi, limCPU, limMemMi int) PodOption {
+	milli := func(n int) string {
+		if n == 0 {
+			return ""
 		}
-		set(&c.Resources.Requests, reqCPU, reqMemMi)
-		set(&c.Resources.Limits, limCPU, limMemMi)
+		return fmt.Sprintf("%dm", n)
 	}
+	mi := func(n int) string {
+		if n == 0 {
+			return ""
+		}
+		return fmt.Sprintf("%dMi", n)
+	}
+	return Resources(container, milli(reqCPU), mi(reqMemMi), milli(limCPU), mi(limMemMi))
 }
 
 // QOSPod returns a pod of QoS class qos%3 (Guaranteed, Burstable,
@@ -42,14 +35,14 @@ func QOSPod(name, node string, qos, size int) *corev1.Pod {
 	two := size%4 >= 2
 	switch pick(qos, 3) {
 	case 0:
-		opts = append(opts, Resources("app", cpu, mem, cpu, mem))
+		opts = append(opts, sizedResources("app", cpu, mem, cpu, mem))
 		if two {
-			opts = append(opts, Resources("web", 100, 16, 100, 16))
+			opts = append(opts, sizedResources("web", 100, 16, 100, 16))
 		}
 	case 1:
-		opts = append(opts, Resources("app", cpu, mem, 0, 0))
+		opts = append(opts, sizedResources("app", cpu, mem, 0, 0))
 		if two {
-			opts = append(opts, Resources("web", 100, 16, 2*cpu, 4*mem))
+			opts = append(opts, sizedResources("web", 100, 16, 2*cpu, 4*mem))
 		}
 	default:
 		if two {

@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	"pgregory.net/rapid"
+
+	"github.com/lockstep-dev/lockstep/sim/harness"
 )
 
 // Scenario is a named property over a complete simulated node: a weighted
@@ -25,6 +27,9 @@ type Scenario struct {
 	MaxSteps int
 	// Steps, when positive, is the exact number of actions drawn.
 	Steps int
+	// Configure, when set, tunes the simulated node before it starts (the
+	// agent's configuration, the runtime's images).
+	Configure func(*harness.Config)
 }
 
 // Scenarios lists every named scenario; registering one is one line here.
@@ -41,12 +46,14 @@ func Scenarios() []Scenario {
 		volumes(),
 		mixed(),
 		cgroupsChurn(),
+		evictionScenario(),
+		oomScenario(),
 	}
 }
 
 func cgroupsChurn() Scenario {
 	return Scenario{Name: "cgroups", Doc: "pods of every QoS class come and go through crashes and runtime restarts: the cgroup tree follows (cgroups-match)",
-		Mix: map[string]int{"create-qos": 5, "create": 1, "delete": 3, "delete-force": 1, "crash": 1, "crash-in-sync": 1,
+		Mix: map[string]int{"create-sized": 5, "create": 1, "delete": 3, "delete-force": 1, "crash": 1, "crash-in-sync": 1,
 			"runtime-restart": 1, "wait": 2}}
 }
 
@@ -206,6 +213,8 @@ func Invariants() []string {
 		"legal-phases", "restart-count-monotone", "ready-is-true", "grace-honoured", "static-exclusive",
 		"sigterm-first", "lease-fresh", "node-ready", "liveness-restarts", "startup-protects", "fresh-probe-results", "sidecar-order", "pull-backoff",
 		"prestop-before-stop", "poststart-before-started", "volumes-kept", "token-valid", "cgroups-match",
+		"eviction-order", "critical-survives", "evicted-stays-dead",
+		"one-eviction-per-cycle", "reclaim-first", "pressure-conditions", "admission", "oom-reported",
 		"deleted-disappears", "converges", "status-matches", "mirror-present",
 	}
 }

@@ -4,8 +4,10 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"maps"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
 	"syscall"
 
@@ -88,8 +90,47 @@ set the same options, and flags override it.`,
 	f.BoolVar(&o.RegisterNode, "register-node", o.RegisterNode, "create the node object; false waits for an administrator to create it, then writes only its status and lease")
 	f.StringToStringVar(&o.NodeLabels, "node-labels", o.NodeLabels, "labels to add when registering the node (key=value,…); kubernetes.io and k8s.io keys only with the prefixes NodeRestriction allows")
 	f.StringSliceVar(&o.RegisterWithTaints, "register-with-taints", o.RegisterWithTaints, "taints of the node at registration (<key>[=<value>]:<effect>,…)")
+	f.Var(&evictionFlag{&o.EvictionHard, "<"}, "eviction-hard",
+		"hard eviction thresholds, e.g. memory.available<100Mi,nodefs.available<10% (default: the kubelet's)")
+	f.Var(&evictionFlag{&o.EvictionSoft, "<"}, "eviction-soft", "soft eviction thresholds, e.g. memory.available<1Gi")
+	f.Var(&evictionFlag{&o.EvictionSoftGracePeriod, "="}, "eviction-soft-grace-period",
+		"grace period of each soft threshold, e.g. memory.available=1m30s")
+	f.Var(&evictionFlag{&o.EvictionMinimumReclaim, "="}, "eviction-minimum-reclaim",
+		"minimum reclaim past each threshold, e.g. memory.available=0Mi,nodefs.available=500Mi")
+	f.Int32Var(&o.EvictionMaxPodGracePeriod, "eviction-max-pod-grace-period", o.EvictionMaxPodGracePeriod,
+		"grace period (seconds) of a pod evicted for a soft threshold, or the pod's own when shorter")
+	f.DurationVar(&o.EvictionPressureTransitionPeriod, "eviction-pressure-transition-period", o.EvictionPressureTransitionPeriod,
+		"how long a pressure condition stays after its signal cleared")
 	return cmd
 }
+
+// evictionFlag is a map flag of "signal<value" or "signal=value" pairs.
+type evictionFlag struct {
+	m   *map[string]string
+	sep string
+}
+
+func (e *evictionFlag) String() string {
+	if e.m == nil || *e.m == nil {
+		return ""
+	}
+	var parts []string
+	for _, k := range slices.Sorted(maps.Keys(*e.m)) {
+		parts = append(parts, k+e.sep+(*e.m)[k])
+	}
+	return strings.Join(parts, ",")
+}
+
+func (e *evictionFlag) Set(v string) error {
+	m, err := daemon.ParseEvictionMap(v, e.sep)
+	if err != nil {
+		return err
+	}
+	*e.m = m
+	return nil
+}
+
+func (e *evictionFlag) Type() string { return "mapStringString" }
 
 // resolveNodeOptions merges the config file under the flags and validates.
 func resolveNodeOptions(f *pflag.FlagSet, o *daemon.Options) error {

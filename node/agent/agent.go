@@ -9,6 +9,7 @@ package agent
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -18,8 +19,10 @@ import (
 	"github.com/lockstep-dev/lockstep/node/admission"
 	"github.com/lockstep-dev/lockstep/node/cgroups"
 	"github.com/lockstep-dev/lockstep/node/deps"
+	"github.com/lockstep-dev/lockstep/node/eviction"
 	"github.com/lockstep-dev/lockstep/node/metrics"
 	"github.com/lockstep-dev/lockstep/node/nodestatus"
+	"github.com/lockstep-dev/lockstep/node/oomwatch"
 	"github.com/lockstep-dev/lockstep/node/pleg"
 	"github.com/lockstep-dev/lockstep/node/podsource"
 	"github.com/lockstep-dev/lockstep/node/podspec"
@@ -27,6 +30,7 @@ import (
 	"github.com/lockstep-dev/lockstep/node/podworkers"
 	"github.com/lockstep-dev/lockstep/node/prober"
 	"github.com/lockstep-dev/lockstep/node/runtimesync"
+	"github.com/lockstep-dev/lockstep/node/stats"
 	"github.com/lockstep-dev/lockstep/node/status"
 	"github.com/lockstep-dev/lockstep/node/termmsg"
 	"github.com/lockstep-dev/lockstep/node/volume"
@@ -69,6 +73,10 @@ type Config struct {
 	// Cgroups configures the pod and QoS cgroups (--cgroups-per-qos,
 	// --cgroup-root, --cgroup-driver, --enforce-node-allocatable).
 	Cgroups cgroups.Config
+	// Eviction is the eviction configuration (thresholds, grace, pressure
+	// transition period); no thresholds: nothing is ever evicted, and the
+	// node never reports pressure.
+	Eviction eviction.Config
 }
 
 // Agent is one node agent.
@@ -87,6 +95,9 @@ type Agent struct {
 	volumes *volume.Manager
 	probes  *prober.Manager
 	cgroups *cgroups.Manager
+	// evictions is the eviction manager; stats its sampler.
+	evictions *eviction.Manager
+	stats     *stats.Provider
 
 	startTime time.Time
 
@@ -98,6 +109,12 @@ type Agent struct {
 	unsupported map[types.UID]string
 	// sysctls decides which sysctls pods may set.
 	sysctls *admission.SysctlAllowlist
+	// admitted are the pods admitted that still count against the node;
+	// rejected the pods admission refused; evicted the pods the eviction
+	// manager evicted or admission preempted (see pressure.go).
+	admitted map[types.UID]*corev1.Pod
+	rejected map[types.UID]admission.Decision
+	evicted  map[types.UID]stopNote
 }
 
 // New builds an agent over d. Nothing runs until Start.
@@ -117,6 +134,7 @@ func New(d deps.Deps, cfg Config) *Agent {
 	if cfg.Node.NodeName == "" {
 		cfg.Node.NodeName = cfg.NodeName
 	}
+	cfg.NodeStatus.Reserved = withEvictionReserve(d.Machine, cfg.NodeStatus, cfg.Eviction.Thresholds)
 	cfg.Node = withMachineFacts(d.Machine, d.Log, cfg.Node, cfg.NodeStatus)
 	cfg.RuntimeSync.Node = cfg.Node
 	if d.Files != nil {
@@ -145,7 +163,17 @@ func New(d deps.Deps, cfg Config) *Agent {
 		expected: map[types.UID]map[string]expectation{},
 		sysctls:  sysctlAllowlist(d, cfg.AllowedUnsafeSysctls),
 		cgroups:  pods,
+		admitted: map[types.UID]*corev1.Pod{},
+		rejected: map[types.UID]admission.Decision{},
+		evicted:  map[types.UID]stopNote{},
 	}
+	a.stats = stats.New(d.Core, stats.Ports{Runtime: d.Runtime, Images: d.Images, Machine: d.Machine}, stats.Config{Period: cfg.Eviction.Period})
+	ep := eviction.Ports{Stats: a.stats, Pods: evictionPods{a}, Reclaim: reclaimer{a}, Events: d.API.Events}
+	if cfg.Metrics != nil {
+		ep.Metrics = cfg.Metrics
+	}
+	a.evictions = eviction.New(d.Core, ep, cfg.Eviction, cfg.NodeName, cfg.Node.Allocatable.Memory().Value())
+	cfg.NodeStatus.Pressure = a.evictions
 	a.probes = a.newProber()
 	var sources []string
 	if d.API.Pods != nil {
@@ -186,6 +214,10 @@ func (a *Agent) Start(ctx context.Context) {
 	a.pleg.Start(ctx)
 	a.volumes.Start(ctx)
 	a.probes.Start(ctx)
+	if len(a.cfg.Eviction.Thresholds) > 0 && a.d.Machine != nil {
+		a.evictions.Start(ctx)
+	}
+	oomwatch.Start(ctx, a.d.Core, a.d.OOMKills, a.d.API.Events, a.cfg.NodeName)
 	if a.node != nil {
 		a.node.Start(ctx)
 	}
@@ -267,6 +299,12 @@ func (a *Agent) configLoop(ctx context.Context) {
 }
 
 func (a *Agent) handleUpdate(u podsource.Update) {
+	if u.Op == podsource.OpAdd {
+		// Admitted in creation order, as the kubelet does, so the same
+		// pods win whatever order a source lists them in.
+		u.Pods = slices.Clone(u.Pods)
+		podutil.SortByCreation(u.Pods)
+	}
 	for _, pod := range u.Pods {
 		if podutil.IsMirrorPod(pod) {
 			continue // the static pod it mirrors is what runs
@@ -277,6 +315,7 @@ func (a *Agent) handleUpdate(u podsource.Update) {
 				a.workers.UpdatePod(podworkers.Work{Type: podworkers.Kill, UID: pod.UID, Pod: pod, Reason: "deleted"})
 				continue
 			}
+			a.admit(pod)
 			a.workers.UpdatePod(podworkers.Work{Type: podworkers.Create, UID: pod.UID, Pod: pod})
 		case podsource.OpUpdate:
 			a.workers.UpdatePod(podworkers.Work{Type: podworkers.Update, UID: pod.UID, Pod: pod})

@@ -79,6 +79,8 @@ func (a *Agent) housekeeping(ctx context.Context, gc bool) {
 		a.exec.ForgetPod(string(uid))
 		a.mu.Lock()
 		delete(a.expected, uid)
+		delete(a.rejected, uid)
+		delete(a.evicted, uid)
 		a.mu.Unlock()
 		a.d.Log.Info("pod removed", "uid", string(uid))
 	}

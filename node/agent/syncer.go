@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/lockstep-dev/lockstep/node/admission"
 	"github.com/lockstep-dev/lockstep/node/metrics"
 	"github.com/lockstep-dev/lockstep/node/podstate"
 	"github.com/lockstep-dev/lockstep/node/podutil"
@@ -144,6 +145,16 @@ func (a *Agent) otherStaticInstance(pod *corev1.Pod) (types.UID, bool) {
 // period and confirms nothing still runs.
 func (a *Agent) SyncTerminatingPod(ctx context.Context, uid types.UID, pod *corev1.Pod, grace int64, lastSync time.Time) error {
 	a.probes.Terminating(uid)
+	a.forgetAdmission(uid)
+	if pod != nil {
+		// An evicted pod is Failed (reason Evicted) before its containers
+		// stop, as the kubelet writes it: a restarted agent finds it
+		// terminal and never runs it again.
+		prev := a.status.WithCachedStatus(pod)
+		if s, ok := a.evictedStatus(uid, prev.Status); ok && !podutil.IsTerminal(prev.Status.Phase) {
+			a.status.SetPodStatus(pod, s)
+		}
+	}
 	st, err := a.pleg.Cache().GetNewerThan(ctx, uid, a.since(lastSync))
 	if err != nil {
 		return fmt.Errorf("wait for the runtime view of terminating pod %s: %w", uid, err)
@@ -158,12 +169,24 @@ func (a *Agent) SyncTerminatingPod(ctx context.Context, uid types.UID, pod *core
 	if running := after.Running(); len(running) > 0 {
 		return fmt.Errorf("pod %s still has %d running containers (first: %q)", uid, len(running), running[0].Name)
 	}
-	if pod != nil && !a.refused(pod) && !skipsFinalStatus(a.status, uid) { // a refused pod keeps the status of its refusal
-		prev := a.status.WithCachedStatus(pod)
-		now := a.d.Clock.Now()
-		s := status.Generate(prev, after, nil, a.probes.ForPod(pod, after), a.nodeAddrs(), now)
-		a.status.SetPodStatus(pod, status.Terminate(prev, s, now))
+	if pod == nil {
+		return nil
 	}
+	if reason, msg := a.rejection(pod, admission.Check(pod)); reason != "" {
+		// A refused pod keeps the status of its refusal; one killed
+		// before its first sync wrote it gets it now.
+		if _, ok := a.status.PodStatus(pod.UID); !ok {
+			a.refuse(pod, reason, msg)
+		}
+		return nil
+	}
+	if skipsFinalStatus(a.status, uid) {
+		return nil
+	}
+	prev := a.status.WithCachedStatus(pod)
+	now := a.d.Clock.Now()
+	s := status.Generate(prev, after, nil, a.probes.ForPod(pod, after), a.nodeAddrs(), now)
+	a.status.SetPodStatus(pod, status.Terminate(prev, s, now))
 	return nil
 }
 

@@ -37,9 +37,13 @@ func sysctlAllowlist(d deps.Deps, unsafe []string) *admission.SysctlAllowlist {
 	return w
 }
 
-// rejection returns why pod must not run at all: protection the agent
-// cannot enforce, or a sysctl the node does not allow ("" when it may run).
+// rejection returns why pod must not run at all: admission refused it
+// (resources, node, pressure), protection the agent cannot enforce, or a
+// sysctl the node does not allow ("" when it may run).
 func (a *Agent) rejection(pod *corev1.Pod, u admission.Unsupported) (reason, message string) {
+	if d, ok := a.admissionRejection(pod.UID); ok {
+		return d.Reason, d.Message
+	}
 	if u.Rejected() {
 		return admission.ReasonUnsupportedSecurityContext, u.RejectionMessage()
 	}
@@ -49,7 +53,8 @@ func (a *Agent) rejection(pod *corev1.Pod, u admission.Unsupported) (reason, mes
 	return "", ""
 }
 
-// refused reports whether pod must not run at all (see rejection).
+// refused reports whether pod is refused at admission, for any reason: it
+// runs nothing and keeps the status of its refusal.
 func (a *Agent) refused(pod *corev1.Pod) bool {
 	reason, _ := a.rejection(pod, admission.Check(pod))
 	return reason != ""

@@ -38,11 +38,12 @@ func (a *Agent) checkUnsupported(pod *corev1.Pod) admission.Unsupported {
 }
 
 // refuse fails a pod that must not run (see rejection): phase Failed with
-// the reason and message, and no container is started. A sysctl refusal
-// is also a Warning event (unsupported fields have theirs already).
+// the reason and message, and no container is started. An admission or
+// sysctl refusal is also a Warning event (unsupported fields have theirs
+// already).
 func (a *Agent) refuse(pod *corev1.Pod, reason, message string) podworkers.SyncResult {
 	prev := a.status.WithCachedStatus(pod)
-	if reason == admission.ReasonSysctlForbidden && prev.Status.Phase != corev1.PodFailed && a.d.API.Events != nil {
+	if reason != admission.ReasonUnsupportedSecurityContext && prev.Status.Phase != corev1.PodFailed && a.d.API.Events != nil {
 		ref := &corev1.ObjectReference{Kind: "Pod", APIVersion: "v1", Namespace: pod.Namespace, Name: pod.Name, UID: pod.UID}
 		a.d.API.Events.Event(ref, corev1.EventTypeWarning, reason, message)
 	}

@@ -53,6 +53,9 @@ type Deps struct {
 	// Cgroups keeps the pod and QoS cgroups; nil leaves pods where the
 	// runtime puts them.
 	Cgroups Cgroups
+	// OOMKills reports the kernel's OOM kills; nil when they cannot be
+	// read (no /dev/kmsg).
+	OOMKills OOMKills
 }
 
 // Clock is the part of github.com/benbjohnson/clock's Clock that a simulator

@@ -20,3 +20,21 @@ type ContainerEventStream interface {
 type ContainerEvents interface {
 	Subscribe(ctx context.Context) (ContainerEventStream, error)
 }
+
+// OOMKill is one kill by the kernel's OOM killer.
+type OOMKill struct {
+	// Process and PID name the victim.
+	Process string
+	PID     int
+	// VictimCgroup is the victim's memory cgroup ("/" for a process in
+	// no container); Cgroup the one whose limit was hit ("/" for the
+	// whole machine).
+	VictimCgroup, Cgroup string
+}
+
+// OOMKills yields the kernel's OOM kills as they happen. Real:
+// /dev/kmsg (node/real/machine). Simulated: scripted by the scenario.
+type OOMKills interface {
+	// Next blocks for the next kill, or until ctx ends.
+	Next(ctx context.Context) (OOMKill, error)
+}

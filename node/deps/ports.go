@@ -176,7 +176,13 @@ type MachineUsage struct {
 	NodeFSCapacityBytes  uint64
 	NodeFSInodesFree     uint64
 	NodeFSInodes         uint64
-	PIDsAvailable        uint64
+	// ImageFS* describe the runtime's image filesystem when it is a
+	// filesystem of its own; zero when it shares the node filesystem.
+	ImageFSAvailableBytes uint64
+	ImageFSCapacityBytes  uint64
+	ImageFSInodesFree     uint64
+	ImageFSInodes         uint64
+	PIDsAvailable         uint64
 }
 
 // Machine reports the node's capacity and usage. Real: /proc, statfs and

@@ -50,6 +50,7 @@ const (
 	StartedPodsErrors          = "kubelet_started_pods_errors_total"
 	StartedContainers          = "kubelet_started_containers_total"
 	StartedContainersErrors    = "kubelet_started_containers_errors_total"
+	Evictions                  = "kubelet_evictions"
 	ProberProbeTotal           = "prober_probe_total"
 	ProberProbeDurationSeconds = "prober_probe_duration_seconds"
 )
@@ -110,6 +111,7 @@ type Metrics struct {
 	startedCtrsErrors *prometheus.CounterVec
 	probeTotal        *prometheus.CounterVec
 	probeDuration     *prometheus.HistogramVec
+	evictions         *prometheus.CounterVec
 
 	mu         sync.Mutex // guards the fields below
 	node       string
@@ -208,6 +210,10 @@ func NewWithProbes(reg, probes prometheus.Registerer) *Metrics {
 			Help:    "Seconds a probe took to answer.",
 			Buckets: prometheus.DefBuckets,
 		}, []string{"probe_type", "container", "pod", "namespace"}),
+		evictions: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: Evictions,
+			Help: "Cumulative number of pod evictions by eviction signal.",
+		}, []string{"eviction_signal"}),
 	}
 	reg.MustRegister(
 		m.nodeName, m.podStartDuration, m.podWorkerDuration,
@@ -215,6 +221,7 @@ func NewWithProbes(reg, probes prometheus.Registerer) *Metrics {
 		m.runningPods, m.runningContainers,
 		m.runtimeOps, m.runtimeDuration, m.runtimeErrors,
 		m.startedPods, m.startedPodsErrors, m.startedCtrs, m.startedCtrsErrors,
+		m.evictions,
 	)
 	probes.MustRegister(m.probeTotal, m.probeDuration)
 	m.SetRunning(0, nil)
@@ -243,6 +250,15 @@ func (m *Metrics) SetNodeName(name string) {
 	}
 	m.node = name
 	m.nodeName.WithLabelValues(name).Set(1)
+}
+
+// ObserveEviction counts a pod evicted for signal (kubelet_evictions,
+// label eviction_signal: memory.available, nodefs.available, …).
+func (m *Metrics) ObserveEviction(signal string) {
+	if m == nil {
+		return
+	}
+	m.evictions.WithLabelValues(signal).Inc()
 }
 
 // ObservePodStartDuration records the time from the agent first seeing a

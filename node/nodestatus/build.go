@@ -133,6 +133,11 @@ func nodeLabels(cfg Config, info deps.MachineInfo) map[string]string {
 	return l
 }
 
+// Labels are the labels the node registers with under cfg (what
+// admission matches a pod's node selector against before the Node is
+// read from the API).
+func Labels(cfg Config, info deps.MachineInfo) map[string]string { return nodeLabels(cfg, info) }
+
 // newNode is the Node to register: labels, taints, the agent's version
 // annotation and the status.
 func newNode(cfg Config, f facts) *corev1.Node {

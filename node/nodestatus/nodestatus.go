@@ -197,8 +197,9 @@ type Manager struct {
 	features *corev1.NodeFeatures
 	// lastReport is when the status was last written (or created).
 	lastReport time.Time
-	// written is the node as the last write (or the registration)
-	// returned it: the base of the next status patch. Nil when unknown.
+	// written is the node as last read from the API or as the last write
+	// (or the registration) returned it: the base of the next status
+	// patch, and what Node returns. Nil when unknown.
 	written *corev1.Node
 
 	// lease is the newest lease the lease task knows; only that task
@@ -243,6 +244,17 @@ func (m *Manager) Registered() bool {
 func (m *Manager) Ready() (bool, string, string) {
 	r := m.readiness()
 	return r.ready, r.reason(), r.message
+}
+
+// Node returns the Node as the manager last read or wrote it (labels,
+// taints, status), nil before it first did.
+func (m *Manager) Node() *corev1.Node {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.written == nil {
+		return nil
+	}
+	return m.written.DeepCopy()
 }
 
 // nodeUID returns the Node's UID once known.

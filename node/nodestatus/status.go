@@ -228,7 +228,7 @@ func (m *Manager) tryUpdateStatus(ctx context.Context) error {
 		}
 	}
 	m.mu.Lock()
-	m.uid = node.UID
+	m.uid, m.written = node.UID, node
 	due := !f.now.Before(m.lastReport.Add(m.cfg.StatusReportFrequency))
 	m.mu.Unlock()
 

@@ -17,6 +17,7 @@ import (
 	"github.com/lockstep-dev/lockstep/node/agent"
 	"github.com/lockstep-dev/lockstep/node/cgroups"
 	"github.com/lockstep-dev/lockstep/node/deps"
+	"github.com/lockstep-dev/lockstep/node/eviction"
 	"github.com/lockstep-dev/lockstep/sim/apiserver"
 	"github.com/lockstep-dev/lockstep/sim/choice"
 	"github.com/lockstep-dev/lockstep/sim/kernel"
@@ -72,6 +73,7 @@ type Harness struct {
 	cancel   context.CancelFunc
 	restarts int
 	traced   *tracingRuntime // the runtime as the agent sees it: calls traced
+	ooms     oomKills        // the kernel's OOM kills, scripted
 }
 
 // New builds the world; the agent is not started yet.
@@ -84,6 +86,9 @@ func New(cfg Config) *Harness {
 	}
 	if cfg.Replay == nil {
 		cfg.Replay = callerReplay()
+	}
+	if cfg.Agent.Eviction.Thresholds == nil {
+		cfg.Agent.Eviction.Thresholds = defaultThresholds()
 	}
 	k := kernel.New(kernel.Config{Seed: cfg.Seed, Choices: cfg.Choices, Trace: cfg.Trace, Replay: cfg.Replay})
 	files := memfs.New()
@@ -100,7 +105,17 @@ func New(cfg Config) *Harness {
 		Node: cfg.NodeName})
 	traceWrites(k, api)
 	return &Harness{K: k, Runtime: rt, API: api, Files: files, Mounts: memfs.NewMounts(files), Cgroups: NewCgroupTree(rt), NodeName: cfg.NodeName, cfg: cfg,
-		traced: newTracingRuntime(rt, k)}
+		traced: newTracingRuntime(rt, k), ooms: oomKills{deps.NewInbox[deps.OOMKill](k.Tasks(), "kernel oom kills")}}
+}
+
+// defaultThresholds are the kubelet's default hard eviction thresholds,
+// which every simulated node has unless its configuration says otherwise.
+func defaultThresholds() []eviction.Threshold {
+	ts, err := eviction.ParseThresholds(nil, nil, nil, nil, true)
+	if err != nil {
+		panic(err) // the defaults parse
+	}
+	return ts
 }
 
 // NodeHosts is the simulated node's /etc/hosts, which host-network pods'
@@ -138,6 +153,10 @@ func (h *Harness) AgentSandbox(id string) bool {
 // Agent is the running agent (nil before StartAgent).
 func (h *Harness) Agent() *agent.Agent { return h.agent }
 
+// AgentConfig is the configuration every agent of this node starts with
+// (NodeName and ManifestDir aside).
+func (h *Harness) AgentConfig() agent.Config { return h.cfg.Agent }
+
 // Restarts is how many times the agent was (re)started.
 func (h *Harness) Restarts() int { return h.restarts }
 
@@ -165,6 +184,7 @@ func (h *Harness) StartAgent() {
 		Cgroups:  h.Cgroups,
 		Machine:  machineModel{h.Runtime, h.NodeName},
 		ProbeNet: probeNet{h.Runtime, tasks},
+		OOMKills: h.ooms,
 	}
 	cfg := h.cfg.Agent
 	cfg.NodeName = h.NodeName

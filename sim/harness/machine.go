@@ -33,6 +33,8 @@ func (m machineModel) Usage(context.Context) (deps.MachineUsage, error) {
 		MemoryAvailableBytes: u.MemoryAvailable,
 		NodeFSAvailableBytes: u.Nodefs.Available, NodeFSCapacityBytes: u.Nodefs.Capacity,
 		NodeFSInodesFree: u.Nodefs.InodesFree, NodeFSInodes: u.Nodefs.Inodes,
+		ImageFSAvailableBytes: u.Imagefs.Available, ImageFSCapacityBytes: u.Imagefs.Capacity,
+		ImageFSInodesFree: u.Imagefs.InodesFree, ImageFSInodes: u.Imagefs.Inodes,
 		PIDsAvailable: u.PIDCapacity - min(u.PIDsUsed, u.PIDCapacity),
 	}, nil
 }

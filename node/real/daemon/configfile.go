@@ -27,6 +27,8 @@ var supportedFields = []string{
 	"serializeImagePulls", "maxParallelImagePulls",
 	"cgroupsPerQOS", "cgroupRoot", "cgroupDriver", "kubeReserved", "systemReserved", "enforceNodeAllocatable", "qosReserved",
 	"registerNode", "registerWithTaints", "enableSystemLogHandler",
+	"evictionHard", "evictionSoft", "evictionSoftGracePeriod", "evictionMinimumReclaim", "evictionMaxPodGracePeriod",
+	"evictionPressureTransitionPeriod",
 }
 
 // ConfigFile is a parsed KubeletConfiguration and the fields it set that
@@ -169,6 +171,14 @@ func (cf *ConfigFile) Apply(o *Options, flagSet func(flag string) bool) {
 	})
 	set("enableSystemLogHandler", "enable-system-log-handler", func() {
 		o.EnableSystemLogHandler = c.EnableSystemLogHandler == nil || *c.EnableSystemLogHandler
+	})
+	set("evictionHard", "eviction-hard", func() { o.EvictionHard = c.EvictionHard })
+	set("evictionSoft", "eviction-soft", func() { o.EvictionSoft = c.EvictionSoft })
+	set("evictionSoftGracePeriod", "eviction-soft-grace-period", func() { o.EvictionSoftGracePeriod = c.EvictionSoftGracePeriod })
+	set("evictionMinimumReclaim", "eviction-minimum-reclaim", func() { o.EvictionMinimumReclaim = c.EvictionMinimumReclaim })
+	set("evictionMaxPodGracePeriod", "eviction-max-pod-grace-period", func() { o.EvictionMaxPodGracePeriod = c.EvictionMaxPodGracePeriod })
+	set("evictionPressureTransitionPeriod", "eviction-pressure-transition-period", func() {
+		o.EvictionPressureTransitionPeriod = c.EvictionPressureTransitionPeriod.Duration
 	})
 	if cf.Set["authentication.anonymous.enabled"] && c.Authentication.Anonymous.Enabled != nil && *c.Authentication.Anonymous.Enabled {
 		cf.Ignored = append(cf.Ignored, "authentication.anonymous.enabled (anonymous access is always off)")

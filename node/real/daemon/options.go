@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/lockstep-dev/lockstep/node/admission"
+	"github.com/lockstep-dev/lockstep/node/eviction"
 )
 
 // FakeRuntime is the runtime endpoint value that runs the in-process fake
@@ -86,6 +87,15 @@ type Options struct {
 	EnableSystemLogHandler bool
 	// Cgroups are the pod and QoS cgroup options.
 	Cgroups CgroupOptions
+	// Eviction (eviction.ParseThresholds): maps from signal to threshold
+	// ("100Mi", "10%"), grace period ("1m30s") or minimum reclaim; a nil
+	// EvictionHard means the kubelet's defaults.
+	EvictionHard                     map[string]string
+	EvictionSoft                     map[string]string
+	EvictionSoftGracePeriod          map[string]string
+	EvictionMinimumReclaim           map[string]string
+	EvictionMaxPodGracePeriod        int32
+	EvictionPressureTransitionPeriod time.Duration
 
 	// origin says where each option's value came from, by option key:
 	// "--flag" or "field <name> in <file>"; absent means the default.
@@ -96,33 +106,34 @@ type Options struct {
 // kubelet's defaults where lockstep shares its meaning.
 func Defaults() Options {
 	return Options{
-		RuntimeEndpoint:               "unix:///run/containerd/containerd.sock",
-		RootDir:                       "/var/lib/lockstep",
-		PodLogsRoot:                   "/var/log/pods",
-		ContainerLogsDir:              "/var/log/containers",
-		MaxDeadContainersPerContainer: 1,
-		MaxDeadContainers:             -1,
-		MaxPods:                       110,
-		SyncFrequency:                 time.Minute,
-		FileCheckFrequency:            20 * time.Second,
-		NodeStatusUpdateFrequency:     10 * time.Second,
-		NodeStatusReportFrequency:     5 * time.Minute,
-		NodeLeaseDurationSeconds:      40,
-		RuntimeRequestTimeout:         2 * time.Minute,
-		Address:                       "0.0.0.0",
-		Port:                          10250,
-		ReadOnlyPort:                  0,
-		AuthorizationMode:             "Webhook",
-		EnableProfilingHandler:        true,
-		ClusterDomain:                 "cluster.local",
-		ResolvConf:                    "/etc/resolv.conf",
-		SerializeImagePulls:           true,
-		APIQPS:                        50,
-		APIBurst:                      100,
-		Cgroups:                       DefaultCgroupOptions(),
-		RegisterNode:                  true,
-		EnableSystemLogHandler:        true,
-		origin:                        map[string]string{},
+		RuntimeEndpoint:                  "unix:///run/containerd/containerd.sock",
+		RootDir:                          "/var/lib/lockstep",
+		PodLogsRoot:                      "/var/log/pods",
+		ContainerLogsDir:                 "/var/log/containers",
+		MaxDeadContainersPerContainer:    1,
+		MaxDeadContainers:                -1,
+		MaxPods:                          110,
+		SyncFrequency:                    time.Minute,
+		FileCheckFrequency:               20 * time.Second,
+		NodeStatusUpdateFrequency:        10 * time.Second,
+		NodeStatusReportFrequency:        5 * time.Minute,
+		NodeLeaseDurationSeconds:         40,
+		RuntimeRequestTimeout:            2 * time.Minute,
+		Address:                          "0.0.0.0",
+		Port:                             10250,
+		ReadOnlyPort:                     0,
+		AuthorizationMode:                "Webhook",
+		EnableProfilingHandler:           true,
+		ClusterDomain:                    "cluster.local",
+		ResolvConf:                       "/etc/resolv.conf",
+		SerializeImagePulls:              true,
+		APIQPS:                           50,
+		APIBurst:                         100,
+		Cgroups:                          DefaultCgroupOptions(),
+		RegisterNode:                     true,
+		EnableSystemLogHandler:           true,
+		EvictionPressureTransitionPeriod: 5 * time.Minute,
+		origin:                           map[string]string{},
 	}
 }
 
@@ -207,6 +218,15 @@ func (o *Options) Validate() error {
 	case o.AuthorizationMode == "Webhook" && o.Kubeconfig == "" && o.origin["authorization-mode"] != "":
 		return bad("authorization-mode", o.AuthorizationMode, "Webhook needs --kubeconfig (standalone mode has no apiserver to ask)")
 	}
+	if _, err := o.EvictionThresholds(); err != nil {
+		return bad("eviction-hard", o.EvictionHard, err.Error())
+	}
+	if o.EvictionMaxPodGracePeriod < 0 {
+		return bad("eviction-max-pod-grace-period", o.EvictionMaxPodGracePeriod, "must be 0 or more")
+	}
+	if o.EvictionPressureTransitionPeriod <= 0 {
+		return bad("eviction-pressure-transition-period", o.EvictionPressureTransitionPeriod, "must be a positive duration such as 5m")
+	}
 	if _, err := admission.NewSysctlAllowlist(o.AllowedUnsafeSysctls); err != nil {
 		return bad("allowed-unsafe-sysctls", o.AllowedUnsafeSysctls, err.Error())
 	}
@@ -265,4 +285,30 @@ func (o *Options) ParallelImagePulls() int {
 		return int(o.MaxParallelImagePulls)
 	}
 	return -1
+}
+
+// EvictionThresholds parses the eviction options into thresholds (an
+// allocatableMemory.available threshold follows memory.available's, as
+// with the kubelet's default enforceNodeAllocatable: pods).
+func (o *Options) EvictionThresholds() ([]eviction.Threshold, error) {
+	return eviction.ParseThresholds(o.EvictionHard, o.EvictionSoft, o.EvictionSoftGracePeriod, o.EvictionMinimumReclaim, true)
+}
+
+// ParseEvictionMap reads an eviction flag: comma-separated
+// "signal<value" (--eviction-hard, --eviction-soft) or "signal=value"
+// (--eviction-soft-grace-period, --eviction-minimum-reclaim) pairs.
+func ParseEvictionMap(s, sep string) (map[string]string, error) {
+	out := map[string]string{}
+	for _, kv := range strings.Split(s, ",") {
+		kv = strings.TrimSpace(kv)
+		if kv == "" {
+			continue
+		}
+		k, v, ok := strings.Cut(kv, sep)
+		if !ok || strings.TrimSpace(k) == "" {
+			return nil, fmt.Errorf("%q: want signal%svalue", kv, sep)
+		}
+		out[strings.TrimSpace(k)] = strings.TrimSpace(v)
+	}
+	return out, nil
 }

@@ -146,10 +146,11 @@ evictionHard: {memory.available: 200Mi}
 	want.ClusterDNS, want.ClientCAFile, want.AuthorizationMode, want.Verbosity = []string{"10.96.0.10"}, "/etc/ca.crt", "AlwaysAllow", 3
 	want.SerializeImagePulls, want.MaxParallelImagePulls = false, 4
 	want.Cgroups.CgroupDriver = "systemd"
+	want.EvictionHard = map[string]string{"memory.available": "200Mi"}
 	if diff := cmp.Diff(want, o, cmpopts.IgnoreUnexported(Options{})); diff != "" {
 		t.Errorf("options (-want +got):\n%s", diff)
 	}
-	wantIgnored := []string{"evictionHard", "authentication.anonymous.enabled (anonymous access is always off)"}
+	wantIgnored := []string{"authentication.anonymous.enabled (anonymous access is always off)"}
 	if diff := cmp.Diff(wantIgnored, cf.Ignored); diff != "" {
 		t.Errorf("ignored fields (-want +got):\n%s", diff)
 	}
@@ -222,5 +223,26 @@ func TestCgroupOptions(t *testing.T) {
 	}
 	if cfg := c.Config(); !cfg.CgroupsPerQOS || cfg.Root != "/" || cfg.Driver != "cgroupfs" || !cfg.EnforcePods || cfg.MemoryReservePercent != 50 {
 		t.Errorf("Config() = %+v", cfg)
+	}
+}
+
+// Eviction flags read the kubelet's forms; a bad threshold is a startup
+// error naming the flag.
+func TestEvictionOptions(t *testing.T) {
+	m, err := ParseEvictionMap("memory.available<1Gi, nodefs.available<10%", "<")
+	if diff := cmp.Diff(map[string]string{"memory.available": "1Gi", "nodefs.available": "10%"}, m); diff != "" || err != nil {
+		t.Errorf("ParseEvictionMap: %v (-want +got):\n%s", err, diff)
+	}
+	if _, err := ParseEvictionMap("memory.available=1Gi", "<"); err == nil {
+		t.Error("ParseEvictionMap accepted the wrong separator")
+	}
+	o := Defaults()
+	o.EvictionSoft = map[string]string{"memory.available": "1Gi"}
+	if err := o.Validate(); err == nil || !strings.Contains(err.Error(), "no grace period") {
+		t.Errorf("a soft threshold without grace period: %v", err)
+	}
+	o.EvictionSoftGracePeriod = map[string]string{"memory.available": "30s"}
+	if err := o.Validate(); err != nil {
+		t.Errorf("valid eviction options refused: %v", err)
 	}
 }

@@ -20,6 +20,7 @@ import (
 
 	"github.com/lockstep-dev/lockstep/node/agent"
 	"github.com/lockstep-dev/lockstep/node/deps"
+	"github.com/lockstep-dev/lockstep/node/eviction"
 	"github.com/lockstep-dev/lockstep/node/images"
 	"github.com/lockstep-dev/lockstep/node/metrics"
 	"github.com/lockstep-dev/lockstep/node/nodestatus"
@@ -121,6 +122,12 @@ func Run(ctx context.Context, o Options, rt Runtime, log *slog.Logger) error {
 	if d.Cgroups, err = cgroupPort(o); err != nil {
 		return err
 	}
+	if kmsg, err := machine.OpenKmsg(""); err != nil {
+		log.Warn("kernel OOM kills will not be reported as SystemOOM events", "error", err.Error())
+	} else {
+		defer kmsg.Close()
+		d.OOMKills = kmsg
+	}
 
 	reg, probeReg := prometheus.NewRegistry(), prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -156,8 +163,16 @@ func Run(ctx context.Context, o Options, rt Runtime, log *slog.Logger) error {
 		}
 	}
 	m := metrics.NewWithProbes(reg, probeReg)
+	thresholds, err := o.EvictionThresholds()
+	if err != nil {
+		return fmt.Errorf("eviction thresholds: %w", err)
+	}
 	a := agent.New(d, agent.Config{
-		Metrics:  m,
+		Metrics: m,
+		Eviction: eviction.Config{
+			Thresholds: thresholds, MaxPodGracePeriod: int64(o.EvictionMaxPodGracePeriod),
+			PressureTransitionPeriod: o.EvictionPressureTransitionPeriod,
+		},
 		NodeName: nodeName, ManifestDir: o.ManifestPath,
 		AllowedUnsafeSysctls: o.AllowedUnsafeSysctls,
 		FileCheckFrequency:   o.FileCheckFrequency, SyncFrequency: o.SyncFrequency,

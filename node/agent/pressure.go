@@ -1,0 +1,320 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/types"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/lockstep-dev/lockstep/node/admission"
+	"github.com/lockstep-dev/lockstep/node/deps"
+	"github.com/lockstep-dev/lockstep/node/eviction"
+	"github.com/lockstep-dev/lockstep/node/nodestatus"
+	"github.com/lockstep-dev/lockstep/node/podspec"
+	"github.com/lockstep-dev/lockstep/node/podstate"
+	"github.com/lockstep-dev/lockstep/node/podutil"
+	"github.com/lockstep-dev/lockstep/node/podworkers"
+	"github.com/lockstep-dev/lockstep/node/status"
+)
+
+// withEvictionReserve adds what the hard eviction thresholds keep free to
+// the node's reserved resources, so that allocatable (node status,
+// admission, the downward API) is capacity minus reserved minus the hard
+// memory.available and nodefs.available thresholds, as the kubelet's.
+func withEvictionReserve(machine deps.Machine, nc nodestatus.Config, ts []eviction.Threshold) corev1.ResourceList {
+	reserved := nc.Reserved.DeepCopy()
+	if machine == nil || len(ts) == 0 {
+		return reserved
+	}
+	// Built before any task runs; both machines answer without blocking.
+	info, err := machine.Info(context.Background())
+	if err != nil {
+		return reserved
+	}
+	if reserved == nil {
+		reserved = corev1.ResourceList{}
+	}
+	add := func(name corev1.ResourceName, v int64) {
+		if v <= 0 {
+			return
+		}
+		q := reserved[name].DeepCopy()
+		q.Add(*resource.NewQuantity(v, resource.BinarySI))
+		reserved[name] = q
+	}
+	add(corev1.ResourceMemory, eviction.HardMemoryReservation(ts, int64(info.MemoryBytes)))
+	if u, err := machine.Usage(context.Background()); err == nil && u.NodeFSCapacityBytes > 0 {
+		add(corev1.ResourceEphemeralStorage, eviction.HardNodeFsReservation(ts, int64(u.NodeFSCapacityBytes)))
+	}
+	return reserved
+}
+
+// admissionNode is the node as admission sees it: the Node last read from
+// the API (labels, taints), else the labels the node registers with.
+func (a *Agent) admissionNode() admission.Node {
+	n := admission.Node{Name: a.cfg.NodeName, Allocatable: a.cfg.Node.Allocatable}
+	if n.Allocatable == nil {
+		n.Allocatable = corev1.ResourceList{}
+	}
+	maxPods := a.cfg.NodeStatus.MaxPods
+	if maxPods <= 0 {
+		maxPods = nodestatus.DefaultMaxPods
+	}
+	n.Allocatable = n.Allocatable.DeepCopy()
+	n.Allocatable[corev1.ResourcePods] = *resource.NewQuantity(int64(maxPods), resource.DecimalSI)
+	if a.node != nil {
+		if node := a.node.Node(); node != nil {
+			n.Labels, n.Taints = node.Labels, node.Spec.Taints
+			return n
+		}
+	}
+	var info deps.MachineInfo
+	if a.d.Machine != nil {
+		info, _ = a.d.Machine.Info(context.Background())
+	}
+	nc := a.cfg.NodeStatus
+	nc.NodeName = a.cfg.NodeName
+	n.Labels = nodestatus.Labels(nc, info)
+	return n
+}
+
+// nodeReadTimeout bounds admission's read of the Node.
+const nodeReadTimeout = 5 * time.Second
+
+// readNode reads the Node from the API now.
+func (a *Agent) readNode() (*corev1.Node, bool) {
+	if a.d.API.Nodes == nil {
+		return nil, false
+	}
+	ctx, cancel := a.d.Clock.WithTimeout(context.Background(), nodeReadTimeout)
+	defer cancel()
+	n, err := a.d.API.Nodes.GetNode(ctx, a.cfg.NodeName)
+	if err != nil {
+		a.d.Log.Warn("admission could not read the node; deciding on the last one read", "error", err.Error())
+		return nil, false
+	}
+	return n, true
+}
+
+// admit decides whether a pod new to the agent may run, as the kubelet's
+// admission: under node pressure (the eviction manager's conditions), then
+// against the node (admission.AdmitToNode) beside the pods admitted
+// before it. A refused pod is remembered: its sync fails it (Failed, the
+// reason and message) and starts nothing. Pods already terminal or being
+// deleted are not admitted (they will not run) and count for nothing.
+func (a *Agent) admit(pod *corev1.Pod) {
+	if podutil.IsTerminal(pod.Status.Phase) || pod.DeletionTimestamp != nil {
+		return
+	}
+	a.mu.Lock()
+	_, seen := a.admitted[pod.UID]
+	_, refused := a.rejected[pod.UID]
+	a.mu.Unlock()
+	if seen || refused {
+		return
+	}
+	d := admission.AdmitUnderPressure(pod, podspec.QOSClass(pod), a.evictions.Conditions())
+	if d.Admitted() {
+		node, admitted := a.admissionNode(), a.admittedPods()
+		d = admission.AdmitToNode(pod, node, admitted)
+		if d.Reason == admission.ReasonNodeAffinity || d.Reason == admission.ReasonTaintToleration {
+			// The Node read every status period may be behind its labels
+			// and taints: read it now and decide again, as the kubelet
+			// does before refusing a pod for its node affinity.
+			if fresh, ok := a.readNode(); ok {
+				node.Labels, node.Taints = fresh.Labels, fresh.Spec.Taints
+				d = admission.AdmitToNode(pod, node, admitted)
+			}
+		}
+		if !d.Admitted() {
+			if victims, ok := admission.PodsToPreempt(pod, podspec.QOSClass, node, admitted); ok {
+				a.preempt(pod, victims)
+				d = admission.Decision{}
+			}
+		}
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if !d.Admitted() {
+		a.d.Log.Info("pod refused admission", "pod", pod.Namespace+"/"+pod.Name, "uid", string(pod.UID), "reason", d.Reason, "message", d.Message)
+		a.rejected[pod.UID] = d
+		return
+	}
+	a.admitted[pod.UID] = pod
+}
+
+// preempt stops the admitted victims so that the critical pod fits, as
+// the kubelet's critical pod admission does: each is Failed, reason
+// Preempting, with a DisruptionTarget condition, stopped with its own
+// grace period, and never restarted.
+func (a *Agent) preempt(pod *corev1.Pod, victims []*corev1.Pod) {
+	for _, v := range victims {
+		a.d.Log.Info("preempting pod to admit a critical pod", "pod", v.Namespace+"/"+v.Name, "uid", string(v.UID),
+			"for", pod.Namespace+"/"+pod.Name)
+		if a.d.API.Events != nil {
+			ref := &corev1.ObjectReference{Kind: "Pod", APIVersion: "v1", Namespace: v.Namespace, Name: v.Name, UID: v.UID}
+			a.d.API.Events.Event(ref, corev1.EventTypeWarning, admission.ReasonPreempting, admission.PreemptedMessage)
+		}
+		cond := corev1.PodCondition{Type: corev1.DisruptionTarget, Status: corev1.ConditionTrue,
+			Reason: corev1.PodReasonTerminationByKubelet, Message: admission.PreemptedConditionMessage, ObservedGeneration: v.Generation}
+		a.stopAndFail(v, nil, stopNote{reason: admission.ReasonPreempting, message: admission.PreemptedMessage, condition: cond})
+	}
+}
+
+// admittedPods are the pods admitted and still counting against the node
+// (not terminating), oldest first.
+func (a *Agent) admittedPods() []*corev1.Pod {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	out := make([]*corev1.Pod, 0, len(a.admitted))
+	for _, p := range a.admitted {
+		out = append(out, p)
+	}
+	podutil.SortByCreation(out)
+	return out
+}
+
+// forgetAdmission drops a pod that stopped counting against the node (it
+// is terminating).
+func (a *Agent) forgetAdmission(uid types.UID) {
+	a.mu.Lock()
+	delete(a.admitted, uid)
+	a.mu.Unlock()
+}
+
+// admissionRejection is why admission refused pod, if it did.
+func (a *Agent) admissionRejection(uid types.UID) (admission.Decision, bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	d, ok := a.rejected[uid]
+	return d, ok
+}
+
+// evictionPods is the agent's side of the eviction manager.
+type evictionPods struct{ a *Agent }
+
+// ActivePods are the admitted pods still syncing, not terminal, in
+// creation order.
+func (p evictionPods) ActivePods() []*corev1.Pod {
+	a := p.a
+	var out []*corev1.Pod
+	for _, pod := range a.admittedPods() {
+		cur, ok := a.merger.Pod(pod.UID)
+		if !ok || cur.DeletionTimestamp != nil {
+			continue
+		}
+		if st, ok := a.workers.State(pod.UID); !ok || st != podworkers.Syncing {
+			continue
+		}
+		if s, ok := a.status.PodStatus(pod.UID); ok && podutil.IsTerminal(s.Phase) {
+			continue
+		}
+		out = append(out, cur)
+	}
+	return out
+}
+
+// Evict stops the pod with grace and fails it with the eviction's
+// message and condition (see SyncTerminatingPod).
+func (p evictionPods) Evict(pod *corev1.Pod, grace int64, message string, cond corev1.PodCondition) {
+	p.a.stopAndFail(pod, &grace, stopNote{reason: eviction.Reason, message: message, condition: cond})
+}
+
+// stopAndFail stops an admitted pod (with grace, nil: its own) and fails
+// it as note says (see SyncTerminatingPod).
+func (a *Agent) stopAndFail(pod *corev1.Pod, grace *int64, note stopNote) {
+	a.mu.Lock()
+	a.evicted[pod.UID] = note
+	delete(a.admitted, pod.UID)
+	a.mu.Unlock()
+	a.workers.UpdatePod(podworkers.Work{Type: podworkers.Kill, UID: pod.UID, Pod: pod, GracePeriod: grace, Reason: strings.ToLower(note.reason)})
+}
+
+// PodCleanedUp reports whether none of the pod's containers runs.
+func (p evictionPods) PodCleanedUp(uid types.UID) bool {
+	st, ok := p.a.pleg.Cache().Get(uid)
+	return !ok || len(st.Running()) == 0
+}
+
+// stopNote is how the status of a pod the agent stopped (evicted,
+// preempted) says so.
+type stopNote struct {
+	reason, message string
+	condition       corev1.PodCondition
+}
+
+// evictedStatus returns s failed by the eviction or preemption of pod, if
+// it was evicted or preempted.
+func (a *Agent) evictedStatus(uid types.UID, s corev1.PodStatus) (corev1.PodStatus, bool) {
+	a.mu.Lock()
+	n, ok := a.evicted[uid]
+	a.mu.Unlock()
+	if !ok {
+		return s, false
+	}
+	return status.Fail(s, n.reason, n.message, n.condition, a.d.Clock.Now()), true
+}
+
+// reclaimer frees node-level resources for the eviction manager.
+type reclaimer struct{ a *Agent }
+
+// ReclaimContainers collects dead containers now, by the GC policy.
+func (r reclaimer) ReclaimContainers(ctx context.Context) error {
+	return r.a.exec.CollectGarbage(ctx, r.a.livePodStatuses())
+}
+
+// ReclaimImages removes the images no container (of any state) uses;
+// pinned images (the sandbox image) are kept.
+func (r reclaimer) ReclaimImages(ctx context.Context) error {
+	a := r.a
+	images, err := a.d.Images.ListImages(ctx, &runtimeapi.ImageFilter{})
+	if err != nil {
+		return fmt.Errorf("list images: %w", err)
+	}
+	containers, err := a.d.Runtime.ListContainers(ctx, &runtimeapi.ContainerFilter{})
+	if err != nil {
+		return fmt.Errorf("list containers: %w", err)
+	}
+	used := map[string]bool{}
+	for _, c := range containers {
+		used[c.GetImageRef()] = true
+		used[c.GetImage().GetImage()] = true
+	}
+	var errs []error
+	for _, img := range images {
+		if img.GetPinned() || used[img.GetId()] || slices.ContainsFunc(img.GetRepoTags(), func(t string) bool { return used[t] }) ||
+			slices.ContainsFunc(img.GetRepoDigests(), func(d string) bool { return used[d] }) {
+			continue
+		}
+		a.d.Log.Info("removing unused image to reclaim disk", "image", img.GetId(), "tags", fmt.Sprint(img.GetRepoTags()))
+		if err := a.d.Images.RemoveImage(ctx, &runtimeapi.ImageSpec{Image: img.GetId()}); err != nil {
+			errs = append(errs, fmt.Errorf("remove image %s: %w", img.GetId(), err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// livePodStatuses are the runtime views of the pods still syncing (whose
+// dead containers the GC policy governs).
+func (a *Agent) livePodStatuses() []*podstate.PodStatus {
+	var live []*podstate.PodStatus
+	for _, uid := range a.workers.UIDs() {
+		if _, desired := a.merger.Pod(uid); !desired {
+			continue
+		}
+		if state, _ := a.workers.State(uid); state != podworkers.Syncing {
+			continue
+		}
+		if st, ok := a.pleg.Cache().Get(uid); ok {
+			live = append(live, st)
+		}
+	}
+	return live
+}

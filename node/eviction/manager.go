@@ -1,0 +1,271 @@
+package eviction
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/lockstep-dev/lockstep/node/deps"
+	"github.com/lockstep-dev/lockstep/node/podutil"
+	"github.com/lockstep-dev/lockstep/node/stats"
+)
+
+// DefaultPeriod is the monitoring interval.
+const DefaultPeriod = 10 * time.Second
+
+// hardEvictionGrace is the grace period of a pod evicted for a hard
+// threshold, as the kubelet's.
+const hardEvictionGrace = 1
+
+// Cleanup bounds: after an eviction the manager waits for the pod's
+// containers to be gone (at most cleanupTimeout, checking every
+// cleanupPoll) before its next cycle, as the kubelet does.
+const (
+	cleanupTimeout = 30 * time.Second
+	cleanupPoll    = time.Second
+)
+
+// Pods is the agent's side of evictions.
+type Pods interface {
+	// ActivePods are the pods that may be evicted: admitted, not
+	// terminal and not terminating, in creation order.
+	ActivePods() []*corev1.Pod
+	// Evict stops pod with grace seconds and fails it: phase Failed,
+	// reason Evicted, message and the DisruptionTarget condition; it is
+	// never restarted.
+	Evict(pod *corev1.Pod, grace int64, message string, condition corev1.PodCondition)
+	// PodCleanedUp reports whether the pod has no running container left.
+	PodCleanedUp(uid types.UID) bool
+}
+
+// Reclaimer frees node-level resources without evicting pods.
+type Reclaimer interface {
+	// ReclaimContainers removes dead containers the garbage collection
+	// policy lets go.
+	ReclaimContainers(ctx context.Context) error
+	// ReclaimImages removes images no container uses (never a pinned one
+	// or the sandbox image).
+	ReclaimImages(ctx context.Context) error
+}
+
+// Observer counts evictions (kubelet_evictions); nil counts none.
+type Observer interface {
+	ObserveEviction(signal string)
+}
+
+// Ports are what a Manager reads and acts through.
+type Ports struct {
+	Stats   *stats.Provider
+	Pods    Pods
+	Reclaim Reclaimer
+	// Events records EvictionThresholdMet on the node and Evicted on
+	// pods; nil records none.
+	Events  deps.EventSink
+	Metrics Observer
+}
+
+// Manager runs the eviction cycle on the clock.
+type Manager struct {
+	d        deps.Core
+	ports    Ports
+	cfg      Config
+	nodeName string
+	// allocatableMemory feeds allocatableMemory.available (0: none).
+	allocatableMemory int64
+	log               *slog.Logger
+
+	mu    sync.Mutex
+	state State
+	conds []corev1.NodeConditionType
+	// observed is false until the first cycle decided the conditions.
+	observed bool
+}
+
+// New returns a Manager for node nodeName; allocatableMemory is the
+// node's allocatable memory (0 leaves allocatableMemory.available out).
+func New(d deps.Core, ports Ports, cfg Config, nodeName string, allocatableMemory int64) *Manager {
+	if cfg.Period <= 0 {
+		cfg.Period = DefaultPeriod
+	}
+	if cfg.PressureTransitionPeriod <= 0 {
+		cfg.PressureTransitionPeriod = DefaultPressureTransitionPeriod
+	}
+	log := d.Log
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Manager{d: d, ports: ports, cfg: cfg, nodeName: nodeName, allocatableMemory: allocatableMemory, log: log.With("component", "eviction")}
+}
+
+// Start spawns the "eviction manager" task, one cycle every Period until
+// ctx ends.
+func (m *Manager) Start(ctx context.Context) {
+	m.d.Tasks.Go("eviction manager", func() {
+		t := m.d.Tasks.NewTicker("eviction", m.cfg.Period)
+		defer t.Stop()
+		for {
+			if evicted := m.Cycle(ctx); evicted != nil {
+				m.waitForCleanup(ctx, evicted.UID)
+			}
+			if t.Wait(ctx) != nil {
+				return
+			}
+		}
+	})
+}
+
+// Conditions are the node's pressure conditions as the last cycle decided.
+func (m *Manager) Conditions() []corev1.NodeConditionType {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return slices.Clone(m.conds)
+}
+
+// NodePressure reports the pressure conditions (nodestatus.Pressure).
+func (m *Manager) NodePressure() (memory, disk, pid bool) {
+	c := m.Conditions()
+	return HasCondition(c, corev1.NodeMemoryPressure), HasCondition(c, corev1.NodeDiskPressure), HasCondition(c, corev1.NodePIDPressure)
+}
+
+// Cycle runs one eviction cycle and returns the pod it evicted, if any.
+func (m *Manager) Cycle(ctx context.Context) *corev1.Pod {
+	sample, err := m.ports.Stats.Refresh(ctx)
+	if err != nil {
+		if ctx.Err() == nil {
+			m.log.Warn("eviction cycle skipped: no stats", "error", err.Error())
+		}
+		return nil
+	}
+	pods := m.ports.Pods.ActivePods()
+	obs, usages := Observe(sample, sample.Summary(m.nodeName, pods), m.allocatableMemory)
+	now := m.d.Clock.Now()
+	m.mu.Lock()
+	d := m.state.Evaluate(m.cfg, obs, now)
+	if !slices.Equal(d.Conditions, m.conds) {
+		m.log.Info("node pressure conditions changed", "from", fmt.Sprint(m.conds), "to", fmt.Sprint(d.Conditions))
+	}
+	m.conds, m.observed = d.Conditions, true
+	m.mu.Unlock()
+
+	t, ok := firstReclaimable(d.Act)
+	if !ok {
+		return nil
+	}
+	r := signalResource(t.Signal)
+	o := obs[t.Signal]
+	m.log.Info("eviction threshold met, attempting to reclaim", "signal", string(t.Signal), "resource", string(r),
+		"available", o.Available, "threshold", t.Value.Amount(o.Capacity))
+	m.nodeEvent(corev1.EventTypeWarning, "EvictionThresholdMet", fmt.Sprintf("Attempting to reclaim %s", r))
+	if m.reclaimNodeLevel(ctx, t) {
+		m.log.Info("node-level reclaim relieved the pressure without evicting", "signal", string(t.Signal))
+		return nil
+	}
+	if ctx.Err() != nil {
+		return nil
+	}
+	cands := Candidates(pods, usages)
+	Rank(t.Signal, cands)
+	for _, c := range cands {
+		if podutil.IsCriticalPod(c.Pod) {
+			continue
+		}
+		m.evict(t, obs, c)
+		return c.Pod
+	}
+	m.log.Warn("eviction threshold met but no pod can be evicted", "signal", string(t.Signal), "active", len(pods))
+	return nil
+}
+
+// firstReclaimable is the first threshold with a resource to reclaim.
+func firstReclaimable(act []Threshold) (Threshold, bool) {
+	for _, t := range act {
+		if signalResource(t.Signal) != "" {
+			return t, true
+		}
+	}
+	return Threshold{}, false
+}
+
+// reclaimNodeLevel frees what t's signal can get back without evicting
+// (dead containers and unused images, for disk signals) and reports
+// whether every threshold is then clear by its minimum reclaim.
+func (m *Manager) reclaimNodeLevel(ctx context.Context, t Threshold) bool {
+	if m.ports.Reclaim == nil || !isDiskSignal(t.Signal) {
+		return false
+	}
+	if err := m.ports.Reclaim.ReclaimContainers(ctx); err != nil {
+		m.log.Warn("reclaiming dead containers failed", "error", err.Error())
+	}
+	if err := m.ports.Reclaim.ReclaimImages(ctx); err != nil {
+		m.log.Warn("reclaiming unused images failed", "error", err.Error())
+	}
+	sample, err := m.ports.Stats.Refresh(ctx)
+	if err != nil {
+		return false
+	}
+	obs, _ := Observe(sample, sample.Summary(m.nodeName, nil), m.allocatableMemory)
+	return len(metOf(m.cfg.Thresholds, obs, true)) == 0
+}
+
+func isDiskSignal(s Signal) bool {
+	r := signalResource(s)
+	return r == corev1.ResourceEphemeralStorage || r == ResourceInodes
+}
+
+// evict evicts one candidate for t.
+func (m *Manager) evict(t Threshold, obs Observations, c Candidate) {
+	grace := int64(hardEvictionGrace)
+	if !t.Hard() {
+		// As the kubelet: evictionMaxPodGracePeriod, or the pod's own
+		// grace when it sets a shorter one (so the default 0 stops a pod
+		// at once).
+		grace = m.cfg.MaxPodGracePeriod
+		if g := c.Pod.Spec.TerminationGracePeriodSeconds; g != nil {
+			grace = min(grace, *g)
+		}
+	}
+	msg := Message(t, obs, c)
+	m.log.Info("evicting pod", "pod", c.Pod.Namespace+"/"+c.Pod.Name, "uid", string(c.Pod.UID),
+		"signal", string(t.Signal), "grace", grace, "message", msg)
+	if m.ports.Events != nil {
+		ref := &corev1.ObjectReference{Kind: "Pod", APIVersion: "v1", Namespace: c.Pod.Namespace, Name: c.Pod.Name, UID: c.Pod.UID}
+		m.ports.Events.Event(ref, corev1.EventTypeWarning, Reason, msg)
+	}
+	cond := corev1.PodCondition{
+		Type: corev1.DisruptionTarget, Status: corev1.ConditionTrue, Reason: corev1.PodReasonTerminationByKubelet,
+		Message: msg, ObservedGeneration: c.Pod.Generation,
+	}
+	m.ports.Pods.Evict(c.Pod, grace, msg, cond)
+	if m.ports.Metrics != nil {
+		m.ports.Metrics.ObserveEviction(string(t.Signal))
+	}
+}
+
+// waitForCleanup waits until the evicted pod has no running container, at
+// most cleanupTimeout.
+func (m *Manager) waitForCleanup(ctx context.Context, uid types.UID) {
+	deadline := m.d.Clock.Now().Add(cleanupTimeout)
+	for !m.ports.Pods.PodCleanedUp(uid) {
+		if !m.d.Clock.Now().Before(deadline) {
+			m.log.Warn("evicted pod not cleaned up in time", "uid", string(uid), "timeout", cleanupTimeout)
+			return
+		}
+		if m.d.Tasks.Sleep(ctx, cleanupPoll) != nil {
+			return
+		}
+	}
+}
+
+func (m *Manager) nodeEvent(eventType, reason, message string) {
+	if m.ports.Events == nil {
+		return
+	}
+	ref := &corev1.ObjectReference{Kind: "Node", APIVersion: "v1", Name: m.nodeName, UID: types.UID(m.nodeName)}
+	m.ports.Events.Event(ref, eventType, reason, message)
+}
