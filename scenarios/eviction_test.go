@@ -9,6 +9,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/lockstep-dev/lockstep/sim/apiserver"
 	"github.com/lockstep-dev/lockstep/sim/harness"
 )
 
@@ -214,5 +215,43 @@ func TestPressureRegressions(t *testing.T) {
 				t.Fatal(res.Report())
 			}
 		})
+	}
+}
+
+// TestAdmissionSeesATaintAddedLater: node status writes read nothing, so
+// admission reads the Node itself when its copy is older than 10 s: a
+// NoExecute taint an administrator adds is honoured for pods that come
+// after it (TaintToleration), and no Node is read while nothing is
+// admitted.
+func TestAdmissionSeesATaintAddedLater(t *testing.T) {
+	h := harness.New(harness.Config{Seed: 11,
+		Replay: func(s uint64) string { return fmt.Sprintf("go test ./scenarios -run '^%s$' (seed %d)", t.Name(), s) }})
+	t.Cleanup(h.Close)
+	h.StartAgent()
+	mustCreate(t, h, NewPod("before", h.NodeName))
+	runUntil(t, h, "before Running", time.Minute, func() bool { return PodIs(h, "default", "before", corev1.PodRunning, true) })
+	if !h.API.User().EditNode(h.NodeName, func(n *corev1.Node) {
+		n.Spec.Taints = append(n.Spec.Taints, corev1.Taint{Key: "example.com/drain", Effect: corev1.TaintEffectNoExecute})
+	}) {
+		t.Fatal("no node to taint")
+	}
+	reads := func() int { return h.API.Requests()[apiserver.Request{Verb: apiserver.VerbGet, Resource: "nodes"}] }
+	idle := reads()
+	if err := h.K.RunFor(5 * time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	if got := reads(); got != idle {
+		t.Errorf("the idle agent read its Node %d times in 5 minutes, want 0", got-idle)
+	}
+	mustCreate(t, h, NewPod("after", h.NodeName))
+	runUntil(t, h, "after refused", time.Minute, func() bool { return PodIs(h, "default", "after", corev1.PodFailed, false) })
+	if p, _ := APIPod(h, "default", "after"); p.Status.Reason != "TaintToleration" {
+		t.Errorf("pod after the taint: reason %q (%s), want TaintToleration", p.Status.Reason, p.Status.Message)
+	}
+	if reads() == idle {
+		t.Error("admission decided without reading the Node")
+	}
+	if !PodIs(h, "default", "before", corev1.PodRunning, true) {
+		t.Error("the pod admitted before the taint no longer runs (admission does not evict)")
 	}
 }

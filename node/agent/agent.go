@@ -114,7 +114,11 @@ type Agent struct {
 	// manager evicted or admission preempted (see pressure.go).
 	admitted map[types.UID]*corev1.Pod
 	rejected map[types.UID]admission.Decision
-	evicted  map[types.UID]stopNote
+	// nodeRead is the Node admission last read from the API, at
+	// nodeReadAt (see admissionNode).
+	nodeRead   *corev1.Node
+	nodeReadAt time.Time
+	evicted    map[types.UID]stopNote
 }
 
 // New builds an agent over d. Nothing runs until Start.

@@ -56,8 +56,16 @@ func withEvictionReserve(machine deps.Machine, nc nodestatus.Config, ts []evicti
 	return reserved
 }
 
-// admissionNode is the node as admission sees it: the Node last read from
-// the API (labels, taints), else the labels the node registers with.
+// nodeMaxAge is how old admission's view of the Node's labels and taints
+// may be: older, the Node is read again before a pod is admitted. Node
+// status writes are patches that read nothing, so without this a taint or
+// label an administrator sets would never be seen; the kubelet watches its
+// Node instead. Idle, no read is made; under churn at most one per period.
+const nodeMaxAge = 10 * time.Second
+
+// admissionNode is the node as admission sees it: the Node read from the
+// API at most nodeMaxAge ago (labels, taints), else the one the node status
+// last wrote, else the labels the node registers with.
 func (a *Agent) admissionNode() admission.Node {
 	n := admission.Node{Name: a.cfg.NodeName, Allocatable: a.cfg.Node.Allocatable}
 	if n.Allocatable == nil {
@@ -69,6 +77,10 @@ func (a *Agent) admissionNode() admission.Node {
 	}
 	n.Allocatable = n.Allocatable.DeepCopy()
 	n.Allocatable[corev1.ResourcePods] = *resource.NewQuantity(int64(maxPods), resource.DecimalSI)
+	if node := a.recentNode(); node != nil {
+		n.Labels, n.Taints = node.Labels, node.Spec.Taints
+		return n
+	}
 	if a.node != nil {
 		if node := a.node.Node(); node != nil {
 			n.Labels, n.Taints = node.Labels, node.Spec.Taints
@@ -88,7 +100,24 @@ func (a *Agent) admissionNode() admission.Node {
 // nodeReadTimeout bounds admission's read of the Node.
 const nodeReadTimeout = 5 * time.Second
 
-// readNode reads the Node from the API now.
+// recentNode is the Node as read from the API at most nodeMaxAge ago,
+// reading it again when it is older (nil when it cannot be read).
+func (a *Agent) recentNode() *corev1.Node {
+	now := a.d.Clock.Now()
+	a.mu.Lock()
+	node, at := a.nodeRead, a.nodeReadAt
+	a.mu.Unlock()
+	if node != nil && now.Sub(at) < nodeMaxAge {
+		return node
+	}
+	fresh, ok := a.readNode()
+	if !ok {
+		return node
+	}
+	return fresh
+}
+
+// readNode reads the Node from the API now and keeps it for admission.
 func (a *Agent) readNode() (*corev1.Node, bool) {
 	if a.d.API.Nodes == nil {
 		return nil, false
@@ -100,6 +129,9 @@ func (a *Agent) readNode() (*corev1.Node, bool) {
 		a.d.Log.Warn("admission could not read the node; deciding on the last one read", "error", err.Error())
 		return nil, false
 	}
+	a.mu.Lock()
+	a.nodeRead, a.nodeReadAt = n, a.d.Clock.Now()
+	a.mu.Unlock()
 	return n, true
 }
 
@@ -125,7 +157,7 @@ func (a *Agent) admit(pod *corev1.Pod) {
 		node, admitted := a.admissionNode(), a.admittedPods()
 		d = admission.AdmitToNode(pod, node, admitted)
 		if d.Reason == admission.ReasonNodeAffinity || d.Reason == admission.ReasonTaintToleration {
-			// The Node read every status period may be behind its labels
+			// The Node read up to nodeMaxAge ago may be behind its labels
 			// and taints: read it now and decide again, as the kubelet
 			// does before refusing a pod for its node affinity.
 			if fresh, ok := a.readNode(); ok {

@@ -2,6 +2,7 @@ package apiserver
 
 import (
 	"slices"
+	"strconv"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -175,4 +176,24 @@ func (s *Server) updatePodLocked(old, in *corev1.Pod) *corev1.Pod {
 		return old
 	}
 	return s.putPodLocked(ActorUser, VerbUpdate, old, p)
+}
+
+// EditNode changes node name as an administrator would (labels, taints):
+// edit works on a copy, which is stored with a new resource version. It
+// reports false when there is no such node.
+func (u *User) EditNode(name string, edit func(*corev1.Node)) bool {
+	s := u.s
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n, ok := s.nodes[name]
+	if !ok {
+		return false
+	}
+	n = n.DeepCopy()
+	edit(n)
+	rv := s.nextRV()
+	n.ResourceVersion = strconv.FormatUint(rv, 10)
+	s.nodes[name] = n
+	s.record(Record{RV: rv, Actor: ActorUser, Verb: VerbUpdate, Kind: KindNode, Name: name, UID: n.UID, Node: n})
+	return true
 }
