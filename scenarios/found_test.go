@@ -23,6 +23,12 @@ func TestFoundBySweeps(t *testing.T) {
 		// stopped with grace 0 (sigterm-first). Relists now ask for a list
 		// no older than what the source has seen.
 		{"stale relist after a watch drop", "api-faults", 0, "wait:0,0,0@100;api-fail-writes:2,0,0@102;create:7,0,0@110;api-conflicts:5,0,0@100;create:2,0,0@103;api-fail-writes:1,0,0@3437;wait:0,0,0@113;api-stale-reads:4956,0,0@103;api-drop-watches:0,0,0@111;api-stale-reads:4366,0,0@100;wait:0,0,0@100"},
+		// StopContainer failed four times from the delete on, each retry a
+		// back-off (10-15 s) apart, and the next retry stopped the
+		// container with its full grace, as the kubelet's does: the
+		// fault's excuse ran from when the errors were injected, not from
+		// when the agent's calls used them up (grace-honoured).
+		{"stop errors used up late", "runtime-faults", 243, "create:6,0,0@100;cri-error:7,1,5@4881;delete:8,0,0@100;cri-hang:1,24502,0@15717"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			actions, err := ParseActions(tc.actions)

@@ -41,6 +41,10 @@ type suiteState struct {
 	// leaseExcused: until then the lease may go stale (API down or
 	// faulty, agent down).
 	leaseExcused time.Duration
+	// pendingFaults: faults that impair the runtime for as long as they
+	// report pending (injected errors not yet served), and a retry
+	// back-off after.
+	pendingFaults []func() bool
 }
 
 func newSuiteState() *suiteState {
@@ -52,6 +56,34 @@ func newSuiteState() *suiteState {
 // the runtime can act again.
 func (c *Checker) RuntimeImpaired(d time.Duration) {
 	c.suite.runtimeImpaired = max(c.suite.runtimeImpaired, addSat(c.h.K.Elapsed(), d))
+}
+
+// stepRetry is how long after a failed pod worker step the agent tries it
+// again at the latest: podworkers' BackoffPeriod (10 s) jittered by up to
+// half, plus the sync loop tick (1 s) that drains the work queue.
+const stepRetry = 16 * time.Second
+
+// RuntimeImpairedWhile tells the checker the runtime may not stop
+// containers while pending reports true (injected errors not all served
+// yet: they fail calls only as the agent makes them), nor until the
+// agent's next retry after: a deletion's grace counts from then.
+func (c *Checker) RuntimeImpairedWhile(pending func() bool) {
+	c.suite.pendingFaults = append(c.suite.pendingFaults, pending)
+	c.excusePending()
+}
+
+// excusePending extends the runtime impairment past every fault still
+// pending, and forgets those that are not.
+func (c *Checker) excusePending() {
+	kept := c.suite.pendingFaults[:0]
+	for _, pending := range c.suite.pendingFaults {
+		if pending() {
+			c.RuntimeImpaired(stepRetry)
+			kept = append(kept, pending)
+		}
+	}
+	clear(c.suite.pendingFaults[len(kept):])
+	c.suite.pendingFaults = kept
 }
 
 // APIImpaired tells the checker the agent may not reach the API for d from
@@ -109,6 +141,7 @@ func (c *Checker) checkSuite(truth []RuntimeContainer) {
 // excuseGrace moves grace-honoured deadlines past a runtime impairment:
 // the grace period counts again from when the runtime can act.
 func (c *Checker) excuseGrace() {
+	c.excusePending()
 	until := min(c.suite.runtimeImpaired, c.h.K.Elapsed())
 	if until == 0 {
 		return

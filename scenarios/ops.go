@@ -87,6 +87,13 @@ var criMethods = []string{
 	"ContainerStatus", "PullImage", "ImageStatus",
 }
 
+// stopPath are the CRI methods whose failures keep the agent from stopping
+// a deleted pod's containers (and from seeing that they stopped).
+var stopPath = map[string]bool{
+	"StopContainer": true, "StopPodSandbox": true, "ListPodSandbox": true, "ListContainers": true,
+	"PodSandboxStatus": true, "ContainerStatus": true,
+}
+
 // criCodes are the codes injected CRI errors carry.
 var criCodes = []codes.Code{codes.Unknown, codes.Unavailable, codes.DeadlineExceeded, codes.Internal, codes.ResourceExhausted}
 
@@ -233,7 +240,16 @@ func opCRILatency(r *run, a [3]int) error {
 func opCRIError(r *run, a [3]int) error {
 	m, code := criMethods[pick(a[0], len(criMethods))], criCodes[pick(a[1], len(criCodes))]
 	r.impaired(m, time.Duration(max(1, a[2]))*10*time.Second) // the agent's retries back off
-	return r.h.Runtime.InjectError(m, status.Errorf(code, "injected %s failure", m), max(1, a[2]))
+	if err := r.h.Runtime.InjectError(m, status.Errorf(code, "injected %s failure", m), max(1, a[2])); err != nil {
+		return err
+	}
+	if stopPath[m] {
+		// The errors fail calls only as the agent makes them (the first
+		// perhaps long after, when a pod is deleted), and its retry comes
+		// up to a back-off after the last.
+		r.c.RuntimeImpairedWhile(func() bool { return r.h.Runtime.ErrorsPending(m) })
+	}
+	return nil
 }
 
 func opCRIHang(r *run, a [3]int) error {
