@@ -141,6 +141,22 @@ func (r *Runtime) TrueStopAskedAt(id string) (at int64, ok bool) {
 	return c.stopAskedAt, true
 }
 
+// TrueSandboxLacksIP reports whether container id runs in a sandbox that
+// came up without an IP though it is not on the host's network (the
+// sandbox-IP fault, DropSandboxIPs): its pod's network never worked, and
+// an agent replaces such a sandbox, stopping its containers. For invariant
+// checkers, like TrueExit.
+func (r *Runtime) TrueSandboxLacksIP(id string) bool {
+	r.mu.Lock()
+	defer r.unlock()
+	c, found := r.containers[id]
+	if !found {
+		return false
+	}
+	hostNet := c.sb.config.GetLinux().GetSecurityContext().GetNamespaceOptions().GetNetwork() == runtimeapi.NamespaceMode_NODE
+	return c.sb.ip == "" && !hostNet
+}
+
 // TrueStopRequested reports when container id was first sent SIGTERM by
 // StopContainer (a timeout ≤ 0 kills without one), in unix nanoseconds, bypassing every injected fault; ok is false if it never
 // was or is unknown. For invariant checkers, like TrueContainers.

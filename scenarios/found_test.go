@@ -29,6 +29,11 @@ func TestFoundBySweeps(t *testing.T) {
 		// fault's excuse ran from when the errors were injected, not from
 		// when the agent's calls used them up (grace-honoured).
 		{"stop errors used up late", "runtime-faults", 243, "create:6,0,0@100;cri-error:7,1,5@4881;delete:8,0,0@100;cri-hang:1,24502,0@15717"},
+		// A probed pod's first sandbox came up without an IP: the agent
+		// replaced it, stopping its container 1 s after it started, as the
+		// kubelet does (a sandbox without an IP has changed); the checker
+		// took that stop for an early liveness kill (liveness-restarts).
+		{"sandbox without an IP replaced", "mixed", 102, "sandbox-no-ip:1,0,0@100;create-probed:60478,0,0@1010"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			actions, err := ParseActions(tc.actions)

@@ -256,9 +256,11 @@ func (c *Checker) checkLivenessDeadline(id string, pi *probedInstance, now time.
 // generated containers never exit by themselves): by its startup probe,
 // after initialDelay + (failureThreshold-1)·period of running with the
 // startup endpoint failing lately; or by its liveness probe, likewise,
-// counted from the first moment startup could have succeeded. A kill
-// before either is possible, when the startup endpoint was never healthy,
-// breaks startup-protects; otherwise liveness-restarts.
+// counted from the first moment startup could have succeeded. (Or with
+// its sandbox, when that came up without an IP: the agent replaces it, as
+// the kubelet does.) A kill before either is possible, when the startup
+// endpoint was never healthy, breaks startup-protects; otherwise
+// liveness-restarts.
 func (c *Checker) judgeStop(id string, pi *probedInstance) {
 	spec := c.containerSpec(pi.uid, pi.name)
 	if spec == nil || c.deletingPod(pi.uid) || (spec.LivenessProbe == nil && spec.StartupProbe == nil) {
@@ -267,6 +269,9 @@ func (c *Checker) judgeStop(id string, pi *probedInstance) {
 	exit, ok := c.h.Runtime.TrueExit(id)
 	if !ok || exit.FinishedAt == 0 || exit.Reason == "OOMKilled" {
 		return
+	}
+	if c.h.Runtime.TrueSandboxLacksIP(id) {
+		return // its sandbox got no IP (injected): the agent replaces it, and kills it with it
 	}
 	killed := c.elapsedAt(exit.FinishedAt)
 	// The agent decided to kill when it first asked the runtime to stop
