@@ -34,6 +34,13 @@ func TestFoundBySweeps(t *testing.T) {
 		// kubelet does (a sandbox without an IP has changed); the checker
 		// took that stop for an early liveness kill (liveness-restarts).
 		{"sandbox without an IP replaced", "mixed", 102, "sandbox-no-ip:1,0,0@100;create-probed:60478,0,0@1010"},
+		// An OnFailure pod with an init container and a sidecar: its app
+		// succeeded, the agent stopped the sidecar and the sandbox, and the
+		// next sync made a new sandbox and ran the init container again
+		// (StartContainer then failed, leaving it Created for good:
+		// no-stuck-created). Like the kubelet, no new sandbox now for a pod
+		// whose regular containers all finished for good.
+		{"no new sandbox for a finished OnFailure pod", "runtime-faults", 293, "delete:23,0,0@781;create:9,0,0@2499;cri-error:6,2,5@3888"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			actions, err := ParseActions(tc.actions)
