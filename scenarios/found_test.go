@@ -41,6 +41,11 @@ func TestFoundBySweeps(t *testing.T) {
 		// no-stuck-created). Like the kubelet, no new sandbox now for a pod
 		// whose regular containers all finished for good.
 		{"no new sandbox for a finished OnFailure pod", "runtime-faults", 293, "delete:23,0,0@781;create:9,0,0@2499;cri-error:6,2,5@3888"},
+		// A sidecar's StartContainer failed, then its Created instance's
+		// status call hung: the agent could not see it for the 2 minutes
+		// it bounds that refresh at (no-stuck-created, now counted from
+		// the end of the runtime impairment).
+		{"created instance behind a hung status call", "runtime-faults", 151, "create:12,0,0@100;cri-error:6,1,2@100;status-hang:248937,0,0@100"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			actions, err := ParseActions(tc.actions)

@@ -17,7 +17,8 @@ import (
 // by the pod's next sync after the agent is back. The bound covers the
 // agent's downtime in the scenarios (≤ 5 s), a relist (1 s), an error
 // requeue (≤ 15 s), a stale list (≤ 3 s) and slow CRI calls, with room to
-// spare; an instance stuck for good (upstream-style name clash) breaks it.
+// spare, counted from the end of any runtime impairment; an instance stuck
+// for good (upstream-style name clash) breaks it.
 const MaxCreated = time.Minute
 
 // containerChecks is what no-stuck-created and previous-kept remember.
@@ -92,6 +93,13 @@ func (c *Checker) checkCreated(ct *runtimeapi.Container, key string, now time.Du
 	if !ok {
 		c.ctr.createdSince[ct.Id] = now
 		return
+	}
+	// While the runtime is impaired (a hung status call keeps the pod's
+	// cache from refreshing, a stop or start keeps failing) the agent may
+	// not see the instance or act on it: the bound counts from when it can.
+	if end := min(c.suite.runtimeImpaired, now); end > since {
+		since = end
+		c.ctr.createdSince[ct.Id] = since
 	}
 	if now-since > MaxCreated && !c.ctr.reported[ct.Id] {
 		c.ctr.reported[ct.Id] = true
