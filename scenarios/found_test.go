@@ -46,6 +46,11 @@ func TestFoundBySweeps(t *testing.T) {
 		// it bounds that refresh at (no-stuck-created, now counted from
 		// the end of the runtime impairment).
 		{"created instance behind a hung status call", "runtime-faults", 151, "create:12,0,0@100;cri-error:6,1,2@100;status-hang:248937,0,0@100"},
+		// A failing postStart hook: the agent ran the preStop hook and
+		// asked to stop the container at once, but that StopContainer
+		// call hung for 32 s, so SIGTERM came late (prestop-before-stop
+		// now judges when the agent asked, not when the runtime obeyed).
+		{"stop call hung after the preStop hook", "runtime-faults", 60, "create:16,0,0@100;cri-hang:7,32675,0@100"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			actions, err := ParseActions(tc.actions)
