@@ -51,6 +51,11 @@ func TestFoundBySweeps(t *testing.T) {
 		// call hung for 32 s, so SIGTERM came late (prestop-before-stop
 		// now judges when the agent asked, not when the runtime obeyed).
 		{"stop call hung after the preStop hook", "runtime-faults", 60, "create:16,0,0@100;cri-hang:7,32675,0@100"},
+		// A static pod's manifest edited and then restored (same UID): the
+		// first life's container was removed with its sandbox while the
+		// other version ran, and the new life's attempt 1 (after a Created
+		// attempt 0 left by a crash) was judged against it (previous-kept).
+		{"static pod restored after an edit", "static-pods", 167, "manifest:0,1,0@100;manifest:0,2,0@978;crash-in-sync:4,3361,0@100;manifest:0,1,0@1741;crash-in-sync:4,2979,0@100"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			actions, err := ParseActions(tc.actions)

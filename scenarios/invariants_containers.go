@@ -3,6 +3,7 @@ package scenarios
 import (
 	"maps"
 	"slices"
+	"strings"
 	"time"
 
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
@@ -76,6 +77,18 @@ func (c *Checker) checkContainers() {
 	for id := range c.ctr.createdSince {
 		if !present[id] {
 			delete(c.ctr.createdSince, id)
+		}
+	}
+	// A pod none of whose sandboxes is left has left the node: a static
+	// pod whose manifest comes back later (same UID) starts a new life,
+	// with no previous instance to keep.
+	sandboxed := map[string]bool{}
+	for _, sb := range c.h.Runtime.TrueSandboxes() {
+		sandboxed[sb.Labels[podstate.LabelPodUID]] = true
+	}
+	for key := range c.ctr.started {
+		if uid, _, _ := strings.Cut(key, "/"); !sandboxed[uid] {
+			delete(c.ctr.started, key)
 		}
 	}
 	for _, key := range slices.Sorted(maps.Keys(live)) {
