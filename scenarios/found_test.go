@@ -56,6 +56,12 @@ func TestFoundBySweeps(t *testing.T) {
 		// other version ran, and the new life's attempt 1 (after a Created
 		// attempt 0 left by a crash) was judged against it (previous-kept).
 		{"static pod restored after an edit", "static-pods", 167, "manifest:0,1,0@100;manifest:0,2,0@978;crash-in-sync:4,3361,0@100;manifest:0,1,0@1741;crash-in-sync:4,2979,0@100"},
+		// A slow StartContainer under lagging lists: the relist after it
+		// still showed the instance Created, stamped later than the start,
+		// so the agent cleared it away as left Created by a crash and made
+		// attempt 1 (previous-kept, now excused for an instance stopped
+		// within the lists' lag of its start while they lagged).
+		{"started instance still Created in a lagging list", "relist-race", 46, "wait:0,0,0@5552;cri-latency:6,2362,5@2976;stale-list:642,0,0@17338;create:5,0,0@2427"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			actions, err := ParseActions(tc.actions)

@@ -35,6 +35,8 @@ type containerChecks struct {
 type startedInstance struct {
 	attempt uint32
 	log     string
+	// startedAt is when it started (unix nanoseconds; 0 if unknown).
+	startedAt int64
 }
 
 func newContainerChecks() *containerChecks {
@@ -66,7 +68,10 @@ func (c *Checker) checkContainers() {
 			if c.ctr.started[key] == nil {
 				c.ctr.started[key] = map[string]startedInstance{}
 			}
-			c.ctr.started[key][ct.Id] = startedInstance{attempt: ct.Metadata.GetAttempt(), log: log}
+			if s, seen := c.ctr.started[key][ct.Id]; !seen || s.startedAt == 0 {
+				at, _ := c.h.Runtime.TrueStartedAt(ct.Id)
+				c.ctr.started[key][ct.Id] = startedInstance{attempt: ct.Metadata.GetAttempt(), log: log, startedAt: at}
+			}
 		}
 		if ct.State != runtimeapi.ContainerState_CONTAINER_EXITED {
 			if l := live[key]; l == nil || ct.Metadata.GetAttempt() > l.Metadata.GetAttempt() {
@@ -136,6 +141,8 @@ func (c *Checker) checkPrevious(key string, latest *runtimeapi.Container, presen
 		return
 	}
 	switch {
+	case !present[prevID] && c.removedOnStaleView(prevID, prev):
+		c.ctr.reported[prevID] = true // not a failure: judged once
 	case !present[prevID]:
 		c.ctr.reported[prevID] = true
 		c.fail("previous-kept", "container %s: previous instance %s (attempt %d) removed while attempt %d is %v",
@@ -145,4 +152,17 @@ func (c *Checker) checkPrevious(key string, latest *runtimeapi.Container, presen
 		c.fail("previous-kept", "container %s: log %s of the previous instance (attempt %d) removed while attempt %d is %v",
 			key, prev.log, prev.attempt, latest.Metadata.GetAttempt(), latest.State)
 	}
+}
+
+// removedOnStaleView reports whether the agent decided to stop (and
+// remove) instance id while the runtime's lists lagged, so soon after it
+// started that the lists may still have shown it Created: the agent then
+// clears it away as an instance left Created by a crashed sync.
+func (c *Checker) removedOnStaleView(id string, s startedInstance) bool {
+	asked, ok := c.h.Runtime.TrueStopAskedAt(id)
+	if !ok || s.startedAt == 0 || c.elapsedAt(asked) > c.suite.viewStale {
+		return false
+	}
+	// The agent acts on a relist up to a period (1 s) and a sync step old.
+	return time.Duration(asked-s.startedAt) <= c.suite.listLag+2*time.Second
 }

@@ -38,6 +38,8 @@ type suiteState struct {
 	// a kill may miss a container the view does not show yet, which the
 	// sandbox's stop then SIGKILLs (sigterm-first is not checked).
 	viewStale time.Duration
+	// listLag is the largest lag of the runtime's lists while viewStale.
+	listLag time.Duration
 	// leaseExcused: until then the lease may go stale (API down or
 	// faulty, agent down).
 	leaseExcused time.Duration
@@ -95,11 +97,13 @@ func (c *Checker) APIImpaired(d time.Duration) {
 	c.suite.runtimeImpaired = max(c.suite.runtimeImpaired, end)
 }
 
-// RuntimeViewStale tells the checker the runtime's lists lag until the world
-// heals: the runtime is impaired, and a kill may miss a container.
-func (c *Checker) RuntimeViewStale() {
+// RuntimeViewStale tells the checker the runtime's lists lag by lag until
+// the world heals: the runtime is impaired, a kill may miss a container,
+// and a container started less than lag ago may still look Created.
+func (c *Checker) RuntimeViewStale(lag time.Duration) {
 	c.RuntimeImpaired(forever)
 	c.suite.viewStale = forever
+	c.suite.listLag = max(c.suite.listLag, lag)
 }
 
 // Healed ends every open-ended excuse: the faults are gone from now.

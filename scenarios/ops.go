@@ -226,7 +226,7 @@ func opCrashDuringOutage(r *run, a [3]int) error {
 }
 
 func opStaleList(r *run, a [3]int) error {
-	r.c.RuntimeViewStale()
+	r.c.RuntimeViewStale(ms(a[0]))
 	r.h.Runtime.SetListStaleness(ms(a[0]))
 	return nil
 }
