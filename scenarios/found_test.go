@@ -62,6 +62,13 @@ func TestFoundBySweeps(t *testing.T) {
 		// attempt 1 (previous-kept, now excused for an instance stopped
 		// within the lists' lag of its start while they lagged).
 		{"started instance still Created in a lagging list", "relist-race", 46, "wait:0,0,0@5552;cri-latency:6,2362,5@2976;stale-list:642,0,0@17338;create:5,0,0@2427"},
+		// relist-race seed 0's plan ("stale-list:1607,0,0@100;create:0,0,0@900;
+		// crash:0,0,0@100;delete:0,0,0@900") with a pod with volumes: the
+		// agent crashed right after starting its containers, the new one's
+		// lagging lists did not show them, so it finished the deleted pod
+		// and tore its volumes down while they ran (volumes-kept, excused
+		// now for containers a lagging list may not have shown).
+		{"volumes of a deleted pod unseen after a crash", "mixed", 0, "stale-list:1607,0,0@100;create-volumes:0,0,0@900;crash:0,0,0@100;delete:0,0,0@900"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			actions, err := ParseActions(tc.actions)
