@@ -69,6 +69,15 @@ func TestFoundBySweeps(t *testing.T) {
 		// and tore its volumes down while they ran (volumes-kept, excused
 		// now for containers a lagging list may not have shown).
 		{"volumes of a deleted pod unseen after a crash", "mixed", 0, "stale-list:1607,0,0@100;create-volumes:0,0,0@900;crash:0,0,0@100;delete:0,0,0@900"},
+		// A pod deleted, then force-deleted, just after a 33 s API outage:
+		// the agent's pod source was still backing off its relists (up to
+		// 30 s, like client-go's reflector), learned of the deletion late,
+		// and meanwhile started the pod's containers (grace-honoured; the
+		// outage's excuse now covers the source's recovery).
+		{"deletion after an outage learned at the next relist", "volumes", 261, "create-volumes:0,0,0@100;api-outage:33014,0,0@100;delete-force:12,3805,0@100"},
+		// The same with a watch drop after the outage: the new watch had
+		// not proved healthy, so the relist came after the back-off.
+		{"watch drop while the source backs off", "volumes", 221, "create-volumes:1,0,0@802;api-outage:35862,0,0@8294;api-drop-watches:0,0,0@100;delete-force:3,6568,0@100"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			actions, err := ParseActions(tc.actions)

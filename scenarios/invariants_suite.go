@@ -97,6 +97,21 @@ func (c *Checker) APIImpaired(d time.Duration) {
 	c.suite.runtimeImpaired = max(c.suite.runtimeImpaired, end)
 }
 
+// sourceRecovery is how long after the API comes back the agent may take
+// to learn of what changed while it was down: its pod source relists
+// after failures with a back-off of up to 30 s (podsource's backoffMax,
+// like client-go's reflector), plus a second for the list and watch.
+const sourceRecovery = 31 * time.Second
+
+// APIDown tells the checker the API is down for d from now: the agent may
+// not reach it (APIImpaired), and learns of deletions made meanwhile or
+// just after only when its pod source's next relist comes, up to
+// sourceRecovery later: their grace counts from then.
+func (c *Checker) APIDown(d time.Duration) {
+	c.APIImpaired(d)
+	c.RuntimeImpaired(addSat(d, sourceRecovery))
+}
+
 // RuntimeViewStale tells the checker the runtime's lists lag by lag until
 // the world heals: the runtime is impaired, a kill may miss a container,
 // and a container started less than lag ago may still look Created.

@@ -210,7 +210,7 @@ func opCrashInSync(r *run, a [3]int) error {
 }
 
 func opCrashDuringOutage(r *run, a [3]int) error {
-	r.c.APIImpaired(ms(a[0]) + ms(a[1]))
+	r.c.APIDown(ms(a[0]) + ms(a[1]))
 	r.h.API.Down(true)
 	r.h.CrashAgent()
 	r.fault("crash-during-outage", "downtime", ms(a[0]))
@@ -330,13 +330,16 @@ func opAPIConflicts(r *run, a [3]int) error {
 }
 
 func opAPIDropWatches(r *run, _ [3]int) error {
+	// A watch that had not yet proved healthy (just back from an outage)
+	// relists after the back-off it had reached: up to sourceRecovery.
 	r.c.APIImpaired(10 * time.Second)
+	r.c.RuntimeImpaired(sourceRecovery)
 	r.h.API.DropWatches()
 	return nil
 }
 
 func opAPIOutage(r *run, a [3]int) error {
-	r.c.APIImpaired(ms(a[0]))
+	r.c.APIDown(ms(a[0]))
 	r.h.API.Down(true)
 	if err := r.advance(ms(a[0])); err != nil {
 		return err
