@@ -78,6 +78,11 @@ func TestFoundBySweeps(t *testing.T) {
 		// The same with a watch drop after the outage: the new watch had
 		// not proved healthy, so the relist came after the back-off.
 		{"watch drop while the source backs off", "volumes", 221, "create-volumes:1,0,0@802;api-outage:35862,0,0@8294;api-drop-watches:0,0,0@100;delete-force:3,6568,0@100"},
+		// Five lease conflicts injected at once, before a 39 s outage: the
+		// lease writes used them up only after it, one renewal back-off
+		// (7 s) apart, past the excuse counted from the injection
+		// (lease-fresh; now excused until they are used up).
+		{"lease conflicts used up after an outage", "mixed", 563, "api-conflicts:5,0,0@713;api-outage:38781,0,0@6969;sandbox-no-ip:2,0,0@18391"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			actions, err := ParseActions(tc.actions)

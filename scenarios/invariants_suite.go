@@ -43,10 +43,17 @@ type suiteState struct {
 	// leaseExcused: until then the lease may go stale (API down or
 	// faulty, agent down).
 	leaseExcused time.Duration
-	// pendingFaults: faults that impair the runtime for as long as they
-	// report pending (injected errors not yet served), and a retry
-	// back-off after.
-	pendingFaults []func() bool
+	// pendingFaults: faults that impair the runtime or the API for as
+	// long as they report pending (injected errors not yet served), and
+	// a retry back-off after.
+	pendingFaults []pendingFault
+}
+
+// pendingFault is an injected fault whose errors wait for the agent's
+// calls: while pending reports true, excuse runs at every check.
+type pendingFault struct {
+	pending func() bool
+	excuse  func()
 }
 
 func newSuiteState() *suiteState {
@@ -70,18 +77,27 @@ const stepRetry = 16 * time.Second
 // yet: they fail calls only as the agent makes them), nor until the
 // agent's next retry after: a deletion's grace counts from then.
 func (c *Checker) RuntimeImpairedWhile(pending func() bool) {
-	c.suite.pendingFaults = append(c.suite.pendingFaults, pending)
+	c.suite.pendingFaults = append(c.suite.pendingFaults, pendingFault{pending, func() { c.RuntimeImpaired(stepRetry) }})
 	c.excusePending()
 }
 
-// excusePending extends the runtime impairment past every fault still
-// pending, and forgets those that are not.
+// APIImpairedWhile tells the checker the agent's API writes may fail
+// while pending reports true (injected failures or conflicts not yet
+// served: they hit writes only as the agent makes them), and the lease
+// may be stale until leaseRecovery after.
+func (c *Checker) APIImpairedWhile(pending func() bool) {
+	c.suite.pendingFaults = append(c.suite.pendingFaults, pendingFault{pending, func() { c.APIImpaired(0) }})
+	c.excusePending()
+}
+
+// excusePending extends the impairments past every fault still pending,
+// and forgets those that are not.
 func (c *Checker) excusePending() {
 	kept := c.suite.pendingFaults[:0]
-	for _, pending := range c.suite.pendingFaults {
-		if pending() {
-			c.RuntimeImpaired(stepRetry)
-			kept = append(kept, pending)
+	for _, f := range c.suite.pendingFaults {
+		if f.pending() {
+			f.excuse()
+			kept = append(kept, f)
 		}
 	}
 	clear(c.suite.pendingFaults[len(kept):])

@@ -326,6 +326,7 @@ func opSyncStall(r *run, a [3]int) error {
 func opAPIConflicts(r *run, a [3]int) error {
 	r.c.APIImpaired(time.Duration(max(1, a[0])) * 10 * time.Second)
 	r.h.API.Conflicts(max(1, a[0]))
+	r.c.APIImpairedWhile(r.h.API.WriteFaultsPending)
 	return nil
 }
 
@@ -369,6 +370,7 @@ func opAPIFlaky(r *run, a [3]int) error {
 func opAPIFailWrites(r *run, a [3]int) error {
 	r.c.APIImpaired(time.Duration(max(1, a[0])) * 10 * time.Second)
 	r.h.API.FailWrites(max(1, a[0]), apierrors.NewInternalError(errors.New("injected write failure")))
+	r.c.APIImpairedWhile(r.h.API.WriteFaultsPending)
 	return nil
 }
 
