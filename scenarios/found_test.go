@@ -83,6 +83,12 @@ func TestFoundBySweeps(t *testing.T) {
 		// (7 s) apart, past the excuse counted from the injection
 		// (lease-fresh; now excused until they are used up).
 		{"lease conflicts used up after an outage", "mixed", 563, "api-conflicts:5,0,0@713;api-outage:38781,0,0@6969;sandbox-no-ip:2,0,0@18391"},
+		// A startup probe failed its threshold while the sync loop was
+		// stalled (its relist hung 50 s): the agent killed the container
+		// as soon as the stall ended, when the endpoint had turned
+		// healthy again (liveness-restarts; the verdict now counts from
+		// the stall's start).
+		{"startup kill carried out after a stalled relist", "mixed", 511, "stale-list:1201,0,0@3214;api-latency:0,809,0@2462;sandbox-no-ip:3,0,0@5978;cri-latency:1,2201,6@238;create-probed:32861,0,0@17025;sync-stall:50494,0,0@100"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			actions, err := ParseActions(tc.actions)

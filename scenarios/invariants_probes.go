@@ -280,6 +280,13 @@ func (c *Checker) judgeStop(id string, pi *probedInstance) {
 	if at, ok := c.h.Runtime.TrueStopAskedAt(id); ok {
 		killed = min(killed, c.elapsedAt(at))
 	}
+	// A kill carried out during a runtime stall (a stalled relist, a hung
+	// or failing call) or just after may carry a verdict reached any time
+	// since it began: the endpoint's failures count from then.
+	decided := killed
+	if since, ok := c.impairedAround(killed, probeSlack); ok {
+		decided = min(decided, since)
+	}
 	justified := func(k ProbeKind, from time.Duration) bool {
 		p := probeOf(spec, k)
 		if p == nil || from < 0 {
@@ -287,7 +294,7 @@ func (c *Checker) judgeStop(id string, pi *probedInstance) {
 		}
 		period, timeout, delay, failures, _ := probeTiming(p)
 		earliest := max(from, pi.started+delay) + time.Duration(failures-1)*period
-		return killed+time.Second >= earliest && c.unhealthyWithin(id, p, killed-period-timeout-time.Second, killed)
+		return killed+time.Second >= earliest && c.unhealthyWithin(id, p, decided-period-timeout-time.Second, killed)
 	}
 	if justified(StartupProbe, pi.started) {
 		return

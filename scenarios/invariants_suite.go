@@ -43,11 +43,17 @@ type suiteState struct {
 	// leaseExcused: until then the lease may go stale (API down or
 	// faulty, agent down).
 	leaseExcused time.Duration
+	// impairments: the runtime stalls so far (RuntimeStalled), merged,
+	// in order.
+	impairments []span
 	// pendingFaults: faults that impair the runtime or the API for as
 	// long as they report pending (injected errors not yet served), and
 	// a retry back-off after.
 	pendingFaults []pendingFault
 }
+
+// span is an interval of time since the start.
+type span struct{ from, to time.Duration }
 
 // pendingFault is an injected fault whose errors wait for the agent's
 // calls: while pending reports true, excuse runs at every check.
@@ -67,6 +73,33 @@ func (c *Checker) RuntimeImpaired(d time.Duration) {
 	c.suite.runtimeImpaired = max(c.suite.runtimeImpaired, addSat(c.h.K.Elapsed(), d))
 }
 
+// RuntimeStalled tells the checker the agent's calls to the runtime may
+// fail or hang for d from now (injected errors, hung calls, a stalled
+// relist, a runtime not ready): the runtime is impaired, and an action
+// the agent carries out then, or just after, may carry a decision made
+// any time since the stall began.
+func (c *Checker) RuntimeStalled(d time.Duration) {
+	c.RuntimeImpaired(d)
+	now := c.h.K.Elapsed()
+	end := addSat(now, d)
+	if n := len(c.suite.impairments); n > 0 && now <= c.suite.impairments[n-1].to {
+		c.suite.impairments[n-1].to = max(c.suite.impairments[n-1].to, end)
+		return
+	}
+	c.suite.impairments = append(c.suite.impairments, span{now, end})
+}
+
+// impairedAround returns when the runtime stall that t falls in (or
+// ended at most slack before t) began, and whether there is one.
+func (c *Checker) impairedAround(t, slack time.Duration) (time.Duration, bool) {
+	for _, s := range c.suite.impairments {
+		if s.from <= t && t <= addSat(s.to, slack) {
+			return s.from, true
+		}
+	}
+	return 0, false
+}
+
 // stepRetry is how long after a failed pod worker step the agent tries it
 // again at the latest: podworkers' BackoffPeriod (10 s) jittered by up to
 // half, plus the sync loop tick (1 s) that drains the work queue.
@@ -77,7 +110,7 @@ const stepRetry = 16 * time.Second
 // yet: they fail calls only as the agent makes them), nor until the
 // agent's next retry after: a deletion's grace counts from then.
 func (c *Checker) RuntimeImpairedWhile(pending func() bool) {
-	c.suite.pendingFaults = append(c.suite.pendingFaults, pendingFault{pending, func() { c.RuntimeImpaired(stepRetry) }})
+	c.suite.pendingFaults = append(c.suite.pendingFaults, pendingFault{pending, func() { c.RuntimeStalled(stepRetry) }})
 	c.excusePending()
 }
 
@@ -142,6 +175,11 @@ func (c *Checker) Healed() {
 	now := c.h.K.Elapsed()
 	if c.suite.runtimeImpaired == forever {
 		c.suite.runtimeImpaired = now
+	}
+	for i := range c.suite.impairments {
+		if c.suite.impairments[i].to == forever {
+			c.suite.impairments[i].to = max(now, c.suite.impairments[i].from)
+		}
 	}
 	if c.suite.leaseExcused == forever {
 		c.suite.leaseExcused = now + leaseRecovery

@@ -267,7 +267,7 @@ func (r *run) hangFor(method string, d time.Duration) error {
 
 func opCRINotReady(r *run, a [3]int) error {
 	r.c.RuntimeDown(ms(a[0]))
-	r.c.RuntimeImpaired(ms(a[0]))
+	r.c.RuntimeStalled(ms(a[0]))
 	r.h.Runtime.SetRuntimeReady(false)
 	if err := r.advance(ms(a[0])); err != nil {
 		return err
@@ -305,7 +305,7 @@ func opNoIP(r *run, a [3]int) error {
 // impaired tells the checker calls of method may fail or lag for d: the
 // runtime is impaired, and when method lists, the node may turn NotReady.
 func (r *run) impaired(method string, d time.Duration) {
-	r.c.RuntimeImpaired(d)
+	r.c.RuntimeStalled(d)
 	if method == "ListPodSandbox" || method == "ListContainers" {
 		r.c.RuntimeDown(d)
 	}
