@@ -43,6 +43,10 @@ type suiteState struct {
 	// leaseExcused: until then the lease may go stale (API down or
 	// faulty, agent down).
 	leaseExcused time.Duration
+	// sourceFailing: until the world heals, the agent's list and watch
+	// calls may fail (api-flaky): its pod source may be backing off when
+	// it does.
+	sourceFailing bool
 	// impairments: the runtime stalls so far (RuntimeStalled), merged,
 	// in order.
 	impairments []span
@@ -161,6 +165,14 @@ func (c *Checker) APIDown(d time.Duration) {
 	c.RuntimeImpaired(addSat(d, sourceRecovery))
 }
 
+// APIFailing tells the checker a share of the agent's API calls fail
+// until the world heals: the API is impaired, and its pod source, backing
+// off failed relists, may learn of deletions up to sourceRecovery after.
+func (c *Checker) APIFailing() {
+	c.APIImpaired(forever)
+	c.suite.sourceFailing = true
+}
+
 // RuntimeViewStale tells the checker the runtime's lists lag by lag until
 // the world heals: the runtime is impaired, a kill may miss a container,
 // and a container started less than lag ago may still look Created.
@@ -186,6 +198,10 @@ func (c *Checker) Healed() {
 	}
 	if c.suite.viewStale == forever {
 		c.suite.viewStale = now
+	}
+	if c.suite.sourceFailing {
+		c.suite.sourceFailing = false
+		c.RuntimeImpaired(sourceRecovery)
 	}
 	c.healReady()
 }

@@ -362,7 +362,7 @@ func opAPIStaleReads(r *run, a [3]int) error {
 }
 
 func opAPIFlaky(r *run, a [3]int) error {
-	r.c.APIImpaired(forever)
+	r.c.APIFailing()
 	r.h.API.Flaky(min(max(a[0], 1), 100))
 	return nil
 }
