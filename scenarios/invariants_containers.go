@@ -160,7 +160,7 @@ func (c *Checker) checkPrevious(key string, latest *runtimeapi.Container, presen
 // clears it away as an instance left Created by a crashed sync.
 func (c *Checker) removedOnStaleView(id string, s startedInstance) bool {
 	asked, ok := c.h.Runtime.TrueStopAskedAt(id)
-	if !ok || s.startedAt == 0 || c.elapsedAt(asked) > c.suite.viewStale {
+	if !ok || s.startedAt == 0 || c.suite.viewStale == 0 || c.elapsedAt(asked) > c.suite.viewStale {
 		return false
 	}
 	// The agent acts on a relist up to a period (1 s) and a sync step old.
