@@ -251,11 +251,20 @@ func TestRemoveContainer(t *testing.T) {
 	f := newFixture(t)
 	sb := f.runPod("p")
 	id := f.run(sb, ctrConfig("c"))
+	if _, ok := f.r.TrueStopAskedAt(id); ok {
+		t.Errorf("TrueStopAskedAt answers for a container never stopped")
+	}
+	if err := f.r.StopContainer(f.ctx, id, 0); err != nil {
+		t.Fatal(err)
+	}
 	if err := f.r.RemoveContainer(f.ctx, id); err != nil {
 		t.Fatal(err)
 	}
 	_, err := f.r.ContainerStatus(f.ctx, id, false)
 	wantCode(t, "status after remove", err, codes.NotFound)
+	if _, ok := f.r.TrueStopAskedAt(id); !ok {
+		t.Errorf("TrueStopAskedAt forgot a container stopped and then removed")
+	}
 	if err := f.r.RemoveContainer(f.ctx, id); err != nil {
 		t.Errorf("removing twice: %v, want nil", err)
 	}

@@ -124,6 +124,19 @@ func (r *Runtime) InjectError(method string, err error, count int) error {
 	return nil
 }
 
+// ErrorsPending reports whether injected errors of method (or of every
+// method) are still waiting for calls to fail.
+func (r *Runtime) ErrorsPending(method string) bool {
+	r.mu.Lock()
+	defer r.unlock()
+	for _, e := range r.faults.errs {
+		if e.method == "*" || e.method == method {
+			return true
+		}
+	}
+	return false
+}
+
 // FailPull makes the next count pulls of ref (every pull when count <= 0)
 // fail like a registry error. An empty cause means "not found" (code
 // NotFound); any other cause is reported with code Unknown.

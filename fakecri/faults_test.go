@@ -70,6 +70,16 @@ func TestInjectError(t *testing.T) {
 	wantCode(t, "wildcard fault", err, codes.Unknown)
 	wantErrContains(t, "wildcard fault", err, "boom")
 	f.create(sb, ctrConfig("c"))
+	if f.r.ErrorsPending("CreateContainer") || f.r.ErrorsPending("Version") {
+		t.Errorf("ErrorsPending after every injected error was served")
+	}
+	if err := f.r.InjectError("StopContainer", errors.New("stuck"), 2); err != nil {
+		t.Fatal(err)
+	}
+	if !f.r.ErrorsPending("StopContainer") || f.r.ErrorsPending("StartContainer") {
+		t.Errorf("ErrorsPending: want StopContainer's pending, StartContainer's not")
+	}
+	f.r.ClearFaults()
 	if err := f.r.InjectError("Status", nil, 1); err == nil {
 		t.Errorf("InjectError accepted a nil error")
 	}
@@ -284,11 +294,19 @@ func TestDropSandboxIPs(t *testing.T) {
 		}
 		return st.GetStatus().GetNetwork().GetIp()
 	}
-	if got := ip(f.runPod("a")); got != "" {
+	sbA := f.runPod("a")
+	if got := ip(sbA); got != "" {
 		t.Errorf("first sandbox after DropSandboxIPs(1) has IP %q, want none", got)
 	}
-	if got := ip(f.runPod("b")); got == "" {
+	sbB := f.runPod("b")
+	if got := ip(sbB); got == "" {
 		t.Errorf("second sandbox has no IP; the fault was for one only")
+	}
+	if !f.r.TrueSandboxLacksIP(f.create(sbA, ctrConfig("c"))) {
+		t.Errorf("TrueSandboxLacksIP is false for a container of the sandbox without an IP")
+	}
+	if f.r.TrueSandboxLacksIP(f.create(sbB, ctrConfig("c"))) {
+		t.Errorf("TrueSandboxLacksIP is true for a container of a sandbox with an IP")
 	}
 	f.r.DropSandboxIPs(0)
 	f.r.ClearFaults()

@@ -130,15 +130,41 @@ func (r *Runtime) TrueStartedAt(id string) (startedAt int64, ok bool) {
 // TrueStopAskedAt reports when StopContainer was first called for
 // container id (unix nanoseconds), whether or not an injected fault failed
 // or delayed that call: the moment the caller decided to stop it. ok is
-// false if it was never asked. For invariant checkers, like TrueExit.
+// false if it was never asked, or was removed longer ago than the stale
+// list retention. For invariant checkers, like TrueExit.
 func (r *Runtime) TrueStopAskedAt(id string) (at int64, ok bool) {
 	r.mu.Lock()
 	defer r.unlock()
 	c, found := r.containers[id]
+	if !found {
+		// Removed lately: its tombstone (kept for stale lists) knows.
+		for _, t := range r.containerOrder {
+			if t.id == id {
+				c, found = t, true
+				break
+			}
+		}
+	}
 	if !found || c.stopAskedAt == 0 {
 		return 0, false
 	}
 	return c.stopAskedAt, true
+}
+
+// TrueSandboxLacksIP reports whether container id runs in a sandbox that
+// came up without an IP though it is not on the host's network (the
+// sandbox-IP fault, DropSandboxIPs): its pod's network never worked, and
+// an agent replaces such a sandbox, stopping its containers. For invariant
+// checkers, like TrueExit.
+func (r *Runtime) TrueSandboxLacksIP(id string) bool {
+	r.mu.Lock()
+	defer r.unlock()
+	c, found := r.containers[id]
+	if !found {
+		return false
+	}
+	hostNet := c.sb.config.GetLinux().GetSecurityContext().GetNamespaceOptions().GetNetwork() == runtimeapi.NamespaceMode_NODE
+	return c.sb.ip == "" && !hostNet
 }
 
 // TrueStopRequested reports when container id was first sent SIGTERM by

@@ -3,6 +3,7 @@ package scenarios
 import (
 	"maps"
 	"slices"
+	"strings"
 	"time"
 
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
@@ -17,7 +18,8 @@ import (
 // by the pod's next sync after the agent is back. The bound covers the
 // agent's downtime in the scenarios (≤ 5 s), a relist (1 s), an error
 // requeue (≤ 15 s), a stale list (≤ 3 s) and slow CRI calls, with room to
-// spare; an instance stuck for good (upstream-style name clash) breaks it.
+// spare, counted from the end of any runtime impairment; an instance stuck
+// for good (upstream-style name clash) breaks it.
 const MaxCreated = time.Minute
 
 // containerChecks is what no-stuck-created and previous-kept remember.
@@ -33,6 +35,8 @@ type containerChecks struct {
 type startedInstance struct {
 	attempt uint32
 	log     string
+	// startedAt is when it started (unix nanoseconds; 0 if unknown).
+	startedAt int64
 }
 
 func newContainerChecks() *containerChecks {
@@ -64,7 +68,10 @@ func (c *Checker) checkContainers() {
 			if c.ctr.started[key] == nil {
 				c.ctr.started[key] = map[string]startedInstance{}
 			}
-			c.ctr.started[key][ct.Id] = startedInstance{attempt: ct.Metadata.GetAttempt(), log: log}
+			if s, seen := c.ctr.started[key][ct.Id]; !seen || s.startedAt == 0 {
+				at, _ := c.h.Runtime.TrueStartedAt(ct.Id)
+				c.ctr.started[key][ct.Id] = startedInstance{attempt: ct.Metadata.GetAttempt(), log: log, startedAt: at}
+			}
 		}
 		if ct.State != runtimeapi.ContainerState_CONTAINER_EXITED {
 			if l := live[key]; l == nil || ct.Metadata.GetAttempt() > l.Metadata.GetAttempt() {
@@ -75,6 +82,18 @@ func (c *Checker) checkContainers() {
 	for id := range c.ctr.createdSince {
 		if !present[id] {
 			delete(c.ctr.createdSince, id)
+		}
+	}
+	// A pod none of whose sandboxes is left has left the node: a static
+	// pod whose manifest comes back later (same UID) starts a new life,
+	// with no previous instance to keep.
+	sandboxed := map[string]bool{}
+	for _, sb := range c.h.Runtime.TrueSandboxes() {
+		sandboxed[sb.Labels[podstate.LabelPodUID]] = true
+	}
+	for key := range c.ctr.started {
+		if uid, _, _ := strings.Cut(key, "/"); !sandboxed[uid] {
+			delete(c.ctr.started, key)
 		}
 	}
 	for _, key := range slices.Sorted(maps.Keys(live)) {
@@ -92,6 +111,13 @@ func (c *Checker) checkCreated(ct *runtimeapi.Container, key string, now time.Du
 	if !ok {
 		c.ctr.createdSince[ct.Id] = now
 		return
+	}
+	// While the runtime is impaired (a hung status call keeps the pod's
+	// cache from refreshing, a stop or start keeps failing) the agent may
+	// not see the instance or act on it: the bound counts from when it can.
+	if end := min(c.suite.runtimeImpaired, now); end > since {
+		since = end
+		c.ctr.createdSince[ct.Id] = since
 	}
 	if now-since > MaxCreated && !c.ctr.reported[ct.Id] {
 		c.ctr.reported[ct.Id] = true
@@ -115,6 +141,8 @@ func (c *Checker) checkPrevious(key string, latest *runtimeapi.Container, presen
 		return
 	}
 	switch {
+	case !present[prevID] && c.removedOnStaleView(prevID, prev):
+		c.ctr.reported[prevID] = true // not a failure: judged once
 	case !present[prevID]:
 		c.ctr.reported[prevID] = true
 		c.fail("previous-kept", "container %s: previous instance %s (attempt %d) removed while attempt %d is %v",
@@ -124,4 +152,17 @@ func (c *Checker) checkPrevious(key string, latest *runtimeapi.Container, presen
 		c.fail("previous-kept", "container %s: log %s of the previous instance (attempt %d) removed while attempt %d is %v",
 			key, prev.log, prev.attempt, latest.Metadata.GetAttempt(), latest.State)
 	}
+}
+
+// removedOnStaleView reports whether the agent decided to stop (and
+// remove) instance id while the runtime's lists lagged, so soon after it
+// started that the lists may still have shown it Created: the agent then
+// clears it away as an instance left Created by a crashed sync.
+func (c *Checker) removedOnStaleView(id string, s startedInstance) bool {
+	asked, ok := c.h.Runtime.TrueStopAskedAt(id)
+	if !ok || s.startedAt == 0 || c.suite.viewStale == 0 || c.elapsedAt(asked) > c.suite.viewStale {
+		return false
+	}
+	// The agent acts on a relist up to a period (1 s) and a sync step old.
+	return time.Duration(asked-s.startedAt) <= c.suite.listLag+2*time.Second
 }

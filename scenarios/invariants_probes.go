@@ -256,9 +256,11 @@ func (c *Checker) checkLivenessDeadline(id string, pi *probedInstance, now time.
 // generated containers never exit by themselves): by its startup probe,
 // after initialDelay + (failureThreshold-1)·period of running with the
 // startup endpoint failing lately; or by its liveness probe, likewise,
-// counted from the first moment startup could have succeeded. A kill
-// before either is possible, when the startup endpoint was never healthy,
-// breaks startup-protects; otherwise liveness-restarts.
+// counted from the first moment startup could have succeeded. (Or with
+// its sandbox, when that came up without an IP: the agent replaces it, as
+// the kubelet does.) A kill before either is possible, when the startup
+// endpoint was never healthy, breaks startup-protects; otherwise
+// liveness-restarts.
 func (c *Checker) judgeStop(id string, pi *probedInstance) {
 	spec := c.containerSpec(pi.uid, pi.name)
 	if spec == nil || c.deletingPod(pi.uid) || (spec.LivenessProbe == nil && spec.StartupProbe == nil) {
@@ -268,12 +270,22 @@ func (c *Checker) judgeStop(id string, pi *probedInstance) {
 	if !ok || exit.FinishedAt == 0 || exit.Reason == "OOMKilled" {
 		return
 	}
+	if c.h.Runtime.TrueSandboxLacksIP(id) {
+		return // its sandbox got no IP (injected): the agent replaces it, and kills it with it
+	}
 	killed := c.elapsedAt(exit.FinishedAt)
 	// The agent decided to kill when it first asked the runtime to stop
 	// the container; a failed or delayed call (runtime not ready, an
 	// injected error or hang) carries the verdict of that moment out later.
 	if at, ok := c.h.Runtime.TrueStopAskedAt(id); ok {
 		killed = min(killed, c.elapsedAt(at))
+	}
+	// A kill carried out during a runtime stall (a stalled relist, a hung
+	// or failing call) or just after may carry a verdict reached any time
+	// since it began: the endpoint's failures count from then.
+	decided := killed
+	if since, ok := c.impairedAround(killed, probeSlack); ok {
+		decided = min(decided, since)
 	}
 	justified := func(k ProbeKind, from time.Duration) bool {
 		p := probeOf(spec, k)
@@ -282,7 +294,7 @@ func (c *Checker) judgeStop(id string, pi *probedInstance) {
 		}
 		period, timeout, delay, failures, _ := probeTiming(p)
 		earliest := max(from, pi.started+delay) + time.Duration(failures-1)*period
-		return killed+time.Second >= earliest && c.unhealthyWithin(id, p, killed-period-timeout-time.Second, killed)
+		return killed+time.Second >= earliest && c.unhealthyWithin(id, p, decided-period-timeout-time.Second, killed)
 	}
 	if justified(StartupProbe, pi.started) {
 		return

@@ -38,9 +38,32 @@ type suiteState struct {
 	// a kill may miss a container the view does not show yet, which the
 	// sandbox's stop then SIGKILLs (sigterm-first is not checked).
 	viewStale time.Duration
+	// listLag is the largest lag of the runtime's lists while viewStale.
+	listLag time.Duration
 	// leaseExcused: until then the lease may go stale (API down or
 	// faulty, agent down).
 	leaseExcused time.Duration
+	// sourceFailing: until the world heals, the agent's list and watch
+	// calls may fail (api-flaky): its pod source may be backing off when
+	// it does.
+	sourceFailing bool
+	// impairments: the runtime stalls so far (RuntimeStalled), merged,
+	// in order.
+	impairments []span
+	// pendingFaults: faults that impair the runtime or the API for as
+	// long as they report pending (injected errors not yet served), and
+	// a retry back-off after.
+	pendingFaults []pendingFault
+}
+
+// span is an interval of time since the start.
+type span struct{ from, to time.Duration }
+
+// pendingFault is an injected fault whose errors wait for the agent's
+// calls: while pending reports true, excuse runs at every check.
+type pendingFault struct {
+	pending func() bool
+	excuse  func()
 }
 
 func newSuiteState() *suiteState {
@@ -54,6 +77,70 @@ func (c *Checker) RuntimeImpaired(d time.Duration) {
 	c.suite.runtimeImpaired = max(c.suite.runtimeImpaired, addSat(c.h.K.Elapsed(), d))
 }
 
+// RuntimeStalled tells the checker the agent's calls to the runtime may
+// fail or hang for d from now (injected errors, hung calls, a stalled
+// relist, a runtime not ready): the runtime is impaired, and an action
+// the agent carries out then, or just after, may carry a decision made
+// any time since the stall began.
+func (c *Checker) RuntimeStalled(d time.Duration) {
+	c.RuntimeImpaired(d)
+	now := c.h.K.Elapsed()
+	end := addSat(now, d)
+	if n := len(c.suite.impairments); n > 0 && now <= c.suite.impairments[n-1].to {
+		c.suite.impairments[n-1].to = max(c.suite.impairments[n-1].to, end)
+		return
+	}
+	c.suite.impairments = append(c.suite.impairments, span{now, end})
+}
+
+// impairedAround returns when the runtime stall that t falls in (or
+// ended at most slack before t) began, and whether there is one.
+func (c *Checker) impairedAround(t, slack time.Duration) (time.Duration, bool) {
+	for _, s := range c.suite.impairments {
+		if s.from <= t && t <= addSat(s.to, slack) {
+			return s.from, true
+		}
+	}
+	return 0, false
+}
+
+// stepRetry is how long after a failed pod worker step the agent tries it
+// again at the latest: podworkers' BackoffPeriod (10 s) jittered by up to
+// half, plus the sync loop tick (1 s) that drains the work queue.
+const stepRetry = 16 * time.Second
+
+// RuntimeImpairedWhile tells the checker the runtime may not stop
+// containers while pending reports true (injected errors not all served
+// yet: they fail calls only as the agent makes them), nor until the
+// agent's next retry after: a deletion's grace counts from then.
+func (c *Checker) RuntimeImpairedWhile(pending func() bool) {
+	c.suite.pendingFaults = append(c.suite.pendingFaults, pendingFault{pending, func() { c.RuntimeStalled(stepRetry) }})
+	c.excusePending()
+}
+
+// APIImpairedWhile tells the checker the agent's API writes may fail
+// while pending reports true (injected failures or conflicts not yet
+// served: they hit writes only as the agent makes them), and the lease
+// may be stale until leaseRecovery after.
+func (c *Checker) APIImpairedWhile(pending func() bool) {
+	c.suite.pendingFaults = append(c.suite.pendingFaults, pendingFault{pending, func() { c.APIImpaired(0) }})
+	c.excusePending()
+}
+
+// excusePending extends the impairments past every fault still pending,
+// and forgets those that are not.
+func (c *Checker) excusePending() {
+	kept := c.suite.pendingFaults[:0]
+	for _, f := range c.suite.pendingFaults {
+		if f.pending() {
+			f.excuse()
+			kept = append(kept, f)
+		}
+	}
+	clear(c.suite.pendingFaults[len(kept):])
+	c.suite.pendingFaults = kept
+}
+
 // APIImpaired tells the checker the agent may not reach the API for d from
 // now (forever: until Healed): the lease may go stale meanwhile and
 // deletions may reach the agent late.
@@ -63,11 +150,36 @@ func (c *Checker) APIImpaired(d time.Duration) {
 	c.suite.runtimeImpaired = max(c.suite.runtimeImpaired, end)
 }
 
-// RuntimeViewStale tells the checker the runtime's lists lag until the world
-// heals: the runtime is impaired, and a kill may miss a container.
-func (c *Checker) RuntimeViewStale() {
+// sourceRecovery is how long after the API comes back the agent may take
+// to learn of what changed while it was down: its pod source relists
+// after failures with a back-off of up to 30 s (podsource's backoffMax,
+// like client-go's reflector), plus a second for the list and watch.
+const sourceRecovery = 31 * time.Second
+
+// APIDown tells the checker the API is down for d from now: the agent may
+// not reach it (APIImpaired), and learns of deletions made meanwhile or
+// just after only when its pod source's next relist comes, up to
+// sourceRecovery later: their grace counts from then.
+func (c *Checker) APIDown(d time.Duration) {
+	c.APIImpaired(d)
+	c.RuntimeImpaired(addSat(d, sourceRecovery))
+}
+
+// APIFailing tells the checker a share of the agent's API calls fail
+// until the world heals: the API is impaired, and its pod source, backing
+// off failed relists, may learn of deletions up to sourceRecovery after.
+func (c *Checker) APIFailing() {
+	c.APIImpaired(forever)
+	c.suite.sourceFailing = true
+}
+
+// RuntimeViewStale tells the checker the runtime's lists lag by lag until
+// the world heals: the runtime is impaired, a kill may miss a container,
+// and a container started less than lag ago may still look Created.
+func (c *Checker) RuntimeViewStale(lag time.Duration) {
 	c.RuntimeImpaired(forever)
 	c.suite.viewStale = forever
+	c.suite.listLag = max(c.suite.listLag, lag)
 }
 
 // Healed ends every open-ended excuse: the faults are gone from now.
@@ -76,11 +188,20 @@ func (c *Checker) Healed() {
 	if c.suite.runtimeImpaired == forever {
 		c.suite.runtimeImpaired = now
 	}
+	for i := range c.suite.impairments {
+		if c.suite.impairments[i].to == forever {
+			c.suite.impairments[i].to = max(now, c.suite.impairments[i].from)
+		}
+	}
 	if c.suite.leaseExcused == forever {
 		c.suite.leaseExcused = now + leaseRecovery
 	}
 	if c.suite.viewStale == forever {
 		c.suite.viewStale = now
+	}
+	if c.suite.sourceFailing {
+		c.suite.sourceFailing = false
+		c.RuntimeImpaired(sourceRecovery)
 	}
 	c.healReady()
 }
@@ -109,6 +230,7 @@ func (c *Checker) checkSuite(truth []RuntimeContainer) {
 // excuseGrace moves grace-honoured deadlines past a runtime impairment:
 // the grace period counts again from when the runtime can act.
 func (c *Checker) excuseGrace() {
+	c.excusePending()
 	until := min(c.suite.runtimeImpaired, c.h.K.Elapsed())
 	if until == 0 {
 		return

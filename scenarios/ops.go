@@ -94,6 +94,13 @@ var criMethods = []string{
 	"ContainerStatus", "PullImage", "ImageStatus",
 }
 
+// stopPath are the CRI methods whose failures keep the agent from stopping
+// a deleted pod's containers (and from seeing that they stopped).
+var stopPath = map[string]bool{
+	"StopContainer": true, "StopPodSandbox": true, "ListPodSandbox": true, "ListContainers": true,
+	"PodSandboxStatus": true, "ContainerStatus": true,
+}
+
 // criCodes are the codes injected CRI errors carry.
 var criCodes = []codes.Code{codes.Unknown, codes.Unavailable, codes.DeadlineExceeded, codes.Internal, codes.ResourceExhausted}
 
@@ -210,7 +217,7 @@ func opCrashInSync(r *run, a [3]int) error {
 }
 
 func opCrashDuringOutage(r *run, a [3]int) error {
-	r.c.APIImpaired(ms(a[0]) + ms(a[1]))
+	r.c.APIDown(ms(a[0]) + ms(a[1]))
 	r.h.API.Down(true)
 	r.h.CrashAgent()
 	r.fault("crash-during-outage", "downtime", ms(a[0]))
@@ -226,7 +233,7 @@ func opCrashDuringOutage(r *run, a [3]int) error {
 }
 
 func opStaleList(r *run, a [3]int) error {
-	r.c.RuntimeViewStale()
+	r.c.RuntimeViewStale(ms(a[0]))
 	r.h.Runtime.SetListStaleness(ms(a[0]))
 	return nil
 }
@@ -240,7 +247,16 @@ func opCRILatency(r *run, a [3]int) error {
 func opCRIError(r *run, a [3]int) error {
 	m, code := criMethods[pick(a[0], len(criMethods))], criCodes[pick(a[1], len(criCodes))]
 	r.impaired(m, time.Duration(max(1, a[2]))*10*time.Second) // the agent's retries back off
-	return r.h.Runtime.InjectError(m, status.Errorf(code, "injected %s failure", m), max(1, a[2]))
+	if err := r.h.Runtime.InjectError(m, status.Errorf(code, "injected %s failure", m), max(1, a[2])); err != nil {
+		return err
+	}
+	if stopPath[m] {
+		// The errors fail calls only as the agent makes them (the first
+		// perhaps long after, when a pod is deleted), and its retry comes
+		// up to a back-off after the last.
+		r.c.RuntimeImpairedWhile(func() bool { return r.h.Runtime.ErrorsPending(m) })
+	}
+	return nil
 }
 
 func opCRIHang(r *run, a [3]int) error {
@@ -258,7 +274,7 @@ func (r *run) hangFor(method string, d time.Duration) error {
 
 func opCRINotReady(r *run, a [3]int) error {
 	r.c.RuntimeDown(ms(a[0]))
-	r.c.RuntimeImpaired(ms(a[0]))
+	r.c.RuntimeStalled(ms(a[0]))
 	r.h.Runtime.SetRuntimeReady(false)
 	if err := r.advance(ms(a[0])); err != nil {
 		return err
@@ -296,7 +312,7 @@ func opNoIP(r *run, a [3]int) error {
 // impaired tells the checker calls of method may fail or lag for d: the
 // runtime is impaired, and when method lists, the node may turn NotReady.
 func (r *run) impaired(method string, d time.Duration) {
-	r.c.RuntimeImpaired(d)
+	r.c.RuntimeStalled(d)
 	if method == "ListPodSandbox" || method == "ListContainers" {
 		r.c.RuntimeDown(d)
 	}
@@ -317,17 +333,21 @@ func opSyncStall(r *run, a [3]int) error {
 func opAPIConflicts(r *run, a [3]int) error {
 	r.c.APIImpaired(time.Duration(max(1, a[0])) * 10 * time.Second)
 	r.h.API.Conflicts(max(1, a[0]))
+	r.c.APIImpairedWhile(r.h.API.WriteFaultsPending)
 	return nil
 }
 
 func opAPIDropWatches(r *run, _ [3]int) error {
+	// A watch that had not yet proved healthy (just back from an outage)
+	// relists after the back-off it had reached: up to sourceRecovery.
 	r.c.APIImpaired(10 * time.Second)
+	r.c.RuntimeImpaired(sourceRecovery)
 	r.h.API.DropWatches()
 	return nil
 }
 
 func opAPIOutage(r *run, a [3]int) error {
-	r.c.APIImpaired(ms(a[0]))
+	r.c.APIDown(ms(a[0]))
 	r.h.API.Down(true)
 	if err := r.advance(ms(a[0])); err != nil {
 		return err
@@ -349,7 +369,7 @@ func opAPIStaleReads(r *run, a [3]int) error {
 }
 
 func opAPIFlaky(r *run, a [3]int) error {
-	r.c.APIImpaired(forever)
+	r.c.APIFailing()
 	r.h.API.Flaky(min(max(a[0], 1), 100))
 	return nil
 }
@@ -357,6 +377,7 @@ func opAPIFlaky(r *run, a [3]int) error {
 func opAPIFailWrites(r *run, a [3]int) error {
 	r.c.APIImpaired(time.Duration(max(1, a[0])) * 10 * time.Second)
 	r.h.API.FailWrites(max(1, a[0]), apierrors.NewInternalError(errors.New("injected write failure")))
+	r.c.APIImpairedWhile(r.h.API.WriteFaultsPending)
 	return nil
 }
 

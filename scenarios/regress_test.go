@@ -10,13 +10,14 @@ import (
 // testRegression asserts the suite catches a deliberately broken build
 // within budget seeds, shrinks the failure to at most 10 actions, and that
 // the shrunk plan replays with the identical trace hash; the replay command
-// it prints builds the same broken variant.
-func testRegression(t *testing.T, scenario, invariant string, budget int) {
+// it prints builds the same broken variant. also lists other invariants
+// the same bug may break first.
+func testRegression(t *testing.T, scenario, invariant string, budget int, also ...string) {
 	sc, err := Lookup(scenario)
 	if err != nil {
 		t.Fatal(err)
 	}
-	h, err := HuntBug(sc, invariant, budget, 300)
+	h, err := HuntBug(sc, invariant, budget, 300, also...)
 	if err != nil {
 		t.Fatal(err)
 	}

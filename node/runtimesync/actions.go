@@ -155,7 +155,10 @@ func ComputeActions(in Inputs) Actions {
 		// Never, or every container's own policy says so) and whose
 		// containers already ran does not get a new sandbox (they would
 		// run twice).
-		if podutil.RunsOnce(pod) && hasSandbox && len(st.Containers) > 0 {
+		// Nor does a pod whose regular containers all ran and may not run
+		// again (OnFailure, all succeeded): it is done, and its init
+		// containers and sidecars would run again for nothing.
+		if podutil.RunsOnce(pod) && hasSandbox && len(st.Containers) > 0 || len(regularToStart(in)) == 0 {
 			acts.CreateSandbox, acts.Attempt, acts.SandboxReason = false, 0, ""
 			acts.KillPod = len(st.Running()) > 0 || hasReadySandbox(st)
 			return acts
@@ -425,12 +428,21 @@ func computeFreshSandbox(in Inputs, acts *Actions) {
 		acts.Start = append(acts.Start, ContainerStart{Name: c.Name, Init: true, Index: 0, RestartCount: nextCount(st, c.Name)})
 		return
 	}
+	acts.Start = append(acts.Start, regularToStart(in)...)
+}
+
+// regularToStart lists the regular containers a fresh sandbox runs: all
+// but those that exited and may not run again.
+func regularToStart(in Inputs) []ContainerStart {
+	pod, st := in.Pod, in.Status
+	var out []ContainerStart
 	for i, c := range pod.Spec.Containers {
 		if latest, ok := st.Latest(c.Name); ok && latest.State == podstate.ContainerExited && !podutil.ShouldRestart(pod, &c, false, latest.ExitCode) {
 			continue
 		}
-		acts.Start = append(acts.Start, ContainerStart{Name: c.Name, Index: i, RestartCount: nextCount(st, c.Name)})
+		out = append(out, ContainerStart{Name: c.Name, Index: i, RestartCount: nextCount(st, c.Name)})
 	}
+	return out
 }
 
 // restartAfterFailure starts the container again unless its crash-loop

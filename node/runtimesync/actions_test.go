@@ -91,6 +91,13 @@ func TestComputeActions(t *testing.T) {
 			want: Actions{KillPod: true, CreateSandbox: true, Attempt: 1, SandboxReason: podstate.SandboxMsgNotReady, Start: []ContainerStart{{Name: "failed", Index: 1, RestartCount: 1}}},
 		},
 		{
+			name: "sandbox died, OnFailure, every container succeeded: no new sandbox, init containers not rerun",
+			pod:  testPod(onFailure, []string{"setup"}, "app"),
+			status: podStatus(dead, ctr("i1", "setup", podstate.ContainerExited, 0, 0, time.Minute),
+				ctr("c1", "app", podstate.ContainerExited, 0, 0, time.Minute)),
+			want: Actions{},
+		},
+		{
 			name: "two sandboxes ready: kill the pod, recreate with the next attempt",
 			pod:  testPod(always, nil, "app"),
 			status: podStatus([]podstate.Sandbox{ready("sb2", 1), ready("sb1", 0)},

@@ -116,6 +116,14 @@ func (s *Server) Conflicts(n int) {
 	s.log.Info("apiserver fault: conflicts", "n", n)
 }
 
+// WriteFaultsPending reports whether injected write failures or conflicts
+// are still waiting for the agent's writes.
+func (s *Server) WriteFaultsPending() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.faults.failWrites > 0 || s.faults.conflicts > 0
+}
+
 // Latency makes every agent call of verb (one of the Verb constants) wait d
 // of the clock's time before the server handles it; d <= 0 removes it.
 func (s *Server) Latency(verb string, d time.Duration) {
