@@ -5,7 +5,8 @@
 # (relative applet links), plus:
 #   agnhost      the static agnhost binary ($CONFORMANCE_BIN/agnhost) as
 #                entrypoint, /bin/sh being Debian's dash (busybox ash would
-#                run its own applets before PATH), the image's own user and group
+#                run its own applets before PATH), the image's own user and
+#                group, and a curl stand-in (busybox wget) for the hook specs
 #   pause        a sh loop that exits on TERM, user 65535
 #   nonroot      user 1234
 #   nginx        busybox httpd on port 80
@@ -89,6 +90,10 @@ r="$work/rootfs-agnhost"; busybox_rootfs "$r"
 with_binary "$r" /bin/dash
 rm -f "$r/bin/sh" && ln -s dash "$r/bin/sh"
 cp "$bin/agnhost" "$r/agnhost" && ln -s agnhost "$r/agnhost-2"
+# The real agnhost image has curl; the lifecycle hook specs run
+# `sh -c "curl http://<ip>:8080/echo?msg=…"`. busybox's wget does that GET.
+printf '#!/bin/sh\n# curl stand-in (GET only): the suite'"'"'s hooks run "curl URL"\nexec wget -q -O - "$@"\n' > "$r/bin/curl"
+chmod 755 "$r/bin/curl"
 mkdir -p "$r/uploads"
 echo 'user-defined-in-image:x:1000:1000::/home/user-defined-in-image:/bin/sh' >> "$r/etc/passwd"
 printf 'user-defined-in-image:x:1000:\ngroup-defined-in-image:x:50000:user-defined-in-image\n' >> "$r/etc/group"
