@@ -84,12 +84,15 @@ func Generate(pod *corev1.Pod, rs *podstate.PodStatus, waiting map[string]Waitin
 	s.ObservedGeneration = pod.Generation
 	s.QOSClass = QOSClass(pod)
 
-	s.InitContainerStatuses = g.statuses(pod.Spec.InitContainers, prev.InitContainerStatuses, true, podutil.ReasonContainerCreating)
-	regularDefault := podutil.ReasonContainerCreating
-	if len(pod.Spec.InitContainers) > 0 && !initialized(pod, s.InitContainerStatuses, nil) {
-		regularDefault = podutil.ReasonPodInitializing
+	// A container not yet created waits as ContainerCreating, or as
+	// PodInitializing in a pod with init containers (init containers
+	// included), as upstream reports them.
+	waitDefault := podutil.ReasonContainerCreating
+	if len(pod.Spec.InitContainers) > 0 {
+		waitDefault = podutil.ReasonPodInitializing
 	}
-	s.ContainerStatuses = g.statuses(pod.Spec.Containers, prev.ContainerStatuses, false, regularDefault)
+	s.InitContainerStatuses = g.statuses(pod.Spec.InitContainers, prev.InitContainerStatuses, true, waitDefault)
+	s.ContainerStatuses = g.statuses(pod.Spec.Containers, prev.ContainerStatuses, false, waitDefault)
 	s.EphemeralContainerStatuses = g.ephemeralStatuses(prev.EphemeralContainerStatuses)
 
 	if podutil.IsTerminal(prev.Phase) {

@@ -122,6 +122,11 @@ func TestPhaseTable(t *testing.T) {
 	}
 }
 
+// TestInitContainersInOrder: init containers run one by one; a container
+// not yet created, init or regular, waits as PodInitializing in a pod with
+// init containers, as upstream's convertToAPIContainerStatuses reports it
+// (the conformance spec "InitContainer should not start app containers and
+// fail the pod if init containers fail on a RestartNever pod" checks it).
 func TestInitContainersInOrder(t *testing.T) {
 	pod := func(policy corev1.RestartPolicy) *corev1.Pod { return withInit(newPod(policy, "app"), "i1", "i2") }
 	tests := []struct {
@@ -135,14 +140,14 @@ func TestInitContainersInOrder(t *testing.T) {
 	}{
 		{
 			name: "no sandbox yet", pod: pod(corev1.RestartPolicyNever), rs: nil, phase: corev1.PodPending,
-			init:        []string{"i1=waiting:ContainerCreating", "i2=waiting:ContainerCreating"},
+			init:        []string{"i1=waiting:PodInitializing", "i2=waiting:PodInitializing"},
 			regs:        []string{"app=waiting:PodInitializing"},
 			initialized: corev1.ConditionFalse,
 		},
 		{
 			name: "first init running", pod: pod(corev1.RestartPolicyNever), rs: world(true, running("i1", "c1", 0, 1)),
 			phase:       corev1.PodPending,
-			init:        []string{"i1=running", "i2=waiting:ContainerCreating"},
+			init:        []string{"i1=running", "i2=waiting:PodInitializing"},
 			regs:        []string{"app=waiting:PodInitializing"},
 			initialized: corev1.ConditionFalse,
 		},
@@ -159,7 +164,7 @@ func TestInitContainersInOrder(t *testing.T) {
 			rs:          world(true, exited("i1", "c1", 0, 1, 2, 0, ""), exited("i2", "c2", 0, 3, 4, 0, "")),
 			phase:       corev1.PodPending,
 			init:        []string{"i1=terminated:0:Completed", "i2=terminated:0:Completed"},
-			regs:        []string{"app=waiting:ContainerCreating"},
+			regs:        []string{"app=waiting:PodInitializing"},
 			initialized: corev1.ConditionTrue,
 		},
 		{
