@@ -94,6 +94,10 @@ cp "$bin/agnhost" "$r/agnhost" && ln -s agnhost "$r/agnhost-2"
 # `sh -c "curl http://<ip>:8080/echo?msg=…"`. busybox's wget does that GET.
 printf '#!/bin/sh\n# curl stand-in (GET only): the suite'"'"'s hooks run "curl URL"\nexec wget -q -O - "$@"\n' > "$r/bin/curl"
 chmod 755 "$r/bin/curl"
+# ... and a self-signed localhost certificate, which netexec serves HTTPS
+# with in the HTTPS hook specs (--tls-cert-file /localhost.crt).
+openssl req -x509 -newkey rsa:2048 -nodes -days 3650 -subj "/CN=localhost" \
+  -keyout "$r/localhost.key" -out "$r/localhost.crt" 2>/dev/null
 mkdir -p "$r/uploads"
 echo 'user-defined-in-image:x:1000:1000::/home/user-defined-in-image:/bin/sh' >> "$r/etc/passwd"
 printf 'user-defined-in-image:x:1000:\ngroup-defined-in-image:x:50000:user-defined-in-image\n' >> "$r/etc/group"
