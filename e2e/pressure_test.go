@@ -46,9 +46,10 @@ func TestAdmissionRejectsUntoleratedTaint(t *testing.T) {
 	taint := corev1.Taint{Key: "lockstep.e2e/dedicated", Value: "db", Effect: corev1.TaintEffectNoExecute}
 	e.setTaints(t, []corev1.Taint{taint})
 	t.Cleanup(func() { e.setTaints(t, nil) })
-	// lockstep reads its Node every node-status period (10 s), and again
-	// before refusing a pod for its taints or affinity: give it a period
-	// to see the new taint.
+	// Admission decides on a copy of the Node at most 10 s old (node
+	// status writes are patches that read nothing; nodeMaxAge in
+	// node/agent/pressure.go): wait out that bound, the one thing this
+	// test cannot poll for, so the next pod meets the new taint.
 	time.Sleep(12 * time.Second)
 	refused := e.create(t, e.pod("untolerated", true, sleeper))
 	got := e.waitPod(t, refused, 30*time.Second, "Failed TaintToleration", failedWith("TaintToleration"))
