@@ -135,3 +135,28 @@ func TestLeaseAfterAPIOutage(t *testing.T) {
 		t.Errorf("lease writes (-want +got):\n%s", diff)
 	}
 }
+
+// TestLeaseCreatedOwnedByTheNode: with the API down at start, the lease is
+// not created before the Node, and it carries the Node as owner from its
+// creation, as upstream's (the conformance suite lists every lease and
+// checks its owner).
+func TestLeaseCreatedOwnedByTheNode(t *testing.T) {
+	w := newWorld(t, nil)
+	w.srv.Down(true)
+	w.start()
+	w.run(5 * time.Second)
+	if l := w.lease(); l != nil {
+		t.Fatalf("lease exists before the Node: %+v", l.ObjectMeta)
+	}
+	w.srv.Down(false)
+	w.runUntil("lease created", func() bool { return w.lease() != nil }, time.Minute)
+	nodeCreated := w.writes(apiserver.KindNode, apiserver.VerbCreate, 0)
+	leaseCreated := w.writes(apiserver.KindLease, apiserver.VerbCreate, 0)
+	if len(nodeCreated) != 1 || len(leaseCreated) != 1 || leaseCreated[0] < nodeCreated[0] {
+		t.Fatalf("node created at %v, lease at %v: want one each, the lease not first", nodeCreated, leaseCreated)
+	}
+	want := []metav1.OwnerReference{{APIVersion: "v1", Kind: "Node", Name: nodeName, UID: w.node().UID}}
+	if diff := cmp.Diff(want, w.lease().OwnerReferences); diff != "" {
+		t.Errorf("lease owner at creation (-want +got):\n%s", diff)
+	}
+}

@@ -224,11 +224,11 @@ func New(d deps.Core, ports Ports, cfg Config, health Health) *Manager {
 	}
 }
 
-// Start spawns the "node register+status" task (register, then the status
-// loop) and the independent "node lease" task. Both end with ctx.
+// Start spawns the "node register+status" task: register, then the
+// status loop and, once the Node is known, the independent "node lease"
+// task. Both end with ctx.
 func (m *Manager) Start(ctx context.Context) {
 	m.d.Tasks.Go("node register+status", func() { m.runStatus(ctx) })
-	m.d.Tasks.Go("node lease", func() { m.runLease(ctx) })
 }
 
 // Registered reports whether the Node exists in the API (created by us or

@@ -18,6 +18,11 @@ func (m *Manager) runStatus(ctx context.Context) {
 	if !m.register(ctx) {
 		return
 	}
+	// The lease is created once the Node is known, so that the Node owns
+	// it from its creation, as upstream's does (the conformance suite
+	// checks every lease's owner). From then on it renews on its own,
+	// whatever the status loop is doing.
+	m.d.Tasks.Go("node lease", func() { m.runLease(ctx) })
 	tk := m.d.Tasks.NewTicker("node status", m.cfg.StatusUpdateFrequency)
 	defer tk.Stop()
 	for {
