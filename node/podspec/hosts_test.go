@@ -49,6 +49,15 @@ func TestHostsFile(t *testing.T) {
 				"fd00::7\tdb-0.dbs.prod.svc.cluster.local\tdb-0\n",
 		},
 		{
+			name: "hostnameOverride: that name alone, no FQDN",
+			mod: func(p *corev1.Pod) {
+				p.Spec.Hostname, p.Spec.Subdomain = "db-0", "dbs"
+				p.Spec.HostnameOverride = ptr("override-host")
+			},
+			podIPs: []string{"10.1.0.7"},
+			want:   localhostLines + "10.1.0.7\toverride-host\n",
+		},
+		{
 			name:   "hostAliases after a blank line and a comment",
 			mod:    func(p *corev1.Pod) { p.Spec.HostAliases = aliases },
 			podIPs: []string{"10.1.0.7"},

@@ -97,8 +97,17 @@ func podHostname(pod *corev1.Pod, clusterDomain string) (string, error) {
 // hostnameAndDomain returns the pod's short hostname (its hostname or
 // name, cut to 63 characters without a trailing '-' or '.') and its
 // domain, subdomain.namespace.svc.clusterDomain ("" without a
-// subdomain), as upstream's GeneratePodHostNameAndDomain.
+// subdomain), as upstream's GeneratePodHostNameAndDomain. A
+// hostnameOverride (a DNS subdomain, cut the same way) replaces both: the
+// pod then has that hostname and no domain, whatever its subdomain.
 func hostnameAndDomain(pod *corev1.Pod, clusterDomain string) (string, string, error) {
+	if o := pod.Spec.HostnameOverride; o != nil {
+		if msgs := validation.IsDNS1123Subdomain(*o); len(msgs) != 0 {
+			return "", "", fmt.Errorf("hostnameOverride %q is not a valid DNS subdomain: %s", *o, strings.Join(msgs, "; "))
+		}
+		hostname, err := truncateHostname(*o)
+		return hostname, "", err
+	}
 	hostname := pod.Name
 	if pod.Spec.Hostname != "" {
 		if msgs := validation.IsDNS1123Label(pod.Spec.Hostname); len(msgs) != 0 {
@@ -106,11 +115,9 @@ func hostnameAndDomain(pod *corev1.Pod, clusterDomain string) (string, string, e
 		}
 		hostname = pod.Spec.Hostname
 	}
-	if len(hostname) > hostnameMaxLen {
-		hostname = strings.TrimRight(hostname[:hostnameMaxLen], "-.")
-		if hostname == "" {
-			return "", "", fmt.Errorf("hostname %q cannot be truncated to a valid one", pod.Name)
-		}
+	hostname, err := truncateHostname(hostname)
+	if err != nil {
+		return "", "", err
 	}
 	if pod.Spec.Subdomain == "" {
 		return hostname, "", nil
@@ -119,6 +126,19 @@ func hostnameAndDomain(pod *corev1.Pod, clusterDomain string) (string, string, e
 		return "", "", fmt.Errorf("subdomain %q is not a valid DNS label: %s", pod.Spec.Subdomain, strings.Join(msgs, "; "))
 	}
 	return hostname, fmt.Sprintf("%s.%s.svc.%s", pod.Spec.Subdomain, pod.Namespace, clusterDomain), nil
+}
+
+// truncateHostname cuts hostname to 63 characters, dropping a trailing
+// '-' or '.' the cut leaves.
+func truncateHostname(hostname string) (string, error) {
+	if len(hostname) <= hostnameMaxLen {
+		return hostname, nil
+	}
+	cut := strings.TrimRight(hostname[:hostnameMaxLen], "-.")
+	if cut == "" {
+		return "", fmt.Errorf("hostname %q cannot be truncated to a valid one", hostname)
+	}
+	return cut, nil
 }
 
 // portMappings lists the ports of the pod's regular containers, in spec

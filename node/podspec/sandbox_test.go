@@ -132,6 +132,26 @@ func TestSandboxHostname(t *testing.T) {
 			wantErr: "too long to be a hostname",
 		},
 		{name: "invalid subdomain", mod: func(p *corev1.Pod) { p.Spec.Subdomain = "a.b" }, wantErr: `subdomain "a.b" is not a valid DNS label`},
+		// Upstream GeneratePodHostNameAndDomain: hostnameOverride wins over
+		// hostname and subdomain, and may be a dotted DNS subdomain.
+		{
+			name: "hostnameOverride wins over hostname, subdomain and FQDN",
+			mod: func(p *corev1.Pod) {
+				p.Spec.Hostname, p.Spec.Subdomain, p.Spec.SetHostnameAsFQDN = "box", "sub", ptr(true)
+				p.Spec.HostnameOverride = ptr("override.example")
+			},
+			want: "override.example",
+		},
+		{
+			name: "long hostnameOverride truncated",
+			mod:  func(p *corev1.Pod) { p.Spec.HostnameOverride = ptr(long) },
+			want: strings.Repeat("a", 60) + "-b",
+		},
+		{
+			name:    "invalid hostnameOverride",
+			mod:     func(p *corev1.Pod) { p.Spec.HostnameOverride = ptr("Bad_Host") },
+			wantErr: `hostnameOverride "Bad_Host" is not a valid DNS subdomain`,
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
