@@ -6,7 +6,8 @@
 #   agnhost      the static agnhost binary ($CONFORMANCE_BIN/agnhost) as
 #                entrypoint, /bin/sh being Debian's dash (busybox ash would
 #                run its own applets before PATH), the image's own user and
-#                group, and a curl stand-in (busybox wget) for the hook specs
+#                group, a curl stand-in (busybox wget, curl-standin.sh) and
+#                bash as busybox ash
 #   pause        a sh loop that exits on TERM, user 65535
 #   nonroot      user 1234
 #   nginx        busybox httpd on port 80
@@ -90,10 +91,15 @@ r="$work/rootfs-agnhost"; busybox_rootfs "$r"
 with_binary "$r" /bin/dash
 rm -f "$r/bin/sh" && ln -s dash "$r/bin/sh"
 cp "$bin/agnhost" "$r/agnhost" && ln -s agnhost "$r/agnhost-2"
-# The real agnhost image has curl; the lifecycle hook specs run
-# `sh -c "curl http://<ip>:8080/echo?msg=…"`. busybox's wget does that GET.
-printf '#!/bin/sh\n# curl stand-in (GET only): the suite'"'"'s hooks run "curl URL"\nexec wget -q -O - "$@"\n' > "$r/bin/curl"
-chmod 755 "$r/bin/curl"
+# The real agnhost image has curl: the lifecycle hook specs run
+# `sh -c "curl URL"`, the networking specs exec `curl -g -q -s … URL` in
+# it. curl-standin.sh does those GETs with busybox's wget.
+install -m 755 "$here/curl-standin.sh" "$r/bin/curl"
+# ... and bash: the restartable-init-container probe specs run
+# `/bin/bash -c` scripts that `trap … SIGTERM`, which dash refuses;
+# busybox ash runs them.
+printf '#!/bin/sh\nexec /bin/busybox ash "$@"\n' > "$r/bin/bash"
+chmod 755 "$r/bin/bash"
 # ... and a self-signed localhost certificate, which netexec serves HTTPS
 # with in the HTTPS hook specs (--tls-cert-file /localhost.crt).
 openssl req -x509 -newkey rsa:2048 -nodes -days 3650 -subj "/CN=localhost" \
