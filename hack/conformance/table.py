@@ -56,7 +56,11 @@ def main():
     for text, tc in results.items():
         reason = next((why for rx, why in na if rx.search(text)), None)
         secs = float(tc.get("time", "0"))
+        # Ginkgo writes a failed or timed-out spec as <failure>, a panicked
+        # or interrupted one as <error>: both are failures.
         failure = tc.find("failure")
+        if failure is None:
+            failure = tc.find("error")
         skipped = tc.find("skipped")
         if reason is not None:
             rows["not applicable"].append((text, reason, secs))
