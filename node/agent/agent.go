@@ -337,7 +337,12 @@ func (a *Agent) handleUpdate(u podsource.Update) {
 		case podsource.OpReconcile:
 			// A change the workers need not see (status, resource
 			// version): the merger, the one store of desired pods,
-			// already holds the new object.
+			// already holds the new object. Except when another writer
+			// changed a readiness gate's condition: the worker must
+			// recompute Ready from it.
+			if status.NeedsReadinessReconcile(pod) {
+				a.workers.UpdatePod(podworkers.Work{Type: podworkers.Update, UID: pod.UID, Pod: pod})
+			}
 		}
 	}
 }

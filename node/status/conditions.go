@@ -168,6 +168,27 @@ func unreadyContainers(pod *corev1.Pod, s *corev1.PodStatus) []string {
 	return out
 }
 
+// NeedsReadinessReconcile reports whether pod, as the API holds it, has
+// readiness gates and a Ready condition that disagrees with them: another
+// writer set or cleared a gate's condition since the agent last wrote the
+// status, so the agent must recompute Ready (as upstream's kubelet does
+// when such a status-only update arrives).
+func NeedsReadinessReconcile(pod *corev1.Pod) bool {
+	if len(pod.Spec.ReadinessGates) == 0 {
+		return false
+	}
+	status := func(t corev1.PodConditionType) corev1.ConditionStatus {
+		for _, c := range pod.Status.Conditions {
+			if c.Type == t {
+				return c.Status
+			}
+		}
+		return corev1.ConditionUnknown
+	}
+	want := status(corev1.ContainersReady) == corev1.ConditionTrue && len(unreadyGates(pod, pod.Status.Conditions)) == 0
+	return want != (status(corev1.PodReady) == corev1.ConditionTrue)
+}
+
 // unreadyGates describes the readiness gates whose conditions (among those
 // others own) are not True.
 func unreadyGates(pod *corev1.Pod, others []corev1.PodCondition) []string {

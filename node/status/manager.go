@@ -176,6 +176,9 @@ func (m *Manager) WithCachedStatus(pod *corev1.Pod) *corev1.Pod {
 	}
 	p := *pod
 	p.Status = s
+	// The conditions others own (readiness gates, DisruptionTarget) are
+	// as the API copy holds them, not as the agent last saw them.
+	p.Status.Conditions = mergeConditions(s.Conditions, pod.Status.Conditions)
 	return &p
 }
 
@@ -566,23 +569,7 @@ func (m *Manager) deletePod(ctx context.Context, pod *corev1.Pod) error {
 // time and pod IPs never change once set.
 func merge(ours, api corev1.PodStatus) corev1.PodStatus {
 	out := *ours.DeepCopy()
-	var conds []corev1.PodCondition
-	for _, c := range api.Conditions {
-		if !IsKubeletCondition(c.Type) {
-			conds = append(conds, c)
-		}
-	}
-	for _, c := range ours.Conditions {
-		if c.Type == corev1.DisruptionTarget && !hasCondition(api.Conditions, c.Type) {
-			conds = append(conds, c)
-		}
-	}
-	for _, c := range ours.Conditions {
-		if IsKubeletCondition(c.Type) {
-			conds = append(conds, c)
-		}
-	}
-	out.Conditions = conds
+	out.Conditions = mergeConditions(ours.Conditions, api.Conditions)
 	out.NominatedNodeName = api.NominatedNodeName
 	out.ResourceClaimStatuses = api.ResourceClaimStatuses
 	out.ExtendedResourceClaimStatus = api.ExtendedResourceClaimStatus
@@ -593,6 +580,29 @@ func merge(ours, api corev1.PodStatus) corev1.PodStatus {
 		out.PodIP, out.PodIPs = api.PodIP, slices.Clone(api.PodIPs)
 	}
 	return *out.DeepCopy()
+}
+
+// mergeConditions are the conditions others own as api holds them (plus
+// a DisruptionTarget the agent added that api lacks yet), then the
+// agent's own from ours.
+func mergeConditions(ours, api []corev1.PodCondition) []corev1.PodCondition {
+	var conds []corev1.PodCondition
+	for _, c := range api {
+		if !IsKubeletCondition(c.Type) {
+			conds = append(conds, c)
+		}
+	}
+	for _, c := range ours {
+		if c.Type == corev1.DisruptionTarget && !hasCondition(api, c.Type) {
+			conds = append(conds, c)
+		}
+	}
+	for _, c := range ours {
+		if IsKubeletCondition(c.Type) {
+			conds = append(conds, c)
+		}
+	}
+	return conds
 }
 
 func hasCondition(list []corev1.PodCondition, t corev1.PodConditionType) bool {
