@@ -80,3 +80,39 @@ func TestVolumesFSGroupOwnership(t *testing.T) {
 		}
 	}
 }
+
+// TestVolumesSubPathTakesTheVolumeMode mirrors the conformance spec
+// "EmptyDir volumes when FSGroup is specified nonexistent volume subPath
+// should have the correct mode and owner": a subPath that does not exist
+// yet is created with the volume directory's own mode (here an emptyDir
+// under an fsGroup: 0777 with setgid), as upstream's SafeMakeDir, not
+// 0755 — which would take the group's write access away.
+func TestVolumesSubPathTakesTheVolumeMode(t *testing.T) {
+	h := start(t, 96)
+	gid := int64(123)
+	pod := mustCreate(t, h, NewPod("sub", h.NodeName, WithVolume(emptyDir("scratch")),
+		func(p *corev1.Pod) {
+			p.Spec.SecurityContext = &corev1.PodSecurityContext{FSGroup: &gid}
+			c := &p.Spec.Containers[0]
+			c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: "scratch", MountPath: "/test-volume", SubPath: "a/test-sub"})
+		}))
+	runUntil(t, h, "the pod runs", time.Minute, func() bool { return PodIs(h, "default", "sub", corev1.PodRunning, true) })
+	sub := mountOf(h, pod.UID, pod.Spec.Containers[0].Name, "/test-volume")
+	vol := path.Dir(path.Dir(sub))
+	mode := func(p string) string {
+		info, err := h.Files.Stat(p)
+		if err != nil {
+			t.Fatalf("stat %s: %v", p, err)
+		}
+		return info.Mode().String()
+	}
+	want := mode(vol)
+	if want != "dgrwxrwxrwx" {
+		t.Fatalf("emptyDir under an fsGroup has mode %s, want dgrwxrwxrwx", want)
+	}
+	for _, p := range []string{path.Dir(sub), sub} {
+		if got := mode(p); got != want {
+			t.Errorf("subPath directory %s has mode %s, want the volume's %s", p, got, want)
+		}
+	}
+}

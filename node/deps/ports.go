@@ -267,7 +267,8 @@ type Files interface {
 	// symbolic link; -1 leaves an id as it is (volume ownership for a
 	// pod's fsGroup).
 	Lchown(path string, uid, gid int) error
-	// Chmod sets the permission bits of path, and its setgid bit when
-	// mode carries fs.ModeSetgid; other mode bits are ignored.
+	// Chmod sets the permission bits of path, and its setgid and sticky
+	// bits when mode carries fs.ModeSetgid or fs.ModeSticky; other mode
+	// bits are ignored.
 	Chmod(path string, mode fs.FileMode) error
 }

@@ -1,7 +1,9 @@
 package runtimesync
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"hash/fnv"
 	"path/filepath"
 	"strings"
@@ -44,8 +46,36 @@ func (e *Executor) prepareMounts(pod *corev1.Pod, podIPs []string, cfg *runtimea
 		if err := e.checkSubPath(volDir, parts[4:]); err != nil {
 			return fmt.Errorf("mount %s: %w", m.GetContainerPath(), err)
 		}
-		if err := e.ports.Files.MkdirAll(m.GetHostPath()); err != nil {
+		if err := e.makeSubPath(volDir, parts[4:]); err != nil {
 			return fmt.Errorf("mount %s: create subPath directory: %w", m.GetContainerPath(), err)
+		}
+	}
+	return nil
+}
+
+// makeSubPath creates the missing directories of a subPath under volDir
+// with volDir's own mode (permission, setgid and sticky bits), as upstream
+// does so that, say, an fsGroup's group keeps write access to a subPath of
+// a world-writable emptyDir; directories that exist are left as they are.
+func (e *Executor) makeSubPath(volDir string, sub []string) error {
+	vol, err := e.ports.Files.Stat(volDir)
+	if err != nil {
+		return fmt.Errorf("stat volume directory: %w", err)
+	}
+	mode := vol.Mode() & (fs.ModePerm | fs.ModeSetgid | fs.ModeSticky)
+	cur := volDir
+	for _, part := range sub {
+		cur = filepath.Join(cur, part)
+		if _, err := e.ports.Files.Stat(cur); err == nil {
+			continue
+		} else if !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+		if err := e.ports.Files.MkdirAll(cur); err != nil {
+			return err
+		}
+		if err := e.ports.Files.Chmod(cur, mode); err != nil {
+			return err
 		}
 	}
 	return nil

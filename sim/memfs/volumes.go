@@ -127,8 +127,8 @@ func (f *FS) Lchown(name string, uid, gid int) error {
 	return nil
 }
 
-// Chmod sets the permission and setgid bits of a file or directory,
-// following links.
+// Chmod sets the permission, setgid and sticky bits of a file or
+// directory, following links.
 func (f *FS) Chmod(name string, mode fs.FileMode) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -136,7 +136,7 @@ func (f *FS) Chmod(name string, mode fs.FileMode) error {
 	if !f.hasFile(r) && !f.dirs[r] {
 		return &fs.PathError{Op: "chmod", Path: name, Err: fs.ErrNotExist}
 	}
-	f.modes[r] = mode & (fs.ModePerm | fs.ModeSetgid)
+	f.modes[r] = mode & (fs.ModePerm | fs.ModeSetgid | fs.ModeSticky)
 	return nil
 }
 

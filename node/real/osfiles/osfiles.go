@@ -89,7 +89,7 @@ func (FS) Stat(path string) (fs.FileInfo, error) { return os.Stat(path) }
 // Lchown sets the owner of path, not following a final symbolic link.
 func (FS) Lchown(path string, uid, gid int) error { return os.Lchown(path, uid, gid) }
 
-// Chmod sets the permission and setgid bits of path.
+// Chmod sets the permission, setgid and sticky bits of path.
 func (FS) Chmod(path string, mode fs.FileMode) error {
-	return os.Chmod(path, mode&(fs.ModePerm|fs.ModeSetgid))
+	return os.Chmod(path, mode&(fs.ModePerm|fs.ModeSetgid|fs.ModeSticky))
 }
