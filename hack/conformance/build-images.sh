@@ -11,7 +11,7 @@
 #   pause        a sh loop that exits on TERM, user 65535
 #   nonroot      user 1234
 #   nginx        busybox httpd on port 80
-#   glibc-dns-testing, busybox (both tags): plain busybox
+#   glibc-dns-testing, busybox (both tags): busybox, bash as /bin/sh
 # Images that cannot be made here (e.g. nonewprivs' setuid helper, private
 # registries, image volumes) are left out; their specs count as not applicable.
 set -euo pipefail
@@ -69,6 +69,13 @@ oci_import() {
 
 base="$work/rootfs-busybox"
 busybox_rootfs "$base"
+# /bin/sh is bash: Debian's busybox 1.35 ash drops environment variables
+# whose names are not shell identifiers (envFrom keys like data-1) where
+# the real image's busybox passes them on (the ConfigMap/Secret "via the
+# environment" specs run `sh -c env`); bash passes them on and runs the
+# ash extensions the specs use ([[ ]]).
+with_binary "$base" /bin/bash
+rm -f "$base/bin/sh" && ln -s bash "$base/bin/sh"
 for ref in "$e2e/busybox:1.37.0-2" "$e2e/busybox:1.36.1-1" "$e2e/glibc-dns-testing:2.1.1"; do
   oci_import "$ref" "$base" null '["sh"]' ""
 done
