@@ -10,10 +10,11 @@
 #                bash as busybox ash
 #   pause        a sh loop that exits on TERM, user 65535
 #   nonroot      user 1234
+#   nonewprivs   upstream's nnp, setuid root
 #   nginx        busybox httpd on port 80
 #   glibc-dns-testing, busybox (both tags): busybox, bash as /bin/sh
-# Images that cannot be made here (e.g. nonewprivs' setuid helper, private
-# registries, image volumes) are left out; their specs count as not applicable.
+# Images that cannot be made here (private registries, image volumes) are
+# left out; their specs count as not applicable.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 source "$here/../e2e/lib.sh"
@@ -83,6 +84,14 @@ done
 r="$work/rootfs-nonroot"; busybox_rootfs "$r"
 echo 'nonroot:x:1234:1234::/:/bin/sh' >> "$r/etc/passwd"
 oci_import "$e2e/nonroot:1.5" "$r" null '["sh"]' 1234
+
+# nonewprivs: upstream's nnp (a Go program printing its effective uid),
+# setuid root, built from the suite's own module.
+r="$work/rootfs-nonewprivs"; busybox_rootfs "$r"; mkdir -p "$r/usr/local/bin"
+(cd "$here/tools" && CGO_ENABLED=0 GOWORK=off GOFLAGS="-mod=readonly -buildvcs=false" \
+  nice -n 19 go build -trimpath -o "$r/usr/local/bin/nnp" k8s.io/kubernetes/test/images/nonewprivs)
+chmod 4755 "$r/usr/local/bin/nnp"
+oci_import "$e2e/nonewprivs:1.4" "$r" null '["nnp"]' ""
 
 r="$work/rootfs-pause"; busybox_rootfs "$r"
 oci_import registry.k8s.io/pause:3.10.2 "$r" \
