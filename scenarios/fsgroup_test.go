@@ -61,7 +61,7 @@ func TestVolumesFSGroupOwnership(t *testing.T) {
 	}
 	want := map[string]owned{
 		"emptyDir":            {0, 2000, "dgrwxrwxrwx"},
-		"projected":           {0, 2000, "dgrwxr-xr-x"},
+		"projected":           {0, 2000, "dgrwxrwxrwx"}, // a tmpfs root: 1777 (sticky not shown), as upstream's
 		"projected/..data":    {0, 2000, "dgrwxr-xr-x"},
 		"projected/token":     {1000, 2000, "-rw-r-----"},
 		"projected/ca.crt":    {0, 2000, "-rw-r--r--"},
@@ -88,9 +88,24 @@ func TestVolumesFSGroupOwnership(t *testing.T) {
 // under an fsGroup: 0777 with setgid), as upstream's SafeMakeDir, not
 // 0755 — which would take the group's write access away.
 func TestVolumesSubPathTakesTheVolumeMode(t *testing.T) {
+	for _, tc := range []struct {
+		medium corev1.StorageMedium
+		want   string
+	}{
+		{corev1.StorageMediumDefault, "dgrwxrwxrwx"},
+		// A tmpfs root is sticky, and stays so (upstream's dgtrwxrwxrwx).
+		{corev1.StorageMediumMemory, "dgtrwxrwxrwx"},
+	} {
+		t.Run(string(tc.medium), func(t *testing.T) { testSubPathMode(t, tc.medium, tc.want) })
+	}
+}
+
+func testSubPathMode(t *testing.T, medium corev1.StorageMedium, wantMode string) {
 	h := start(t, 96)
 	gid := int64(123)
-	pod := mustCreate(t, h, NewPod("sub", h.NodeName, WithVolume(emptyDir("scratch")),
+	vol := emptyDir("scratch")
+	vol.EmptyDir.Medium = medium
+	pod := mustCreate(t, h, NewPod("sub", h.NodeName, WithVolume(vol),
 		func(p *corev1.Pod) {
 			p.Spec.SecurityContext = &corev1.PodSecurityContext{FSGroup: &gid}
 			c := &p.Spec.Containers[0]
@@ -98,7 +113,7 @@ func TestVolumesSubPathTakesTheVolumeMode(t *testing.T) {
 		}))
 	runUntil(t, h, "the pod runs", time.Minute, func() bool { return PodIs(h, "default", "sub", corev1.PodRunning, true) })
 	sub := mountOf(h, pod.UID, pod.Spec.Containers[0].Name, "/test-volume")
-	vol := path.Dir(path.Dir(sub))
+	volDir := path.Dir(path.Dir(sub))
 	mode := func(p string) string {
 		info, err := h.Files.Stat(p)
 		if err != nil {
@@ -106,9 +121,9 @@ func TestVolumesSubPathTakesTheVolumeMode(t *testing.T) {
 		}
 		return info.Mode().String()
 	}
-	want := mode(vol)
-	if want != "dgrwxrwxrwx" {
-		t.Fatalf("emptyDir under an fsGroup has mode %s, want dgrwxrwxrwx", want)
+	want := mode(volDir)
+	if want != wantMode {
+		t.Fatalf("emptyDir under an fsGroup has mode %s, want %s", want, wantMode)
 	}
 	for _, p := range []string{path.Dir(sub), sub} {
 		if got := mode(p); got != want {

@@ -3,8 +3,8 @@ package runtimesync
 import (
 	"errors"
 	"fmt"
-	"io/fs"
 	"hash/fnv"
+	"io/fs"
 	"path/filepath"
 	"strings"
 

@@ -77,7 +77,7 @@ func (m *Manager) own(p string, isDir bool, gid int, mask fs.FileMode) error {
 	if isDir {
 		add |= execMask | fs.ModeSetgid
 	}
-	mode := info.Mode()&(fs.ModePerm|fs.ModeSetgid) | add
+	mode := info.Mode()&(fs.ModePerm|fs.ModeSetgid|fs.ModeSticky) | add
 	if err := m.files.Chmod(p, mode); err != nil {
 		m.log.Warn("changing a volume file's mode failed", "path", p, "error", err.Error())
 	}
@@ -90,7 +90,13 @@ func (m *Manager) setUpEmptyDir(pod *corev1.Pod, dir string, v *corev1.Volume) (
 	if _, err := m.ensureTmpfs(dir, v); err != nil {
 		return false, err
 	}
-	if err := m.files.Chmod(dir, emptyDirMode); err != nil {
+	// 0777, keeping the bits the directory has (a tmpfs root is sticky,
+	// as upstream's emptyDir on medium Memory is).
+	info, err := m.files.Stat(dir)
+	if err != nil {
+		return false, fmt.Errorf("stat %s: %w", dir, err)
+	}
+	if err := m.files.Chmod(dir, info.Mode()&(fs.ModeSetgid|fs.ModeSticky)|emptyDirMode); err != nil {
 		return false, fmt.Errorf("chmod %s: %w", dir, err)
 	}
 	if gid := fsGroup(pod); gid != nil {

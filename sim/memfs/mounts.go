@@ -28,6 +28,11 @@ func (m *Mounts) MountTmpfs(dir string, sizeBytes int64) error {
 	if info, err := m.fs.Stat(dir); err != nil || !info.IsDir() {
 		return &fs.PathError{Op: "mount", Path: dir, Err: fs.ErrNotExist}
 	}
+	// A new tmpfs's root is world-writable and sticky (mode 1777), as the
+	// kernel makes it when no mode= option is given.
+	if err := m.fs.Chmod(dir, fs.ModeSticky|fs.ModePerm); err != nil {
+		return err
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.mounted[dir] = sizeBytes
