@@ -6,8 +6,8 @@
 #   agnhost      the static agnhost binary ($CONFORMANCE_BIN/agnhost) as
 #                entrypoint, /bin/sh being Debian's dash (busybox ash would
 #                run its own applets before PATH), the image's own user and
-#                group, a curl stand-in (busybox wget, curl-standin.sh) and
-#                bash as busybox ash
+#                group, a curl stand-in (busybox wget, curl-standin.sh),
+#                netcat-openbsd as nc and bash as busybox ash
 #   pause        a sh loop that exits on TERM, user 65535
 #   nonroot      user 1234
 #   nonewprivs   upstream's nnp, setuid root
@@ -111,6 +111,10 @@ cp "$bin/agnhost" "$r/agnhost" && ln -s agnhost "$r/agnhost-2"
 # `sh -c "curl URL"`, the networking specs exec `curl -g -q -s … URL` in
 # it. curl-standin.sh does those GETs with busybox's wget.
 install -m 755 "$here/curl-standin.sh" "$r/bin/curl"
+# ... and a netcat with UDP: the node-pod networking spec runs
+# `echo hostName | nc -w 1 -u IP PORT`; busybox's nc has no -u.
+with_binary "$r" /bin/nc.openbsd
+ln -sf nc.openbsd "$r/bin/nc"
 # ... and bash: the restartable-init-container probe specs run
 # `/bin/bash -c` scripts that `trap … SIGTERM`, which dash refuses;
 # busybox ash runs them.

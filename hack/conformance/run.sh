@@ -57,6 +57,9 @@ trap 'exit 130' INT TERM
 set -e
 phase "install packages"
 "$e2e/install-containerd.sh"
+# netcat-openbsd for the agnhost image (build-images.sh): the networking
+# specs run `nc -u`, which Debian's busybox nc lacks.
+dpkg -s netcat-openbsd >/dev/null 2>&1 || DEBIAN_FRONTEND=noninteractive apt-get install -y -qq netcat-openbsd
 phase "build lockstep"
 mkdir -p "/tmp/lockstep-conformance-build"
 (cd "$repo" && nice -n 19 go build -o /tmp/lockstep-conformance-build/lockstep ./cmd/lockstep)
