@@ -78,7 +78,7 @@ func TestCheck(t *testing.T) {
 		{name: "unsupported volumes and volume options", mutate: func(p *corev1.Pod) {
 			mem := resource.MustParse("1Mi")
 			p.Spec.Volumes = []corev1.Volume{
-				{Name: "pvc", VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "c"}}},
+				{Name: "pvc", VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "c"}}}, // the volume manager checks its PersistentVolume's type
 				{Name: "none"},
 				{Name: "disk", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{SizeLimit: &mem}}},
 				{Name: "sa", VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{Sources: []corev1.VolumeProjection{
@@ -86,7 +86,7 @@ func TestCheck(t *testing.T) {
 					{ClusterTrustBundle: &corev1.ClusterTrustBundleProjection{Path: "ctb"}},
 				}}}},
 			}
-		}, ignored: []string{"spec.volumes[0].persistentVolumeClaim", "spec.volumes[1]",
+		}, ignored: []string{"spec.volumes[1]",
 			"spec.volumes[2].emptyDir.sizeLimit", "spec.volumes[3].projected.sources[2].clusterTrustBundle"}},
 		{name: "hostAliases are honoured (the managed hosts file), not flagged", mutate: func(p *corev1.Pod) { p.Spec.HostAliases = []corev1.HostAlias{{IP: "10.0.0.1"}} }},
 		{name: "imagePullSecrets are honoured (node/images)", mutate: func(p *corev1.Pod) { p.Spec.ImagePullSecrets = []corev1.LocalObjectReference{{Name: "s"}} }},

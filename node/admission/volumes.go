@@ -25,7 +25,9 @@ func ignoredVolumeFields(spec *corev1.PodSpec) []string {
 			case v.EmptyDir.Medium != corev1.StorageMediumMemory && v.EmptyDir.SizeLimit != nil:
 				out = append(out, prefix+".emptyDir.sizeLimit") // enforced by eviction upstream
 			}
-		case v.HostPath != nil, v.ConfigMap != nil, v.Secret != nil, v.DownwardAPI != nil:
+		case v.HostPath != nil, v.ConfigMap != nil, v.Secret != nil, v.DownwardAPI != nil, v.PersistentVolumeClaim != nil:
+			// A claim's volume type is known only once it is read: the
+			// volume manager fails one that is not local or hostPath.
 		case v.Projected != nil:
 			for j, s := range v.Projected.Sources {
 				if name := unsupportedProjection(s); name != "" {
@@ -59,7 +61,6 @@ func volumeTypeSuffix(v *corev1.Volume) string {
 		name string
 		set  bool
 	}{
-		{"persistentVolumeClaim", s.PersistentVolumeClaim != nil},
 		{"ephemeral", s.Ephemeral != nil},
 		{"csi", s.CSI != nil},
 		{"image", s.Image != nil},

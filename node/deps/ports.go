@@ -32,6 +32,22 @@ type API struct {
 	// Tokens issues service account tokens for projected volumes; nil
 	// (standalone): a pod whose volume needs one cannot start.
 	Tokens TokenAPI
+	// Claims reads the PersistentVolumeClaims of persistentVolumeClaim
+	// volumes and the PersistentVolumes bound to them; nil (standalone):
+	// a pod with such a volume cannot start.
+	Claims ClaimAPI
+}
+
+// ClaimAPI reads PersistentVolumeClaims and PersistentVolumes. Under Node
+// authorization a node may read only the claims its pods use and the
+// volumes bound to them.
+type ClaimAPI interface {
+	// GetPersistentVolumeClaim reads one claim; a missing one is a
+	// NotFound error.
+	GetPersistentVolumeClaim(ctx context.Context, namespace, name string) (*corev1.PersistentVolumeClaim, error)
+	// GetPersistentVolume reads one (cluster-scoped) volume; a missing
+	// one is a NotFound error.
+	GetPersistentVolume(ctx context.Context, name string) (*corev1.PersistentVolume, error)
 }
 
 // TokenAPI requests service account tokens (the serviceaccounts/token

@@ -19,8 +19,11 @@
 // (ownership.go). A Secret, a projected or downwardAPI volume and an
 // emptyDir of medium Memory are a tmpfs (deps.Mounter; sized by
 // sizeLimit), unmounted before the pod's directory is removed; without a
-// mounter they are plain directories. The volume types listed by
-// podspec.VolumePlugin are the only ones set up.
+// mounter they are plain directories. A persistentVolumeClaim volume
+// bound to a local or hostPath PersistentVolume (claims.go) is a link to
+// the PersistentVolume's path, resolved with one GET of the claim and one
+// of the volume. The volume types listed by podspec.VolumePlugin are the
+// only ones set up.
 package volume
 
 import (
@@ -80,6 +83,7 @@ type Manager struct {
 	files   deps.Files
 	mounts  deps.Mounter
 	objects deps.ObjectAPI
+	claims  deps.ClaimAPI
 	watched *objectCache
 	tokens  *token.Manager
 	events  deps.EventSink
@@ -116,6 +120,9 @@ type Ports struct {
 	// Tokens issues the service account tokens of projected volumes; nil:
 	// none can be had.
 	Tokens deps.TokenAPI
+	// Claims reads the claims of persistentVolumeClaim volumes and their
+	// PersistentVolumes; nil: such a volume cannot be set up.
+	Claims deps.ClaimAPI
 	// Events records FailedMount; nil records none.
 	Events deps.EventSink
 }
@@ -139,7 +146,7 @@ func New(d deps.Core, ports Ports, cfg Config) *Manager {
 	}
 	m := &Manager{
 		clock: d.Clock, tasks: d.Tasks, log: d.Log.With("component", "volumes"), files: ports.Files, mounts: ports.Mounts,
-		objects: ports.Objects, tokens: token.New(d, ports.Tokens), events: ports.Events, cfg: cfg,
+		objects: ports.Objects, claims: ports.Claims, tokens: token.New(d, ports.Tokens), events: ports.Events, cfg: cfg,
 		wake:    d.Tasks.NewSignal("volume reconciler wake"),
 		retry:   backoff.New(cfg.Backoff),
 		desired: map[types.UID]*corev1.Pod{}, removable: map[types.UID]bool{},
@@ -329,8 +336,10 @@ func (m *Manager) reconcilePod(ctx context.Context, pod *corev1.Pod) {
 			st = &volState{}
 			m.vols[key] = st
 		}
-		due := st.refreshed.IsZero() || now.Sub(st.refreshed) >= m.cfg.ResyncPeriod ||
-			m.watched.changedSince(pod.Namespace, v, st.refreshed)
+		// A claim's volume is resolved once per agent life, as upstream's
+		// populator processes a pod's claims once.
+		due := st.refreshed.IsZero() || v.PersistentVolumeClaim == nil &&
+			(now.Sub(st.refreshed) >= m.cfg.ResyncPeriod || m.watched.changedSince(pod.Namespace, v, st.refreshed))
 		backingOff := st.err != nil && m.retry.Remaining(key, time.Time{}, st.failedAt, now) > 0
 		m.mu.Unlock()
 		if backingOff || !due && m.isSetUp(pod, v) {

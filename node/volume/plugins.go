@@ -26,6 +26,8 @@ func (m *Manager) isSetUp(pod *corev1.Pod, v *corev1.Volume) bool {
 		return err == nil && emptyDirReady(pod, info) && m.mounted(dir, v)
 	case podspec.PluginHostPath:
 		return checkHostPathType(m.stat(dir), dir, v.HostPath.Type) == nil
+	case podspec.PluginLocalVolume:
+		return m.claimReady(dir)
 	case podspec.PluginConfigMap, podspec.PluginSecret, podspec.PluginDownwardAPI, podspec.PluginProjected:
 		return published(m.files, dir) && m.mounted(dir, v)
 	}
@@ -41,6 +43,8 @@ func (m *Manager) setUp(ctx context.Context, pod *corev1.Pod, v *corev1.Volume) 
 		return m.setUpEmptyDir(pod, dir, v)
 	case podspec.PluginHostPath:
 		return m.setUpHostPath(dir, v.HostPath.Type)
+	case podspec.PluginLocalVolume:
+		return m.setUpClaim(ctx, pod, v, dir)
 	case podspec.PluginConfigMap, podspec.PluginSecret, podspec.PluginDownwardAPI, podspec.PluginProjected:
 		src, err := m.fetch(ctx, pod, v)
 		if err != nil {

@@ -29,6 +29,9 @@ type objects struct {
 	services   map[string]*corev1.Service
 	// runtimeClasses are cluster-scoped, by name.
 	runtimeClasses map[string]*nodev1.RuntimeClass
+	// claims are by namespace/name, volumes (cluster-scoped) by name.
+	claims  map[string]*corev1.PersistentVolumeClaim
+	volumes map[string]*corev1.PersistentVolume
 }
 
 // GetConfigMap reads a configMap that a pod bound to the node refers to.

@@ -162,6 +162,8 @@ func New(cfg Config) *Server {
 			secrets:        map[string]*corev1.Secret{},
 			services:       map[string]*corev1.Service{},
 			runtimeClasses: map[string]*nodev1.RuntimeClass{},
+			claims:         map[string]*corev1.PersistentVolumeClaim{},
+			volumes:        map[string]*corev1.PersistentVolume{},
 		},
 	}
 	s.user = &User{s: s}

@@ -60,3 +60,23 @@ func (c *Client) CreateToken(ctx context.Context, namespace, serviceAccount stri
 	}
 	return out, nil
 }
+
+// GetPersistentVolumeClaim reads one claim (a missing one is a NotFound
+// error, wrapped).
+func (c *Client) GetPersistentVolumeClaim(ctx context.Context, namespace, name string) (*corev1.PersistentVolumeClaim, error) {
+	pvc, err := c.cs.CoreV1().PersistentVolumeClaims(namespace).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("get persistentVolumeClaim %s/%s: %w", namespace, name, err)
+	}
+	return pvc, nil
+}
+
+// GetPersistentVolume reads one PersistentVolume (a missing one is a
+// NotFound error, wrapped).
+func (c *Client) GetPersistentVolume(ctx context.Context, name string) (*corev1.PersistentVolume, error) {
+	pv, err := c.cs.CoreV1().PersistentVolumes().Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("get persistentVolume %q: %w", name, err)
+	}
+	return pv, nil
+}
