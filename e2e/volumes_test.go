@@ -13,6 +13,7 @@ import (
 
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/util/rand"
@@ -231,4 +232,92 @@ func TestVolumesFSGroupOwnership(t *testing.T) {
 	e.waitPod(t, p, 60*time.Second, "Ready", podReady)
 	e.waitLogs(t, p, "c", "dir=2000 2777", 20*time.Second)
 	e.waitLogs(t, p, "c", "file=1000 2000", 20*time.Second)
+}
+
+// TestVolumesClaimBoundToLocalPV: a pod whose claim is not bound waits
+// with a FailedMount event naming the claim and no container; once the
+// claim is bound (by hand: the e2e control plane runs no binder) to a
+// local PersistentVolume with node affinity to this node, the pod starts
+// and what it writes lands in the volume's host directory, which the
+// pod's deletion leaves in place.
+func TestVolumesClaimBoundToLocalPV(t *testing.T) {
+	e := setup(t)
+	ctx := context.Background()
+	suffix := rand.String(5)
+	hostDir := filepath.Join(e.dir, "local-pv-"+suffix)
+	if err := os.MkdirAll(hostDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(hostDir) })
+	claimName, pvName := "claim-"+suffix, "local-pv-"+suffix
+	fs, noClass := corev1.PersistentVolumeFilesystem, ""
+	pvc, err := e.admin.CoreV1().PersistentVolumeClaims("default").Create(ctx, &corev1.PersistentVolumeClaim{
+		ObjectMeta: metav1.ObjectMeta{Name: claimName, Namespace: "default"},
+		Spec: corev1.PersistentVolumeClaimSpec{AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce}, VolumeMode: &fs,
+			StorageClassName: &noClass,
+			Resources:        corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Mi")}}},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = e.admin.CoreV1().PersistentVolumeClaims("default").Delete(ctx, claimName, metav1.DeleteOptions{})
+	})
+
+	p := e.pod("claim", false, `echo from-claim > /data/out; `+sleeper)
+	p.Spec.Volumes = []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: claimName}}}}
+	p.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{mount("data", "/data")}
+	p = e.create(t, p)
+	want := fmt.Sprintf(`persistentvolumeclaim "default/%s" is not bound`, claimName)
+	poll(t, 30*time.Second, "a FailedMount event naming the unbound claim", func() (bool, error) {
+		evs := e.events(t, p)
+		for _, ev := range evs {
+			if strings.HasPrefix(ev, "FailedMount: ") && strings.Contains(ev, want) {
+				return true, nil
+			}
+		}
+		return false, fmt.Errorf("events %q", evs)
+	})
+	if _, cs := e.criOf(t, string(p.UID)); len(cs) != 0 {
+		t.Fatalf("%d containers created before the claim was bound", len(cs))
+	}
+
+	// Bind: the PersistentVolume points at the claim, the claim at the
+	// volume, and the claim's status says Bound.
+	_, err = e.admin.CoreV1().PersistentVolumes().Create(ctx, &corev1.PersistentVolume{
+		ObjectMeta: metav1.ObjectMeta{Name: pvName},
+		Spec: corev1.PersistentVolumeSpec{
+			Capacity:                      corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Mi")},
+			AccessModes:                   []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			VolumeMode:                    &fs,
+			PersistentVolumeReclaimPolicy: corev1.PersistentVolumeReclaimRetain,
+			PersistentVolumeSource:        corev1.PersistentVolumeSource{Local: &corev1.LocalVolumeSource{Path: hostDir}},
+			ClaimRef:                      &corev1.ObjectReference{Kind: "PersistentVolumeClaim", APIVersion: "v1", Namespace: "default", Name: claimName, UID: pvc.UID},
+			NodeAffinity: &corev1.VolumeNodeAffinity{Required: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{
+				MatchExpressions: []corev1.NodeSelectorRequirement{{Key: "kubernetes.io/hostname", Operator: corev1.NodeSelectorOpIn, Values: []string{e.node}}},
+			}}}},
+		},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = e.admin.CoreV1().PersistentVolumes().Delete(ctx, pvName, metav1.DeleteOptions{}) })
+	pvc.Spec.VolumeName = pvName
+	if pvc, err = e.admin.CoreV1().PersistentVolumeClaims("default").Update(ctx, pvc, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	pvc.Status.Phase = corev1.ClaimBound
+	if _, err = e.admin.CoreV1().PersistentVolumeClaims("default").UpdateStatus(ctx, pvc, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	// The volume manager retries under its back-off (at most about 2 min).
+	e.waitPod(t, p, 150*time.Second, "Ready", podReady)
+	poll(t, 20*time.Second, "the container's file in the local volume", func() (bool, error) {
+		b, err := os.ReadFile(filepath.Join(hostDir, "out"))
+		return strings.TrimSpace(string(b)) == "from-claim", err
+	})
+	e.deleteAndWait(t, p, 60*time.Second)
+	if b, err := os.ReadFile(filepath.Join(hostDir, "out")); err != nil || strings.TrimSpace(string(b)) != "from-claim" {
+		t.Errorf("the volume's data after the pod's deletion: %q, %v", b, err)
+	}
 }
