@@ -16,6 +16,7 @@ import (
 	"github.com/lockstep-dev/lockstep/node/deps"
 	"github.com/lockstep-dev/lockstep/node/images"
 	"github.com/lockstep-dev/lockstep/node/lifecycle"
+	"github.com/lockstep-dev/lockstep/node/objcache"
 	"github.com/lockstep-dev/lockstep/node/podspec"
 	"github.com/lockstep-dev/lockstep/node/podstate"
 	"github.com/lockstep-dev/lockstep/node/podutil"
@@ -76,6 +77,10 @@ type Ports struct {
 	ConfigMaps deps.ConfigMapAPI
 	Secrets    deps.SecretAPI
 	Services   deps.ServiceAPI
+	// Objects is the watched cache of the configMaps and secrets the
+	// pods reference: environments read it first and GET (ConfigMaps,
+	// Secrets) only what it does not hold yet; nil: always GET.
+	Objects *objcache.Cache
 	// RuntimeClasses resolves runtimeClassName into a CRI handler.
 	RuntimeClasses deps.RuntimeClassAPI
 	// ProbeNet carries the HTTP GETs of lifecycle hooks; nil: HTTP hooks
@@ -324,44 +329,73 @@ func (e *Executor) containerConfig(ctx context.Context, pod *corev1.Pod, c *core
 }
 
 // envObjects reads the configMaps and secrets c's environment names from
-// the pod's namespace. One that does not exist is left out of the maps
-// (podspec decides whether that is an error); when the apiserver cannot
-// be read the last object read is used, and without one it is an error,
-// as is a reference with no apiserver to read it from.
+// the pod's namespace: from the watched cache (Ports.Objects) when its
+// watch has reported, else with a GET. One that does not exist is left
+// out of the maps (podspec decides whether that is an error); when the
+// apiserver cannot be read the last object read is used, and without one
+// it is an error, as is a reference with no apiserver to read it from.
 func (e *Executor) envObjects(ctx context.Context, pod *corev1.Pod, c *corev1.Container) (map[string]*corev1.ConfigMap, map[string]*corev1.Secret, error) {
 	cmNames, secretNames := podspec.EnvSources(c)
 	cms, secrets := map[string]*corev1.ConfigMap{}, map[string]*corev1.Secret{}
 	for _, name := range cmNames {
-		if e.ports.ConfigMaps == nil {
-			return nil, nil, fmt.Errorf("configmap %s/%s: no apiserver to read it from", pod.Namespace, name)
-		}
-		cm, err := e.configMaps.through(pod.Namespace+"/"+name, apierrors.IsNotFound, func() (*corev1.ConfigMap, error) {
-			return e.ports.ConfigMaps.GetConfigMap(ctx, pod.Namespace, name)
-		})
-		switch {
-		case apierrors.IsNotFound(err):
-		case err != nil:
+		cm, err := e.envConfigMap(ctx, pod.Namespace, name)
+		if err != nil {
 			return nil, nil, err
-		default:
+		}
+		if cm != nil {
 			cms[name] = cm
 		}
 	}
 	for _, name := range secretNames {
-		if e.ports.Secrets == nil {
-			return nil, nil, fmt.Errorf("secret %s/%s: no apiserver to read it from", pod.Namespace, name)
-		}
-		sec, err := e.secrets.through(pod.Namespace+"/"+name, apierrors.IsNotFound, func() (*corev1.Secret, error) {
-			return e.ports.Secrets.GetSecret(ctx, pod.Namespace, name)
-		})
-		switch {
-		case apierrors.IsNotFound(err):
-		case err != nil:
+		sec, err := e.envSecret(ctx, pod.Namespace, name)
+		if err != nil {
 			return nil, nil, err
-		default:
+		}
+		if sec != nil {
 			secrets[name] = sec
 		}
 	}
 	return cms, secrets, nil
+}
+
+// envConfigMap reads one configMap of an environment (nil, nil: it does
+// not exist).
+func (e *Executor) envConfigMap(ctx context.Context, namespace, name string) (*corev1.ConfigMap, error) {
+	if e.ports.Objects != nil {
+		if cm, ok := e.ports.Objects.WaitConfigMap(ctx, namespace, name); ok {
+			return cm, nil
+		}
+	}
+	if e.ports.ConfigMaps == nil {
+		return nil, fmt.Errorf("configmap %s/%s: no apiserver to read it from", namespace, name)
+	}
+	cm, err := e.configMaps.through(namespace+"/"+name, apierrors.IsNotFound, func() (*corev1.ConfigMap, error) {
+		return e.ports.ConfigMaps.GetConfigMap(ctx, namespace, name)
+	})
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	return cm, err
+}
+
+// envSecret reads one secret of an environment (nil, nil: it does not
+// exist).
+func (e *Executor) envSecret(ctx context.Context, namespace, name string) (*corev1.Secret, error) {
+	if e.ports.Objects != nil {
+		if sec, ok := e.ports.Objects.WaitSecret(ctx, namespace, name); ok {
+			return sec, nil
+		}
+	}
+	if e.ports.Secrets == nil {
+		return nil, fmt.Errorf("secret %s/%s: no apiserver to read it from", namespace, name)
+	}
+	sec, err := e.secrets.through(namespace+"/"+name, apierrors.IsNotFound, func() (*corev1.Secret, error) {
+		return e.ports.Secrets.GetSecret(ctx, namespace, name)
+	})
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	return sec, err
 }
 
 // serviceEnv returns the pod's service environment variables from the

@@ -13,7 +13,8 @@
 // for its volumes with WaitForPod (bounded).
 //
 // The configMaps and secrets the volumes read are kept by single-object
-// watches, reference-counted by pod (objcache.go); projected service
+// watches, reference-counted by pod (node/objcache, shared with the
+// containers' environments); projected service
 // account tokens come from node/token, renewed once 80 % of their lifetime
 // has passed; with an fsGroup, volumes get upstream's ownership
 // (ownership.go). A Secret, a projected or downwardAPI volume and an
@@ -41,6 +42,7 @@ import (
 
 	"github.com/lockstep-dev/lockstep/node/backoff"
 	"github.com/lockstep-dev/lockstep/node/deps"
+	"github.com/lockstep-dev/lockstep/node/objcache"
 	"github.com/lockstep-dev/lockstep/node/podspec"
 	"github.com/lockstep-dev/lockstep/node/token"
 )
@@ -84,7 +86,7 @@ type Manager struct {
 	mounts  deps.Mounter
 	objects deps.ObjectAPI
 	claims  deps.ClaimAPI
-	watched *objectCache
+	watched *objcache.Cache
 	tokens  *token.Manager
 	events  deps.EventSink
 	cfg     Config
@@ -114,9 +116,11 @@ type Ports struct {
 	Mounts deps.Mounter
 	// Objects reads configMaps and secrets; nil: none can be read.
 	Objects deps.ObjectAPI
-	// Watches keeps the configMaps and secrets of volumes fresh by
-	// single-object watches; nil: they are read at each resync.
-	Watches deps.ObjectWatchAPI
+	// Cache keeps the configMaps and secrets the pods reference fresh by
+	// single-object watches; the manager takes and drops each pod's
+	// references (AddPod, RemovePod) and its owner starts it. nil: they
+	// are read at each resync.
+	Cache *objcache.Cache
 	// Tokens issues the service account tokens of projected volumes; nil:
 	// none can be had.
 	Tokens deps.TokenAPI
@@ -152,14 +156,16 @@ func New(d deps.Core, ports Ports, cfg Config) *Manager {
 		desired: map[types.UID]*corev1.Pod{}, removable: map[types.UID]bool{},
 		vols: map[string]*volState{}, waiters: map[types.UID]deps.Signal{},
 	}
-	m.watched = &objectCache{tasks: d.Tasks, clock: d.Clock, rand: d.Rand, log: m.log, api: ports.Watches,
-		changed: m.wake.Notify, entries: map[objKey]*cacheEntry{}, podRefs: map[types.UID][]objKey{}}
+	m.watched = ports.Cache
+	if m.watched == nil {
+		m.watched = objcache.New(d, nil) // holds nothing: every read GETs
+	}
+	m.watched.OnChange(m.wake.Notify)
 	return m
 }
 
 // Start runs the reconciler until ctx ends.
 func (m *Manager) Start(ctx context.Context) {
-	m.watched.start(ctx)
 	m.tasks.Go("volume reconciler", func() { m.run(ctx) })
 }
 
@@ -184,7 +190,7 @@ func (m *Manager) AddPod(pod *corev1.Pod) {
 	}
 	m.mu.Unlock()
 	if !known {
-		m.watched.acquire(pod)
+		m.watched.Acquire(pod)
 		m.wake.Notify()
 	}
 }
@@ -197,7 +203,7 @@ func (m *Manager) RemovePod(uid types.UID) {
 	delete(m.waiters, uid)
 	m.removable[uid] = true
 	m.mu.Unlock()
-	m.watched.release(uid)
+	m.watched.Release(uid)
 	m.wake.Notify()
 }
 
@@ -339,7 +345,7 @@ func (m *Manager) reconcilePod(ctx context.Context, pod *corev1.Pod) {
 		// A claim's volume is resolved once per agent life, as upstream's
 		// populator processes a pod's claims once.
 		due := st.refreshed.IsZero() || v.PersistentVolumeClaim == nil &&
-			(now.Sub(st.refreshed) >= m.cfg.ResyncPeriod || m.watched.changedSince(pod.Namespace, v, st.refreshed))
+			(now.Sub(st.refreshed) >= m.cfg.ResyncPeriod || m.watched.ChangedSince(pod.Namespace, v, st.refreshed))
 		backingOff := st.err != nil && m.retry.Remaining(key, time.Time{}, st.failedAt, now) > 0
 		m.mu.Unlock()
 		if backingOff || !due && m.isSetUp(pod, v) {

@@ -80,12 +80,12 @@ func (m *Manager) setUp(ctx context.Context, pod *corev1.Pod, v *corev1.Volume) 
 func (m *Manager) fetch(ctx context.Context, pod *corev1.Pod, v *corev1.Volume) (sources, error) {
 	namespace := pod.Namespace
 	src := sources{configMaps: map[string]*corev1.ConfigMap{}, secrets: map[string]*corev1.Secret{}, tokens: map[int]string{}, node: m.cfg.Node}
-	cms, secs := referenced(v)
+	cms, secs := podspec.VolumeSources(v)
 	if len(cms)+len(secs) > 0 && m.objects == nil {
 		return src, errors.New("the agent has no apiserver to read configmaps and secrets from")
 	}
 	for _, name := range cms {
-		if cm, ok := m.watched.configMap(namespace, name); ok {
+		if cm, ok := m.watched.ConfigMap(namespace, name); ok {
 			src.configMaps[name] = cm
 			continue
 		}
@@ -96,7 +96,7 @@ func (m *Manager) fetch(ctx context.Context, pod *corev1.Pod, v *corev1.Volume) 
 		src.configMaps[name] = cm
 	}
 	for _, name := range secs {
-		if sec, ok := m.watched.secret(namespace, name); ok {
+		if sec, ok := m.watched.Secret(namespace, name); ok {
 			src.secrets[name] = sec
 			continue
 		}
