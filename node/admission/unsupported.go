@@ -4,11 +4,11 @@
 // Today it holds the unsupported-field check: the fields of a pod spec the
 // agent does not honour yet. Nothing is dropped silently: a pod that uses an
 // ignored field runs without it, with a Warning event and a status message
-// naming the field (ReasonUnsupportedPodField); a pod that uses a field
-// whose loss would weaken its protection (user namespaces) is not run at
-// all: it fails admission
-// (ReasonUnsupportedSecurityContext). The container security context is
-// honoured in full (node/podspec), so no container field is refused.
+// naming the field (ReasonUnsupportedPodField); a pod that used a field
+// whose loss would weaken its protection would not be run at all: it would
+// fail admission (ReasonUnsupportedSecurityContext). No field is refused
+// today (hostUsers: false, the last, is built: node/userns). The container
+// security context is honoured in full (node/podspec).
 //
 // Each category is one list (ignoredPodFields, ignoredContainerFields,
 // refusedPodFields). The issue that builds a feature removes its fields
@@ -120,11 +120,11 @@ func ignoredPodFields() []podRule {
 }
 
 // refusedPodFields are the pod-level fields whose loss would weaken the
-// pod's protection.
+// pod's protection. None today: hostUsers: false, the last one, is
+// honoured (node/userns) where the runtime supports user namespaces and
+// fails the pod's sandbox where it does not.
 func refusedPodFields() []podRule {
-	return []podRule{
-		{"hostUsers", func(s *corev1.PodSpec) bool { return s.HostUsers != nil && !*s.HostUsers }},
-	}
+	return nil
 }
 
 // ignoredContainerFields are the container fields a pod runs without

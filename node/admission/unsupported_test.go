@@ -108,8 +108,9 @@ func TestCheck(t *testing.T) {
 			p.Spec.EphemeralContainers = []corev1.EphemeralContainer{{}, {}}
 		}},
 
-		// Refused pod-level fields.
-		{name: "hostUsers false", mutate: func(p *corev1.Pod) { p.Spec.HostUsers = ptr(false) }, refused: []string{"spec.hostUsers"}},
+		// hostUsers: false is honoured (node/userns), where the runtime
+		// supports user namespaces.
+		{name: "hostUsers false is honoured, not refused", mutate: func(p *corev1.Pod) { p.Spec.HostUsers = ptr(false) }},
 		{name: "runtimeClassName is honoured, not flagged", mutate: func(p *corev1.Pod) { p.Spec.RuntimeClassName = ptr("gvisor") }},
 
 		// Ignored container fields.
@@ -155,14 +156,13 @@ func TestCheck(t *testing.T) {
 				AppArmorProfile: &corev1.AppArmorProfile{Type: corev1.AppArmorProfileTypeRuntimeDefault}}
 		}},
 
-		{name: "both kinds, in spec order", mutate: func(p *corev1.Pod) {
+		{name: "ignored fields in spec order", mutate: func(p *corev1.Pod) {
 			p.Spec.Volumes = []corev1.Volume{{Name: "v", VolumeSource: corev1.VolumeSource{NFS: &corev1.NFSVolumeSource{}}}}
 			p.Spec.HostUsers = ptr(false)
 			p.Spec.InitContainers[0].VolumeDevices = []corev1.VolumeDevice{{Name: "v"}}
 			p.Spec.RuntimeClassName = ptr("kata")
 		},
-			ignored: []string{"spec.volumes[0].nfs", "spec.initContainers[0].volumeDevices"},
-			refused: []string{"spec.hostUsers"}},
+			ignored: []string{"spec.volumes[0].nfs", "spec.initContainers[0].volumeDevices"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

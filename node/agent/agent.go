@@ -34,6 +34,7 @@ import (
 	"github.com/lockstep-dev/lockstep/node/stats"
 	"github.com/lockstep-dev/lockstep/node/status"
 	"github.com/lockstep-dev/lockstep/node/termmsg"
+	"github.com/lockstep-dev/lockstep/node/userns"
 	"github.com/lockstep-dev/lockstep/node/volume"
 )
 
@@ -97,6 +98,9 @@ type Agent struct {
 	// objects is the watched cache of the configMaps and secrets pods
 	// reference, shared by volumes and environments.
 	objects *objcache.Cache
+	// userns allocates hostUsers: false pods' user namespaces (nil
+	// without files: such pods fail).
+	userns  *userns.Manager
 	probes  *prober.Manager
 	cgroups *cgroups.Manager
 	// evictions is the eviction manager; stats its sampler.
@@ -158,9 +162,11 @@ func New(d deps.Deps, cfg Config) *Agent {
 		m.SetNodeName(cfg.NodeName)
 	}
 	objects := objcache.New(d.Core, d.API.ObjectWatches)
+	users := newUserNamespaces(d, cfg)
 	a := &Agent{
 		d:       d,
 		objects: objects,
+		userns:  users,
 		cfg:     cfg,
 		updates: deps.NewInbox[podsource.Update](d.Tasks, "config updates"),
 		pleg:    pleg.New(d.Core, d.Runtime, d.RuntimeEvents, cfg.PLEG),
@@ -168,7 +174,7 @@ func New(d deps.Deps, cfg Config) *Agent {
 		exec: runtimesync.NewExecutor(d.Core, runtimesync.Ports{
 			Runtime: d.Runtime, Images: d.Images, Files: d.Files, Events: d.API.Events,
 			ConfigMaps: d.API.ConfigMaps, Secrets: d.API.Secrets, Objects: objects, Services: d.API.Services, RuntimeClasses: d.API.RuntimeClasses,
-			ProbeNet: d.ProbeNet,
+			ProbeNet: d.ProbeNet, UserNamespaces: usernsPort(users),
 		}, cfg.RuntimeSync),
 		expected: map[types.UID]map[string]expectation{},
 		sysctls:  sysctlAllowlist(d, cfg.AllowedUnsafeSysctls),

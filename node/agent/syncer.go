@@ -198,6 +198,9 @@ func (a *Agent) SyncTerminatedPod(_ context.Context, uid types.UID, pod *corev1.
 	a.mu.Unlock()
 	a.forgetUnsupported(uid)
 	a.volumes.RemovePod(uid)
+	if a.userns != nil {
+		a.userns.Release(uid)
+	}
 	a.probes.RemovePod(uid)
 	a.removePodCgroup(uid)
 	if pod != nil {

@@ -32,7 +32,7 @@ func TestPodReferencesWatchedOnceAndReleased(t *testing.T) {
 	c.OnChange(func() { changes++ })
 	ref := func(n string) corev1.LocalObjectReference { return corev1.LocalObjectReference{Name: n} }
 	a := &corev1.Pod{ObjectMeta: meta("a"), Spec: corev1.PodSpec{
-		Volumes: []corev1.Volume{{Name: "v", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: ref("cfg")}}}},
+		Volumes:        []corev1.Volume{{Name: "v", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: ref("cfg")}}}},
 		InitContainers: []corev1.Container{{Name: "init", EnvFrom: []corev1.EnvFromSource{{SecretRef: &corev1.SecretEnvSource{LocalObjectReference: ref("sec")}}}}},
 		Containers: []corev1.Container{{Name: "app", Env: []corev1.EnvVar{{Name: "A", ValueFrom: &corev1.EnvVarSource{
 			ConfigMapKeyRef: &corev1.ConfigMapKeySelector{LocalObjectReference: ref("cfg"), Key: "a"}}}}}},

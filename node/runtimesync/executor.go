@@ -10,6 +10,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/lockstep-dev/lockstep/node/backoff"
@@ -20,6 +21,7 @@ import (
 	"github.com/lockstep-dev/lockstep/node/podspec"
 	"github.com/lockstep-dev/lockstep/node/podstate"
 	"github.com/lockstep-dev/lockstep/node/podutil"
+	"github.com/lockstep-dev/lockstep/node/userns"
 )
 
 // MinStopTimeout is the least time a container gets between SIGTERM and
@@ -83,9 +85,19 @@ type Ports struct {
 	Objects *objcache.Cache
 	// RuntimeClasses resolves runtimeClassName into a CRI handler.
 	RuntimeClasses deps.RuntimeClassAPI
+	// UserNamespaces gives hostUsers: false pods their user namespace
+	// (node/userns); nil: such pods' sandboxes fail.
+	UserNamespaces UserNamespaces
 	// ProbeNet carries the HTTP GETs of lifecycle hooks; nil: HTTP hooks
 	// fail.
 	ProbeNet deps.ProbeNetwork
+}
+
+// UserNamespaces allocates pods' user namespaces (node/userns).
+type UserNamespaces interface {
+	// Allocate returns the pod's user namespace, the same for its whole
+	// life.
+	Allocate(uid types.UID) (*runtimeapi.UserNamespace, error)
 }
 
 // Executor carries out a pod's actions through CRI.
@@ -214,6 +226,11 @@ func (e *Executor) SyncPod(ctx context.Context, pod *corev1.Pod, st *podstate.Po
 	if err != nil {
 		return res, fmt.Errorf("sandbox config of pod %s/%s: %w", pod.Namespace, pod.Name, err)
 	}
+	if !acts.CreateSandbox {
+		if err := e.userNamespace(ctx, pod, sbConfig, "", false); err != nil {
+			return res, err
+		}
+	}
 	if acts.CreateSandbox {
 		res.ActionTaken = true
 		log.Info("creating sandbox", "attempt", attempt, "reason", acts.SandboxReason)
@@ -224,7 +241,9 @@ func (e *Executor) SyncPod(ctx context.Context, pod *corev1.Pod, st *podstate.Po
 		}
 		var handler string
 		if handler, err = e.runtimeHandler(ctx, pod); err == nil {
-			sandboxID, err = e.ports.Runtime.RunPodSandbox(ctx, sbConfig, handler)
+			if err = e.userNamespace(ctx, pod, sbConfig, handler, true); err == nil {
+				sandboxID, err = e.ports.Runtime.RunPodSandbox(ctx, sbConfig, handler)
+			}
 		}
 		if obs := e.cfg.Observer; obs != nil {
 			obs.ObservePodSandboxStart(err)
@@ -260,6 +279,9 @@ func (e *Executor) SyncPod(ctx context.Context, pod *corev1.Pod, st *podstate.Po
 		cfg, err := e.containerConfig(ctx, pod, c, s.RestartCount, podIPs)
 		if err == nil && s.Ephemeral {
 			targetNamespace(cfg, pod, st, s.Index)
+		}
+		if err == nil && podspec.WantsUserNamespace(pod) {
+			podspec.SetUserNamespace(nil, cfg, sbConfig.GetLinux().GetSecurityContext().GetNamespaceOptions().GetUsernsOptions())
 		}
 		if err == nil {
 			err = e.prepareMounts(pod, podIPs, cfg)
@@ -427,6 +449,34 @@ func (e *Executor) serviceEnv(ctx context.Context, pod *corev1.Pod) (map[string]
 		all = append(all, svcs...)
 	}
 	return podspec.ServiceEnv(pod.Namespace, links, all), nil
+}
+
+// userNamespace gives a hostUsers: false pod's sandbox config its user
+// namespace (nothing for other pods). Before a new sandbox (check), it
+// first checks, as upstream, that the runtime handler supports user
+// namespaces according to the runtime's Status.
+func (e *Executor) userNamespace(ctx context.Context, pod *corev1.Pod, sb *runtimeapi.PodSandboxConfig, handler string, check bool) error {
+	if !podspec.WantsUserNamespace(pod) {
+		return nil
+	}
+	if check {
+		st, err := e.ports.Runtime.Status(ctx, false)
+		if err != nil {
+			return fmt.Errorf("user namespace of pod %s/%s: runtime status: %w", pod.Namespace, pod.Name, err)
+		}
+		if err := userns.HandlerSupport(st, handler); err != nil {
+			return err
+		}
+	}
+	if e.ports.UserNamespaces == nil {
+		return fmt.Errorf("user namespace of pod %s/%s: user namespaces are not set up on this node", pod.Namespace, pod.Name)
+	}
+	ns, err := e.ports.UserNamespaces.Allocate(pod.UID)
+	if err != nil {
+		return fmt.Errorf("user namespace of pod %s/%s: %w", pod.Namespace, pod.Name, err)
+	}
+	podspec.SetUserNamespace(sb, nil, ns)
+	return nil
 }
 
 // runtimeHandler resolves the pod's runtimeClassName to the CRI handler
