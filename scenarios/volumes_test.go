@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -353,5 +354,37 @@ func TestVolumesClaimWaitsUntilBoundThenStarts(t *testing.T) {
 	}
 	if data, err := h.Files.ReadFile("/mnt/disks/ssd1/table"); err != nil || string(data) != "rows" {
 		t.Errorf("the PersistentVolume's data after the pod's deletion: %q, %v", data, err)
+	}
+}
+
+// TestVolumesClusterTrustBundleAndPodCertificate: a projected volume with
+// a clusterTrustBundle source (by signer and label selector) is set up
+// and the pod runs with the bundle's certificates mounted; a pod with a
+// podCertificate source, which lockstep does not issue, waits with a
+// FailedMount event saying so instead of running without its
+// certificate.
+func TestVolumesClusterTrustBundleAndPodCertificate(t *testing.T) {
+	h := start(t, 76)
+	c := NewChecker(h)
+	signer := "example.com/ca"
+	h.API.User().PutClusterTrustBundle(&certificatesv1.ClusterTrustBundle{ObjectMeta: metav1.ObjectMeta{Name: "example.com:ca:1", Labels: map[string]string{"env": "prod"}},
+		Spec: certificatesv1.ClusterTrustBundleSpec{SignerName: signer, TrustBundle: "-----BEGIN CERTIFICATE-----\nAQID\n-----END CERTIFICATE-----\n"}})
+	ctb := corev1.Volume{Name: "anchors", VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{Sources: []corev1.VolumeProjection{
+		{ClusterTrustBundle: &corev1.ClusterTrustBundleProjection{SignerName: &signer, LabelSelector: &metav1.LabelSelector{}, Path: "ca.pem"}}}}}}
+	cert := corev1.Volume{Name: "cert", VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{Sources: []corev1.VolumeProjection{
+		{PodCertificate: &corev1.PodCertificateProjection{SignerName: signer, KeyType: "ED25519", CredentialBundlePath: "creds.pem"}}}}}}
+	trusting := mustCreate(t, h, NewPod("trusting", h.NodeName, WithVolume(ctb), Mounts("app", "anchors", "/etc/ca")))
+	certified := mustCreate(t, h, NewPod("certified", h.NodeName, WithVolume(cert), Mounts("app", "cert", "/etc/cert")))
+	runUntil(t, h, "trusting Running", time.Minute, func() bool { return PodIs(h, "default", "trusting", corev1.PodRunning, true) })
+	data, err := h.Files.ReadFile(mountOf(h, trusting.UID, "app", "/etc/ca") + "/ca.pem")
+	if err != nil || string(data) != "-----BEGIN CERTIFICATE-----\nAQID\n-----END CERTIFICATE-----\n" {
+		t.Errorf("ca.pem = %q (%v); want the bundle's certificate", data, err)
+	}
+	runChecked(t, h, c, time.Minute)
+	if n := len(PodContainers(h, certified.UID)); n != 0 {
+		t.Errorf("%d containers of the podCertificate pod started", n)
+	}
+	if ev := eventsAbout(h, "default", "certified"); !hasEvent(ev, "Warning FailedMount: ", "podCertificate projected volume sources (PodCertificateRequest) are not supported by lockstep") {
+		t.Errorf("no FailedMount event naming the podCertificate source; events %q", ev)
 	}
 }

@@ -199,7 +199,7 @@ func New(d deps.Deps, cfg Config) *Agent {
 		sources = append(sources, podsource.SourceFile)
 	}
 	cfg.Volumes.Node = cfg.Node
-	a.volumes = volume.New(d.Core, volume.Ports{Files: d.Files, Mounts: d.Mounts, Objects: d.API.Objects(), Cache: objects, Tokens: d.API.Tokens, Claims: d.API.Claims, Events: d.API.Events}, cfg.Volumes)
+	a.volumes = volume.New(d.Core, volume.Ports{Files: d.Files, Mounts: d.Mounts, Objects: d.API.Objects(), Cache: objects, Tokens: d.API.Tokens, Claims: d.API.Claims, TrustBundles: d.API.TrustBundles, Events: d.API.Events}, cfg.Volumes)
 	a.merger = podsource.NewMerger(d.Core, sources, a.updates)
 	a.status = status.NewManager(d.Core, d.API.Pods, a.merger, cfg.Status)
 	if d.API.Nodes != nil && d.API.Leases != nil {

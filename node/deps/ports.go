@@ -5,6 +5,7 @@ import (
 	"io/fs"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
+	certificatesv1 "k8s.io/api/certificates/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	nodev1 "k8s.io/api/node/v1"
@@ -36,6 +37,21 @@ type API struct {
 	// volumes and the PersistentVolumes bound to them; nil (standalone):
 	// a pod with such a volume cannot start.
 	Claims ClaimAPI
+	// TrustBundles reads the ClusterTrustBundles of projected
+	// clusterTrustBundle sources; nil (standalone): such a volume cannot
+	// be set up.
+	TrustBundles TrustBundleAPI
+}
+
+// TrustBundleAPI reads ClusterTrustBundles (certificates.k8s.io/v1,
+// cluster-scoped; every node may read them all).
+type TrustBundleAPI interface {
+	// GetClusterTrustBundle reads one bundle; a missing one is a NotFound
+	// error.
+	GetClusterTrustBundle(ctx context.Context, name string) (*certificatesv1.ClusterTrustBundle, error)
+	// ListClusterTrustBundles lists the bundles of one signer (field
+	// selector spec.signerName).
+	ListClusterTrustBundles(ctx context.Context, signerName string) ([]*certificatesv1.ClusterTrustBundle, error)
 }
 
 // ClaimAPI reads PersistentVolumeClaims and PersistentVolumes. Under Node

@@ -86,12 +86,14 @@ type Manager struct {
 	mounts  deps.Mounter
 	objects deps.ObjectAPI
 	claims  deps.ClaimAPI
-	watched *objcache.Cache
-	tokens  *token.Manager
-	events  deps.EventSink
-	cfg     Config
-	wake    deps.Signal
-	retry   *backoff.Backoff
+	// trustBundles reads clusterTrustBundle projections' bundles.
+	trustBundles deps.TrustBundleAPI
+	watched      *objcache.Cache
+	tokens       *token.Manager
+	events       deps.EventSink
+	cfg          Config
+	wake         deps.Signal
+	retry        *backoff.Backoff
 
 	mu        sync.Mutex
 	desired   map[types.UID]*corev1.Pod
@@ -127,6 +129,9 @@ type Ports struct {
 	// Claims reads the claims of persistentVolumeClaim volumes and their
 	// PersistentVolumes; nil: such a volume cannot be set up.
 	Claims deps.ClaimAPI
+	// TrustBundles reads the ClusterTrustBundles of projected
+	// clusterTrustBundle sources; nil: such a volume cannot be set up.
+	TrustBundles deps.TrustBundleAPI
 	// Events records FailedMount; nil records none.
 	Events deps.EventSink
 }
@@ -150,7 +155,7 @@ func New(d deps.Core, ports Ports, cfg Config) *Manager {
 	}
 	m := &Manager{
 		clock: d.Clock, tasks: d.Tasks, log: d.Log.With("component", "volumes"), files: ports.Files, mounts: ports.Mounts,
-		objects: ports.Objects, claims: ports.Claims, tokens: token.New(d, ports.Tokens), events: ports.Events, cfg: cfg,
+		objects: ports.Objects, claims: ports.Claims, trustBundles: ports.TrustBundles, tokens: token.New(d, ports.Tokens), events: ports.Events, cfg: cfg,
 		wake:    d.Tasks.NewSignal("volume reconciler wake"),
 		retry:   backoff.New(cfg.Backoff),
 		desired: map[types.UID]*corev1.Pod{}, removable: map[types.UID]bool{},

@@ -76,10 +76,11 @@ func (m *Manager) setUp(ctx context.Context, pod *corev1.Pod, v *corev1.Volume) 
 // fetch reads the ConfigMaps and Secrets a volume references, from the
 // watch cache, else with a GET (a missing one is nil in the result: the
 // payload decides whether that is fatal)
-// and the service account tokens its projected sources ask for.
+// and the service account tokens and trust anchors its projected sources
+// ask for (a podCertificate source is an error: not supported).
 func (m *Manager) fetch(ctx context.Context, pod *corev1.Pod, v *corev1.Volume) (sources, error) {
 	namespace := pod.Namespace
-	src := sources{configMaps: map[string]*corev1.ConfigMap{}, secrets: map[string]*corev1.Secret{}, tokens: map[int]string{}, node: m.cfg.Node}
+	src := sources{configMaps: map[string]*corev1.ConfigMap{}, secrets: map[string]*corev1.Secret{}, tokens: map[int]string{}, trustAnchors: map[int][]byte{}, node: m.cfg.Node}
 	cms, secs := podspec.VolumeSources(v)
 	if len(cms)+len(secs) > 0 && m.objects == nil {
 		return src, errors.New("the agent has no apiserver to read configmaps and secrets from")
@@ -110,14 +111,22 @@ func (m *Manager) fetch(ctx context.Context, pod *corev1.Pod, v *corev1.Volume) 
 		return src, nil
 	}
 	for i, s := range v.Projected.Sources {
-		if s.ServiceAccountToken == nil {
-			continue
+		switch {
+		case s.ServiceAccountToken != nil:
+			tr, err := m.tokens.Get(ctx, namespace, pod.Spec.ServiceAccountName, tokenRequest(pod, s.ServiceAccountToken))
+			if err != nil {
+				return src, err
+			}
+			src.tokens[i] = tr.Status.Token
+		case s.ClusterTrustBundle != nil:
+			anchors, err := m.trustAnchors(ctx, s.ClusterTrustBundle)
+			if err != nil {
+				return src, err
+			}
+			src.trustAnchors[i] = anchors
+		case s.PodCertificate != nil:
+			return src, errPodCertificate
 		}
-		tr, err := m.tokens.Get(ctx, namespace, pod.Spec.ServiceAccountName, tokenRequest(pod, s.ServiceAccountToken))
-		if err != nil {
-			return src, err
-		}
-		src.tokens[i] = tr.Status.Token
 	}
 	return src, nil
 }

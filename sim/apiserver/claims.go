@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -20,6 +21,9 @@ import (
 var (
 	claimsResource  = schema.GroupResource{Resource: "persistentvolumeclaims"}
 	volumesResource = schema.GroupResource{Resource: "persistentvolumes"}
+	// trustBundlesResource: users create ClusterTrustBundles
+	// (User.PutClusterTrustBundle); every node may read them.
+	trustBundlesResource = schema.GroupResource{Group: "certificates.k8s.io", Resource: "clustertrustbundles"}
 )
 
 // GetPersistentVolumeClaim reads a claim that a pod bound to the node uses.
@@ -118,4 +122,47 @@ func (u *User) PutPersistentVolume(pv *corev1.PersistentVolume) {
 	defer u.s.unlock()
 	c.ResourceVersion = fmt.Sprint(u.s.nextRV())
 	u.s.objs.volumes[c.Name] = c
+}
+
+// GetClusterTrustBundle reads a ClusterTrustBundle (any node may read
+// them all).
+func (s *Server) GetClusterTrustBundle(ctx context.Context, name string) (*certificatesv1.ClusterTrustBundle, error) {
+	if err := s.request(ctx, VerbGet, fmt.Sprintf("clustertrustbundle %q", name)); err != nil {
+		return nil, err
+	}
+	defer s.response()
+	s.mu.Lock()
+	defer s.unlock()
+	b, ok := s.objs.trustBundles[name]
+	if !ok {
+		return nil, apierrors.NewNotFound(trustBundlesResource, name)
+	}
+	return b.DeepCopy(), nil
+}
+
+// ListClusterTrustBundles lists the ClusterTrustBundles of a signer, by
+// name.
+func (s *Server) ListClusterTrustBundles(ctx context.Context, signerName string) ([]*certificatesv1.ClusterTrustBundle, error) {
+	if err := s.request(ctx, VerbList, fmt.Sprintf("clustertrustbundles of signer %q", signerName)); err != nil {
+		return nil, err
+	}
+	defer s.response()
+	s.mu.Lock()
+	defer s.unlock()
+	var out []*certificatesv1.ClusterTrustBundle
+	for _, k := range sortedKeys(s.objs.trustBundles) {
+		if b := s.objs.trustBundles[k]; b.Spec.SignerName == signerName {
+			out = append(out, b.DeepCopy())
+		}
+	}
+	return out, nil
+}
+
+// PutClusterTrustBundle creates or replaces a ClusterTrustBundle.
+func (u *User) PutClusterTrustBundle(b *certificatesv1.ClusterTrustBundle) {
+	c := b.DeepCopy()
+	u.s.mu.Lock()
+	defer u.s.unlock()
+	c.ResourceVersion = fmt.Sprint(u.s.nextRV())
+	u.s.objs.trustBundles[c.Name] = c
 }

@@ -23,6 +23,7 @@ var resources = map[string]string{
 	"configmap": "configmaps", "secret": "secrets", "services": "services",
 	"runtimeclass": "runtimeclasses", "event": "events",
 	"persistentvolumeclaim": "persistentvolumeclaims", "persistentvolume": "persistentvolumes",
+	"clustertrustbundle": "clustertrustbundles", "clustertrustbundles": "clustertrustbundles",
 }
 
 // count adds one request of verb on the object what describes ("pod
