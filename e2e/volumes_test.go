@@ -4,7 +4,14 @@ package e2e
 
 import (
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	cryptorand "crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
 	"fmt"
+	"math/big"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,6 +19,7 @@ import (
 	"time"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
+	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -319,5 +327,57 @@ func TestVolumesClaimBoundToLocalPV(t *testing.T) {
 	e.deleteAndWait(t, p, 60*time.Second)
 	if b, err := os.ReadFile(filepath.Join(hostDir, "out")); err != nil || strings.TrimSpace(string(b)) != "from-claim" {
 		t.Errorf("the volume's data after the pod's deletion: %q, %v", b, err)
+	}
+}
+
+// selfSignedCA returns a new CA certificate as PEM.
+func selfSignedCA(t *testing.T, cn string) string {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), cryptorand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: cn}, NotBefore: time.Now().Add(-time.Hour),
+		NotAfter: time.Now().Add(24 * time.Hour), IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign}
+	der, err := x509.CreateCertificate(cryptorand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}))
+}
+
+// TestVolumesClusterTrustBundle: projected clusterTrustBundle sources, one
+// by name and one by signer and label selector, put the bundles' CA
+// certificates in the container (certificates.k8s.io/v1 is served by the
+// e2e apiserver, as it is GA in v1.37; nodes read bundles through the
+// node authorizer's node rules).
+func TestVolumesClusterTrustBundle(t *testing.T) {
+	e := setup(t)
+	ctx := context.Background()
+	suffix := rand.String(5)
+	named, signed := selfSignedCA(t, "named-"+suffix), selfSignedCA(t, "signed-"+suffix)
+	signer := "example.com/e2e-" + suffix
+	bundles := []*certificatesv1.ClusterTrustBundle{
+		{ObjectMeta: metav1.ObjectMeta{Name: "e2e-named-" + suffix}, Spec: certificatesv1.ClusterTrustBundleSpec{TrustBundle: named}},
+		{ObjectMeta: metav1.ObjectMeta{Name: "example.com:e2e-" + suffix + ":1", Labels: map[string]string{"e2e": suffix}},
+			Spec: certificatesv1.ClusterTrustBundleSpec{SignerName: signer, TrustBundle: signed}},
+	}
+	for _, b := range bundles {
+		if _, err := e.admin.CertificatesV1().ClusterTrustBundles().Create(ctx, b, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = e.admin.CertificatesV1().ClusterTrustBundles().Delete(ctx, b.Name, metav1.DeleteOptions{}) })
+	}
+	name := bundles[0].Name
+	p := e.pod("ctb", false, report(`cat /ca/named.pem /ca/signed.pem`))
+	p.Spec.Volumes = []corev1.Volume{{Name: "ca", VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{Sources: []corev1.VolumeProjection{
+		{ClusterTrustBundle: &corev1.ClusterTrustBundleProjection{Name: &name, Path: "named.pem"}},
+		{ClusterTrustBundle: &corev1.ClusterTrustBundleProjection{SignerName: &signer, LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"e2e": suffix}}, Path: "signed.pem"}},
+	}}}}}
+	p.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{mount("ca", "/ca")}
+	p = e.create(t, p)
+	e.waitPod(t, p, 60*time.Second, "Ready", podReady)
+	if got, want := e.logLines(t, p), named+signed+"END\n"; got != want {
+		t.Errorf("the container read %q, want %q", got, want)
 	}
 }
