@@ -381,3 +381,62 @@ func TestVolumesClusterTrustBundle(t *testing.T) {
 		t.Errorf("the container read %q, want %q", got, want)
 	}
 }
+
+// TestVolumesFiveObjectsStartFigure: a pod with five API data volumes
+// (three configMaps, two secrets; plus the kube-api-access volume the
+// ServiceAccount admission plugin adds) goes from creation to Ready, as
+// seen by a watch; the figure is logged for docs/benchmarks.md, with
+// lockstep's requests during the start.
+func TestVolumesFiveObjectsStartFigure(t *testing.T) {
+	e := setup(t)
+	ctx := ctxT(t, 3*time.Minute)
+	suffix := rand.String(5)
+	p := e.pod("five", false, sleeper)
+	p.Labels = map[string]string{"five": suffix}
+	for i := range 5 {
+		name := fmt.Sprintf("five-%s-%d", suffix, i)
+		var src corev1.VolumeSource
+		if i < 3 {
+			cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"}, Data: map[string]string{"k": name}}
+			if _, err := e.admin.CoreV1().ConfigMaps("default").Create(ctx, cm, metav1.CreateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() {
+				_ = e.admin.CoreV1().ConfigMaps("default").Delete(context.Background(), name, metav1.DeleteOptions{})
+			})
+			src.ConfigMap = &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: name}}
+		} else {
+			sec := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"}, Data: map[string][]byte{"k": []byte(name)}}
+			if _, err := e.admin.CoreV1().Secrets("default").Create(ctx, sec, metav1.CreateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() {
+				_ = e.admin.CoreV1().Secrets("default").Delete(context.Background(), name, metav1.DeleteOptions{})
+			})
+			src.Secret = &corev1.SecretVolumeSource{SecretName: name}
+		}
+		vol := fmt.Sprintf("v%d", i)
+		p.Spec.Volumes = append(p.Spec.Volumes, corev1.Volume{Name: vol, VolumeSource: src})
+		p.Spec.Containers[0].VolumeMounts = append(p.Spec.Containers[0].VolumeMounts, mount(vol, "/"+vol))
+	}
+	w, err := e.admin.CoreV1().Pods("default").Watch(ctx, metav1.ListOptions{LabelSelector: "five=" + suffix})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	reqStart := e.lockstepRequests(t)
+	created := time.Now()
+	p = e.create(t, p)
+	for {
+		ev, ok := <-w.ResultChan()
+		if !ok {
+			t.Fatalf("watch closed before the pod was Ready")
+		}
+		if got, isPod := ev.Object.(*corev1.Pod); isPod && podReady(got) {
+			break
+		}
+	}
+	took := time.Since(created)
+	t.Logf("FIGURE pod with 5 configMap/secret volumes, create -> Ready via watch: %v; lockstep's API requests meanwhile: %v",
+		took.Round(time.Millisecond), perPod(reqStart, e.lockstepRequests(t), 1))
+}
