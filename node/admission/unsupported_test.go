@@ -45,7 +45,6 @@ func TestCheck(t *testing.T) {
 		name    string
 		mutate  func(*corev1.Pod)
 		ignored []string
-		refused []string
 	}{
 		{name: "supported fields only", mutate: func(*corev1.Pod) {}},
 		{name: "what the apiserver defaults is not flagged", mutate: func(p *corev1.Pod) {
@@ -169,26 +168,20 @@ func TestCheck(t *testing.T) {
 			p := basePod()
 			tc.mutate(p)
 			got := Check(p)
-			want := Unsupported{Ignored: tc.ignored, Refused: tc.refused}
+			want := Unsupported{Ignored: tc.ignored}
 			if diff := cmp.Diff(want, got); diff != "" {
 				t.Errorf("Check (-want +got):\n%s", diff)
-			}
-			if got.Rejected() != (len(tc.refused) > 0) {
-				t.Errorf("Rejected() = %v with refused fields %v", got.Rejected(), tc.refused)
 			}
 		})
 	}
 }
 
 func TestMessages(t *testing.T) {
-	u := Unsupported{Ignored: []string{"spec.volumes", "spec.containers[0].livenessProbe"}, Refused: []string{"spec.securityContext.runAsNonRoot"}}
+	u := Unsupported{Ignored: []string{"spec.volumes", "spec.containers[0].livenessProbe"}}
 	if got, want := u.WarningMessage(), "lockstep does not support these pod fields yet and runs the pod without them: spec.volumes, spec.containers[0].livenessProbe"; got != want {
 		t.Errorf("WarningMessage = %q, want %q", got, want)
 	}
-	if got, want := u.RejectionMessage(), "lockstep cannot enforce these pod fields yet and will not run the pod with less protection than it asks for: spec.securityContext.runAsNonRoot"; got != want {
-		t.Errorf("RejectionMessage = %q, want %q", got, want)
-	}
-	if (Unsupported{}).WarningMessage() != "" || (Unsupported{}).RejectionMessage() != "" {
+	if (Unsupported{}).WarningMessage() != "" {
 		t.Error("messages of a pod with nothing unsupported must be empty")
 	}
 }
