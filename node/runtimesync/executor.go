@@ -226,11 +226,6 @@ func (e *Executor) SyncPod(ctx context.Context, pod *corev1.Pod, st *podstate.Po
 	if err != nil {
 		return res, fmt.Errorf("sandbox config of pod %s/%s: %w", pod.Namespace, pod.Name, err)
 	}
-	if !acts.CreateSandbox {
-		if err := e.userNamespace(ctx, pod, sbConfig, "", false); err != nil {
-			return res, err
-		}
-	}
 	if acts.CreateSandbox {
 		res.ActionTaken = true
 		log.Info("creating sandbox", "attempt", attempt, "reason", acts.SandboxReason)
@@ -258,6 +253,8 @@ func (e *Executor) SyncPod(ctx context.Context, pod *corev1.Pod, st *podstate.Po
 		if sst, err := e.ports.Runtime.PodSandboxStatus(ctx, sandboxID, false); err == nil && sst.GetStatus().GetNetwork().GetIp() != "" {
 			podIPs = []string{sst.GetStatus().GetNetwork().GetIp()}
 		}
+	} else if err := e.userNamespace(ctx, pod, sbConfig, "", false); err != nil {
+		return res, err // the running sandbox's namespace, for its new containers
 	}
 	res.SandboxID = sandboxID
 
