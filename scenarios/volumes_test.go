@@ -303,7 +303,8 @@ func TestVolumesSecretAndMemoryEmptyDirOnTmpfs(t *testing.T) {
 // TestVolumesClaimWaitsUntilBoundThenStarts: a pod whose claim is not
 // bound gets FailedMount events naming the claim and no container (the
 // node's other pods run); once the claim is bound to a local
-// PersistentVolume the pod starts with the volume's path mounted, after
+// PersistentVolume the pod starts with the volume's path mounted (a
+// subPath that links inside the PersistentVolume is no escape), after
 // one GET of the claim and one of the volume per attempt; its deletion
 // removes the pod's directory and leaves the volume's data.
 func TestVolumesClaimWaitsUntilBoundThenStarts(t *testing.T) {
@@ -311,7 +312,11 @@ func TestVolumesClaimWaitsUntilBoundThenStarts(t *testing.T) {
 	c := NewChecker(h)
 	h.API.User().PutPersistentVolumeClaim(&corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "data", Namespace: "default"},
 		Status: corev1.PersistentVolumeClaimStatus{Phase: corev1.ClaimPending}})
-	pod := mustCreate(t, h, NewPod("db", h.NodeName, WithVolume(claimVolume("store", "data")), Mounts("app", "store", "/var/db")))
+	pod := mustCreate(t, h, NewPod("db", h.NodeName, WithVolume(claimVolume("store", "data")), Mounts("app", "store", "/var/db"),
+		func(p *corev1.Pod) {
+			c := findOrAdd(p, "app")
+			c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: "store", MountPath: "/var/sub", SubPath: "sub"})
+		}))
 	mustCreate(t, h, NewPod("other", h.NodeName))
 	runChecked(t, h, c, 2*time.Minute)
 	if n := len(PodContainers(h, pod.UID)); n != 0 {
@@ -328,6 +333,12 @@ func TestVolumesClaimWaitsUntilBoundThenStarts(t *testing.T) {
 	}
 	if !strings.Contains(mountEvent, `persistentvolumeclaim "default/data" is not bound (phase "Pending"`) {
 		t.Fatalf("no FailedMount event naming the unbound claim (last: %q)", mountEvent)
+	}
+	// A subPath that is a link to an absolute path inside the
+	// PersistentVolume stays inside the volume.
+	_ = h.Files.MkdirAll("/mnt/disks/ssd1/real")
+	if err := h.Files.Symlink("/mnt/disks/ssd1/real", "/mnt/disks/ssd1/sub"); err != nil {
+		t.Fatal(err)
 	}
 	bindLocalClaim(h, "data", "local-pv-1", "/mnt/disks/ssd1")
 	runUntil(t, h, "the pod runs once its claim is bound", 3*time.Minute, func() bool {
