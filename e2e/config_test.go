@@ -106,6 +106,36 @@ func TestRunAsNonRootRefusesRootImage(t *testing.T) {
 	}
 }
 
+// TestUserNamespaceRefusedOnContainerd: containerd 1.6 reports no
+// runtime handlers in its CRI Status, so no user_namespaces feature (and
+// it would ignore the user namespace option): a hostUsers: false pod gets
+// no sandbox, and says why with upstream's FailedCreatePodSandBox event;
+// it stays Pending, ContainerCreating.
+func TestUserNamespaceRefusedOnContainerd(t *testing.T) {
+	e := setup(t)
+	no := false
+	p := e.pod("userns", false, "sleep 3600")
+	p.Spec.HostUsers = &no
+	got := e.create(t, p)
+	want := "FailedCreatePodSandBox: Failed to create pod sandbox: can't set `spec.hostUsers: false`, runtime does not support user namespaces"
+	poll(t, 60*time.Second, "the FailedCreatePodSandBox event", func() (bool, error) {
+		evs := e.events(t, got)
+		for _, ev := range evs {
+			if ev == want {
+				return true, nil
+			}
+		}
+		return false, fmt.Errorf("events %q", evs)
+	})
+	cur := e.get(t, got)
+	if cs := cur.Status.ContainerStatuses; cur.Status.Phase != corev1.PodPending || len(cs) != 1 || cs[0].State.Waiting == nil || cs[0].State.Waiting.Reason != "ContainerCreating" {
+		t.Errorf("phase %s statuses %+v; want Pending, waiting ContainerCreating", cur.Status.Phase, cs)
+	}
+	if sbs, cs := e.criOf(t, string(got.UID)); len(sbs)+len(cs) != 0 {
+		t.Errorf("containerd holds %d sandboxes and %d containers of a pod it cannot isolate", len(sbs), len(cs))
+	}
+}
+
 // TestEnvFromSecretAndServices: an env var from a Secret, an envFrom of a
 // ConfigMap with a prefix, and the kubernetes service's variables reach
 // the container (the node reads the secret and configMap under Node

@@ -4,7 +4,14 @@ package e2e
 
 import (
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	cryptorand "crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
 	"fmt"
+	"math/big"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,7 +19,9 @@ import (
 	"time"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
+	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/util/rand"
@@ -231,4 +240,203 @@ func TestVolumesFSGroupOwnership(t *testing.T) {
 	e.waitPod(t, p, 60*time.Second, "Ready", podReady)
 	e.waitLogs(t, p, "c", "dir=2000 2777", 20*time.Second)
 	e.waitLogs(t, p, "c", "file=1000 2000", 20*time.Second)
+}
+
+// TestVolumesClaimBoundToLocalPV: a pod whose claim is not bound waits
+// with a FailedMount event naming the claim and no container; once the
+// claim is bound (by hand: the e2e control plane runs no binder) to a
+// local PersistentVolume with node affinity to this node, the pod starts
+// and what it writes lands in the volume's host directory, which the
+// pod's deletion leaves in place.
+func TestVolumesClaimBoundToLocalPV(t *testing.T) {
+	e := setup(t)
+	ctx := context.Background()
+	suffix := rand.String(5)
+	hostDir := filepath.Join(e.dir, "local-pv-"+suffix)
+	if err := os.MkdirAll(hostDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(hostDir) })
+	claimName, pvName := "claim-"+suffix, "local-pv-"+suffix
+	fs, noClass := corev1.PersistentVolumeFilesystem, ""
+	pvc, err := e.admin.CoreV1().PersistentVolumeClaims("default").Create(ctx, &corev1.PersistentVolumeClaim{
+		ObjectMeta: metav1.ObjectMeta{Name: claimName, Namespace: "default"},
+		Spec: corev1.PersistentVolumeClaimSpec{AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce}, VolumeMode: &fs,
+			StorageClassName: &noClass,
+			Resources:        corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Mi")}}},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = e.admin.CoreV1().PersistentVolumeClaims("default").Delete(ctx, claimName, metav1.DeleteOptions{})
+	})
+
+	p := e.pod("claim", false, `echo from-claim > /data/out; `+sleeper)
+	p.Spec.Volumes = []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: claimName}}}}
+	p.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{mount("data", "/data")}
+	p = e.create(t, p)
+	want := fmt.Sprintf(`persistentvolumeclaim "default/%s" is not bound`, claimName)
+	poll(t, 30*time.Second, "a FailedMount event naming the unbound claim", func() (bool, error) {
+		evs := e.events(t, p)
+		for _, ev := range evs {
+			if strings.HasPrefix(ev, "FailedMount: ") && strings.Contains(ev, want) {
+				return true, nil
+			}
+		}
+		return false, fmt.Errorf("events %q", evs)
+	})
+	if _, cs := e.criOf(t, string(p.UID)); len(cs) != 0 {
+		t.Fatalf("%d containers created before the claim was bound", len(cs))
+	}
+
+	// Bind: the PersistentVolume points at the claim, the claim at the
+	// volume, and the claim's status says Bound.
+	_, err = e.admin.CoreV1().PersistentVolumes().Create(ctx, &corev1.PersistentVolume{
+		ObjectMeta: metav1.ObjectMeta{Name: pvName},
+		Spec: corev1.PersistentVolumeSpec{
+			Capacity:                      corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Mi")},
+			AccessModes:                   []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			VolumeMode:                    &fs,
+			PersistentVolumeReclaimPolicy: corev1.PersistentVolumeReclaimRetain,
+			PersistentVolumeSource:        corev1.PersistentVolumeSource{Local: &corev1.LocalVolumeSource{Path: hostDir}},
+			ClaimRef:                      &corev1.ObjectReference{Kind: "PersistentVolumeClaim", APIVersion: "v1", Namespace: "default", Name: claimName, UID: pvc.UID},
+			NodeAffinity: &corev1.VolumeNodeAffinity{Required: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{
+				MatchExpressions: []corev1.NodeSelectorRequirement{{Key: "kubernetes.io/hostname", Operator: corev1.NodeSelectorOpIn, Values: []string{e.node}}},
+			}}}},
+		},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = e.admin.CoreV1().PersistentVolumes().Delete(ctx, pvName, metav1.DeleteOptions{}) })
+	pvc.Spec.VolumeName = pvName
+	if pvc, err = e.admin.CoreV1().PersistentVolumeClaims("default").Update(ctx, pvc, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	pvc.Status.Phase = corev1.ClaimBound
+	if _, err = e.admin.CoreV1().PersistentVolumeClaims("default").UpdateStatus(ctx, pvc, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	// The volume manager retries under its back-off (at most about 2 min).
+	e.waitPod(t, p, 150*time.Second, "Ready", podReady)
+	poll(t, 20*time.Second, "the container's file in the local volume", func() (bool, error) {
+		b, err := os.ReadFile(filepath.Join(hostDir, "out"))
+		return strings.TrimSpace(string(b)) == "from-claim", err
+	})
+	e.deleteAndWait(t, p, 60*time.Second)
+	if b, err := os.ReadFile(filepath.Join(hostDir, "out")); err != nil || strings.TrimSpace(string(b)) != "from-claim" {
+		t.Errorf("the volume's data after the pod's deletion: %q, %v", b, err)
+	}
+}
+
+// selfSignedCA returns a new CA certificate as PEM.
+func selfSignedCA(t *testing.T, cn string) string {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), cryptorand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: cn}, NotBefore: time.Now().Add(-time.Hour),
+		NotAfter: time.Now().Add(24 * time.Hour), IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign}
+	der, err := x509.CreateCertificate(cryptorand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}))
+}
+
+// TestVolumesClusterTrustBundle: projected clusterTrustBundle sources, one
+// by name and one by signer and label selector, put the bundles' CA
+// certificates in the container (certificates.k8s.io/v1 is served by the
+// e2e apiserver, as it is GA in v1.37; nodes read bundles through the
+// node authorizer's node rules).
+func TestVolumesClusterTrustBundle(t *testing.T) {
+	e := setup(t)
+	ctx := context.Background()
+	suffix := rand.String(5)
+	named, signed := selfSignedCA(t, "named-"+suffix), selfSignedCA(t, "signed-"+suffix)
+	signer := "example.com/e2e-" + suffix
+	bundles := []*certificatesv1.ClusterTrustBundle{
+		{ObjectMeta: metav1.ObjectMeta{Name: "e2e-named-" + suffix}, Spec: certificatesv1.ClusterTrustBundleSpec{TrustBundle: named}},
+		{ObjectMeta: metav1.ObjectMeta{Name: "example.com:e2e-" + suffix + ":1", Labels: map[string]string{"e2e": suffix}},
+			Spec: certificatesv1.ClusterTrustBundleSpec{SignerName: signer, TrustBundle: signed}},
+	}
+	for _, b := range bundles {
+		if _, err := e.admin.CertificatesV1().ClusterTrustBundles().Create(ctx, b, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = e.admin.CertificatesV1().ClusterTrustBundles().Delete(ctx, b.Name, metav1.DeleteOptions{}) })
+	}
+	name := bundles[0].Name
+	p := e.pod("ctb", false, report(`cat /ca/named.pem /ca/signed.pem`))
+	p.Spec.Volumes = []corev1.Volume{{Name: "ca", VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{Sources: []corev1.VolumeProjection{
+		{ClusterTrustBundle: &corev1.ClusterTrustBundleProjection{Name: &name, Path: "named.pem"}},
+		{ClusterTrustBundle: &corev1.ClusterTrustBundleProjection{SignerName: &signer, LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"e2e": suffix}}, Path: "signed.pem"}},
+	}}}}}
+	p.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{mount("ca", "/ca")}
+	p = e.create(t, p)
+	e.waitPod(t, p, 60*time.Second, "Ready", podReady)
+	if got, want := e.logLines(t, p), named+signed+"END\n"; got != want {
+		t.Errorf("the container read %q, want %q", got, want)
+	}
+}
+
+// TestVolumesFiveObjectsStartFigure: a pod with five API data volumes
+// (three configMaps, two secrets; plus the kube-api-access volume the
+// ServiceAccount admission plugin adds) goes from creation to Ready, as
+// seen by a watch; the figure is logged for docs/benchmarks.md, with
+// lockstep's requests during the start.
+func TestVolumesFiveObjectsStartFigure(t *testing.T) {
+	e := setup(t)
+	ctx := ctxT(t, 3*time.Minute)
+	suffix := rand.String(5)
+	p := e.pod("five", false, sleeper)
+	p.Labels = map[string]string{"five": suffix}
+	for i := range 5 {
+		name := fmt.Sprintf("five-%s-%d", suffix, i)
+		var src corev1.VolumeSource
+		if i < 3 {
+			cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"}, Data: map[string]string{"k": name}}
+			if _, err := e.admin.CoreV1().ConfigMaps("default").Create(ctx, cm, metav1.CreateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() {
+				_ = e.admin.CoreV1().ConfigMaps("default").Delete(context.Background(), name, metav1.DeleteOptions{})
+			})
+			src.ConfigMap = &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: name}}
+		} else {
+			sec := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"}, Data: map[string][]byte{"k": []byte(name)}}
+			if _, err := e.admin.CoreV1().Secrets("default").Create(ctx, sec, metav1.CreateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() {
+				_ = e.admin.CoreV1().Secrets("default").Delete(context.Background(), name, metav1.DeleteOptions{})
+			})
+			src.Secret = &corev1.SecretVolumeSource{SecretName: name}
+		}
+		vol := fmt.Sprintf("v%d", i)
+		p.Spec.Volumes = append(p.Spec.Volumes, corev1.Volume{Name: vol, VolumeSource: src})
+		p.Spec.Containers[0].VolumeMounts = append(p.Spec.Containers[0].VolumeMounts, mount(vol, "/"+vol))
+	}
+	w, err := e.admin.CoreV1().Pods("default").Watch(ctx, metav1.ListOptions{LabelSelector: "five=" + suffix})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	reqStart := e.lockstepRequests(t)
+	created := time.Now()
+	p = e.create(t, p)
+	for {
+		ev, ok := <-w.ResultChan()
+		if !ok {
+			t.Fatalf("watch closed before the pod was Ready")
+		}
+		if got, isPod := ev.Object.(*corev1.Pod); isPod && podReady(got) {
+			break
+		}
+	}
+	took := time.Since(created)
+	t.Logf("FIGURE pod with 5 configMap/secret volumes, create -> Ready via watch: %v; lockstep's API requests meanwhile: %v",
+		took.Round(time.Millisecond), perPod(reqStart, e.lockstepRequests(t), 1))
 }

@@ -51,6 +51,12 @@ type Config struct {
 	// RuntimeHandlers are the accepted RunPodSandbox runtime handlers in
 	// addition to "" (default: "runc").
 	RuntimeHandlers []string
+	// UserNamespaces makes every handler report the user_namespaces
+	// feature (as containerd 2 with a recent runc does) and accept
+	// sandboxes in a user namespace of their own; without it the runtime
+	// reports the feature off for every handler and refuses them (as
+	// containerd 1.6 would run them in the node's: the agent checks first).
+	UserNamespaces bool
 	// RuntimeName and RuntimeVersion are what Version answers (default
 	// "fakecri" and "0.1.0").
 	RuntimeName, RuntimeVersion string

@@ -200,7 +200,7 @@ func (r *Runtime) Status(ctx context.Context, verbose bool) (*runtimeapi.StatusR
 	for _, h := range append([]string{""}, r.cfg.RuntimeHandlers...) {
 		resp.RuntimeHandlers = append(resp.RuntimeHandlers, &runtimeapi.RuntimeHandler{
 			Name:     h,
-			Features: &runtimeapi.RuntimeHandlerFeatures{},
+			Features: &runtimeapi.RuntimeHandlerFeatures{UserNamespaces: r.cfg.UserNamespaces},
 		})
 	}
 	if verbose {

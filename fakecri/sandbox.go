@@ -29,6 +29,9 @@ func (r *Runtime) RunPodSandbox(ctx context.Context, config *runtimeapi.PodSandb
 	if runtimeHandler != "" && !slices.Contains(r.cfg.RuntimeHandlers, runtimeHandler) {
 		return "", status.Errorf(codes.InvalidArgument, "no runtime for %q is configured", runtimeHandler)
 	}
+	if err := r.checkUserNamespace(config, runtimeHandler); err != nil {
+		return "", err
+	}
 	name := strings.Join([]string{md.GetName(), md.GetNamespace(), md.GetUid(), fmt.Sprint(md.GetAttempt())}, "_")
 	hostNet := config.GetLinux().GetSecurityContext().GetNamespaceOptions().GetNetwork() == runtimeapi.NamespaceMode_NODE
 
@@ -224,4 +227,23 @@ func (sb *sandbox) toCRI(state runtimeapi.PodSandboxState) *runtimeapi.PodSandbo
 		Annotations:    maps.Clone(sb.config.GetAnnotations()),
 		RuntimeHandler: sb.handler,
 	}
+}
+
+// checkUserNamespace refuses a sandbox in a user namespace of its own when
+// the runtime has no support for them, or whose mappings are not one
+// range for users and the same for groups, starting at container ID 0.
+func (r *Runtime) checkUserNamespace(config *runtimeapi.PodSandboxConfig, handler string) error {
+	ns := config.GetLinux().GetSecurityContext().GetNamespaceOptions().GetUsernsOptions()
+	if ns == nil || ns.GetMode() != runtimeapi.NamespaceMode_POD {
+		return nil // none asked (POD is the zero mode: nil is not POD)
+	}
+	if !r.cfg.UserNamespaces {
+		return status.Errorf(codes.InvalidArgument, "runtime handler %q does not support user namespaces", handler)
+	}
+	uids, gids := ns.GetUids(), ns.GetGids()
+	if len(uids) != 1 || len(gids) != 1 || uids[0].GetContainerId() != 0 || uids[0].GetLength() == 0 ||
+		!proto.Equal(uids[0], gids[0]) {
+		return status.Errorf(codes.InvalidArgument, "user namespace: want one mapping from container ID 0, the same for users and groups; got uids %v gids %v", uids, gids)
+	}
+	return nil
 }

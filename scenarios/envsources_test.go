@@ -140,3 +140,54 @@ func TestEnvSourcesWhileAPIDown(t *testing.T) {
 		t.Errorf("environment of the instance started while the apiserver was down (-want +got):\n%s", d)
 	}
 }
+
+// TestEnvObjectsReadFromTheWatchedCache: the configMap and secret a
+// container's environment names are kept by the same single-object
+// watches as volumes' (one each), not read with a GET per container: a
+// container that exits every 20 s is created again and again without a
+// single GET of either object, and a new instance gets the configMap's
+// updated value. Before, each container creation made one GET per
+// referenced object.
+func TestEnvObjectsReadFromTheWatchedCache(t *testing.T) {
+	h := start(t, 139)
+	c := NewChecker(h)
+	putConfigMap(h, "settings", map[string]string{"mode": "fast"})
+	h.API.User().PutSecret(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "db", Namespace: "default"}, Data: map[string][]byte{"password": []byte("s3cr3t")}})
+	pod := mustCreate(t, h, NewPod("envy", h.NodeName, Exits("app", 20*time.Second, 1), func(p *corev1.Pod) {
+		c := &p.Spec.Containers[0]
+		c.EnvFrom = []corev1.EnvFromSource{{Prefix: "CFG_", ConfigMapRef: &corev1.ConfigMapEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "settings"}}}}
+		c.Env = append(c.Env,
+			corev1.EnvVar{Name: "MODE", ValueFrom: &corev1.EnvVarSource{ConfigMapKeyRef: &corev1.ConfigMapKeySelector{
+				LocalObjectReference: corev1.LocalObjectReference{Name: "settings"}, Key: "mode"}}},
+			corev1.EnvVar{Name: "PASSWORD", ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
+				LocalObjectReference: corev1.LocalObjectReference{Name: "db"}, Key: "password"}}})
+	}))
+	runUntil(t, h, "envy Running", time.Minute, func() bool { return PodIs(h, "default", "envy", corev1.PodRunning, false) })
+	if d := cmp.Diff(map[string]string{"MODE": "fast", "CFG_mode": "fast", "PASSWORD": "s3cr3t"},
+		pickKeys(envOf(t, h, pod.UID), "MODE", "CFG_mode", "PASSWORD")); d != "" {
+		t.Errorf("first environment (-want +got):\n%s", d)
+	}
+	putConfigMap(h, "settings", map[string]string{"mode": "slow"})
+	runChecked(t, h, c, 3*time.Minute)
+	if p, _ := APIPod(h, "default", "envy"); len(p.Status.ContainerStatuses) != 1 || p.Status.ContainerStatuses[0].RestartCount < 2 {
+		t.Fatalf("statuses %+v; want at least 2 restarts in 3 minutes (the test needs new instances)", p.Status.ContainerStatuses)
+	}
+	if d := cmp.Diff(map[string]string{"MODE": "slow", "CFG_mode": "slow", "PASSWORD": "s3cr3t"},
+		pickKeys(envOf(t, h, pod.UID), "MODE", "CFG_mode", "PASSWORD")); d != "" {
+		t.Errorf("environment of the latest instance after the update (-want +got):\n%s", d)
+	}
+	want := map[string]int{"watch configmaps": 1, "watch secrets": 1}
+	if d := cmp.Diff(want, h.API.User().ObjectRequests()); d != "" {
+		t.Errorf("requests about configMaps and secrets (-want +got):\n%s", d)
+	}
+	if got := h.API.User().OpenObjectWatches(); got != 2 {
+		t.Errorf("%d object watches open, want 2", got)
+	}
+	if err := h.API.User().DeletePodGracefully("default", "envy", nil); err != nil {
+		t.Fatal(err)
+	}
+	runChecked(t, h, c, 45*time.Second)
+	if got := h.API.User().OpenObjectWatches(); got != 0 {
+		t.Errorf("%d object watches still open after the pod was deleted", got)
+	}
+}

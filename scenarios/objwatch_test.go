@@ -1,6 +1,7 @@
 package scenarios
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -62,4 +63,46 @@ func TestVolumesObjectsWatched(t *testing.T) {
 		t.Errorf("%d object watches still open after the pods were deleted", got)
 	}
 	t.Logf("requests about configMaps and secrets: %v", h.API.User().ObjectRequests())
+}
+
+// TestVolumesFiveObjectsStartFigure: a pod with five API data volumes
+// (three configMaps, two secrets) and one env var from each of two of
+// them is Running and Ready within 5 s of virtual time from its creation;
+// per referenced object the agent makes at most one GET (the volume's
+// set-up, when it comes before the watch's first report) and one watch,
+// shared by volumes and environment. The figure is in docs/benchmarks.md.
+func TestVolumesFiveObjectsStartFigure(t *testing.T) {
+	h := start(t, 97)
+	opts := []PodOption{}
+	for i := range 3 {
+		name := fmt.Sprintf("cfg%d", i)
+		putConfigMap(h, name, map[string]string{"k": name})
+		opts = append(opts, WithVolume(configMapVolume(name, name)), Mounts("app", name, "/etc/"+name))
+	}
+	for i := range 2 {
+		name := fmt.Sprintf("sec%d", i)
+		h.API.User().PutSecret(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"}, Data: map[string][]byte{"k": []byte(name)}})
+		opts = append(opts, WithVolume(corev1.Volume{Name: name, VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: name}}}),
+			Mounts("app", name, "/etc/"+name))
+	}
+	opts = append(opts, func(p *corev1.Pod) {
+		c := &p.Spec.Containers[0]
+		c.Env = append(c.Env,
+			corev1.EnvVar{Name: "CFG", ValueFrom: &corev1.EnvVarSource{ConfigMapKeyRef: &corev1.ConfigMapKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "cfg0"}, Key: "k"}}},
+			corev1.EnvVar{Name: "SEC", ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "sec0"}, Key: "k"}}})
+	})
+	created := h.K.Now()
+	mustCreate(t, h, NewPod("five", h.NodeName, opts...))
+	runUntil(t, h, "five Running and Ready", time.Minute, func() bool { return PodIs(h, "default", "five", corev1.PodRunning, true) })
+	took := h.K.Now().Sub(created)
+	t.Logf("creation to Running and Ready: %v of virtual time", took)
+	if took > 5*time.Second {
+		t.Errorf("creation to Running took %v, want at most 5 s", took)
+	}
+	runChecked(t, h, NewChecker(h), 5*time.Second)
+	got := h.API.User().ObjectRequests()
+	t.Logf("requests about the five objects: %v", got)
+	if got["watch configmaps"] != 3 || got["watch secrets"] != 2 || got["get configmaps"] > 3 || got["get secrets"] > 2 {
+		t.Errorf("requests about the five objects: %v; want one watch each and at most one GET each", got)
+	}
 }

@@ -3,6 +3,7 @@ package scenarios
 import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/lockstep-dev/lockstep/sim/harness"
 )
@@ -66,4 +67,24 @@ func kubeAPIAccess(p *corev1.Pod) {
 func putRootCA(h *harness.Harness) {
 	h.API.User().PutConfigMap(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "kube-root-ca.crt", Namespace: "default"},
 		Data: map[string]string{"ca.crt": "-----BEGIN CERTIFICATE-----\nsim\n-----END CERTIFICATE-----\n"}})
+}
+
+// claimVolume is a persistentVolumeClaim volume of claim.
+func claimVolume(name, claim string) corev1.Volume {
+	return corev1.Volume{Name: name, VolumeSource: corev1.VolumeSource{
+		PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: claim}}}
+}
+
+// bindLocalClaim binds claim default/name to a new local
+// PersistentVolume at hostPath (which it creates), as a binding
+// controller would: the volume's claimRef, the claim's volumeName and
+// phase Bound.
+func bindLocalClaim(h *harness.Harness, name, pvName, hostPath string) {
+	_ = h.Files.MkdirAll(hostPath)
+	uid := types.UID("uid-of-claim-" + name)
+	h.API.User().PutPersistentVolume(&corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: pvName}, Spec: corev1.PersistentVolumeSpec{
+		PersistentVolumeSource: corev1.PersistentVolumeSource{Local: &corev1.LocalVolumeSource{Path: hostPath}},
+		ClaimRef:               &corev1.ObjectReference{Kind: "PersistentVolumeClaim", Namespace: "default", Name: name, UID: uid}}})
+	h.API.User().PutPersistentVolumeClaim(&corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default", UID: uid},
+		Spec: corev1.PersistentVolumeClaimSpec{VolumeName: pvName}, Status: corev1.PersistentVolumeClaimStatus{Phase: corev1.ClaimBound}})
 }

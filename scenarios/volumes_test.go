@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -13,6 +14,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/lockstep-dev/lockstep/node/podspec"
+	"github.com/lockstep-dev/lockstep/sim/apiserver"
 	"github.com/lockstep-dev/lockstep/sim/harness"
 )
 
@@ -295,5 +297,105 @@ func TestVolumesSecretAndMemoryEmptyDirOnTmpfs(t *testing.T) {
 	}
 	if podDirExists(h, pod.UID) {
 		t.Errorf("the pod directory remains")
+	}
+}
+
+// TestVolumesClaimWaitsUntilBoundThenStarts: a pod whose claim is not
+// bound gets FailedMount events naming the claim and no container (the
+// node's other pods run); once the claim is bound to a local
+// PersistentVolume the pod starts with the volume's path mounted (a
+// subPath that links inside the PersistentVolume is no escape), after
+// one GET of the claim and one of the volume per attempt; its deletion
+// removes the pod's directory and leaves the volume's data.
+func TestVolumesClaimWaitsUntilBoundThenStarts(t *testing.T) {
+	h := start(t, 75)
+	c := NewChecker(h)
+	h.API.User().PutPersistentVolumeClaim(&corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "data", Namespace: "default"},
+		Status: corev1.PersistentVolumeClaimStatus{Phase: corev1.ClaimPending}})
+	pod := mustCreate(t, h, NewPod("db", h.NodeName, WithVolume(claimVolume("store", "data")), Mounts("app", "store", "/var/db"),
+		func(p *corev1.Pod) {
+			c := findOrAdd(p, "app")
+			c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: "store", MountPath: "/var/sub", SubPath: "sub"})
+		}))
+	mustCreate(t, h, NewPod("other", h.NodeName))
+	runChecked(t, h, c, 2*time.Minute)
+	if n := len(PodContainers(h, pod.UID)); n != 0 {
+		t.Fatalf("%d containers started without their claim", n)
+	}
+	if !PodIs(h, "default", "other", corev1.PodRunning, true) {
+		t.Errorf("another pod was held up by the unbound claim")
+	}
+	var mountEvent string
+	for _, e := range h.API.User().Events() {
+		if e.Reason == "FailedMount" && e.Object.UID == pod.UID && strings.Contains(e.Message, `volume "store"`) {
+			mountEvent = e.Message
+		}
+	}
+	if !strings.Contains(mountEvent, `persistentvolumeclaim "default/data" is not bound (phase "Pending"`) {
+		t.Fatalf("no FailedMount event naming the unbound claim (last: %q)", mountEvent)
+	}
+	// A subPath that is a link to an absolute path inside the
+	// PersistentVolume stays inside the volume.
+	_ = h.Files.MkdirAll("/mnt/disks/ssd1/real")
+	if err := h.Files.Symlink("/mnt/disks/ssd1/real", "/mnt/disks/ssd1/sub"); err != nil {
+		t.Fatal(err)
+	}
+	bindLocalClaim(h, "data", "local-pv-1", "/mnt/disks/ssd1")
+	runUntil(t, h, "the pod runs once its claim is bound", 3*time.Minute, func() bool {
+		return PodIs(h, "default", "db", corev1.PodRunning, true)
+	})
+	dir := mountOf(h, pod.UID, "app", "/var/db")
+	if want := path.Join(podspec.PodVolumesDir("", pod.UID), podspec.PluginLocalVolume, "store"); dir != want {
+		t.Fatalf("mount /var/db from %q, want %q", dir, want)
+	}
+	if target, err := h.Files.Readlink(dir); err != nil || target != "/mnt/disks/ssd1" {
+		t.Fatalf("%s links to %q (%v), want /mnt/disks/ssd1", dir, target, err)
+	}
+	h.Files.WriteFile("/mnt/disks/ssd1/table", []byte("rows"))
+	runChecked(t, h, c, 3*time.Minute) // resyncs do not read the claim again
+	if n := h.API.Requests()[apiserver.Request{Verb: "get", Resource: "persistentvolumes"}]; n != 1 {
+		t.Errorf("%d GETs of the PersistentVolume, want 1 (the claim is resolved once)", n)
+	}
+	if err := h.API.User().DeletePodGracefully("default", "db", nil); err != nil {
+		t.Fatal(err)
+	}
+	runChecked(t, h, c, 40*time.Second)
+	if podDirExists(h, pod.UID) {
+		t.Errorf("the pod directory remains after the pod was deleted")
+	}
+	if data, err := h.Files.ReadFile("/mnt/disks/ssd1/table"); err != nil || string(data) != "rows" {
+		t.Errorf("the PersistentVolume's data after the pod's deletion: %q, %v", data, err)
+	}
+}
+
+// TestVolumesClusterTrustBundleAndPodCertificate: a projected volume with
+// a clusterTrustBundle source (by signer and label selector) is set up
+// and the pod runs with the bundle's certificates mounted; a pod with a
+// podCertificate source, which lockstep does not issue, waits with a
+// FailedMount event saying so instead of running without its
+// certificate.
+func TestVolumesClusterTrustBundleAndPodCertificate(t *testing.T) {
+	h := start(t, 76)
+	c := NewChecker(h)
+	signer := "example.com/ca"
+	h.API.User().PutClusterTrustBundle(&certificatesv1.ClusterTrustBundle{ObjectMeta: metav1.ObjectMeta{Name: "example.com:ca:1", Labels: map[string]string{"env": "prod"}},
+		Spec: certificatesv1.ClusterTrustBundleSpec{SignerName: signer, TrustBundle: "-----BEGIN CERTIFICATE-----\nAQID\n-----END CERTIFICATE-----\n"}})
+	ctb := corev1.Volume{Name: "anchors", VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{Sources: []corev1.VolumeProjection{
+		{ClusterTrustBundle: &corev1.ClusterTrustBundleProjection{SignerName: &signer, LabelSelector: &metav1.LabelSelector{}, Path: "ca.pem"}}}}}}
+	cert := corev1.Volume{Name: "cert", VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{Sources: []corev1.VolumeProjection{
+		{PodCertificate: &corev1.PodCertificateProjection{SignerName: signer, KeyType: "ED25519", CredentialBundlePath: "creds.pem"}}}}}}
+	trusting := mustCreate(t, h, NewPod("trusting", h.NodeName, WithVolume(ctb), Mounts("app", "anchors", "/etc/ca")))
+	certified := mustCreate(t, h, NewPod("certified", h.NodeName, WithVolume(cert), Mounts("app", "cert", "/etc/cert")))
+	runUntil(t, h, "trusting Running", time.Minute, func() bool { return PodIs(h, "default", "trusting", corev1.PodRunning, true) })
+	data, err := h.Files.ReadFile(mountOf(h, trusting.UID, "app", "/etc/ca") + "/ca.pem")
+	if err != nil || string(data) != "-----BEGIN CERTIFICATE-----\nAQID\n-----END CERTIFICATE-----\n" {
+		t.Errorf("ca.pem = %q (%v); want the bundle's certificate", data, err)
+	}
+	runChecked(t, h, c, time.Minute)
+	if n := len(PodContainers(h, certified.UID)); n != 0 {
+		t.Errorf("%d containers of the podCertificate pod started", n)
+	}
+	if ev := eventsAbout(h, "default", "certified"); !hasEvent(ev, "Warning FailedMount: ", "podCertificate projected volume sources (PodCertificateRequest) are not supported by lockstep") {
+		t.Errorf("no FailedMount event naming the podCertificate source; events %q", ev)
 	}
 }

@@ -4,16 +4,16 @@
 // Today it holds the unsupported-field check: the fields of a pod spec the
 // agent does not honour yet. Nothing is dropped silently: a pod that uses an
 // ignored field runs without it, with a Warning event and a status message
-// naming the field (ReasonUnsupportedPodField); a pod that uses a field
-// whose loss would weaken its protection (user namespaces) is not run at
-// all: it fails admission
-// (ReasonUnsupportedSecurityContext). The container security context is
-// honoured in full (node/podspec), so no container field is refused.
+// naming the field (ReasonUnsupportedPodField). A field whose loss would
+// weaken a pod's protection is never ignored: until its feature is built
+// the pod must fail admission instead (the last such field, hostUsers:
+// false, is built: node/userns; the refusal list went with it, and a
+// feature that needs one again brings it back with its first field). The
+// container security context is honoured in full (node/podspec).
 //
 // Each category is one list (ignoredPodFields, ignoredContainerFields,
-// refusedPodFields). The issue that builds a feature removes its fields
-// from these lists, and their table tests, in the same change; a refused
-// container field, should one appear, gets a list of its own.
+// ignoredVolumeFields). The issue that builds a feature removes its fields
+// from these lists, and their table tests, in the same change.
 package admission
 
 import (
@@ -28,9 +28,6 @@ const (
 	// ReasonUnsupportedPodField is the reason of the Warning event about
 	// ignored fields.
 	ReasonUnsupportedPodField = "UnsupportedPodField"
-	// ReasonUnsupportedSecurityContext is the reason of a pod that failed
-	// admission because the agent cannot honour its protection.
-	ReasonUnsupportedSecurityContext = "UnsupportedSecurityContext"
 )
 
 // Unsupported lists the fields of a pod the agent cannot honour yet, as
@@ -38,13 +35,7 @@ const (
 type Unsupported struct {
 	// Ignored fields: the pod runs without them.
 	Ignored []string
-	// Refused fields: running without them would give the pod less
-	// protection than it asks for, so the pod is not run.
-	Refused []string
 }
-
-// Rejected reports whether the pod must fail admission.
-func (u Unsupported) Rejected() bool { return len(u.Refused) > 0 }
 
 // WarningMessage describes the ignored fields ("" when none).
 func (u Unsupported) WarningMessage() string {
@@ -52,15 +43,6 @@ func (u Unsupported) WarningMessage() string {
 		return ""
 	}
 	return "lockstep does not support these pod fields yet and runs the pod without them: " + strings.Join(u.Ignored, ", ")
-}
-
-// RejectionMessage describes the refused fields ("" when none).
-func (u Unsupported) RejectionMessage() string {
-	if len(u.Refused) == 0 {
-		return ""
-	}
-	return "lockstep cannot enforce these pod fields yet and will not run the pod with less protection than it asks for: " +
-		strings.Join(u.Refused, ", ")
 }
 
 // Check returns the fields of pod the agent does not honour.
@@ -73,11 +55,6 @@ func Check(pod *corev1.Pod) Unsupported {
 		}
 	}
 	u.Ignored = append(u.Ignored, ignoredVolumeFields(spec)...)
-	for _, r := range refusedPodFields() {
-		if r.set(spec) {
-			u.Refused = append(u.Refused, "spec."+r.path)
-		}
-	}
 	for _, group := range []struct {
 		name string
 		list []corev1.Container
@@ -116,14 +93,6 @@ func ignoredPodFields() []podRule {
 		{"resourceClaims", func(s *corev1.PodSpec) bool { return len(s.ResourceClaims) > 0 }},
 		{"securityContext.seLinuxChangePolicy", psc(func(c *corev1.PodSecurityContext) bool { return c.SELinuxChangePolicy != nil })},
 		{"securityContext.windowsOptions", psc(func(c *corev1.PodSecurityContext) bool { return c.WindowsOptions != nil })},
-	}
-}
-
-// refusedPodFields are the pod-level fields whose loss would weaken the
-// pod's protection.
-func refusedPodFields() []podRule {
-	return []podRule{
-		{"hostUsers", func(s *corev1.PodSpec) bool { return s.HostUsers != nil && !*s.HostUsers }},
 	}
 }
 

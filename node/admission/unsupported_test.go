@@ -45,7 +45,6 @@ func TestCheck(t *testing.T) {
 		name    string
 		mutate  func(*corev1.Pod)
 		ignored []string
-		refused []string
 	}{
 		{name: "supported fields only", mutate: func(*corev1.Pod) {}},
 		{name: "what the apiserver defaults is not flagged", mutate: func(p *corev1.Pod) {
@@ -78,7 +77,7 @@ func TestCheck(t *testing.T) {
 		{name: "unsupported volumes and volume options", mutate: func(p *corev1.Pod) {
 			mem := resource.MustParse("1Mi")
 			p.Spec.Volumes = []corev1.Volume{
-				{Name: "pvc", VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "c"}}},
+				{Name: "pvc", VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "c"}}}, // the volume manager checks its PersistentVolume's type
 				{Name: "none"},
 				{Name: "disk", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{SizeLimit: &mem}}},
 				{Name: "sa", VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{Sources: []corev1.VolumeProjection{
@@ -86,8 +85,8 @@ func TestCheck(t *testing.T) {
 					{ClusterTrustBundle: &corev1.ClusterTrustBundleProjection{Path: "ctb"}},
 				}}}},
 			}
-		}, ignored: []string{"spec.volumes[0].persistentVolumeClaim", "spec.volumes[1]",
-			"spec.volumes[2].emptyDir.sizeLimit", "spec.volumes[3].projected.sources[2].clusterTrustBundle"}},
+		}, ignored: []string{"spec.volumes[1]",
+			"spec.volumes[2].emptyDir.sizeLimit"}}, // clusterTrustBundle is published (node/volume)
 		{name: "hostAliases are honoured (the managed hosts file), not flagged", mutate: func(p *corev1.Pod) { p.Spec.HostAliases = []corev1.HostAlias{{IP: "10.0.0.1"}} }},
 		{name: "imagePullSecrets are honoured (node/images)", mutate: func(p *corev1.Pod) { p.Spec.ImagePullSecrets = []corev1.LocalObjectReference{{Name: "s"}} }},
 		{name: "activeDeadlineSeconds is honoured", mutate: func(p *corev1.Pod) { p.Spec.ActiveDeadlineSeconds = ptr(int64(5)) }},
@@ -108,8 +107,9 @@ func TestCheck(t *testing.T) {
 			p.Spec.EphemeralContainers = []corev1.EphemeralContainer{{}, {}}
 		}},
 
-		// Refused pod-level fields.
-		{name: "hostUsers false", mutate: func(p *corev1.Pod) { p.Spec.HostUsers = ptr(false) }, refused: []string{"spec.hostUsers"}},
+		// hostUsers: false is honoured (node/userns), where the runtime
+		// supports user namespaces.
+		{name: "hostUsers false is honoured, not refused", mutate: func(p *corev1.Pod) { p.Spec.HostUsers = ptr(false) }},
 		{name: "runtimeClassName is honoured, not flagged", mutate: func(p *corev1.Pod) { p.Spec.RuntimeClassName = ptr("gvisor") }},
 
 		// Ignored container fields.
@@ -155,40 +155,33 @@ func TestCheck(t *testing.T) {
 				AppArmorProfile: &corev1.AppArmorProfile{Type: corev1.AppArmorProfileTypeRuntimeDefault}}
 		}},
 
-		{name: "both kinds, in spec order", mutate: func(p *corev1.Pod) {
+		{name: "ignored fields in spec order", mutate: func(p *corev1.Pod) {
 			p.Spec.Volumes = []corev1.Volume{{Name: "v", VolumeSource: corev1.VolumeSource{NFS: &corev1.NFSVolumeSource{}}}}
 			p.Spec.HostUsers = ptr(false)
 			p.Spec.InitContainers[0].VolumeDevices = []corev1.VolumeDevice{{Name: "v"}}
 			p.Spec.RuntimeClassName = ptr("kata")
 		},
-			ignored: []string{"spec.volumes[0].nfs", "spec.initContainers[0].volumeDevices"},
-			refused: []string{"spec.hostUsers"}},
+			ignored: []string{"spec.volumes[0].nfs", "spec.initContainers[0].volumeDevices"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			p := basePod()
 			tc.mutate(p)
 			got := Check(p)
-			want := Unsupported{Ignored: tc.ignored, Refused: tc.refused}
+			want := Unsupported{Ignored: tc.ignored}
 			if diff := cmp.Diff(want, got); diff != "" {
 				t.Errorf("Check (-want +got):\n%s", diff)
-			}
-			if got.Rejected() != (len(tc.refused) > 0) {
-				t.Errorf("Rejected() = %v with refused fields %v", got.Rejected(), tc.refused)
 			}
 		})
 	}
 }
 
 func TestMessages(t *testing.T) {
-	u := Unsupported{Ignored: []string{"spec.volumes", "spec.containers[0].livenessProbe"}, Refused: []string{"spec.securityContext.runAsNonRoot"}}
+	u := Unsupported{Ignored: []string{"spec.volumes", "spec.containers[0].livenessProbe"}}
 	if got, want := u.WarningMessage(), "lockstep does not support these pod fields yet and runs the pod without them: spec.volumes, spec.containers[0].livenessProbe"; got != want {
 		t.Errorf("WarningMessage = %q, want %q", got, want)
 	}
-	if got, want := u.RejectionMessage(), "lockstep cannot enforce these pod fields yet and will not run the pod with less protection than it asks for: spec.securityContext.runAsNonRoot"; got != want {
-		t.Errorf("RejectionMessage = %q, want %q", got, want)
-	}
-	if (Unsupported{}).WarningMessage() != "" || (Unsupported{}).RejectionMessage() != "" {
+	if (Unsupported{}).WarningMessage() != "" {
 		t.Error("messages of a pod with nothing unsupported must be empty")
 	}
 }

@@ -10,8 +10,7 @@ import (
 // not honour: volumes of a type the volume manager does not set up (the
 // containers run without their mounts), an emptyDir's huge-page media and
 // the sizeLimit of one on disk (upstream's eviction enforces it; a medium
-// Memory emptyDir is a tmpfs of that size), and projected sources other
-// than configMap, secret, downwardAPI and serviceAccountToken.
+// Memory emptyDir is a tmpfs of that size).
 func ignoredVolumeFields(spec *corev1.PodSpec) []string {
 	var out []string
 	for i := range spec.Volumes {
@@ -25,30 +24,18 @@ func ignoredVolumeFields(spec *corev1.PodSpec) []string {
 			case v.EmptyDir.Medium != corev1.StorageMediumMemory && v.EmptyDir.SizeLimit != nil:
 				out = append(out, prefix+".emptyDir.sizeLimit") // enforced by eviction upstream
 			}
-		case v.HostPath != nil, v.ConfigMap != nil, v.Secret != nil, v.DownwardAPI != nil:
+		case v.HostPath != nil, v.ConfigMap != nil, v.Secret != nil, v.DownwardAPI != nil, v.PersistentVolumeClaim != nil:
+			// A claim's volume type is known only once it is read: the
+			// volume manager fails one that is not local or hostPath.
 		case v.Projected != nil:
-			for j, s := range v.Projected.Sources {
-				if name := unsupportedProjection(s); name != "" {
-					out = append(out, fmt.Sprintf("%s.projected.sources[%d].%s", prefix, j, name))
-				}
-			}
+			// Every projected source is published, but podCertificate,
+			// which fails the volume (FailedMount): running without the
+			// certificate a pod asks for is no option.
 		default:
 			out = append(out, prefix+volumeTypeSuffix(v))
 		}
 	}
 	return out
-}
-
-// unsupportedProjection names a projected source the agent does not
-// publish ("" for a supported one).
-func unsupportedProjection(s corev1.VolumeProjection) string {
-	switch {
-	case s.ClusterTrustBundle != nil:
-		return "clusterTrustBundle"
-	case s.PodCertificate != nil:
-		return "podCertificate"
-	}
-	return ""
 }
 
 // volumeTypeSuffix names an unsupported volume's type as a path suffix
@@ -59,7 +46,6 @@ func volumeTypeSuffix(v *corev1.Volume) string {
 		name string
 		set  bool
 	}{
-		{"persistentVolumeClaim", s.PersistentVolumeClaim != nil},
 		{"ephemeral", s.Ephemeral != nil},
 		{"csi", s.CSI != nil},
 		{"image", s.Image != nil},

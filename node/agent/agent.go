@@ -22,6 +22,7 @@ import (
 	"github.com/lockstep-dev/lockstep/node/eviction"
 	"github.com/lockstep-dev/lockstep/node/metrics"
 	"github.com/lockstep-dev/lockstep/node/nodestatus"
+	"github.com/lockstep-dev/lockstep/node/objcache"
 	"github.com/lockstep-dev/lockstep/node/oomwatch"
 	"github.com/lockstep-dev/lockstep/node/pleg"
 	"github.com/lockstep-dev/lockstep/node/podsource"
@@ -33,6 +34,7 @@ import (
 	"github.com/lockstep-dev/lockstep/node/stats"
 	"github.com/lockstep-dev/lockstep/node/status"
 	"github.com/lockstep-dev/lockstep/node/termmsg"
+	"github.com/lockstep-dev/lockstep/node/userns"
 	"github.com/lockstep-dev/lockstep/node/volume"
 )
 
@@ -93,6 +95,12 @@ type Agent struct {
 	status  *status.Manager
 	node    *nodestatus.Manager
 	volumes *volume.Manager
+	// objects is the watched cache of the configMaps and secrets pods
+	// reference, shared by volumes and environments.
+	objects *objcache.Cache
+	// userns allocates hostUsers: false pods' user namespaces (nil
+	// without files: such pods fail).
+	userns  *userns.Manager
 	probes  *prober.Manager
 	cgroups *cgroups.Manager
 	// evictions is the eviction manager; stats its sampler.
@@ -153,16 +161,20 @@ func New(d deps.Deps, cfg Config) *Agent {
 		cfg.RuntimeSync.Observer = m
 		m.SetNodeName(cfg.NodeName)
 	}
+	objects := objcache.New(d.Core, d.API.ObjectWatches)
+	users := newUserNamespaces(d, cfg)
 	a := &Agent{
 		d:       d,
+		objects: objects,
+		userns:  users,
 		cfg:     cfg,
 		updates: deps.NewInbox[podsource.Update](d.Tasks, "config updates"),
 		pleg:    pleg.New(d.Core, d.Runtime, d.RuntimeEvents, cfg.PLEG),
 		queue:   podworkers.NewWorkQueue(d.Clock),
 		exec: runtimesync.NewExecutor(d.Core, runtimesync.Ports{
 			Runtime: d.Runtime, Images: d.Images, Files: d.Files, Events: d.API.Events,
-			ConfigMaps: d.API.ConfigMaps, Secrets: d.API.Secrets, Services: d.API.Services, RuntimeClasses: d.API.RuntimeClasses,
-			ProbeNet: d.ProbeNet,
+			ConfigMaps: d.API.ConfigMaps, Secrets: d.API.Secrets, Objects: objects, Services: d.API.Services, RuntimeClasses: d.API.RuntimeClasses,
+			ProbeNet: d.ProbeNet, UserNamespaces: usernsPort(users),
 		}, cfg.RuntimeSync),
 		expected: map[types.UID]map[string]expectation{},
 		sysctls:  sysctlAllowlist(d, cfg.AllowedUnsafeSysctls),
@@ -187,7 +199,7 @@ func New(d deps.Deps, cfg Config) *Agent {
 		sources = append(sources, podsource.SourceFile)
 	}
 	cfg.Volumes.Node = cfg.Node
-	a.volumes = volume.New(d.Core, volume.Ports{Files: d.Files, Mounts: d.Mounts, Objects: d.API.Objects(), Watches: d.API.ObjectWatches, Tokens: d.API.Tokens, Events: d.API.Events}, cfg.Volumes)
+	a.volumes = volume.New(d.Core, volume.Ports{Files: d.Files, Mounts: d.Mounts, Objects: d.API.Objects(), Cache: objects, Tokens: d.API.Tokens, Claims: d.API.Claims, TrustBundles: d.API.TrustBundles, Events: d.API.Events}, cfg.Volumes)
 	a.merger = podsource.NewMerger(d.Core, sources, a.updates)
 	a.status = status.NewManager(d.Core, d.API.Pods, a.merger, cfg.Status)
 	if d.API.Nodes != nil && d.API.Leases != nil {
@@ -216,6 +228,7 @@ func (a *Agent) Start(ctx context.Context) {
 	a.workers = podworkers.New(ctx, a.d.Core, a, a.queue, wc)
 	a.startCgroups()
 	a.pleg.Start(ctx)
+	a.objects.Start(ctx)
 	a.volumes.Start(ctx)
 	a.probes.Start(ctx)
 	if len(a.cfg.Eviction.Thresholds) > 0 && a.d.Machine != nil {

@@ -91,6 +91,9 @@ func (a *Agent) housekeeping(ctx context.Context, gc bool) {
 	}
 	a.deleteOrphanedMirrors(ctx, mirrors)
 	a.volumes.CleanupOrphans(a.knownPod)
+	if a.userns != nil {
+		a.userns.CleanupOrphans(a.knownPod)
+	}
 	a.cgroupHousekeeping()
 	a.reportRunning()
 	// Orphans: runtime pods no source wants and no worker owns.

@@ -10,7 +10,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/lockstep-dev/lockstep/node/admission"
 	"github.com/lockstep-dev/lockstep/node/metrics"
 	"github.com/lockstep-dev/lockstep/node/podstate"
 	"github.com/lockstep-dev/lockstep/node/podutil"
@@ -37,7 +36,7 @@ func (a *Agent) since(lastSync time.Time) time.Time {
 // SyncPod is the syncing step of a pod's worker.
 func (a *Agent) SyncPod(ctx context.Context, pod *corev1.Pod, lastSync time.Time) (podworkers.SyncResult, error) {
 	unsupported := a.checkUnsupported(pod)
-	if reason, msg := a.rejection(pod, unsupported); reason != "" {
+	if reason, msg := a.rejection(pod); reason != "" {
 		return a.refuse(pod, reason, msg), nil
 	}
 	if err := a.waitForVolumes(ctx, pod); err != nil {
@@ -172,7 +171,7 @@ func (a *Agent) SyncTerminatingPod(ctx context.Context, uid types.UID, pod *core
 	if pod == nil {
 		return nil
 	}
-	if reason, msg := a.rejection(pod, admission.Check(pod)); reason != "" {
+	if reason, msg := a.rejection(pod); reason != "" {
 		// A refused pod keeps the status of its refusal; one killed
 		// before its first sync wrote it gets it now.
 		if _, ok := a.status.PodStatus(pod.UID); !ok {
@@ -198,6 +197,9 @@ func (a *Agent) SyncTerminatedPod(_ context.Context, uid types.UID, pod *corev1.
 	a.mu.Unlock()
 	a.forgetUnsupported(uid)
 	a.volumes.RemovePod(uid)
+	if a.userns != nil {
+		a.userns.Release(uid)
+	}
 	a.probes.RemovePod(uid)
 	a.removePodCgroup(uid)
 	if pod != nil {

@@ -38,14 +38,11 @@ func sysctlAllowlist(d deps.Deps, unsafe []string) *admission.SysctlAllowlist {
 }
 
 // rejection returns why pod must not run at all: admission refused it
-// (resources, node, pressure), protection the agent cannot enforce, or a
-// sysctl the node does not allow ("" when it may run).
-func (a *Agent) rejection(pod *corev1.Pod, u admission.Unsupported) (reason, message string) {
+// (resources, node, pressure) or a sysctl the node does not allow ("" when
+// it may run).
+func (a *Agent) rejection(pod *corev1.Pod) (reason, message string) {
 	if d, ok := a.admissionRejection(pod.UID); ok {
 		return d.Reason, d.Message
-	}
-	if u.Rejected() {
-		return admission.ReasonUnsupportedSecurityContext, u.RejectionMessage()
 	}
 	if msg := a.sysctls.Admit(pod); msg != "" {
 		return admission.ReasonSysctlForbidden, msg
@@ -56,6 +53,6 @@ func (a *Agent) rejection(pod *corev1.Pod, u admission.Unsupported) (reason, mes
 // refused reports whether pod is refused at admission, for any reason: it
 // runs nothing and keeps the status of its refusal.
 func (a *Agent) refused(pod *corev1.Pod) bool {
-	reason, _ := a.rejection(pod, admission.Check(pod))
+	reason, _ := a.rejection(pod)
 	return reason != ""
 }

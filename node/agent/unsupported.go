@@ -16,7 +16,7 @@ import (
 // finds differs from what it last reported for the pod.
 func (a *Agent) checkUnsupported(pod *corev1.Pod) admission.Unsupported {
 	u := admission.Check(pod)
-	key := strings.Join(u.Ignored, ",") + "|" + strings.Join(u.Refused, ",")
+	key := strings.Join(u.Ignored, ",")
 	a.mu.Lock()
 	if a.unsupported == nil {
 		a.unsupported = map[types.UID]string{}
@@ -28,9 +28,6 @@ func (a *Agent) checkUnsupported(pod *corev1.Pod) admission.Unsupported {
 		return u
 	}
 	ref := &corev1.ObjectReference{Kind: "Pod", APIVersion: "v1", Namespace: pod.Namespace, Name: pod.Name, UID: pod.UID}
-	if msg := u.RejectionMessage(); msg != "" {
-		a.d.API.Events.Event(ref, corev1.EventTypeWarning, admission.ReasonUnsupportedSecurityContext, msg)
-	}
 	if msg := u.WarningMessage(); msg != "" {
 		a.d.API.Events.Event(ref, corev1.EventTypeWarning, admission.ReasonUnsupportedPodField, msg)
 	}
@@ -38,12 +35,10 @@ func (a *Agent) checkUnsupported(pod *corev1.Pod) admission.Unsupported {
 }
 
 // refuse fails a pod that must not run (see rejection): phase Failed with
-// the reason and message, and no container is started. An admission or
-// sysctl refusal is also a Warning event (unsupported fields have theirs
-// already).
+// the reason and message, a Warning event, and no container is started.
 func (a *Agent) refuse(pod *corev1.Pod, reason, message string) podworkers.SyncResult {
 	prev := a.status.WithCachedStatus(pod)
-	if reason != admission.ReasonUnsupportedSecurityContext && prev.Status.Phase != corev1.PodFailed && a.d.API.Events != nil {
+	if prev.Status.Phase != corev1.PodFailed && a.d.API.Events != nil {
 		ref := &corev1.ObjectReference{Kind: "Pod", APIVersion: "v1", Namespace: pod.Namespace, Name: pod.Name, UID: pod.UID}
 		a.d.API.Events.Event(ref, corev1.EventTypeWarning, reason, message)
 	}

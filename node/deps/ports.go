@@ -5,6 +5,7 @@ import (
 	"io/fs"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
+	certificatesv1 "k8s.io/api/certificates/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	nodev1 "k8s.io/api/node/v1"
@@ -32,6 +33,37 @@ type API struct {
 	// Tokens issues service account tokens for projected volumes; nil
 	// (standalone): a pod whose volume needs one cannot start.
 	Tokens TokenAPI
+	// Claims reads the PersistentVolumeClaims of persistentVolumeClaim
+	// volumes and the PersistentVolumes bound to them; nil (standalone):
+	// a pod with such a volume cannot start.
+	Claims ClaimAPI
+	// TrustBundles reads the ClusterTrustBundles of projected
+	// clusterTrustBundle sources; nil (standalone): such a volume cannot
+	// be set up.
+	TrustBundles TrustBundleAPI
+}
+
+// TrustBundleAPI reads ClusterTrustBundles (certificates.k8s.io/v1,
+// cluster-scoped; every node may read them all).
+type TrustBundleAPI interface {
+	// GetClusterTrustBundle reads one bundle; a missing one is a NotFound
+	// error.
+	GetClusterTrustBundle(ctx context.Context, name string) (*certificatesv1.ClusterTrustBundle, error)
+	// ListClusterTrustBundles lists the bundles of one signer (field
+	// selector spec.signerName).
+	ListClusterTrustBundles(ctx context.Context, signerName string) ([]*certificatesv1.ClusterTrustBundle, error)
+}
+
+// ClaimAPI reads PersistentVolumeClaims and PersistentVolumes. Under Node
+// authorization a node may read only the claims its pods use and the
+// volumes bound to them.
+type ClaimAPI interface {
+	// GetPersistentVolumeClaim reads one claim; a missing one is a
+	// NotFound error.
+	GetPersistentVolumeClaim(ctx context.Context, namespace, name string) (*corev1.PersistentVolumeClaim, error)
+	// GetPersistentVolume reads one (cluster-scoped) volume; a missing
+	// one is a NotFound error.
+	GetPersistentVolume(ctx context.Context, name string) (*corev1.PersistentVolume, error)
 }
 
 // TokenAPI requests service account tokens (the serviceaccounts/token

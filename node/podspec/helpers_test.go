@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
 // testPod returns a pod with one container "app", modified by the options.
@@ -59,3 +60,9 @@ func diffProto(t *testing.T, want, got any) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// nodeUserns is the user namespace option of a pod that shares the
+// node's (hostUsers unset or true): mode NODE, as upstream sends it.
+func nodeUserns() *runtimeapi.UserNamespace {
+	return &runtimeapi.UserNamespace{Mode: runtimeapi.NamespaceMode_NODE}
+}

@@ -17,7 +17,11 @@ const DefaultRootDir = "/var/lib/lockstep"
 
 // The volume plugins' directory names below a pod's volumes directory, as
 // the upstream kubelet spells them ("/" escaped as "~"). A hostPath volume
-// has no directory of its own: it is the host's path.
+// has no directory of its own: it is the host's path. A
+// persistentVolumeClaim volume's directory is a symbolic link to the
+// path of the local or hostPath PersistentVolume bound to its claim (the
+// runtime resolves it when it binds the mount); upstream bind-mounts the
+// volume there instead, under the PersistentVolume's name.
 const (
 	PluginEmptyDir    = "kubernetes.io~empty-dir"
 	PluginConfigMap   = "kubernetes.io~configmap"
@@ -25,6 +29,7 @@ const (
 	PluginDownwardAPI = "kubernetes.io~downward-api"
 	PluginProjected   = "kubernetes.io~projected"
 	PluginHostPath    = "kubernetes.io~host-path"
+	PluginLocalVolume = "kubernetes.io~local-volume"
 )
 
 // PodsDir returns the directory holding every pod's directory:
@@ -85,6 +90,8 @@ func VolumePlugin(v *corev1.Volume) (string, bool) {
 		return PluginProjected, true
 	case v.HostPath != nil:
 		return PluginHostPath, true
+	case v.PersistentVolumeClaim != nil:
+		return PluginLocalVolume, true
 	}
 	return "", false
 }
@@ -148,7 +155,7 @@ func containerMounts(pod *corev1.Pod, c *corev1.Container, podIPs []string, node
 		out = append(out, &runtimeapi.Mount{
 			ContainerPath: m.MountPath,
 			HostPath:      host,
-			Readonly:      m.ReadOnly || readOnlyPlugin(plugin),
+			Readonly:      m.ReadOnly || readOnlyPlugin(plugin) || v.PersistentVolumeClaim != nil && v.PersistentVolumeClaim.ReadOnly,
 			Propagation:   prop,
 		})
 	}

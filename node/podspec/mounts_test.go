@@ -16,6 +16,7 @@ func TestContainerMounts(t *testing.T) {
 			{Name: "cfg", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{}}},
 			{Name: "host", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/srv/data/"}}},
 			{Name: "claim", VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "c"}}},
+			{Name: "roclaim", VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "c", ReadOnly: true}}},
 		}
 		c := &p.Spec.Containers[0]
 		c.Env = []corev1.EnvVar{{Name: "POD", Value: "web-0"}}
@@ -25,6 +26,7 @@ func TestContainerMounts(t *testing.T) {
 			{Name: "host", MountPath: "/data", ReadOnly: true, MountPropagation: prop(corev1.MountPropagationHostToContainer)},
 			{Name: "scratch", MountPath: "/logs", SubPathExpr: "logs/$(POD)"},
 			{Name: "claim", MountPath: "/claim"},
+			{Name: "roclaim", MountPath: "/roclaim"},
 		}
 	})
 	node := testNode()
@@ -38,6 +40,11 @@ func TestContainerMounts(t *testing.T) {
 		{ContainerPath: "/etc/cfg", HostPath: "/r/pods/uid-1/volumes/kubernetes.io~configmap/cfg", Readonly: true},
 		{ContainerPath: "/data", HostPath: "/srv/data", Readonly: true, Propagation: runtimeapi.MountPropagation_PROPAGATION_HOST_TO_CONTAINER},
 		{ContainerPath: "/logs", HostPath: "/r/pods/uid-1/volumes/kubernetes.io~empty-dir/scratch/logs/web-0"},
+		// A claim's directory is the volume manager's link to its
+		// PersistentVolume's path; the claim's readOnly makes the mount
+		// read-only, as upstream.
+		{ContainerPath: "/claim", HostPath: "/r/pods/uid-1/volumes/kubernetes.io~local-volume/claim"},
+		{ContainerPath: "/roclaim", HostPath: "/r/pods/uid-1/volumes/kubernetes.io~local-volume/roclaim", Readonly: true},
 	}
 	diffProto(t, want, cfg.Mounts)
 }

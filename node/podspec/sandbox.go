@@ -194,12 +194,18 @@ func runtimeProtocol(p corev1.Protocol) runtimeapi.Protocol {
 // namespaceOptions says which Linux namespaces the pod shares with the node:
 // network for hostNetwork, IPC for hostIPC, PID for hostPID. Otherwise
 // network and IPC are the pod's, and PID is per container unless the pod
-// shares its process namespace.
+// shares its process namespace. The user namespace is the node's (mode
+// NODE, as upstream sends it since user namespaces are on by default)
+// unless the pod sets hostUsers: false; then it is left nil here, and the
+// executor sets the pod's own with its mappings (SetUserNamespace).
 func namespaceOptions(pod *corev1.Pod) *runtimeapi.NamespaceOption {
 	ns := &runtimeapi.NamespaceOption{
 		Network: runtimeapi.NamespaceMode_POD,
 		Pid:     runtimeapi.NamespaceMode_CONTAINER,
 		Ipc:     runtimeapi.NamespaceMode_POD,
+	}
+	if !WantsUserNamespace(pod) {
+		ns.UsernsOptions = &runtimeapi.UserNamespace{Mode: runtimeapi.NamespaceMode_NODE}
 	}
 	if pod.Spec.HostNetwork {
 		ns.Network = runtimeapi.NamespaceMode_NODE
@@ -214,6 +220,24 @@ func namespaceOptions(pod *corev1.Pod) *runtimeapi.NamespaceOption {
 		ns.Pid = runtimeapi.NamespaceMode_POD
 	}
 	return ns
+}
+
+// WantsUserNamespace reports whether a pod asks for a user namespace of
+// its own (hostUsers: false).
+func WantsUserNamespace(pod *corev1.Pod) bool {
+	return pod.Spec.HostUsers != nil && !*pod.Spec.HostUsers
+}
+
+// SetUserNamespace puts a pod's own user namespace into the namespace
+// options of its sandbox's or one of its containers' config (either may
+// be nil).
+func SetUserNamespace(sb *runtimeapi.PodSandboxConfig, c *runtimeapi.ContainerConfig, ns *runtimeapi.UserNamespace) {
+	if opts := sb.GetLinux().GetSecurityContext().GetNamespaceOptions(); opts != nil {
+		opts.UsernsOptions = ns
+	}
+	if opts := c.GetLinux().GetSecurityContext().GetNamespaceOptions(); opts != nil {
+		opts.UsernsOptions = ns
+	}
 }
 
 // sandboxSysctls returns the pod's sysctls by name, written with '.'

@@ -57,9 +57,10 @@ func TestSandboxConfig(t *testing.T) {
 		Linux: &runtimeapi.LinuxPodSandboxConfig{
 			SecurityContext: &runtimeapi.LinuxSandboxSecurityContext{
 				NamespaceOptions: &runtimeapi.NamespaceOption{
-					Network: runtimeapi.NamespaceMode_POD,
-					Pid:     runtimeapi.NamespaceMode_CONTAINER,
-					Ipc:     runtimeapi.NamespaceMode_POD,
+					Network:       runtimeapi.NamespaceMode_POD,
+					Pid:           runtimeapi.NamespaceMode_CONTAINER,
+					Ipc:           runtimeapi.NamespaceMode_POD,
+					UsernsOptions: nodeUserns(),
 				},
 				Seccomp: &runtimeapi.SecurityProfile{ProfileType: runtimeapi.SecurityProfile_RuntimeDefault},
 			},
@@ -184,15 +185,21 @@ func TestNamespaceOptions(t *testing.T) {
 		want *runtimeapi.NamespaceOption
 	}{
 		{"defaults", func(*corev1.Pod) {}, &runtimeapi.NamespaceOption{
-			Network: runtimeapi.NamespaceMode_POD, Pid: runtimeapi.NamespaceMode_CONTAINER, Ipc: runtimeapi.NamespaceMode_POD}},
+			Network: runtimeapi.NamespaceMode_POD, Pid: runtimeapi.NamespaceMode_CONTAINER, Ipc: runtimeapi.NamespaceMode_POD, UsernsOptions: nodeUserns()}},
 		{"hostNetwork", func(p *corev1.Pod) { p.Spec.HostNetwork = true }, &runtimeapi.NamespaceOption{
-			Network: runtimeapi.NamespaceMode_NODE, Pid: runtimeapi.NamespaceMode_CONTAINER, Ipc: runtimeapi.NamespaceMode_POD}},
+			Network: runtimeapi.NamespaceMode_NODE, Pid: runtimeapi.NamespaceMode_CONTAINER, Ipc: runtimeapi.NamespaceMode_POD, UsernsOptions: nodeUserns()}},
 		{"hostPID", func(p *corev1.Pod) { p.Spec.HostPID = true }, &runtimeapi.NamespaceOption{
-			Network: runtimeapi.NamespaceMode_POD, Pid: runtimeapi.NamespaceMode_NODE, Ipc: runtimeapi.NamespaceMode_POD}},
+			Network: runtimeapi.NamespaceMode_POD, Pid: runtimeapi.NamespaceMode_NODE, Ipc: runtimeapi.NamespaceMode_POD, UsernsOptions: nodeUserns()}},
 		{"hostIPC", func(p *corev1.Pod) { p.Spec.HostIPC = true }, &runtimeapi.NamespaceOption{
-			Network: runtimeapi.NamespaceMode_POD, Pid: runtimeapi.NamespaceMode_CONTAINER, Ipc: runtimeapi.NamespaceMode_NODE}},
+			Network: runtimeapi.NamespaceMode_POD, Pid: runtimeapi.NamespaceMode_CONTAINER, Ipc: runtimeapi.NamespaceMode_NODE, UsernsOptions: nodeUserns()}},
 		{"shareProcessNamespace", func(p *corev1.Pod) { p.Spec.ShareProcessNamespace = ptr(true) }, &runtimeapi.NamespaceOption{
-			Network: runtimeapi.NamespaceMode_POD, Pid: runtimeapi.NamespaceMode_POD, Ipc: runtimeapi.NamespaceMode_POD}},
+			Network: runtimeapi.NamespaceMode_POD, Pid: runtimeapi.NamespaceMode_POD, Ipc: runtimeapi.NamespaceMode_POD, UsernsOptions: nodeUserns()}},
+		// hostUsers: true is the node's namespace, as unset; false leaves
+		// it to the executor (SetUserNamespace with the pod's mappings).
+		{"hostUsers true", func(p *corev1.Pod) { p.Spec.HostUsers = ptr(true) }, &runtimeapi.NamespaceOption{
+			Network: runtimeapi.NamespaceMode_POD, Pid: runtimeapi.NamespaceMode_CONTAINER, Ipc: runtimeapi.NamespaceMode_POD, UsernsOptions: nodeUserns()}},
+		{"hostUsers false", func(p *corev1.Pod) { p.Spec.HostUsers = ptr(false) }, &runtimeapi.NamespaceOption{
+			Network: runtimeapi.NamespaceMode_POD, Pid: runtimeapi.NamespaceMode_CONTAINER, Ipc: runtimeapi.NamespaceMode_POD}},
 	}
 	for _, tt := range tests {
 		pod := testPod(tt.mod)

@@ -31,9 +31,10 @@ import (
 func baseContainerSC() *runtimeapi.LinuxContainerSecurityContext {
 	return &runtimeapi.LinuxContainerSecurityContext{
 		NamespaceOptions: &runtimeapi.NamespaceOption{
-			Network: runtimeapi.NamespaceMode_POD,
-			Pid:     runtimeapi.NamespaceMode_CONTAINER,
-			Ipc:     runtimeapi.NamespaceMode_POD,
+			Network:       runtimeapi.NamespaceMode_POD,
+			Pid:           runtimeapi.NamespaceMode_CONTAINER,
+			Ipc:           runtimeapi.NamespaceMode_POD,
+			UsernsOptions: nodeUserns(),
 		},
 		RunAsUser:     &runtimeapi.Int64Value{Value: 0},
 		Seccomp:       &runtimeapi.SecurityProfile{ProfileType: runtimeapi.SecurityProfile_Unconfined},
@@ -283,7 +284,7 @@ func TestSandboxSecurityContext(t *testing.T) {
 	strict := corev1.SupplementalGroupsPolicyStrict
 	base := func() *runtimeapi.LinuxSandboxSecurityContext {
 		return &runtimeapi.LinuxSandboxSecurityContext{
-			NamespaceOptions: &runtimeapi.NamespaceOption{Network: runtimeapi.NamespaceMode_POD, Pid: runtimeapi.NamespaceMode_CONTAINER, Ipc: runtimeapi.NamespaceMode_POD},
+			NamespaceOptions: &runtimeapi.NamespaceOption{Network: runtimeapi.NamespaceMode_POD, Pid: runtimeapi.NamespaceMode_CONTAINER, Ipc: runtimeapi.NamespaceMode_POD, UsernsOptions: nodeUserns()},
 			Seccomp:          &runtimeapi.SecurityProfile{ProfileType: runtimeapi.SecurityProfile_RuntimeDefault},
 		}
 	}

@@ -10,15 +10,18 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/lockstep-dev/lockstep/node/backoff"
 	"github.com/lockstep-dev/lockstep/node/deps"
 	"github.com/lockstep-dev/lockstep/node/images"
 	"github.com/lockstep-dev/lockstep/node/lifecycle"
+	"github.com/lockstep-dev/lockstep/node/objcache"
 	"github.com/lockstep-dev/lockstep/node/podspec"
 	"github.com/lockstep-dev/lockstep/node/podstate"
 	"github.com/lockstep-dev/lockstep/node/podutil"
+	"github.com/lockstep-dev/lockstep/node/userns"
 )
 
 // MinStopTimeout is the least time a container gets between SIGTERM and
@@ -76,11 +79,25 @@ type Ports struct {
 	ConfigMaps deps.ConfigMapAPI
 	Secrets    deps.SecretAPI
 	Services   deps.ServiceAPI
+	// Objects is the watched cache of the configMaps and secrets the
+	// pods reference: environments read it first and GET (ConfigMaps,
+	// Secrets) only what it does not hold yet; nil: always GET.
+	Objects *objcache.Cache
 	// RuntimeClasses resolves runtimeClassName into a CRI handler.
 	RuntimeClasses deps.RuntimeClassAPI
+	// UserNamespaces gives hostUsers: false pods their user namespace
+	// (node/userns); nil: such pods' sandboxes fail.
+	UserNamespaces UserNamespaces
 	// ProbeNet carries the HTTP GETs of lifecycle hooks; nil: HTTP hooks
 	// fail.
 	ProbeNet deps.ProbeNetwork
+}
+
+// UserNamespaces allocates pods' user namespaces (node/userns).
+type UserNamespaces interface {
+	// Allocate returns the pod's user namespace, the same for its whole
+	// life.
+	Allocate(uid types.UID) (*runtimeapi.UserNamespace, error)
 }
 
 // Executor carries out a pod's actions through CRI.
@@ -219,7 +236,9 @@ func (e *Executor) SyncPod(ctx context.Context, pod *corev1.Pod, st *podstate.Po
 		}
 		var handler string
 		if handler, err = e.runtimeHandler(ctx, pod); err == nil {
-			sandboxID, err = e.ports.Runtime.RunPodSandbox(ctx, sbConfig, handler)
+			if err = e.userNamespace(ctx, pod, sbConfig, handler, true); err == nil {
+				sandboxID, err = e.ports.Runtime.RunPodSandbox(ctx, sbConfig, handler)
+			}
 		}
 		if obs := e.cfg.Observer; obs != nil {
 			obs.ObservePodSandboxStart(err)
@@ -234,6 +253,8 @@ func (e *Executor) SyncPod(ctx context.Context, pod *corev1.Pod, st *podstate.Po
 		if sst, err := e.ports.Runtime.PodSandboxStatus(ctx, sandboxID, false); err == nil && sst.GetStatus().GetNetwork().GetIp() != "" {
 			podIPs = []string{sst.GetStatus().GetNetwork().GetIp()}
 		}
+	} else if err := e.userNamespace(ctx, pod, sbConfig, "", false); err != nil {
+		return res, err // the running sandbox's namespace, for its new containers
 	}
 	res.SandboxID = sandboxID
 
@@ -255,6 +276,9 @@ func (e *Executor) SyncPod(ctx context.Context, pod *corev1.Pod, st *podstate.Po
 		cfg, err := e.containerConfig(ctx, pod, c, s.RestartCount, podIPs)
 		if err == nil && s.Ephemeral {
 			targetNamespace(cfg, pod, st, s.Index)
+		}
+		if err == nil && podspec.WantsUserNamespace(pod) {
+			podspec.SetUserNamespace(nil, cfg, sbConfig.GetLinux().GetSecurityContext().GetNamespaceOptions().GetUsernsOptions())
 		}
 		if err == nil {
 			err = e.prepareMounts(pod, podIPs, cfg)
@@ -324,44 +348,73 @@ func (e *Executor) containerConfig(ctx context.Context, pod *corev1.Pod, c *core
 }
 
 // envObjects reads the configMaps and secrets c's environment names from
-// the pod's namespace. One that does not exist is left out of the maps
-// (podspec decides whether that is an error); when the apiserver cannot
-// be read the last object read is used, and without one it is an error,
-// as is a reference with no apiserver to read it from.
+// the pod's namespace: from the watched cache (Ports.Objects) when its
+// watch has reported, else with a GET. One that does not exist is left
+// out of the maps (podspec decides whether that is an error); when the
+// apiserver cannot be read the last object read is used, and without one
+// it is an error, as is a reference with no apiserver to read it from.
 func (e *Executor) envObjects(ctx context.Context, pod *corev1.Pod, c *corev1.Container) (map[string]*corev1.ConfigMap, map[string]*corev1.Secret, error) {
 	cmNames, secretNames := podspec.EnvSources(c)
 	cms, secrets := map[string]*corev1.ConfigMap{}, map[string]*corev1.Secret{}
 	for _, name := range cmNames {
-		if e.ports.ConfigMaps == nil {
-			return nil, nil, fmt.Errorf("configmap %s/%s: no apiserver to read it from", pod.Namespace, name)
-		}
-		cm, err := e.configMaps.through(pod.Namespace+"/"+name, apierrors.IsNotFound, func() (*corev1.ConfigMap, error) {
-			return e.ports.ConfigMaps.GetConfigMap(ctx, pod.Namespace, name)
-		})
-		switch {
-		case apierrors.IsNotFound(err):
-		case err != nil:
+		cm, err := e.envConfigMap(ctx, pod.Namespace, name)
+		if err != nil {
 			return nil, nil, err
-		default:
+		}
+		if cm != nil {
 			cms[name] = cm
 		}
 	}
 	for _, name := range secretNames {
-		if e.ports.Secrets == nil {
-			return nil, nil, fmt.Errorf("secret %s/%s: no apiserver to read it from", pod.Namespace, name)
-		}
-		sec, err := e.secrets.through(pod.Namespace+"/"+name, apierrors.IsNotFound, func() (*corev1.Secret, error) {
-			return e.ports.Secrets.GetSecret(ctx, pod.Namespace, name)
-		})
-		switch {
-		case apierrors.IsNotFound(err):
-		case err != nil:
+		sec, err := e.envSecret(ctx, pod.Namespace, name)
+		if err != nil {
 			return nil, nil, err
-		default:
+		}
+		if sec != nil {
 			secrets[name] = sec
 		}
 	}
 	return cms, secrets, nil
+}
+
+// envConfigMap reads one configMap of an environment (nil, nil: it does
+// not exist).
+func (e *Executor) envConfigMap(ctx context.Context, namespace, name string) (*corev1.ConfigMap, error) {
+	if e.ports.Objects != nil {
+		if cm, ok := e.ports.Objects.WaitConfigMap(ctx, namespace, name); ok {
+			return cm, nil
+		}
+	}
+	if e.ports.ConfigMaps == nil {
+		return nil, fmt.Errorf("configmap %s/%s: no apiserver to read it from", namespace, name)
+	}
+	cm, err := e.configMaps.through(namespace+"/"+name, apierrors.IsNotFound, func() (*corev1.ConfigMap, error) {
+		return e.ports.ConfigMaps.GetConfigMap(ctx, namespace, name)
+	})
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	return cm, err
+}
+
+// envSecret reads one secret of an environment (nil, nil: it does not
+// exist).
+func (e *Executor) envSecret(ctx context.Context, namespace, name string) (*corev1.Secret, error) {
+	if e.ports.Objects != nil {
+		if sec, ok := e.ports.Objects.WaitSecret(ctx, namespace, name); ok {
+			return sec, nil
+		}
+	}
+	if e.ports.Secrets == nil {
+		return nil, fmt.Errorf("secret %s/%s: no apiserver to read it from", namespace, name)
+	}
+	sec, err := e.secrets.through(namespace+"/"+name, apierrors.IsNotFound, func() (*corev1.Secret, error) {
+		return e.ports.Secrets.GetSecret(ctx, namespace, name)
+	})
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	return sec, err
 }
 
 // serviceEnv returns the pod's service environment variables from the
@@ -393,6 +446,34 @@ func (e *Executor) serviceEnv(ctx context.Context, pod *corev1.Pod) (map[string]
 		all = append(all, svcs...)
 	}
 	return podspec.ServiceEnv(pod.Namespace, links, all), nil
+}
+
+// userNamespace gives a hostUsers: false pod's sandbox config its user
+// namespace (nothing for other pods). Before a new sandbox (check), it
+// first checks, as upstream, that the runtime handler supports user
+// namespaces according to the runtime's Status.
+func (e *Executor) userNamespace(ctx context.Context, pod *corev1.Pod, sb *runtimeapi.PodSandboxConfig, handler string, check bool) error {
+	if !podspec.WantsUserNamespace(pod) {
+		return nil
+	}
+	if check {
+		st, err := e.ports.Runtime.Status(ctx, false)
+		if err != nil {
+			return fmt.Errorf("user namespace of pod %s/%s: runtime status: %w", pod.Namespace, pod.Name, err)
+		}
+		if err := userns.HandlerSupport(st, handler); err != nil {
+			return err
+		}
+	}
+	if e.ports.UserNamespaces == nil {
+		return fmt.Errorf("user namespace of pod %s/%s: user namespaces are not set up on this node", pod.Namespace, pod.Name)
+	}
+	ns, err := e.ports.UserNamespaces.Allocate(pod.UID)
+	if err != nil {
+		return fmt.Errorf("user namespace of pod %s/%s: %w", pod.Namespace, pod.Name, err)
+	}
+	podspec.SetUserNamespace(sb, nil, ns)
+	return nil
 }
 
 // runtimeHandler resolves the pod's runtimeClassName to the CRI handler

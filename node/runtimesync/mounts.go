@@ -107,8 +107,17 @@ func (e *Executor) writeHostsFile(pod *corev1.Pod, podIPs []string, file string)
 }
 
 // checkSubPath refuses a subPath of volDir whose components include a
-// symbolic link pointing outside volDir.
+// symbolic link pointing outside volDir (or outside the path volDir links
+// to: a persistentVolumeClaim volume's directory is a link to its
+// PersistentVolume's path).
 func (e *Executor) checkSubPath(volDir string, sub []string) error {
+	inside := func(p string) bool { return p == volDir || strings.HasPrefix(p, volDir+string(filepath.Separator)) }
+	if root, err := e.ports.Files.Readlink(volDir); err == nil && filepath.IsAbs(root) {
+		inside = func(p string) bool {
+			return p == volDir || strings.HasPrefix(p, volDir+string(filepath.Separator)) ||
+				p == root || strings.HasPrefix(p, root+string(filepath.Separator))
+		}
+	}
 	cur := volDir
 	for _, part := range sub {
 		cur = filepath.Join(cur, part)
@@ -119,7 +128,7 @@ func (e *Executor) checkSubPath(volDir string, sub []string) error {
 		if !filepath.IsAbs(target) {
 			target = filepath.Join(filepath.Dir(cur), target)
 		}
-		if target != volDir && !strings.HasPrefix(target, volDir+string(filepath.Separator)) {
+		if !inside(target) {
 			return fmt.Errorf("subPath %s is a symbolic link to %s, outside its volume", cur, target)
 		}
 	}

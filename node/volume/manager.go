@@ -13,14 +13,18 @@
 // for its volumes with WaitForPod (bounded).
 //
 // The configMaps and secrets the volumes read are kept by single-object
-// watches, reference-counted by pod (objcache.go); projected service
+// watches, reference-counted by pod (node/objcache, shared with the
+// containers' environments); projected service
 // account tokens come from node/token, renewed once 80 % of their lifetime
 // has passed; with an fsGroup, volumes get upstream's ownership
 // (ownership.go). A Secret, a projected or downwardAPI volume and an
 // emptyDir of medium Memory are a tmpfs (deps.Mounter; sized by
 // sizeLimit), unmounted before the pod's directory is removed; without a
-// mounter they are plain directories. The volume types listed by
-// podspec.VolumePlugin are the only ones set up.
+// mounter they are plain directories. A persistentVolumeClaim volume
+// bound to a local or hostPath PersistentVolume (claims.go) is a link to
+// the PersistentVolume's path, resolved with one GET of the claim and one
+// of the volume. The volume types listed by podspec.VolumePlugin are the
+// only ones set up.
 package volume
 
 import (
@@ -38,6 +42,7 @@ import (
 
 	"github.com/lockstep-dev/lockstep/node/backoff"
 	"github.com/lockstep-dev/lockstep/node/deps"
+	"github.com/lockstep-dev/lockstep/node/objcache"
 	"github.com/lockstep-dev/lockstep/node/podspec"
 	"github.com/lockstep-dev/lockstep/node/token"
 )
@@ -80,12 +85,15 @@ type Manager struct {
 	files   deps.Files
 	mounts  deps.Mounter
 	objects deps.ObjectAPI
-	watched *objectCache
-	tokens  *token.Manager
-	events  deps.EventSink
-	cfg     Config
-	wake    deps.Signal
-	retry   *backoff.Backoff
+	claims  deps.ClaimAPI
+	// trustBundles reads clusterTrustBundle projections' bundles.
+	trustBundles deps.TrustBundleAPI
+	watched      *objcache.Cache
+	tokens       *token.Manager
+	events       deps.EventSink
+	cfg          Config
+	wake         deps.Signal
+	retry        *backoff.Backoff
 
 	mu        sync.Mutex
 	desired   map[types.UID]*corev1.Pod
@@ -110,12 +118,20 @@ type Ports struct {
 	Mounts deps.Mounter
 	// Objects reads configMaps and secrets; nil: none can be read.
 	Objects deps.ObjectAPI
-	// Watches keeps the configMaps and secrets of volumes fresh by
-	// single-object watches; nil: they are read at each resync.
-	Watches deps.ObjectWatchAPI
+	// Cache keeps the configMaps and secrets the pods reference fresh by
+	// single-object watches; the manager takes and drops each pod's
+	// references (AddPod, RemovePod) and its owner starts it. nil: they
+	// are read at each resync.
+	Cache *objcache.Cache
 	// Tokens issues the service account tokens of projected volumes; nil:
 	// none can be had.
 	Tokens deps.TokenAPI
+	// Claims reads the claims of persistentVolumeClaim volumes and their
+	// PersistentVolumes; nil: such a volume cannot be set up.
+	Claims deps.ClaimAPI
+	// TrustBundles reads the ClusterTrustBundles of projected
+	// clusterTrustBundle sources; nil: such a volume cannot be set up.
+	TrustBundles deps.TrustBundleAPI
 	// Events records FailedMount; nil records none.
 	Events deps.EventSink
 }
@@ -139,20 +155,22 @@ func New(d deps.Core, ports Ports, cfg Config) *Manager {
 	}
 	m := &Manager{
 		clock: d.Clock, tasks: d.Tasks, log: d.Log.With("component", "volumes"), files: ports.Files, mounts: ports.Mounts,
-		objects: ports.Objects, tokens: token.New(d, ports.Tokens), events: ports.Events, cfg: cfg,
+		objects: ports.Objects, claims: ports.Claims, trustBundles: ports.TrustBundles, tokens: token.New(d, ports.Tokens), events: ports.Events, cfg: cfg,
 		wake:    d.Tasks.NewSignal("volume reconciler wake"),
 		retry:   backoff.New(cfg.Backoff),
 		desired: map[types.UID]*corev1.Pod{}, removable: map[types.UID]bool{},
 		vols: map[string]*volState{}, waiters: map[types.UID]deps.Signal{},
 	}
-	m.watched = &objectCache{tasks: d.Tasks, clock: d.Clock, rand: d.Rand, log: m.log, api: ports.Watches,
-		changed: m.wake.Notify, entries: map[objKey]*cacheEntry{}, podRefs: map[types.UID][]objKey{}}
+	m.watched = ports.Cache
+	if m.watched == nil {
+		m.watched = objcache.New(d, nil) // holds nothing: every read GETs
+	}
+	m.watched.OnChange(m.wake.Notify)
 	return m
 }
 
 // Start runs the reconciler until ctx ends.
 func (m *Manager) Start(ctx context.Context) {
-	m.watched.start(ctx)
 	m.tasks.Go("volume reconciler", func() { m.run(ctx) })
 }
 
@@ -177,7 +195,7 @@ func (m *Manager) AddPod(pod *corev1.Pod) {
 	}
 	m.mu.Unlock()
 	if !known {
-		m.watched.acquire(pod)
+		m.watched.Acquire(pod)
 		m.wake.Notify()
 	}
 }
@@ -190,7 +208,7 @@ func (m *Manager) RemovePod(uid types.UID) {
 	delete(m.waiters, uid)
 	m.removable[uid] = true
 	m.mu.Unlock()
-	m.watched.release(uid)
+	m.watched.Release(uid)
 	m.wake.Notify()
 }
 
@@ -329,8 +347,10 @@ func (m *Manager) reconcilePod(ctx context.Context, pod *corev1.Pod) {
 			st = &volState{}
 			m.vols[key] = st
 		}
-		due := st.refreshed.IsZero() || now.Sub(st.refreshed) >= m.cfg.ResyncPeriod ||
-			m.watched.changedSince(pod.Namespace, v, st.refreshed)
+		// A claim's volume is resolved once per agent life, as upstream's
+		// populator processes a pod's claims once.
+		due := st.refreshed.IsZero() || v.PersistentVolumeClaim == nil &&
+			(now.Sub(st.refreshed) >= m.cfg.ResyncPeriod || m.watched.ChangedSince(pod.Namespace, v, st.refreshed))
 		backingOff := st.err != nil && m.retry.Remaining(key, time.Time{}, st.failedAt, now) > 0
 		m.mu.Unlock()
 		if backingOff || !due && m.isSetUp(pod, v) {

@@ -42,7 +42,7 @@ func newWorld(t *testing.T) *world {
 	d := k.Deps()
 	d.Files = w.files
 	d.API = deps.API{Pods: w.api, Events: apiserver.NewRecorder(w.api, k, corev1.EventSource{Component: "kubelet", Host: "n1"}), ConfigMaps: w.api, Secrets: w.api}
-	w.m = volume.New(d.Core, volume.Ports{Files: d.Files, Mounts: d.Mounts, Objects: d.API.Objects(), Events: d.API.Events}, volume.Config{Node: podspec.NodeInfo{RootDir: root, NodeName: "n1"}})
+	w.m = volume.New(d.Core, volume.Ports{Files: d.Files, Mounts: d.Mounts, Objects: d.API.Objects(), Claims: w.api, TrustBundles: w.api, Events: d.API.Events}, volume.Config{Node: podspec.NodeInfo{RootDir: root, NodeName: "n1"}})
 	ctx, cancel := k.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	w.m.Start(ctx)

@@ -39,7 +39,11 @@ type sources struct {
 	// tokens are the service account tokens of a projected volume, by
 	// the index of their source.
 	tokens map[int]string
-	node   podspec.NodeInfo
+	// trustAnchors are the PEM certificates of a projected volume's
+	// clusterTrustBundle sources, by source index (nil: an optional
+	// source that matched nothing, published empty).
+	trustAnchors map[int][]byte
+	node         podspec.NodeInfo
 }
 
 // modeOf returns an item's mode, else the volume's default, else 0644.
@@ -175,9 +179,9 @@ func payloadOf(pod *corev1.Pod, v *corev1.Volume, src sources) (Payload, error) 
 // serviceAccountToken source publishes the token fetched for it, as
 // upstream: owned by the user all the pod's containers run as (if one),
 // mode 0600 when there is such a user or an fsGroup (the ownership step
-// then makes it group-readable). clusterTrustBundle and
-// podCertificate sources are not supported yet: admission names them and
-// they publish nothing.
+// then makes it group-readable); a clusterTrustBundle source publishes its
+// trust anchors the same way. A podCertificate source never gets here
+// (fetch refuses it).
 func (p Payload) projected(pod *corev1.Pod, pv *corev1.ProjectedVolumeSource, src sources) error {
 	def := pv.DefaultMode
 	for i, s := range pv.Sources {
@@ -190,16 +194,14 @@ func (p Payload) projected(pod *corev1.Pod, pv *corev1.ProjectedVolumeSource, sr
 		case s.DownwardAPI != nil:
 			err = p.downward(pod, s.DownwardAPI.Items, def, src.node)
 		case s.ServiceAccountToken != nil:
-			mode := modeOf(nil, def)
-			var owner *int64
-			if uid, ok := podspec.FSUser(pod); ok {
-				owner = &uid
-			}
-			if owner != nil || fsGroup(pod) != nil {
-				mode = 0o600
-			}
+			mode, owner := ownedMode(pod, def)
 			if err = p.addOwned(s.ServiceAccountToken.Path, []byte(src.tokens[i]), mode, owner); err != nil {
 				err = fmt.Errorf("serviceAccountToken %q: %w", s.ServiceAccountToken.Path, err)
+			}
+		case s.ClusterTrustBundle != nil:
+			mode, owner := ownedMode(pod, def)
+			if err = p.addOwned(s.ClusterTrustBundle.Path, src.trustAnchors[i], mode, owner); err != nil {
+				err = fmt.Errorf("clusterTrustBundle %q: %w", s.ClusterTrustBundle.Path, err)
 			}
 		}
 		if err != nil {
@@ -209,24 +211,18 @@ func (p Payload) projected(pod *corev1.Pod, pv *corev1.ProjectedVolumeSource, sr
 	return nil
 }
 
-// referenced lists the ConfigMaps and Secrets a volume reads, sorted.
-func referenced(v *corev1.Volume) (configMaps, secrets []string) {
-	switch {
-	case v.ConfigMap != nil:
-		configMaps = append(configMaps, v.ConfigMap.Name)
-	case v.Secret != nil:
-		secrets = append(secrets, v.Secret.SecretName)
-	case v.Projected != nil:
-		for _, s := range v.Projected.Sources {
-			if s.ConfigMap != nil {
-				configMaps = append(configMaps, s.ConfigMap.Name)
-			}
-			if s.Secret != nil {
-				secrets = append(secrets, s.Secret.Name)
-			}
-		}
+// ownedMode is the mode and owner of a projected token or trust bundle,
+// as upstream: owned by the user all the pod's containers run as (if
+// one), mode 0600 when there is such a user or an fsGroup, else the
+// volume's default mode.
+func ownedMode(pod *corev1.Pod, def *int32) (fs.FileMode, *int64) {
+	mode := modeOf(nil, def)
+	var owner *int64
+	if uid, ok := podspec.FSUser(pod); ok {
+		owner = &uid
 	}
-	slices.Sort(configMaps)
-	slices.Sort(secrets)
-	return slices.Compact(configMaps), slices.Compact(secrets)
+	if owner != nil || fsGroup(pod) != nil {
+		mode = 0o600
+	}
+	return mode, owner
 }

@@ -26,6 +26,8 @@ func (m *Manager) isSetUp(pod *corev1.Pod, v *corev1.Volume) bool {
 		return err == nil && emptyDirReady(pod, info) && m.mounted(dir, v)
 	case podspec.PluginHostPath:
 		return checkHostPathType(m.stat(dir), dir, v.HostPath.Type) == nil
+	case podspec.PluginLocalVolume:
+		return m.claimReady(dir)
 	case podspec.PluginConfigMap, podspec.PluginSecret, podspec.PluginDownwardAPI, podspec.PluginProjected:
 		return published(m.files, dir) && m.mounted(dir, v)
 	}
@@ -41,6 +43,8 @@ func (m *Manager) setUp(ctx context.Context, pod *corev1.Pod, v *corev1.Volume) 
 		return m.setUpEmptyDir(pod, dir, v)
 	case podspec.PluginHostPath:
 		return m.setUpHostPath(dir, v.HostPath.Type)
+	case podspec.PluginLocalVolume:
+		return m.setUpClaim(ctx, pod, v, dir)
 	case podspec.PluginConfigMap, podspec.PluginSecret, podspec.PluginDownwardAPI, podspec.PluginProjected:
 		src, err := m.fetch(ctx, pod, v)
 		if err != nil {
@@ -72,16 +76,17 @@ func (m *Manager) setUp(ctx context.Context, pod *corev1.Pod, v *corev1.Volume) 
 // fetch reads the ConfigMaps and Secrets a volume references, from the
 // watch cache, else with a GET (a missing one is nil in the result: the
 // payload decides whether that is fatal)
-// and the service account tokens its projected sources ask for.
+// and the service account tokens and trust anchors its projected sources
+// ask for (a podCertificate source is an error: not supported).
 func (m *Manager) fetch(ctx context.Context, pod *corev1.Pod, v *corev1.Volume) (sources, error) {
 	namespace := pod.Namespace
-	src := sources{configMaps: map[string]*corev1.ConfigMap{}, secrets: map[string]*corev1.Secret{}, tokens: map[int]string{}, node: m.cfg.Node}
-	cms, secs := referenced(v)
+	src := sources{configMaps: map[string]*corev1.ConfigMap{}, secrets: map[string]*corev1.Secret{}, tokens: map[int]string{}, trustAnchors: map[int][]byte{}, node: m.cfg.Node}
+	cms, secs := podspec.VolumeSources(v)
 	if len(cms)+len(secs) > 0 && m.objects == nil {
 		return src, errors.New("the agent has no apiserver to read configmaps and secrets from")
 	}
 	for _, name := range cms {
-		if cm, ok := m.watched.configMap(namespace, name); ok {
+		if cm, ok := m.watched.ConfigMap(namespace, name); ok {
 			src.configMaps[name] = cm
 			continue
 		}
@@ -92,7 +97,7 @@ func (m *Manager) fetch(ctx context.Context, pod *corev1.Pod, v *corev1.Volume) 
 		src.configMaps[name] = cm
 	}
 	for _, name := range secs {
-		if sec, ok := m.watched.secret(namespace, name); ok {
+		if sec, ok := m.watched.Secret(namespace, name); ok {
 			src.secrets[name] = sec
 			continue
 		}
@@ -106,14 +111,22 @@ func (m *Manager) fetch(ctx context.Context, pod *corev1.Pod, v *corev1.Volume) 
 		return src, nil
 	}
 	for i, s := range v.Projected.Sources {
-		if s.ServiceAccountToken == nil {
-			continue
+		switch {
+		case s.ServiceAccountToken != nil:
+			tr, err := m.tokens.Get(ctx, namespace, pod.Spec.ServiceAccountName, tokenRequest(pod, s.ServiceAccountToken))
+			if err != nil {
+				return src, err
+			}
+			src.tokens[i] = tr.Status.Token
+		case s.ClusterTrustBundle != nil:
+			anchors, err := m.trustAnchors(ctx, s.ClusterTrustBundle)
+			if err != nil {
+				return src, err
+			}
+			src.trustAnchors[i] = anchors
+		case s.PodCertificate != nil:
+			return src, errPodCertificate
 		}
-		tr, err := m.tokens.Get(ctx, namespace, pod.Spec.ServiceAccountName, tokenRequest(pod, s.ServiceAccountToken))
-		if err != nil {
-			return src, err
-		}
-		src.tokens[i] = tr.Status.Token
 	}
 	return src, nil
 }

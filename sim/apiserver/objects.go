@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
 	nodev1 "k8s.io/api/node/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -29,6 +30,11 @@ type objects struct {
 	services   map[string]*corev1.Service
 	// runtimeClasses are cluster-scoped, by name.
 	runtimeClasses map[string]*nodev1.RuntimeClass
+	// claims are by namespace/name, volumes (cluster-scoped) by name.
+	claims  map[string]*corev1.PersistentVolumeClaim
+	volumes map[string]*corev1.PersistentVolume
+	// trustBundles are cluster-scoped, by name.
+	trustBundles map[string]*certificatesv1.ClusterTrustBundle
 }
 
 // GetConfigMap reads a configMap that a pod bound to the node refers to.

@@ -22,6 +22,8 @@ var resources = map[string]string{
 	"pod": "pods", "pods": "pods", "node": "nodes", "lease": "leases",
 	"configmap": "configmaps", "secret": "secrets", "services": "services",
 	"runtimeclass": "runtimeclasses", "event": "events",
+	"persistentvolumeclaim": "persistentvolumeclaims", "persistentvolume": "persistentvolumes",
+	"clustertrustbundle": "clustertrustbundles", "clustertrustbundles": "clustertrustbundles",
 }
 
 // count adds one request of verb on the object what describes ("pod

@@ -26,6 +26,7 @@ import (
 	"sync"
 	"time"
 
+	certificatesv1 "k8s.io/api/certificates/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	nodev1 "k8s.io/api/node/v1"
@@ -162,6 +163,9 @@ func New(cfg Config) *Server {
 			secrets:        map[string]*corev1.Secret{},
 			services:       map[string]*corev1.Service{},
 			runtimeClasses: map[string]*nodev1.RuntimeClass{},
+			claims:         map[string]*corev1.PersistentVolumeClaim{},
+			volumes:        map[string]*corev1.PersistentVolume{},
+			trustBundles:   map[string]*certificatesv1.ClusterTrustBundle{},
 		},
 	}
 	s.user = &User{s: s}

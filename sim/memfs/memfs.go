@@ -127,11 +127,13 @@ func (f *FS) Symlink(target, link string) error {
 	return nil
 }
 
-// Readlink returns a symbolic link's target.
+// Readlink returns a symbolic link's target; links among the components
+// before the last are followed, as the kernel does.
 func (f *FS) Readlink(name string) (string, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	target, ok := f.links[path.Clean(name)]
+	name = path.Clean(name)
+	target, ok := f.links[path.Join(f.resolveLocked(path.Dir(name)), path.Base(name))]
 	if !ok {
 		return "", &fs.PathError{Op: "readlink", Path: name, Err: fs.ErrNotExist}
 	}

@@ -89,3 +89,26 @@ func TestSymlinkAndRemoveAll(t *testing.T) {
 		t.Errorf("Readlink after Remove: %v", err)
 	}
 }
+
+// TestReadlinkFollowsLeadingLinks: as readlink(2), links among the
+// components before the last are followed; the last is read, not
+// followed.
+func TestReadlinkFollowsLeadingLinks(t *testing.T) {
+	f := New()
+	_ = f.MkdirAll("/pv/real")
+	_ = f.MkdirAll("/pods/u/volumes")
+	if err := f.Symlink("/pv", "/pods/u/volumes/claim"); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Symlink("/pv/real", "/pv/sub"); err != nil {
+		t.Fatal(err)
+	}
+	for link, want := range map[string]string{"/pods/u/volumes/claim": "/pv", "/pods/u/volumes/claim/sub": "/pv/real", "/pv/sub": "/pv/real"} {
+		if got, err := f.Readlink(link); err != nil || got != want {
+			t.Errorf("Readlink(%s) = %q, %v; want %q", link, got, err, want)
+		}
+	}
+	if _, err := f.Readlink("/pods/u/volumes/claim/real"); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("Readlink of a directory through a link: %v, want ErrNotExist", err)
+	}
+}

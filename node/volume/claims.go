@@ -1,0 +1,116 @@
+package volume
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+)
+
+// claimReady reports whether a persistentVolumeClaim volume is set up:
+// its directory is a link to a path that exists.
+func (m *Manager) claimReady(dir string) bool {
+	if _, err := m.files.Readlink(dir); err != nil {
+		return false
+	}
+	return m.stat(dir) != nil
+}
+
+// setUpClaim sets up a persistentVolumeClaim volume, as upstream's
+// desired-state populator and the local and hostPath plugins do: it reads
+// the claim and the PersistentVolume bound to it (one GET each), checks
+// that the volume is a local or hostPath one that points back at the
+// claim, checks its path, and links the volume's directory to that path.
+func (m *Manager) setUpClaim(ctx context.Context, pod *corev1.Pod, v *corev1.Volume, dir string) (bool, error) {
+	target, err := m.claimPath(ctx, pod.Namespace, v.PersistentVolumeClaim.ClaimName)
+	if err != nil {
+		return false, err
+	}
+	if old, err := m.files.Readlink(dir); err == nil {
+		if old == target {
+			return false, nil
+		}
+		if err := m.files.Remove(dir); err != nil {
+			return false, fmt.Errorf("replace link %s: %w", dir, err)
+		}
+	}
+	if err := m.files.MkdirAll(path.Dir(dir)); err != nil {
+		return false, err
+	}
+	if err := m.files.Symlink(target, dir); err != nil {
+		return false, fmt.Errorf("link %s to %s: %w", dir, target, err)
+	}
+	return true, nil
+}
+
+// claimPath returns the host path of the local or hostPath
+// PersistentVolume bound to claim namespace/name, checked.
+func (m *Manager) claimPath(ctx context.Context, namespace, name string) (string, error) {
+	claim := fmt.Sprintf("%s/%s", namespace, name)
+	if m.claims == nil {
+		return "", fmt.Errorf("persistentvolumeclaim %q: the agent has no apiserver to read it from", claim)
+	}
+	pvc, err := m.claims.GetPersistentVolumeClaim(ctx, namespace, name)
+	switch {
+	case apierrors.IsNotFound(err):
+		return "", fmt.Errorf("persistentvolumeclaim %q not found", claim)
+	case err != nil:
+		return "", fmt.Errorf("persistentvolumeclaim %q: %w", claim, err)
+	case pvc.Status.Phase != corev1.ClaimBound || pvc.Spec.VolumeName == "":
+		return "", fmt.Errorf("persistentvolumeclaim %q is not bound (phase %q, spec.volumeName %q)", claim, pvc.Status.Phase, pvc.Spec.VolumeName)
+	}
+	pv, err := m.claims.GetPersistentVolume(ctx, pvc.Spec.VolumeName)
+	switch {
+	case apierrors.IsNotFound(err):
+		return "", fmt.Errorf("persistentvolume %q of claim %q not found", pvc.Spec.VolumeName, claim)
+	case err != nil:
+		return "", fmt.Errorf("persistentvolume %q of claim %q: %w", pvc.Spec.VolumeName, claim, err)
+	case pv.Spec.ClaimRef == nil || pv.Spec.ClaimRef.UID != pvc.UID:
+		return "", fmt.Errorf("persistentvolume %q is not bound to claim %q (its claimRef points elsewhere)", pv.Name, claim)
+	case pv.Spec.VolumeMode != nil && *pv.Spec.VolumeMode == corev1.PersistentVolumeBlock:
+		return "", fmt.Errorf("persistentvolume %q of claim %q: volumeMode Block is not supported by lockstep", pv.Name, claim)
+	}
+	switch {
+	case pv.Spec.Local != nil:
+		p := path.Clean(pv.Spec.Local.Path)
+		if info := m.stat(p); info == nil {
+			return "", fmt.Errorf("local persistentvolume %q of claim %q: path %s does not exist", pv.Name, claim, p)
+		}
+		return p, nil
+	case pv.Spec.HostPath != nil:
+		p := path.Clean(pv.Spec.HostPath.Path)
+		if _, err := m.setUpHostPath(p, pv.Spec.HostPath.Type); err != nil {
+			return "", fmt.Errorf("hostPath persistentvolume %q of claim %q: %w", pv.Name, claim, err)
+		}
+		if m.stat(p) == nil {
+			return "", fmt.Errorf("hostPath persistentvolume %q of claim %q: path %s does not exist", pv.Name, claim, p)
+		}
+		return p, nil
+	}
+	return "", errors.New(unsupportedVolumeMessage(pv, claim))
+}
+
+// unsupportedVolumeMessage says which plugin a PersistentVolume needs
+// that the agent lacks.
+func unsupportedVolumeMessage(pv *corev1.PersistentVolume, claim string) string {
+	plugin := "unknown"
+	s := &pv.Spec.PersistentVolumeSource
+	switch {
+	case s.CSI != nil:
+		plugin = "kubernetes.io/csi (driver " + s.CSI.Driver + ")"
+	case s.NFS != nil:
+		plugin = "kubernetes.io/nfs"
+	case s.ISCSI != nil:
+		plugin = "kubernetes.io/iscsi"
+	case s.FC != nil:
+		plugin = "kubernetes.io/fc"
+	case s.RBD != nil:
+		plugin = "kubernetes.io/rbd"
+	case s.CephFS != nil:
+		plugin = "kubernetes.io/cephfs"
+	}
+	return fmt.Sprintf("persistentvolume %q of claim %q: volume plugin %s is not supported by lockstep (only local and hostPath persistent volumes are)", pv.Name, claim, plugin)
+}
