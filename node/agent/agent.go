@@ -171,7 +171,8 @@ func New(d deps.Deps, cfg Config) *Agent {
 		rejected: map[types.UID]admission.Decision{},
 		evicted:  map[types.UID]stopNote{},
 	}
-	a.stats = stats.New(d.Core, stats.Ports{Runtime: d.Runtime, Images: d.Images, Machine: d.Machine}, stats.Config{Period: cfg.Eviction.Period})
+	a.stats = stats.New(d.Core, stats.Ports{Runtime: d.Runtime, Images: d.Images, Machine: d.Machine, Disk: d.Disk, Pods: a.admittedPods},
+		stats.Config{Period: cfg.Eviction.Period, RootDir: cfg.Node.RootDir, PodLogsRoot: cfg.Node.PodLogsRoot})
 	ep := eviction.Ports{Stats: a.stats, Pods: evictionPods{a}, Reclaim: reclaimer{a}, Events: d.API.Events}
 	if cfg.Metrics != nil {
 		ep.Metrics = cfg.Metrics
@@ -218,7 +219,9 @@ func (a *Agent) Start(ctx context.Context) {
 	a.pleg.Start(ctx)
 	a.volumes.Start(ctx)
 	a.probes.Start(ctx)
-	if len(a.cfg.Eviction.Thresholds) > 0 && a.d.Machine != nil {
+	// Local storage limits are enforced with or without thresholds, as
+	// the kubelet's localStorageCapacityIsolation (default true).
+	if a.d.Machine != nil {
 		a.evictions.Start(ctx)
 	}
 	oomwatch.Start(ctx, a.d.Core, a.d.OOMKills, a.d.API.Events, a.cfg.NodeName)

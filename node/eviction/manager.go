@@ -10,6 +10,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+	statsv1alpha1 "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
 
 	"github.com/lockstep-dev/lockstep/node/deps"
 	"github.com/lockstep-dev/lockstep/node/podutil"
@@ -110,7 +111,7 @@ func (m *Manager) Start(ctx context.Context) {
 		t := m.d.Tasks.NewTicker("eviction", m.cfg.Period)
 		defer t.Stop()
 		for {
-			if evicted := m.Cycle(ctx); evicted != nil {
+			for _, evicted := range m.Cycle(ctx) {
 				m.waitForCleanup(ctx, evicted.UID)
 			}
 			if t.Wait(ctx) != nil {
@@ -133,8 +134,9 @@ func (m *Manager) NodePressure() (memory, disk, pid bool) {
 	return HasCondition(c, corev1.NodeMemoryPressure), HasCondition(c, corev1.NodeDiskPressure), HasCondition(c, corev1.NodePIDPressure)
 }
 
-// Cycle runs one eviction cycle and returns the pod it evicted, if any.
-func (m *Manager) Cycle(ctx context.Context) *corev1.Pod {
+// Cycle runs one eviction cycle and returns the pods it evicted: every
+// pod over a local storage limit, else at most one for a threshold.
+func (m *Manager) Cycle(ctx context.Context) []*corev1.Pod {
 	sample, err := m.ports.Stats.Refresh(ctx)
 	if err != nil {
 		if ctx.Err() == nil {
@@ -143,7 +145,8 @@ func (m *Manager) Cycle(ctx context.Context) *corev1.Pod {
 		return nil
 	}
 	pods := m.ports.Pods.ActivePods()
-	obs, usages := Observe(sample, sample.Summary(m.nodeName, pods), m.allocatableMemory)
+	sum := sample.Summary(m.nodeName, pods)
+	obs, usages := Observe(sample, sum, m.allocatableMemory)
 	now := m.d.Clock.Now()
 	m.mu.Lock()
 	d := m.state.Evaluate(m.cfg, obs, now)
@@ -153,6 +156,11 @@ func (m *Manager) Cycle(ctx context.Context) *corev1.Pod {
 	m.conds, m.observed = d.Conditions, true
 	m.mu.Unlock()
 
+	// As the kubelet: pods over their local storage limits are evicted
+	// first, and then no threshold is acted upon this cycle.
+	if evicted := m.localStorageEvictions(sample, sum, pods); len(evicted) > 0 {
+		return evicted
+	}
 	t, ok := firstReclaimable(d.Act)
 	if !ok {
 		return nil
@@ -176,7 +184,7 @@ func (m *Manager) Cycle(ctx context.Context) *corev1.Pod {
 			continue
 		}
 		m.evict(t, obs, c)
-		return c.Pod
+		return []*corev1.Pod{c.Pod}
 	}
 	m.log.Warn("eviction threshold met but no pod can be evicted", "signal", string(t.Signal), "active", len(pods))
 	return nil
@@ -233,17 +241,51 @@ func (m *Manager) evict(t Threshold, obs Observations, c Candidate) {
 	msg := Message(t, obs, c)
 	m.log.Info("evicting pod", "pod", c.Pod.Namespace+"/"+c.Pod.Name, "uid", string(c.Pod.UID),
 		"signal", string(t.Signal), "grace", grace, "message", msg)
+	m.evictPod(c.Pod, grace, msg, string(t.Signal))
+}
+
+// localStorageEvictions evicts every active pod over one of its local
+// storage limits (CheckLocalStorage), critical pods excepted, and returns
+// them.
+func (m *Manager) localStorageEvictions(sample stats.Sample, sum *statsv1alpha1.Summary, pods []*corev1.Pod) []*corev1.Pod {
+	storage := ObserveLocalStorage(sample, sum)
+	dedicatedImageFs := sample.Usage.ImageFSCapacityBytes > 0
+	var evicted []*corev1.Pod
+	for _, pod := range pods {
+		ps, ok := storage[pod.UID]
+		if !ok {
+			continue
+		}
+		v, over := CheckLocalStorage(pod, ps, dedicatedImageFs)
+		if !over {
+			continue
+		}
+		if podutil.IsCriticalPod(pod) {
+			m.log.Warn("critical pod over its local storage limit is not evicted", "pod", pod.Namespace+"/"+pod.Name, "message", v.Message)
+			continue
+		}
+		m.log.Info("evicting pod over its local storage limit", "pod", pod.Namespace+"/"+pod.Name, "uid", string(pod.UID),
+			"signal", v.Signal, "grace", localStorageGrace, "message", v.Message)
+		m.evictPod(pod, localStorageGrace, v.Message, v.Signal)
+		evicted = append(evicted, pod)
+	}
+	return evicted
+}
+
+// evictPod records the Evicted event, fails and stops pod with grace and
+// counts the eviction under signal.
+func (m *Manager) evictPod(pod *corev1.Pod, grace int64, msg, signal string) {
 	if m.ports.Events != nil {
-		ref := &corev1.ObjectReference{Kind: "Pod", APIVersion: "v1", Namespace: c.Pod.Namespace, Name: c.Pod.Name, UID: c.Pod.UID}
+		ref := &corev1.ObjectReference{Kind: "Pod", APIVersion: "v1", Namespace: pod.Namespace, Name: pod.Name, UID: pod.UID}
 		m.ports.Events.Event(ref, corev1.EventTypeWarning, Reason, msg)
 	}
 	cond := corev1.PodCondition{
 		Type: corev1.DisruptionTarget, Status: corev1.ConditionTrue, Reason: corev1.PodReasonTerminationByKubelet,
-		Message: msg, ObservedGeneration: c.Pod.Generation,
+		Message: msg, ObservedGeneration: pod.Generation,
 	}
-	m.ports.Pods.Evict(c.Pod, grace, msg, cond)
+	m.ports.Pods.Evict(pod, grace, msg, cond)
 	if m.ports.Metrics != nil {
-		m.ports.Metrics.ObserveEviction(string(t.Signal))
+		m.ports.Metrics.ObserveEviction(signal)
 	}
 }
 

@@ -27,6 +27,7 @@ import (
 	"github.com/lockstep-dev/lockstep/node/pleg"
 	"github.com/lockstep-dev/lockstep/node/podspec"
 	realcri "github.com/lockstep-dev/lockstep/node/real/cri"
+	"github.com/lockstep-dev/lockstep/node/real/du"
 	"github.com/lockstep-dev/lockstep/node/real/kube"
 	"github.com/lockstep-dev/lockstep/node/real/machine"
 	"github.com/lockstep-dev/lockstep/node/real/mounter"
@@ -114,7 +115,7 @@ func Run(ctx context.Context, o Options, rt Runtime, log *slog.Logger) error {
 	d := deps.Deps{
 		Core:    deps.Core{Clock: world.Clock(), Rand: world.NewRand(), Tasks: world.Tasks{}, Log: log},
 		Runtime: rt.Runtime, Images: rt.Images, RuntimeEvents: rt.Events, Machine: mach, Files: osfiles.New(), Mounts: mounter.New(),
-		ProbeNet: probenet.New(),
+		ProbeNet: probenet.New(), Disk: du.New(),
 	}
 	if err := checkCgroupDriver(ctx, rt.Runtime, o); err != nil {
 		return err
