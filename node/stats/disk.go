@@ -40,10 +40,12 @@ type podDisk struct {
 }
 
 // measureDisk measures the emptyDir volumes and container log directories
-// of pods. A tree that vanishes while it is measured is left out; any
-// other failure fails the measure (and so the sample).
+// of pods. A tree that does not exist is left out; one that cannot be
+// measured is left out too, and its error returned beside what could be
+// (a volume the agent cannot read must not stop the evictions for memory).
 func measureDisk(ctx context.Context, du deps.DiskUsage, cfg Config, pods []*corev1.Pod) (podDisk, error) {
 	out := podDisk{Volumes: map[types.UID][]VolumeUsage{}, Logs: map[types.UID][]ContainerLogsUsage{}}
+	var errs []error
 	for _, pod := range pods {
 		for i := range pod.Spec.Volumes {
 			v := &pod.Spec.Volumes[i]
@@ -53,7 +55,7 @@ func measureDisk(ctx context.Context, du deps.DiskUsage, cfg Config, pods []*cor
 			dir := podspec.VolumeDir(cfg.RootDir, pod.UID, v)
 			u, ok, err := dirUsage(ctx, du, dir)
 			if err != nil {
-				return podDisk{}, fmt.Errorf("usage of emptyDir volume %q of pod %s/%s: %w", v.Name, pod.Namespace, pod.Name, err)
+				errs = append(errs, fmt.Errorf("usage of emptyDir volume %q of pod %s/%s: %w", v.Name, pod.Namespace, pod.Name, err))
 			}
 			if ok {
 				out.Volumes[pod.UID] = append(out.Volumes[pod.UID], VolumeUsage{Name: v.Name, UsedBytes: u.Bytes, InodesUsed: u.Inodes})
@@ -63,14 +65,14 @@ func measureDisk(ctx context.Context, du deps.DiskUsage, cfg Config, pods []*cor
 		for _, name := range containerNames(pod) {
 			u, ok, err := dirUsage(ctx, du, filepath.Join(logDir, name))
 			if err != nil {
-				return podDisk{}, fmt.Errorf("usage of the logs of container %q of pod %s/%s: %w", name, pod.Namespace, pod.Name, err)
+				errs = append(errs, fmt.Errorf("usage of the logs of container %q of pod %s/%s: %w", name, pod.Namespace, pod.Name, err))
 			}
 			if ok {
 				out.Logs[pod.UID] = append(out.Logs[pod.UID], ContainerLogsUsage{Name: name, UsedBytes: u.Bytes, InodesUsed: u.Inodes})
 			}
 		}
 	}
-	return out, nil
+	return out, errors.Join(errs...)
 }
 
 // dirUsage measures dir; ok is false when it does not exist.

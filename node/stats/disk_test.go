@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -56,9 +57,14 @@ func TestMeasureDisk(t *testing.T) {
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("measureDisk (-want +got):\n%s", diff)
 	}
-	// Any other failure fails the measure, naming the container.
+	// Any other failure is reported, naming the container, beside what
+	// could be measured.
 	pod.Spec.InitContainers = []corev1.Container{{Name: "init"}}
-	if _, err := measureDisk(context.Background(), du, Config{RootDir: "/root", PodLogsRoot: "/logs"}, []*corev1.Pod{pod}); err == nil {
-		t.Error("a failed measure was not reported")
+	got, err = measureDisk(context.Background(), du, Config{RootDir: "/root", PodLogsRoot: "/logs"}, []*corev1.Pod{pod})
+	if err == nil || !strings.Contains(err.Error(), `container "init" of pod ns/web`) {
+		t.Errorf("a failed measure reported as %v", err)
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("measureDisk with a failure (-want +got):\n%s", diff)
 	}
 }

@@ -7,7 +7,8 @@
 //
 // A sample is all or nothing: when any read fails the previous sample is
 // kept, so readers never see a node's memory from one instant beside pods
-// from another.
+// from another. The pods' volumes and logs are the exception: one that
+// cannot be measured is left out of the sample (and logged).
 package stats
 
 import (
@@ -207,7 +208,7 @@ func (p *Provider) sample(ctx context.Context) (Sample, error) {
 	if p.ports.Disk != nil && p.ports.Pods != nil {
 		disk, err := measureDisk(ctx, p.ports.Disk, p.cfg, p.ports.Pods())
 		if err != nil {
-			return Sample{}, err
+			p.log.Warn("local storage partly unmeasured", "error", err.Error())
 		}
 		s.Volumes, s.Logs = disk.Volumes, disk.Logs
 	}
