@@ -183,6 +183,7 @@ func (h *Harness) StartAgent() {
 		Mounts:   h.Mounts,
 		Cgroups:  h.Cgroups,
 		Machine:  machineModel{h.Runtime, h.NodeName},
+		Disk:     diskUsage{h.Files, h.Runtime},
 		ProbeNet: probeNet{h.Runtime, tasks},
 		OOMKills: h.ooms,
 	}
