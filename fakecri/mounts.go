@@ -59,7 +59,19 @@ func (r *Runtime) TrueMounts(id string) []*runtimeapi.Mount {
 func (r *Runtime) WrittenUnder(dir string) uint64 {
 	r.mu.Lock()
 	defer r.unlock()
-	now := r.now()
+	return r.writtenUnderLocked(dir, r.now())
+}
+
+// WrittenUnderAt is WrittenUnder as of an earlier instant at (unix
+// nanoseconds), by the containers the runtime still keeps: for invariant
+// checkers that judge a decision taken then.
+func (r *Runtime) WrittenUnderAt(dir string, at int64) uint64 {
+	r.mu.Lock()
+	defer r.unlock()
+	return r.writtenUnderLocked(dir, min(at, r.now()))
+}
+
+func (r *Runtime) writtenUnderLocked(dir string, now int64) uint64 {
 	dir = path.Clean(dir)
 	var total uint64
 	for _, c := range r.containerOrder {

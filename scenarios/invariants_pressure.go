@@ -98,6 +98,9 @@ func (c *Checker) onWritePressure(r apiserver.Record) {
 		if isEviction(r.Pod) && (prev == nil || !isEviction(prev)) && p.evicted[r.UID] == nil {
 			c.onEviction(r.Pod)
 		}
+		if isLocalStorageEviction(r.Pod) && (prev == nil || !isLocalStorageEviction(prev)) && p.evicted[r.UID] == nil {
+			c.onLocalStorageEviction(r.Pod)
+		}
 	}
 }
 

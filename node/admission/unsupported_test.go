@@ -87,7 +87,7 @@ func TestCheck(t *testing.T) {
 				}}}},
 			}
 		}, ignored: []string{"spec.volumes[0].persistentVolumeClaim", "spec.volumes[1]",
-			"spec.volumes[2].emptyDir.sizeLimit", "spec.volumes[3].projected.sources[2].clusterTrustBundle"}},
+			"spec.volumes[3].projected.sources[2].clusterTrustBundle"}}, // a disk emptyDir's sizeLimit: enforced by eviction
 		{name: "hostAliases are honoured (the managed hosts file), not flagged", mutate: func(p *corev1.Pod) { p.Spec.HostAliases = []corev1.HostAlias{{IP: "10.0.0.1"}} }},
 		{name: "imagePullSecrets are honoured (node/images)", mutate: func(p *corev1.Pod) { p.Spec.ImagePullSecrets = []corev1.LocalObjectReference{{Name: "s"}} }},
 		{name: "activeDeadlineSeconds is honoured", mutate: func(p *corev1.Pod) { p.Spec.ActiveDeadlineSeconds = ptr(int64(5)) }},
