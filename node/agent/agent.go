@@ -115,7 +115,7 @@ type Agent struct {
 	admitted map[types.UID]*corev1.Pod
 	rejected map[types.UID]admission.Decision
 	// nodeRead is the Node admission last read from the API, at
-	// nodeReadAt (see admissionNode).
+	// nodeReadAt, or last received from its watch (see admissionNode).
 	nodeRead   *corev1.Node
 	nodeReadAt time.Time
 	evicted    map[types.UID]stopNote
@@ -225,6 +225,9 @@ func (a *Agent) Start(ctx context.Context) {
 		a.evictions.Start(ctx)
 	}
 	oomwatch.Start(ctx, a.d.Core, a.d.OOMKills, a.d.API.Events, a.cfg.NodeName)
+	if a.d.API.NodeWatch != nil {
+		a.d.Tasks.Go("node watch", func() { a.watchNode(ctx) })
+	}
 	if a.node != nil {
 		a.node.Start(ctx)
 	}

@@ -29,6 +29,9 @@ type API struct {
 	// ObjectWatches keeps the configMaps and secrets of volumes fresh;
 	// nil: they are read again at each resync.
 	ObjectWatches ObjectWatchAPI
+	// NodeWatch keeps admission's view of the Node (labels, taints)
+	// fresh; nil: the Node is read again when admission's copy is old.
+	NodeWatch NodeWatchAPI
 	// Tokens issues service account tokens for projected volumes; nil
 	// (standalone): a pod whose volume needs one cannot start.
 	Tokens TokenAPI

@@ -178,7 +178,7 @@ func (h *Harness) StartAgent() {
 		// the kubelet's source component.
 		API: deps.API{Pods: tracingPods{h.API, h.K}, Nodes: h.API, Leases: h.API,
 			Events:     apiserver.NewRecorder(h.API, h.K, corev1.EventSource{Component: "kubelet", Host: h.NodeName}),
-			ConfigMaps: h.API, Secrets: h.API, Services: h.API, RuntimeClasses: h.API, Tokens: h.API, ObjectWatches: h.API},
+			ConfigMaps: h.API, Secrets: h.API, Services: h.API, RuntimeClasses: h.API, Tokens: h.API, ObjectWatches: h.API, NodeWatch: h.API},
 		Files:    h.Files,
 		Mounts:   h.Mounts,
 		Cgroups:  h.Cgroups,
