@@ -117,6 +117,7 @@ func opNodeMemory(r *run, a [3]int) error {
 	u, m := r.h.Runtime.NodeUsage(), r.h.Runtime.Node()
 	containers := u.MemoryWorkingSet - m.MemoryBase
 	r.h.Runtime.SetNodeMemoryUsage(subFloor(m.MemoryCapacity, target+containers))
+	r.h.MemoryMoved()
 	r.fault("node-memory", "available", target)
 	return nil
 }

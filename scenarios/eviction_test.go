@@ -38,6 +38,7 @@ func qosPod(t *testing.T, h *harness.Harness, name string, class, level int) {
 func nodeMemoryAvailable(h *harness.Harness, target uint64) {
 	u, m := h.Runtime.NodeUsage(), h.Runtime.Node()
 	h.Runtime.SetNodeMemoryUsage(subFloor(m.MemoryCapacity, target+u.MemoryWorkingSet-m.MemoryBase))
+	h.MemoryMoved()
 }
 
 func nodeCondition(h *harness.Harness, t corev1.NodeConditionType) corev1.ConditionStatus {
@@ -269,5 +270,30 @@ func TestAdmissionSeesATaintAddedLater(t *testing.T) {
 	runUntil(t, h, "untainted Running", time.Minute, func() bool { return PodIs(h, "default", "untainted", corev1.PodRunning, true) })
 	if got := reads(); got != before {
 		t.Errorf("admitting a pod read the Node %d times, want 0 (the watch has it)", got-before)
+	}
+}
+
+// A memory spike is acted upon at once: the memcg threshold notifier
+// (armed at capacity minus the hard memory.available threshold) wakes the
+// eviction manager between its 10 s cycles, so the pod over its request
+// is evicted within a second of the spike, not at the next cycle.
+func TestMemoryThresholdWakesTheEvictionManager(t *testing.T) {
+	h := startEviction(t, 8)
+	qosPod(t, h, "burstable", 1, 5) // 512Mi of a 64Mi request
+	runUntil(t, h, "burstable running", time.Minute, func() bool { return PodIs(h, "default", "burstable", corev1.PodRunning, false) })
+	// Half-way between two periodic cycles (the first ran at the agent's
+	// start, at 0 s).
+	if err := h.K.RunFor(10*time.Second - h.K.Elapsed()%(10*time.Second) + 5*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	fired := h.MemoryThresholdFired()
+	spike := h.K.Elapsed()
+	nodeMemoryAvailable(h, 60<<20) // under memory.available<100Mi
+	runUntil(t, h, "the eviction", 30*time.Second, func() bool { return PodIs(h, "default", "burstable", corev1.PodFailed, false) })
+	if took := h.K.Elapsed() - spike; took > 2*time.Second {
+		t.Errorf("pod evicted %v after the spike, want within 2 s (not at the next 10 s cycle)", took)
+	}
+	if got := h.MemoryThresholdFired() - fired; got != 1 {
+		t.Errorf("notifier fired %d times for one crossing, want 1", got)
 	}
 }

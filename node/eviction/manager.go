@@ -69,6 +69,10 @@ type Ports struct {
 	// pods; nil records none.
 	Events  deps.EventSink
 	Metrics Observer
+	// MemoryThreshold wakes the manager for a cycle at once when the
+	// node's working set crosses capacity minus the hard memory.available
+	// threshold; nil: memory is seen at the periodic cycles only.
+	MemoryThreshold deps.MemoryThresholdNotifier
 }
 
 // Manager runs the eviction cycle on the clock.
@@ -80,6 +84,10 @@ type Manager struct {
 	// allocatableMemory feeds allocatableMemory.available (0: none).
 	allocatableMemory int64
 	log               *slog.Logger
+
+	// armedAt is the working set the memory threshold notifier was last
+	// armed for (0: not armed); only the manager's task touches it.
+	armedAt uint64
 
 	mu    sync.Mutex
 	state State
@@ -104,21 +112,77 @@ func New(d deps.Core, ports Ports, cfg Config, nodeName string, allocatableMemor
 	return &Manager{d: d, ports: ports, cfg: cfg, nodeName: nodeName, allocatableMemory: allocatableMemory, log: log.With("component", "eviction")}
 }
 
+// notifierRetry is how long the memory threshold task waits after the
+// notifier failed before it waits on it again.
+const notifierRetry = DefaultPeriod
+
 // Start spawns the "eviction manager" task, one cycle every Period until
-// ctx ends.
+// ctx ends, and one more at once whenever the memory threshold notifier
+// fires (a wake-up pending while a cycle runs is kept, at most one).
 func (m *Manager) Start(ctx context.Context) {
-	m.d.Tasks.Go("eviction manager", func() {
+	wake := m.d.Tasks.NewSignal("eviction wake")
+	m.d.Tasks.Go("eviction ticker", func() {
 		t := m.d.Tasks.NewTicker("eviction", m.cfg.Period)
 		defer t.Stop()
+		for t.Wait(ctx) == nil {
+			wake.Notify()
+		}
+	})
+	if n := m.ports.MemoryThreshold; n != nil {
+		m.d.Tasks.Go("memory threshold notifier", func() { m.followMemoryThreshold(ctx, n, wake) })
+	}
+	m.d.Tasks.Go("eviction manager", func() {
 		for {
 			for _, evicted := range m.Cycle(ctx) {
 				m.waitForCleanup(ctx, evicted.UID)
 			}
-			if t.Wait(ctx) != nil {
+			if wake.Wait(ctx) != nil {
 				return
 			}
 		}
 	})
+}
+
+// followMemoryThreshold wakes the manager each time the notifier fires.
+func (m *Manager) followMemoryThreshold(ctx context.Context, n deps.MemoryThresholdNotifier, wake deps.Signal) {
+	for {
+		err := n.Next(ctx)
+		if ctx.Err() != nil {
+			return
+		}
+		if err != nil {
+			m.log.Warn("memory threshold notifier failed", "error", err.Error(), "retry", notifierRetry)
+			if m.d.Tasks.Sleep(ctx, notifierRetry) != nil {
+				return
+			}
+			continue
+		}
+		m.log.Info("memory threshold crossed: running an eviction cycle now")
+		wake.Notify()
+	}
+}
+
+// armMemoryThreshold (re)arms the notifier for the working set at which
+// the hard memory.available threshold is met, as the kubelet's memcg
+// notifier: capacity minus the threshold.
+func (m *Manager) armMemoryThreshold(capacity uint64) {
+	n := m.ports.MemoryThreshold
+	if n == nil || capacity == 0 {
+		return
+	}
+	reserve := HardMemoryReservation(m.cfg.Thresholds, int64(capacity))
+	if reserve <= 0 || uint64(reserve) >= capacity {
+		return
+	}
+	at := capacity - uint64(reserve)
+	if err := n.SetThreshold(at); err != nil {
+		m.log.Warn("could not arm the memory threshold notifier", "workingSet", at, "error", err.Error())
+		return
+	}
+	if at != m.armedAt {
+		m.log.Info("memory threshold notifier armed", "workingSet", at)
+		m.armedAt = at
+	}
 }
 
 // Conditions are the node's pressure conditions as the last cycle decided.
@@ -144,6 +208,7 @@ func (m *Manager) Cycle(ctx context.Context) []*corev1.Pod {
 		}
 		return nil
 	}
+	m.armMemoryThreshold(sample.Machine.MemoryBytes)
 	pods := m.ports.Pods.ActivePods()
 	sum := sample.Summary(m.nodeName, pods)
 	obs, usages := Observe(sample, sum, m.allocatableMemory)
