@@ -102,6 +102,8 @@ func (r *Runtime) nodeUsage(now int64) NodeUsage {
 			nodefsUsed = addSatU(nodefsUsed, c.logBytes)
 			nodefsInodes++
 		}
+		// FAKECRI_WRITE goes to volumes on the node's disk.
+		nodefsUsed = addSatU(nodefsUsed, c.writtenAt(now, ""))
 		if c.state != runningState {
 			continue
 		}

@@ -29,6 +29,10 @@ type script struct {
 	cpuMilli    uint64
 	disk        uint64 // writable layer, bytes
 	pids        uint64
+	// writes are the bytes written under mount paths over time
+	// (FAKECRI_WRITE): key is the path in the container, each step's
+	// value the bytes written by then.
+	writes []rule
 
 	ignoreSigterm bool
 	hasStopDelay  bool
@@ -99,6 +103,7 @@ const (
 	envMemoryGrowth  = "FAKECRI_MEMORY_GROWTH"
 	envCPU           = "FAKECRI_CPU"
 	envDisk          = "FAKECRI_DISK"
+	envWrite         = "FAKECRI_WRITE"
 	envPIDs          = "FAKECRI_PIDS"
 	envIgnoreSigterm = "FAKECRI_IGNORE_SIGTERM"
 	envStopDelay     = "FAKECRI_STOP_DELAY"
@@ -174,6 +179,8 @@ func (s *script) set(k, v string, ignoreSet *bool) error {
 		s.cpuMilli, err = parseMilliCPU(v)
 	case envDisk:
 		s.disk, err = parseBytes(v)
+	case envWrite:
+		s.writes, err = parseWrites(v)
 	case envPIDs:
 		var n int
 		n, err = parseIntRange(v, 0, 1<<22)
@@ -208,6 +215,35 @@ func (s *script) set(k, v string, ignoreSet *bool) error {
 		err = fmt.Errorf("unknown fakecri variable (see fakecri/README.md)")
 	}
 	return err
+}
+
+// parseWrites parses `<path>=<bytes>[,<dur>:<bytes>]...[;...]`: the bytes
+// the container has written under an absolute path of its own (a volume's
+// mount path) since it started.
+func parseWrites(v string) ([]rule, error) {
+	var rules []rule
+	for _, part := range strings.Split(v, ";") {
+		p, tlText, ok := strings.Cut(strings.TrimSpace(part), "=")
+		p = strings.TrimSpace(p)
+		if !ok || !path.IsAbs(p) {
+			return nil, fmt.Errorf("write %q: want <absolute path>=<bytes>[,<dur>:<bytes>]...", part)
+		}
+		tl, err := parseTimeline(tlText, parseBytesAnswer)
+		if err != nil {
+			return nil, fmt.Errorf("write %q: %w", part, err)
+		}
+		rules = append(rules, rule{key: path.Clean(p), tl: tl})
+	}
+	return rules, nil
+}
+
+// parseBytesAnswer: a size in bytes ("4Mi").
+func parseBytesAnswer(v string) (answer, error) {
+	n, err := parseBytes(v)
+	if err != nil || n > 1<<62 {
+		return answer{}, fmt.Errorf("size %q: want bytes such as 4Mi", v)
+	}
+	return answer{value: int(n)}, nil
 }
 
 // parseIntRange parses a decimal integer in [lo, hi].

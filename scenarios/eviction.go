@@ -27,8 +27,8 @@ const (
 
 func evictionScenario() Scenario {
 	return Scenario{Name: "eviction",
-		Doc:      "pods of every QoS class and priority under memory, disk and PID pressure rising and falling, with agent crashes",
-		Mix:      map[string]int{"create-qos": 8, "node-memory": 3, "node-disk": 2, "node-pids": 1, "delete": 1, "crash": 1, "wait": 1},
+		Doc:      "pods of every QoS class and priority under memory, disk and PID pressure rising and falling, pods whose local storage grows past (or stays under) their limits, with agent crashes",
+		Mix:      map[string]int{"create-qos": 8, "create-storage": 3, "node-memory": 3, "node-disk": 2, "node-pids": 1, "delete": 1, "crash": 1, "wait": 1},
 		MaxSteps: 20, // a small make-test budget: pressure needs few steps
 		Configure: func(c *harness.Config) {
 			ts, err := eviction.ParseThresholds(
@@ -117,6 +117,7 @@ func opNodeMemory(r *run, a [3]int) error {
 	u, m := r.h.Runtime.NodeUsage(), r.h.Runtime.Node()
 	containers := u.MemoryWorkingSet - m.MemoryBase
 	r.h.Runtime.SetNodeMemoryUsage(subFloor(m.MemoryCapacity, target+containers))
+	r.h.MemoryMoved()
 	r.fault("node-memory", "available", target)
 	return nil
 }

@@ -38,6 +38,7 @@ func qosPod(t *testing.T, h *harness.Harness, name string, class, level int) {
 func nodeMemoryAvailable(h *harness.Harness, target uint64) {
 	u, m := h.Runtime.NodeUsage(), h.Runtime.Node()
 	h.Runtime.SetNodeMemoryUsage(subFloor(m.MemoryCapacity, target+u.MemoryWorkingSet-m.MemoryBase))
+	h.MemoryMoved()
 }
 
 func nodeCondition(h *harness.Harness, t corev1.NodeConditionType) corev1.ConditionStatus {
@@ -218,11 +219,10 @@ func TestPressureRegressions(t *testing.T) {
 	}
 }
 
-// TestAdmissionSeesATaintAddedLater: node status writes read nothing, so
-// admission reads the Node itself when its copy is older than 10 s: a
-// NoExecute taint an administrator adds is honoured for pods that come
-// after it (TaintToleration), and no Node is read while nothing is
-// admitted.
+// TestAdmissionSeesATaintAddedLater: admission follows the node's Node
+// through a watch, so a NoExecute taint an administrator adds is honoured
+// for the very next pod (TaintToleration), and its removal for the pod
+// after, with no Node read while idle or to admit a pod.
 func TestAdmissionSeesATaintAddedLater(t *testing.T) {
 	h := harness.New(harness.Config{Seed: 11,
 		Replay: func(s uint64) string { return fmt.Sprintf("go test ./scenarios -run '^%s$' (seed %d)", t.Name(), s) }})
@@ -230,10 +230,8 @@ func TestAdmissionSeesATaintAddedLater(t *testing.T) {
 	h.StartAgent()
 	mustCreate(t, h, NewPod("before", h.NodeName))
 	runUntil(t, h, "before Running", time.Minute, func() bool { return PodIs(h, "default", "before", corev1.PodRunning, true) })
-	if !h.API.User().EditNode(h.NodeName, func(n *corev1.Node) {
-		n.Spec.Taints = append(n.Spec.Taints, corev1.Taint{Key: "example.com/drain", Effect: corev1.TaintEffectNoExecute})
-	}) {
-		t.Fatal("no node to taint")
+	if got := h.API.User().OpenNodeWatches(); got != 1 {
+		t.Errorf("%d Node watches open, want 1", got)
 	}
 	reads := func() int { return h.API.Requests()[apiserver.Request{Verb: apiserver.VerbGet, Resource: "nodes"}] }
 	idle := reads()
@@ -243,15 +241,59 @@ func TestAdmissionSeesATaintAddedLater(t *testing.T) {
 	if got := reads(); got != idle {
 		t.Errorf("the idle agent read its Node %d times in 5 minutes, want 0", got-idle)
 	}
+	taint := corev1.Taint{Key: "example.com/drain", Effect: corev1.TaintEffectNoExecute}
+	if !h.API.User().EditNode(h.NodeName, func(n *corev1.Node) { n.Spec.Taints = append(n.Spec.Taints, taint) }) {
+		t.Fatal("no node to taint")
+	}
+	// The watch delivers the edit in the same instant; a pod created in
+	// that instant races it (as on a real node), one a millisecond later
+	// does not.
+	if err := h.K.RunFor(time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
 	mustCreate(t, h, NewPod("after", h.NodeName))
 	runUntil(t, h, "after refused", time.Minute, func() bool { return PodIs(h, "default", "after", corev1.PodFailed, false) })
 	if p, _ := APIPod(h, "default", "after"); p.Status.Reason != "TaintToleration" {
 		t.Errorf("pod after the taint: reason %q (%s), want TaintToleration", p.Status.Reason, p.Status.Message)
 	}
-	if reads() == idle {
-		t.Error("admission decided without reading the Node")
-	}
 	if !PodIs(h, "default", "before", corev1.PodRunning, true) {
 		t.Error("the pod admitted before the taint no longer runs (admission does not evict)")
+	}
+	if !h.API.User().EditNode(h.NodeName, func(n *corev1.Node) { n.Spec.Taints = nil }) {
+		t.Fatal("no node to untaint")
+	}
+	if err := h.K.RunFor(time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	before := reads()
+	mustCreate(t, h, NewPod("untainted", h.NodeName))
+	runUntil(t, h, "untainted Running", time.Minute, func() bool { return PodIs(h, "default", "untainted", corev1.PodRunning, true) })
+	if got := reads(); got != before {
+		t.Errorf("admitting a pod read the Node %d times, want 0 (the watch has it)", got-before)
+	}
+}
+
+// A memory spike is acted upon at once: the memcg threshold notifier
+// (armed at capacity minus the hard memory.available threshold) wakes the
+// eviction manager between its 10 s cycles, so the pod over its request
+// is evicted within a second of the spike, not at the next cycle.
+func TestMemoryThresholdWakesTheEvictionManager(t *testing.T) {
+	h := startEviction(t, 8)
+	qosPod(t, h, "burstable", 1, 5) // 512Mi of a 64Mi request
+	runUntil(t, h, "burstable running", time.Minute, func() bool { return PodIs(h, "default", "burstable", corev1.PodRunning, false) })
+	// Half-way between two periodic cycles (the first ran at the agent's
+	// start, at 0 s).
+	if err := h.K.RunFor(10*time.Second - h.K.Elapsed()%(10*time.Second) + 5*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	fired := h.MemoryThresholdFired()
+	spike := h.K.Elapsed()
+	nodeMemoryAvailable(h, 60<<20) // under memory.available<100Mi
+	runUntil(t, h, "the eviction", 30*time.Second, func() bool { return PodIs(h, "default", "burstable", corev1.PodFailed, false) })
+	if took := h.K.Elapsed() - spike; took > 2*time.Second {
+		t.Errorf("pod evicted %v after the spike, want within 2 s (not at the next 10 s cycle)", took)
+	}
+	if got := h.MemoryThresholdFired() - fired; got != 1 {
+		t.Errorf("notifier fired %d times for one crossing, want 1", got)
 	}
 }

@@ -47,6 +47,7 @@ type Checker struct {
 	hooks           *hookChecks         // see invariants_hooks.go
 	cg              *cgroupChecks       // see invariants_cgroups.go
 	pressure        *pressureChecks     // see invariants_pressure.go
+	storage         *localStorageChecks // see invariants_localstorage.go
 	ooms            map[string]*oomKill // by container ID, see invariants_oom.go
 }
 
@@ -57,7 +58,7 @@ func NewChecker(h *harness.Harness) *Checker {
 		lastPhase: map[types.UID]corev1.PodPhase{}, restarts: map[string]int32{}, term: newTerminationState(), suite: newSuiteState(),
 		probes: newProbeChecks(), sidecars: newSidecarChecks(),
 		hooks: newHookChecks(), cg: newCgroupChecks(),
-		pressure: newPressureChecks(), ooms: map[string]*oomKill{}}
+		pressure: newPressureChecks(), storage: newLocalStorageChecks(), ooms: map[string]*oomKill{}}
 	h.API.OnWrite(c.onWrite)
 	return c
 }
@@ -86,6 +87,7 @@ func (c *Checker) Check() {
 	c.checkHooks(truth)
 	c.checkCgroups()
 	c.checkPressure(truth)
+	c.checkLocalStorage()
 	c.checkOOM(truth)
 	for _, ct := range truth {
 		key := string(ct.PodUID) + "/" + ct.Name

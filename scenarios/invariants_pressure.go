@@ -98,6 +98,9 @@ func (c *Checker) onWritePressure(r apiserver.Record) {
 		if isEviction(r.Pod) && (prev == nil || !isEviction(prev)) && p.evicted[r.UID] == nil {
 			c.onEviction(r.Pod)
 		}
+		if isLocalStorageEviction(r.Pod) && (prev == nil || !isLocalStorageEviction(prev)) && p.evicted[r.UID] == nil {
+			c.onLocalStorageEviction(r.Pod)
+		}
 	}
 }
 
@@ -241,6 +244,9 @@ func quantityOr(s string) int64 {
 // container has used for a while (not pinned) is still present: node-level
 // reclaim comes first.
 func (c *Checker) checkReclaimFirst(pod *corev1.Pod) {
+	// Up to the moment of the eviction (a container may have been
+	// created since the last step's look).
+	c.trackImages()
 	now := c.h.K.Elapsed()
 	for _, img := range c.h.Runtime.TrueImages() {
 		if img.GetPinned() {

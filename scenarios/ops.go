@@ -61,6 +61,7 @@ func Ops() map[string]Op {
 		"mirror-delete":       {"delete static pod a's mirror pod, with grace 0 or 30 (b)", drawArgs(0, len(staticNames)-1, 0, 1), opMirrorDelete},
 		"create-probed":       {"create a pod with probes drawn from seed a (see DrawProbedPod)", drawArgs(0, 1<<16-1), opCreateProbed},
 		"create-sized":        {"create a pod of QoS class a (Guaranteed, Burstable, BestEffort) and size b (see QOSPod)", drawArgs(0, 2, 0, 63), opCreateQOS},
+		"create-storage":      {"create a pod of local-storage kind a (emptyDir sizeLimit, container or pod ephemeral-storage limit, critical) going over (b odd) or staying under its limit after c·5 s", drawArgs(0, len(storageKinds)-1, 0, 1, 0, 3), opCreateStorage},
 		"create-qos":          {"create a pod of QoS class a (BestEffort, Burstable, Guaranteed, critical), priority b, usage level c", drawArgs(0, 3, 0, 3, 0, 5), opCreateQoS},
 		"create-oom":          {"create a pod under restart policy a whose memory grows at rate b past its limit c", drawArgs(0, 2, 0, 2, 0, 2), opCreateOOM},
 		"system-oom":          {"the kernel OOM-kills process pid a outside every container", drawArgs(1, 99999), opSystemOOM},

@@ -214,7 +214,7 @@ func Invariants() []string {
 		"sigterm-first", "lease-fresh", "node-ready", "liveness-restarts", "startup-protects", "fresh-probe-results", "sidecar-order", "pull-backoff",
 		"prestop-before-stop", "poststart-before-started", "volumes-kept", "token-valid", "cgroups-match",
 		"eviction-order", "critical-survives", "evicted-stays-dead",
-		"one-eviction-per-cycle", "reclaim-first", "pressure-conditions", "admission", "oom-reported",
+		"one-eviction-per-cycle", "reclaim-first", "local-storage-evicted", "local-storage-kept", "pressure-conditions", "admission", "oom-reported",
 		"deleted-disappears", "converges", "status-matches", "mirror-present",
 	}
 }

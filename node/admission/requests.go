@@ -84,3 +84,44 @@ func Request(pod *corev1.Pod, name corev1.ResourceName) int64 {
 	}
 	return q.Value()
 }
+
+// PodLimits is a pod's limits as the kubelet sums them: the pod-level
+// limits where the pod sets them, else the regular containers' and
+// sidecars' limits summed, or the largest an init container has beside
+// the sidecars started before it if that is more, plus the pod's overhead
+// for each resource some container limits. A resource no container
+// limits is absent.
+func PodLimits(pod *corev1.Pod) corev1.ResourceList {
+	total := corev1.ResourceList{}
+	for i := range pod.Spec.Containers {
+		addTo(total, pod.Spec.Containers[i].Resources.Limits)
+	}
+	sidecars := corev1.ResourceList{}
+	initMax := corev1.ResourceList{}
+	for i := range pod.Spec.InitContainers {
+		c := &pod.Spec.InitContainers[i]
+		if podutil.IsSidecar(c) {
+			addTo(sidecars, c.Resources.Limits)
+			addTo(total, c.Resources.Limits)
+			maxTo(initMax, sidecars)
+			continue
+		}
+		need := corev1.ResourceList{}
+		addTo(need, sidecars)
+		addTo(need, c.Resources.Limits)
+		maxTo(initMax, need)
+	}
+	maxTo(total, initMax)
+	for name, q := range pod.Spec.Overhead {
+		if sum, ok := total[name]; ok {
+			sum.Add(q)
+			total[name] = sum
+		}
+	}
+	if pod.Spec.Resources != nil {
+		for name, q := range pod.Spec.Resources.Limits {
+			total[name] = q.DeepCopy()
+		}
+	}
+	return total
+}

@@ -85,8 +85,7 @@ func TestCheck(t *testing.T) {
 					{ClusterTrustBundle: &corev1.ClusterTrustBundleProjection{Path: "ctb"}},
 				}}}},
 			}
-		}, ignored: []string{"spec.volumes[1]",
-			"spec.volumes[2].emptyDir.sizeLimit"}}, // clusterTrustBundle is published (node/volume)
+		}, ignored: []string{"spec.volumes[1]"}}, // claims, a disk emptyDir's sizeLimit (eviction) and clusterTrustBundle are honoured
 		{name: "hostAliases are honoured (the managed hosts file), not flagged", mutate: func(p *corev1.Pod) { p.Spec.HostAliases = []corev1.HostAlias{{IP: "10.0.0.1"}} }},
 		{name: "imagePullSecrets are honoured (node/images)", mutate: func(p *corev1.Pod) { p.Spec.ImagePullSecrets = []corev1.LocalObjectReference{{Name: "s"}} }},
 		{name: "activeDeadlineSeconds is honoured", mutate: func(p *corev1.Pod) { p.Spec.ActiveDeadlineSeconds = ptr(int64(5)) }},

@@ -8,9 +8,10 @@ import (
 
 // ignoredVolumeFields names the parts of a pod's volumes the agent does
 // not honour: volumes of a type the volume manager does not set up (the
-// containers run without their mounts), an emptyDir's huge-page media and
-// the sizeLimit of one on disk (upstream's eviction enforces it; a medium
-// Memory emptyDir is a tmpfs of that size).
+// containers run without their mounts) and an emptyDir's huge-page media.
+// (An emptyDir's sizeLimit is honoured: the eviction manager evicts a pod
+// whose emptyDir exceeds it, and a medium Memory emptyDir is a tmpfs of
+// that size.)
 func ignoredVolumeFields(spec *corev1.PodSpec) []string {
 	var out []string
 	for i := range spec.Volumes {
@@ -18,11 +19,8 @@ func ignoredVolumeFields(spec *corev1.PodSpec) []string {
 		prefix := fmt.Sprintf("spec.volumes[%d]", i)
 		switch {
 		case v.EmptyDir != nil:
-			switch {
-			case v.EmptyDir.Medium != corev1.StorageMediumDefault && v.EmptyDir.Medium != corev1.StorageMediumMemory:
+			if v.EmptyDir.Medium != corev1.StorageMediumDefault && v.EmptyDir.Medium != corev1.StorageMediumMemory {
 				out = append(out, prefix+".emptyDir.medium")
-			case v.EmptyDir.Medium != corev1.StorageMediumMemory && v.EmptyDir.SizeLimit != nil:
-				out = append(out, prefix+".emptyDir.sizeLimit") // enforced by eviction upstream
 			}
 		case v.HostPath != nil, v.ConfigMap != nil, v.Secret != nil, v.DownwardAPI != nil, v.PersistentVolumeClaim != nil:
 			// A claim's volume type is known only once it is read: the

@@ -123,7 +123,7 @@ type Agent struct {
 	admitted map[types.UID]*corev1.Pod
 	rejected map[types.UID]admission.Decision
 	// nodeRead is the Node admission last read from the API, at
-	// nodeReadAt (see admissionNode).
+	// nodeReadAt, or last received from its watch (see admissionNode).
 	nodeRead   *corev1.Node
 	nodeReadAt time.Time
 	evicted    map[types.UID]stopNote
@@ -183,8 +183,9 @@ func New(d deps.Deps, cfg Config) *Agent {
 		rejected: map[types.UID]admission.Decision{},
 		evicted:  map[types.UID]stopNote{},
 	}
-	a.stats = stats.New(d.Core, stats.Ports{Runtime: d.Runtime, Images: d.Images, Machine: d.Machine}, stats.Config{Period: cfg.Eviction.Period})
-	ep := eviction.Ports{Stats: a.stats, Pods: evictionPods{a}, Reclaim: reclaimer{a}, Events: d.API.Events}
+	a.stats = stats.New(d.Core, stats.Ports{Runtime: d.Runtime, Images: d.Images, Machine: d.Machine, Disk: d.Disk, Pods: a.admittedPods},
+		stats.Config{Period: cfg.Eviction.Period, RootDir: cfg.Node.RootDir, PodLogsRoot: cfg.Node.PodLogsRoot})
+	ep := eviction.Ports{Stats: a.stats, Pods: evictionPods{a}, Reclaim: reclaimer{a}, Events: d.API.Events, MemoryThreshold: d.MemoryThreshold}
 	if cfg.Metrics != nil {
 		ep.Metrics = cfg.Metrics
 	}
@@ -231,10 +232,15 @@ func (a *Agent) Start(ctx context.Context) {
 	a.objects.Start(ctx)
 	a.volumes.Start(ctx)
 	a.probes.Start(ctx)
-	if len(a.cfg.Eviction.Thresholds) > 0 && a.d.Machine != nil {
+	// Local storage limits are enforced with or without thresholds, as
+	// the kubelet's localStorageCapacityIsolation (default true).
+	if a.d.Machine != nil {
 		a.evictions.Start(ctx)
 	}
 	oomwatch.Start(ctx, a.d.Core, a.d.OOMKills, a.d.API.Events, a.cfg.NodeName)
+	if a.d.API.NodeWatch != nil {
+		a.d.Tasks.Go("node watch", func() { a.watchNode(ctx) })
+	}
 	if a.node != nil {
 		a.node.Start(ctx)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"slices"
 	"strings"
 	"time"
@@ -57,15 +58,61 @@ func withEvictionReserve(machine deps.Machine, nc nodestatus.Config, ts []evicti
 }
 
 // nodeMaxAge is how old admission's view of the Node's labels and taints
-// may be: older, the Node is read again before a pod is admitted. Node
-// status writes are patches that read nothing, so without this a taint or
-// label an administrator sets would never be seen; the kubelet watches its
-// Node instead. Idle, no read is made; under churn at most one per period.
+// may be when the Node is not watched (API.NodeWatch nil): older, the Node
+// is read again before a pod is admitted. Node status writes are patches
+// that read nothing, so without this a taint or label an administrator
+// sets would never be seen. Idle, no read is made; under churn at most one
+// per period.
 const nodeMaxAge = 10 * time.Second
 
-// admissionNode is the node as admission sees it: the Node read from the
-// API at most nodeMaxAge ago (labels, taints), else the one the node status
-// last wrote, else the labels the node registers with.
+// nodeWatchRetry is how long the node watch waits before it opens again
+// after a failure (a watch the apiserver closed normally reopens at once).
+const nodeWatchRetry = time.Second
+
+// watchNode keeps admission's copy of the Node current from a watch of
+// it, as the kubelet's node informer does, until ctx ends.
+func (a *Agent) watchNode(ctx context.Context) {
+	for ctx.Err() == nil {
+		err := a.followNode(ctx)
+		if ctx.Err() != nil {
+			return
+		}
+		if errors.Is(err, io.EOF) {
+			continue
+		}
+		a.d.Log.Warn("node watch failed; opening it again", "node", a.cfg.NodeName, "error", err.Error(), "retry", nodeWatchRetry)
+		if a.d.Tasks.Sleep(ctx, nodeWatchRetry) != nil {
+			return
+		}
+	}
+}
+
+// followNode opens one watch of the Node and records each state it
+// reports until the watch ends.
+func (a *Agent) followNode(ctx context.Context) error {
+	w, err := a.d.API.NodeWatch.WatchNode(ctx, a.cfg.NodeName)
+	if err != nil {
+		return fmt.Errorf("watch node %s: %w", a.cfg.NodeName, err)
+	}
+	defer w.Stop()
+	for {
+		n, err := w.Next(ctx)
+		if err != nil {
+			return err
+		}
+		if n == nil { // not registered yet, or deleted
+			continue
+		}
+		a.mu.Lock()
+		a.nodeRead, a.nodeReadAt = n, a.d.Clock.Now()
+		a.mu.Unlock()
+	}
+}
+
+// admissionNode is the node as admission sees it: the Node from its watch
+// (or, unwatched, read from the API at most nodeMaxAge ago) for labels
+// and taints, else the one the node status last wrote, else the labels
+// the node registers with.
 func (a *Agent) admissionNode() admission.Node {
 	n := admission.Node{Name: a.cfg.NodeName, Allocatable: a.cfg.Node.Allocatable}
 	if n.Allocatable == nil {
@@ -77,7 +124,7 @@ func (a *Agent) admissionNode() admission.Node {
 	}
 	n.Allocatable = n.Allocatable.DeepCopy()
 	n.Allocatable[corev1.ResourcePods] = *resource.NewQuantity(int64(maxPods), resource.DecimalSI)
-	if node := a.recentNode(); node != nil {
+	if node := a.currentNode(); node != nil {
 		n.Labels, n.Taints = node.Labels, node.Spec.Taints
 		return n
 	}
@@ -100,14 +147,15 @@ func (a *Agent) admissionNode() admission.Node {
 // nodeReadTimeout bounds admission's read of the Node.
 const nodeReadTimeout = 5 * time.Second
 
-// recentNode is the Node as read from the API at most nodeMaxAge ago,
-// reading it again when it is older (nil when it cannot be read).
-func (a *Agent) recentNode() *corev1.Node {
+// currentNode is the Node as its watch last reported it, or, when it is
+// not watched, as read from the API at most nodeMaxAge ago (reading it
+// again when it is older); nil when none is known.
+func (a *Agent) currentNode() *corev1.Node {
 	now := a.d.Clock.Now()
 	a.mu.Lock()
 	node, at := a.nodeRead, a.nodeReadAt
 	a.mu.Unlock()
-	if node != nil && now.Sub(at) < nodeMaxAge {
+	if a.d.API.NodeWatch != nil || (node != nil && now.Sub(at) < nodeMaxAge) {
 		return node
 	}
 	fresh, ok := a.readNode()
@@ -157,7 +205,7 @@ func (a *Agent) admit(pod *corev1.Pod) {
 		node, admitted := a.admissionNode(), a.admittedPods()
 		d = admission.AdmitToNode(pod, node, admitted)
 		if d.Reason == admission.ReasonNodeAffinity || d.Reason == admission.ReasonTaintToleration {
-			// The Node read up to nodeMaxAge ago may be behind its labels
+			// The watched (or read) Node may be a moment behind its labels
 			// and taints: read it now and decide again, as the kubelet
 			// does before refusing a pod for its node affinity.
 			if fresh, ok := a.readNode(); ok {

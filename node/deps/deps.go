@@ -56,6 +56,12 @@ type Deps struct {
 	// OOMKills reports the kernel's OOM kills; nil when they cannot be
 	// read (no /dev/kmsg).
 	OOMKills OOMKills
+	// Disk measures emptyDir volumes and container log directories; nil
+	// leaves them unmeasured (no local-storage evictions for them).
+	Disk DiskUsage
+	// MemoryThreshold wakes the eviction manager when memory usage
+	// crosses its threshold; nil: the manager sees memory every period.
+	MemoryThreshold MemoryThresholdNotifier
 }
 
 // Clock is the part of github.com/benbjohnson/clock's Clock that a simulator

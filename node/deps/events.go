@@ -38,3 +38,18 @@ type OOMKills interface {
 	// Next blocks for the next kill, or until ctx ends.
 	Next(ctx context.Context) (OOMKill, error)
 }
+
+// MemoryThresholdNotifier tells the eviction manager at once when the
+// node's memory use crosses a threshold, between its periodic cycles (the
+// kubelet's memcg threshold notifier). Real: a cgroup v1
+// memory.usage_in_bytes eventfd on the root memory cgroup
+// (node/real/memcg). Simulated: scripted by the world.
+type MemoryThresholdNotifier interface {
+	// SetThreshold arms the notifier for a working set (usage minus
+	// inactive file pages, as memory.available counts it) above bytes.
+	// Calling it again moves the threshold.
+	SetThreshold(workingSetBytes uint64) error
+	// Next blocks until the threshold was crossed since the last call,
+	// or until ctx ends (returning ctx.Err()).
+	Next(ctx context.Context) error
+}

@@ -49,3 +49,11 @@ type ObjectWatchAPI interface {
 	WatchConfigMap(ctx context.Context, namespace, name string) (ObjectWatch[*corev1.ConfigMap], error)
 	WatchSecret(ctx context.Context, namespace, name string) (ObjectWatch[*corev1.Secret], error)
 }
+
+// NodeWatchAPI watches the node's own Node object (a list and a watch
+// with the field selector metadata.name=<node>, which Node authorization
+// allows), so admission sees its labels and taints as they change without
+// reading the Node again.
+type NodeWatchAPI interface {
+	WatchNode(ctx context.Context, name string) (ObjectWatch[*corev1.Node], error)
+}

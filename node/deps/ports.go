@@ -30,6 +30,9 @@ type API struct {
 	// ObjectWatches keeps the configMaps and secrets of volumes fresh;
 	// nil: they are read again at each resync.
 	ObjectWatches ObjectWatchAPI
+	// NodeWatch keeps admission's view of the Node (labels, taints)
+	// fresh; nil: the Node is read again when admission's copy is old.
+	NodeWatch NodeWatchAPI
 	// Tokens issues service account tokens for projected volumes; nil
 	// (standalone): a pod whose volume needs one cannot start.
 	Tokens TokenAPI
@@ -303,4 +306,22 @@ type Files interface {
 	// bits when mode carries fs.ModeSetgid or fs.ModeSticky; other mode
 	// bits are ignored.
 	Chmod(path string, mode fs.FileMode) error
+}
+
+// DirUsage is what a directory tree uses on its filesystem.
+type DirUsage struct {
+	// Bytes are the blocks its files, directories and links occupy (as
+	// du counts them); Inodes how many of them there are.
+	Bytes, Inodes uint64
+}
+
+// DiskUsage measures directory trees on the node's disks (du): the
+// emptyDir volumes and container log directories whose usage the eviction
+// manager holds against their limits. Real: a walk of the tree
+// (node/real/du). Simulated: the sizes of the in-memory files plus what
+// the fake runtime's containers are scripted to have written.
+type DiskUsage interface {
+	// DirUsage measures the tree under path; a path that does not exist
+	// is an error satisfying errors.Is(err, fs.ErrNotExist).
+	DirUsage(ctx context.Context, path string) (DirUsage, error)
 }

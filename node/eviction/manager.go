@@ -10,6 +10,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+	statsv1alpha1 "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
 
 	"github.com/lockstep-dev/lockstep/node/deps"
 	"github.com/lockstep-dev/lockstep/node/podutil"
@@ -68,6 +69,10 @@ type Ports struct {
 	// pods; nil records none.
 	Events  deps.EventSink
 	Metrics Observer
+	// MemoryThreshold wakes the manager for a cycle at once when the
+	// node's working set crosses capacity minus the hard memory.available
+	// threshold; nil: memory is seen at the periodic cycles only.
+	MemoryThreshold deps.MemoryThresholdNotifier
 }
 
 // Manager runs the eviction cycle on the clock.
@@ -79,6 +84,10 @@ type Manager struct {
 	// allocatableMemory feeds allocatableMemory.available (0: none).
 	allocatableMemory int64
 	log               *slog.Logger
+
+	// armedAt is the working set the memory threshold notifier was last
+	// armed for (0: not armed); only the manager's task touches it.
+	armedAt uint64
 
 	mu    sync.Mutex
 	state State
@@ -103,21 +112,77 @@ func New(d deps.Core, ports Ports, cfg Config, nodeName string, allocatableMemor
 	return &Manager{d: d, ports: ports, cfg: cfg, nodeName: nodeName, allocatableMemory: allocatableMemory, log: log.With("component", "eviction")}
 }
 
+// notifierRetry is how long the memory threshold task waits after the
+// notifier failed before it waits on it again.
+const notifierRetry = DefaultPeriod
+
 // Start spawns the "eviction manager" task, one cycle every Period until
-// ctx ends.
+// ctx ends, and one more at once whenever the memory threshold notifier
+// fires (a wake-up pending while a cycle runs is kept, at most one).
 func (m *Manager) Start(ctx context.Context) {
-	m.d.Tasks.Go("eviction manager", func() {
+	wake := m.d.Tasks.NewSignal("eviction wake")
+	m.d.Tasks.Go("eviction ticker", func() {
 		t := m.d.Tasks.NewTicker("eviction", m.cfg.Period)
 		defer t.Stop()
+		for t.Wait(ctx) == nil {
+			wake.Notify()
+		}
+	})
+	if n := m.ports.MemoryThreshold; n != nil {
+		m.d.Tasks.Go("memory threshold notifier", func() { m.followMemoryThreshold(ctx, n, wake) })
+	}
+	m.d.Tasks.Go("eviction manager", func() {
 		for {
-			if evicted := m.Cycle(ctx); evicted != nil {
+			for _, evicted := range m.Cycle(ctx) {
 				m.waitForCleanup(ctx, evicted.UID)
 			}
-			if t.Wait(ctx) != nil {
+			if wake.Wait(ctx) != nil {
 				return
 			}
 		}
 	})
+}
+
+// followMemoryThreshold wakes the manager each time the notifier fires.
+func (m *Manager) followMemoryThreshold(ctx context.Context, n deps.MemoryThresholdNotifier, wake deps.Signal) {
+	for {
+		err := n.Next(ctx)
+		if ctx.Err() != nil {
+			return
+		}
+		if err != nil {
+			m.log.Warn("memory threshold notifier failed", "error", err.Error(), "retry", notifierRetry)
+			if m.d.Tasks.Sleep(ctx, notifierRetry) != nil {
+				return
+			}
+			continue
+		}
+		m.log.Info("memory threshold crossed: running an eviction cycle now")
+		wake.Notify()
+	}
+}
+
+// armMemoryThreshold (re)arms the notifier for the working set at which
+// the hard memory.available threshold is met, as the kubelet's memcg
+// notifier: capacity minus the threshold.
+func (m *Manager) armMemoryThreshold(capacity uint64) {
+	n := m.ports.MemoryThreshold
+	if n == nil || capacity == 0 {
+		return
+	}
+	reserve := HardMemoryReservation(m.cfg.Thresholds, int64(capacity))
+	if reserve <= 0 || uint64(reserve) >= capacity {
+		return
+	}
+	at := capacity - uint64(reserve)
+	if err := n.SetThreshold(at); err != nil {
+		m.log.Warn("could not arm the memory threshold notifier", "workingSet", at, "error", err.Error())
+		return
+	}
+	if at != m.armedAt {
+		m.log.Info("memory threshold notifier armed", "workingSet", at)
+		m.armedAt = at
+	}
 }
 
 // Conditions are the node's pressure conditions as the last cycle decided.
@@ -133,8 +198,9 @@ func (m *Manager) NodePressure() (memory, disk, pid bool) {
 	return HasCondition(c, corev1.NodeMemoryPressure), HasCondition(c, corev1.NodeDiskPressure), HasCondition(c, corev1.NodePIDPressure)
 }
 
-// Cycle runs one eviction cycle and returns the pod it evicted, if any.
-func (m *Manager) Cycle(ctx context.Context) *corev1.Pod {
+// Cycle runs one eviction cycle and returns the pods it evicted: every
+// pod over a local storage limit, else at most one for a threshold.
+func (m *Manager) Cycle(ctx context.Context) []*corev1.Pod {
 	sample, err := m.ports.Stats.Refresh(ctx)
 	if err != nil {
 		if ctx.Err() == nil {
@@ -142,8 +208,10 @@ func (m *Manager) Cycle(ctx context.Context) *corev1.Pod {
 		}
 		return nil
 	}
+	m.armMemoryThreshold(sample.Machine.MemoryBytes)
 	pods := m.ports.Pods.ActivePods()
-	obs, usages := Observe(sample, sample.Summary(m.nodeName, pods), m.allocatableMemory)
+	sum := sample.Summary(m.nodeName, pods)
+	obs, usages := Observe(sample, sum, m.allocatableMemory)
 	now := m.d.Clock.Now()
 	m.mu.Lock()
 	d := m.state.Evaluate(m.cfg, obs, now)
@@ -153,6 +221,11 @@ func (m *Manager) Cycle(ctx context.Context) *corev1.Pod {
 	m.conds, m.observed = d.Conditions, true
 	m.mu.Unlock()
 
+	// As the kubelet: pods over their local storage limits are evicted
+	// first, and then no threshold is acted upon this cycle.
+	if evicted := m.localStorageEvictions(sample, sum, pods); len(evicted) > 0 {
+		return evicted
+	}
 	t, ok := firstReclaimable(d.Act)
 	if !ok {
 		return nil
@@ -176,7 +249,7 @@ func (m *Manager) Cycle(ctx context.Context) *corev1.Pod {
 			continue
 		}
 		m.evict(t, obs, c)
-		return c.Pod
+		return []*corev1.Pod{c.Pod}
 	}
 	m.log.Warn("eviction threshold met but no pod can be evicted", "signal", string(t.Signal), "active", len(pods))
 	return nil
@@ -233,17 +306,51 @@ func (m *Manager) evict(t Threshold, obs Observations, c Candidate) {
 	msg := Message(t, obs, c)
 	m.log.Info("evicting pod", "pod", c.Pod.Namespace+"/"+c.Pod.Name, "uid", string(c.Pod.UID),
 		"signal", string(t.Signal), "grace", grace, "message", msg)
+	m.evictPod(c.Pod, grace, msg, string(t.Signal))
+}
+
+// localStorageEvictions evicts every active pod over one of its local
+// storage limits (CheckLocalStorage), critical pods excepted, and returns
+// them.
+func (m *Manager) localStorageEvictions(sample stats.Sample, sum *statsv1alpha1.Summary, pods []*corev1.Pod) []*corev1.Pod {
+	storage := ObserveLocalStorage(sample, sum)
+	dedicatedImageFs := sample.Usage.ImageFSCapacityBytes > 0
+	var evicted []*corev1.Pod
+	for _, pod := range pods {
+		ps, ok := storage[pod.UID]
+		if !ok {
+			continue
+		}
+		v, over := CheckLocalStorage(pod, ps, dedicatedImageFs)
+		if !over {
+			continue
+		}
+		if podutil.IsCriticalPod(pod) {
+			m.log.Warn("critical pod over its local storage limit is not evicted", "pod", pod.Namespace+"/"+pod.Name, "message", v.Message)
+			continue
+		}
+		m.log.Info("evicting pod over its local storage limit", "pod", pod.Namespace+"/"+pod.Name, "uid", string(pod.UID),
+			"signal", v.Signal, "grace", localStorageGrace, "message", v.Message)
+		m.evictPod(pod, localStorageGrace, v.Message, v.Signal)
+		evicted = append(evicted, pod)
+	}
+	return evicted
+}
+
+// evictPod records the Evicted event, fails and stops pod with grace and
+// counts the eviction under signal.
+func (m *Manager) evictPod(pod *corev1.Pod, grace int64, msg, signal string) {
 	if m.ports.Events != nil {
-		ref := &corev1.ObjectReference{Kind: "Pod", APIVersion: "v1", Namespace: c.Pod.Namespace, Name: c.Pod.Name, UID: c.Pod.UID}
+		ref := &corev1.ObjectReference{Kind: "Pod", APIVersion: "v1", Namespace: pod.Namespace, Name: pod.Name, UID: pod.UID}
 		m.ports.Events.Event(ref, corev1.EventTypeWarning, Reason, msg)
 	}
 	cond := corev1.PodCondition{
 		Type: corev1.DisruptionTarget, Status: corev1.ConditionTrue, Reason: corev1.PodReasonTerminationByKubelet,
-		Message: msg, ObservedGeneration: c.Pod.Generation,
+		Message: msg, ObservedGeneration: pod.Generation,
 	}
-	m.ports.Pods.Evict(c.Pod, grace, msg, cond)
+	m.ports.Pods.Evict(pod, grace, msg, cond)
 	if m.ports.Metrics != nil {
-		m.ports.Metrics.ObserveEviction(string(t.Signal))
+		m.ports.Metrics.ObserveEviction(signal)
 	}
 }
 

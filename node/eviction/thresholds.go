@@ -4,7 +4,10 @@
 // sample, decides which thresholds are met (hard at once, soft after their
 // grace period, both until their minimum reclaim is reached), derives the
 // node's pressure conditions (kept for the pressure transition period
-// after the signal clears), tries node-level reclaim first (dead
+// after the signal clears), evicts every pod over a local storage limit
+// (an emptyDir's sizeLimit, the pod's or a container's ephemeral-storage
+// limit; CheckLocalStorage) and then acts on no threshold that cycle,
+// else tries node-level reclaim first (dead
 // containers and unused images, for disk signals), then evicts at most one
 // pod, ranked as upstream ranks them. Critical pods are never evicted.
 //

@@ -7,7 +7,8 @@
 //
 // A sample is all or nothing: when any read fails the previous sample is
 // kept, so readers never see a node's memory from one instant beside pods
-// from another.
+// from another. The pods' volumes and logs are the exception: one that
+// cannot be measured is left out of the sample (and logged).
 package stats
 
 import (
@@ -20,6 +21,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 	cri "k8s.io/cri-api/pkg/apis"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	statsv1alpha1 "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
@@ -48,6 +50,11 @@ type Sample struct {
 	SandboxStats   []*runtimeapi.PodSandboxStats
 	ContainerStats []*runtimeapi.ContainerStats
 	Containers     []*runtimeapi.Container
+	// Volumes are the emptyDir volumes of the managed pods and Logs their
+	// containers' log directories, by pod UID (empty without a Disk
+	// port). A container's writable layer is in ContainerStats.
+	Volumes map[types.UID][]VolumeUsage
+	Logs    map[types.UID][]ContainerLogsUsage
 }
 
 // Summary builds the kubelet's stats Summary of the sample for the given
@@ -61,6 +68,12 @@ type Ports struct {
 	Runtime cri.RuntimeService
 	Images  cri.ImageManagerService
 	Machine deps.Machine
+	// Disk measures the pods' emptyDir volumes and log directories; nil
+	// measures none.
+	Disk deps.DiskUsage
+	// Pods lists the managed pods whose local storage is measured; nil
+	// lists none.
+	Pods func() []*corev1.Pod
 }
 
 // Config tunes a Provider; zero fields take their defaults.
@@ -69,6 +82,9 @@ type Config struct {
 	Period time.Duration
 	// Timeout bounds one sample's calls (default: Period).
 	Timeout time.Duration
+	// RootDir and PodLogsRoot locate the pods' volumes and log
+	// directories ("": podspec's defaults).
+	RootDir, PodLogsRoot string
 }
 
 // Provider samples the node's usage and keeps the latest sample.
@@ -188,6 +204,13 @@ func (p *Provider) sample(ctx context.Context) (Sample, error) {
 		if l := fs.GetImageFilesystems(); len(l) > 0 {
 			s.ImageFs = l[0]
 		}
+	}
+	if p.ports.Disk != nil && p.ports.Pods != nil {
+		disk, err := measureDisk(ctx, p.ports.Disk, p.cfg, p.ports.Pods())
+		if err != nil {
+			p.log.Warn("local storage partly unmeasured", "error", err.Error())
+		}
+		s.Volumes, s.Logs = disk.Volumes, disk.Logs
 	}
 	return s, nil
 }

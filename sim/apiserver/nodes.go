@@ -89,6 +89,7 @@ func (s *Server) putNodeLocked(verb string, n *corev1.Node) *corev1.Node {
 	n.ResourceVersion = strconv.FormatUint(rv, 10)
 	s.nodes[n.Name] = n
 	s.record(Record{RV: rv, Actor: ActorAgent, Verb: verb, Kind: KindNode, Name: n.Name, UID: n.UID, Node: n})
+	s.notifyObjWatchesLocked("nodes", n.Name)
 	return n
 }
 

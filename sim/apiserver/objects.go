@@ -196,7 +196,7 @@ func (u *User) PutConfigMap(cm *corev1.ConfigMap) {
 	defer u.s.unlock()
 	c.ResourceVersion = fmt.Sprint(u.s.nextRV())
 	u.s.objs.configMaps[key(c.Namespace, c.Name)] = c
-	u.s.notifyObjWatchesLocked(false, key(c.Namespace, c.Name))
+	u.s.notifyObjWatchesLocked("configmaps", key(c.Namespace, c.Name))
 }
 
 // PutSecret creates or replaces a secret ("default" namespace when unset).
@@ -209,7 +209,7 @@ func (u *User) PutSecret(sec *corev1.Secret) {
 	defer u.s.unlock()
 	c.ResourceVersion = fmt.Sprint(u.s.nextRV())
 	u.s.objs.secrets[key(c.Namespace, c.Name)] = c
-	u.s.notifyObjWatchesLocked(true, key(c.Namespace, c.Name))
+	u.s.notifyObjWatchesLocked("secrets", key(c.Namespace, c.Name))
 }
 
 // PutService creates or replaces a service ("default" namespace when

@@ -10,28 +10,31 @@ import (
 	"github.com/lockstep-dev/lockstep/node/deps"
 )
 
-// Single-object watches of configMaps and secrets. A watch reports the
+// Single-object watches of configMaps, secrets and the node's own Node. A
+// watch reports the
 // object's state when it opened, then each newer state (consecutive
 // changes between two Next calls coalesce into the latest, as a
 // reflector's store would); a missing object is nil. The faults that
 // break pod watches (DropWatches, Down) break these too.
 
-// objWatch is one open watch on a configMap or secret.
+// objWatch is one open watch on a configMap, secret or node.
 type objWatch struct {
-	s       *Server
-	secret  bool
-	key     string
-	sig     deps.Signal
-	started bool
-	seen    string // resource version last returned ("" missing)
-	drops   uint64 // Server.objDrops when opened
-	stopped bool
+	s *Server
+	// resource is "configmaps", "secrets" or "nodes"; key the object's
+	// namespace/name (a node's name alone).
+	resource string
+	key      string
+	sig      deps.Signal
+	started  bool
+	seen     string // resource version last returned ("" missing)
+	drops    uint64 // Server.objDrops when opened
+	stopped  bool
 }
 
 // WatchConfigMap opens a watch on one configMap a pod bound to the node
 // refers to.
 func (s *Server) WatchConfigMap(ctx context.Context, namespace, name string) (deps.ObjectWatch[*corev1.ConfigMap], error) {
-	w, err := s.openObjWatch(ctx, false, namespace, name)
+	w, err := s.openObjWatch(ctx, "configmaps", namespace, name)
 	if err != nil {
 		return nil, err
 	}
@@ -46,7 +49,7 @@ func (s *Server) WatchConfigMap(ctx context.Context, namespace, name string) (de
 // WatchSecret opens a watch on one secret a pod bound to the node refers
 // to.
 func (s *Server) WatchSecret(ctx context.Context, namespace, name string) (deps.ObjectWatch[*corev1.Secret], error) {
-	w, err := s.openObjWatch(ctx, true, namespace, name)
+	w, err := s.openObjWatch(ctx, "secrets", namespace, name)
 	if err != nil {
 		return nil, err
 	}
@@ -58,32 +61,60 @@ func (s *Server) WatchSecret(ctx context.Context, namespace, name string) (deps.
 	}}, nil
 }
 
-func (s *Server) openObjWatch(ctx context.Context, secret bool, namespace, name string) (*objWatch, error) {
-	resource, refers := "configmaps", refersToConfigMap
-	if secret {
-		resource, refers = "secrets", refersToSecret
+// WatchNode opens a watch on a node; under Node authorization only on the
+// node's own Node.
+func (s *Server) WatchNode(ctx context.Context, name string) (deps.ObjectWatch[*corev1.Node], error) {
+	w, err := s.openObjWatch(ctx, "nodes", "", name)
+	if err != nil {
+		return nil, err
 	}
-	if err := s.request(ctx, VerbWatch, fmt.Sprintf("%s %s/%s", resource, namespace, name)); err != nil {
+	return typedWatch[*corev1.Node]{w, func() (*corev1.Node, string) {
+		if n := s.nodes[w.key]; n != nil {
+			return n.DeepCopy(), n.ResourceVersion
+		}
+		return nil, ""
+	}}, nil
+}
+
+func (s *Server) openObjWatch(ctx context.Context, resource, namespace, name string) (*objWatch, error) {
+	k := key(namespace, name)
+	if resource == "nodes" {
+		k = name
+	}
+	if err := s.request(ctx, VerbWatch, fmt.Sprintf("%s %s", resource, k)); err != nil {
 		return nil, err
 	}
 	defer s.response()
 	s.mu.Lock()
 	defer s.unlock()
-	if err := s.authorizeReferenced(resource, namespace, name, refers); err != nil {
-		return nil, err
+	switch resource {
+	case "configmaps":
+		if err := s.authorizeReferenced(resource, namespace, name, refersToConfigMap); err != nil {
+			return nil, err
+		}
+	case "secrets":
+		if err := s.authorizeReferenced(resource, namespace, name, refersToSecret); err != nil {
+			return nil, err
+		}
+	case "nodes":
+		if s.node != "" && name != s.node {
+			return nil, s.forbidden(VerbWatch, "nodes", name, fmt.Sprintf("node %q may only watch its own Node", s.node))
+		}
 	}
-	w := &objWatch{s: s, secret: secret, key: key(namespace, name), drops: s.objDrops,
-		sig: s.tasks.NewSignal(fmt.Sprintf("watch %s %s/%s", resource, namespace, name))}
+	w := &objWatch{s: s, resource: resource, key: k, drops: s.objDrops,
+		sig: s.tasks.NewSignal(fmt.Sprintf("watch %s %s", resource, k))}
 	s.objWatches = append(s.objWatches, w)
-	s.objWatchCount[resource]++
+	if resource != "nodes" {
+		s.objWatchCount[resource]++
+	}
 	return w, nil
 }
 
-// notifyObjWatchesLocked wakes the watches of one object (every watch
-// when key is ""). Caller holds mu.
-func (s *Server) notifyObjWatchesLocked(secret bool, key string) {
+// notifyObjWatchesLocked wakes the watches of one object of resource
+// (every watch when key is ""). Caller holds mu.
+func (s *Server) notifyObjWatchesLocked(resource, key string) {
 	for _, w := range s.objWatches {
-		if key == "" || w.secret == secret && w.key == key {
+		if key == "" || w.resource == resource && w.key == key {
 			w.sig.Notify()
 		}
 	}
@@ -94,7 +125,7 @@ func (s *Server) notifyObjWatchesLocked(secret bool, key string) {
 func (s *Server) breakObjWatchesLocked() int {
 	s.objDrops++
 	n := len(s.objWatches)
-	s.notifyObjWatchesLocked(false, "")
+	s.notifyObjWatchesLocked("", "")
 	return n
 }
 
@@ -169,8 +200,22 @@ func (u *User) ObjectRequests() map[string]int {
 
 // OpenObjectWatches is how many configMap and secret watches are open.
 func (u *User) OpenObjectWatches() int {
-	s := u.s
+	return u.s.openWatches(func(resource string) bool { return resource != "nodes" })
+}
+
+// OpenNodeWatches is how many Node watches are open.
+func (u *User) OpenNodeWatches() int {
+	return u.s.openWatches(func(resource string) bool { return resource == "nodes" })
+}
+
+func (s *Server) openWatches(of func(resource string) bool) int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return len(s.objWatches)
+	n := 0
+	for _, w := range s.objWatches {
+		if of(w.resource) {
+			n++
+		}
+	}
+	return n
 }

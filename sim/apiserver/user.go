@@ -195,5 +195,6 @@ func (u *User) EditNode(name string, edit func(*corev1.Node)) bool {
 	n.ResourceVersion = strconv.FormatUint(rv, 10)
 	s.nodes[name] = n
 	s.record(Record{RV: rv, Actor: ActorUser, Verb: VerbUpdate, Kind: KindNode, Name: name, UID: n.UID, Node: n})
+	s.notifyObjWatchesLocked("nodes", name)
 	return true
 }

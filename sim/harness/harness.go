@@ -74,6 +74,7 @@ type Harness struct {
 	restarts int
 	traced   *tracingRuntime // the runtime as the agent sees it: calls traced
 	ooms     oomKills        // the kernel's OOM kills, scripted
+	memcg    *memoryNotifier // the memcg threshold notifier, scripted
 }
 
 // New builds the world; the agent is not started yet.
@@ -105,7 +106,8 @@ func New(cfg Config) *Harness {
 		Node: cfg.NodeName})
 	traceWrites(k, api)
 	return &Harness{K: k, Runtime: rt, API: api, Files: files, Mounts: memfs.NewMounts(files), Cgroups: NewCgroupTree(rt), NodeName: cfg.NodeName, cfg: cfg,
-		traced: newTracingRuntime(rt, k), ooms: oomKills{deps.NewInbox[deps.OOMKill](k.Tasks(), "kernel oom kills")}}
+		traced: newTracingRuntime(rt, k), ooms: oomKills{deps.NewInbox[deps.OOMKill](k.Tasks(), "kernel oom kills")},
+		memcg: &memoryNotifier{rt: rt, sig: k.Tasks().NewSignal("memcg threshold")}}
 }
 
 // defaultThresholds are the kubelet's default hard eviction thresholds,
@@ -178,13 +180,15 @@ func (h *Harness) StartAgent() {
 		// the kubelet's source component.
 		API: deps.API{Pods: tracingPods{h.API, h.K}, Nodes: h.API, Leases: h.API,
 			Events:     apiserver.NewRecorder(h.API, h.K, corev1.EventSource{Component: "kubelet", Host: h.NodeName}),
-			ConfigMaps: h.API, Secrets: h.API, Services: h.API, RuntimeClasses: h.API, Tokens: h.API, ObjectWatches: h.API, Claims: h.API, TrustBundles: h.API},
-		Files:    h.Files,
-		Mounts:   h.Mounts,
-		Cgroups:  h.Cgroups,
-		Machine:  machineModel{h.Runtime, h.NodeName},
-		ProbeNet: probeNet{h.Runtime, tasks},
-		OOMKills: h.ooms,
+			ConfigMaps: h.API, Secrets: h.API, Services: h.API, RuntimeClasses: h.API, Tokens: h.API, ObjectWatches: h.API, Claims: h.API, TrustBundles: h.API, NodeWatch: h.API},
+		Files:           h.Files,
+		Mounts:          h.Mounts,
+		Cgroups:         h.Cgroups,
+		Machine:         machineModel{h.Runtime, h.NodeName},
+		Disk:            diskUsage{h.Files, h.Runtime},
+		ProbeNet:        probeNet{h.Runtime, tasks},
+		OOMKills:        h.ooms,
+		MemoryThreshold: h.memcg,
 	}
 	cfg := h.cfg.Agent
 	cfg.NodeName = h.NodeName

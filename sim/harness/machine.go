@@ -6,6 +6,7 @@ import (
 
 	"github.com/lockstep-dev/lockstep/fakecri"
 	"github.com/lockstep-dev/lockstep/node/deps"
+	"github.com/lockstep-dev/lockstep/sim/memfs"
 )
 
 // machineModel is the simulated node's deps.Machine, read from the fake
@@ -37,4 +38,20 @@ func (m machineModel) Usage(context.Context) (deps.MachineUsage, error) {
 		ImageFSInodesFree: u.Imagefs.InodesFree, ImageFSInodes: u.Imagefs.Inodes,
 		PIDsAvailable: u.PIDCapacity - min(u.PIDsUsed, u.PIDCapacity),
 	}, nil
+}
+
+// diskUsage is the simulated node's deps.DiskUsage: the in-memory files
+// under a directory plus what the fake runtime's containers are scripted
+// to have written there (FAKECRI_WRITE).
+type diskUsage struct {
+	files *memfs.FS
+	rt    *fakecri.Runtime
+}
+
+func (d diskUsage) DirUsage(_ context.Context, dir string) (deps.DirUsage, error) {
+	bytes, inodes, err := d.files.TreeUsage(dir)
+	if err != nil {
+		return deps.DirUsage{}, fmt.Errorf("disk usage of %s: %w", dir, err)
+	}
+	return deps.DirUsage{Bytes: bytes + d.rt.WrittenUnder(dir), Inodes: inodes}, nil
 }

@@ -293,3 +293,35 @@ func (f *FS) AppendFile(name string, data []byte) error {
 	f.files[name] = append(f.files[name], data...)
 	return nil
 }
+
+// TreeUsage is the bytes of the files under dir and how many files,
+// links and directories it holds (dir included), as du counts a tree of
+// the simulated disk (sizes, not blocks). A missing dir is an error
+// satisfying errors.Is(err, fs.ErrNotExist).
+func (f *FS) TreeUsage(dir string) (bytes, inodes uint64, err error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	dir = path.Clean(dir)
+	if !f.dirs[dir] {
+		return 0, 0, &fs.PathError{Op: "du", Path: dir, Err: fs.ErrNotExist}
+	}
+	prefix := dir + "/"
+	inodes = 1
+	for name, data := range f.files {
+		if strings.HasPrefix(name, prefix) {
+			bytes += uint64(len(data))
+			inodes++
+		}
+	}
+	for d := range f.dirs {
+		if strings.HasPrefix(d, prefix) {
+			inodes++
+		}
+	}
+	for l := range f.links {
+		if strings.HasPrefix(l, prefix) {
+			inodes++
+		}
+	}
+	return bytes, inodes, nil
+}

@@ -112,3 +112,20 @@ func TestReadlinkFollowsLeadingLinks(t *testing.T) {
 		t.Errorf("Readlink of a directory through a link: %v, want ErrNotExist", err)
 	}
 }
+
+func TestTreeUsage(t *testing.T) {
+	f := New()
+	f.WriteFile("/v/a/x", make([]byte, 10))
+	f.WriteFile("/v/a/sub/y", make([]byte, 5))
+	f.WriteFile("/v/b/z", make([]byte, 100))
+	if err := f.Symlink("x", "/v/a/l"); err != nil {
+		t.Fatal(err)
+	}
+	bytes, inodes, err := f.TreeUsage("/v/a")
+	if err != nil || bytes != 15 || inodes != 5 { // a, x, sub, y, l
+		t.Errorf("TreeUsage(/v/a) = %d bytes, %d inodes, %v; want 15, 5, nil", bytes, inodes, err)
+	}
+	if _, _, err := f.TreeUsage("/v/c"); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("TreeUsage of a missing dir: %v", err)
+	}
+}

@@ -27,14 +27,17 @@ import (
 	"github.com/lockstep-dev/lockstep/node/pleg"
 	"github.com/lockstep-dev/lockstep/node/podspec"
 	realcri "github.com/lockstep-dev/lockstep/node/real/cri"
+	"github.com/lockstep-dev/lockstep/node/real/du"
 	"github.com/lockstep-dev/lockstep/node/real/kube"
 	"github.com/lockstep-dev/lockstep/node/real/machine"
+	"github.com/lockstep-dev/lockstep/node/real/memcg"
 	"github.com/lockstep-dev/lockstep/node/real/mounter"
 	"github.com/lockstep-dev/lockstep/node/real/osfiles"
 	"github.com/lockstep-dev/lockstep/node/real/probenet"
 	"github.com/lockstep-dev/lockstep/node/real/server"
 	"github.com/lockstep-dev/lockstep/node/real/world"
 	"github.com/lockstep-dev/lockstep/node/runtimesync"
+	cgroups "github.com/opencontainers/cgroups"
 )
 
 // Version is the agent's version, written on the Node as the
@@ -114,13 +117,19 @@ func Run(ctx context.Context, o Options, rt Runtime, log *slog.Logger) error {
 	d := deps.Deps{
 		Core:    deps.Core{Clock: world.Clock(), Rand: world.NewRand(), Tasks: world.Tasks{}, Log: log},
 		Runtime: rt.Runtime, Images: rt.Images, RuntimeEvents: rt.Events, Machine: mach, Files: osfiles.New(), Mounts: mounter.New(),
-		ProbeNet: probenet.New(),
+		ProbeNet: probenet.New(), Disk: du.New(),
 	}
 	if err := checkCgroupDriver(ctx, rt.Runtime, o); err != nil {
 		return err
 	}
 	if d.Cgroups, err = cgroupPort(o); err != nil {
 		return err
+	}
+	if n, err := memoryNotifier(info); err != nil {
+		log.Warn("no memory threshold notifier: memory pressure is seen at the eviction manager's periodic cycles", "error", err.Error())
+	} else {
+		defer n.Close()
+		d.MemoryThreshold = n
 	}
 	if kmsg, err := machine.OpenKmsg(""); err != nil {
 		log.Warn("kernel OOM kills will not be reported as SystemOOM events", "error", err.Error())
@@ -292,3 +301,16 @@ func (p *provider) Runtime() cri.RuntimeService { return p.d.Runtime }
 func (p *provider) Machine() deps.Machine       { return p.d.Machine }
 func (p *provider) NodeName() string            { return p.node }
 func (p *provider) PodLogsRoot() string         { return p.logs }
+
+// memoryNotifier opens the memcg threshold notifier on the root of the
+// cgroup v1 memory hierarchy; cgroup v2 has none (see node/real/memcg).
+func memoryNotifier(info deps.MachineInfo) (*memcg.Notifier, error) {
+	if info.CgroupV2 {
+		return nil, errors.New("cgroup v2 has no memory usage threshold events")
+	}
+	root, err := cgroups.FindCgroupMountpoint("", "memory")
+	if err != nil {
+		return nil, fmt.Errorf("find the memory cgroup mount: %w", err)
+	}
+	return memcg.New(root)
+}

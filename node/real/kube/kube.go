@@ -103,7 +103,7 @@ func New(cs kubernetes.Interface, opts Options) *Client {
 
 // API returns the ports as a deps.API.
 func (c *Client) API() deps.API {
-	return deps.API{Pods: c, Nodes: c, Leases: c, Events: c, ConfigMaps: c, Secrets: c, Services: c, RuntimeClasses: c, Tokens: c, ObjectWatches: c, Claims: c, TrustBundles: c}
+	return deps.API{Pods: c, Nodes: c, Leases: c, Events: c, ConfigMaps: c, Secrets: c, Services: c, RuntimeClasses: c, Tokens: c, ObjectWatches: c, Claims: c, TrustBundles: c, NodeWatch: c}
 }
 
 // Shutdown stops the event broadcaster; events still queued may be lost.

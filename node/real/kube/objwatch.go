@@ -56,6 +56,27 @@ func (c *Client) WatchSecret(ctx context.Context, namespace, name string) (deps.
 	return &objWatch[*corev1.Secret]{what: "secret " + namespace + "/" + name, w: w, first: first, pending: true}, nil
 }
 
+// WatchNode lists and watches one Node (field selector metadata.name,
+// which Node authorization allows for the node's own).
+func (c *Client) WatchNode(ctx context.Context, name string) (deps.ObjectWatch[*corev1.Node], error) {
+	api := c.cs.CoreV1().Nodes()
+	opts := metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("metadata.name", name).String()}
+	list, err := api.List(ctx, opts)
+	if err != nil {
+		return nil, fmt.Errorf("list node %s: %w", name, err)
+	}
+	opts.ResourceVersion = list.ResourceVersion
+	w, err := api.Watch(ctx, opts)
+	if err != nil {
+		return nil, fmt.Errorf("watch node %s: %w", name, err)
+	}
+	var first *corev1.Node
+	if len(list.Items) > 0 {
+		first = &list.Items[0]
+	}
+	return &objWatch[*corev1.Node]{what: "node " + name, w: w, first: first, pending: true}, nil
+}
+
 // objWatch turns a client-go watch of one object into deps.ObjectWatch.
 type objWatch[T runtime.Object] struct {
 	what    string

@@ -1,0 +1,196 @@
+package eviction
+
+import (
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/types"
+	statsv1alpha1 "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
+
+	"github.com/lockstep-dev/lockstep/node/admission"
+	"github.com/lockstep-dev/lockstep/node/podutil"
+	"github.com/lockstep-dev/lockstep/node/stats"
+)
+
+// The local-storage limit signals, as kubelet_evictions labels them.
+const (
+	SignalEmptyDirFsLimit           = "emptydirfs.limit"
+	SignalEphemeralPodFsLimit       = "ephemeralpodfs.limit"
+	SignalEphemeralContainerFsLimit = "ephemeralcontainerfs.limit"
+)
+
+// localStorageGrace is the grace period of a pod evicted for its local
+// storage, as the kubelet's immediate evictions.
+const localStorageGrace = 1
+
+// ContainerStorage is what one container holds on the node's disk.
+type ContainerStorage struct {
+	Name string
+	// Running says the container has a running instance (only those are
+	// held against their limit, as upstream).
+	Running bool
+	// Rootfs is its writable layer (running containers only); Logs its
+	// log directory (every instance's logs).
+	Rootfs, Logs int64
+}
+
+// PodStorage is what a pod holds on the node's disk: its emptyDir
+// volumes by name and its containers.
+type PodStorage struct {
+	Volumes    map[string]int64
+	Containers []ContainerStorage
+}
+
+// LocalStorage is the pods' local storage by UID; a pod without an entry
+// was not measured.
+type LocalStorage map[types.UID]PodStorage
+
+// ObserveLocalStorage joins a sample's volumes and logs with the writable
+// layers of its Summary's running containers.
+func ObserveLocalStorage(s stats.Sample, sum *statsv1alpha1.Summary) LocalStorage {
+	out := LocalStorage{}
+	entry := func(uid types.UID) PodStorage {
+		ps, ok := out[uid]
+		if !ok {
+			ps = PodStorage{Volumes: map[string]int64{}}
+		}
+		return ps
+	}
+	for _, p := range sum.Pods {
+		uid := types.UID(p.PodRef.UID)
+		ps := entry(uid)
+		for _, c := range p.Containers {
+			cs := ContainerStorage{Name: c.Name, Running: true}
+			if c.Rootfs != nil && c.Rootfs.UsedBytes != nil {
+				cs.Rootfs = clamp(*c.Rootfs.UsedBytes)
+			}
+			ps.Containers = append(ps.Containers, cs)
+		}
+		out[uid] = ps
+	}
+	for uid, vs := range s.Volumes {
+		ps := entry(uid)
+		for _, v := range vs {
+			ps.Volumes[v.Name] = clamp(v.UsedBytes)
+		}
+		out[uid] = ps
+	}
+	for uid, ls := range s.Logs {
+		ps := entry(uid)
+		for _, l := range ls {
+			i := containerIndex(ps.Containers, l.Name)
+			if i < 0 {
+				ps.Containers = append(ps.Containers, ContainerStorage{Name: l.Name})
+				i = len(ps.Containers) - 1
+			}
+			ps.Containers[i].Logs = clamp(l.UsedBytes)
+		}
+		out[uid] = ps
+	}
+	return out
+}
+
+func containerIndex(cs []ContainerStorage, name string) int {
+	for i := range cs {
+		if cs[i].Name == name {
+			return i
+		}
+	}
+	return -1
+}
+
+// LocalStorageViolation is why a pod is evicted for its local storage.
+type LocalStorageViolation struct {
+	// Signal is the limit exceeded (SignalEmptyDirFsLimit, …).
+	Signal string
+	// Message is the evicted pod's status message and event, worded as
+	// the kubelet's.
+	Message string
+}
+
+// CheckLocalStorage decides whether pod exceeds a local storage limit, in
+// the kubelet's order: an emptyDir volume over its sizeLimit, then the
+// pod's total (writable layers, logs and disk-backed emptyDirs) over the
+// pod's ephemeral-storage limit, then a container's logs (and its
+// writable layer, unless the runtime has an image filesystem of its own:
+// dedicatedImageFs) over the container's ephemeral-storage limit. Usage
+// equal to a limit is within it. Critical pods are the caller's concern.
+func CheckLocalStorage(pod *corev1.Pod, ps PodStorage, dedicatedImageFs bool) (LocalStorageViolation, bool) {
+	if v, ok := emptyDirOverLimit(pod, ps); ok {
+		return v, true
+	}
+	if v, ok := podOverLimit(pod, ps); ok {
+		return v, true
+	}
+	return containerOverLimit(pod, ps, dedicatedImageFs)
+}
+
+func emptyDirOverLimit(pod *corev1.Pod, ps PodStorage) (LocalStorageViolation, bool) {
+	for i := range pod.Spec.Volumes {
+		v := &pod.Spec.Volumes[i]
+		if v.EmptyDir == nil || v.EmptyDir.SizeLimit == nil || v.EmptyDir.SizeLimit.Sign() <= 0 {
+			continue
+		}
+		used, ok := ps.Volumes[v.Name]
+		if !ok || resource.NewQuantity(used, resource.BinarySI).Cmp(*v.EmptyDir.SizeLimit) <= 0 {
+			continue
+		}
+		return LocalStorageViolation{Signal: SignalEmptyDirFsLimit,
+			Message: fmt.Sprintf("Usage of EmptyDir volume %q exceeds the limit %q. ", v.Name, v.EmptyDir.SizeLimit.String())}, true
+	}
+	return LocalStorageViolation{}, false
+}
+
+func podOverLimit(pod *corev1.Pod, ps PodStorage) (LocalStorageViolation, bool) {
+	limit, ok := admission.PodLimits(pod)[corev1.ResourceEphemeralStorage]
+	if !ok {
+		return LocalStorageViolation{}, false
+	}
+	var total int64
+	for _, c := range ps.Containers {
+		total += c.Rootfs + c.Logs
+	}
+	for i := range pod.Spec.Volumes {
+		v := &pod.Spec.Volumes[i]
+		if v.EmptyDir != nil && v.EmptyDir.Medium != corev1.StorageMediumMemory {
+			total += ps.Volumes[v.Name]
+		}
+	}
+	if resource.NewQuantity(total, resource.BinarySI).Cmp(limit) <= 0 {
+		return LocalStorageViolation{}, false
+	}
+	return LocalStorageViolation{Signal: SignalEphemeralPodFsLimit,
+		Message: fmt.Sprintf("Pod ephemeral local storage usage exceeds the total limit of containers %s. ", limit.String())}, true
+}
+
+func containerOverLimit(pod *corev1.Pod, ps PodStorage, dedicatedImageFs bool) (LocalStorageViolation, bool) {
+	limits := map[string]resource.Quantity{}
+	for _, c := range pod.Spec.Containers {
+		if q, ok := c.Resources.Limits[corev1.ResourceEphemeralStorage]; ok && !q.IsZero() {
+			limits[c.Name] = q
+		}
+	}
+	for i := range pod.Spec.InitContainers {
+		c := &pod.Spec.InitContainers[i]
+		if q, ok := c.Resources.Limits[corev1.ResourceEphemeralStorage]; ok && !q.IsZero() && podutil.IsSidecar(c) {
+			limits[c.Name] = q
+		}
+	}
+	for _, c := range ps.Containers {
+		limit, ok := limits[c.Name]
+		if !ok || !c.Running {
+			continue
+		}
+		used := c.Logs
+		if !dedicatedImageFs {
+			used += c.Rootfs
+		}
+		if resource.NewQuantity(used, resource.BinarySI).Cmp(limit) <= 0 {
+			continue
+		}
+		return LocalStorageViolation{Signal: SignalEphemeralContainerFsLimit,
+			Message: fmt.Sprintf("Container %s exceeded its local ephemeral storage limit %q. ", c.Name, limit.String())}, true
+	}
+	return LocalStorageViolation{}, false
+}
