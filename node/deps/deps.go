@@ -56,6 +56,11 @@ type Deps struct {
 	// OOMKills reports the kernel's OOM kills; nil when they cannot be
 	// read (no /dev/kmsg).
 	OOMKills OOMKills
+	// Shutdown announces the machine's shutdown; nil: graceful node
+	// shutdown is off.
+	Shutdown ShutdownNotifier
+	// ManifestHTTP fetches the HTTP static pod source; nil: none.
+	ManifestHTTP ManifestHTTP
 }
 
 // Clock is the part of github.com/benbjohnson/clock's Clock that a simulator

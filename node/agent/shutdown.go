@@ -1,0 +1,37 @@
+package agent
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// shutdownPods is the agent's side of graceful node shutdown: the pods it
+// stops are those the eviction manager may evict, stopped the same way.
+type shutdownPods struct{ a *Agent }
+
+// ActivePods are the admitted pods still syncing, not terminal.
+func (p shutdownPods) ActivePods() []*corev1.Pod { return evictionPods(p).ActivePods() }
+
+// Kill stops the pod with grace and fails it as the shutdown says (see
+// SyncTerminatingPod).
+func (p shutdownPods) Kill(pod *corev1.Pod, grace int64, reason, message string, cond corev1.PodCondition) {
+	cond.ObservedGeneration = pod.Generation
+	p.a.stopAndFail(pod, &grace, stopNote{reason: reason, message: message, condition: cond})
+}
+
+// PodCleanedUp reports whether none of the pod's containers runs.
+func (p shutdownPods) PodCleanedUp(uid types.UID) bool { return evictionPods(p).PodCleanedUp(uid) }
+
+// nodeSyncer writes the node status now, once the node status manager
+// exists (it has an apiserver).
+type nodeSyncer struct{ a *Agent }
+
+func (n nodeSyncer) SyncNow() {
+	if n.a.node != nil {
+		n.a.node.SyncNow()
+	}
+}
+
+// ShuttingDown reports whether the node is shutting down (graceful node
+// shutdown under way).
+func (a *Agent) ShuttingDown() bool { return a.shutdown.ShuttingDown() }
