@@ -148,7 +148,8 @@ func applyStaticDefaults(pod *corev1.Pod, nodeName string, uid types.UID, seen t
 
 // MirrorPodFor returns the mirror pod to create in the API for a static
 // pod: same name, namespace, labels, annotations and spec, plus the mirror
-// annotation holding the static pod's config hash; no UID, resource
+// annotation holding the static pod's config hash and its config source
+// (file or http); no UID, resource
 // version or status. Owner references (the Node) are the caller's to add.
 func MirrorPodFor(static *corev1.Pod) *corev1.Pod {
 	hash := static.Annotations[AnnotationConfigHash]
@@ -168,7 +169,9 @@ func MirrorPodFor(static *corev1.Pod) *corev1.Pod {
 	if mirror.Annotations == nil {
 		mirror.Annotations = map[string]string{}
 	}
-	mirror.Annotations[AnnotationConfigSource] = SourceFile
+	if mirror.Annotations[AnnotationConfigSource] == "" {
+		mirror.Annotations[AnnotationConfigSource] = SourceFile
+	}
 	mirror.Annotations[AnnotationConfigMirror] = hash
 	return mirror
 }
