@@ -48,6 +48,7 @@ type Checker struct {
 	cg              *cgroupChecks       // see invariants_cgroups.go
 	pressure        *pressureChecks     // see invariants_pressure.go
 	ooms            map[string]*oomKill // by container ID, see invariants_oom.go
+	shutdown        *shutdownChecks     // see shutdown.go
 }
 
 // NewChecker starts checking h's apiserver writes at once; call Check to
@@ -59,6 +60,7 @@ func NewChecker(h *harness.Harness) *Checker {
 		hooks: newHookChecks(), cg: newCgroupChecks(),
 		pressure: newPressureChecks(), ooms: map[string]*oomKill{}}
 	h.API.OnWrite(c.onWrite)
+	h.OnStopContainer(c.onShutdownStop)
 	return c
 }
 
@@ -87,6 +89,7 @@ func (c *Checker) Check() {
 	c.checkCgroups()
 	c.checkPressure(truth)
 	c.checkOOM(truth)
+	c.checkShutdown()
 	for _, ct := range truth {
 		key := string(ct.PodUID) + "/" + ct.Name
 		if ct.State == runtimeapi.ContainerState_CONTAINER_RUNNING {

@@ -75,3 +75,9 @@ func (h *Harness) CancelShutdown() {
 
 // Shutdown is what the simulated logind saw so far.
 func (h *Harness) Shutdown() ShutdownState { return *h.shutdown.state }
+
+// OnStopContainer has fn told of every StopContainer call the agent makes
+// (the container's ID and the grace period), as it makes it.
+func (h *Harness) OnStopContainer(fn func(id string, grace int64)) {
+	h.traced.onStop = append(h.traced.onStop, fn)
+}
