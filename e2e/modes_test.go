@@ -4,7 +4,9 @@ package e2e
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -222,3 +224,94 @@ func TestRunOnce(t *testing.T) {
 		}
 	}
 }
+
+// restartWithArgs restarts lockstep with its original arguments plus
+// extra, without waiting for the node (which may not exist).
+func (e *env) restartWithArgs(t *testing.T, orig []byte, extra ...string) {
+	t.Helper()
+	args := strings.TrimRight(string(orig), "\n") + "\n" + strings.Join(extra, "\n") + "\n"
+	if err := os.WriteFile(filepath.Join(e.dir, "lockstep.args"), []byte(args), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	e.restartLockstep(t)
+}
+
+// deleteNode deletes the Node object (no controller manager runs: its
+// pods, lease and mirror pods stay).
+func (e *env) deleteNode(t *testing.T) {
+	t.Helper()
+	if err := e.admin.CoreV1().Nodes().Delete(context.Background(), e.node, metav1.DeleteOptions{}); err != nil {
+		t.Fatalf("delete node %s: %v", e.node, err)
+	}
+	poll(t, 10*time.Second, "node object gone", func() (bool, error) {
+		_, err := e.admin.CoreV1().Nodes().Get(context.Background(), e.node, metav1.GetOptions{})
+		return err != nil, err
+	})
+}
+
+// TestRegisterModes: with --register-node=false lockstep never creates
+// the Node, says in /healthz?verbose that it waits for it, and adopts the
+// one an administrator creates (its labels kept); with
+// --register-schedulable=false it registers the Node cordoned.
+func TestRegisterModes(t *testing.T) {
+	e := setup(t)
+	path := filepath.Join(e.dir, "lockstep.args")
+	orig, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = e.admin.CoreV1().Nodes().Delete(context.Background(), e.node, metav1.DeleteOptions{})
+		if err := os.WriteFile(path, orig, 0o644); err != nil {
+			t.Error(err)
+			return
+		}
+		e.restartLockstep(t)
+		n := e.waitNodeReady(t, 60*time.Second)
+		if n.Spec.Unschedulable {
+			t.Errorf("node re-registered unschedulable")
+		}
+	})
+
+	e.deleteNode(t)
+	e.restartWithArgs(t, orig, "--register-node=false")
+	hc := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: insecureTLS()}}
+	want := fmt.Sprintf(`[+]node-registration ok (waiting: node %q does not exist yet`, e.node)
+	poll(t, 30*time.Second, "/healthz?verbose saying lockstep waits for its Node", func() (bool, error) {
+		req, _ := http.NewRequest("GET", fmt.Sprintf("https://127.0.0.1:%d/healthz?verbose", e.port), nil)
+		req.Header.Set("Authorization", "Bearer "+e.adminTok)
+		resp, err := hc.Do(req)
+		if err != nil {
+			return false, err
+		}
+		defer resp.Body.Close()
+		var b strings.Builder
+		_, _ = io.Copy(&b, resp.Body)
+		return resp.StatusCode == 200 && strings.Contains(b.String(), want), fmt.Errorf("%d %q", resp.StatusCode, b.String())
+	})
+	time.Sleep(5 * time.Second)
+	if _, err := e.admin.CoreV1().Nodes().Get(context.Background(), e.node, metav1.GetOptions{}); err == nil {
+		t.Fatalf("node %s exists with --register-node=false before any administrator created it", e.node)
+	}
+	admin := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: e.node, Labels: map[string]string{"made-by": "admin"}}}
+	if _, err := e.admin.CoreV1().Nodes().Create(context.Background(), admin, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("administrator creates the node: %v", err)
+	}
+	n := e.waitNodeReady(t, 60*time.Second)
+	if n.Labels["made-by"] != "admin" || n.Labels["kubernetes.io/hostname"] != "" {
+		t.Errorf("adopted node labels %v: want the administrator's, untouched", n.Labels)
+	}
+
+	e.deleteNode(t)
+	e.restartWithArgs(t, orig, "--register-schedulable=false")
+	n = e.waitNodeReady(t, 60*time.Second)
+	tainted := false
+	for _, taint := range n.Spec.Taints {
+		tainted = tainted || (taint.Key == corev1.TaintNodeUnschedulable && taint.Effect == corev1.TaintEffectNoSchedule)
+	}
+	if !n.Spec.Unschedulable || !tainted {
+		t.Errorf("node registered with --register-schedulable=false: unschedulable %v, taints %v; want cordoned", n.Spec.Unschedulable, n.Spec.Taints)
+	}
+}
+
+func insecureTLS() *tls.Config { return &tls.Config{InsecureSkipVerify: true} }
