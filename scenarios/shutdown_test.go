@@ -153,4 +153,18 @@ func TestShutdownScenario(t *testing.T) {
 			t.Errorf("%s", res.Report())
 		}
 	}
+	// Found by sweeps: a pod deleted just before the shutdown, with a
+	// longer grace of its own, was left to its deletion's grace.
+	for seed, actions := range map[uint64]string{
+		81: "node-shutdown:47048,0,0@100;create:6,0,0@100;delete:1,0,0@100;node-shutdown:49357,0,0@100",
+		19: "create:13,0,0@209;create-qos:1,1,2@100;create:8,0,0@203;create-qos:2,0,1@100;create:5,0,0@206;create:6,0,0@189;delete:5,0,0@100;node-shutdown:48014,0,0@100",
+	} {
+		acts, err := ParseActions(actions)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res := Execute(Plan{Scenario: "node-shutdown", Seed: seed, Actions: acts}, Options{}); res.Failed() {
+			t.Errorf("%s", res.Report())
+		}
+	}
 }
