@@ -5,6 +5,8 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -32,8 +34,9 @@ spec:
 `
 
 // runOnce runs `lockstep node --runonce` on the fake runtime over a
-// manifest directory holding manifests, and returns its output and error.
-func runOnce(t *testing.T, manifests map[string]string) (string, error) {
+// manifest directory holding manifests (and the manifest URL url, if
+// any), and returns its output and error.
+func runOnce(t *testing.T, manifests map[string]string, url ...string) (string, error) {
 	t.Helper()
 	dir := t.TempDir()
 	mdir := filepath.Join(dir, "manifests")
@@ -49,6 +52,10 @@ func runOnce(t *testing.T, manifests map[string]string) (string, error) {
 	o.RuntimeEndpoint, o.ManifestPath, o.NodeName, o.RunOnce = daemon.FakeRuntime, mdir, "once-node", true
 	o.RootDir, o.PodLogsRoot, o.ContainerLogsDir = dir, filepath.Join(dir, "pods"), filepath.Join(dir, "containers")
 	o.RunOnceTimeout = 30 * time.Second
+	if len(url) > 0 {
+		o.ManifestURL = url[0]
+		o.ManifestURLHeader = map[string][]string{"Authorization": {"Bearer once"}}
+	}
 	if err := o.Validate(); err != nil {
 		t.Fatal(err)
 	}
@@ -91,5 +98,29 @@ func TestRunOnceNamesTheFailedPod(t *testing.T) {
 	}
 	if !strings.Contains(out, "pod default/broken-once-node: Failed, containers app=terminated(Error, exit 3)") {
 		t.Errorf("output lacks the failed pod's line:\n%s", out)
+	}
+}
+
+// TestRunOnceFromManifestURL: --runonce takes the pods of --manifest-url
+// too, fetched with the header.
+func TestRunOnceFromManifestURL(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the real daemon for a few seconds")
+	}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Authorization") != "Bearer once" {
+			http.Error(w, "no", http.StatusUnauthorized)
+			return
+		}
+		w.Write([]byte(strings.Replace(runOnceWeb, "name: web", "name: fetched", 1)))
+	}))
+	defer srv.Close()
+	out, err := runOnce(t, map[string]string{"web.yaml": runOnceWeb}, srv.URL)
+	if err != nil {
+		t.Fatalf("runonce: %v\n%s", err, out)
+	}
+	want := "pod default/fetched-once-node: Running, containers httpd=running\npod default/web-once-node: Running, containers httpd=running\n"
+	if out != want {
+		t.Errorf("output %q, want %q", out, want)
 	}
 }
