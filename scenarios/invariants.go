@@ -49,6 +49,7 @@ type Checker struct {
 	pressure        *pressureChecks     // see invariants_pressure.go
 	storage         *localStorageChecks // see invariants_localstorage.go
 	ooms            map[string]*oomKill // by container ID, see invariants_oom.go
+	shutdown        *shutdownChecks     // see shutdown.go
 }
 
 // NewChecker starts checking h's apiserver writes at once; call Check to
@@ -60,6 +61,7 @@ func NewChecker(h *harness.Harness) *Checker {
 		hooks: newHookChecks(), cg: newCgroupChecks(),
 		pressure: newPressureChecks(), storage: newLocalStorageChecks(), ooms: map[string]*oomKill{}}
 	h.API.OnWrite(c.onWrite)
+	h.OnStopContainer(c.onShutdownStop)
 	return c
 }
 
@@ -89,6 +91,7 @@ func (c *Checker) Check() {
 	c.checkPressure(truth)
 	c.checkLocalStorage()
 	c.checkOOM(truth)
+	c.checkShutdown()
 	for _, ct := range truth {
 		key := string(ct.PodUID) + "/" + ct.Name
 		if ct.State == runtimeapi.ContainerState_CONTAINER_RUNNING {

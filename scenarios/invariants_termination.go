@@ -142,7 +142,7 @@ func (c *Checker) checkStaticExclusive(containers []RuntimeContainer) {
 func staticSandboxes(sbs []*runtimeapi.PodSandbox) map[types.UID]string {
 	out := map[types.UID]string{}
 	for _, sb := range sbs {
-		if sb.Annotations[podsource.AnnotationConfigSource] != podsource.SourceFile {
+		if src := sb.Annotations[podsource.AnnotationConfigSource]; src != podsource.SourceFile && src != podsource.SourceHTTP {
 			continue
 		}
 		out[types.UID(sb.Labels[podstate.LabelPodUID])] = sb.Labels[podstate.LabelPodNamespace] + "/" + sb.Labels[podstate.LabelPodName]

@@ -48,6 +48,7 @@ func Scenarios() []Scenario {
 		cgroupsChurn(),
 		evictionScenario(),
 		oomScenario(),
+		shutdownScenario(),
 	}
 }
 
@@ -215,6 +216,7 @@ func Invariants() []string {
 		"prestop-before-stop", "poststart-before-started", "volumes-kept", "token-valid", "cgroups-match",
 		"eviction-order", "critical-survives", "evicted-stays-dead",
 		"one-eviction-per-cycle", "reclaim-first", "local-storage-evicted", "local-storage-kept", "pressure-conditions", "admission", "oom-reported",
+		"shutdown-order", "shutdown-grace", "shutdown-not-ready",
 		"deleted-disappears", "converges", "status-matches", "mirror-present",
 	}
 }

@@ -90,6 +90,18 @@ set the same options, and flags override it.`,
 	f.BoolVar(&o.RegisterNode, "register-node", o.RegisterNode, "create the node object; false waits for an administrator to create it, then writes only its status and lease")
 	f.StringToStringVar(&o.NodeLabels, "node-labels", o.NodeLabels, "labels to add when registering the node (key=value,…); kubernetes.io and k8s.io keys only with the prefixes NodeRestriction allows")
 	f.StringSliceVar(&o.RegisterWithTaints, "register-with-taints", o.RegisterWithTaints, "taints of the node at registration (<key>[=<value>]:<effect>,…)")
+	f.BoolVar(&o.RegisterSchedulable, "register-schedulable", o.RegisterSchedulable, "register the node schedulable; false registers it cordoned (spec.unschedulable and the node.kubernetes.io/unschedulable:NoSchedule taint)")
+	f.Int32Var(&o.NodeStatusMaxImages, "node-status-max-images", o.NodeStatusMaxImages, "most images reported in the node status, the largest first (-1: no cap)")
+	f.StringVar(&o.ManifestURL, "manifest-url", o.ManifestURL, "URL of static pod manifests (one pod, a PodList or several YAML documents), fetched every --http-check-frequency")
+	f.Var(&headerFlag{&o.ManifestURLHeader}, "manifest-url-header",
+		"HTTP headers of the --manifest-url requests, comma-separated Name:value pairs; may be repeated, a name given twice sends both values (e.g. --manifest-url-header 'Authorization:Bearer t')")
+	f.DurationVar(&o.HTTPCheckFrequency, "http-check-frequency", o.HTTPCheckFrequency, "how often --manifest-url is fetched")
+	f.BoolVar(&o.RunOnce, "runonce", o.RunOnce, "start the static pods of --pod-manifest-path and --manifest-url, wait until they run, print their status and exit (no apiserver, no HTTP server); containers are left running")
+	f.DurationVar(&o.RunOnceTimeout, "runonce-timeout", o.RunOnceTimeout, "how long --runonce waits for the pods to run")
+	f.DurationVar(&o.ShutdownGracePeriod, "shutdown-grace-period", o.ShutdownGracePeriod,
+		"graceful node shutdown: how long the node's shutdown is delayed (systemd-logind inhibitor lock) while pods stop (0: off)")
+	f.DurationVar(&o.ShutdownGracePeriodCriticalPods, "shutdown-grace-period-critical-pods", o.ShutdownGracePeriodCriticalPods,
+		"the part of --shutdown-grace-period kept for critical pods, stopped after the others")
 	f.Var(&evictionFlag{&o.EvictionHard, "<"}, "eviction-hard",
 		"hard eviction thresholds, e.g. memory.available<100Mi,nodefs.available<10% (default: the kubelet's)")
 	f.Var(&evictionFlag{&o.EvictionSoft, "<"}, "eviction-soft", "soft eviction thresholds, e.g. memory.available<1Gi")
@@ -132,6 +144,31 @@ func (e *evictionFlag) Set(v string) error {
 
 func (e *evictionFlag) Type() string { return "mapStringString" }
 
+// headerFlag is a repeatable flag of comma-separated Name:value headers.
+type headerFlag struct{ m *map[string][]string }
+
+func (h *headerFlag) String() string {
+	if h.m == nil || *h.m == nil {
+		return ""
+	}
+	var parts []string
+	for _, k := range slices.Sorted(maps.Keys(*h.m)) {
+		for _, v := range (*h.m)[k] {
+			parts = append(parts, k+":"+v)
+		}
+	}
+	return strings.Join(parts, ",")
+}
+
+func (h *headerFlag) Set(v string) error {
+	if *h.m == nil {
+		*h.m = map[string][]string{}
+	}
+	return daemon.ParseURLHeaders(v, *h.m)
+}
+
+func (h *headerFlag) Type() string { return "colonSeparatedMultimapStringString" }
+
 // resolveNodeOptions merges the config file under the flags and validates.
 func resolveNodeOptions(f *pflag.FlagSet, o *daemon.Options) error {
 	f.Visit(func(fl *pflag.Flag) { o.SetOrigin(fl.Name, "--"+fl.Name) })
@@ -162,14 +199,10 @@ func newLogger(v int) *slog.Logger {
 func runNode(ctx context.Context, o daemon.Options, log *slog.Logger) error {
 	var rt daemon.Runtime
 	if o.RuntimeEndpoint == daemon.FakeRuntime {
-		fake := fakecri.New(fakecri.Config{})
-		streams, err := streamserver.Start(fake, "127.0.0.1:0")
-		if err != nil {
+		var err error
+		if rt, err = fakeRuntime(log, &o); err != nil {
 			return err
 		}
-		rt = daemon.Runtime{Runtime: fake, Images: fake, Type: "fakecri", Close: func() { _ = streams.Stop() }}
-		log.Info("using the in-process fake runtime (nothing really runs, so no pod cgroups either)", "streams", "http://"+streams.Addr().String())
-		o.Cgroups.CgroupsPerQOS, o.Cgroups.EnforceNodeAllocatable = false, nil
 	} else {
 		var err error
 		if rt, err = daemon.DialRuntime(ctx, o); err != nil {
@@ -177,7 +210,23 @@ func runNode(ctx context.Context, o daemon.Options, log *slog.Logger) error {
 		}
 	}
 	defer rt.Close()
+	if o.RunOnce {
+		return daemon.RunOnce(ctx, o, rt, log, os.Stdout)
+	}
 	return daemon.Run(ctx, o, rt, log)
+}
+
+// fakeRuntime starts the in-process fake runtime and its streaming
+// server; nothing really runs, so pod cgroups are turned off in o.
+func fakeRuntime(log *slog.Logger, o *daemon.Options) (daemon.Runtime, error) {
+	fake := fakecri.New(fakecri.Config{})
+	streams, err := streamserver.Start(fake, "127.0.0.1:0")
+	if err != nil {
+		return daemon.Runtime{}, err
+	}
+	log.Info("using the in-process fake runtime (nothing really runs, so no pod cgroups either)", "streams", "http://"+streams.Addr().String())
+	o.Cgroups.CgroupsPerQOS, o.Cgroups.EnforceNodeAllocatable = false, nil
+	return daemon.Runtime{Runtime: fake, Images: fake, Type: "fakecri", Close: func() { _ = streams.Stop() }}, nil
 }
 
 // refuseRegressionBuild keeps a binary built with a regression-variant tag

@@ -31,6 +31,7 @@ import (
 	"github.com/lockstep-dev/lockstep/node/podworkers"
 	"github.com/lockstep-dev/lockstep/node/prober"
 	"github.com/lockstep-dev/lockstep/node/runtimesync"
+	"github.com/lockstep-dev/lockstep/node/shutdown"
 	"github.com/lockstep-dev/lockstep/node/stats"
 	"github.com/lockstep-dev/lockstep/node/status"
 	"github.com/lockstep-dev/lockstep/node/termmsg"
@@ -46,6 +47,12 @@ type Config struct {
 	ManifestDir string
 	// FileCheckFrequency is how often the manifest directory is re-read.
 	FileCheckFrequency time.Duration
+	// ManifestURL is the HTTP static pod source ("": none), fetched
+	// through deps.ManifestHTTP every HTTPCheckFrequency with the headers
+	// ManifestURLHeader.
+	ManifestURL        string
+	ManifestURLHeader  map[string][]string
+	HTTPCheckFrequency time.Duration
 	// SyncFrequency is the resync period of a healthy pod (jittered).
 	SyncFrequency time.Duration
 	// SyncTick is the period at which due pods are synced.
@@ -75,6 +82,9 @@ type Config struct {
 	// Cgroups configures the pod and QoS cgroups (--cgroups-per-qos,
 	// --cgroup-root, --cgroup-driver, --enforce-node-allocatable).
 	Cgroups cgroups.Config
+	// ShutdownGroups are graceful node shutdown's pod groups
+	// (shutdown.GroupsFor); none: off.
+	ShutdownGroups []shutdown.Group
 	// Eviction is the eviction configuration (thresholds, grace, pressure
 	// transition period); no thresholds: nothing is ever evicted, and the
 	// node never reports pressure.
@@ -106,6 +116,8 @@ type Agent struct {
 	// evictions is the eviction manager; stats its sampler.
 	evictions *eviction.Manager
 	stats     *stats.Provider
+	// shutdown is graceful node shutdown.
+	shutdown *shutdown.Manager
 
 	startTime time.Time
 
@@ -191,6 +203,9 @@ func New(d deps.Deps, cfg Config) *Agent {
 	}
 	a.evictions = eviction.New(d.Core, ep, cfg.Eviction, cfg.NodeName, cfg.Node.Allocatable.Memory().Value())
 	cfg.NodeStatus.Pressure = a.evictions
+	a.shutdown = shutdown.New(d.Core, shutdown.Ports{Notifier: d.Shutdown, Pods: shutdownPods{a}, Status: nodeSyncer{a}, Events: d.API.Events},
+		cfg.ShutdownGroups, cfg.NodeName)
+	cfg.NodeStatus.Shutdown = a.shutdown
 	a.probes = a.newProber()
 	var sources []string
 	if d.API.Pods != nil {
@@ -198,6 +213,9 @@ func New(d deps.Deps, cfg Config) *Agent {
 	}
 	if cfg.ManifestDir != "" {
 		sources = append(sources, podsource.SourceFile)
+	}
+	if a.httpSource() {
+		sources = append(sources, podsource.SourceHTTP)
 	}
 	cfg.Volumes.Node = cfg.Node
 	a.volumes = volume.New(d.Core, volume.Ports{Files: d.Files, Mounts: d.Mounts, Objects: d.API.Objects(), Cache: objects, Tokens: d.API.Tokens, Claims: d.API.Claims, TrustBundles: d.API.TrustBundles, Events: d.API.Events}, cfg.Volumes)
@@ -241,6 +259,7 @@ func (a *Agent) Start(ctx context.Context) {
 	if a.d.API.NodeWatch != nil {
 		a.d.Tasks.Go("node watch", func() { a.watchNode(ctx) })
 	}
+	a.shutdown.Start(ctx)
 	if a.node != nil {
 		a.node.Start(ctx)
 	}
@@ -256,11 +275,21 @@ func (a *Agent) Start(ctx context.Context) {
 		}, a.merger)
 		a.d.Tasks.Go("source file", func() { src.Run(ctx) })
 	}
+	if a.httpSource() {
+		src := podsource.NewHTTPSource(a.d.Core, a.d.ManifestHTTP, podsource.HTTPConfig{
+			URL: a.cfg.ManifestURL, Header: a.cfg.ManifestURLHeader, NodeName: a.cfg.NodeName, Period: a.cfg.HTTPCheckFrequency,
+			OnManifestError: a.manifestError,
+		}, a.merger)
+		a.d.Tasks.Go("source http", func() { src.Run(ctx) })
+	}
 	a.d.Tasks.Go("syncloop config", func() { a.configLoop(ctx) })
 	a.d.Tasks.Go("syncloop pleg", func() { a.plegLoop(ctx) })
 	a.d.Tasks.Go("syncloop tick", func() { a.tickLoop(ctx) })
 	a.d.Tasks.Go("syncloop housekeeping", func() { a.housekeepingLoop(ctx) })
 }
+
+// httpSource reports whether the agent has an HTTP static pod source.
+func (a *Agent) httpSource() bool { return a.cfg.ManifestURL != "" && a.d.ManifestHTTP != nil }
 
 func (a *Agent) manifestError(file string, err error) {
 	a.d.Log.Warn("static pod manifest skipped", "file", file, "error", err.Error())
@@ -299,8 +328,21 @@ func (a *Agent) NodeReady() (bool, string, string) {
 	return a.node.Ready()
 }
 
+// NodeRegistration says why the Node is not registered yet (nil once it
+// is, and without an apiserver).
+func (a *Agent) NodeRegistration() error {
+	if a.node == nil {
+		return nil
+	}
+	return a.node.RegistrationError()
+}
+
 // PLEGHealthy reports the PLEG's health.
 func (a *Agent) PLEGHealthy() (bool, error) { return a.pleg.Healthy() }
+
+// SourcesSeen reports whether every pod source delivered its first
+// snapshot (a manifest scan, a fetch, an API list).
+func (a *Agent) SourcesSeen() bool { return a.merger.AllSeen() }
 
 // Pods returns the pods the agent manages (static pods included), sorted.
 func (a *Agent) Pods() []*corev1.Pod { return a.merger.Pods() }

@@ -176,7 +176,7 @@ func (a *Agent) deleteOrphanedMirrors(ctx context.Context, mirrors map[string]*c
 			continue
 		}
 		hash, _ := podsource.StaticPodUIDFromMirror(m)
-		if a.merger.Has(podsource.SourceFile, hash) {
+		if a.merger.Has(podsource.SourceFile, hash) || a.merger.Has(podsource.SourceHTTP, hash) {
 			continue // its static pod is on its way to the pod workers
 		}
 		if _, running := a.workers.State(hash); running && !a.workers.IsFinished(hash) {

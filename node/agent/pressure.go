@@ -22,6 +22,7 @@ import (
 	"github.com/lockstep-dev/lockstep/node/podstate"
 	"github.com/lockstep-dev/lockstep/node/podutil"
 	"github.com/lockstep-dev/lockstep/node/podworkers"
+	"github.com/lockstep-dev/lockstep/node/shutdown"
 	"github.com/lockstep-dev/lockstep/node/status"
 )
 
@@ -201,6 +202,9 @@ func (a *Agent) admit(pod *corev1.Pod) {
 		return
 	}
 	d := admission.AdmitUnderPressure(pod, podspec.QOSClass(pod), a.evictions.Conditions())
+	if a.shutdown.ShuttingDown() {
+		d = admission.Decision{Reason: shutdown.NotAdmittedReason, Message: shutdown.NotAdmittedMessage}
+	}
 	if d.Admitted() {
 		node, admitted := a.admissionNode(), a.admittedPods()
 		d = admission.AdmitToNode(pod, node, admitted)

@@ -62,6 +62,11 @@ type Deps struct {
 	// MemoryThreshold wakes the eviction manager when memory usage
 	// crosses its threshold; nil: the manager sees memory every period.
 	MemoryThreshold MemoryThresholdNotifier
+	// Shutdown announces the machine's shutdown; nil: graceful node
+	// shutdown is off.
+	Shutdown ShutdownNotifier
+	// ManifestHTTP fetches the HTTP static pod source; nil: none.
+	ManifestHTTP ManifestHTTP
 }
 
 // Clock is the part of github.com/benbjohnson/clock's Clock that a simulator

@@ -2,6 +2,7 @@ package deps
 
 import (
 	"context"
+	"time"
 
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
@@ -52,4 +53,29 @@ type MemoryThresholdNotifier interface {
 	// Next blocks until the threshold was crossed since the last call,
 	// or until ctx ends (returning ctx.Err()).
 	Next(ctx context.Context) error
+}
+
+// ShutdownNotifier tells the agent that the machine is about to shut down
+// and lets it hold the shutdown back while it stops the pods. Real:
+// systemd-logind's PrepareForShutdown signal and a delay inhibitor lock
+// over D-Bus (node/real/logind). Simulated: a node event the scenario
+// sends.
+type ShutdownNotifier interface {
+	// Inhibit takes the delay lock that holds a shutdown back for at most
+	// d; an error means graceful node shutdown cannot work here (no
+	// logind, or logind allows less than d), which the caller logs.
+	Inhibit(ctx context.Context, d time.Duration) error
+	// Next blocks until the shutdown starts (true) or a started one is
+	// cancelled (false), or until ctx ends.
+	Next(ctx context.Context) (bool, error)
+	// Release gives the delay lock back, letting the shutdown proceed.
+	Release() error
+}
+
+// ManifestHTTP fetches static pod manifests over HTTP (--manifest-url).
+// Real: net/http. Simulated: a scripted server.
+type ManifestHTTP interface {
+	// Get fetches url with the given request headers and returns the body
+	// of a 200 answer; any other status is an error naming it.
+	Get(ctx context.Context, url string, header map[string][]string) ([]byte, error)
 }

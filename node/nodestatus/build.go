@@ -143,8 +143,12 @@ func Labels(cfg Config, info deps.MachineInfo) map[string]string { return nodeLa
 func newNode(cfg Config, f facts) *corev1.Node {
 	n := &corev1.Node{
 		ObjectMeta: metav1.ObjectMeta{Name: cfg.NodeName, Labels: nodeLabels(cfg, f.info)},
-		Spec:       corev1.NodeSpec{Taints: slices.Clone(cfg.Taints)},
+		Spec:       corev1.NodeSpec{Taints: slices.Clone(cfg.Taints), Unschedulable: cfg.Unschedulable},
 		Status:     buildStatus(cfg, nil, f),
+	}
+	unschedulable := corev1.Taint{Key: corev1.TaintNodeUnschedulable, Effect: corev1.TaintEffectNoSchedule}
+	if cfg.Unschedulable && !slices.ContainsFunc(n.Spec.Taints, func(t corev1.Taint) bool { return unschedulable.MatchTaint(&t) }) {
+		n.Spec.Taints = append(n.Spec.Taints, unschedulable)
 	}
 	if cfg.AgentVersion != "" {
 		n.Annotations = map[string]string{AnnotationAgentVersion: cfg.AgentVersion}

@@ -443,3 +443,30 @@ func TestNewNodeTaintsAnnotationAndLists(t *testing.T) {
 		t.Errorf("handlers with the runtime status unknown (-want +got):\n%s", diff)
 	}
 }
+
+// TestNewNodeUnschedulable: --register-schedulable=false registers the
+// node cordoned, spec.unschedulable and the unschedulable taint, once
+// even when --register-with-taints already names it.
+func TestNewNodeUnschedulable(t *testing.T) {
+	unsched := corev1.Taint{Key: corev1.TaintNodeUnschedulable, Effect: corev1.TaintEffectNoSchedule}
+	dedicated := corev1.Taint{Key: "dedicated", Value: "db", Effect: corev1.TaintEffectNoSchedule}
+	for _, tc := range []struct {
+		name          string
+		unschedulable bool
+		taints        []corev1.Taint
+		want          corev1.NodeSpec
+	}{
+		{"schedulable", false, []corev1.Taint{dedicated}, corev1.NodeSpec{Taints: []corev1.Taint{dedicated}}},
+		{"unschedulable", true, []corev1.Taint{dedicated}, corev1.NodeSpec{Unschedulable: true, Taints: []corev1.Taint{dedicated, unsched}}},
+		{"taint already asked for", true, []corev1.Taint{unsched}, corev1.NodeSpec{Unschedulable: true, Taints: []corev1.Taint{unsched}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := testCfg
+			cfg.Taints, cfg.Unschedulable = tc.taints, tc.unschedulable
+			n := newNode(cfg, facts{now: at(0), info: testInfo})
+			if diff := cmp.Diff(tc.want, n.Spec); diff != "" {
+				t.Errorf("spec (-want +got):\n%s", diff)
+			}
+		})
+	}
+}

@@ -41,6 +41,12 @@ type Pressure interface {
 	NodePressure() (memory, disk, pid bool)
 }
 
+// ShutdownStatus reports whether the node is shutting down (graceful node
+// shutdown); the node is NotReady meanwhile.
+type ShutdownStatus interface {
+	ShuttingDown() bool
+}
+
 // Default values of Config's zero fields.
 const (
 	DefaultMaxPods               = 110
@@ -80,6 +86,10 @@ type Config struct {
 	Labels map[string]string
 	// Taints are the Node's taints at registration.
 	Taints []corev1.Taint
+	// Unschedulable registers the Node with spec.unschedulable set and the
+	// node.kubernetes.io/unschedulable:NoSchedule taint
+	// (--register-schedulable=false).
+	Unschedulable bool
 	// NoRegister: the Node is created by an administrator
 	// (--register-node=false); the manager waits for it to exist, then
 	// only writes its status and keeps its lease.
@@ -113,6 +123,8 @@ type Config struct {
 	MaxImages int
 	// Pressure feeds the pressure conditions; nil means none.
 	Pressure Pressure
+	// Shutdown makes the node NotReady while it shuts down; nil: never.
+	Shutdown ShutdownStatus
 }
 
 func (c Config) withDefaults() Config {
@@ -186,6 +198,14 @@ type Manager struct {
 
 	mu         sync.Mutex
 	registered bool
+	// syncing: a status sync runs; syncAgain: another was asked for
+	// meanwhile (see syncSerialized).
+	syncing, syncAgain bool
+	// statusCtx is the status task's context, once it runs.
+	statusCtx context.Context
+	// regErr is why the last registration attempt failed (nil once
+	// registered).
+	regErr     error
 	uid        types.UID
 	info       *deps.MachineInfo
 	runtimeVer string
@@ -237,6 +257,18 @@ func (m *Manager) Registered() bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return m.registered
+}
+
+// RegistrationError says why the node is not registered yet (with
+// NoRegister: the Node an administrator must create does not exist), nil
+// once it is, or before the first attempt.
+func (m *Manager) RegistrationError() error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.registered {
+		return nil
+	}
+	return m.regErr
 }
 
 // Ready computes the Ready condition now: whether the node is ready, and

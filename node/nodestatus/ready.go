@@ -14,6 +14,9 @@ const (
 	ReasonReady    = "KubeletReady"
 	ReasonNotReady = "KubeletNotReady"
 	MessageReady   = "lockstep is posting ready status"
+	// ShutdownMessage is the NotReady cause while the node shuts down
+	// (the kubelet's words).
+	ShutdownMessage = "node is shutting down"
 )
 
 // runtimeHealth is what the runtime status checks have found.
@@ -33,6 +36,14 @@ type runtimeHealth struct {
 type readiness struct {
 	ready   bool
 	message string
+}
+
+// notReady adds cause to r: a ready node becomes NotReady for it alone.
+func (r readiness) notReady(cause string) readiness {
+	if r.ready {
+		return readiness{message: cause}
+	}
+	return readiness{message: r.message + ", " + cause}
 }
 
 func (r readiness) reason() string {
@@ -130,5 +141,9 @@ func (m *Manager) readiness() readiness {
 	m.mu.Lock()
 	rt := m.rt
 	m.mu.Unlock()
-	return computeReadiness(m.d.Clock.Now(), rt, m.cfg.RuntimeUnhealthyAfter, m.health)
+	r := computeReadiness(m.d.Clock.Now(), rt, m.cfg.RuntimeUnhealthyAfter, m.health)
+	if m.cfg.Shutdown != nil && m.cfg.Shutdown.ShuttingDown() {
+		r = r.notReady(ShutdownMessage)
+	}
+	return r
 }

@@ -25,11 +25,52 @@ func (m *Manager) runStatus(ctx context.Context) {
 	m.d.Tasks.Go("node lease", func() { m.runLease(ctx) })
 	tk := m.d.Tasks.NewTicker("node status", m.cfg.StatusUpdateFrequency)
 	defer tk.Stop()
+	m.mu.Lock()
+	m.statusCtx = ctx
+	m.mu.Unlock()
 	for {
-		m.syncStatus(ctx)
+		m.syncSerialized(ctx)
 		if tk.Wait(ctx) != nil {
 			return
 		}
+	}
+}
+
+// SyncNow writes the node status at once, on a task of its own, without
+// waiting for the next update (the node starts or stops shutting down).
+// Before registration it does nothing: the first status follows it.
+func (m *Manager) SyncNow() {
+	m.mu.Lock()
+	ctx := m.statusCtx
+	m.mu.Unlock()
+	if ctx == nil || !m.Registered() {
+		return
+	}
+	m.d.Tasks.Go("node status now", func() { m.syncSerialized(ctx) })
+}
+
+// syncSerialized runs syncStatus, never two at once: asked while one runs,
+// it has that one run again when it ends.
+func (m *Manager) syncSerialized(ctx context.Context) {
+	m.mu.Lock()
+	if m.syncing {
+		m.syncAgain = true
+		m.mu.Unlock()
+		return
+	}
+	m.syncing = true
+	m.mu.Unlock()
+	for {
+		m.syncStatus(ctx)
+		m.mu.Lock()
+		again := m.syncAgain && ctx.Err() == nil
+		m.syncAgain = false
+		if !again {
+			m.syncing = false
+			m.mu.Unlock()
+			return
+		}
+		m.mu.Unlock()
 	}
 }
 
@@ -40,6 +81,9 @@ func (m *Manager) register(ctx context.Context) bool {
 	retry := backoff.Curve{Initial: registerBackoffInitial, Max: registerBackoffMax}
 	for {
 		err := m.tryRegister(ctx)
+		m.mu.Lock()
+		m.regErr = err
+		m.mu.Unlock()
 		if err == nil {
 			return true
 		}

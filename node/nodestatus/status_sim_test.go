@@ -470,6 +470,10 @@ func TestNoRegisterWaitsForTheAdministrator(t *testing.T) {
 	if w.m.Registered() || w.node() != nil {
 		t.Fatalf("registered %v, node %v: want no Node created with NoRegister", w.m.Registered(), w.node())
 	}
+	wantErr := `node "` + nodeName + `" does not exist yet: with --register-node=false an administrator creates it; its status and lease are written once it does`
+	if err := w.m.RegistrationError(); err == nil || err.Error() != wantErr {
+		t.Errorf("RegistrationError() = %v, want %q", err, wantErr)
+	}
 	w.k.Tasks().Go("administrator", func() {
 		n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: nodeName, Labels: map[string]string{"made-by": "admin"}}}
 		if _, err := w.srv.CreateNode(context.Background(), n); err != nil {
@@ -488,6 +492,9 @@ func TestNoRegisterWaitsForTheAdministrator(t *testing.T) {
 		}
 		return false
 	}, 10*time.Second)
+	if err := w.m.RegistrationError(); err != nil {
+		t.Errorf("RegistrationError() = %v once adopted, want nil", err)
+	}
 	if got := w.node().Labels; !gocmp.Equal(map[string]string{"made-by": "admin"}, got) {
 		t.Errorf("labels %v: the administrator's node must be kept as it is", got)
 	}

@@ -44,6 +44,8 @@ const (
 	SourceAPI = podutil.SourceAPI
 	// SourceFile names the static pods of the manifest directory.
 	SourceFile = "file"
+	// SourceHTTP names the static pods of the manifest URL.
+	SourceHTTP = "http"
 )
 
 // The annotations the agent reads and writes on pods to tell where they

@@ -34,6 +34,13 @@ import (
 //     imagePullPolicy (Always for an untagged or ":latest" image, else
 //     IfNotPresent).
 func ParseManifest(data []byte, nodeName string, seen time.Time) (*corev1.Pod, error) {
+	return parseStatic(data, nodeName, seen, SourceFile)
+}
+
+// parseStatic is ParseManifest for a pod of source (SourceFile,
+// SourceHTTP); the UID of a pod not from a file also hashes its source, so
+// the same manifest served over HTTP and in the directory are two pods.
+func parseStatic(data []byte, nodeName string, seen time.Time, source string) (*corev1.Pod, error) {
 	pod := &corev1.Pod{}
 	if err := yaml.UnmarshalStrict(data, pod); err != nil {
 		return nil, fmt.Errorf("parse pod manifest: %w", err)
@@ -41,11 +48,12 @@ func ParseManifest(data []byte, nodeName string, seen time.Time) (*corev1.Pod, e
 	if err := validateManifest(pod); err != nil {
 		return nil, err
 	}
-	uid, err := manifestUID(pod, nodeName)
+	uid, err := manifestUID(pod, nodeName, source)
 	if err != nil {
 		return nil, err
 	}
 	applyStaticDefaults(pod, nodeName, uid, seen)
+	pod.Annotations[AnnotationConfigSource] = source
 	return pod, nil
 }
 
@@ -89,7 +97,7 @@ func validateManifest(pod *corev1.Pod) error {
 
 // manifestUID hashes the canonical JSON form of the parsed manifest with
 // the node name.
-func manifestUID(pod *corev1.Pod, nodeName string) (types.UID, error) {
+func manifestUID(pod *corev1.Pod, nodeName, source string) (types.UID, error) {
 	canon, err := json.Marshal(pod)
 	if err != nil {
 		return "", fmt.Errorf("hash pod manifest %q: %w", pod.Name, err)
@@ -98,6 +106,10 @@ func manifestUID(pod *corev1.Pod, nodeName string) (types.UID, error) {
 	h.Write(canon)
 	h.Write([]byte{0})
 	h.Write([]byte(nodeName))
+	if source != SourceFile {
+		h.Write([]byte{0})
+		h.Write([]byte(source))
+	}
 	return types.UID(hex.EncodeToString(h.Sum(nil)[:16])), nil
 }
 
@@ -136,7 +148,8 @@ func applyStaticDefaults(pod *corev1.Pod, nodeName string, uid types.UID, seen t
 
 // MirrorPodFor returns the mirror pod to create in the API for a static
 // pod: same name, namespace, labels, annotations and spec, plus the mirror
-// annotation holding the static pod's config hash; no UID, resource
+// annotation holding the static pod's config hash and its config source
+// (file or http); no UID, resource
 // version or status. Owner references (the Node) are the caller's to add.
 func MirrorPodFor(static *corev1.Pod) *corev1.Pod {
 	hash := static.Annotations[AnnotationConfigHash]
@@ -156,7 +169,9 @@ func MirrorPodFor(static *corev1.Pod) *corev1.Pod {
 	if mirror.Annotations == nil {
 		mirror.Annotations = map[string]string{}
 	}
-	mirror.Annotations[AnnotationConfigSource] = SourceFile
+	if mirror.Annotations[AnnotationConfigSource] == "" {
+		mirror.Annotations[AnnotationConfigSource] = SourceFile
+	}
 	mirror.Annotations[AnnotationConfigMirror] = hash
 	return mirror
 }

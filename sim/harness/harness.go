@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -54,6 +55,12 @@ type Config struct {
 	// zero, the kubelet's defaults apply: cgroupfs under "/", kubepods
 	// limited to allocatable.
 	NoCgroups bool
+	// ShutdownMaxDelay is the simulated logind's InhibitDelayMaxSec
+	// (default 5 minutes).
+	ShutdownMaxDelay time.Duration
+	// ManifestURL is the agent's --manifest-url, served by the scripted
+	// server (ServeManifest); empty: no HTTP source.
+	ManifestURL string
 }
 
 // Harness is one simulated node.
@@ -67,14 +74,16 @@ type Harness struct {
 	Cgroups  *CgroupTree
 	NodeName string
 
-	cfg      Config
-	agent    *agent.Agent
-	group    *kernel.Group
-	cancel   context.CancelFunc
-	restarts int
-	traced   *tracingRuntime // the runtime as the agent sees it: calls traced
-	ooms     oomKills        // the kernel's OOM kills, scripted
-	memcg    *memoryNotifier // the memcg threshold notifier, scripted
+	cfg       Config
+	agent     *agent.Agent
+	group     *kernel.Group
+	cancel    context.CancelFunc
+	restarts  int
+	traced    *tracingRuntime // the runtime as the agent sees it: calls traced
+	ooms      oomKills        // the kernel's OOM kills, scripted
+	memcg     *memoryNotifier // the memcg threshold notifier, scripted
+	shutdown  *nodeShutdown   // logind, scripted
+	manifests *manifestServer // the --manifest-url server, scripted
 }
 
 // New builds the world; the agent is not started yet.
@@ -87,6 +96,9 @@ func New(cfg Config) *Harness {
 	}
 	if cfg.Replay == nil {
 		cfg.Replay = callerReplay()
+	}
+	if cfg.ShutdownMaxDelay == 0 {
+		cfg.ShutdownMaxDelay = 5 * time.Minute
 	}
 	if cfg.Agent.Eviction.Thresholds == nil {
 		cfg.Agent.Eviction.Thresholds = defaultThresholds()
@@ -107,7 +119,10 @@ func New(cfg Config) *Harness {
 	traceWrites(k, api)
 	return &Harness{K: k, Runtime: rt, API: api, Files: files, Mounts: memfs.NewMounts(files), Cgroups: NewCgroupTree(rt), NodeName: cfg.NodeName, cfg: cfg,
 		traced: newTracingRuntime(rt, k), ooms: oomKills{deps.NewInbox[deps.OOMKill](k.Tasks(), "kernel oom kills")},
-		memcg: &memoryNotifier{rt: rt, sig: k.Tasks().NewSignal("memcg threshold")}}
+		memcg: &memoryNotifier{rt: rt, sig: k.Tasks().NewSignal("memcg threshold")},
+		shutdown: &nodeShutdown{k: k, events: deps.NewInbox[bool](k.Tasks(), "logind shutdown signals"), maxDelay: cfg.ShutdownMaxDelay,
+			state: &ShutdownState{Started: -1, Released: -1}},
+		manifests: newManifestServer(k)}
 }
 
 // defaultThresholds are the kubelet's default hard eviction thresholds,
@@ -189,10 +204,15 @@ func (h *Harness) StartAgent() {
 		ProbeNet:        probeNet{h.Runtime, tasks},
 		OOMKills:        h.ooms,
 		MemoryThreshold: h.memcg,
+		Shutdown:        h.shutdown,
+	}
+	if h.cfg.ManifestURL != "" {
+		d.ManifestHTTP = h.manifests
 	}
 	cfg := h.cfg.Agent
 	cfg.NodeName = h.NodeName
 	cfg.ManifestDir = h.cfg.ManifestDir
+	cfg.ManifestURL = h.cfg.ManifestURL
 	if cfg.RuntimeType == "" {
 		cfg.RuntimeType = "fakecri"
 	}
@@ -215,6 +235,7 @@ func (h *Harness) CrashAgent() {
 	}
 	h.K.KillGroup(h.group)
 	h.cancel()
+	h.shutdown.state.Inhibited = false // logind drops a dead process's lock
 	h.agent, h.group, h.cancel = nil, nil, nil
 }
 

@@ -35,6 +35,8 @@ type tracingRuntime struct {
 	cri.RuntimeService
 	k     *kernel.Kernel
 	names map[string]string // container or sandbox ID → namespace/pod[/container]
+	// onStop are told of every StopContainer call as it is made.
+	onStop []func(id string, grace int64)
 }
 
 func newTracingRuntime(rs cri.RuntimeService, k *kernel.Kernel) *tracingRuntime {
@@ -88,6 +90,9 @@ func (t *tracingRuntime) StartContainer(ctx context.Context, id string) error {
 }
 
 func (t *tracingRuntime) StopContainer(ctx context.Context, id string, timeout int64) error {
+	for _, fn := range t.onStop {
+		fn(id, timeout)
+	}
 	err := t.RuntimeService.StopContainer(ctx, id, timeout)
 	t.record("StopContainer", t.name(id), err, trace.F("id", id), trace.F("grace", timeout))
 	return err

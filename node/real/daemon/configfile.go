@@ -29,6 +29,8 @@ var supportedFields = []string{
 	"registerNode", "registerWithTaints", "enableSystemLogHandler",
 	"evictionHard", "evictionSoft", "evictionSoftGracePeriod", "evictionMinimumReclaim", "evictionMaxPodGracePeriod",
 	"evictionPressureTransitionPeriod",
+	"staticPodURL", "staticPodURLHeader", "httpCheckFrequency", "nodeStatusMaxImages",
+	"shutdownGracePeriod", "shutdownGracePeriodCriticalPods", "shutdownGracePeriodByPodPriority",
 }
 
 // ConfigFile is a parsed KubeletConfiguration and the fields it set that
@@ -179,6 +181,24 @@ func (cf *ConfigFile) Apply(o *Options, flagSet func(flag string) bool) {
 	set("evictionMaxPodGracePeriod", "eviction-max-pod-grace-period", func() { o.EvictionMaxPodGracePeriod = c.EvictionMaxPodGracePeriod })
 	set("evictionPressureTransitionPeriod", "eviction-pressure-transition-period", func() {
 		o.EvictionPressureTransitionPeriod = c.EvictionPressureTransitionPeriod.Duration
+	})
+	set("staticPodURL", "manifest-url", func() { o.ManifestURL = c.StaticPodURL })
+	set("staticPodURLHeader", "manifest-url-header", func() { o.ManifestURLHeader = c.StaticPodURLHeader })
+	set("httpCheckFrequency", "http-check-frequency", func() { o.HTTPCheckFrequency = c.HTTPCheckFrequency.Duration })
+	set("nodeStatusMaxImages", "node-status-max-images", func() {
+		if c.NodeStatusMaxImages != nil {
+			o.NodeStatusMaxImages = *c.NodeStatusMaxImages
+		}
+	})
+	set("shutdownGracePeriod", "shutdown-grace-period", func() { o.ShutdownGracePeriod = c.ShutdownGracePeriod.Duration })
+	set("shutdownGracePeriodCriticalPods", "shutdown-grace-period-critical-pods", func() {
+		o.ShutdownGracePeriodCriticalPods = c.ShutdownGracePeriodCriticalPods.Duration
+	})
+	set("shutdownGracePeriodByPodPriority", "shutdown-grace-period-by-pod-priority", func() {
+		o.ShutdownGracePeriodByPodPriority = nil
+		for _, g := range c.ShutdownGracePeriodByPodPriority {
+			o.ShutdownGracePeriodByPodPriority = append(o.ShutdownGracePeriodByPodPriority, ShutdownGroup{Priority: g.Priority, GracePeriodSeconds: g.ShutdownGracePeriodSeconds})
+		}
 	})
 	if cf.Set["authentication.anonymous.enabled"] && c.Authentication.Anonymous.Enabled != nil && *c.Authentication.Anonymous.Enabled {
 		cf.Ignored = append(cf.Ignored, "authentication.anonymous.enabled (anonymous access is always off)")

@@ -21,16 +21,28 @@ func (o *Options) KubeletConfiguration() *kubeletv1beta1.KubeletConfiguration {
 	if taints == nil {
 		taints = []corev1.Taint{}
 	}
+	maxImages := o.NodeStatusMaxImages
+	var byPriority []kubeletv1beta1.ShutdownGracePeriodByPodPriority
+	for _, g := range o.ShutdownGracePeriodByPodPriority {
+		byPriority = append(byPriority, kubeletv1beta1.ShutdownGracePeriodByPodPriority{Priority: g.Priority, ShutdownGracePeriodSeconds: g.GracePeriodSeconds})
+	}
 	return &kubeletv1beta1.KubeletConfiguration{
-		StaticPodPath:      o.ManifestPath,
-		PodLogsDir:         o.PodLogsRoot,
-		SyncFrequency:      dur(o.SyncFrequency),
-		FileCheckFrequency: dur(o.FileCheckFrequency),
-		Address:            o.Address,
-		Port:               o.Port,
-		ReadOnlyPort:       o.ReadOnlyPort,
-		TLSCertFile:        o.TLSCertFile,
-		TLSPrivateKeyFile:  o.TLSKeyFile,
+		StaticPodPath:                    o.ManifestPath,
+		StaticPodURL:                     o.ManifestURL,
+		StaticPodURLHeader:               o.ManifestURLHeader,
+		HTTPCheckFrequency:               dur(o.HTTPCheckFrequency),
+		NodeStatusMaxImages:              &maxImages,
+		ShutdownGracePeriod:              dur(o.ShutdownGracePeriod),
+		ShutdownGracePeriodCriticalPods:  dur(o.ShutdownGracePeriodCriticalPods),
+		ShutdownGracePeriodByPodPriority: byPriority,
+		PodLogsDir:                       o.PodLogsRoot,
+		SyncFrequency:                    dur(o.SyncFrequency),
+		FileCheckFrequency:               dur(o.FileCheckFrequency),
+		Address:                          o.Address,
+		Port:                             o.Port,
+		ReadOnlyPort:                     o.ReadOnlyPort,
+		TLSCertFile:                      o.TLSCertFile,
+		TLSPrivateKeyFile:                o.TLSKeyFile,
 		Authentication: kubeletv1beta1.KubeletAuthentication{
 			X509:      kubeletv1beta1.KubeletX509Authentication{ClientCAFile: o.ClientCAFile},
 			Webhook:   kubeletv1beta1.KubeletWebhookAuthentication{Enabled: &webhook},

@@ -83,6 +83,32 @@ type Options struct {
 	// RegisterWithTaints are the Node's taints at registration, each
 	// "<key>[=<value>]:<effect>" (--register-with-taints).
 	RegisterWithTaints []string
+	// RegisterSchedulable: false registers the Node cordoned
+	// (spec.unschedulable and the node.kubernetes.io/unschedulable
+	// NoSchedule taint), --register-schedulable.
+	RegisterSchedulable bool
+	// NodeStatusMaxImages caps status.images, the largest first
+	// (nodeStatusMaxImages; default 50, -1: no cap).
+	NodeStatusMaxImages int32
+	// ManifestURL is the HTTP static pod source (--manifest-url,
+	// staticPodURL), polled every HTTPCheckFrequency; ManifestURLHeader
+	// are the headers of its requests (--manifest-url-header,
+	// staticPodURLHeader).
+	ManifestURL        string
+	ManifestURLHeader  map[string][]string
+	HTTPCheckFrequency time.Duration
+	// RunOnce starts the static pods, waits until they run, prints their
+	// status and exits (--runonce): no apiserver, no HTTP server.
+	RunOnce bool
+	// RunOnceTimeout bounds the wait of RunOnce.
+	RunOnceTimeout time.Duration
+	// Graceful node shutdown: the time the node's shutdown is delayed for
+	// the pods (shutdownGracePeriod), the part of it kept for critical pods
+	// (shutdownGracePeriodCriticalPods), or per priority
+	// (shutdownGracePeriodByPodPriority, instead of both). Zero: off.
+	ShutdownGracePeriod              time.Duration
+	ShutdownGracePeriodCriticalPods  time.Duration
+	ShutdownGracePeriodByPodPriority []ShutdownGroup
 	// EnableSystemLogHandler serves /var/log at /logs/ on the secure port.
 	EnableSystemLogHandler bool
 	// Cgroups are the pod and QoS cgroup options.
@@ -131,6 +157,10 @@ func Defaults() Options {
 		APIBurst:                         100,
 		Cgroups:                          DefaultCgroupOptions(),
 		RegisterNode:                     true,
+		RegisterSchedulable:              true,
+		NodeStatusMaxImages:              50,
+		HTTPCheckFrequency:               20 * time.Second,
+		RunOnceTimeout:                   5 * time.Minute,
 		EnableSystemLogHandler:           true,
 		EvictionPressureTransitionPeriod: 5 * time.Minute,
 		origin:                           map[string]string{},
@@ -172,6 +202,7 @@ func (o *Options) Validate() error {
 		{"node-status-update-frequency", o.NodeStatusUpdateFrequency},
 		{"node-status-report-frequency", o.NodeStatusReportFrequency},
 		{"runtime-request-timeout", o.RuntimeRequestTimeout},
+		{"http-check-frequency", o.HTTPCheckFrequency}, {"runonce-timeout", o.RunOnceTimeout},
 	}
 	for _, p := range positive {
 		if p.d <= 0 {
@@ -217,6 +248,9 @@ func (o *Options) Validate() error {
 		return bad("authorization-mode", o.AuthorizationMode, "must be Webhook or AlwaysAllow")
 	case o.AuthorizationMode == "Webhook" && o.Kubeconfig == "" && o.origin["authorization-mode"] != "":
 		return bad("authorization-mode", o.AuthorizationMode, "Webhook needs --kubeconfig (standalone mode has no apiserver to ask)")
+	}
+	if err := o.validateModes(bad); err != nil {
+		return err
 	}
 	if _, err := o.EvictionThresholds(); err != nil {
 		return bad("eviction-hard", o.EvictionHard, err.Error())

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"strings"
@@ -29,8 +30,10 @@ import (
 	realcri "github.com/lockstep-dev/lockstep/node/real/cri"
 	"github.com/lockstep-dev/lockstep/node/real/du"
 	"github.com/lockstep-dev/lockstep/node/real/kube"
+	"github.com/lockstep-dev/lockstep/node/real/logind"
 	"github.com/lockstep-dev/lockstep/node/real/machine"
 	"github.com/lockstep-dev/lockstep/node/real/memcg"
+	"github.com/lockstep-dev/lockstep/node/real/manifesthttp"
 	"github.com/lockstep-dev/lockstep/node/real/mounter"
 	"github.com/lockstep-dev/lockstep/node/real/osfiles"
 	"github.com/lockstep-dev/lockstep/node/real/probenet"
@@ -75,17 +78,51 @@ func DialRuntime(ctx context.Context, o Options) (Runtime, error) {
 // Run runs the node agent until ctx ends. Containers outlive it: stopping
 // the daemon stops no container, as with the kubelet.
 func Run(ctx context.Context, o Options, rt Runtime, log *slog.Logger) error {
-	nodeName, err := resolveNodeName(o.NodeName)
+	n, err := prepare(ctx, o, rt, log)
 	if err != nil {
 		return err
+	}
+	defer n.close()
+	return serve(ctx, o, n)
+}
+
+// node is an agent built with its real world, not started yet.
+type node struct {
+	a             *agent.Agent
+	d             deps.Deps
+	name          string
+	ips           []netip.Addr
+	reg, probeReg *prometheus.Registry
+	cs            kubernetes.Interface
+	log           *slog.Logger
+	closers       []func()
+}
+
+func (n *node) close() {
+	for i := len(n.closers) - 1; i >= 0; i-- {
+		n.closers[i]()
+	}
+}
+
+// prepare builds the agent and its real world from the options.
+func prepare(ctx context.Context, o Options, rt Runtime, log *slog.Logger) (_ *node, err error) {
+	n := &node{}
+	defer func() {
+		if err != nil {
+			n.close()
+		}
+	}()
+	nodeName, err := resolveNodeName(o.NodeName)
+	if err != nil {
+		return nil, err
 	}
 	given, err := ParseNodeIPs(o.NodeIP)
 	if err != nil {
-		return fmt.Errorf("invalid --node-ip=%s: %w", o.NodeIP, err)
+		return nil, fmt.Errorf("invalid --node-ip=%s: %w", o.NodeIP, err)
 	}
 	ips, err := chooseNodeIPs(given, nodeName, hostIPSources())
 	if err != nil {
-		return err
+		return nil, err
 	}
 	nodeIPs := make([]string, len(ips))
 	for i, ip := range ips {
@@ -97,21 +134,21 @@ func Run(ctx context.Context, o Options, rt Runtime, log *slog.Logger) error {
 	}
 	taints, err := ParseTaints(o.RegisterWithTaints)
 	if err != nil {
-		return fmt.Errorf("invalid --register-with-taints: %w", err)
+		return nil, fmt.Errorf("invalid --register-with-taints: %w", err)
 	}
 	log = log.With("node", nodeName)
 	for _, dir := range []string{o.RootDir, o.PodLogsRoot, o.ContainerLogsDir} {
 		if err := os.MkdirAll(dir, 0o755); err != nil {
-			return fmt.Errorf("create directory %s: %w", dir, err)
+			return nil, fmt.Errorf("create directory %s: %w", dir, err)
 		}
 	}
 	mach := machine.New(machine.Options{RootDir: o.RootDir})
 	info, err := mach.Info(ctx)
 	if err != nil {
-		return fmt.Errorf("read the machine: %w", err)
+		return nil, fmt.Errorf("read the machine: %w", err)
 	}
 	if !info.CgroupV2 && o.SingleProcessOOMKill != nil && !*o.SingleProcessOOMKill {
-		return fmt.Errorf("invalid %s: this host runs cgroup v1, where an OOM kill always kills a single process; leave singleProcessOOMKill unset or true",
+		return nil, fmt.Errorf("invalid %s: this host runs cgroup v1, where an OOM kill always kills a single process; leave singleProcessOOMKill unset or true",
 			o.describe("single-process-oom-kill", false))
 	}
 	d := deps.Deps{
@@ -119,11 +156,19 @@ func Run(ctx context.Context, o Options, rt Runtime, log *slog.Logger) error {
 		Runtime: rt.Runtime, Images: rt.Images, RuntimeEvents: rt.Events, Machine: mach, Files: osfiles.New(), Mounts: mounter.New(),
 		ProbeNet: probenet.New(), Disk: du.New(),
 	}
+	if o.ManifestURL != "" {
+		d.ManifestHTTP = manifesthttp.New(o.HTTPCheckFrequency)
+	}
+	if len(o.ShutdownGroups()) > 0 {
+		d.Shutdown = logind.New()
+	} else {
+		log.Info("graceful node shutdown is off (shutdownGracePeriod is 0)")
+	}
 	if err := checkCgroupDriver(ctx, rt.Runtime, o); err != nil {
-		return err
+		return nil, err
 	}
 	if d.Cgroups, err = cgroupPort(o); err != nil {
-		return err
+		return nil, err
 	}
 	if n, err := memoryNotifier(info); err != nil {
 		log.Warn("no memory threshold notifier: memory pressure is seen at the eviction manager's periodic cycles", "error", err.Error())
@@ -134,7 +179,7 @@ func Run(ctx context.Context, o Options, rt Runtime, log *slog.Logger) error {
 	if kmsg, err := machine.OpenKmsg(""); err != nil {
 		log.Warn("kernel OOM kills will not be reported as SystemOOM events", "error", err.Error())
 	} else {
-		defer kmsg.Close()
+		n.closers = append(n.closers, func() { kmsg.Close() })
 		d.OOMKills = kmsg
 	}
 
@@ -147,16 +192,16 @@ func Run(ctx context.Context, o Options, rt Runtime, log *slog.Logger) error {
 	if o.Kubeconfig != "" {
 		rc, err := kube.LoadKubeconfig(o.Kubeconfig)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		kc, err := kube.NewForConfig(rc, float32(o.APIQPS), int(o.APIBurst), kube.Options{NodeName: nodeName})
 		if err != nil {
-			return fmt.Errorf("apiserver client from %s: %w", o.Kubeconfig, err)
+			return nil, fmt.Errorf("apiserver client from %s: %w", o.Kubeconfig, err)
 		}
-		defer kc.Shutdown()
+		n.closers = append(n.closers, kc.Shutdown)
 		d.API = kc.API()
 		if cs, err = kubernetes.NewForConfig(rc); err != nil {
-			return fmt.Errorf("apiserver client from %s: %w", o.Kubeconfig, err)
+			return nil, fmt.Errorf("apiserver client from %s: %w", o.Kubeconfig, err)
 		}
 		log.Info("connected to the apiserver", "host", rc.Host)
 	} else {
@@ -174,7 +219,7 @@ func Run(ctx context.Context, o Options, rt Runtime, log *slog.Logger) error {
 	m := metrics.NewWithProbes(reg, probeReg)
 	thresholds, err := o.EvictionThresholds()
 	if err != nil {
-		return fmt.Errorf("eviction thresholds: %w", err)
+		return nil, fmt.Errorf("eviction thresholds: %w", err)
 	}
 	a := agent.New(d, agent.Config{
 		Metrics: m,
@@ -183,6 +228,8 @@ func Run(ctx context.Context, o Options, rt Runtime, log *slog.Logger) error {
 			PressureTransitionPeriod: o.EvictionPressureTransitionPeriod,
 		},
 		NodeName: nodeName, ManifestDir: o.ManifestPath,
+		ManifestURL: o.ManifestURL, ManifestURLHeader: o.ManifestURLHeader, HTTPCheckFrequency: o.HTTPCheckFrequency,
+		ShutdownGroups:       o.ShutdownGroups(),
 		AllowedUnsafeSysctls: o.AllowedUnsafeSysctls,
 		FileCheckFrequency:   o.FileCheckFrequency, SyncFrequency: o.SyncFrequency,
 		Node: podspec.NodeInfo{
@@ -203,12 +250,20 @@ func Run(ctx context.Context, o Options, rt Runtime, log *slog.Logger) error {
 		Cgroups:     o.Cgroups.Config(),
 		NodeStatus: nodestatus.Config{
 			NodeIP: nodeIP, SecondaryNodeIP: secondaryIP, KubeletPort: o.Port, MaxPods: int(o.MaxPods), AgentVersion: Version,
-			Labels: o.NodeLabels, Taints: taints, NoRegister: !o.RegisterNode,
+			Labels: o.NodeLabels, Taints: taints, NoRegister: !o.RegisterNode, Unschedulable: !o.RegisterSchedulable,
+			MaxImages:             int(o.NodeStatusMaxImages),
 			StatusUpdateFrequency: o.NodeStatusUpdateFrequency, StatusReportFrequency: o.NodeStatusReportFrequency,
 			LeaseDuration: time.Duration(o.NodeLeaseDurationSeconds) * time.Second,
 			Reserved:      o.Cgroups.Reserved(),
 		},
 	})
+	n.a, n.d, n.name, n.ips, n.reg, n.probeReg, n.cs, n.log = a, d, nodeName, ips, reg, probeReg, cs, log
+	return n, nil
+}
+
+// serve starts the agent and its HTTP server and runs until ctx ends.
+func serve(ctx context.Context, o Options, n *node) error {
+	a, d, nodeName, ips, reg, probeReg, cs, log := n.a, n.d, n.name, n.ips, n.reg, n.probeReg, n.cs, n.log
 	a.Start(ctx)
 
 	scfg := server.Config{
@@ -296,6 +351,10 @@ func (p *provider) Healthy() error {
 	}
 	return errors.Join(errs...)
 }
+
+// NodeRegistration says why the Node is not registered yet, for
+// /healthz?verbose.
+func (p *provider) NodeRegistration() error { return p.a.NodeRegistration() }
 
 func (p *provider) Runtime() cri.RuntimeService { return p.d.Runtime }
 func (p *provider) Machine() deps.Machine       { return p.d.Machine }

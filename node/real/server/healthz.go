@@ -11,17 +11,37 @@ import (
 type healthCheck struct {
 	name  string
 	check func() error
+	// note, when set, adds a line of detail to a passing check in the
+	// verbose listing ("" adds none).
+	note func() string
+}
+
+// RegistrationReporter is what a Provider may also implement to show in
+// /healthz?verbose why the node is not registered yet (with
+// --register-node=false: the Node does not exist). It never fails
+// /healthz: the daemon is healthy while it waits.
+type RegistrationReporter interface {
+	NodeRegistration() error
 }
 
 // checks are the kubelet's /healthz checks: ping and log always pass,
 // syncloop asks the Provider.
 func (s *Server) checks() []healthCheck {
 	ok := func() error { return nil }
-	return []healthCheck{
-		{"ping", ok},
-		{"log", ok},
-		{"syncloop", s.p.Healthy},
+	checks := []healthCheck{
+		{name: "ping", check: ok},
+		{name: "log", check: ok},
+		{name: "syncloop", check: s.p.Healthy},
 	}
+	if r, isReporter := s.p.(RegistrationReporter); isReporter {
+		checks = append(checks, healthCheck{name: "node-registration", check: ok, note: func() string {
+			if err := r.NodeRegistration(); err != nil {
+				return "waiting: " + err.Error()
+			}
+			return ""
+		}})
+	}
+	return checks
 }
 
 // healthz runs every check (minus ?exclude=name ones): "ok" when all pass,
@@ -41,6 +61,12 @@ func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
 			failed = true
 			fmt.Fprintf(&b, "[-]%s failed: %v\n", c.name, err)
 			continue
+		}
+		if c.note != nil {
+			if n := c.note(); n != "" {
+				fmt.Fprintf(&b, "[+]%s ok (%s)\n", c.name, n)
+				continue
+			}
 		}
 		fmt.Fprintf(&b, "[+]%s ok\n", c.name)
 	}

@@ -280,3 +280,36 @@ func TestNewValidates(t *testing.T) {
 func statusUnimplemented() error {
 	return status.Error(codes.Unimplemented, "method ListPodSandboxStats not implemented")
 }
+
+// registeringProvider also reports why the node is not registered yet.
+type registeringProvider struct {
+	*fakeProvider
+	reg error
+}
+
+func (p registeringProvider) NodeRegistration() error { return p.reg }
+
+// TestHealthzRegistrationDetail: a node waiting for its Node object
+// (--register-node=false) stays healthy and says so in the verbose
+// listing; once registered the line is plain.
+func TestHealthzRegistrationDetail(t *testing.T) {
+	waiting := errors.New(`node "node-a" does not exist yet: with --register-node=false an administrator creates it`)
+	for _, tc := range []struct {
+		name string
+		reg  error
+		want string
+	}{
+		{"waiting", waiting, "[+]ping ok\n[+]log ok\n[+]syncloop ok\n[+]node-registration ok (waiting: " + waiting.Error() + ")\nhealthz check passed\n"},
+		{"registered", nil, "[+]ping ok\n[+]log ok\n[+]syncloop ok\n[+]node-registration ok\nhealthz check passed\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := newServer(t, registeringProvider{newProvider(t), tc.reg}, AlwaysAllow{})
+			if code, body := get(t, s.ReadOnlyHandler(), "/healthz?verbose", testToken); code != 200 || body != tc.want {
+				t.Errorf("got %d %q, want 200 %q", code, body, tc.want)
+			}
+			if code, body := get(t, s.ReadOnlyHandler(), "/healthz", testToken); code != 200 || body != "ok" {
+				t.Errorf("plain /healthz: got %d %q, want 200 ok", code, body)
+			}
+		})
+	}
+}

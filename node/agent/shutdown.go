@@ -1,0 +1,55 @@
+package agent
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/lockstep-dev/lockstep/node/podutil"
+	"github.com/lockstep-dev/lockstep/node/podworkers"
+)
+
+// shutdownPods is the agent's side of graceful node shutdown: the pods it
+// stops are those the eviction manager may evict, stopped the same way.
+type shutdownPods struct{ a *Agent }
+
+// ActivePods are the pods whose containers may still run: syncing, or
+// terminating (being deleted or evicted, maybe with a longer grace period
+// than the shutdown allows), oldest first.
+func (p shutdownPods) ActivePods() []*corev1.Pod {
+	a := p.a
+	var out []*corev1.Pod
+	for _, uid := range a.workers.UIDs() {
+		if st, ok := a.workers.State(uid); !ok || st == podworkers.Terminated {
+			continue
+		}
+		if pod, ok := a.merger.Pod(uid); ok && !podutil.IsMirrorPod(pod) {
+			out = append(out, pod)
+		}
+	}
+	podutil.SortByCreation(out)
+	return out
+}
+
+// Kill stops the pod with grace and fails it as the shutdown says (see
+// SyncTerminatingPod).
+func (p shutdownPods) Kill(pod *corev1.Pod, grace int64, reason, message string, cond corev1.PodCondition) {
+	cond.ObservedGeneration = pod.Generation
+	p.a.stopAndFail(pod, &grace, stopNote{reason: reason, message: message, condition: cond})
+}
+
+// PodCleanedUp reports whether none of the pod's containers runs.
+func (p shutdownPods) PodCleanedUp(uid types.UID) bool { return evictionPods(p).PodCleanedUp(uid) }
+
+// nodeSyncer writes the node status now, once the node status manager
+// exists (it has an apiserver).
+type nodeSyncer struct{ a *Agent }
+
+func (n nodeSyncer) SyncNow() {
+	if n.a.node != nil {
+		n.a.node.SyncNow()
+	}
+}
+
+// ShuttingDown reports whether the node is shutting down (graceful node
+// shutdown under way).
+func (a *Agent) ShuttingDown() bool { return a.shutdown.ShuttingDown() }
