@@ -28,7 +28,7 @@ var supportedFields = []string{
 	"cgroupsPerQOS", "cgroupRoot", "cgroupDriver", "kubeReserved", "systemReserved", "enforceNodeAllocatable", "qosReserved",
 	"registerNode", "registerWithTaints", "enableSystemLogHandler",
 	"evictionHard", "evictionSoft", "evictionSoftGracePeriod", "evictionMinimumReclaim", "evictionMaxPodGracePeriod",
-	"evictionPressureTransitionPeriod",
+	"evictionPressureTransitionPeriod", "rotateCertificates", "serverTLSBootstrap",
 }
 
 // ConfigFile is a parsed KubeletConfiguration and the fields it set that
@@ -116,6 +116,8 @@ func (cf *ConfigFile) Apply(o *Options, flagSet func(flag string) bool) {
 	set("readOnlyPort", "read-only-port", func() { o.ReadOnlyPort = c.ReadOnlyPort })
 	set("tlsCertFile", "tls-cert-file", func() { o.TLSCertFile = c.TLSCertFile })
 	set("tlsPrivateKeyFile", "tls-private-key-file", func() { o.TLSKeyFile = c.TLSPrivateKeyFile })
+	set("rotateCertificates", "rotate-certificates", func() { o.RotateCertificates = c.RotateCertificates })
+	set("serverTLSBootstrap", "rotate-server-certificates", func() { o.RotateServerCertificates = c.ServerTLSBootstrap })
 	set("authentication.x509.clientCAFile", "client-ca-file", func() { o.ClientCAFile = c.Authentication.X509.ClientCAFile })
 	set("authorization.mode", "authorization-mode", func() { o.AuthorizationMode = string(c.Authorization.Mode) })
 	set("enableProfilingHandler", "enableProfilingHandler", func() {

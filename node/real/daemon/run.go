@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"strings"
@@ -19,6 +20,7 @@ import (
 	cri "k8s.io/cri-api/pkg/apis"
 
 	"github.com/lockstep-dev/lockstep/node/agent"
+	"github.com/lockstep-dev/lockstep/node/certs"
 	"github.com/lockstep-dev/lockstep/node/deps"
 	"github.com/lockstep-dev/lockstep/node/eviction"
 	"github.com/lockstep-dev/lockstep/node/images"
@@ -134,11 +136,18 @@ func Run(ctx context.Context, o Options, rt Runtime, log *slog.Logger) error {
 	// client-go keeps its request hooks in package variables: registered
 	// once per process, before the first request.
 	clientmetrics.Register(metrics.NewRESTClient(reg).Hooks())
-	var cs kubernetes.Interface
+	var (
+		cs      kubernetes.Interface
+		serving *certs.Manager
+	)
 	if o.Kubeconfig != "" {
-		rc, err := kube.LoadKubeconfig(o.Kubeconfig)
+		j, err := join(ctx, d.Core, o, nodeName, log)
 		if err != nil {
 			return err
+		}
+		rc := j.config
+		if j.rotator != nil {
+			d.Tasks.Go("client certificate rotation", func() { j.rotator.Run(ctx) })
 		}
 		kc, err := kube.NewForConfig(rc, float32(o.APIQPS), int(o.APIBurst), kube.Options{NodeName: nodeName})
 		if err != nil {
@@ -150,6 +159,12 @@ func Run(ctx context.Context, o Options, rt Runtime, log *slog.Logger) error {
 			return fmt.Errorf("apiserver client from %s: %w", o.Kubeconfig, err)
 		}
 		log.Info("connected to the apiserver", "host", rc.Host)
+		if o.RotateServerCertificates {
+			if serving, err = servingCerts(d.Core, o, cs, nodeName, netIPs(ips)); err != nil {
+				return err
+			}
+			d.Tasks.Go("serving certificate rotation", func() { serving.Run(ctx) })
+		}
 	} else {
 		log.Info("no --kubeconfig: running standalone (static pods only)", "manifests", o.ManifestPath)
 	}
@@ -204,14 +219,15 @@ func Run(ctx context.Context, o Options, rt Runtime, log *slog.Logger) error {
 
 	scfg := server.Config{
 		Address: o.Address, Port: int(o.Port), ReadOnlyPort: int(o.ReadOnlyPort),
-		TLSCertFile: o.TLSCertFile, TLSKeyFile: o.TLSKeyFile, CertDir: filepath.Join(o.RootDir, "pki"),
+		TLSCertFile: o.TLSCertFile, TLSKeyFile: o.TLSKeyFile, CertDir: o.CertDirectory(),
 		ClientCAFile: o.ClientCAFile,
 		Metrics:      metrics.Handler(reg), ProbeMetrics: metrics.Handler(probeReg),
 		Configz:    o.KubeletConfiguration(),
 		SystemLogs: o.EnableSystemLogHandler, Profiling: o.EnableProfilingHandler,
 	}
-	for _, ip := range ips {
-		scfg.NodeIPs = append(scfg.NodeIPs, net.IP(ip.AsSlice()))
+	scfg.NodeIPs = netIPs(ips)
+	if serving != nil {
+		scfg.ServingCertificate = serving.Current
 	}
 	if cs != nil {
 		scfg.Authenticator = server.TokenReviewAuthenticator(cs)
@@ -241,6 +257,15 @@ func Run(ctx context.Context, o Options, rt Runtime, log *slog.Logger) error {
 	<-srv.Done()
 	log.Info("lockstep node stopped; its containers keep running")
 	return nil
+}
+
+// netIPs converts addresses to net.IPs.
+func netIPs(ips []netip.Addr) []net.IP {
+	out := make([]net.IP, 0, len(ips))
+	for _, ip := range ips {
+		out = append(out, net.IP(ip.AsSlice()))
+	}
+	return out
 }
 
 // resolveNodeName is the node name asked for, or the host name lowercased.

@@ -78,6 +78,17 @@ func servingCert(cfg Config, nodeName string, now time.Time, log *slog.Logger) (
 	return tls.X509KeyPair(certPEM, keyPEM)
 }
 
+// dynamicCert answers a handshake with current(), or an error while
+// there is none (a serving certificate not issued yet).
+func dynamicCert(current func() *tls.Certificate) func(*tls.ClientHelloInfo) (*tls.Certificate, error) {
+	return func(*tls.ClientHelloInfo) (*tls.Certificate, error) {
+		if c := current(); c != nil {
+			return c, nil
+		}
+		return nil, errors.New("no serving certificate available for the kubelet")
+	}
+}
+
 // unusable says why a stored self-signed certificate cannot serve nodeName
 // at now, or "".
 func unusable(leaf *x509.Certificate, nodeName string, now time.Time) string {

@@ -86,6 +86,11 @@ type Config struct {
 	TLSCertFile, TLSKeyFile string
 	// CertDir is where a self-signed certificate is kept.
 	CertDir string
+	// ServingCertificate, when set, is asked for the serving certificate
+	// at each handshake (a certificate issued through a CSR and rotated,
+	// --rotate-server-certificates); TLSCertFile, TLSKeyFile and CertDir
+	// are then unused. While it returns nil, handshakes fail.
+	ServingCertificate func() *tls.Certificate
 	// NodeIPs are added to a generated certificate's IP SANs.
 	NodeIPs []net.IP
 
@@ -181,11 +186,16 @@ func New(p Provider, cfg Config, log *slog.Logger) (*Server, error) {
 		stopping: make(chan struct{}),
 		done:     make(chan struct{}),
 	}
-	cert, err := servingCert(cfg, p.NodeName(), time.Now(), log)
-	if err != nil {
-		return nil, fmt.Errorf("serving certificate of node %q: %w", p.NodeName(), err)
+	if cfg.ServingCertificate != nil {
+		s.tls = &tls.Config{MinVersion: tls.VersionTLS12, GetCertificate: dynamicCert(cfg.ServingCertificate)}
+	} else {
+		cert, err := servingCert(cfg, p.NodeName(), time.Now(), log)
+		if err != nil {
+			return nil, fmt.Errorf("serving certificate of node %q: %w", p.NodeName(), err)
+		}
+		s.tls = &tls.Config{MinVersion: tls.VersionTLS12, Certificates: []tls.Certificate{cert}}
 	}
-	s.tls = &tls.Config{MinVersion: tls.VersionTLS12, Certificates: []tls.Certificate{cert}}
+	var err error
 	if cfg.ClientCAFile != "" {
 		if s.clientCA, err = loadClientCA(cfg.ClientCAFile); err != nil {
 			return nil, err
