@@ -24,7 +24,6 @@ import (
 	"bufio"
 	"context"
 	"crypto/tls"
-	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -135,7 +134,7 @@ type Server struct {
 	cfg      Config
 	log      *slog.Logger
 	tls      *tls.Config
-	clientCA *x509.CertPool
+	clientCA *clientCAFile
 
 	secure   http.Handler
 	readOnly http.Handler
@@ -197,7 +196,7 @@ func New(p Provider, cfg Config, log *slog.Logger) (*Server, error) {
 	}
 	var err error
 	if cfg.ClientCAFile != "" {
-		if s.clientCA, err = loadClientCA(cfg.ClientCAFile); err != nil {
+		if s.clientCA, err = newClientCAFile(cfg.ClientCAFile, log); err != nil {
 			return nil, err
 		}
 		s.tls.ClientAuth = tls.RequestClientCert
