@@ -215,18 +215,21 @@ func TestBootstrapJoinAndRotate(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer logFile.Close()
-	cmd := exec.Command(filepath.Join(e.dir, "bin", "lockstep"), "node",
-		"--bootstrap-kubeconfig="+boot, "--kubeconfig="+kubeconfig, "--rotate-certificates",
-		"--hostname-override="+joinNode, "--node-ip=127.0.0.1", "--container-runtime-endpoint=fake",
-		"--root-dir="+root, "--pod-logs-dir="+filepath.Join(work, "pods"), "--container-logs-dir="+filepath.Join(work, "containers"),
-		"--address=127.0.0.1", fmt.Sprintf("--port=%d", freePort(t)), "--read-only-port=0", "--v=2")
-	cmd.Stdout, cmd.Stderr = logFile, logFile
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
+	port := freePort(t)
+	var cmd *exec.Cmd
+	startNode := func() {
+		cmd = exec.Command(filepath.Join(e.dir, "bin", "lockstep"), "node",
+			"--bootstrap-kubeconfig="+boot, "--kubeconfig="+kubeconfig, "--rotate-certificates",
+			"--hostname-override="+joinNode, "--node-ip=127.0.0.1", "--container-runtime-endpoint=fake",
+			"--root-dir="+root, "--pod-logs-dir="+filepath.Join(work, "pods"), "--container-logs-dir="+filepath.Join(work, "containers"),
+			"--address=127.0.0.1", fmt.Sprintf("--port=%d", port), "--read-only-port=0", "--v=2")
+		cmd.Stdout, cmd.Stderr = logFile, logFile
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
 	}
-	start := time.Now()
-	t.Cleanup(func() {
+	stopNode := func() {
 		_ = cmd.Process.Signal(syscall.SIGTERM)
 		done := make(chan error, 1)
 		go func() { done <- cmd.Wait() }()
@@ -236,6 +239,11 @@ func TestBootstrapJoinAndRotate(t *testing.T) {
 			_ = cmd.Process.Kill()
 			<-done
 		}
+	}
+	startNode()
+	start := time.Now()
+	t.Cleanup(func() {
+		stopNode()
 		ctx := context.Background()
 		_ = e.admin.CoreV1().Nodes().Delete(ctx, joinNode, metav1.DeleteOptions{})
 		_ = e.admin.CoordinationV1().Leases("kube-node-lease").Delete(ctx, joinNode, metav1.DeleteOptions{})
@@ -295,8 +303,32 @@ func TestBootstrapJoinAndRotate(t *testing.T) {
 		}
 		return l.Spec.RenewTime != nil && l.Spec.RenewTime.After(expired), fmt.Errorf("renewed at %v", l.Spec.RenewTime)
 	})
-	if cmd.ProcessState != nil {
-		t.Fatalf("lockstep exited: %v", cmd.ProcessState)
+
+	// A restart reuses the kubeconfig and the rotated certificate: no new
+	// CSR, and the lease is renewed again.
+	stopNode()
+	restarted := time.Now()
+	startNode()
+	renewedSince := func(since time.Time) func() (bool, error) {
+		return func() (bool, error) {
+			l, err := e.admin.CoordinationV1().Leases("kube-node-lease").Get(context.Background(), joinNode, metav1.GetOptions{})
+			if err != nil {
+				return false, err
+			}
+			return l.Spec.RenewTime != nil && l.Spec.RenewTime.After(since), fmt.Errorf("renewed at %v", l.Spec.RenewTime)
+		}
+	}
+	poll(t, 30*time.Second, "a lease renewal after the restart", renewedSince(restarted))
+	list, err := e.admin.CertificatesV1().CertificateSigningRequests().List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range list.Items {
+		if strings.HasSuffix(c.Spec.Username, joinNode) || c.Spec.Username == "system:bootstrap:e2ejn1" {
+			if !seen[c.Name] {
+				t.Errorf("the restart created CSR %s: want the stored certificate reused", c.Name)
+			}
+		}
 	}
 	t.Logf("FIGURE join: bootstrap to Ready and one rotation in %v", time.Since(start).Round(time.Second))
 }

@@ -59,6 +59,9 @@ func join(ctx context.Context, core deps.Core, o Options, nodeName string, log *
 	if !o.RotateCertificates {
 		return joined{config: rc}, nil
 	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return joined{}, fmt.Errorf("create certificate directory %s: %w", dir, err)
+	}
 	// The stored certificate, else the kubeconfig's own files, start the
 	// rotation (client-go's file store falls back to them).
 	store, err := certificate.NewFileStore(clientCertPrefix, dir, dir, rc.CertFile, rc.KeyFile)
