@@ -163,6 +163,9 @@ func TestCertsBootstrapThroughOutage(t *testing.T) {
 	if len(api.User().CSRs()) != 0 {
 		t.Fatal("a request was created while the apiserver was down")
 	}
+	if m.ServerHealthy() {
+		t.Error("the apiserver counts as healthy while nothing answers")
+	}
 	api.Down(false)
 	if err := w.h.K.RunUntil(func() bool { return len(api.User().CSRs()) == 1 }, 2*time.Minute); err != nil {
 		t.Fatalf("no request after the apiserver came back: %v", err)
@@ -189,6 +192,9 @@ func TestCertsBootstrapThroughOutage(t *testing.T) {
 	}
 	if m.Current() == nil {
 		t.Error("no certificate after the outage")
+	}
+	if !m.ServerHealthy() {
+		t.Error("the apiserver counts as unhealthy after it answered")
 	}
 }
 

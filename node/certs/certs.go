@@ -86,6 +86,9 @@ type Manager struct {
 	cert *tls.Certificate
 	// rotations counts the certificates installed by this manager.
 	rotations int
+	// unhealthy: the last request to the apiserver got no answer (a
+	// network error), as opposed to an answer, even an error status.
+	unhealthy bool
 }
 
 // New returns a Manager starting from the stored certificate, if any.
@@ -118,6 +121,24 @@ func (m *Manager) Rotations() int {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return m.rotations
+}
+
+// ServerHealthy reports whether the apiserver answered the manager's last
+// request (even with an error status): a certificate that cannot be
+// renewed although the server answers calls for a new bootstrap.
+func (m *Manager) ServerHealthy() bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return !m.unhealthy
+}
+
+// observe records whether a request got an answer from the apiserver.
+func (m *Manager) observe(err error) {
+	var status apierrors.APIStatus
+	answered := err == nil || errors.As(err, &status)
+	m.mu.Lock()
+	m.unhealthy = !answered
+	m.mu.Unlock()
 }
 
 // usable reports whether c is valid now and carries what is requested.
@@ -195,6 +216,9 @@ func (m *Manager) obtain(ctx context.Context) error {
 		if uid != "" {
 			var got *certificatesv1.CertificateSigningRequest
 			got, lastErr = m.ports.CSR.WaitCSR(wctx, obj.Name, uid)
+			if wctx.Err() == nil {
+				m.observe(lastErr)
+			}
 			if lastErr == nil {
 				certPEM, done, err := Outcome(got)
 				if err != nil {
@@ -238,8 +262,10 @@ func (m *Manager) timedOut(obj *certificatesv1.CertificateSigningRequest, lastEr
 // create creates the request, or finds the one a previous try created.
 func (m *Manager) create(ctx context.Context, obj *certificatesv1.CertificateSigningRequest) (types.UID, error) {
 	got, err := m.ports.CSR.CreateCSR(ctx, obj.DeepCopy())
+	m.observe(err)
 	if apierrors.IsAlreadyExists(err) {
 		got, err = m.ports.CSR.GetCSR(ctx, obj.Name)
+		m.observe(err)
 		if err == nil && string(got.Spec.Request) != string(obj.Spec.Request) {
 			return "", fmt.Errorf("certificate signing request %s exists with another request", obj.Name)
 		}

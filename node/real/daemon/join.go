@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"time"
 
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -135,4 +136,39 @@ func servingCerts(core deps.Core, o Options, cs kubernetes.Interface, nodeName s
 		Name: fmt.Sprintf("serving certificate of node %q", nodeName), Request: certs.ServingRequest(nodeName, []string{nodeName}, ips),
 		Wait: certs.DefaultRotationWait,
 	}), nil
+}
+
+// LostCertificateExit is how long the node runs without a valid client
+// certificate, while the apiserver answers, before the daemon exits so
+// that its supervisor restarts it and the TLS bootstrap runs again (the
+// kubelet's 5 minutes).
+const LostCertificateExit = 5 * time.Minute
+
+// watchClientCert ends the daemon through fail once the client
+// certificate has been missing or expired for LostCertificateExit while the
+// apiserver answers; while the apiserver does not, it only logs.
+func watchClientCert(ctx context.Context, m *certs.Manager, log *slog.Logger, fail func(error)) {
+	lastValid := time.Now()
+	tick := time.NewTicker(10 * time.Second)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		if m.Current() != nil {
+			lastValid = time.Now()
+			continue
+		}
+		if time.Since(lastValid) < LostCertificateExit {
+			continue
+		}
+		if m.ServerHealthy() {
+			fail(fmt.Errorf("no valid client certificate since %s and it could not be renewed although the apiserver answers: exiting so that a restart bootstraps again (--bootstrap-kubeconfig)",
+				lastValid.Format(time.RFC3339)))
+			return
+		}
+		log.Error("no valid client certificate, and the apiserver does not answer; a restart may be needed to bootstrap again", "since", lastValid)
+	}
 }

@@ -74,6 +74,10 @@ func DialRuntime(ctx context.Context, o Options) (Runtime, error) {
 // Run runs the node agent until ctx ends. Containers outlive it: stopping
 // the daemon stops no container, as with the kubelet.
 func Run(ctx context.Context, o Options, rt Runtime, log *slog.Logger) error {
+	// A fatal condition found while running (a client certificate lost
+	// for good) ends the run with its cause.
+	ctx, fail := context.WithCancelCause(ctx)
+	defer fail(nil)
 	nodeName, err := resolveNodeName(o.NodeName)
 	if err != nil {
 		return err
@@ -148,6 +152,7 @@ func Run(ctx context.Context, o Options, rt Runtime, log *slog.Logger) error {
 		rc := j.config
 		if j.rotator != nil {
 			d.Tasks.Go("client certificate rotation", func() { j.rotator.Run(ctx) })
+			go watchClientCert(ctx, j.rotator, log, fail)
 		}
 		kc, err := kube.NewForConfig(rc, float32(o.APIQPS), int(o.APIBurst), kube.Options{NodeName: nodeName})
 		if err != nil {
@@ -256,6 +261,9 @@ func Run(ctx context.Context, o Options, rt Runtime, log *slog.Logger) error {
 	<-ctx.Done()
 	<-srv.Done()
 	log.Info("lockstep node stopped; its containers keep running")
+	if err := context.Cause(ctx); !errors.Is(err, context.Canceled) {
+		return err
+	}
 	return nil
 }
 

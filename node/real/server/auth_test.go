@@ -137,7 +137,9 @@ func TestSecurePortAuthorization(t *testing.T) {
 	s := newServer(t, p, authz, func(c *Config) {
 		c.Metrics = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "secret metrics") })
 	})
-	call := func(sub string) sarCall { return sarCall{"alice", []string{"devs", AuthenticatedGroup}, "get", "nodes", sub, "node-a"} }
+	call := func(sub string) sarCall {
+		return sarCall{"alice", []string{"devs", AuthenticatedGroup}, "get", "nodes", sub, "node-a"}
+	}
 	tests := []struct {
 		path string
 		want []sarCall
