@@ -378,3 +378,40 @@ func TestCertsServingRequest(t *testing.T) {
 		}
 	}
 }
+
+// TestClientCertValidInvariant: with the agent renewing 5-minute client
+// certificates, client-cert-valid holds over 20 minutes (four renewals or
+// more); once the approver starts denying, the last certificate lapses and
+// the invariant reports it.
+func TestClientCertValidInvariant(t *testing.T) {
+	h := harness.New(harness.Config{
+		Seed: 147, ClientCertLifetime: 5 * time.Minute,
+		Replay: func(s uint64) string { return fmt.Sprintf("go test ./scenarios -run '^%s$' (seed %d)", t.Name(), s) },
+	})
+	t.Cleanup(h.Close)
+	h.StartAgent()
+	c := NewChecker(h)
+	check := func(d time.Duration) {
+		t.Helper()
+		for end := h.K.Elapsed() + d; h.K.Elapsed() < end; {
+			if err := h.K.RunFor(10 * time.Second); err != nil {
+				t.Fatal(err)
+			}
+			c.Check()
+		}
+	}
+	check(20 * time.Minute)
+	if v := c.Violations(); len(v) != 0 {
+		t.Fatalf("violations while certificates are renewed: %v", v)
+	}
+	if n := len(h.Certs.History()); n < 5 {
+		t.Fatalf("%d certificates in 20 minutes of 5-minute certificates, want renewals", n)
+	}
+	h.API.User().SignCSRs(&apiserver.CSRPolicy{Delay: time.Second, Deny: true, DenyReason: "Revoked"})
+	check(10 * time.Minute)
+	v := c.Violations()
+	if len(v) == 0 || v[0].Invariant != "client-cert-valid" {
+		t.Fatalf("violations %v, want client-cert-valid once renewals are denied", v)
+	}
+	t.Logf("reported: %v", v[0])
+}
