@@ -74,6 +74,10 @@ func (ca clusterCA) sign(t *testing.T, csr *certificatesv1.CertificateSigningReq
 		SerialNumber: serial, Subject: req.Subject, NotBefore: now.Add(-time.Second), NotAfter: now.Add(life),
 		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
 	}
+	if csr.Spec.SignerName == certificatesv1.KubeletServingSignerName {
+		tmpl.ExtKeyUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}
+		tmpl.DNSNames, tmpl.IPAddresses = req.DNSNames, req.IPAddresses
+	}
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.cert, req.PublicKey, ca.key)
 	if err != nil {
 		t.Fatalf("sign CSR %s: %v", csr.Name, err)
@@ -103,18 +107,18 @@ func (e *env) approveAndSign(t *testing.T, ca clusterCA, csr *certificatesv1.Cer
 	return cert
 }
 
-// waitCSR waits for a kubelet client CSR from user that is not in seen.
-func (e *env) waitCSR(t *testing.T, user string, seen map[string]bool, d time.Duration) *certificatesv1.CertificateSigningRequest {
+// waitCSR waits for a CSR of signer from user that is not in seen.
+func (e *env) waitCSR(t *testing.T, user, signer string, seen map[string]bool, d time.Duration) *certificatesv1.CertificateSigningRequest {
 	t.Helper()
 	var got *certificatesv1.CertificateSigningRequest
-	poll(t, d, "a client certificate CSR from "+user, func() (bool, error) {
+	poll(t, d, "a "+signer+" CSR from "+user, func() (bool, error) {
 		list, err := e.admin.CertificatesV1().CertificateSigningRequests().List(context.Background(), metav1.ListOptions{})
 		if err != nil {
 			return false, err
 		}
 		for i := range list.Items {
 			c := &list.Items[i]
-			if c.Spec.Username == user && !seen[c.Name] && c.Spec.SignerName == certificatesv1.KubeAPIServerClientKubeletSignerName {
+			if c.Spec.Username == user && !seen[c.Name] && c.Spec.SignerName == signer {
 				got = c
 				return true, nil
 			}
@@ -187,10 +191,11 @@ func currentClientCert(t *testing.T, pki string) (*x509.Certificate, error) {
 // bootstrap kubeconfig (a bootstrap token) requests its client
 // certificate, gets it once the test approves and signs its CSR, writes
 // kubelet-client-current.pem (CN system:node:<name>, O system:nodes) and
-// the kubeconfig, registers and becomes Ready; given a 60 s certificate
-// it requests a new one at 70–90 % of its lifetime and, once that is
-// issued, keeps renewing its lease after the first one has expired,
-// without a restart.
+// the kubeconfig, registers and becomes Ready; it serves the certificate
+// of its kubelet-serving CSR once the test issues it; given a 60 s client
+// certificate it requests a new one at 70–90 % of its lifetime and, once
+// that is issued, keeps renewing its lease after the first one has
+// expired, without a restart; restarted, it reuses what it has (no CSR).
 func TestBootstrapJoinAndRotate(t *testing.T) {
 	e := setup(t)
 	ca := loadClusterCA(t, e.dir)
@@ -216,10 +221,11 @@ func TestBootstrapJoinAndRotate(t *testing.T) {
 	}
 	defer logFile.Close()
 	port := freePort(t)
+	seen := map[string]bool{}
 	var cmd *exec.Cmd
 	startNode := func() {
 		cmd = exec.Command(filepath.Join(e.dir, "bin", "lockstep"), "node",
-			"--bootstrap-kubeconfig="+boot, "--kubeconfig="+kubeconfig, "--rotate-certificates",
+			"--bootstrap-kubeconfig="+boot, "--kubeconfig="+kubeconfig, "--rotate-certificates", "--rotate-server-certificates",
 			"--hostname-override="+joinNode, "--node-ip=127.0.0.1", "--container-runtime-endpoint=fake",
 			"--root-dir="+root, "--pod-logs-dir="+filepath.Join(work, "pods"), "--container-logs-dir="+filepath.Join(work, "containers"),
 			"--address=127.0.0.1", fmt.Sprintf("--port=%d", port), "--read-only-port=0", "--v=2")
@@ -247,10 +253,12 @@ func TestBootstrapJoinAndRotate(t *testing.T) {
 		ctx := context.Background()
 		_ = e.admin.CoreV1().Nodes().Delete(ctx, joinNode, metav1.DeleteOptions{})
 		_ = e.admin.CoordinationV1().Leases("kube-node-lease").Delete(ctx, joinNode, metav1.DeleteOptions{})
+		for name := range seen {
+			_ = e.admin.CertificatesV1().CertificateSigningRequests().Delete(ctx, name, metav1.DeleteOptions{})
+		}
 	})
 
-	seen := map[string]bool{}
-	first := e.waitCSR(t, "system:bootstrap:e2ejn1", seen, 30*time.Second)
+	first := e.waitCSR(t, "system:bootstrap:e2ejn1", certificatesv1.KubeAPIServerClientKubeletSignerName, seen, 30*time.Second)
 	t.Logf("bootstrap CSR %s after %v", first.Name, time.Since(start).Round(time.Millisecond))
 	const firstLife = 60 * time.Second
 	issued1 := e.approveAndSign(t, ca, first, firstLife)
@@ -278,9 +286,28 @@ func TestBootstrapJoinAndRotate(t *testing.T) {
 	e.node = saved
 	t.Logf("node %s Ready %v after start", joinNode, time.Since(start).Round(time.Millisecond))
 
+	// The serving certificate comes from a kubelet-serving CSR (SANs: the
+	// node name and IP) and is served without a restart once issued.
+	servingCSR := e.waitCSR(t, "system:node:"+joinNode, certificatesv1.KubeletServingSignerName, seen, 20*time.Second)
+	issuedServing := e.approveAndSign(t, ca, servingCSR, time.Hour)
+	if got := issuedServing.DNSNames; len(got) != 1 || got[0] != joinNode || len(issuedServing.IPAddresses) != 1 || !issuedServing.IPAddresses[0].Equal(net.ParseIP("127.0.0.1")) {
+		t.Errorf("serving CSR SANs %v %v, want [%s] [127.0.0.1]", got, issuedServing.IPAddresses, joinNode)
+	}
+	roots := x509.NewCertPool()
+	roots.AddCert(ca.cert)
+	poll(t, 20*time.Second, "the secure port serving the issued certificate", func() (bool, error) {
+		conn, err := tls.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", port), &tls.Config{RootCAs: roots, ServerName: joinNode})
+		if err != nil {
+			return false, err
+		}
+		defer conn.Close()
+		served := conn.ConnectionState().PeerCertificates[0]
+		return served.SerialNumber.Cmp(issuedServing.SerialNumber) == 0, fmt.Errorf("serves serial %v", served.SerialNumber)
+	})
+
 	// Rotation: a new CSR from the node's own identity at 70–90 % of the
 	// first certificate's lifetime.
-	second := e.waitCSR(t, "system:node:"+joinNode, seen, firstLife)
+	second := e.waitCSR(t, "system:node:"+joinNode, certificatesv1.KubeAPIServerClientKubeletSignerName, seen, firstLife)
 	at := time.Since(issued1.NotBefore)
 	frac := float64(at) / float64(issued1.NotAfter.Sub(issued1.NotBefore))
 	t.Logf("rotation CSR %s at %.2f of the first certificate's lifetime", second.Name, frac)
