@@ -225,6 +225,7 @@ func (c *Checker) checkSuite(truth []RuntimeContainer) {
 	c.excuseGrace()
 	c.checkSigtermFirst(truth)
 	c.checkLeaseFresh()
+	c.checkClientCert()
 }
 
 // excuseGrace moves grace-honoured deadlines past a runtime impairment:

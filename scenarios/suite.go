@@ -49,6 +49,7 @@ func Scenarios() []Scenario {
 		evictionScenario(),
 		oomScenario(),
 		shutdownScenario(),
+		certsScenario(),
 	}
 }
 
@@ -213,7 +214,7 @@ func Invariants() []string {
 		"one-instance", "never-restart", "no-stuck-created", "previous-kept", "terminal-is-final",
 		"legal-phases", "restart-count-monotone", "ready-is-true", "grace-honoured", "static-exclusive",
 		"sigterm-first", "lease-fresh", "node-ready", "liveness-restarts", "startup-protects", "fresh-probe-results", "sidecar-order", "pull-backoff",
-		"prestop-before-stop", "poststart-before-started", "volumes-kept", "token-valid", "cgroups-match",
+		"prestop-before-stop", "poststart-before-started", "volumes-kept", "token-valid", "client-cert-valid", "cgroups-match",
 		"eviction-order", "critical-survives", "evicted-stays-dead",
 		"one-eviction-per-cycle", "reclaim-first", "local-storage-evicted", "local-storage-kept", "pressure-conditions", "admission", "oom-reported",
 		"shutdown-order", "shutdown-grace", "shutdown-not-ready",

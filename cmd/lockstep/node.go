@@ -48,6 +48,13 @@ set the same options, and flags override it.`,
 	}
 	f := cmd.Flags()
 	f.StringVar(&o.Kubeconfig, "kubeconfig", o.Kubeconfig, "kubeconfig of the node's apiserver identity; empty runs standalone (static pods only)")
+	f.StringVar(&o.BootstrapKubeconfig, "bootstrap-kubeconfig", o.BootstrapKubeconfig,
+		"kubeconfig with bootstrap credentials (a bootstrap token): when --kubeconfig is missing or its client certificate expired, request one with a CSR and write --kubeconfig pointing at <cert-dir>/kubelet-client-current.pem")
+	f.StringVar(&o.CertDir, "cert-dir", o.CertDir, "directory of the node's certificates (default: <root-dir>/pki)")
+	f.BoolVar(&o.RotateCertificates, "rotate-certificates", o.RotateCertificates,
+		"renew the client certificate through a CSR at 70–90 % of its lifetime, without a restart")
+	f.BoolVar(&o.RotateServerCertificates, "rotate-server-certificates", o.RotateServerCertificates,
+		"request the serving certificate from the kubernetes.io/kubelet-serving signer (CSR) and renew it, instead of a self-signed one")
 	f.StringVar(&o.ConfigFile, "config", o.ConfigFile, "KubeletConfiguration file (kubelet.config.k8s.io/v1beta1); flags override it")
 	f.StringVar(&o.NodeName, "hostname-override", o.NodeName, "node name (default: the host name, lowercased)")
 	f.StringVar(&o.NodeIP, "node-ip", o.NodeIP, "the node's IP address, or a comma-separated dual-stack pair (one IPv4, one IPv6); default: the host name's address, else the default route's interface address, never loopback")

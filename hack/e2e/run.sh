@@ -62,7 +62,10 @@ openssl req -newkey rsa:2048 -nodes -subj "/O=system:masters/CN=kube-apiserver-k
   -keyout "$pki/kubelet-client.key" -out "$pki/kubelet-client.csr" 2>/dev/null
 openssl x509 -req -in "$pki/kubelet-client.csr" -CA "$pki/ca.crt" -CAkey "$pki/ca.key" -CAcreateserial \
   -days 2 -out "$pki/kubelet-client.crt" 2>/dev/null
-export E2E_APISERVER_ARGS="${E2E_APISERVER_ARGS:-} --kubelet-client-certificate $pki/kubelet-client.crt --kubelet-client-key $pki/kubelet-client.key --kubelet-preferred-address-types InternalIP,Hostname"
+# The apiserver also trusts the CA for client certificates and accepts
+# bootstrap tokens: e2e/bootstrap_test.go joins a second node with a
+# bootstrap token and signs its CSRs with the CA (no controller manager).
+export E2E_APISERVER_ARGS="${E2E_APISERVER_ARGS:-} --kubelet-client-certificate $pki/kubelet-client.crt --kubelet-client-key $pki/kubelet-client.key --kubelet-preferred-address-types InternalIP,Hostname --client-ca-file $pki/ca.crt --enable-bootstrap-token-auth"
 # ServiceAccount admission on (pods get the kube-api-access volume); the
 # objects a controller manager would create come from the script below.
 E2E_DISABLE_ADMISSION="" "$here/start-control-plane.sh"

@@ -325,3 +325,20 @@ type DiskUsage interface {
 	// is an error satisfying errors.Is(err, fs.ErrNotExist).
 	DirUsage(ctx context.Context, path string) (DirUsage, error)
 }
+
+// CSRAPI requests certificates (certificates.k8s.io/v1
+// CertificateSigningRequests): the node's client certificate, with the
+// bootstrap credentials or its own, and its serving certificate.
+type CSRAPI interface {
+	// CreateCSR creates a CertificateSigningRequest; an existing one of
+	// the same name is an AlreadyExists error.
+	CreateCSR(ctx context.Context, csr *certificatesv1.CertificateSigningRequest) (*certificatesv1.CertificateSigningRequest, error)
+	// GetCSR reads one CertificateSigningRequest; a missing one is a
+	// NotFound error.
+	GetCSR(ctx context.Context, name string) (*certificatesv1.CertificateSigningRequest, error)
+	// WaitCSR blocks until the named request (of that UID) has a
+	// certificate or a Denied or Failed condition, and returns it as last
+	// seen. It returns an error when ctx ends, when the request is gone
+	// (NotFound) or when the watch breaks (the caller retries).
+	WaitCSR(ctx context.Context, name string, uid types.UID) (*certificatesv1.CertificateSigningRequest, error)
+}

@@ -179,7 +179,8 @@ func (s *Server) Down(down bool) {
 		n = s.breakWatchesLocked(func(w *podWatch) error {
 			return s.refused(VerbWatch, fmt.Sprintf("pods on node %q", w.node))
 		})
-		n += s.breakObjWatchesLocked()
+		n += s.breakObjWatchesLocked() + len(s.csr.waiters)
+		s.notifyCSRLocked()
 	}
 	s.log.Info("apiserver fault: down", "down", down, "watchesBroken", n)
 }

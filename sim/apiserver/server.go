@@ -116,6 +116,7 @@ type Server struct {
 	eventIndex  map[string]int
 	faults      faults
 	objs        objects
+	csr         csrState
 	tokens      map[string]issuedToken
 	tokenSerial uint64
 	// objWatches are the open configMap and secret watches; objDrops

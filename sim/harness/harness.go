@@ -16,6 +16,7 @@ import (
 
 	"github.com/lockstep-dev/lockstep/fakecri"
 	"github.com/lockstep-dev/lockstep/node/agent"
+	"github.com/lockstep-dev/lockstep/node/certs"
 	"github.com/lockstep-dev/lockstep/node/cgroups"
 	"github.com/lockstep-dev/lockstep/node/deps"
 	"github.com/lockstep-dev/lockstep/node/eviction"
@@ -61,6 +62,13 @@ type Config struct {
 	// ManifestURL is the agent's --manifest-url, served by the scripted
 	// server (ServeManifest); empty: no HTTP source.
 	ManifestURL string
+	// ClientCertLifetime, when positive, gives the node a client
+	// certificate of that lifetime, issued through a CSR by the simulated
+	// apiserver's approver and signer (5 s after each request) and renewed
+	// by a node/certs manager started with each agent, as the daemon's
+	// --bootstrap-kubeconfig --rotate-certificates do. The pair survives
+	// agent crashes (CertStore, the disk).
+	ClientCertLifetime time.Duration
 }
 
 // Harness is one simulated node.
@@ -74,8 +82,12 @@ type Harness struct {
 	Cgroups  *CgroupTree
 	NodeName string
 
+	// Certs is the node's client certificate store (ClientCertLifetime).
+	Certs *CertStore
+
 	cfg       Config
 	agent     *agent.Agent
+	certs     *certs.Manager
 	group     *kernel.Group
 	cancel    context.CancelFunc
 	restarts  int
@@ -117,7 +129,11 @@ func New(cfg Config) *Harness {
 	api := apiserver.New(apiserver.Config{Clock: k, Tasks: k.Tasks(), Rand: k.Rand(), Log: k.Logger().With("component", "apiserver"),
 		Node: cfg.NodeName})
 	traceWrites(k, api)
+	if cfg.ClientCertLifetime > 0 {
+		api.User().SignCSRs(&apiserver.CSRPolicy{Delay: 5 * time.Second, Duration: cfg.ClientCertLifetime})
+	}
 	return &Harness{K: k, Runtime: rt, API: api, Files: files, Mounts: memfs.NewMounts(files), Cgroups: NewCgroupTree(rt), NodeName: cfg.NodeName, cfg: cfg,
+		Certs:  &CertStore{},
 		traced: newTracingRuntime(rt, k), ooms: oomKills{deps.NewInbox[deps.OOMKill](k.Tasks(), "kernel oom kills")},
 		memcg: &memoryNotifier{rt: rt, sig: k.Tasks().NewSignal("memcg threshold")},
 		shutdown: &nodeShutdown{k: k, events: deps.NewInbox[bool](k.Tasks(), "logind shutdown signals"), maxDelay: cfg.ShutdownMaxDelay,
@@ -225,7 +241,22 @@ func (h *Harness) StartAgent() {
 	ctx, cancel := h.K.WithCancel(context.Background())
 	h.cancel = cancel
 	h.agent.Start(ctx)
+	if h.cfg.ClientCertLifetime > 0 {
+		m := certs.New(d.Core, certs.Ports{CSR: h.API, Keys: KeyGen{Rand: h.K.Rand()}, Store: h.Certs},
+			certs.Config{Name: "client certificate of node " + h.NodeName, Request: certs.ClientRequest(h.NodeName)})
+		h.certs = m
+		tasks.Go("client certificate", func() {
+			if err := m.Ensure(ctx); err != nil && ctx.Err() == nil {
+				log.Warn("client certificate bootstrap failed; the rotation loop retries", "err", err.Error())
+			}
+			m.Run(ctx)
+		})
+	}
 }
+
+// ClientCert is the running agent's client certificate manager (nil
+// without ClientCertLifetime or while the agent is down).
+func (h *Harness) ClientCert() *certs.Manager { return h.certs }
 
 // CrashAgent kills the agent's every task where it stands, like a SIGKILL:
 // in-flight runtime and API calls are abandoned half-way.
@@ -236,7 +267,7 @@ func (h *Harness) CrashAgent() {
 	h.K.KillGroup(h.group)
 	h.cancel()
 	h.shutdown.state.Inhibited = false // logind drops a dead process's lock
-	h.agent, h.group, h.cancel = nil, nil, nil
+	h.agent, h.group, h.cancel, h.certs = nil, nil, nil, nil
 }
 
 // Close ends the simulation and every goroutine in it.

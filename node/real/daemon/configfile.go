@@ -31,6 +31,7 @@ var supportedFields = []string{
 	"evictionPressureTransitionPeriod",
 	"staticPodURL", "staticPodURLHeader", "httpCheckFrequency", "nodeStatusMaxImages",
 	"shutdownGracePeriod", "shutdownGracePeriodCriticalPods", "shutdownGracePeriodByPodPriority",
+	"rotateCertificates", "serverTLSBootstrap",
 }
 
 // ConfigFile is a parsed KubeletConfiguration and the fields it set that
@@ -118,6 +119,8 @@ func (cf *ConfigFile) Apply(o *Options, flagSet func(flag string) bool) {
 	set("readOnlyPort", "read-only-port", func() { o.ReadOnlyPort = c.ReadOnlyPort })
 	set("tlsCertFile", "tls-cert-file", func() { o.TLSCertFile = c.TLSCertFile })
 	set("tlsPrivateKeyFile", "tls-private-key-file", func() { o.TLSKeyFile = c.TLSPrivateKeyFile })
+	set("rotateCertificates", "rotate-certificates", func() { o.RotateCertificates = c.RotateCertificates })
+	set("serverTLSBootstrap", "rotate-server-certificates", func() { o.RotateServerCertificates = c.ServerTLSBootstrap })
 	set("authentication.x509.clientCAFile", "client-ca-file", func() { o.ClientCAFile = c.Authentication.X509.ClientCAFile })
 	set("authorization.mode", "authorization-mode", func() { o.AuthorizationMode = string(c.Authorization.Mode) })
 	set("enableProfilingHandler", "enableProfilingHandler", func() {

@@ -43,6 +43,8 @@ func (o *Options) KubeletConfiguration() *kubeletv1beta1.KubeletConfiguration {
 		ReadOnlyPort:                     o.ReadOnlyPort,
 		TLSCertFile:                      o.TLSCertFile,
 		TLSPrivateKeyFile:                o.TLSKeyFile,
+		RotateCertificates:               o.RotateCertificates,
+		ServerTLSBootstrap:               o.RotateServerCertificates,
 		Authentication: kubeletv1beta1.KubeletAuthentication{
 			X509:      kubeletv1beta1.KubeletX509Authentication{ClientCAFile: o.ClientCAFile},
 			Webhook:   kubeletv1beta1.KubeletWebhookAuthentication{Enabled: &webhook},

@@ -26,16 +26,31 @@ const FakeRuntime = "fake"
 // (named like the kubelet's) and, where the kubelet has one, a field of the
 // KubeletConfiguration file.
 type Options struct {
-	Kubeconfig       string
-	ConfigFile       string
-	NodeName         string
-	NodeIP           string
-	RuntimeEndpoint  string
-	ImageEndpoint    string
-	ManifestPath     string
-	RootDir          string
-	PodLogsRoot      string
-	ContainerLogsDir string
+	Kubeconfig string
+	// BootstrapKubeconfig holds the credentials (a bootstrap token) a node
+	// requests its client certificate with when Kubeconfig is missing or
+	// its certificate has expired (TLS bootstrap).
+	BootstrapKubeconfig string
+	// CertDir keeps the certificates the node is issued
+	// (kubelet-client-current.pem, kubelet-server-current.pem) and the
+	// self-signed serving one; empty means <RootDir>/pki.
+	CertDir string
+	// RotateCertificates renews the client certificate through CSRs
+	// before it expires (config field rotateCertificates).
+	RotateCertificates bool
+	// RotateServerCertificates requests the serving certificate from the
+	// kubelet-serving signer and renews it (config field
+	// serverTLSBootstrap) instead of a self-signed one.
+	RotateServerCertificates bool
+	ConfigFile               string
+	NodeName                 string
+	NodeIP                   string
+	RuntimeEndpoint          string
+	ImageEndpoint            string
+	ManifestPath             string
+	RootDir                  string
+	PodLogsRoot              string
+	ContainerLogsDir         string
 	// Dead container garbage collection (runtimesync.GCPolicy).
 	MinimumContainerTTLDuration   time.Duration
 	MaxDeadContainersPerContainer int32
@@ -236,6 +251,16 @@ func (o *Options) Validate() error {
 		return bad("hostname-override", o.NodeName, "must be a lowercase DNS name (a-z, 0-9, '-', '.')")
 	case !filepath.IsAbs(o.RootDir):
 		return bad("root-dir", o.RootDir, "must be an absolute path")
+	case o.CertDir != "" && !filepath.IsAbs(o.CertDir):
+		return bad("cert-dir", o.CertDir, "must be an absolute path")
+	case o.BootstrapKubeconfig != "" && o.Kubeconfig == "":
+		return bad("bootstrap-kubeconfig", o.BootstrapKubeconfig, "needs --kubeconfig (where the kubeconfig the bootstrap makes is written)")
+	case o.RotateCertificates && o.Kubeconfig == "":
+		return bad("rotate-certificates", o.RotateCertificates, "needs --kubeconfig (standalone mode has no apiserver to ask)")
+	case o.RotateServerCertificates && o.Kubeconfig == "":
+		return bad("rotate-server-certificates", o.RotateServerCertificates, "needs --kubeconfig (standalone mode has no apiserver to ask)")
+	case o.RotateServerCertificates && o.TLSCertFile != "":
+		return bad("rotate-server-certificates", o.RotateServerCertificates, "cannot be used with --tls-cert-file (the serving certificate comes from a CSR)")
 	case !filepath.IsAbs(o.PodLogsRoot):
 		return bad("pod-logs-dir", o.PodLogsRoot, "must be an absolute path")
 	case !filepath.IsAbs(o.ContainerLogsDir):
@@ -303,6 +328,15 @@ func validEndpoint(ep string, fakeOK bool) error {
 		return fmt.Errorf("must be a unix socket (unix:///path or /path) or %q", FakeRuntime)
 	}
 	return fmt.Errorf("must be a unix socket (unix:///path or /path)")
+}
+
+// CertDirectory is where the node's certificates are kept: CertDir, or
+// <RootDir>/pki.
+func (o *Options) CertDirectory() string {
+	if o.CertDir != "" {
+		return o.CertDir
+	}
+	return filepath.Join(o.RootDir, "pki")
 }
 
 // SocketPath returns the file system path of a unix endpoint.

@@ -47,6 +47,19 @@ func TestInvalidOptions(t *testing.T) {
 			o.SetOrigin("max-parallel-image-pulls", "field maxParallelImagePulls in /c.yaml")
 		}, "invalid field maxParallelImagePulls in /c.yaml (-1): must be a positive number (0: unset)"},
 		{"root dir", func(o *Options) { o.RootDir = "var/lib"; o.SetOrigin("root-dir", "--root-dir") }, "invalid --root-dir=var/lib: must be an absolute path"},
+		{"bootstrap without kubeconfig", func(o *Options) {
+			o.BootstrapKubeconfig = "/etc/b.conf"
+			o.SetOrigin("bootstrap-kubeconfig", "--bootstrap-kubeconfig")
+		}, "invalid --bootstrap-kubeconfig=/etc/b.conf: needs --kubeconfig (where the kubeconfig the bootstrap makes is written)"},
+		{"rotation standalone", func(o *Options) {
+			o.RotateCertificates = true
+			o.SetOrigin("rotate-certificates", "field rotateCertificates in /c.yaml")
+		}, "invalid field rotateCertificates in /c.yaml (true): needs --kubeconfig (standalone mode has no apiserver to ask)"},
+		{"serving rotation with a serving file", func(o *Options) {
+			o.Kubeconfig, o.TLSCertFile, o.RotateServerCertificates = "/k", "/c.crt", true
+			o.SetOrigin("rotate-server-certificates", "--rotate-server-certificates")
+		}, "invalid --rotate-server-certificates=true: cannot be used with --tls-cert-file (the serving certificate comes from a CSR)"},
+		{"cert dir", func(o *Options) { o.CertDir = "pki"; o.SetOrigin("cert-dir", "--cert-dir") }, "invalid --cert-dir=pki: must be an absolute path"},
 		{"container logs dir", func(o *Options) {
 			o.ContainerLogsDir = "logs"
 			o.SetOrigin("container-logs-dir", "--container-logs-dir")
@@ -134,6 +147,8 @@ serializeImagePulls: false
 maxParallelImagePulls: 4
 cgroupDriver: systemd
 evictionHard: {memory.available: 200Mi}
+rotateCertificates: true
+serverTLSBootstrap: true
 `))
 	if err != nil {
 		t.Fatal(err)
@@ -147,6 +162,7 @@ evictionHard: {memory.available: 200Mi}
 	want.SerializeImagePulls, want.MaxParallelImagePulls = false, 4
 	want.Cgroups.CgroupDriver = "systemd"
 	want.EvictionHard = map[string]string{"memory.available": "200Mi"}
+	want.RotateCertificates, want.RotateServerCertificates = true, true
 	if diff := cmp.Diff(want, o, cmpopts.IgnoreUnexported(Options{})); diff != "" {
 		t.Errorf("options (-want +got):\n%s", diff)
 	}

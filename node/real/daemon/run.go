@@ -20,6 +20,7 @@ import (
 	cri "k8s.io/cri-api/pkg/apis"
 
 	"github.com/lockstep-dev/lockstep/node/agent"
+	"github.com/lockstep-dev/lockstep/node/certs"
 	"github.com/lockstep-dev/lockstep/node/deps"
 	"github.com/lockstep-dev/lockstep/node/eviction"
 	"github.com/lockstep-dev/lockstep/node/images"
@@ -32,8 +33,8 @@ import (
 	"github.com/lockstep-dev/lockstep/node/real/kube"
 	"github.com/lockstep-dev/lockstep/node/real/logind"
 	"github.com/lockstep-dev/lockstep/node/real/machine"
-	"github.com/lockstep-dev/lockstep/node/real/memcg"
 	"github.com/lockstep-dev/lockstep/node/real/manifesthttp"
+	"github.com/lockstep-dev/lockstep/node/real/memcg"
 	"github.com/lockstep-dev/lockstep/node/real/mounter"
 	"github.com/lockstep-dev/lockstep/node/real/osfiles"
 	"github.com/lockstep-dev/lockstep/node/real/probenet"
@@ -78,12 +79,22 @@ func DialRuntime(ctx context.Context, o Options) (Runtime, error) {
 // Run runs the node agent until ctx ends. Containers outlive it: stopping
 // the daemon stops no container, as with the kubelet.
 func Run(ctx context.Context, o Options, rt Runtime, log *slog.Logger) error {
-	n, err := prepare(ctx, o, rt, log)
+	// A fatal condition found while running (a client certificate lost
+	// for good) ends the run with its cause.
+	ctx, fail := context.WithCancelCause(ctx)
+	defer fail(nil)
+	n, err := prepare(ctx, o, rt, log, fail)
 	if err != nil {
 		return err
 	}
 	defer n.close()
-	return serve(ctx, o, n)
+	if err := serve(ctx, o, n); err != nil {
+		return err
+	}
+	if err := context.Cause(ctx); !errors.Is(err, context.Canceled) {
+		return err
+	}
+	return nil
 }
 
 // node is an agent built with its real world, not started yet.
@@ -94,6 +105,7 @@ type node struct {
 	ips           []netip.Addr
 	reg, probeReg *prometheus.Registry
 	cs            kubernetes.Interface
+	serving       *certs.Manager // the serving certificate (--rotate-server-certificates)
 	log           *slog.Logger
 	closers       []func()
 }
@@ -104,8 +116,10 @@ func (n *node) close() {
 	}
 }
 
-// prepare builds the agent and its real world from the options.
-func prepare(ctx context.Context, o Options, rt Runtime, log *slog.Logger) (_ *node, err error) {
+// prepare builds the agent and its real world from the options; the
+// certificate tasks it starts end with ctx, and call fail when the client
+// certificate is lost for good.
+func prepare(ctx context.Context, o Options, rt Runtime, log *slog.Logger, fail context.CancelCauseFunc) (_ *node, err error) {
 	n := &node{}
 	defer func() {
 		if err != nil {
@@ -190,9 +204,14 @@ func prepare(ctx context.Context, o Options, rt Runtime, log *slog.Logger) (_ *n
 	clientmetrics.Register(metrics.NewRESTClient(reg).Hooks())
 	var cs kubernetes.Interface
 	if o.Kubeconfig != "" {
-		rc, err := kube.LoadKubeconfig(o.Kubeconfig)
+		j, err := join(ctx, d.Core, o, nodeName, log)
 		if err != nil {
 			return nil, err
+		}
+		rc := j.config
+		if j.rotator != nil {
+			d.Tasks.Go("client certificate rotation", func() { j.rotator.Run(ctx) })
+			go watchClientCert(ctx, j.rotator, log, fail)
 		}
 		kc, err := kube.NewForConfig(rc, float32(o.APIQPS), int(o.APIBurst), kube.Options{NodeName: nodeName})
 		if err != nil {
@@ -204,6 +223,12 @@ func prepare(ctx context.Context, o Options, rt Runtime, log *slog.Logger) (_ *n
 			return nil, fmt.Errorf("apiserver client from %s: %w", o.Kubeconfig, err)
 		}
 		log.Info("connected to the apiserver", "host", rc.Host)
+		if o.RotateServerCertificates {
+			if n.serving, err = servingCerts(d.Core, o, cs, nodeName, netIPs(ips)); err != nil {
+				return nil, err
+			}
+			d.Tasks.Go("serving certificate rotation", func() { n.serving.Run(ctx) })
+		}
 	} else {
 		log.Info("no --kubeconfig: running standalone (static pods only)", "manifests", o.ManifestPath)
 	}
@@ -268,14 +293,15 @@ func serve(ctx context.Context, o Options, n *node) error {
 
 	scfg := server.Config{
 		Address: o.Address, Port: int(o.Port), ReadOnlyPort: int(o.ReadOnlyPort),
-		TLSCertFile: o.TLSCertFile, TLSKeyFile: o.TLSKeyFile, CertDir: filepath.Join(o.RootDir, "pki"),
+		TLSCertFile: o.TLSCertFile, TLSKeyFile: o.TLSKeyFile, CertDir: o.CertDirectory(),
 		ClientCAFile: o.ClientCAFile,
 		Metrics:      metrics.Handler(reg), ProbeMetrics: metrics.Handler(probeReg),
 		Configz:    o.KubeletConfiguration(),
 		SystemLogs: o.EnableSystemLogHandler, Profiling: o.EnableProfilingHandler,
 	}
-	for _, ip := range ips {
-		scfg.NodeIPs = append(scfg.NodeIPs, net.IP(ip.AsSlice()))
+	scfg.NodeIPs = netIPs(ips)
+	if n.serving != nil {
+		scfg.ServingCertificate = n.serving.Current
 	}
 	if cs != nil {
 		scfg.Authenticator = server.TokenReviewAuthenticator(cs)
@@ -305,6 +331,15 @@ func serve(ctx context.Context, o Options, n *node) error {
 	<-srv.Done()
 	log.Info("lockstep node stopped; its containers keep running")
 	return nil
+}
+
+// netIPs converts addresses to net.IPs.
+func netIPs(ips []netip.Addr) []net.IP {
+	out := make([]net.IP, 0, len(ips))
+	for _, ip := range ips {
+		out = append(out, net.IP(ip.AsSlice()))
+	}
+	return out
 }
 
 // resolveNodeName is the node name asked for, or the host name lowercased.

@@ -27,7 +27,7 @@ func RunOnce(ctx context.Context, o Options, rt Runtime, log *slog.Logger, out i
 	if o.Kubeconfig != "" {
 		return fmt.Errorf("--runonce runs without an apiserver: drop --kubeconfig")
 	}
-	n, err := prepare(ctx, o, rt, log)
+	n, err := prepare(ctx, o, rt, log, func(error) {})
 	if err != nil {
 		return err
 	}

@@ -1,6 +1,8 @@
 // Package kube is the production side of the agent's apiserver ports
 // (deps.PodAPI, deps.NodeAPI, deps.LeaseAPI, deps.EventSink), built on
-// client-go.
+// client-go, and of the certificate ports the daemon uses to join a
+// cluster (deps.CSRAPI, ECDSA keys, a client-go transport whose client
+// certificate rotates, the kubeconfig a TLS bootstrap writes).
 package kube
 
 import (

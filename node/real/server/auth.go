@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net/http"
 	"path"
+	"slices"
 	"strings"
 )
 
@@ -109,9 +110,9 @@ func isSubpath(p, root string) bool {
 type secureFilter struct {
 	next     http.Handler
 	nodeName func() string
-	authn    Authenticator  // nil: no bearer tokens
-	clientCA *x509.CertPool // nil: no client certificates
-	authz    Authorizer     // never nil
+	authn    Authenticator // nil: no bearer tokens
+	clientCA *clientCAFile // nil: no client certificates
+	authz    Authorizer    // never nil
 	log      *slog.Logger
 }
 
@@ -148,8 +149,23 @@ func (f *secureFilter) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	f.next.ServeHTTP(w, r)
 }
 
-// authenticate tries the client certificate, then the bearer token.
+// AuthenticatedGroup is the group every authenticated user is in (added
+// when the credential does not name it, as the kubelet's authenticator
+// does), so that authorization rules for all authenticated users apply.
+const AuthenticatedGroup = "system:authenticated"
+
+// authenticate tries the client certificate, then the bearer token; the
+// user is put in AuthenticatedGroup.
 func (f *secureFilter) authenticate(r *http.Request) (string, []string, bool) {
+	user, groups, ok := f.credential(r)
+	if ok && !slices.Contains(groups, AuthenticatedGroup) {
+		groups = append(groups, AuthenticatedGroup)
+	}
+	return user, groups, ok
+}
+
+// credential tries the client certificate, then the bearer token.
+func (f *secureFilter) credential(r *http.Request) (string, []string, bool) {
 	if user, groups, ok := f.clientCert(r); ok {
 		return user, groups, true
 	}
@@ -180,7 +196,7 @@ func (f *secureFilter) clientCert(r *http.Request) (string, []string, bool) {
 		inter.AddCert(c)
 	}
 	_, err := leaf.Verify(x509.VerifyOptions{
-		Roots:         f.clientCA,
+		Roots:         f.clientCA.Pool(),
 		Intermediates: inter,
 		KeyUsages:     []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
 	})

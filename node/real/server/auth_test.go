@@ -137,7 +137,9 @@ func TestSecurePortAuthorization(t *testing.T) {
 	s := newServer(t, p, authz, func(c *Config) {
 		c.Metrics = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "secret metrics") })
 	})
-	call := func(sub string) sarCall { return sarCall{"alice", []string{"devs"}, "get", "nodes", sub, "node-a"} }
+	call := func(sub string) sarCall {
+		return sarCall{"alice", []string{"devs", AuthenticatedGroup}, "get", "nodes", sub, "node-a"}
+	}
 	tests := []struct {
 		path string
 		want []sarCall
@@ -266,10 +268,10 @@ func TestClientCertificateAuthentication(t *testing.T) {
 		wantCall   *sarCall
 	}{
 		{name: "CA-signed certificate", cert: ptr(ca.clientCert(t, "bob", "ops", "admins")), wantStatus: 200,
-			wantCall: &sarCall{"bob", []string{"ops", "admins"}, "get", "nodes", "healthz", "node-a"}},
+			wantCall: &sarCall{"bob", []string{"ops", "admins", AuthenticatedGroup}, "get", "nodes", "healthz", "node-a"}},
 		{name: "certificate of another CA", cert: ptr(other.clientCert(t, "mallory", "system:masters")), wantStatus: 401},
 		{name: "another CA's certificate falls back to the token", cert: ptr(other.clientCert(t, "mallory")), token: testToken, wantStatus: 200,
-			wantCall: &sarCall{"alice", []string{"devs"}, "get", "nodes", "healthz", "node-a"}},
+			wantCall: &sarCall{"alice", []string{"devs", AuthenticatedGroup}, "get", "nodes", "healthz", "node-a"}},
 		{name: "no certificate", wantStatus: 401},
 	}
 	for _, tc := range tests {
@@ -319,3 +321,51 @@ func TestClientCAFileErrors(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// TestClientCAFileReloaded: the client CA file is read again when it
+// changes, as the kubelet's dynamic CA content: a certificate of the new
+// CA is accepted without a restart, the old CA's no longer; a change that
+// cannot be read keeps the previous bundle.
+func TestClientCAFileReloaded(t *testing.T) {
+	oldCA, newCA := newTestCA(t, "old-ca"), newTestCA(t, "new-ca")
+	caFile := filepath.Join(t.TempDir(), "ca.crt")
+	if err := os.WriteFile(caFile, oldCA.pem, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s := newServer(t, newProvider(t), &recordingAuthz{}, func(c *Config) { c.ClientCAFile = caFile })
+	ts := httptest.NewUnstartedServer(s.SecureHandler())
+	ts.TLS = s.TLSConfig()
+	ts.StartTLS()
+	defer ts.Close()
+	serverCert, _ := x509.ParseCertificate(s.TLSConfig().Certificates[0].Certificate[0])
+	roots := x509.NewCertPool()
+	roots.AddCert(serverCert)
+	status := func(ca *testCA) int {
+		t.Helper()
+		client := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: roots, ServerName: "node-a",
+			Certificates: []tls.Certificate{ca.clientCert(t, "bob", "ops")}}}}
+		defer client.CloseIdleConnections()
+		resp, err := client.Get(ts.URL + "/healthz")
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	if a, b := status(oldCA), status(newCA); a != 200 || b != 401 {
+		t.Fatalf("before the change: old CA %d, new CA %d; want 200, 401", a, b)
+	}
+	later := time.Now().Add(time.Minute)
+	if err := os.WriteFile(caFile, newCA.pem, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	os.Chtimes(caFile, later, later)
+	if a, b := status(oldCA), status(newCA); a != 401 || b != 200 {
+		t.Fatalf("after the change: old CA %d, new CA %d; want 401, 200", a, b)
+	}
+	os.WriteFile(caFile, []byte("half-written"), 0o644)
+	os.Chtimes(caFile, later.Add(time.Minute), later.Add(time.Minute))
+	if b := status(newCA); b != 200 {
+		t.Fatalf("an unreadable change dropped the bundle: new CA %d", b)
+	}
+}

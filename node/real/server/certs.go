@@ -16,6 +16,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"sync"
 	"time"
 )
 
@@ -76,6 +77,17 @@ func servingCert(cfg Config, nodeName string, now time.Time, log *slog.Logger) (
 	}
 	log.Info("generated a self-signed serving certificate", "cert", certPath, "node", nodeName)
 	return tls.X509KeyPair(certPEM, keyPEM)
+}
+
+// dynamicCert answers a handshake with current(), or an error while
+// there is none (a serving certificate not issued yet).
+func dynamicCert(current func() *tls.Certificate) func(*tls.ClientHelloInfo) (*tls.Certificate, error) {
+	return func(*tls.ClientHelloInfo) (*tls.Certificate, error) {
+		if c := current(); c != nil {
+			return c, nil
+		}
+		return nil, errors.New("no serving certificate available for the kubelet")
+	}
 }
 
 // unusable says why a stored self-signed certificate cannot serve nodeName
@@ -185,4 +197,50 @@ func loadClientCA(file string) (*x509.CertPool, error) {
 		return nil, fmt.Errorf("client CA file %s holds no PEM certificate", file)
 	}
 	return pool, nil
+}
+
+// clientCAFile is the client CA bundle, read again whenever the file
+// changes (as the kubelet's dynamic CA content), so that a CA rotation
+// needs no restart. A change that cannot be read keeps the previous
+// bundle.
+type clientCAFile struct {
+	path string
+	log  *slog.Logger
+
+	mu   sync.Mutex
+	pool *x509.CertPool
+	mod  time.Time
+	size int64
+}
+
+// newClientCAFile reads the bundle at path; an unreadable one is an error.
+func newClientCAFile(path string, log *slog.Logger) (*clientCAFile, error) {
+	c := &clientCAFile{path: path, log: log}
+	fi, err := os.Stat(path)
+	if err != nil {
+		return nil, fmt.Errorf("read client CA file %s: %w", path, err)
+	}
+	if c.pool, err = loadClientCA(path); err != nil {
+		return nil, err
+	}
+	c.mod, c.size = fi.ModTime(), fi.Size()
+	return c, nil
+}
+
+// Pool is the current bundle.
+func (c *clientCAFile) Pool() *x509.CertPool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	fi, err := os.Stat(c.path)
+	if err != nil || (fi.ModTime().Equal(c.mod) && fi.Size() == c.size) {
+		return c.pool
+	}
+	pool, err := loadClientCA(c.path)
+	if err != nil {
+		c.log.Warn("client CA file changed but cannot be used; keeping the previous bundle", "file", c.path, "err", err)
+		return c.pool
+	}
+	c.pool, c.mod, c.size = pool, fi.ModTime(), fi.Size()
+	c.log.Info("client CA file reloaded", "file", c.path)
+	return c.pool
 }

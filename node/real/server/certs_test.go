@@ -273,3 +273,39 @@ func TestStartListenFailure(t *testing.T) {
 		t.Errorf("Start: %v, want the read-only port's listen error", err)
 	}
 }
+
+// TestServingCertificateFromRotation: with ServingCertificate set (a
+// certificate issued through a CSR), each handshake is answered with its
+// current value, so a rotation needs no restart; while there is none the
+// handshake fails with a clear error, and no self-signed one is made.
+func TestServingCertificateFromRotation(t *testing.T) {
+	p := newProvider(t)
+	dir := filepath.Join(t.TempDir(), "pki")
+	var current *tls.Certificate
+	s, err := New(p, Config{CertDir: dir, ServingCertificate: func() *tls.Certificate { return current }}, nil)
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	get := s.TLSConfig().GetCertificate
+	if _, err := get(&tls.ClientHelloInfo{}); err == nil || !strings.Contains(err.Error(), "no serving certificate available") {
+		t.Errorf("handshake before issuance: %v", err)
+	}
+	if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("a self-signed certificate was made in %s (%v)", dir, err)
+	}
+	for _, host := range []string{"first.example", "second.example"} {
+		certPEM, keyPEM, err := GenerateSelfSignedCert(host, nil, time.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		pair, err := tls.X509KeyPair(certPEM, keyPEM)
+		if err != nil {
+			t.Fatal(err)
+		}
+		current = &pair
+		got, err := get(&tls.ClientHelloInfo{})
+		if err != nil || got.Leaf.VerifyHostname(host) != nil {
+			t.Errorf("after rotating to %s the handshake gets %v (%v)", host, got, err)
+		}
+	}
+}

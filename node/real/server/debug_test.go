@@ -50,7 +50,7 @@ func TestSystemLogsAuthorizedAsNodesLog(t *testing.T) {
 	if code, _ := get(t, s.SecureHandler(), "/logs/../../etc/passwd", testToken); code == 200 {
 		t.Errorf("GET /logs/../../etc/passwd answered 200")
 	}
-	want := sarCall{User: "alice", Groups: []string{"devs"}, Verb: "get", Resource: "nodes", Subresource: "log", Name: "node-a"}
+	want := sarCall{User: "alice", Groups: []string{"devs", AuthenticatedGroup}, Verb: "get", Resource: "nodes", Subresource: "log", Name: "node-a"}
 	if calls := authz.recorded(); len(calls) == 0 || !cmp.Equal(calls[0], want) {
 		t.Errorf("authorization calls %+v, want the first %+v", calls, want)
 	}

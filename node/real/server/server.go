@@ -24,7 +24,6 @@ import (
 	"bufio"
 	"context"
 	"crypto/tls"
-	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -86,6 +85,11 @@ type Config struct {
 	TLSCertFile, TLSKeyFile string
 	// CertDir is where a self-signed certificate is kept.
 	CertDir string
+	// ServingCertificate, when set, is asked for the serving certificate
+	// at each handshake (a certificate issued through a CSR and rotated,
+	// --rotate-server-certificates); TLSCertFile, TLSKeyFile and CertDir
+	// are then unused. While it returns nil, handshakes fail.
+	ServingCertificate func() *tls.Certificate
 	// NodeIPs are added to a generated certificate's IP SANs.
 	NodeIPs []net.IP
 
@@ -130,7 +134,7 @@ type Server struct {
 	cfg      Config
 	log      *slog.Logger
 	tls      *tls.Config
-	clientCA *x509.CertPool
+	clientCA *clientCAFile
 
 	secure   http.Handler
 	readOnly http.Handler
@@ -181,13 +185,18 @@ func New(p Provider, cfg Config, log *slog.Logger) (*Server, error) {
 		stopping: make(chan struct{}),
 		done:     make(chan struct{}),
 	}
-	cert, err := servingCert(cfg, p.NodeName(), time.Now(), log)
-	if err != nil {
-		return nil, fmt.Errorf("serving certificate of node %q: %w", p.NodeName(), err)
+	if cfg.ServingCertificate != nil {
+		s.tls = &tls.Config{MinVersion: tls.VersionTLS12, GetCertificate: dynamicCert(cfg.ServingCertificate)}
+	} else {
+		cert, err := servingCert(cfg, p.NodeName(), time.Now(), log)
+		if err != nil {
+			return nil, fmt.Errorf("serving certificate of node %q: %w", p.NodeName(), err)
+		}
+		s.tls = &tls.Config{MinVersion: tls.VersionTLS12, Certificates: []tls.Certificate{cert}}
 	}
-	s.tls = &tls.Config{MinVersion: tls.VersionTLS12, Certificates: []tls.Certificate{cert}}
+	var err error
 	if cfg.ClientCAFile != "" {
-		if s.clientCA, err = loadClientCA(cfg.ClientCAFile); err != nil {
+		if s.clientCA, err = newClientCAFile(cfg.ClientCAFile, log); err != nil {
 			return nil, err
 		}
 		s.tls.ClientAuth = tls.RequestClientCert
