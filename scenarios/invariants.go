@@ -48,6 +48,7 @@ type Checker struct {
 	cg              *cgroupChecks       // see invariants_cgroups.go
 	pressure        *pressureChecks     // see invariants_pressure.go
 	ooms            map[string]*oomKill // by container ID, see invariants_oom.go
+	rz              *resizeChecks       // see resize.go
 }
 
 // NewChecker starts checking h's apiserver writes at once; call Check to
@@ -57,7 +58,7 @@ func NewChecker(h *harness.Harness) *Checker {
 		lastPhase: map[types.UID]corev1.PodPhase{}, restarts: map[string]int32{}, term: newTerminationState(), suite: newSuiteState(),
 		probes: newProbeChecks(), sidecars: newSidecarChecks(),
 		hooks: newHookChecks(), cg: newCgroupChecks(),
-		pressure: newPressureChecks(), ooms: map[string]*oomKill{}}
+		pressure: newPressureChecks(), ooms: map[string]*oomKill{}, rz: newResizeChecks()}
 	h.API.OnWrite(c.onWrite)
 	return c
 }
@@ -87,6 +88,7 @@ func (c *Checker) Check() {
 	c.checkCgroups()
 	c.checkPressure(truth)
 	c.checkOOM(truth)
+	c.checkResize(truth)
 	for _, ct := range truth {
 		key := string(ct.PodUID) + "/" + ct.Name
 		if ct.State == runtimeapi.ContainerState_CONTAINER_RUNNING {
@@ -123,6 +125,7 @@ func (c *Checker) onWrite(r apiserver.Record) {
 	c.onWriteProbes(r)
 	c.onWriteHooks(r)
 	c.onWriteCgroups(r)
+	c.onWriteResize(r)
 	p := r.Pod
 	c.policy[p.UID] = p.Spec.RestartPolicy
 	prev, seen := c.lastPhase[p.UID]

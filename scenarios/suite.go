@@ -48,6 +48,7 @@ func Scenarios() []Scenario {
 		cgroupsChurn(),
 		evictionScenario(),
 		oomScenario(),
+		resizeScenario(),
 	}
 }
 
@@ -215,6 +216,7 @@ func Invariants() []string {
 		"prestop-before-stop", "poststart-before-started", "volumes-kept", "token-valid", "cgroups-match",
 		"eviction-order", "critical-survives", "evicted-stays-dead",
 		"one-eviction-per-cycle", "reclaim-first", "pressure-conditions", "admission", "oom-reported",
-		"deleted-disappears", "converges", "status-matches", "mirror-present",
+		"allocations-fit",
+		"deleted-disappears", "converges", "status-matches", "mirror-present", "resize-in-place", "resize-restarts-once", "resize-converges",
 	}
 }

@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/lockstep-dev/lockstep/node/admission"
+	"github.com/lockstep-dev/lockstep/node/allocation"
 	"github.com/lockstep-dev/lockstep/node/cgroups"
 	"github.com/lockstep-dev/lockstep/node/deps"
 	"github.com/lockstep-dev/lockstep/node/eviction"
@@ -95,6 +96,8 @@ type Agent struct {
 	volumes *volume.Manager
 	probes  *prober.Manager
 	cgroups *cgroups.Manager
+	// alloc holds the pods' allocated resources (checkpointed).
+	alloc *allocation.Store
 	// evictions is the eviction manager; stats its sampler.
 	evictions *eviction.Manager
 	stats     *stats.Provider
@@ -119,6 +122,8 @@ type Agent struct {
 	nodeRead   *corev1.Node
 	nodeReadAt time.Time
 	evicted    map[types.UID]stopNote
+	// pendingResizes are the pods whose resize is deferred.
+	pendingResizes map[types.UID]bool
 }
 
 // New builds an agent over d. Nothing runs until Start.
@@ -170,6 +175,9 @@ func New(d deps.Deps, cfg Config) *Agent {
 		admitted: map[types.UID]*corev1.Pod{},
 		rejected: map[types.UID]admission.Decision{},
 		evicted:  map[types.UID]stopNote{},
+		alloc:    newAllocations(d, cfg),
+
+		pendingResizes: map[types.UID]bool{},
 	}
 	a.stats = stats.New(d.Core, stats.Ports{Runtime: d.Runtime, Images: d.Images, Machine: d.Machine}, stats.Config{Period: cfg.Eviction.Period})
 	ep := eviction.Ports{Stats: a.stats, Pods: evictionPods{a}, Reclaim: reclaimer{a}, Events: d.API.Events}

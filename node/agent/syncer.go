@@ -66,14 +66,35 @@ func (a *Agent) SyncPod(ctx context.Context, pod *corev1.Pod, lastSync time.Time
 	if !terminal && a.pastDeadline(prev) {
 		return a.deadlineExceeded(pod, prev, st), nil
 	}
+	// run is the pod with the resources it was allocated (a resize the
+	// node has not accepted yet waits, PodResizePending).
+	run, rz, resized := pod, status.Resize{}, false
 	if !terminal {
+		run, rz = a.allocate(pod, prev.Status.Conditions)
 		a.probes.AddPod(pod)
-		if err := a.ensurePodCgroup(pod); err != nil {
+		if err := a.ensurePodCgroup(run); err != nil {
 			return podworkers.SyncResult{}, err
 		}
+		rz.Error, resized = a.resizeInPlace(ctx, run, st)
 	}
-	res, syncErr := a.exec.SyncPod(ctx, pod, st, terminal, a.unhealthy(pod), a.probes.ForPod(pod, st).Started)
+	res, syncErr := a.exec.SyncPod(ctx, run, st, terminal, a.unhealthy(pod), a.probes.ForPod(pod, st).Started)
 	a.expect(pod.UID, res.Started)
+	view := st
+	if !terminal {
+		if rz.Error == "" {
+			rz.Error = a.finishResize(run)
+		}
+		if resized {
+			// The runtime's resources changed without a state change the
+			// relist would notice: look again.
+			if err := a.pleg.UpdatePod(ctx, pod.UID); err == nil {
+				if fresh, ok := a.pleg.Cache().Get(pod.UID); ok {
+					view = fresh
+				}
+			}
+		}
+		rz.InProgress = a.exec.ResizeInProgress(run, view)
+	}
 
 	waiting := make(map[string]status.Waiting, len(res.Waiting))
 	for name, w := range res.Waiting {
@@ -81,11 +102,18 @@ func (a *Agent) SyncPod(ctx context.Context, pod *corev1.Pod, lastSync time.Time
 	}
 	now := a.d.Clock.Now()
 	s := withUnsupportedMessage(status.Generate(prev, st, waiting, a.probes.ForPod(pod, st), a.nodeAddrs(), now), unsupported)
+	if !terminal {
+		s = a.resizeStatus(run, prev.Status.Conditions, s, rz, view)
+	}
 	if s.Phase == corev1.PodRunning && prev.Status.Phase != corev1.PodRunning && !pod.CreationTimestamp.IsZero() {
 		a.cfg.Metrics.ObservePodStartDuration(now.Sub(pod.CreationTimestamp.Time))
 	}
 	a.status.SetPodStatus(pod, s)
 	out := podworkers.SyncResult{Terminal: podutil.IsTerminal(s.Phase), RequeueAfter: res.Actions.RetryAfter}
+	if resizing(s) && (out.RequeueAfter == 0 || out.RequeueAfter > a.cfg.SyncTick) {
+		// Look again soon: the resize completes (or is retried) then.
+		out.RequeueAfter = a.cfg.SyncTick
+	}
 	if s.StartTime != nil && !out.Terminal {
 		// Wake at the active deadline, if it comes before the next sync.
 		if left, ok := status.ActiveDeadline(pod, &s.StartTime.Time, now); ok && (out.RequeueAfter == 0 || left < out.RequeueAfter) {
@@ -186,6 +214,7 @@ func (a *Agent) SyncTerminatingPod(ctx context.Context, uid types.UID, pod *core
 	prev := a.status.WithCachedStatus(pod)
 	now := a.d.Clock.Now()
 	s := status.Generate(prev, after, nil, a.probes.ForPod(pod, after), a.nodeAddrs(), now)
+	s = status.WithResources(s, a.alloc.Allocated(pod), after)
 	a.status.SetPodStatus(pod, status.Terminate(prev, s, now))
 	return nil
 }
@@ -200,6 +229,9 @@ func (a *Agent) SyncTerminatedPod(_ context.Context, uid types.UID, pod *corev1.
 	a.volumes.RemovePod(uid)
 	a.probes.RemovePod(uid)
 	a.removePodCgroup(uid)
+	if err := a.alloc.Remove(uid); err != nil {
+		a.d.Log.Warn("forgetting a terminated pod's allocation failed; housekeeping will retry", "uid", string(uid), "error", err.Error())
+	}
 	if pod != nil {
 		a.cfg.Metrics.ForgetProbes(metrics.ProbeTarget{Namespace: pod.Namespace, Pod: pod.Name, PodUID: string(uid)})
 	}

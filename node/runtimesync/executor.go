@@ -142,7 +142,7 @@ func (e *Executor) SyncPod(ctx context.Context, pod *corev1.Pod, st *podstate.Po
 	log := PodLogger(e.d.Log, pod)
 	acts := ComputeActions(Inputs{
 		Pod: pod, Status: st, Terminal: terminal, Now: e.d.Clock.Now(),
-		Backoff: e.crash, Hash: podspec.ContainerHash, Unhealthy: unhealthy, Started: started,
+		Backoff: e.crash, Hash: podspec.ContainerHash, Unhealthy: unhealthy, Started: started, Node: e.cfg.Node,
 	})
 	res := Result{Actions: acts, Waiting: map[string]Waiting{}}
 	for name, w := range acts.Waiting {
