@@ -6,12 +6,15 @@ import (
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/lockstep-dev/lockstep/node/admission"
 	"github.com/lockstep-dev/lockstep/node/allocation"
+	"github.com/lockstep-dev/lockstep/node/cgroups"
+	"github.com/lockstep-dev/lockstep/node/deps"
 	"github.com/lockstep-dev/lockstep/node/podspec"
 	"github.com/lockstep-dev/lockstep/node/podutil"
 	"github.com/lockstep-dev/lockstep/sim/apiserver"
@@ -102,11 +105,13 @@ type resizeChecks struct {
 	reported   map[string]bool
 	// stopped: the instances the agent stopped, per pod UID/container.
 	stopped map[string]map[string]bool
+	// prev: each pod's allocation before its last change.
+	prev map[types.UID]allocation.PodResources
 }
 
 func newResizeChecks() *resizeChecks {
 	return &resizeChecks{resizes: map[types.UID]int{}, pods: map[types.UID]*corev1.Pod{}, reported: map[string]bool{},
-		stopped: map[string]map[string]bool{}}
+		stopped: map[string]map[string]bool{}, prev: map[types.UID]allocation.PodResources{}}
 }
 
 func (c *Checker) onWriteResize(r apiserver.Record) {
@@ -149,26 +154,7 @@ func (c *Checker) checkResize(truth []RuntimeContainer) {
 // checkpoint allocates to the pods that run (not being deleted, not
 // critical) never exceed the node's allocatable cpu and memory.
 func (c *Checker) checkAllocationsFit(truth []RuntimeContainer) {
-	root := c.h.AgentConfig().Node.RootDir
-	if root == "" {
-		root = podspec.DefaultRootDir
-	}
-	store := allocation.NewStore(c.h.Files, root)
-	data, err := c.h.Files.ReadFile(store.Path())
-	if err != nil {
-		return
-	}
-	if string(data) != string(c.rz.checkpoint) {
-		c.rz.checkpoint = data
-		if err := store.Load(); err != nil {
-			c.failOnce("allocations-fit", "corrupt", "the allocation checkpoint cannot be read: %v", err)
-			return
-		}
-		c.rz.allocs = map[types.UID]allocation.PodResources{}
-		for _, uid := range store.UIDs() {
-			c.rz.allocs[uid], _ = store.Get(uid)
-		}
-	}
+	c.refreshAllocations()
 	nodes := c.h.API.User().Nodes()
 	if len(nodes) == 0 {
 		return
@@ -206,6 +192,60 @@ func (c *Checker) checkAllocationsFit(truth []RuntimeContainer) {
 			c.failOnce("allocations-fit", string(rn)+u.String(), "the running pods are allocated %s of %s, more than the node's allocatable %s", u.String(), rn, a.String())
 		}
 	}
+}
+
+// refreshAllocations reads the agent's allocation checkpoint again when
+// it changed, remembering each pod's previous allocation.
+func (c *Checker) refreshAllocations() {
+	root := c.h.AgentConfig().Node.RootDir
+	if root == "" {
+		root = podspec.DefaultRootDir
+	}
+	store := allocation.NewStore(c.h.Files, root)
+	data, err := c.h.Files.ReadFile(store.Path())
+	if err != nil || string(data) == string(c.rz.checkpoint) {
+		return
+	}
+	c.rz.checkpoint = data
+	if err := store.Load(); err != nil {
+		c.failOnce("allocations-fit", "corrupt", "the allocation checkpoint cannot be read: %v", err)
+		return
+	}
+	allocs := map[types.UID]allocation.PodResources{}
+	for _, uid := range store.UIDs() {
+		allocs[uid], _ = store.Get(uid)
+		if old, ok := c.rz.allocs[uid]; ok && !equality.Semantic.DeepEqual(old, allocs[uid]) {
+			c.rz.prev[uid] = old
+		}
+	}
+	c.rz.allocs = allocs
+}
+
+// allocatedPod is pod with the resources the agent's checkpoint allocates
+// it (pod itself without one).
+func (c *Checker) allocatedPod(pod *corev1.Pod) *corev1.Pod {
+	c.refreshAllocations()
+	a, ok := c.rz.allocs[pod.UID]
+	if !ok {
+		return pod
+	}
+	out, _ := allocation.Apply(pod, a)
+	return out
+}
+
+// podCgroupChoices are the limits pod's cgroup may hold: those of its
+// allocation, and while a resize of it may be in flight those of its
+// previous allocation and the widest of both (a resize grows the pod
+// cgroup before its containers, shrinks it after).
+func (c *Checker) podCgroupChoices(pod *corev1.Pod) []deps.CgroupResources {
+	cur := cgroups.PodResources(c.allocatedPod(pod))
+	out := []deps.CgroupResources{cur}
+	if prev, ok := c.rz.prev[pod.UID]; ok {
+		p, _ := allocation.Apply(pod, prev)
+		old := cgroups.PodResources(p)
+		out = append(out, old, cgroups.Widest(old, cur))
+	}
+	return out
 }
 
 // deleting reports whether the API pod uid is being deleted or done.
