@@ -51,7 +51,7 @@ func (u *User) ResizePod(namespace, name string, resources map[string]corev1.Res
 		}
 		c.Resources = r
 	}
-	if podspec.QOSClass(p) != podspec.QOSClass(old) {
+	if specQOS(p) != specQOS(old) {
 		errs = append(errs, field.Invalid(path, "", "Pod QOS Class may not change as a result of resizing"))
 	}
 	if old.Status.Phase == corev1.PodSucceeded || old.Status.Phase == corev1.PodFailed {
@@ -131,4 +131,12 @@ func withinAllocatable(pod *corev1.Pod, allocatable corev1.ResourceList) error {
 		return fmt.Errorf("node didn't have enough allocatable resources: %s", strings.Join(msg, "; "))
 	}
 	return nil
+}
+
+// specQOS is the pod's QoS class computed from its spec (not the status's
+// copy, which never changes).
+func specQOS(pod *corev1.Pod) corev1.PodQOSClass {
+	p := pod.DeepCopy()
+	p.Status.QOSClass = ""
+	return podspec.QOSClass(p)
 }
