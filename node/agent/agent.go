@@ -149,6 +149,8 @@ func New(d deps.Deps, cfg Config) *Agent {
 	if d.Files != nil {
 		cfg.PLEG.Messages = termmsg.New(d.Files)
 	}
+	alloc := newAllocations(d, cfg)
+	cfg.RuntimeSync.Resized = alloc.Resized
 	pods := newCgroups(d, cfg)
 	cfg.RuntimeSync.CgroupParent = func(pod *corev1.Pod) string { return pods.CgroupParent(pod, podspec.QOSClass(pod)) }
 	if m := cfg.Metrics; m != nil {
@@ -175,7 +177,7 @@ func New(d deps.Deps, cfg Config) *Agent {
 		admitted: map[types.UID]*corev1.Pod{},
 		rejected: map[types.UID]admission.Decision{},
 		evicted:  map[types.UID]stopNote{},
-		alloc:    newAllocations(d, cfg),
+		alloc:    alloc,
 
 		pendingResizes: map[types.UID]bool{},
 	}

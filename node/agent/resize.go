@@ -70,7 +70,7 @@ func (a *Agent) allocate(pod *corev1.Pod, prev []corev1.PodCondition) (*corev1.P
 		}
 		return allocated, status.Resize{PendingReason: v.Reason, PendingMessage: v.Message}
 	}
-	if err := a.alloc.Set(pod); err != nil {
+	if err := a.alloc.SetResized(pod); err != nil {
 		a.d.Log.Warn("checkpointing a pod's resize failed; will retry", "pod", pod.Namespace+"/"+pod.Name, "error", err.Error())
 		return allocated, status.Resize{}
 	}
@@ -104,6 +104,9 @@ func pendingAlready(prev []corev1.PodCondition, reason string, generation int64)
 // the sync, gives the pod cgroup its final (smaller) limits. It returns
 // the failure's message ("" : none) and whether it changed anything.
 func (a *Agent) resizeInPlace(ctx context.Context, pod *corev1.Pod, st *podstate.PodStatus) (errMsg string, changed bool) {
+	if !a.alloc.Resized(pod.UID) {
+		return "", false
+	}
 	if err := a.cgroups.GrowPod(pod, podspec.QOSClass(pod)); err != nil {
 		return err.Error(), false
 	}

@@ -93,7 +93,7 @@ func (a *Agent) SyncPod(ctx context.Context, pod *corev1.Pod, lastSync time.Time
 				}
 			}
 		}
-		rz.InProgress = a.exec.ResizeInProgress(run, view)
+		rz.InProgress = a.alloc.Resized(pod.UID) && a.exec.ResizeInProgress(run, view)
 	}
 
 	waiting := make(map[string]status.Waiting, len(res.Waiting))

@@ -76,19 +76,23 @@ type Store struct {
 
 	mu   sync.Mutex
 	pods map[types.UID]PodResources
+	// resized are the pods a resize was accepted for.
+	resized map[types.UID]bool
 }
 
 // checkpoint is the file's content: the allocations and a checksum of
 // their JSON encoding, so that a torn or edited file is detected.
 type checkpoint struct {
-	Entries  map[types.UID]PodResources `json:"entries"`
-	Checksum uint32                     `json:"checksum"`
+	Entries map[types.UID]PodResources `json:"entries"`
+	// Resized lists the pods a resize was accepted for, sorted.
+	Resized  []types.UID `json:"resized,omitempty"`
+	Checksum uint32      `json:"checksum"`
 }
 
 // NewStore returns a store checkpointed to <rootDir>/allocated_pods_state
 // (files nil: in memory). Call Load before use.
 func NewStore(files deps.Files, rootDir string) *Store {
-	return &Store{files: files, path: path.Join(rootDir, CheckpointFile), pods: map[types.UID]PodResources{}}
+	return &Store{files: files, path: path.Join(rootDir, CheckpointFile), pods: map[types.UID]PodResources{}, resized: map[types.UID]bool{}}
 }
 
 // Path is the checkpoint file's path.
@@ -112,13 +116,16 @@ func (s *Store) Load() error {
 	if err := json.Unmarshal(data, &cp); err != nil {
 		return fmt.Errorf("decode allocation checkpoint %s: %w", s.path, err)
 	}
-	if sum, err := checksum(cp.Entries); err != nil || sum != cp.Checksum {
+	if sum, err := checksum(cp.Entries, cp.Resized); err != nil || sum != cp.Checksum {
 		return fmt.Errorf("allocation checkpoint %s is corrupt (checksum mismatch)", s.path)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for uid, alloc := range cp.Entries {
 		s.pods[uid] = alloc
+	}
+	for _, uid := range cp.Resized {
+		s.resized[uid] = true
 	}
 	return nil
 }
@@ -148,16 +155,40 @@ func (s *Store) Allocated(pod *corev1.Pod) *corev1.Pod {
 	return out
 }
 
-// Set records pod's containers' resources as its allocation and writes
-// the checkpoint when that changed anything.
+// Set records pod's containers' resources as its allocation (at its
+// admission) and writes the checkpoint when that changed anything.
 func (s *Store) Set(pod *corev1.Pod) error {
+	return s.set(pod, false)
+}
+
+// SetResized records pod's containers' resources as its allocation after
+// a resize was accepted: from then on the pod's running containers are
+// brought to their allocation (see Resized).
+func (s *Store) SetResized(pod *corev1.Pod) error {
+	return s.set(pod, true)
+}
+
+// Resized reports whether a resize was ever accepted for pod uid: only
+// then do its running containers' resources get compared with their
+// allocation (a container is created with its allocation, so one never
+// resized has it already, whatever its runtime reports).
+func (s *Store) Resized(uid types.UID) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.resized[uid]
+}
+
+func (s *Store) set(pod *corev1.Pod, resized bool) error {
 	alloc := Of(pod)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if old, ok := s.pods[pod.UID]; ok && equality.Semantic.DeepEqual(old, alloc) {
+	if old, ok := s.pods[pod.UID]; ok && equality.Semantic.DeepEqual(old, alloc) && (!resized || s.resized[pod.UID]) {
 		return nil
 	}
 	s.pods[pod.UID] = alloc
+	if resized {
+		s.resized[pod.UID] = true
+	}
 	if err := s.writeLocked(); err != nil {
 		return fmt.Errorf("record the allocation of pod %s/%s: %w", pod.Namespace, pod.Name, err)
 	}
@@ -177,6 +208,7 @@ func (s *Store) RemoveOrphans(keep func(types.UID) bool) error {
 	for _, uid := range slices.Sorted(maps.Keys(s.pods)) {
 		if !keep(uid) {
 			delete(s.pods, uid)
+			delete(s.resized, uid)
 			removed = true
 		}
 	}
@@ -202,11 +234,17 @@ func (s *Store) writeLocked() error {
 	if s.files == nil {
 		return nil
 	}
-	sum, err := checksum(s.pods)
+	var resized []types.UID
+	for _, uid := range slices.Sorted(maps.Keys(s.resized)) {
+		if _, ok := s.pods[uid]; ok {
+			resized = append(resized, uid)
+		}
+	}
+	sum, err := checksum(s.pods, resized)
 	if err != nil {
 		return err
 	}
-	data, err := json.Marshal(checkpoint{Entries: s.pods, Checksum: sum})
+	data, err := json.Marshal(checkpoint{Entries: s.pods, Resized: resized, Checksum: sum})
 	if err != nil {
 		return fmt.Errorf("encode allocation checkpoint: %w", err)
 	}
@@ -223,10 +261,10 @@ func (s *Store) writeLocked() error {
 	return nil
 }
 
-// checksum is FNV-1a 32 of the entries' JSON encoding (map keys sorted by
-// encoding/json, so it is stable).
-func checksum(entries map[types.UID]PodResources) (uint32, error) {
-	data, err := json.Marshal(entries)
+// checksum is FNV-1a 32 of the JSON encoding of the entries and the
+// resized pods (map keys sorted by encoding/json, so it is stable).
+func checksum(entries map[types.UID]PodResources, resized []types.UID) (uint32, error) {
+	data, err := json.Marshal(checkpoint{Entries: entries, Resized: resized})
 	if err != nil {
 		return 0, fmt.Errorf("encode allocation entries: %w", err)
 	}

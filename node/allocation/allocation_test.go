@@ -38,6 +38,9 @@ func TestStoreSurvivesRestart(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	if err := s.SetResized(a); err != nil {
+		t.Fatal(err)
+	}
 	if err := s.Remove("b"); err != nil {
 		t.Fatal(err)
 	}
@@ -47,6 +50,9 @@ func TestStoreSurvivesRestart(t *testing.T) {
 	}
 	if d := cmp.Diff([]types.UID{"a"}, next.UIDs()); d != "" {
 		t.Errorf("pods after a restart (-want +got):\n%s", d)
+	}
+	if !next.Resized("a") || next.Resized("b") {
+		t.Errorf("Resized after a restart: a %v, b %v; want true, false", next.Resized("a"), next.Resized("b"))
 	}
 	resized := pod("a", "300m")
 	if got := next.Allocated(resized); got.Spec.Containers[0].Resources.Requests.Cpu().String() != "100m" {

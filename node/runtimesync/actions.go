@@ -42,6 +42,10 @@ type Inputs struct {
 	// Node is what the node contributes to container configs (the
 	// resources a resized container must run with).
 	Node podspec.NodeInfo
+	// Resizing: a resize of the pod was accepted; a running container
+	// whose resources differ from its spec's (the allocation) and whose
+	// resizePolicy asks for it is restarted.
+	Resizing bool
 }
 
 // ProbeKill is the kill a failed liveness or startup probe asks for.

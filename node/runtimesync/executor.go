@@ -10,6 +10,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/lockstep-dev/lockstep/node/backoff"
@@ -40,6 +41,11 @@ type Config struct {
 	// CgroupParent, when set, names the pod cgroup a pod's sandbox goes
 	// under (node/cgroups); nil leaves sandboxes where the runtime likes.
 	CgroupParent func(pod *corev1.Pod) string
+	// Resized, when set, reports the pods a resize was accepted for:
+	// only their running containers are compared with the resources
+	// their allocation gives them (and restarted when a resizePolicy
+	// says so); nil: none.
+	Resized func(uid types.UID) bool
 	// Observer, when set, is told about every sandbox and container start
 	// attempt (for metrics); nil observes nothing. It must not block.
 	Observer Observer
@@ -143,6 +149,7 @@ func (e *Executor) SyncPod(ctx context.Context, pod *corev1.Pod, st *podstate.Po
 	acts := ComputeActions(Inputs{
 		Pod: pod, Status: st, Terminal: terminal, Now: e.d.Clock.Now(),
 		Backoff: e.crash, Hash: podspec.ContainerHash, Unhealthy: unhealthy, Started: started, Node: e.cfg.Node,
+		Resizing: e.cfg.Resized != nil && e.cfg.Resized(pod.UID),
 	})
 	res := Result{Actions: acts, Waiting: map[string]Waiting{}}
 	for name, w := range acts.Waiting {

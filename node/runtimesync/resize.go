@@ -64,6 +64,9 @@ func restartsOn(c *corev1.Container, r corev1.ResourceName) bool {
 // resizeRestart is the kill of a running instance whose resize asks for
 // a restart (the start follows in the same sync).
 func resizeRestart(in Inputs, c *corev1.Container, latest podstate.Container) (ContainerKill, bool) {
+	if !in.Resizing {
+		return ContainerKill{}, false
+	}
 	if _, restart, _ := resizeChange(in.Pod, c, latest, in.Node); !restart {
 		return ContainerKill{}, false
 	}

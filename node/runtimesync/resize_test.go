@@ -40,8 +40,8 @@ func runningWith(id, name string, pod *corev1.Pod) podstate.Container {
 
 // TestResizeActions: a memory change is made in place for both
 // containers (the decrease first); a cpu change restarts b (its policy)
-// and is made in place for a; an instance whose runtime reports no
-// resources is left alone.
+// and is made in place for a, but only once a resize of the pod was
+// accepted; an instance whose runtime reports no resources is left alone.
 func TestResizeActions(t *testing.T) {
 	old := resizablePod(128, 1000)
 	sb := []podstate.Sandbox{ready("sb1", 0)}
@@ -56,7 +56,7 @@ func TestResizeActions(t *testing.T) {
 	if len(plan) == 2 && plan[0].Resources.MemoryLimitInBytes != 64<<20 {
 		t.Errorf("first update's memory limit %d, want the decrease (64 MiB) first", plan[0].Resources.MemoryLimitInBytes)
 	}
-	acts := ComputeActions(Inputs{Pod: memDown, Status: st, Now: now, Hash: hash})
+	acts := ComputeActions(Inputs{Pod: memDown, Status: st, Now: now, Hash: hash, Resizing: true})
 	if len(acts.Kill) != 0 || len(acts.Start) != 0 {
 		t.Errorf("a NotRequired memory resize kills %v and starts %v, want nothing", acts.Kill, acts.Start)
 	}
@@ -65,7 +65,10 @@ func TestResizeActions(t *testing.T) {
 	if d := cmp.Diff([]string{"a"}, names(PlanResize(cpuUp, st, podspec.NodeInfo{}))); d != "" {
 		t.Errorf("in-place updates of a cpu resize (-want +got):\n%s", d)
 	}
-	acts = ComputeActions(Inputs{Pod: cpuUp, Status: st, Now: now, Hash: hash})
+	if acts := ComputeActions(Inputs{Pod: cpuUp, Status: st, Now: now, Hash: hash}); len(acts.Kill) != 0 {
+		t.Errorf("a pod never resized kills %v, want nothing (it runs as created)", acts.Kill)
+	}
+	acts = ComputeActions(Inputs{Pod: cpuUp, Status: st, Now: now, Hash: hash, Resizing: true})
 	wantKill := []ContainerKill{{ID: "ib", Name: "b", Reason: "resize requires restart", Message: "Container b resize requires restart"}}
 	if d := cmp.Diff(wantKill, acts.Kill); d != "" {
 		t.Errorf("kills of a RestartContainer cpu resize (-want +got):\n%s", d)
