@@ -83,7 +83,9 @@ func TestResizeInPlace(t *testing.T) {
 	id := runningApp(h, pod.UID)
 
 	resize(t, h, "rz", 3)
+	began := h.K.Elapsed()
 	runUntil(t, h, "rz resized", time.Minute, func() bool { return resizeSettledFor(h, "rz") })
+	t.Logf("FIGURE in-place resize reported complete %v (virtual) after the resize", h.K.Elapsed()-began)
 	if got := appInstances(h, pod.UID); len(got) != 1 || got[0].ID != id {
 		t.Fatalf("app instances after an in-place resize: %+v; want only %s", got, id)
 	}
