@@ -121,12 +121,27 @@ func (a *Agent) resizeInPlace(ctx context.Context, pod *corev1.Pod, st *podstate
 	return "", true
 }
 
-// finishResize gives the pod cgroup its final limits after a resize.
-func (a *Agent) finishResize(pod *corev1.Pod) string {
-	if err := a.cgroups.SetPod(pod, podspec.QOSClass(pod)); err != nil {
-		return err.Error()
+// finishResize ends a resize step after the sync: the pod cgroup gets its
+// final limits (unless the resize failed), the runtime's view is read
+// again if containers were resized in place (their resources changed
+// without a state change a relist would notice), and rz learns whether
+// the resize is still in progress. It returns the view to report.
+func (a *Agent) finishResize(ctx context.Context, pod *corev1.Pod, st *podstate.PodStatus, rz *status.Resize, resized bool) *podstate.PodStatus {
+	if rz.Error == "" {
+		if err := a.cgroups.SetPod(pod, podspec.QOSClass(pod)); err != nil {
+			rz.Error = err.Error()
+		}
 	}
-	return ""
+	view := st
+	if resized {
+		if err := a.pleg.UpdatePod(ctx, pod.UID); err == nil {
+			if fresh, ok := a.pleg.Cache().Get(pod.UID); ok {
+				view = fresh
+			}
+		}
+	}
+	rz.InProgress = a.alloc.Resized(pod.UID) && a.exec.ResizeInProgress(pod, view)
+	return view
 }
 
 // resizeStatus sets the resize conditions and the containers' resources

@@ -81,19 +81,7 @@ func (a *Agent) SyncPod(ctx context.Context, pod *corev1.Pod, lastSync time.Time
 	a.expect(pod.UID, res.Started)
 	view := st
 	if !terminal {
-		if rz.Error == "" {
-			rz.Error = a.finishResize(run)
-		}
-		if resized {
-			// The runtime's resources changed without a state change the
-			// relist would notice: look again.
-			if err := a.pleg.UpdatePod(ctx, pod.UID); err == nil {
-				if fresh, ok := a.pleg.Cache().Get(pod.UID); ok {
-					view = fresh
-				}
-			}
-		}
-		rz.InProgress = a.alloc.Resized(pod.UID) && a.exec.ResizeInProgress(run, view)
+		view = a.finishResize(ctx, run, st, &rz, resized)
 	}
 
 	waiting := make(map[string]status.Waiting, len(res.Waiting))
