@@ -241,6 +241,9 @@ func quantityOr(s string) int64 {
 // container has used for a while (not pinned) is still present: node-level
 // reclaim comes first.
 func (c *Checker) checkReclaimFirst(pod *corev1.Pod) {
+	// Up to the moment of the eviction (a container may have been
+	// created since the last step's look).
+	c.trackImages()
 	now := c.h.K.Elapsed()
 	for _, img := range c.h.Runtime.TrueImages() {
 		if img.GetPinned() {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -103,15 +104,17 @@ type resizeChecks struct {
 	checkpoint []byte
 	allocs     map[types.UID]allocation.PodResources
 	reported   map[string]bool
-	// stopped: the instances the agent stopped, per pod UID/container.
+	// stopped: the instances the agent stopped for no other cause than a
+	// resize, per pod UID/container; judged: the stopped instances seen.
 	stopped map[string]map[string]bool
+	judged  map[string]bool
 	// prev: each pod's allocation before its last change.
 	prev map[types.UID]allocation.PodResources
 }
 
 func newResizeChecks() *resizeChecks {
 	return &resizeChecks{resizes: map[types.UID]int{}, pods: map[types.UID]*corev1.Pod{}, reported: map[string]bool{},
-		stopped: map[string]map[string]bool{}, prev: map[types.UID]allocation.PodResources{}}
+		stopped: map[string]map[string]bool{}, judged: map[string]bool{}, prev: map[types.UID]allocation.PodResources{}}
 }
 
 func (c *Checker) onWriteResize(r apiserver.Record) {
@@ -139,13 +142,22 @@ func (c *Checker) checkResize(truth []RuntimeContainer) {
 		if _, ok := c.rz.pods[ct.PodUID]; !ok {
 			continue
 		}
-		if _, asked := c.h.Runtime.TrueStopAskedAt(ct.ID); asked {
-			key := string(ct.PodUID) + "/" + ct.Name
-			if c.rz.stopped[key] == nil {
-				c.rz.stopped[key] = map[string]bool{}
-			}
-			c.rz.stopped[key][ct.ID] = true
+		if c.rz.judged[ct.ID] {
+			continue
 		}
+		asked, ok := c.h.Runtime.TrueStopAskedAt(ct.ID)
+		if !ok {
+			continue
+		}
+		c.rz.judged[ct.ID] = true
+		if c.stopExcused(ct.ID, c.elapsedAt(asked)) {
+			continue
+		}
+		key := string(ct.PodUID) + "/" + ct.Name
+		if c.rz.stopped[key] == nil {
+			c.rz.stopped[key] = map[string]bool{}
+		}
+		c.rz.stopped[key][ct.ID] = true
 	}
 	c.checkAllocationsFit(truth)
 }
@@ -246,6 +258,20 @@ func (c *Checker) podCgroupChoices(pod *corev1.Pod) []deps.CgroupResources {
 		out = append(out, old, cgroups.Widest(old, cur))
 	}
 	return out
+}
+
+// stopExcused reports whether the agent's stop of instance id, asked at
+// at, has a cause other than a resize: it never started (a stale created
+// instance), its sandbox got no IP (replaced with it), or the runtime was
+// impaired or its view stale then (an unknown state is killed).
+func (c *Checker) stopExcused(id string, at time.Duration) bool {
+	if _, started := c.h.Runtime.TrueStartedAt(id); !started || c.h.Runtime.TrueSandboxLacksIP(id) {
+		return true
+	}
+	if _, impaired := c.impairedAround(at, stepRetry); impaired {
+		return true
+	}
+	return at <= c.suite.runtimeImpaired || at <= c.suite.viewStale
 }
 
 // deleting reports whether the API pod uid is being deleted or done.

@@ -127,15 +127,6 @@ func volumes() Scenario {
 func mixed() Scenario {
 	mix := map[string]int{}
 	for name := range Ops() {
-		if name == "create-resizable" || name == "resize" {
-			// In the resize scenario. Here they would shift every plan
-			// mixed draws, and the shifted plans meet a reclaim-first
-			// failure that main has too (eviction, not resize): replay
-			// `lockstep sim run --scenario mixed --seed 0 --plan
-			// 'api-latency:3,13,0@106;api-compact:0,0,0@102;delete:12,0,0@100;api-compact:0,0,0@20000;wait:0,0,0@1093;wait:0,0,0@101;node-disk:3,0,0@105;api-drop-watches:0,0,0@7109;api-drop-watches:0,0,0@101;wait:0,0,0@450;create-sized:0,6,0@223'`
-			// on main. Add them here once that is fixed.
-			continue
-		}
 		mix[name] = 1
 	}
 	mix["create"] = 6
