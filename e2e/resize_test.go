@@ -49,7 +49,8 @@ func containerCgroup(p *corev1.Pod) (string, string) {
 // cgroup memory limit and the pod cgroup's without a restart, and the
 // status reports the new resources with no resize condition left; a cpu
 // limit change with resizePolicy RestartContainer restarts the container
-// once, under the new CFS quota.
+// once, under the new CFS quota; a lockstep restart in between changes
+// nothing (the allocation is checkpointed).
 func TestInPlaceResizeOnContainerd(t *testing.T) {
 	e := setup(t)
 	k := e.kubectl(t)
@@ -91,6 +92,18 @@ func TestInPlaceResizeOnContainerd(t *testing.T) {
 	}
 	if q := cs.AllocatedResources[corev1.ResourceMemory]; q.Cmp(resource.MustParse("32Mi")) != 0 {
 		t.Errorf("allocatedResources %v, want memory 32Mi (the request)", cs.AllocatedResources)
+	}
+
+	// A restarted lockstep keeps the allocation (its checkpoint): nothing
+	// is resized or restarted again.
+	e.restartLockstep(t)
+	time.Sleep(5 * time.Second)
+	p = e.waitPod(t, p, 60*time.Second, "still resized after a lockstep restart", resized(corev1.ResourceMemory, "96Mi"))
+	if cs := p.Status.ContainerStatuses[0]; cs.RestartCount != 0 || !strings.HasSuffix(cs.ContainerID, id) {
+		t.Errorf("after a lockstep restart: restartCount %d, container %s; want 0 and %s", cs.RestartCount, cs.ContainerID, id)
+	}
+	if got := cgroupFile(cg, "memory", "memory.limit_in_bytes", "memory.max"); got != "100663296" {
+		t.Errorf("container cgroup %s memory limit %q after a lockstep restart, want 100663296", cg, got)
 	}
 
 	patch := `{"spec":{"containers":[{"name":"c","resources":{"limits":{"cpu":"300m"}}}]}}`
