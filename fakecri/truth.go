@@ -99,6 +99,21 @@ func (r *Runtime) TrueContainerConfig(id string) (*runtimeapi.ContainerConfig, b
 	return proto.Clone(c.config).(*runtimeapi.ContainerConfig), true
 }
 
+// TrueContainerResources returns a copy of the resources container id
+// runs with now (its create config's, or the last
+// UpdateContainerResources'), and false when no such container was ever
+// created or it has none. Like TrueContainers it bypasses faults and
+// never blocks.
+func (r *Runtime) TrueContainerResources(id string) (*runtimeapi.LinuxContainerResources, bool) {
+	r.mu.Lock()
+	defer r.unlock()
+	c, ok := r.containers[id]
+	if !ok || c.resources == nil {
+		return nil, false
+	}
+	return proto.Clone(c.resources).(*runtimeapi.LinuxContainerResources), true
+}
+
 // TrueSandboxConfig returns a copy of the config sandbox id was created
 // with, and false when no such sandbox was ever created. Like
 // TrueContainers it bypasses faults and never blocks.

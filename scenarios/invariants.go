@@ -50,6 +50,7 @@ type Checker struct {
 	storage         *localStorageChecks // see invariants_localstorage.go
 	ooms            map[string]*oomKill // by container ID, see invariants_oom.go
 	shutdown        *shutdownChecks     // see shutdown.go
+	rz              *resizeChecks       // see resize.go
 }
 
 // NewChecker starts checking h's apiserver writes at once; call Check to
@@ -59,7 +60,7 @@ func NewChecker(h *harness.Harness) *Checker {
 		lastPhase: map[types.UID]corev1.PodPhase{}, restarts: map[string]int32{}, term: newTerminationState(), suite: newSuiteState(),
 		probes: newProbeChecks(), sidecars: newSidecarChecks(),
 		hooks: newHookChecks(), cg: newCgroupChecks(),
-		pressure: newPressureChecks(), storage: newLocalStorageChecks(), ooms: map[string]*oomKill{}}
+		pressure: newPressureChecks(), storage: newLocalStorageChecks(), ooms: map[string]*oomKill{}, rz: newResizeChecks()}
 	h.API.OnWrite(c.onWrite)
 	h.OnStopContainer(c.onShutdownStop)
 	return c
@@ -92,6 +93,7 @@ func (c *Checker) Check() {
 	c.checkLocalStorage()
 	c.checkOOM(truth)
 	c.checkShutdown()
+	c.checkResize(truth)
 	for _, ct := range truth {
 		key := string(ct.PodUID) + "/" + ct.Name
 		if ct.State == runtimeapi.ContainerState_CONTAINER_RUNNING {
@@ -128,6 +130,7 @@ func (c *Checker) onWrite(r apiserver.Record) {
 	c.onWriteProbes(r)
 	c.onWriteHooks(r)
 	c.onWriteCgroups(r)
+	c.onWriteResize(r)
 	p := r.Pod
 	c.policy[p.UID] = p.Spec.RestartPolicy
 	prev, seen := c.lastPhase[p.UID]

@@ -407,6 +407,7 @@ func (c *Checker) checkAdmission(truth []RuntimeContainer) {
 			continue
 		}
 		n++
+		pod = c.allocatedPod(pod) // a resize the agent has not accepted does not count
 		cpu += admission.Request(pod, corev1.ResourceCPU)
 		mem += admission.Request(pod, corev1.ResourceMemory)
 	}

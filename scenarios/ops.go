@@ -69,6 +69,8 @@ func Ops() map[string]Op {
 		"node-disk":           {"set the node's disk use so that level a of the node filesystem and b of the image filesystem is free", drawArgs(0, len(nodefsLevels)-1, 0, len(imagefsLevels)-1), opNodeDisk},
 		"node-pids":           {"set the node's processes outside pods so that level a of the PIDs is free", drawArgs(0, len(pidLevels)-1), opNodePIDs},
 		"node-shutdown":       {"the machine announces its shutdown (logind), cancelled a ms later; nothing on a node without graceful shutdown", drawArgs(0, 60000), opNodeShutdown},
+		"create-resizable":    {"create a resizable pod with resize policy a (see ResizablePod) at level b", drawArgs(0, 2, 0, 7), opCreateResizable},
+		"resize":              {"resize pod a's container to level b (see ResizeLevel) through pods/resize", drawArgs(0, 24, 0, 7), opResize},
 		"wait":                {"just time passing", nil, func(*run, [3]int) error { return nil }},
 	}
 }

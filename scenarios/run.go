@@ -292,6 +292,9 @@ func (r *run) liveness() []Violation {
 			}
 		}
 	}
+	for _, v := range r.c.resizeSettled(live, truth) {
+		fail(v[0], "%s", v[1])
+	}
 	static := staticSandboxes(r.h.Runtime.TrueSandboxes())
 	for _, msg := range r.c.cgroupsSettled(live, static) {
 		fail("cgroups-match", "%s", msg)

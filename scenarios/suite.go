@@ -50,6 +50,7 @@ func Scenarios() []Scenario {
 		oomScenario(),
 		shutdownScenario(),
 		certsScenario(),
+		resizeScenario(),
 	}
 }
 
@@ -218,6 +219,7 @@ func Invariants() []string {
 		"eviction-order", "critical-survives", "evicted-stays-dead",
 		"one-eviction-per-cycle", "reclaim-first", "local-storage-evicted", "local-storage-kept", "pressure-conditions", "admission", "oom-reported",
 		"shutdown-order", "shutdown-grace", "shutdown-not-ready",
-		"deleted-disappears", "converges", "status-matches", "mirror-present",
+		"allocations-fit",
+		"deleted-disappears", "converges", "status-matches", "mirror-present", "resize-in-place", "resize-restarts-once", "resize-converges",
 	}
 }

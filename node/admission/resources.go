@@ -344,3 +344,15 @@ func AdmitUnderPressure(pod *corev1.Pod, qos corev1.PodQOSClass, conds []corev1.
 // ReasonEvicted is the reason of a pod refused under node pressure (the
 // eviction manager's reason, as upstream).
 const ReasonEvicted = "Evicted"
+
+// AdmitResources checks only pod's requested resources against node
+// beside the pods admitted (their allocations): the part of AdmitToNode a
+// resize must pass (the pod count and placement do not change).
+func AdmitResources(pod *corev1.Pod, node Node, admitted []*corev1.Pod) Decision {
+	for _, s := range shortfalls(pod, node, admitted) {
+		if s.resource != corev1.ResourcePods {
+			return s.decision
+		}
+	}
+	return Decision{}
+}

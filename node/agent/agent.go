@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/lockstep-dev/lockstep/node/admission"
+	"github.com/lockstep-dev/lockstep/node/allocation"
 	"github.com/lockstep-dev/lockstep/node/cgroups"
 	"github.com/lockstep-dev/lockstep/node/deps"
 	"github.com/lockstep-dev/lockstep/node/eviction"
@@ -113,6 +114,8 @@ type Agent struct {
 	userns  *userns.Manager
 	probes  *prober.Manager
 	cgroups *cgroups.Manager
+	// alloc holds the pods' allocated resources (checkpointed).
+	alloc *allocation.Store
 	// evictions is the eviction manager; stats its sampler.
 	evictions *eviction.Manager
 	stats     *stats.Provider
@@ -139,6 +142,8 @@ type Agent struct {
 	nodeRead   *corev1.Node
 	nodeReadAt time.Time
 	evicted    map[types.UID]stopNote
+	// pendingResizes are the pods whose resize is deferred.
+	pendingResizes map[types.UID]bool
 }
 
 // New builds an agent over d. Nothing runs until Start.
@@ -164,6 +169,8 @@ func New(d deps.Deps, cfg Config) *Agent {
 	if d.Files != nil {
 		cfg.PLEG.Messages = termmsg.New(d.Files)
 	}
+	alloc := newAllocations(d, cfg)
+	cfg.RuntimeSync.Resized = alloc.Resized
 	pods := newCgroups(d, cfg)
 	cfg.RuntimeSync.CgroupParent = func(pod *corev1.Pod) string { return pods.CgroupParent(pod, podspec.QOSClass(pod)) }
 	if m := cfg.Metrics; m != nil {
@@ -194,6 +201,9 @@ func New(d deps.Deps, cfg Config) *Agent {
 		admitted: map[types.UID]*corev1.Pod{},
 		rejected: map[types.UID]admission.Decision{},
 		evicted:  map[types.UID]stopNote{},
+		alloc:    alloc,
+
+		pendingResizes: map[types.UID]bool{},
 	}
 	a.stats = stats.New(d.Core, stats.Ports{Runtime: d.Runtime, Images: d.Images, Machine: d.Machine, Disk: d.Disk, Pods: a.admittedPods},
 		stats.Config{Period: cfg.Eviction.Period, RootDir: cfg.Node.RootDir, PodLogsRoot: cfg.Node.PodLogsRoot})

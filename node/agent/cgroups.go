@@ -65,14 +65,15 @@ func (a *Agent) ensurePodCgroup(pod *corev1.Pod) error {
 }
 
 // activePods are the pods whose requests count in the QoS cgroups: those
-// a source wants that are not refused and whose worker has not finished.
+// a source wants that are not refused and whose worker has not finished,
+// with the resources they were allocated.
 func (a *Agent) activePods() []*corev1.Pod {
 	var out []*corev1.Pod
 	for _, pod := range a.merger.Pods() {
 		if podutil.IsMirrorPod(pod) || a.workers.IsFinished(pod.UID) || podutil.IsTerminal(pod.Status.Phase) || a.refused(pod) {
 			continue
 		}
-		out = append(out, pod)
+		out = append(out, a.alloc.Allocated(pod))
 	}
 	return out
 }

@@ -95,6 +95,9 @@ func (a *Agent) housekeeping(ctx context.Context, gc bool) {
 		a.userns.CleanupOrphans(a.knownPod)
 	}
 	a.cgroupHousekeeping()
+	if err := a.alloc.RemoveOrphans(a.mayRunPod); err != nil {
+		a.d.Log.Warn("forgetting orphaned pod allocations failed; will retry", "error", err.Error())
+	}
 	a.reportRunning()
 	// Orphans: runtime pods no source wants and no worker owns.
 	for _, uid := range a.pleg.Cache().UIDs() {

@@ -201,6 +201,9 @@ func (a *Agent) admit(pod *corev1.Pod) {
 	if seen || refused {
 		return
 	}
+	// Admitted with the resources it was allocated before (a restarted
+	// agent): a resize it had deferred is not accepted by the way.
+	pod = a.alloc.Allocated(pod)
 	d := admission.AdmitUnderPressure(pod, podspec.QOSClass(pod), a.evictions.Conditions())
 	if a.shutdown.ShuttingDown() {
 		d = admission.Decision{Reason: shutdown.NotAdmittedReason, Message: shutdown.NotAdmittedMessage}
@@ -224,14 +227,17 @@ func (a *Agent) admit(pod *corev1.Pod) {
 			}
 		}
 	}
-	a.mu.Lock()
-	defer a.mu.Unlock()
 	if !d.Admitted() {
 		a.d.Log.Info("pod refused admission", "pod", pod.Namespace+"/"+pod.Name, "uid", string(pod.UID), "reason", d.Reason, "message", d.Message)
+		a.mu.Lock()
 		a.rejected[pod.UID] = d
+		a.mu.Unlock()
 		return
 	}
+	a.mu.Lock()
 	a.admitted[pod.UID] = pod
+	a.mu.Unlock()
+	a.recordAllocation(pod)
 }
 
 // preempt stops the admitted victims so that the critical pod fits, as
@@ -269,8 +275,14 @@ func (a *Agent) admittedPods() []*corev1.Pod {
 // is terminating).
 func (a *Agent) forgetAdmission(uid types.UID) {
 	a.mu.Lock()
+	_, was := a.admitted[uid]
 	delete(a.admitted, uid)
+	delete(a.pendingResizes, uid)
 	a.mu.Unlock()
+	if was {
+		// Its resources are free again: deferred resizes may fit now.
+		a.wakePendingResizes(uid)
+	}
 }
 
 // admissionRejection is why admission refused pod, if it did.

@@ -65,14 +65,23 @@ func (a *Agent) SyncPod(ctx context.Context, pod *corev1.Pod, lastSync time.Time
 	if !terminal && a.pastDeadline(prev) {
 		return a.deadlineExceeded(pod, prev, st), nil
 	}
+	// run is the pod with the resources it was allocated (a resize the
+	// node has not accepted yet waits, PodResizePending).
+	run, rz, resized := pod, status.Resize{}, false
 	if !terminal {
+		run, rz = a.allocate(pod, prev.Status.Conditions)
 		a.probes.AddPod(pod)
-		if err := a.ensurePodCgroup(pod); err != nil {
+		if err := a.ensurePodCgroup(run); err != nil {
 			return podworkers.SyncResult{}, err
 		}
+		rz.Error, resized = a.resizeInPlace(ctx, run, st)
 	}
-	res, syncErr := a.exec.SyncPod(ctx, pod, st, terminal, a.unhealthy(pod), a.probes.ForPod(pod, st).Started)
+	res, syncErr := a.exec.SyncPod(ctx, run, st, terminal, a.unhealthy(pod), a.probes.ForPod(pod, st).Started)
 	a.expect(pod.UID, res.Started)
+	view := st
+	if !terminal {
+		view = a.finishResize(ctx, run, st, &rz, resized)
+	}
 
 	waiting := make(map[string]status.Waiting, len(res.Waiting))
 	for name, w := range res.Waiting {
@@ -80,11 +89,18 @@ func (a *Agent) SyncPod(ctx context.Context, pod *corev1.Pod, lastSync time.Time
 	}
 	now := a.d.Clock.Now()
 	s := withUnsupportedMessage(status.Generate(prev, st, waiting, a.probes.ForPod(pod, st), a.nodeAddrs(), now), unsupported)
+	if !terminal {
+		s = a.resizeStatus(run, prev.Status.Conditions, s, rz, view)
+	}
 	if s.Phase == corev1.PodRunning && prev.Status.Phase != corev1.PodRunning && !pod.CreationTimestamp.IsZero() {
 		a.cfg.Metrics.ObservePodStartDuration(now.Sub(pod.CreationTimestamp.Time))
 	}
 	a.status.SetPodStatus(pod, s)
 	out := podworkers.SyncResult{Terminal: podutil.IsTerminal(s.Phase), RequeueAfter: res.Actions.RetryAfter}
+	if resizing(s) && (out.RequeueAfter == 0 || out.RequeueAfter > a.cfg.SyncTick) {
+		// Look again soon: the resize completes (or is retried) then.
+		out.RequeueAfter = a.cfg.SyncTick
+	}
 	if s.StartTime != nil && !out.Terminal {
 		// Wake at the active deadline, if it comes before the next sync.
 		if left, ok := status.ActiveDeadline(pod, &s.StartTime.Time, now); ok && (out.RequeueAfter == 0 || left < out.RequeueAfter) {
@@ -185,6 +201,7 @@ func (a *Agent) SyncTerminatingPod(ctx context.Context, uid types.UID, pod *core
 	prev := a.status.WithCachedStatus(pod)
 	now := a.d.Clock.Now()
 	s := status.Generate(prev, after, nil, a.probes.ForPod(pod, after), a.nodeAddrs(), now)
+	s = status.WithResources(s, a.alloc.Allocated(pod), after)
 	a.status.SetPodStatus(pod, status.Terminate(prev, s, now))
 	return nil
 }
@@ -202,6 +219,9 @@ func (a *Agent) SyncTerminatedPod(_ context.Context, uid types.UID, pod *corev1.
 	}
 	a.probes.RemovePod(uid)
 	a.removePodCgroup(uid)
+	if err := a.alloc.Remove(uid); err != nil {
+		a.d.Log.Warn("forgetting a terminated pod's allocation failed; housekeeping will retry", "uid", string(uid), "error", err.Error())
+	}
 	if pod != nil {
 		a.cfg.Metrics.ForgetProbes(metrics.ProbeTarget{Namespace: pod.Namespace, Pod: pod.Name, PodUID: string(uid)})
 	}

@@ -52,8 +52,10 @@ type Manager struct {
 
 	mu      sync.Mutex
 	started bool
-	// ensured are the pod cgroups this agent created or updated, by UID.
+	// ensured are the pod cgroups this agent created or updated, by UID,
+	// and written what it last wrote to each.
 	ensured map[types.UID]string
+	written map[types.UID]deps.CgroupResources
 	// lastQOS is what the QoS cgroups were last given.
 	lastQOS map[corev1.PodQOSClass]deps.CgroupResources
 }
@@ -66,7 +68,7 @@ func New(core deps.Core, port deps.Cgroups, cfg Config, node Node) *Manager {
 	if port == nil {
 		cfg.CgroupsPerQOS = false
 	}
-	return &Manager{core: core, port: port, cfg: cfg, node: node, ensured: map[types.UID]string{}}
+	return &Manager{core: core, port: port, cfg: cfg, node: node, ensured: map[types.UID]string{}, written: map[types.UID]deps.CgroupResources{}}
 }
 
 // Enabled reports whether the manager builds pod cgroups.
@@ -141,11 +143,70 @@ func (m *Manager) EnsurePod(pod *corev1.Pod, qos corev1.PodQOSClass, active func
 	if err := m.updateQOSLocked(active()); err != nil {
 		m.core.Log.Warn("updating the QoS cgroups failed", "error", err.Error())
 	}
-	if err := m.port.Ensure(path, PodResources(pod)); err != nil {
+	r := PodResources(pod)
+	if err := m.port.Ensure(path, r); err != nil {
 		return fmt.Errorf("create cgroup %s of pod %s/%s: %w", path, pod.Namespace, pod.Name, err)
 	}
 	m.ensured[pod.UID] = path
+	m.written[pod.UID] = r
 	return nil
+}
+
+// GrowPod is the first half of a pod's resize: the pod cgroup's limits
+// that pod (carrying its new allocation) raises are raised now, before
+// its containers grow, while those it lowers stay until SetPod, after
+// its containers shrank (the kubelet's order). It does nothing for a pod
+// whose cgroup this agent has not ensured.
+func (m *Manager) GrowPod(pod *corev1.Pod, qos corev1.PodQOSClass) error {
+	return m.resizePod(pod, qos, true)
+}
+
+// SetPod gives the pod cgroup pod's resources (the end of a resize).
+func (m *Manager) SetPod(pod *corev1.Pod, qos corev1.PodQOSClass) error {
+	return m.resizePod(pod, qos, false)
+}
+
+func (m *Manager) resizePod(pod *corev1.Pod, qos corev1.PodQOSClass, grow bool) error {
+	if !m.Enabled() {
+		return nil
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	path := m.cfg.PodName(pod.UID, qos).Path(m.cfg.Driver)
+	old, ok := m.written[pod.UID]
+	if !ok || m.ensured[pod.UID] != path {
+		return nil
+	}
+	want := PodResources(pod)
+	if grow {
+		want = Widest(old, want)
+	}
+	if reflect.DeepEqual(old, want) {
+		return nil
+	}
+	if err := m.port.Ensure(path, want); err != nil {
+		return fmt.Errorf("resize cgroup %s of pod %s/%s: %w", path, pod.Namespace, pod.Name, err)
+	}
+	m.written[pod.UID] = want
+	return nil
+}
+
+// Widest is, field by field, the larger of two pod cgroup settings (no
+// limit being the largest): what a pod cgroup holds while its containers
+// move from one to the other.
+func Widest(a, b deps.CgroupResources) deps.CgroupResources {
+	out := b
+	if a.CPUShares != nil && (b.CPUShares == nil || *a.CPUShares > *b.CPUShares) {
+		out.CPUShares = a.CPUShares
+	}
+	unlimited := func(p *int64) bool { return p == nil || *p <= 0 }
+	if unlimited(a.CPUQuota) || !unlimited(b.CPUQuota) && *a.CPUQuota > *b.CPUQuota {
+		out.CPUQuota = a.CPUQuota
+	}
+	if unlimited(a.Memory) || !unlimited(b.Memory) && *a.Memory > *b.Memory {
+		out.Memory = a.Memory
+	}
+	return out
 }
 
 // UpdateQOS sets the QoS cgroups' limits for the active pods, when they
@@ -197,6 +258,7 @@ func (m *Manager) removeLocked(uid types.UID) error {
 		}
 	}
 	delete(m.ensured, uid)
+	delete(m.written, uid)
 	return nil
 }
 

@@ -155,3 +155,40 @@ func TestManagerSystemdNames(t *testing.T) {
 		t.Errorf("PodCgroups = %v, want ab-cd at %s", found, want)
 	}
 }
+
+// TestManagerResizePod: a resize grows the pod cgroup's raised limits
+// first (keeping the ones it lowers) and sets the final ones after; a pod
+// whose cgroup was never ensured is left alone.
+func TestManagerResizePod(t *testing.T) {
+	m, f := newTestManager(Config{CgroupsPerQOS: true, Root: "/", EnforcePods: true})
+	if err := m.Start(); err != nil {
+		t.Fatal(err)
+	}
+	old := podOf(ctr(rl("cpu", "500m", "memory", "256Mi"), rl("cpu", "1", "memory", "512Mi")))
+	old.UID = "r1"
+	if err := m.EnsurePod(old, corev1.PodQOSBurstable, func() []*corev1.Pod { return []*corev1.Pod{old} }); err != nil {
+		t.Fatal(err)
+	}
+	// cpu up, memory down
+	next := podOf(ctr(rl("cpu", "1", "memory", "128Mi"), rl("cpu", "2", "memory", "256Mi")))
+	next.UID = "r1"
+	if err := m.GrowPod(next, corev1.PodQOSBurstable); err != nil {
+		t.Fatal(err)
+	}
+	got := f.nodes["/kubepods/burstable/podr1"]
+	if *got.CPUQuota != 200000 || *got.CPUShares != 1024 || *got.Memory != 512<<20 {
+		t.Errorf("after GrowPod: quota %d shares %d memory %d; want 200000, 1024 and the old 512 MiB", *got.CPUQuota, *got.CPUShares, *got.Memory)
+	}
+	if err := m.SetPod(next, corev1.PodQOSBurstable); err != nil {
+		t.Fatal(err)
+	}
+	if got := f.nodes["/kubepods/burstable/podr1"]; *got.Memory != 256<<20 || *got.CPUQuota != 200000 {
+		t.Errorf("after SetPod: memory %d quota %d; want 256 MiB, 200000", *got.Memory, *got.CPUQuota)
+	}
+	other := podOf(ctr(rl("cpu", "1"), nil))
+	other.UID = "never"
+	f.calls = nil
+	if err := m.GrowPod(other, corev1.PodQOSBurstable); err != nil || len(f.calls) != 0 {
+		t.Errorf("GrowPod of a pod without an ensured cgroup: err %v, calls %v; want nothing", err, f.calls)
+	}
+}

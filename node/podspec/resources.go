@@ -348,3 +348,9 @@ func isNodeCritical(pod *corev1.Pod) bool {
 	}
 	return pod.Spec.Priority != nil && *pod.Spec.Priority >= systemCriticalPriority
 }
+
+// ContainerResources are the cgroup resources container c of pod is
+// created with (and resized to): the same settings as its create config.
+func ContainerResources(pod *corev1.Pod, c *corev1.Container, node NodeInfo) *runtimeapi.LinuxContainerResources {
+	return linuxResources(pod, c, node)
+}

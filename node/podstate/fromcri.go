@@ -66,7 +66,16 @@ func ContainerFromCRI(s *runtimeapi.ContainerStatus, sandboxID string) Container
 		ImageRef:     s.GetImageRef(),
 		RestartCount: RestartCountFromAnnotations(s.GetAnnotations()),
 		Hash:         s.GetAnnotations()[AnnotationContainerHash],
+		Resources:    ResourcesFromCRI(s.GetResources().GetLinux()),
 	}
+}
+
+// ResourcesFromCRI converts the resources a runtime reports; nil stays nil.
+func ResourcesFromCRI(r *runtimeapi.LinuxContainerResources) *Resources {
+	if r == nil {
+		return nil
+	}
+	return &Resources{CPUShares: r.GetCpuShares(), CPUQuota: r.GetCpuQuota(), CPUPeriod: r.GetCpuPeriod(), MemoryLimit: r.GetMemoryLimitInBytes()}
 }
 
 // TimeFromCRI converts a CRI timestamp (nanoseconds since the Unix epoch,

@@ -64,6 +64,18 @@ type Container struct {
 	RestartCount int
 	// Hash is the hash of the container spec it was created from.
 	Hash string
+	// Resources are the cgroup resources the runtime reports the instance
+	// runs with (nil: the runtime reports none).
+	Resources *Resources
+}
+
+// Resources are the resizable cgroup settings of a container instance as
+// the runtime reports them (CRI LinuxContainerResources).
+type Resources struct {
+	CPUShares   int64
+	CPUQuota    int64
+	CPUPeriod   int64
+	MemoryLimit int64
 }
 
 // PodStatus is everything the runtime holds for one pod UID.

@@ -15,6 +15,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/lockstep-dev/lockstep/node/backoff"
+	"github.com/lockstep-dev/lockstep/node/podspec"
 	"github.com/lockstep-dev/lockstep/node/podstate"
 	"github.com/lockstep-dev/lockstep/node/podutil"
 )
@@ -38,6 +39,13 @@ type Inputs struct {
 	// its startup probe, if any, succeeded (the next init container
 	// waits for a sidecar until then); nil: running means started.
 	Started func(containerID string) bool
+	// Node is what the node contributes to container configs (the
+	// resources a resized container must run with).
+	Node podspec.NodeInfo
+	// Resizing: a resize of the pod was accepted; a running container
+	// whose resources differ from its spec's (the allocation) and whose
+	// resizePolicy asks for it is restarted.
+	Resizing bool
 }
 
 // ProbeKill is the kill a failed liveness or startup probe asks for.
@@ -350,6 +358,11 @@ func sidecarRunning(in Inputs, acts *Actions, c *corev1.Container, i int, latest
 		acts.Start = append(acts.Start, ContainerStart{Name: c.Name, Init: true, Index: i, RestartCount: nextCount(in.Status, c.Name)})
 		return initBusy
 	}
+	if kill, ok := resizeRestart(in, c, latest); ok {
+		acts.Kill = append(acts.Kill, kill)
+		acts.Start = append(acts.Start, ContainerStart{Name: c.Name, Init: true, Index: i, RestartCount: nextCount(in.Status, c.Name)})
+		return initBusy
+	}
 	if in.Started != nil && !in.Started(latest.ID) {
 		return initBusy
 	}
@@ -382,6 +395,11 @@ func computeRegular(in Inputs, acts *Actions) (keep int) {
 				if podutil.RestartsAfterKill(pod, c, false) {
 					keep++
 				}
+				continue
+			}
+			if kill, ok := resizeRestart(in, c, latest); ok {
+				acts.Kill = append(acts.Kill, kill)
+				acts.Start = append(acts.Start, ContainerStart{Name: c.Name, Index: i, RestartCount: nextCount(st, c.Name)})
 				continue
 			}
 			keep++

@@ -43,6 +43,11 @@ type Config struct {
 	// CgroupParent, when set, names the pod cgroup a pod's sandbox goes
 	// under (node/cgroups); nil leaves sandboxes where the runtime likes.
 	CgroupParent func(pod *corev1.Pod) string
+	// Resized, when set, reports the pods a resize was accepted for:
+	// only their running containers are compared with the resources
+	// their allocation gives them (and restarted when a resizePolicy
+	// says so); nil: none.
+	Resized func(uid types.UID) bool
 	// Observer, when set, is told about every sandbox and container start
 	// attempt (for metrics); nil observes nothing. It must not block.
 	Observer Observer
@@ -159,7 +164,8 @@ func (e *Executor) SyncPod(ctx context.Context, pod *corev1.Pod, st *podstate.Po
 	log := PodLogger(e.d.Log, pod)
 	acts := ComputeActions(Inputs{
 		Pod: pod, Status: st, Terminal: terminal, Now: e.d.Clock.Now(),
-		Backoff: e.crash, Hash: podspec.ContainerHash, Unhealthy: unhealthy, Started: started,
+		Backoff: e.crash, Hash: podspec.ContainerHash, Unhealthy: unhealthy, Started: started, Node: e.cfg.Node,
+		Resizing: e.cfg.Resized != nil && e.cfg.Resized(pod.UID),
 	})
 	res := Result{Actions: acts, Waiting: map[string]Waiting{}}
 	for name, w := range acts.Waiting {

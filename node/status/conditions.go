@@ -24,16 +24,16 @@ const (
 )
 
 // IsKubeletCondition reports whether the node agent owns condition type t:
-// PodScheduled, PodReadyToStartContainers, Initialized, ContainersReady and
-// Ready. Every other condition belongs to someone else and is kept as the
-// API holds it.
+// PodScheduled, PodReadyToStartContainers, Initialized, ContainersReady,
+// Ready, PodResizePending and PodResizeInProgress. Every other condition
+// belongs to someone else and is kept as the API holds it.
 func IsKubeletCondition(t corev1.PodConditionType) bool {
 	switch t {
 	case corev1.PodScheduled, corev1.PodReadyToStartContainers, corev1.PodInitialized,
 		corev1.ContainersReady, corev1.PodReady:
 		return true
 	}
-	return false
+	return isResizeCondition(t)
 }
 
 // conditions returns the conditions of s: those others own, as the previous
@@ -43,7 +43,9 @@ func conditions(pod *corev1.Pod, s *corev1.PodStatus, sandboxChange string, now 
 	prev := pod.Status.Conditions
 	var out []corev1.PodCondition
 	for _, c := range prev {
-		if !IsKubeletCondition(c.Type) {
+		// The resize conditions are carried over as they were; only the
+		// sync of a running pod changes them (SetResizeConditions).
+		if !IsKubeletCondition(c.Type) || isResizeCondition(c.Type) && !podutil.IsTerminal(s.Phase) {
 			out = append(out, *c.DeepCopy())
 		}
 	}

@@ -24,6 +24,9 @@ const (
 	// VerbUpdateEphemeralContainers writes the pods/ephemeralcontainers
 	// subresource (kubectl debug).
 	VerbUpdateEphemeralContainers = "updateEphemeralContainers"
+	// VerbResize writes the pods/resize subresource (kubectl patch
+	// --subresource resize).
+	VerbResize = "resize"
 )
 
 // The kinds of recorded objects.

@@ -1,0 +1,274 @@
+// Package allocation keeps the resources the agent has allocated to each
+// pod's containers: what their cgroups are sized to, which differs from
+// the spec while a resize waits (PodResizePending). The allocations are
+// checkpointed under the root directory, so that a restarted agent
+// neither replays a resize it had deferred nor loses one it had accepted.
+// Decide says whether a requested resize fits the node now.
+package allocation
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"io/fs"
+	"maps"
+	"path"
+	"slices"
+	"sync"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/lockstep-dev/lockstep/node/deps"
+)
+
+// CheckpointFile is the checkpoint's name under the root directory (the
+// kubelet's own name for it).
+const CheckpointFile = "allocated_pods_state"
+
+// PodResources are the resources allocated to a pod's containers (init
+// and regular), by container name.
+type PodResources map[string]corev1.ResourceRequirements
+
+// Of returns what pod's spec asks for its containers: the allocation
+// accepting it would record.
+func Of(pod *corev1.Pod) PodResources {
+	out := PodResources{}
+	for _, list := range [][]corev1.Container{pod.Spec.InitContainers, pod.Spec.Containers} {
+		for i := range list {
+			out[list[i].Name] = *list[i].Resources.DeepCopy()
+		}
+	}
+	return out
+}
+
+// Apply returns pod with its containers' resources replaced by alloc's
+// (a copy, only when one differs) and whether it changed anything.
+func Apply(pod *corev1.Pod, alloc PodResources) (*corev1.Pod, bool) {
+	if pod == nil || alloc == nil {
+		return pod, false
+	}
+	out := pod
+	set := func(list func(*corev1.Pod) []corev1.Container) {
+		for i, c := range list(out) {
+			r, ok := alloc[c.Name]
+			if !ok || equality.Semantic.DeepEqual(c.Resources, r) {
+				continue
+			}
+			if out == pod {
+				out = pod.DeepCopy()
+			}
+			list(out)[i].Resources = *r.DeepCopy()
+		}
+	}
+	set(func(p *corev1.Pod) []corev1.Container { return p.Spec.InitContainers })
+	set(func(p *corev1.Pod) []corev1.Container { return p.Spec.Containers })
+	return out, out != pod
+}
+
+// Store holds the allocations of the pods the agent runs and keeps them
+// checkpointed. Without a file port (tests) it keeps them in memory only.
+type Store struct {
+	files deps.Files
+	path  string
+
+	mu   sync.Mutex
+	pods map[types.UID]PodResources
+	// resized are the pods a resize was accepted for.
+	resized map[types.UID]bool
+}
+
+// checkpoint is the file's content: the allocations and a checksum of
+// their JSON encoding, so that a torn or edited file is detected.
+type checkpoint struct {
+	Entries map[types.UID]PodResources `json:"entries"`
+	// Resized lists the pods a resize was accepted for, sorted.
+	Resized  []types.UID `json:"resized,omitempty"`
+	Checksum uint32      `json:"checksum"`
+}
+
+// NewStore returns a store checkpointed to <rootDir>/allocated_pods_state
+// (files nil: in memory). Call Load before use.
+func NewStore(files deps.Files, rootDir string) *Store {
+	return &Store{files: files, path: path.Join(rootDir, CheckpointFile), pods: map[types.UID]PodResources{}, resized: map[types.UID]bool{}}
+}
+
+// Path is the checkpoint file's path.
+func (s *Store) Path() string { return s.path }
+
+// Load reads the checkpoint. A missing file is an empty store; a corrupt
+// one is an error (and the store stays empty): the agent then starts from
+// the pods' specs, as the kubelet does when it has no checkpoint.
+func (s *Store) Load() error {
+	if s.files == nil {
+		return nil
+	}
+	data, err := s.files.ReadFile(s.path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("read allocation checkpoint %s: %w", s.path, err)
+	}
+	var cp checkpoint
+	if err := json.Unmarshal(data, &cp); err != nil {
+		return fmt.Errorf("decode allocation checkpoint %s: %w", s.path, err)
+	}
+	if sum, err := checksum(cp.Entries, cp.Resized); err != nil || sum != cp.Checksum {
+		return fmt.Errorf("allocation checkpoint %s is corrupt (checksum mismatch)", s.path)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for uid, alloc := range cp.Entries {
+		s.pods[uid] = alloc
+	}
+	for _, uid := range cp.Resized {
+		s.resized[uid] = true
+	}
+	return nil
+}
+
+// Get returns the allocation of pod uid.
+func (s *Store) Get(uid types.UID) (PodResources, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	a, ok := s.pods[uid]
+	return a, ok
+}
+
+// Has reports whether pod uid has an allocation.
+func (s *Store) Has(uid types.UID) bool {
+	_, ok := s.Get(uid)
+	return ok
+}
+
+// Allocated returns pod with its allocated resources in place of its
+// spec's (pod itself when it has none or they are the same).
+func (s *Store) Allocated(pod *corev1.Pod) *corev1.Pod {
+	a, ok := s.Get(pod.UID)
+	if !ok {
+		return pod
+	}
+	out, _ := Apply(pod, a)
+	return out
+}
+
+// Set records pod's containers' resources as its allocation (at its
+// admission) and writes the checkpoint when that changed anything.
+func (s *Store) Set(pod *corev1.Pod) error {
+	return s.set(pod, false)
+}
+
+// SetResized records pod's containers' resources as its allocation after
+// a resize was accepted: from then on the pod's running containers are
+// brought to their allocation (see Resized).
+func (s *Store) SetResized(pod *corev1.Pod) error {
+	return s.set(pod, true)
+}
+
+// Resized reports whether a resize was ever accepted for pod uid: only
+// then do its running containers' resources get compared with their
+// allocation (a container is created with its allocation, so one never
+// resized has it already, whatever its runtime reports).
+func (s *Store) Resized(uid types.UID) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.resized[uid]
+}
+
+func (s *Store) set(pod *corev1.Pod, resized bool) error {
+	alloc := Of(pod)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if old, ok := s.pods[pod.UID]; ok && equality.Semantic.DeepEqual(old, alloc) && (!resized || s.resized[pod.UID]) {
+		return nil
+	}
+	s.pods[pod.UID] = alloc
+	if resized {
+		s.resized[pod.UID] = true
+	}
+	if err := s.writeLocked(); err != nil {
+		return fmt.Errorf("record the allocation of pod %s/%s: %w", pod.Namespace, pod.Name, err)
+	}
+	return nil
+}
+
+// Remove forgets pod uid's allocation.
+func (s *Store) Remove(uid types.UID) error {
+	return s.RemoveOrphans(func(u types.UID) bool { return u != uid })
+}
+
+// RemoveOrphans forgets the allocations of the pods keep does not keep.
+func (s *Store) RemoveOrphans(keep func(types.UID) bool) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	removed := false
+	for _, uid := range slices.Sorted(maps.Keys(s.pods)) {
+		if !keep(uid) {
+			delete(s.pods, uid)
+			delete(s.resized, uid)
+			removed = true
+		}
+	}
+	if !removed {
+		return nil
+	}
+	if err := s.writeLocked(); err != nil {
+		return fmt.Errorf("forget pod allocations: %w", err)
+	}
+	return nil
+}
+
+// UIDs are the pods with an allocation, sorted.
+func (s *Store) UIDs() []types.UID {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Sorted(maps.Keys(s.pods))
+}
+
+// writeLocked replaces the checkpoint atomically (a new file renamed over
+// the old one).
+func (s *Store) writeLocked() error {
+	if s.files == nil {
+		return nil
+	}
+	var resized []types.UID
+	for _, uid := range slices.Sorted(maps.Keys(s.resized)) {
+		if _, ok := s.pods[uid]; ok {
+			resized = append(resized, uid)
+		}
+	}
+	sum, err := checksum(s.pods, resized)
+	if err != nil {
+		return err
+	}
+	data, err := json.Marshal(checkpoint{Entries: s.pods, Resized: resized, Checksum: sum})
+	if err != nil {
+		return fmt.Errorf("encode allocation checkpoint: %w", err)
+	}
+	if err := s.files.MkdirAll(path.Dir(s.path)); err != nil {
+		return fmt.Errorf("create the directory of %s: %w", s.path, err)
+	}
+	tmp := s.path + ".tmp"
+	if err := s.files.CreateFile(tmp, data, 0o600); err != nil {
+		return fmt.Errorf("write %s: %w", tmp, err)
+	}
+	if err := s.files.Rename(tmp, s.path); err != nil {
+		return fmt.Errorf("replace %s: %w", s.path, err)
+	}
+	return nil
+}
+
+// checksum is FNV-1a 32 of the JSON encoding of the entries and the
+// resized pods (map keys sorted by encoding/json, so it is stable).
+func checksum(entries map[types.UID]PodResources, resized []types.UID) (uint32, error) {
+	data, err := json.Marshal(checkpoint{Entries: entries, Resized: resized})
+	if err != nil {
+		return 0, fmt.Errorf("encode allocation entries: %w", err)
+	}
+	h := fnv.New32a()
+	h.Write(data)
+	return h.Sum32(), nil
+}

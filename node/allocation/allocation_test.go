@@ -1,0 +1,112 @@
+package allocation_test
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/lockstep-dev/lockstep/node/admission"
+	"github.com/lockstep-dev/lockstep/node/allocation"
+	"github.com/lockstep-dev/lockstep/sim/memfs"
+)
+
+func pod(uid, cpuReq string) *corev1.Pod {
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{UID: types.UID(uid), Name: uid, Namespace: "default", Generation: 2},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Resources: corev1.ResourceRequirements{
+			Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpuReq)},
+		}}}},
+	}
+}
+
+// TestStoreSurvivesRestart: an allocation written by one store is read by
+// the next (an agent restart), a removed one is gone, a corrupt file is an
+// error and leaves the store empty.
+func TestStoreSurvivesRestart(t *testing.T) {
+	fs := memfs.New()
+	s := allocation.NewStore(fs, "/var/lib/lockstep")
+	if err := s.Load(); err != nil {
+		t.Fatalf("load without a checkpoint: %v", err)
+	}
+	a, b := pod("a", "100m"), pod("b", "200m")
+	for _, p := range []*corev1.Pod{a, b} {
+		if err := s.Set(p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.SetResized(a); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Remove("b"); err != nil {
+		t.Fatal(err)
+	}
+	next := allocation.NewStore(fs, "/var/lib/lockstep")
+	if err := next.Load(); err != nil {
+		t.Fatal(err)
+	}
+	if d := cmp.Diff([]types.UID{"a"}, next.UIDs()); d != "" {
+		t.Errorf("pods after a restart (-want +got):\n%s", d)
+	}
+	if !next.Resized("a") || next.Resized("b") {
+		t.Errorf("Resized after a restart: a %v, b %v; want true, false", next.Resized("a"), next.Resized("b"))
+	}
+	resized := pod("a", "300m")
+	if got := next.Allocated(resized); got.Spec.Containers[0].Resources.Requests.Cpu().String() != "100m" {
+		t.Errorf("Allocated of a pod asking 300m: %v, want its allocation 100m", got.Spec.Containers[0].Resources.Requests)
+	}
+	if resized.Spec.Containers[0].Resources.Requests.Cpu().String() != "300m" {
+		t.Errorf("Allocated changed its argument")
+	}
+
+	if err := fs.CreateFile(s.Path(), []byte(`{"entries":{"a":{}},"checksum":1}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	bad := allocation.NewStore(fs, "/var/lib/lockstep")
+	if err := bad.Load(); err == nil || len(bad.UIDs()) != 0 {
+		t.Errorf("corrupt checkpoint: err %v, pods %v; want an error and none", err, bad.UIDs())
+	}
+}
+
+// TestDecide: no resize, one that fits, one that does not fit beside the
+// others (Deferred, the admission's message, also beyond allocatable), and
+// one of pod-level resources (Infeasible).
+func TestDecide(t *testing.T) {
+	node := admission.Node{Name: "n", Allocatable: corev1.ResourceList{
+		corev1.ResourceCPU: resource.MustParse("2"), corev1.ResourceMemory: resource.MustParse("1Gi"), corev1.ResourcePods: resource.MustParse("110")}}
+	others := []*corev1.Pod{pod("o", "1")}
+	podLevel := pod("a", "500m")
+	podLevel.Spec.Resources = &corev1.ResourceRequirements{Limits: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}}
+	for _, tc := range []struct {
+		name               string
+		desired, allocated *corev1.Pod
+		want               allocation.Verdict
+	}{
+		{"unchanged", pod("a", "500m"), pod("a", "500m"), allocation.Verdict{}},
+		{"fits", pod("a", "900m"), pod("a", "500m"), allocation.Verdict{Resize: true, Allocate: true}},
+		{"deferred", pod("a", "1500m"), pod("a", "500m"), allocation.Verdict{Resize: true, Reason: "Deferred", AdmitReason: "OutOfcpu",
+			Message: "Node didn't have enough resource: cpu, requested: 1500, used: 1000, capacity: 2000"}},
+		{"beyond allocatable", pod("a", "3"), pod("a", "500m"), allocation.Verdict{Resize: true, Reason: "Deferred", AdmitReason: "OutOfcpu",
+			Message: "Node didn't have enough resource: cpu, requested: 3000, used: 1000, capacity: 2000"}},
+		{"pod-level", podLevel, pod("a", "500m"), allocation.Verdict{Resize: true, Reason: "Infeasible", AdmitReason: "Infeasible",
+			Message: allocation.MessagePodLevelUnsupported}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if d := cmp.Diff(tc.want, allocation.Decide(tc.desired, tc.allocated, node, others)); d != "" {
+				t.Errorf("verdict (-want +got):\n%s", d)
+			}
+		})
+	}
+}
+
+// TestEventMessage: the kubelet's resize event message.
+func TestEventMessage(t *testing.T) {
+	p := pod("a", "100m")
+	want := `Pod resize started: {"containers":[{"name":"app","resources":{"requests":{"cpu":"100m"}}}],"generation":2}`
+	if got := allocation.EventMessage("Pod resize started", p, 2, ""); got != want {
+		t.Errorf("message\n got %s\nwant %s", got, want)
+	}
+}
