@@ -18,6 +18,7 @@ import (
 
 	"github.com/lockstep-dev/lockstep/node/admission"
 	"github.com/lockstep-dev/lockstep/node/cgroups"
+	"github.com/lockstep-dev/lockstep/node/cpumanager"
 	"github.com/lockstep-dev/lockstep/node/deps"
 	"github.com/lockstep-dev/lockstep/node/eviction"
 	"github.com/lockstep-dev/lockstep/node/metrics"
@@ -73,6 +74,9 @@ type Config struct {
 	// Cgroups configures the pod and QoS cgroups (--cgroups-per-qos,
 	// --cgroup-root, --cgroup-driver, --enforce-node-allocatable).
 	Cgroups cgroups.Config
+	// CPUManager configures the CPU manager (--cpu-manager-policy,
+	// --reserved-cpus, …); its RootDir defaults to Node.RootDir.
+	CPUManager cpumanager.Config
 	// Eviction is the eviction configuration (thresholds, grace, pressure
 	// transition period); no thresholds: nothing is ever evicted, and the
 	// node never reports pressure.
@@ -95,6 +99,7 @@ type Agent struct {
 	volumes *volume.Manager
 	probes  *prober.Manager
 	cgroups *cgroups.Manager
+	cpus    *cpumanager.Manager
 	// evictions is the eviction manager; stats its sampler.
 	evictions *eviction.Manager
 	stats     *stats.Provider
@@ -121,8 +126,10 @@ type Agent struct {
 	evicted    map[types.UID]stopNote
 }
 
-// New builds an agent over d. Nothing runs until Start.
-func New(d deps.Deps, cfg Config) *Agent {
+// New builds an agent over d. Nothing runs until Start. It fails when a
+// resource manager cannot start (a CPU manager checkpoint that does not
+// fit its policy or the machine).
+func New(d deps.Deps, cfg Config) (*Agent, error) {
 	if cfg.SyncFrequency <= 0 {
 		cfg.SyncFrequency = time.Minute
 	}
@@ -146,6 +153,11 @@ func New(d deps.Deps, cfg Config) *Agent {
 	}
 	pods := newCgroups(d, cfg)
 	cfg.RuntimeSync.CgroupParent = func(pod *corev1.Pod) string { return pods.CgroupParent(pod, podspec.QOSClass(pod)) }
+	cpus, err := newCPUManager(d, cfg)
+	if err != nil {
+		return nil, err
+	}
+	cfg.RuntimeSync.ContainerCPUs = func(pod *corev1.Pod, container string) string { return cpus.CPUs(pod.UID, container) }
 	if m := cfg.Metrics; m != nil {
 		d.Runtime = metrics.InstrumentRuntime(d.Runtime, m, d.Clock)
 		d.Images = metrics.InstrumentImages(d.Images, m, d.Clock)
@@ -167,6 +179,7 @@ func New(d deps.Deps, cfg Config) *Agent {
 		expected: map[types.UID]map[string]expectation{},
 		sysctls:  sysctlAllowlist(d, cfg.AllowedUnsafeSysctls),
 		cgroups:  pods,
+		cpus:     cpus,
 		admitted: map[types.UID]*corev1.Pod{},
 		rejected: map[types.UID]admission.Decision{},
 		evicted:  map[types.UID]stopNote{},
@@ -201,7 +214,7 @@ func New(d deps.Deps, cfg Config) *Agent {
 		}
 		a.node = nodestatus.New(d.Core, nodestatus.Ports{Nodes: d.API.Nodes, Leases: d.API.Leases, Events: d.API.Events, Runtime: d.Runtime, Images: d.Images, Machine: d.Machine}, nc, plegHealth{a.pleg})
 	}
-	return a
+	return a, nil
 }
 
 // Start launches the agent's tasks; they stop when ctx ends.
@@ -218,6 +231,7 @@ func (a *Agent) Start(ctx context.Context) {
 	a.pleg.Start(ctx)
 	a.volumes.Start(ctx)
 	a.probes.Start(ctx)
+	a.cpus.Start(ctx, cpuPods{a})
 	if len(a.cfg.Eviction.Thresholds) > 0 && a.d.Machine != nil {
 		a.evictions.Start(ctx)
 	}

@@ -171,6 +171,9 @@ func (a *Agent) admit(pod *corev1.Pod) {
 				d = admission.Decision{}
 			}
 		}
+		if d.Admitted() {
+			d = a.admitCPUs(pod)
+		}
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()

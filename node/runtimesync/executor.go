@@ -40,6 +40,9 @@ type Config struct {
 	// CgroupParent, when set, names the pod cgroup a pod's sandbox goes
 	// under (node/cgroups); nil leaves sandboxes where the runtime likes.
 	CgroupParent func(pod *corev1.Pod) string
+	// ContainerCPUs, when set, names the cpuset a new container of a pod
+	// runs on (node/cpumanager; "" leaves it to the runtime).
+	ContainerCPUs func(pod *corev1.Pod, container string) string
 	// Observer, when set, is told about every sandbox and container start
 	// attempt (for metrics); nil observes nothing. It must not block.
 	Observer Observer
@@ -258,6 +261,9 @@ func (e *Executor) SyncPod(ctx context.Context, pod *corev1.Pod, st *podstate.Po
 		}
 		if err == nil {
 			err = e.prepareMounts(pod, podIPs, cfg)
+		}
+		if err == nil {
+			e.pinCPUs(pod, cfg)
 		}
 		if err != nil {
 			res.Waiting[s.Name] = Waiting{Reason: podutil.ReasonCreateContainerConfigError, Message: err.Error()}

@@ -54,6 +54,10 @@ type Config struct {
 	// zero, the kubelet's defaults apply: cgroupfs under "/", kubepods
 	// limited to allocatable.
 	NoCgroups bool
+	// CPUs is the machine's CPU topology (see Topology); nil: one socket
+	// and one NUMA node of single-thread cores, as many as the node
+	// model's CPU capacity. When set, the node's CPU capacity follows it.
+	CPUs []deps.CPUInfo
 }
 
 // Harness is one simulated node.
@@ -99,6 +103,14 @@ func New(cfg Config) *Harness {
 	rc.Clock, rc.Rand, rc.NewSignal, rc.Files = k, k.Rand(), func(name string) fakecri.Signal { return k.NewSignal(name) }, files
 	if rc.IDSeed == 0 {
 		rc.IDSeed = cfg.Seed
+	}
+	if cfg.CPUs != nil {
+		node := fakecri.DefaultNodeModel()
+		if rc.Node != nil {
+			node = *rc.Node
+		}
+		node.CPUCapacityMilli = uint64(len(cfg.CPUs)) * 1000
+		rc.Node = &node
 	}
 	rt := fakecri.New(rc)
 	api := apiserver.New(apiserver.Config{Clock: k, Tasks: k.Tasks(), Rand: k.Rand(), Log: k.Logger().With("component", "apiserver"),
@@ -182,7 +194,7 @@ func (h *Harness) StartAgent() {
 		Files:    h.Files,
 		Mounts:   h.Mounts,
 		Cgroups:  h.Cgroups,
-		Machine:  machineModel{h.Runtime, h.NodeName},
+		Machine:  machineModel{h.Runtime, h.NodeName, h.cfg.CPUs},
 		ProbeNet: probeNet{h.Runtime, tasks},
 		OOMKills: h.ooms,
 	}
@@ -197,7 +209,11 @@ func (h *Harness) StartAgent() {
 		cfg.PLEG.UseEvents = true
 		d.RuntimeEvents = runtimeEvents{h.Runtime}
 	}
-	h.agent = agent.New(d, cfg)
+	a, err := agent.New(d, cfg)
+	if err != nil {
+		panic(fmt.Sprintf("harness: the agent cannot start: %v", err))
+	}
+	h.agent = a
 	ctx, cancel := h.K.WithCancel(context.Background())
 	h.cancel = cancel
 	h.agent.Start(ctx)

@@ -87,6 +87,8 @@ type Options struct {
 	EnableSystemLogHandler bool
 	// Cgroups are the pod and QoS cgroup options.
 	Cgroups CgroupOptions
+	// CPUManager are the CPU manager's options.
+	CPUManager CPUManagerOptions
 	// Eviction (eviction.ParseThresholds): maps from signal to threshold
 	// ("100Mi", "10%"), grace period ("1m30s") or minimum reclaim; a nil
 	// EvictionHard means the kubelet's defaults.
@@ -130,6 +132,7 @@ func Defaults() Options {
 		APIQPS:                           50,
 		APIBurst:                         100,
 		Cgroups:                          DefaultCgroupOptions(),
+		CPUManager:                       DefaultCPUManagerOptions(),
 		RegisterNode:                     true,
 		EnableSystemLogHandler:           true,
 		EvictionPressureTransitionPeriod: 5 * time.Minute,
@@ -231,6 +234,9 @@ func (o *Options) Validate() error {
 		return bad("allowed-unsafe-sysctls", o.AllowedUnsafeSysctls, err.Error())
 	}
 	if err := o.validateCgroups(bad); err != nil {
+		return err
+	}
+	if err := o.validateCPUManager(bad); err != nil {
 		return err
 	}
 	if err := ValidateNodeLabels(o.NodeLabels); err != nil {

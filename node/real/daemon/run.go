@@ -167,7 +167,7 @@ func Run(ctx context.Context, o Options, rt Runtime, log *slog.Logger) error {
 	if err != nil {
 		return fmt.Errorf("eviction thresholds: %w", err)
 	}
-	a := agent.New(d, agent.Config{
+	a, err := agent.New(d, agent.Config{
 		Metrics: m,
 		Eviction: eviction.Config{
 			Thresholds: thresholds, MaxPodGracePeriod: int64(o.EvictionMaxPodGracePeriod),
@@ -192,14 +192,18 @@ func Run(ctx context.Context, o Options, rt Runtime, log *slog.Logger) error {
 		RuntimeType: rt.Type,
 		PLEG:        pleg.Config{UseEvents: rt.Events != nil},
 		Cgroups:     o.Cgroups.Config(),
+		CPUManager:  o.CPUManagerConfig(),
 		NodeStatus: nodestatus.Config{
 			NodeIP: nodeIP, SecondaryNodeIP: secondaryIP, KubeletPort: o.Port, MaxPods: int(o.MaxPods), AgentVersion: Version,
 			Labels: o.NodeLabels, Taints: taints, NoRegister: !o.RegisterNode,
 			StatusUpdateFrequency: o.NodeStatusUpdateFrequency, StatusReportFrequency: o.NodeStatusReportFrequency,
 			LeaseDuration: time.Duration(o.NodeLeaseDurationSeconds) * time.Second,
-			Reserved:      o.Cgroups.Reserved(),
+			Reserved:      o.NodeReserved(),
 		},
 	})
+	if err != nil {
+		return err
+	}
 	a.Start(ctx)
 
 	scfg := server.Config{
