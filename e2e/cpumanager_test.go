@@ -91,14 +91,14 @@ func TestStaticCPUManagerOnContainerd(t *testing.T) {
 		t.Skipf("the static policy needs 2 CPUs or more; this host has %d", all.Size())
 	}
 	e.withStaticCPUManager(t)
-	node, err := e.admin.CoreV1().Nodes().Get(context.Background(), e.node, metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	capCPU, allocCPU := node.Status.Capacity[corev1.ResourceCPU], node.Status.Allocatable[corev1.ResourceCPU]
-	if capCPU.Value()-allocCPU.Value() != 1 {
-		t.Errorf("capacity cpu %s, allocatable %s: want one CPU reserved", capCPU.String(), allocCPU.String())
-	}
+	poll(t, 30*time.Second, "allocatable cpu one less than capacity", func() (bool, error) {
+		node, err := e.admin.CoreV1().Nodes().Get(context.Background(), e.node, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		capCPU, allocCPU := node.Status.Capacity[corev1.ResourceCPU], node.Status.Allocatable[corev1.ResourceCPU]
+		return capCPU.Value()-allocCPU.Value() == 1, fmt.Errorf("capacity cpu %s, allocatable %s", capCPU.String(), allocCPU.String())
+	})
 	const loop = `while :; do grep Cpus_allowed_list /proc/self/status; sleep 1; done`
 
 	be := e.create(t, e.pod("cpu-besteffort", false, loop))
