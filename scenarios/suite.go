@@ -48,7 +48,15 @@ func Scenarios() []Scenario {
 		cgroupsChurn(),
 		evictionScenario(),
 		oomScenario(),
+		cpuManagerScenario(),
 	}
+}
+
+func cpuManagerScenario() Scenario {
+	return Scenario{Name: "cpumanager", Doc: "Guaranteed pods asking for whole CPUs come and go beside shared ones, through crashes, on a 2-socket 4-NUMA-node machine under the static CPU manager policy: exclusive CPUs never overlap, shared containers leave them within the reconcile period, the shared pool never empties (exclusive-cpus)",
+		Mix: map[string]int{"create-pinned": 5, "create-sized": 3, "delete": 3, "delete-force": 1, "crash": 1, "crash-in-sync": 1,
+			"runtime-restart": 1, "wait": 3},
+		Configure: StaticCPUNode}
 }
 
 func cgroupsChurn() Scenario {
@@ -212,7 +220,7 @@ func Invariants() []string {
 		"one-instance", "never-restart", "no-stuck-created", "previous-kept", "terminal-is-final",
 		"legal-phases", "restart-count-monotone", "ready-is-true", "grace-honoured", "static-exclusive",
 		"sigterm-first", "lease-fresh", "node-ready", "liveness-restarts", "startup-protects", "fresh-probe-results", "sidecar-order", "pull-backoff",
-		"prestop-before-stop", "poststart-before-started", "volumes-kept", "token-valid", "cgroups-match",
+		"prestop-before-stop", "poststart-before-started", "volumes-kept", "token-valid", "cgroups-match", "exclusive-cpus",
 		"eviction-order", "critical-survives", "evicted-stays-dead",
 		"one-eviction-per-cycle", "reclaim-first", "pressure-conditions", "admission", "oom-reported",
 		"deleted-disappears", "converges", "status-matches", "mirror-present",

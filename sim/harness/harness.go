@@ -169,6 +169,12 @@ func (h *Harness) Agent() *agent.Agent { return h.agent }
 // (NodeName and ManifestDir aside).
 func (h *Harness) AgentConfig() agent.Config { return h.cfg.Agent }
 
+// Machine is the node's CPU topology as the agent reads it.
+func (h *Harness) Machine() []deps.CPUInfo {
+	info, _ := machineModel{h.Runtime, h.NodeName, h.cfg.CPUs}.Info(context.Background())
+	return info.Topology
+}
+
 // Restarts is how many times the agent was (re)started.
 func (h *Harness) Restarts() int { return h.restarts }
 
