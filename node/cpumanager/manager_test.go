@@ -39,7 +39,9 @@ type fixture struct {
 	rt    *updates
 }
 
-func newFixture() *fixture { return &fixture{files: memfs.New(), rt: &updates{fail: map[string]bool{}}} }
+func newFixture() *fixture {
+	return &fixture{files: memfs.New(), rt: &updates{fail: map[string]bool{}}}
+}
 
 func (f *fixture) manager(t *testing.T, cfg Config, cpus []deps.CPUInfo) (*Manager, error) {
 	t.Helper()
