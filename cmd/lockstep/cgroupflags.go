@@ -36,3 +36,15 @@ func addCPUManagerFlags(f *pflag.FlagSet, c *daemon.CPUManagerOptions) {
 	f.StringVar(&c.ReservedCPUs, "reserved-cpus", c.ReservedCPUs,
 		"CPUs kept for the system and Kubernetes daemons, never exclusive (0-1,4); replaces the cpu of --kube-reserved and --system-reserved")
 }
+
+// addMemoryManagerFlags registers the memory and topology managers' flags
+// (named like the kubelet's).
+func addMemoryManagerFlags(f *pflag.FlagSet, c *daemon.MemoryManagerOptions) {
+	f.StringVar(&c.Policy, "memory-manager-policy", c.Policy,
+		"None: no NUMA placement of memory; Static: each container of a Guaranteed pod gets its memory on chosen NUMA nodes (cpuset.mems)")
+	f.StringArrayVar(&c.ReservedMemory, "reserved-memory", c.ReservedMemory,
+		"memory kept off each NUMA node, <node>:memory=<quantity> (0:memory=1Gi;1:memory=2Gi); under Static it must add up to kube-reserved + system-reserved + the hard eviction threshold")
+	f.StringVar(&c.TopologyPolicy, "topology-manager-policy", c.TopologyPolicy,
+		"none, best-effort, restricted or single-numa-node: how the CPU and memory managers' NUMA placements are aligned")
+	f.StringVar(&c.TopologyScope, "topology-manager-scope", c.TopologyScope, "container (the only scope supported)")
+}

@@ -19,6 +19,7 @@ import (
 	"github.com/lockstep-dev/lockstep/node/admission"
 	"github.com/lockstep-dev/lockstep/node/cgroups"
 	"github.com/lockstep-dev/lockstep/node/cpumanager"
+	"github.com/lockstep-dev/lockstep/node/memorymanager"
 	"github.com/lockstep-dev/lockstep/node/deps"
 	"github.com/lockstep-dev/lockstep/node/eviction"
 	"github.com/lockstep-dev/lockstep/node/metrics"
@@ -77,6 +78,13 @@ type Config struct {
 	// CPUManager configures the CPU manager (--cpu-manager-policy,
 	// --reserved-cpus, …); its RootDir defaults to Node.RootDir.
 	CPUManager cpumanager.Config
+	// MemoryManager configures the memory manager
+	// (--memory-manager-policy, --reserved-memory); its NodeReserved is
+	// NodeStatus.Reserved's memory with the hard eviction reserve.
+	MemoryManager memorymanager.Config
+	// TopologyManagerPolicy is none (default), best-effort, restricted
+	// or single-numa-node (--topology-manager-policy; container scope).
+	TopologyManagerPolicy string
 	// Eviction is the eviction configuration (thresholds, grace, pressure
 	// transition period); no thresholds: nothing is ever evicted, and the
 	// node never reports pressure.
@@ -99,7 +107,8 @@ type Agent struct {
 	volumes *volume.Manager
 	probes  *prober.Manager
 	cgroups *cgroups.Manager
-	cpus    *cpumanager.Manager
+	// resources are the CPU, memory and topology managers.
+	resources resourceManagers
 	// evictions is the eviction manager; stats its sampler.
 	evictions *eviction.Manager
 	stats     *stats.Provider
@@ -153,11 +162,11 @@ func New(d deps.Deps, cfg Config) (*Agent, error) {
 	}
 	pods := newCgroups(d, cfg)
 	cfg.RuntimeSync.CgroupParent = func(pod *corev1.Pod) string { return pods.CgroupParent(pod, podspec.QOSClass(pod)) }
-	cpus, err := newCPUManager(d, cfg)
+	resources, err := newResourceManagers(d, cfg)
 	if err != nil {
 		return nil, err
 	}
-	cfg.RuntimeSync.ContainerCPUs = func(pod *corev1.Pod, container string) string { return cpus.CPUs(pod.UID, container) }
+	cfg.RuntimeSync.ContainerCPUSet = resources.cpuSet
 	if m := cfg.Metrics; m != nil {
 		d.Runtime = metrics.InstrumentRuntime(d.Runtime, m, d.Clock)
 		d.Images = metrics.InstrumentImages(d.Images, m, d.Clock)
@@ -179,7 +188,7 @@ func New(d deps.Deps, cfg Config) (*Agent, error) {
 		expected: map[types.UID]map[string]expectation{},
 		sysctls:  sysctlAllowlist(d, cfg.AllowedUnsafeSysctls),
 		cgroups:  pods,
-		cpus:     cpus,
+		resources: resources,
 		admitted: map[types.UID]*corev1.Pod{},
 		rejected: map[types.UID]admission.Decision{},
 		evicted:  map[types.UID]stopNote{},
@@ -231,7 +240,7 @@ func (a *Agent) Start(ctx context.Context) {
 	a.pleg.Start(ctx)
 	a.volumes.Start(ctx)
 	a.probes.Start(ctx)
-	a.cpus.Start(ctx, cpuPods{a})
+	a.resources.cpus.Start(ctx, cpuPods{a})
 	if len(a.cfg.Eviction.Thresholds) > 0 && a.d.Machine != nil {
 		a.evictions.Start(ctx)
 	}

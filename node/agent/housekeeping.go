@@ -92,6 +92,7 @@ func (a *Agent) housekeeping(ctx context.Context, gc bool) {
 	a.deleteOrphanedMirrors(ctx, mirrors)
 	a.volumes.CleanupOrphans(a.knownPod)
 	a.cgroupHousekeeping()
+	a.resourceHousekeeping()
 	a.reportRunning()
 	// Orphans: runtime pods no source wants and no worker owns.
 	for _, uid := range a.pleg.Cache().UIDs() {

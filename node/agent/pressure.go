@@ -172,7 +172,7 @@ func (a *Agent) admit(pod *corev1.Pod) {
 			}
 		}
 		if d.Admitted() {
-			d = a.admitCPUs(pod)
+			d = a.admitResources(pod)
 		}
 	}
 	a.mu.Lock()

@@ -200,7 +200,9 @@ func (a *Agent) SyncTerminatedPod(_ context.Context, uid types.UID, pod *corev1.
 	a.volumes.RemovePod(uid)
 	a.probes.RemovePod(uid)
 	a.removePodCgroup(uid)
-	a.cpus.Release(uid)
+	if pod != nil {
+		a.releaseResources(pod)
+	}
 	if pod != nil {
 		a.cfg.Metrics.ForgetProbes(metrics.ProbeTarget{Namespace: pod.Namespace, Pod: pod.Name, PodUID: string(uid)})
 	}

@@ -3,6 +3,7 @@ package cpumanager
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -13,6 +14,8 @@ import (
 	"k8s.io/utils/cpuset"
 
 	"github.com/lockstep-dev/lockstep/node/deps"
+	"github.com/lockstep-dev/lockstep/node/podutil"
+	"github.com/lockstep-dev/lockstep/node/topologymanager"
 )
 
 // DefaultReconcilePeriod is how often running containers' cpusets are
@@ -80,6 +83,9 @@ type Manager struct {
 	state State
 	// applied is the cpuset last set on each container by ID.
 	applied map[string]string
+	// reuse are the CPUs of the init containers of the pod being
+	// admitted, offered to its later containers.
+	reuse map[types.UID]cpuset.CPUSet
 }
 
 // New builds the CPU manager and restores its state from the checkpoint
@@ -93,7 +99,7 @@ func New(d deps.Core, ports Ports, cfg Config, machine deps.MachineInfo) (*Manag
 	if cfg.ReconcilePeriod <= 0 {
 		cfg.ReconcilePeriod = DefaultReconcilePeriod
 	}
-	m := &Manager{d: d, ports: ports, cfg: cfg, store: newStore(ports.Files, cfg.RootDir), state: newState(), applied: map[string]string{}}
+	m := &Manager{d: d, ports: ports, cfg: cfg, store: newStore(ports.Files, cfg.RootDir), state: newState(), applied: map[string]string{}, reuse: map[types.UID]cpuset.CPUSet{}}
 	full, err := parseOptions(cfg.Policy, cfg.Options)
 	if err != nil {
 		return nil, err
@@ -168,25 +174,60 @@ func (m *Manager) restore() error {
 // Policy is the policy's name.
 func (m *Manager) Policy() string { return m.cfg.Policy }
 
-// Admit gives the pod's containers their exclusive CPUs (none under the
-// none policy, or for a pod that needs none); a pod that cannot get them
-// is refused with the kubelet's reason and message.
-func (m *Manager) Admit(pod *corev1.Pod) *Rejection {
+// Hints are the NUMA placements container c of pod could get (the
+// topology manager's hint provider); nil under the none policy.
+func (m *Manager) Hints(pod *corev1.Pod, c *corev1.Container) map[string][]topologymanager.Hint {
 	if m.policy == nil {
 		return nil
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	before := len(m.state.Assignments[pod.UID])
-	if rej := m.policy.allocate(&m.state, pod); rej != nil {
-		m.d.Log.Info("CPU allocation failed", "pod", pod.Namespace+"/"+pod.Name, "uid", string(pod.UID), "reason", rej.Reason, "message", rej.Message)
-		return rej
+	return m.policy.hints(&m.state, pod, c, m.reuse[pod.UID])
+}
+
+// Allocate gives container c of pod its exclusive CPUs (none under the
+// none policy, or for a container that needs none), within affinity's
+// NUMA nodes first. Containers are allocated in order, init containers
+// first: an init container's CPUs (not a sidecar's) are offered again to
+// the containers after it, as the kubelet reuses them.
+func (m *Manager) Allocate(pod *corev1.Pod, c *corev1.Container, affinity topologymanager.Hint) error {
+	if m.policy == nil {
+		return nil
 	}
-	if len(m.state.Assignments[pod.UID]) != before {
-		m.d.Log.Info("exclusive CPUs allocated", "pod", pod.Namespace+"/"+pod.Name, "uid", string(pod.UID), "shared", m.state.Default.String())
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	_, held := m.state.get(pod.UID, c.Name)
+	cpus, err := m.policy.allocate(&m.state, pod, c, m.reuse[pod.UID], affinity.Affinity)
+	if err != nil {
+		m.d.Log.Info("CPU allocation failed", "pod", pod.Namespace+"/"+pod.Name, "uid", string(pod.UID), "container", c.Name, "error", err.Error())
+		return err
+	}
+	m.updateReuse(pod, c, cpus)
+	if !held && cpus.Size() > 0 {
+		m.d.Log.Info("exclusive CPUs allocated", "pod", pod.Namespace+"/"+pod.Name, "uid", string(pod.UID), "container", c.Name,
+			"cpus", cpus.String(), "affinity", affinity.String(), "shared", m.state.Default.String())
 		m.save()
 	}
 	return nil
+}
+
+// updateReuse keeps the CPUs of pod's init containers (not sidecars)
+// for the containers after them; only the pod being admitted keeps any.
+func (m *Manager) updateReuse(pod *corev1.Pod, c *corev1.Container, cpus cpuset.CPUSet) {
+	for uid := range m.reuse {
+		if uid != pod.UID {
+			delete(m.reuse, uid)
+		}
+	}
+	reuse, ok := m.reuse[pod.UID]
+	if !ok {
+		reuse = cpuset.New()
+	}
+	if slices.ContainsFunc(pod.Spec.InitContainers, func(i corev1.Container) bool { return i.Name == c.Name && !podutil.IsSidecar(&i) }) {
+		m.reuse[pod.UID] = reuse.Union(cpus)
+		return
+	}
+	m.reuse[pod.UID] = reuse.Difference(cpus)
 }
 
 // CPUs is the cpuset a new container of the pod runs on: its exclusive
@@ -204,14 +245,17 @@ func (m *Manager) CPUs(uid types.UID, container string) string {
 	return m.state.Default.String()
 }
 
-// Release gives a pod's exclusive CPUs back to the shared pool once none
-// of its containers runs.
-func (m *Manager) Release(uid types.UID) {
+// Release gives a pod's exclusive CPUs back to the shared pool (the pod
+// was refused, or none of its containers runs any more).
+func (m *Manager) Release(pod *corev1.Pod) { m.release(pod.UID) }
+
+func (m *Manager) release(uid types.UID) {
 	if m.policy == nil {
 		return
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	delete(m.reuse, uid)
 	if _, ok := m.state.Assignments[uid]; !ok {
 		return
 	}
@@ -302,6 +346,6 @@ func (m *Manager) releaseStale(active []*corev1.Pod) {
 	m.mu.Unlock()
 	for _, uid := range stale {
 		m.d.Log.Info("releasing the CPUs of a pod no longer active", "uid", string(uid))
-		m.Release(uid)
+		m.release(uid)
 	}
 }

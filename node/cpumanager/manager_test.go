@@ -16,7 +16,9 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/utils/cpuset"
 
+	"github.com/lockstep-dev/lockstep/node/admission"
 	"github.com/lockstep-dev/lockstep/node/deps"
+	"github.com/lockstep-dev/lockstep/node/topologymanager"
 	"github.com/lockstep-dev/lockstep/sim/memfs"
 )
 
@@ -92,11 +94,11 @@ func TestAdmitAssignsAndReleases(t *testing.T) {
 	f := newFixture()
 	m := f.mustManager(t, static1, uniform(2, 1, 2, 2)) // CPUs 0-7; 0 reserved
 	a := guaranteed("a", nil, "2", "500m")
-	if rej := m.Admit(a); rej != nil {
+	if rej := admit(t, m, a); rej != nil {
 		t.Fatal(rej)
 	}
 	b := guaranteed("b", nil, "3")
-	if rej := m.Admit(b); rej != nil {
+	if rej := admit(t, m, b); rej != nil {
 		t.Fatal(rej)
 	}
 	got := map[string]string{}
@@ -110,11 +112,11 @@ func TestAdmitAssignsAndReleases(t *testing.T) {
 	if d := cmp.Diff(want, got); d != "" {
 		t.Errorf("cpusets (-want +got):\n%s", d)
 	}
-	if rej := m.Admit(guaranteed("c", nil, "3")); rej == nil || rej.Reason != ReasonUnexpectedAdmissionError ||
+	if rej := admit(t, m, guaranteed("c", nil, "3")); rej == nil || rej.Reason != topologymanager.ReasonUnexpectedAdmissionError ||
 		rej.Message != "Allocate failed due to not enough cpus available to satisfy request: requested=3, available=2, which is unexpected" {
 		t.Errorf("admitting past the free CPUs: %+v", rej)
 	}
-	m.Release("a")
+	m.Release(guaranteed("a", nil))
 	if got := m.CPUs("b", "other"); got != "0-1,3,5,7" {
 		t.Errorf("shared pool after releasing a: %q", got)
 	}
@@ -124,7 +126,7 @@ func TestInitCPUsReusedAndSidecarsKept(t *testing.T) {
 	f := newFixture()
 	m := f.mustManager(t, static1, uniform(2, 1, 2, 2))
 	p := guaranteed("p", []string{"2"}, "2")
-	if rej := m.Admit(p); rej != nil {
+	if rej := admit(t, m, p); rej != nil {
 		t.Fatal(rej)
 	}
 	if i, c := m.CPUs("p", "init-0"), m.CPUs("p", "c0"); i != c {
@@ -133,7 +135,7 @@ func TestInitCPUsReusedAndSidecarsKept(t *testing.T) {
 	always := corev1.ContainerRestartPolicyAlways
 	s := guaranteed("s", []string{"2"}, "2")
 	s.Spec.InitContainers[0].RestartPolicy = &always
-	if rej := m.Admit(s); rej != nil {
+	if rej := admit(t, m, s); rej != nil {
 		t.Fatal(rej)
 	}
 	i, _ := cpuset.Parse(m.CPUs("s", "init-0"))
@@ -147,7 +149,7 @@ func TestAdmitIsAllOrNothing(t *testing.T) {
 	f := newFixture()
 	m := f.mustManager(t, static1, uniform(1, 1, 4, 1)) // CPUs 0-3
 	before := m.State()
-	if rej := m.Admit(guaranteed("p", nil, "2", "2")); rej == nil {
+	if rej := admit(t, m, guaranteed("p", nil, "2", "2")); rej == nil {
 		t.Fatal("admitted 4 CPUs with 3 free")
 	}
 	if d := cmp.Diff(before.Default.String(), m.State().Default.String()); d != "" || len(m.State().Assignments) != 0 {
@@ -158,7 +160,7 @@ func TestAdmitIsAllOrNothing(t *testing.T) {
 func TestNonePolicyPinsNothing(t *testing.T) {
 	f := newFixture()
 	m := f.mustManager(t, Config{}, nil)
-	if rej := m.Admit(guaranteed("p", nil, "2")); rej != nil || m.CPUs("p", "c0") != "" {
+	if rej := admit(t, m, guaranteed("p", nil, "2")); rej != nil || m.CPUs("p", "c0") != "" {
 		t.Errorf("none policy: %v, cpuset %q", rej, m.CPUs("p", "c0"))
 	}
 	state, _ := f.files.ReadFile("/var/lib/lockstep/cpu_manager_state")
@@ -171,7 +173,7 @@ func TestCheckpointRestoredAndValidated(t *testing.T) {
 	cpus := uniform(2, 1, 2, 2)
 	f := newFixture()
 	m := f.mustManager(t, static1, cpus)
-	if rej := m.Admit(guaranteed("a", nil, "2")); rej != nil {
+	if rej := admit(t, m, guaranteed("a", nil, "2")); rej != nil {
 		t.Fatal(rej)
 	}
 	again := f.mustManager(t, static1, cpus)
@@ -220,20 +222,20 @@ func TestReconcileUpdatesChangedCPUSets(t *testing.T) {
 	m.Reconcile(context.Background(), v)
 	m.Reconcile(context.Background(), v) // nothing changed: no call
 	g := guaranteed("g", nil, "2")
-	if rej := m.Admit(g); rej != nil {
+	if rej := admit(t, m, g); rej != nil {
 		t.Fatal(rej)
 	}
 	v.active = append(v.active, g)
 	v.running = append(v.running, Container{PodUID: "g", Name: "c0", ID: "g1"})
 	m.Reconcile(context.Background(), v)
 	f.rt.fail["be1"] = true
-	m.Release("g")
+	m.Release(g)
 	v.active, v.running = v.active[:1], v.running[:1]
 	m.Reconcile(context.Background(), v) // fails: retried next time
 	delete(f.rt.fail, "be1")
 	m.Reconcile(context.Background(), v)
 	// A pod gone from the active ones loses its CPUs once sources are seen.
-	if rej := m.Admit(guaranteed("h", nil, "1")); rej != nil {
+	if rej := admit(t, m, guaranteed("h", nil, "1")); rej != nil {
 		t.Fatal(rej)
 	}
 	m.Reconcile(context.Background(), pods{active: v.active, ready: false, running: v.running})
@@ -242,4 +244,17 @@ func TestReconcileUpdatesChangedCPUSets(t *testing.T) {
 	if d := cmp.Diff(want, f.rt.calls); d != "" {
 		t.Errorf("UpdateContainerResources calls (-want +got):\n%s", d)
 	}
+}
+
+// admit admits pod through a topology manager of policy none.
+func admit(t *testing.T, m *Manager, pod *corev1.Pod) *admission.Decision {
+	t.Helper()
+	tm, err := topologymanager.New(topologymanager.PolicyNone, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := tm.Admit(pod, m); !d.Admitted() {
+		return &d
+	}
+	return nil
 }

@@ -9,7 +9,7 @@ import (
 	"k8s.io/utils/cpuset"
 
 	"github.com/lockstep-dev/lockstep/node/podspec"
-	"github.com/lockstep-dev/lockstep/node/podutil"
+	"github.com/lockstep-dev/lockstep/node/topologymanager"
 )
 
 // Policy names (--cpu-manager-policy).
@@ -22,24 +22,15 @@ const (
 // physical cores only (--cpu-manager-policy-options=full-pcpus-only=true).
 const OptionFullPCPUsOnly = "full-pcpus-only"
 
-// Admission reasons, as the kubelet's.
-const (
-	ReasonUnexpectedAdmissionError = "UnexpectedAdmissionError"
-	ReasonSMTAlignmentError        = "SMTAlignmentError"
-)
+// ReasonSMTAlignmentError is the admission reason when full-pcpus-only
+// cannot be honoured, as the kubelet's.
+const ReasonSMTAlignmentError = "SMTAlignmentError"
 
-// Rejection is why a pod cannot get its CPUs: the pod fails admission
-// with this reason and message.
-type Rejection struct {
-	Reason, Message string
-}
+// smtAlignmentError refuses a pod under full-pcpus-only.
+type smtAlignmentError struct{ msg string }
 
-func (r *Rejection) Error() string { return r.Message }
-
-// unexpected wraps an allocation failure as the kubelet words it.
-func unexpected(err error) *Rejection {
-	return &Rejection{Reason: ReasonUnexpectedAdmissionError, Message: fmt.Sprintf("Allocate failed due to %v, which is unexpected", err)}
-}
+func (e smtAlignmentError) Error() string  { return e.msg }
+func (e smtAlignmentError) Reason() string { return ReasonSMTAlignmentError }
 
 // static is the static policy: exclusive CPUs for Guaranteed pods'
 // containers asking for whole CPUs, chosen by TakeByTopology from the
@@ -127,62 +118,95 @@ func GuaranteedCPUs(pod *corev1.Pod, c *corev1.Container) int {
 	return int(q.Value())
 }
 
-// allocate gives each container of pod that needs them its exclusive
-// CPUs, init containers first: the CPUs of an init container (not a
-// sidecar) are offered again to the containers after it, as the kubelet
-// reuses them. A container that has CPUs already keeps them. On error
-// the state is unchanged.
-func (p *static) allocate(s *State, pod *corev1.Pod) *Rejection {
-	before := s.clone()
-	reuse := cpuset.New()
-	containers := append(append([]corev1.Container{}, pod.Spec.InitContainers...), pod.Spec.Containers...)
-	for i := range containers {
-		c := &containers[i]
-		n := GuaranteedCPUs(pod, c)
-		if n == 0 {
-			continue
-		}
-		cpus, ok := s.get(pod.UID, c.Name)
-		if !ok {
-			var rej *Rejection
-			if cpus, rej = p.take(s, n, reuse); rej != nil {
-				*s = before
-				return rej
-			}
-			s.Default = s.Default.Difference(cpus)
-			s.set(pod.UID, c.Name, cpus)
-		}
-		if i < len(pod.Spec.InitContainers) && !podutil.IsSidecar(c) {
-			reuse = reuse.Union(cpus)
-		} else {
-			reuse = reuse.Difference(cpus)
+// allocate gives container c of pod its exclusive CPUs, from the
+// shared pool (less the reserved CPUs) and reuse (the CPUs of the pod's
+// init containers before it), within the NUMA nodes of affinity first.
+// A container that has CPUs already keeps them. It returns the CPUs c
+// holds (none when it needs none).
+func (p *static) allocate(s *State, pod *corev1.Pod, c *corev1.Container, reuse cpuset.CPUSet, affinity *topologymanager.Mask) (cpuset.CPUSet, error) {
+	n := GuaranteedCPUs(pod, c)
+	if n == 0 {
+		return cpuset.New(), nil
+	}
+	if cpus, ok := s.get(pod.UID, c.Name); ok {
+		return cpus, nil
+	}
+	avail, err := p.available(s, n, reuse)
+	if err != nil {
+		return cpuset.New(), err
+	}
+	cpus := cpuset.New()
+	if affinity != nil {
+		aligned := avail.Intersection(p.topo.NUMANodeCPUs(affinity.Nodes()...))
+		if cpus, err = TakeByTopology(p.topo, aligned, min(n, aligned.Size())); err != nil {
+			return cpuset.New(), err
 		}
 	}
-	return nil
+	rest, err := TakeByTopology(p.topo, avail.Difference(cpus), n-cpus.Size())
+	if err != nil {
+		return cpuset.New(), err
+	}
+	cpus = cpus.Union(rest)
+	s.Default = s.Default.Difference(cpus)
+	s.set(pod.UID, c.Name, cpus)
+	return cpus, nil
 }
 
-// take chooses n CPUs from the shared pool (less the reserved ones) and
-// the reusable ones.
-func (p *static) take(s *State, n int, reuse cpuset.CPUSet) (cpuset.CPUSet, *Rejection) {
+// available is what n exclusive CPUs may be taken from: the shared pool
+// less the reserved CPUs, and reuse; under full-pcpus-only only whole
+// free cores, n a multiple of the threads per core.
+func (p *static) available(s *State, n int, reuse cpuset.CPUSet) (cpuset.CPUSet, error) {
 	avail := s.Default.Difference(p.reserved).Union(reuse)
-	if p.fullPCPUsOnly {
-		perCore := p.topo.CPUsPerCore()
-		if n%perCore != 0 {
-			return cpuset.New(), &Rejection{Reason: ReasonSMTAlignmentError,
-				Message: fmt.Sprintf("SMT Alignment Error: requested %d cpus not multiple cpus per core = %d", n, perCore)}
-		}
-		avail = avail.Difference(p.reservedCores)
-		if whole := p.topo.wholeCores(avail); whole.Size() < n {
-			return cpuset.New(), &Rejection{Reason: ReasonSMTAlignmentError,
-				Message: fmt.Sprintf("SMT Alignment Error: not enough free physical CPUs: available physical CPUs = %d, requested CPUs = %d, CPUs per core = %d", whole.Size(), n, perCore)}
-		}
-		avail = p.topo.wholeCores(avail)
+	if !p.fullPCPUsOnly {
+		return avail, nil
 	}
-	cpus, err := TakeByTopology(p.topo, avail, n)
-	if err != nil {
-		return cpuset.New(), unexpected(err)
+	perCore := p.topo.CPUsPerCore()
+	if n%perCore != 0 {
+		return cpuset.New(), smtAlignmentError{fmt.Sprintf("SMT Alignment Error: requested %d cpus not multiple cpus per core = %d", n, perCore)}
 	}
-	return cpus, nil
+	whole := p.topo.wholeCores(avail.Difference(p.reservedCores))
+	if whole.Size() < n {
+		return cpuset.New(), smtAlignmentError{fmt.Sprintf("SMT Alignment Error: not enough free physical CPUs: available physical CPUs = %d, requested CPUs = %d, CPUs per core = %d", whole.Size(), n, perCore)}
+	}
+	return whole, nil
+}
+
+// hints are the NUMA placements container c could get: for every set of
+// NUMA nodes whose free CPUs (with reuse) cover the request, a hint,
+// preferred when no smaller set of nodes has as many CPUs in all; from
+// the CPUs it holds already if it has them (none if they are not the
+// count it asks for now).
+func (p *static) hints(s *State, pod *corev1.Pod, c *corev1.Container, reuse cpuset.CPUSet) map[string][]topologymanager.Hint {
+	n := GuaranteedCPUs(pod, c)
+	if n == 0 {
+		return nil
+	}
+	avail := s.Default.Difference(p.reserved).Union(reuse)
+	if held, ok := s.get(pod.UID, c.Name); ok {
+		if held.Size() != n {
+			return map[string][]topologymanager.Hint{string(corev1.ResourceCPU): {}}
+		}
+		avail = held
+	}
+	nodes := p.topo.NUMANodes()
+	narrowest := len(nodes)
+	var out []topologymanager.Hint
+	topologymanager.Masks(nodes, func(m topologymanager.Mask) {
+		in := p.topo.NUMANodeCPUs(m.Nodes()...)
+		if in.Size() >= n && m.Count() < narrowest {
+			narrowest = m.Count()
+		}
+		if avail.Intersection(in).Size() >= n {
+			out = append(out, topologymanager.Hint{Affinity: &m})
+		}
+	})
+	for i := range out {
+		out[i].Preferred = out[i].Affinity.Count() == narrowest
+	}
+	if out == nil {
+		out = []topologymanager.Hint{}
+	}
+	return map[string][]topologymanager.Hint{string(corev1.ResourceCPU): out}
 }
 
 // release gives a pod's exclusive CPUs back to the shared pool.

@@ -163,6 +163,16 @@ type MachineInfo struct {
 	// Topology places every online logical CPU, by ascending ID; empty
 	// when it cannot be read (the CPU manager's static policy needs it).
 	Topology []CPUInfo
+	// NUMANodes are the memory nodes and their memory, by ascending ID;
+	// empty when they cannot be read (the memory manager's static policy
+	// needs them).
+	NUMANodes []NUMANode
+}
+
+// NUMANode is one NUMA node's memory.
+type NUMANode struct {
+	ID          int
+	MemoryBytes uint64
 }
 
 // CPUInfo is one logical CPU (a hardware thread) and where it sits.

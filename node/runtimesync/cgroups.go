@@ -14,13 +14,14 @@ func (e *Executor) cgroupParent(pod *corev1.Pod) string {
 	return e.cfg.CgroupParent(pod)
 }
 
-// pinCPUs sets the cpuset the CPU manager gives a new container.
+// pinCPUs sets the cpuset the CPU and memory managers give a new
+// container.
 func (e *Executor) pinCPUs(pod *corev1.Pod, cfg *runtimeapi.ContainerConfig) {
-	if e.cfg.ContainerCPUs == nil {
+	if e.cfg.ContainerCPUSet == nil {
 		return
 	}
-	cpus := e.cfg.ContainerCPUs(pod, cfg.GetMetadata().GetName())
-	if cpus == "" {
+	cpus, mems := e.cfg.ContainerCPUSet(pod, cfg.GetMetadata().GetName())
+	if cpus == "" && mems == "" {
 		return
 	}
 	if cfg.Linux == nil {
@@ -29,5 +30,10 @@ func (e *Executor) pinCPUs(pod *corev1.Pod, cfg *runtimeapi.ContainerConfig) {
 	if cfg.Linux.Resources == nil {
 		cfg.Linux.Resources = &runtimeapi.LinuxContainerResources{}
 	}
-	cfg.Linux.Resources.CpusetCpus = cpus
+	if cpus != "" {
+		cfg.Linux.Resources.CpusetCpus = cpus
+	}
+	if mems != "" {
+		cfg.Linux.Resources.CpusetMems = mems
+	}
 }

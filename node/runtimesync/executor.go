@@ -40,9 +40,10 @@ type Config struct {
 	// CgroupParent, when set, names the pod cgroup a pod's sandbox goes
 	// under (node/cgroups); nil leaves sandboxes where the runtime likes.
 	CgroupParent func(pod *corev1.Pod) string
-	// ContainerCPUs, when set, names the cpuset a new container of a pod
-	// runs on (node/cpumanager; "" leaves it to the runtime).
-	ContainerCPUs func(pod *corev1.Pod, container string) string
+	// ContainerCPUSet, when set, names the CPUs and memory nodes a new
+	// container of a pod runs on (node/cpumanager, node/memorymanager;
+	// "" leaves either to the runtime).
+	ContainerCPUSet func(pod *corev1.Pod, container string) (cpus, mems string)
 	// Observer, when set, is told about every sandbox and container start
 	// attempt (for metrics); nil observes nothing. It must not block.
 	Observer Observer

@@ -27,7 +27,25 @@ func (m machineModel) Info(context.Context) (deps.MachineInfo, error) {
 		HugePages: []deps.HugePagePool{{PageSizeBytes: 2 << 20}, {PageSizeBytes: 1 << 30}},
 		CgroupV2:  true,
 		Topology:  m.topology(int(u.CPUCapacityMilli / 1000)),
+		NUMANodes: m.numaNodes(u.MemoryCapacity),
 	}, nil
+}
+
+// numaNodes shares the node's memory evenly among the topology's NUMA
+// nodes.
+func (m machineModel) numaNodes(memory uint64) []deps.NUMANode {
+	var ids []int
+	for _, c := range m.topology(1) {
+		if !slices.Contains(ids, c.NUMANodeID) {
+			ids = append(ids, c.NUMANodeID)
+		}
+	}
+	slices.Sort(ids)
+	out := make([]deps.NUMANode, 0, len(ids))
+	for _, id := range ids {
+		out = append(out, deps.NUMANode{ID: id, MemoryBytes: memory / uint64(len(ids))})
+	}
+	return out
 }
 
 func (m machineModel) topology(cpus int) []deps.CPUInfo {

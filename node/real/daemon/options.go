@@ -89,6 +89,8 @@ type Options struct {
 	Cgroups CgroupOptions
 	// CPUManager are the CPU manager's options.
 	CPUManager CPUManagerOptions
+	// MemoryManager are the memory and topology managers' options.
+	MemoryManager MemoryManagerOptions
 	// Eviction (eviction.ParseThresholds): maps from signal to threshold
 	// ("100Mi", "10%"), grace period ("1m30s") or minimum reclaim; a nil
 	// EvictionHard means the kubelet's defaults.
@@ -133,6 +135,7 @@ func Defaults() Options {
 		APIBurst:                         100,
 		Cgroups:                          DefaultCgroupOptions(),
 		CPUManager:                       DefaultCPUManagerOptions(),
+		MemoryManager:                    DefaultMemoryManagerOptions(),
 		RegisterNode:                     true,
 		EnableSystemLogHandler:           true,
 		EvictionPressureTransitionPeriod: 5 * time.Minute,
@@ -237,6 +240,9 @@ func (o *Options) Validate() error {
 		return err
 	}
 	if err := o.validateCPUManager(bad); err != nil {
+		return err
+	}
+	if err := o.validateMemoryManager(bad); err != nil {
 		return err
 	}
 	if err := ValidateNodeLabels(o.NodeLabels); err != nil {

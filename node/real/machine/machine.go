@@ -127,6 +127,9 @@ func (m *Machine) Info(ctx context.Context) (deps.MachineInfo, error) {
 	if info.Topology, err = m.topology(); err != nil {
 		return deps.MachineInfo{}, err
 	}
+	if info.NUMANodes, err = m.numaNodes(); err != nil {
+		return deps.MachineInfo{}, err
+	}
 	return info, nil
 }
 

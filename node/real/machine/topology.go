@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -78,4 +79,44 @@ func (m *Machine) cpuInfo(dir string, id int) (deps.CPUInfo, error) {
 		}
 	}
 	return info, nil
+}
+
+// numaNodes reads each NUMA node's MemTotal from
+// <sys>/devices/system/node/node<N>/meminfo; no such directory (a kernel
+// without NUMA) is no node.
+func (m *Machine) numaNodes() ([]deps.NUMANode, error) {
+	dir := filepath.Join(m.opts.SysDir, "devices/system/node")
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read NUMA nodes: %w", err)
+	}
+	var out []deps.NUMANode
+	for _, e := range entries {
+		id, err := strconv.Atoi(strings.TrimPrefix(e.Name(), "node"))
+		if err != nil || !strings.HasPrefix(e.Name(), "node") {
+			continue
+		}
+		file := filepath.Join(dir, e.Name(), "meminfo")
+		data, err := os.ReadFile(file)
+		if err != nil {
+			return nil, fmt.Errorf("read %s: %w", file, err)
+		}
+		n := deps.NUMANode{ID: id}
+		for _, line := range strings.Split(string(data), "\n") {
+			f := strings.Fields(line) // Node 0 MemTotal: 16380148 kB
+			if len(f) >= 4 && f[2] == "MemTotal:" {
+				kb, err := strconv.ParseUint(f[3], 10, 64)
+				if err != nil {
+					return nil, fmt.Errorf("parse %s: %w", file, err)
+				}
+				n.MemoryBytes = kb << 10
+			}
+		}
+		out = append(out, n)
+	}
+	slices.SortFunc(out, func(a, b deps.NUMANode) int { return a.ID - b.ID })
+	return out, nil
 }

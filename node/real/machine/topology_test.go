@@ -26,6 +26,9 @@ func TestTopologyFromSysfs(t *testing.T) {
 		files[d+"topology/thread_siblings_list"] = fmt.Sprintf("%d,%d\n", first, first+4)
 		files[d+fmt.Sprintf("node%d/cpulist", socket)] = "x"
 	}
+	files["sys/devices/system/node/node0/meminfo"] = "Node 0 MemTotal:       16380148 kB\nNode 0 MemFree:  100 kB\n"
+	files["sys/devices/system/node/node1/meminfo"] = "Node 1 MemTotal:       8000000 kB\n"
+	files["sys/devices/system/node/online"] = "0-1\n"
 	got, err := newFixtureMachine(t, files).Info(context.Background())
 	if err != nil {
 		t.Fatal(err)
@@ -42,6 +45,10 @@ func TestTopologyFromSysfs(t *testing.T) {
 	if d := cmp.Diff(want, got.Topology); d != "" {
 		t.Errorf("topology (-want +got):\n%s", d)
 	}
+	nodes := []deps.NUMANode{{ID: 0, MemoryBytes: 16380148 << 10}, {ID: 1, MemoryBytes: 8000000 << 10}}
+	if d := cmp.Diff(nodes, got.NUMANodes); d != "" {
+		t.Errorf("NUMA nodes (-want +got):\n%s", d)
+	}
 }
 
 // This host's own topology: every online CPU placed once.
@@ -57,5 +64,9 @@ func TestTopologyOfThisHost(t *testing.T) {
 		}
 		seen[c.ID] = true
 	}
-	t.Logf("topology: %+v", got)
+	nodes, err := New(Options{}).numaNodes()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("topology: %+v; NUMA nodes %+v", got, nodes)
 }
