@@ -19,9 +19,9 @@ import (
 	"github.com/lockstep-dev/lockstep/node/admission"
 	"github.com/lockstep-dev/lockstep/node/cgroups"
 	"github.com/lockstep-dev/lockstep/node/cpumanager"
-	"github.com/lockstep-dev/lockstep/node/memorymanager"
 	"github.com/lockstep-dev/lockstep/node/deps"
 	"github.com/lockstep-dev/lockstep/node/eviction"
+	"github.com/lockstep-dev/lockstep/node/memorymanager"
 	"github.com/lockstep-dev/lockstep/node/metrics"
 	"github.com/lockstep-dev/lockstep/node/nodestatus"
 	"github.com/lockstep-dev/lockstep/node/oomwatch"
@@ -185,13 +185,13 @@ func New(d deps.Deps, cfg Config) (*Agent, error) {
 			ConfigMaps: d.API.ConfigMaps, Secrets: d.API.Secrets, Services: d.API.Services, RuntimeClasses: d.API.RuntimeClasses,
 			ProbeNet: d.ProbeNet,
 		}, cfg.RuntimeSync),
-		expected: map[types.UID]map[string]expectation{},
-		sysctls:  sysctlAllowlist(d, cfg.AllowedUnsafeSysctls),
-		cgroups:  pods,
+		expected:  map[types.UID]map[string]expectation{},
+		sysctls:   sysctlAllowlist(d, cfg.AllowedUnsafeSysctls),
+		cgroups:   pods,
 		resources: resources,
-		admitted: map[types.UID]*corev1.Pod{},
-		rejected: map[types.UID]admission.Decision{},
-		evicted:  map[types.UID]stopNote{},
+		admitted:  map[types.UID]*corev1.Pod{},
+		rejected:  map[types.UID]admission.Decision{},
+		evicted:   map[types.UID]stopNote{},
 	}
 	a.stats = stats.New(d.Core, stats.Ports{Runtime: d.Runtime, Images: d.Images, Machine: d.Machine}, stats.Config{Period: cfg.Eviction.Period})
 	ep := eviction.Ports{Stats: a.stats, Pods: evictionPods{a}, Reclaim: reclaimer{a}, Events: d.API.Events}
