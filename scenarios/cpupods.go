@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/lockstep-dev/lockstep/node/cpumanager"
+	"github.com/lockstep-dev/lockstep/node/memorymanager"
 	"github.com/lockstep-dev/lockstep/sim/harness"
 )
 
@@ -49,4 +50,16 @@ func StaticCPUNode(cfg *harness.Config) {
 	cfg.CPUs = harness.Topology(2, 2, 2, 2)
 	cfg.Agent.CPUManager = cpumanager.Config{Policy: cpumanager.PolicyStatic, NumReservedCPUs: 1}
 	cfg.Agent.NodeStatus.Reserved = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}
+}
+
+// NUMANode configures a simulated node for NUMA alignment: the static CPU
+// manager node of StaticCPUNode, the Static memory manager (2 GiB per
+// NUMA node, node 0 keeping the 100 MiB of the hard eviction threshold)
+// and the given topology manager policy.
+func NUMANode(policy string) func(*harness.Config) {
+	return func(cfg *harness.Config) {
+		StaticCPUNode(cfg)
+		cfg.Agent.MemoryManager = memorymanager.Config{Policy: memorymanager.PolicyStatic, Reserved: map[int]uint64{0: 100 << 20}}
+		cfg.Agent.TopologyManagerPolicy = policy
+	}
 }

@@ -87,6 +87,7 @@ func (c *Checker) Check() {
 	c.checkHooks(truth)
 	c.checkCgroups()
 	c.checkCPUs(truth)
+	c.checkNUMA(truth)
 	c.checkPressure(truth)
 	c.checkOOM(truth)
 	for _, ct := range truth {

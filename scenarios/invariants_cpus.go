@@ -69,7 +69,7 @@ func (c *Checker) checkCPUs(truth []RuntimeContainer) {
 		}
 	}
 	all := cpuset.New()
-	for _, cpu := range c.h.Machine() {
+	for _, cpu := range c.h.Machine().Topology {
 		all = all.Union(cpuset.New(cpu.ID))
 	}
 	if pool := all.Difference(held); pool.IsEmpty() {

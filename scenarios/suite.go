@@ -9,6 +9,7 @@ import (
 
 	"pgregory.net/rapid"
 
+	"github.com/lockstep-dev/lockstep/node/topologymanager"
 	"github.com/lockstep-dev/lockstep/sim/harness"
 )
 
@@ -49,7 +50,14 @@ func Scenarios() []Scenario {
 		evictionScenario(),
 		oomScenario(),
 		cpuManagerScenario(),
+		numaScenario(),
 	}
+}
+
+func numaScenario() Scenario {
+	return Scenario{Name: "numa", Doc: "Guaranteed pods asking for whole CPUs and memory come and go through crashes under the single-numa-node topology manager with the static CPU and Static memory managers on a 2-socket 4-NUMA-node machine: CPUs and memory of a container on one node (numa-aligned), exclusive CPUs never shared (exclusive-cpus)",
+		Mix:       map[string]int{"create-pinned": 5, "create-sized": 3, "delete": 3, "delete-force": 1, "crash": 1, "crash-in-sync": 1, "wait": 3},
+		Configure: NUMANode(topologymanager.PolicySingleNUMANode)}
 }
 
 func cpuManagerScenario() Scenario {
@@ -220,7 +228,7 @@ func Invariants() []string {
 		"one-instance", "never-restart", "no-stuck-created", "previous-kept", "terminal-is-final",
 		"legal-phases", "restart-count-monotone", "ready-is-true", "grace-honoured", "static-exclusive",
 		"sigterm-first", "lease-fresh", "node-ready", "liveness-restarts", "startup-protects", "fresh-probe-results", "sidecar-order", "pull-backoff",
-		"prestop-before-stop", "poststart-before-started", "volumes-kept", "token-valid", "cgroups-match", "exclusive-cpus",
+		"prestop-before-stop", "poststart-before-started", "volumes-kept", "token-valid", "cgroups-match", "exclusive-cpus", "numa-aligned",
 		"eviction-order", "critical-survives", "evicted-stays-dead",
 		"one-eviction-per-cycle", "reclaim-first", "pressure-conditions", "admission", "oom-reported",
 		"deleted-disappears", "converges", "status-matches", "mirror-present",

@@ -16,11 +16,11 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
-	"strings"
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/cpuset"
 
 	"github.com/lockstep-dev/lockstep/node/deps"
 	"github.com/lockstep-dev/lockstep/node/podspec"
@@ -243,7 +243,7 @@ func (m *Manager) Allocate(pod *corev1.Pod, c *corev1.Container, affinity topolo
 }
 
 // Mems is the cpuset.mems of a new container of the pod: the nodes of
-// its block; "" when it has none.
+// its block, as a list ("0-1,3"); "" when it has none.
 func (m *Manager) Mems(uid types.UID, container string) string {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -251,11 +251,7 @@ func (m *Manager) Mems(uid types.UID, container string) string {
 	if !ok {
 		return ""
 	}
-	parts := make([]string, 0, len(b.NUMANodes))
-	for _, n := range b.NUMANodes {
-		parts = append(parts, strconv.Itoa(n))
-	}
-	return strings.Join(parts, ",")
+	return cpuset.New(b.NUMANodes...).String()
 }
 
 // Release gives back the memory the pod holds.

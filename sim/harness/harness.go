@@ -169,10 +169,11 @@ func (h *Harness) Agent() *agent.Agent { return h.agent }
 // (NodeName and ManifestDir aside).
 func (h *Harness) AgentConfig() agent.Config { return h.cfg.Agent }
 
-// Machine is the node's CPU topology as the agent reads it.
-func (h *Harness) Machine() []deps.CPUInfo {
+// Machine is the node's machine information as the agent reads it (its
+// CPU topology and NUMA nodes).
+func (h *Harness) Machine() deps.MachineInfo {
 	info, _ := machineModel{h.Runtime, h.NodeName, h.cfg.CPUs}.Info(context.Background())
-	return info.Topology
+	return info
 }
 
 // Restarts is how many times the agent was (re)started.
