@@ -196,3 +196,34 @@ func TestCPUInvariantCatchesViolations(t *testing.T) {
 		t.Errorf("violations (-want +got):\n%s", d)
 	}
 }
+
+// An agent whose CPU manager checkpoint was written under another policy
+// refuses to start, naming the file to delete (as the kubelet does).
+func TestCheckpointOfAnotherPolicyStopsTheAgent(t *testing.T) {
+	path := "/var/lib/lockstep/" + cpumanager.CheckpointFile
+	none := harness.New(harness.Config{Seed: 1})
+	t.Cleanup(none.Close)
+	none.StartAgent()
+	written, err := none.Files.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := harness.Config{Seed: 1}
+	StaticCPUNode(&cfg)
+	h := harness.New(cfg)
+	t.Cleanup(h.Close)
+	if err := h.Files.MkdirAll("/var/lib/lockstep"); err != nil {
+		t.Fatal(err)
+	}
+	h.Files.WriteFile(path, written)
+	defer func() {
+		msg := fmt.Sprint(recover())
+		for _, want := range []string{`could not restore state from checkpoint: configured policy "static" differs from state checkpoint policy "none"`, path} {
+			if !strings.Contains(msg, want) {
+				t.Errorf("start failure %q does not say %q", msg, want)
+			}
+		}
+	}()
+	h.StartAgent()
+	t.Error("the agent started")
+}
