@@ -171,9 +171,6 @@ func (m *Manager) restore() error {
 	return m.store.write(m.cfg.Policy, m.state)
 }
 
-// Policy is the policy's name.
-func (m *Manager) Policy() string { return m.cfg.Policy }
-
 // Hints are the NUMA placements container c of pod could get (the
 // topology manager's hint provider); nil under the none policy.
 func (m *Manager) Hints(pod *corev1.Pod, c *corev1.Container) map[string][]topologymanager.Hint {

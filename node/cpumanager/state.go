@@ -47,17 +47,6 @@ func (s *State) get(uid types.UID, name string) (cpuset.CPUSet, bool) {
 	return c, ok
 }
 
-// Exclusive is every CPU some container holds.
-func (s *State) Exclusive() cpuset.CPUSet {
-	out := cpuset.New()
-	for _, uid := range slices.Sorted(maps.Keys(s.Assignments)) {
-		for _, c := range s.Assignments[uid] {
-			out = out.Union(c)
-		}
-	}
-	return out
-}
-
 // checkpoint is the file's form: the policy, the default set and the
 // entries as cpuset strings ("0-3,8"), and a checksum of the rest.
 type checkpoint struct {

@@ -57,9 +57,6 @@ func New(policy string, nodes []int) (*Manager, error) {
 	return &Manager{policy: policy, nodes: slices.Clone(nodes)}, nil
 }
 
-// Policy is the policy's name.
-func (m *Manager) Policy() string { return m.policy }
-
 // Admit places the pod's containers, init containers first, each by the
 // merged hints of the providers (container scope), and allocates them; a
 // refusal releases what the pod got and says why.
