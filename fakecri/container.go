@@ -385,8 +385,10 @@ func (r *Runtime) containerStatus(c *container) *runtimeapi.ContainerStatus {
 	return st
 }
 
-// UpdateContainerResources replaces a created or running container's
-// resources. A lower memory limit takes effect at once (the container is
+// UpdateContainerResources changes a created or running container's
+// resources. As containerd does, only the fields the update sets (not
+// zero, not empty) change: a cpuset-only update (the CPU manager's) keeps
+// the limits. A lower memory limit takes effect at once (the container is
 // OOM-killed now if it already uses more).
 func (r *Runtime) UpdateContainerResources(ctx context.Context, containerID string, resources *runtimeapi.ContainerResources) error {
 	now, err := r.begin(ctx, "UpdateContainerResources", callTarget{containerID: containerID})
@@ -402,7 +404,7 @@ func (r *Runtime) UpdateContainerResources(ctx context.Context, containerID stri
 		return status.Errorf(codes.FailedPrecondition, "container %q is in %s state, cannot update resources", c.id, c.state)
 	}
 	if lr := resources.GetLinux(); lr != nil {
-		c.resources = proto.Clone(lr).(*runtimeapi.LinuxContainerResources)
+		c.resources = mergeResources(c.resources, lr)
 		c.limitSince = now
 	}
 	r.plan(c)
@@ -433,4 +435,19 @@ func (r *Runtime) ReopenContainerLog(ctx context.Context, containerID string) er
 	}
 	c.logBytes = 0
 	return nil
+}
+
+// mergeResources is cur with the fields update sets replaced.
+func mergeResources(cur, update *runtimeapi.LinuxContainerResources) *runtimeapi.LinuxContainerResources {
+	out := &runtimeapi.LinuxContainerResources{}
+	if cur != nil {
+		out = proto.Clone(cur).(*runtimeapi.LinuxContainerResources)
+	}
+	hugepages := out.HugepageLimits
+	proto.Merge(out, update)
+	out.HugepageLimits = hugepages
+	if len(update.HugepageLimits) > 0 {
+		out.HugepageLimits = proto.Clone(update).(*runtimeapi.LinuxContainerResources).HugepageLimits
+	}
+	return out
 }

@@ -383,3 +383,21 @@ func TestTerminationMessage(t *testing.T) {
 		t.Error("a container without the mount wrote its message")
 	}
 }
+
+// UpdateContainerResources changes only the fields it sets, as containerd
+// does: the CPU manager's cpuset-only update keeps the memory limit.
+func TestUpdateContainerResourcesMerges(t *testing.T) {
+	f := newFixture(t)
+	sb := f.runPod("p")
+	id := f.run(sb, withLimit(ctrConfig("c"), 64<<20))
+	if err := f.r.UpdateContainerResources(f.ctx, id, &runtimeapi.ContainerResources{Linux: &runtimeapi.LinuxContainerResources{CpusetCpus: "1-2"}}); err != nil {
+		t.Fatal(err)
+	}
+	got := f.status(id).Resources.GetLinux()
+	if got.GetMemoryLimitInBytes() != 64<<20 || got.GetCpusetCpus() != "1-2" {
+		t.Errorf("after a cpuset update: memory limit %d, cpuset %q; want %d, 1-2", got.GetMemoryLimitInBytes(), got.GetCpusetCpus(), 64<<20)
+	}
+	if truth, _ := f.r.TrueResources(id); truth.GetCpusetCpus() != "1-2" {
+		t.Errorf("TrueResources cpuset %q", truth.GetCpusetCpus())
+	}
+}

@@ -228,3 +228,16 @@ func (r *Runtime) TrueImages() []*runtimeapi.Image {
 	}
 	return out
 }
+
+// TrueResources is a container's Linux resources as they are now (those
+// it was created with, changed by UpdateContainerResources): its cpuset
+// is the CPUs it may run on. For invariant checkers, like TrueContainers.
+func (r *Runtime) TrueResources(id string) (*runtimeapi.LinuxContainerResources, bool) {
+	r.mu.Lock()
+	defer r.unlock()
+	c, ok := r.containers[id]
+	if !ok || c.resources == nil {
+		return nil, ok
+	}
+	return proto.Clone(c.resources).(*runtimeapi.LinuxContainerResources), true
+}

@@ -46,6 +46,7 @@ type Checker struct {
 	ready           nodeReadyState      // see invariants_node.go
 	hooks           *hookChecks         // see invariants_hooks.go
 	cg              *cgroupChecks       // see invariants_cgroups.go
+	cpus            *cpuChecks          // see invariants_cpus.go
 	pressure        *pressureChecks     // see invariants_pressure.go
 	storage         *localStorageChecks // see invariants_localstorage.go
 	ooms            map[string]*oomKill // by container ID, see invariants_oom.go
@@ -59,7 +60,7 @@ func NewChecker(h *harness.Harness) *Checker {
 	c := &Checker{h: h, instances: map[string]map[string]bool{}, policy: map[types.UID]corev1.RestartPolicy{},
 		lastPhase: map[types.UID]corev1.PodPhase{}, restarts: map[string]int32{}, term: newTerminationState(), suite: newSuiteState(),
 		probes: newProbeChecks(), sidecars: newSidecarChecks(),
-		hooks: newHookChecks(), cg: newCgroupChecks(),
+		hooks: newHookChecks(), cg: newCgroupChecks(), cpus: newCPUChecks(),
 		pressure: newPressureChecks(), storage: newLocalStorageChecks(), ooms: map[string]*oomKill{}, rz: newResizeChecks()}
 	h.API.OnWrite(c.onWrite)
 	h.OnStopContainer(c.onShutdownStop)
@@ -89,6 +90,8 @@ func (c *Checker) Check() {
 	c.checkPulls()
 	c.checkHooks(truth)
 	c.checkCgroups()
+	c.checkCPUs(truth)
+	c.checkNUMA(truth)
 	c.checkPressure(truth)
 	c.checkLocalStorage()
 	c.checkOOM(truth)

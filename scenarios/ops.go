@@ -60,6 +60,7 @@ func Ops() map[string]Op {
 		"manifest":            {"static pod a: remove (b=0) its manifest, write its first version (b=1) or a new one (b=2)", drawArgs(0, len(staticNames)-1, 0, 2), opManifest},
 		"mirror-delete":       {"delete static pod a's mirror pod, with grace 0 or 30 (b)", drawArgs(0, len(staticNames)-1, 0, 1), opMirrorDelete},
 		"create-probed":       {"create a pod with probes drawn from seed a (see DrawProbedPod)", drawArgs(0, 1<<16-1), opCreateProbed},
+		"create-pinned":       {"create a Guaranteed pod asking for a whole CPUs (1-5) of shape b (see PinnedPod)", drawArgs(1, 5, 0, 5), opCreatePinned},
 		"create-sized":        {"create a pod of QoS class a (Guaranteed, Burstable, BestEffort) and size b (see QOSPod)", drawArgs(0, 2, 0, 63), opCreateQOS},
 		"create-storage":      {"create a pod of local-storage kind a (emptyDir sizeLimit, container or pod ephemeral-storage limit, critical) going over (b odd) or staying under its limit after c·5 s", drawArgs(0, len(storageKinds)-1, 0, 1, 0, 3), opCreateStorage},
 		"create-qos":          {"create a pod of QoS class a (BestEffort, Burstable, Guaranteed, critical), priority b, usage level c", drawArgs(0, 3, 0, 3, 0, 5), opCreateQoS},

@@ -9,6 +9,7 @@ import (
 
 	"pgregory.net/rapid"
 
+	"github.com/lockstep-dev/lockstep/node/topologymanager"
 	"github.com/lockstep-dev/lockstep/sim/harness"
 )
 
@@ -51,7 +52,22 @@ func Scenarios() []Scenario {
 		shutdownScenario(),
 		certsScenario(),
 		resizeScenario(),
+		cpuManagerScenario(),
+		numaScenario(),
 	}
+}
+
+func numaScenario() Scenario {
+	return Scenario{Name: "numa", Doc: "Guaranteed pods asking for whole CPUs and memory come and go through crashes under the single-numa-node topology manager with the static CPU and Static memory managers on a 2-socket 4-NUMA-node machine: CPUs and memory of a container on one node (numa-aligned), exclusive CPUs never shared (exclusive-cpus)",
+		Mix:       map[string]int{"create-pinned": 5, "create-sized": 3, "delete": 3, "delete-force": 1, "crash": 1, "crash-in-sync": 1, "wait": 3},
+		Configure: NUMANode(topologymanager.PolicySingleNUMANode)}
+}
+
+func cpuManagerScenario() Scenario {
+	return Scenario{Name: "cpumanager", Doc: "Guaranteed pods asking for whole CPUs come and go beside shared ones, through crashes, on a 2-socket 4-NUMA-node machine under the static CPU manager policy: exclusive CPUs never overlap, shared containers leave them within the reconcile period, the shared pool never empties (exclusive-cpus)",
+		Mix: map[string]int{"create-pinned": 5, "create-sized": 3, "delete": 3, "delete-force": 1, "crash": 1, "crash-in-sync": 1,
+			"runtime-restart": 1, "wait": 3},
+		Configure: StaticCPUNode}
 }
 
 func cgroupsChurn() Scenario {
@@ -215,7 +231,7 @@ func Invariants() []string {
 		"one-instance", "never-restart", "no-stuck-created", "previous-kept", "terminal-is-final",
 		"legal-phases", "restart-count-monotone", "ready-is-true", "grace-honoured", "static-exclusive",
 		"sigterm-first", "lease-fresh", "node-ready", "liveness-restarts", "startup-protects", "fresh-probe-results", "sidecar-order", "pull-backoff",
-		"prestop-before-stop", "poststart-before-started", "volumes-kept", "token-valid", "client-cert-valid", "cgroups-match",
+		"prestop-before-stop", "poststart-before-started", "volumes-kept", "token-valid", "client-cert-valid", "cgroups-match", "exclusive-cpus", "numa-aligned",
 		"eviction-order", "critical-survives", "evicted-stays-dead",
 		"one-eviction-per-cycle", "reclaim-first", "local-storage-evicted", "local-storage-kept", "pressure-conditions", "admission", "oom-reported",
 		"shutdown-order", "shutdown-grace", "shutdown-not-ready",

@@ -23,3 +23,28 @@ func addCgroupFlags(f *pflag.FlagSet, c *daemon.CgroupOptions) {
 	f.StringToStringVar(&c.QOSReserved, "qos-reserved", c.QOSReserved,
 		"memory=N%: keep N% of the memory requested by higher QoS classes away from lower ones (QoS cgroup memory limits)")
 }
+
+// addCPUManagerFlags registers the CPU manager's flags (named like the
+// kubelet's).
+func addCPUManagerFlags(f *pflag.FlagSet, c *daemon.CPUManagerOptions) {
+	f.StringVar(&c.Policy, "cpu-manager-policy", c.Policy,
+		"none: every container shares all CPUs; static: containers of Guaranteed pods asking for whole CPUs get CPUs of their own")
+	f.StringToStringVar(&c.PolicyOptions, "cpu-manager-policy-options", c.PolicyOptions,
+		"static policy options: full-pcpus-only=true hands out whole physical cores only")
+	f.DurationVar(&c.ReconcilePeriod, "cpu-manager-reconcile-period", c.ReconcilePeriod,
+		"how often running containers' cpusets are brought in step with the CPU assignments")
+	f.StringVar(&c.ReservedCPUs, "reserved-cpus", c.ReservedCPUs,
+		"CPUs kept for the system and Kubernetes daemons, never exclusive (0-1,4); replaces the cpu of --kube-reserved and --system-reserved")
+}
+
+// addMemoryManagerFlags registers the memory and topology managers' flags
+// (named like the kubelet's).
+func addMemoryManagerFlags(f *pflag.FlagSet, c *daemon.MemoryManagerOptions) {
+	f.StringVar(&c.Policy, "memory-manager-policy", c.Policy,
+		"None: no NUMA placement of memory; Static: each container of a Guaranteed pod gets its memory on chosen NUMA nodes (cpuset.mems)")
+	f.StringArrayVar(&c.ReservedMemory, "reserved-memory", c.ReservedMemory,
+		"memory kept off each NUMA node, <node>:memory=<quantity> (0:memory=1Gi;1:memory=2Gi); under Static it must add up to kube-reserved + system-reserved + the hard eviction threshold")
+	f.StringVar(&c.TopologyPolicy, "topology-manager-policy", c.TopologyPolicy,
+		"none, best-effort, restricted or single-numa-node: how the CPU and memory managers' NUMA placements are aligned")
+	f.StringVar(&c.TopologyScope, "topology-manager-scope", c.TopologyScope, "container (the only scope supported)")
+}

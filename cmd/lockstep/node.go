@@ -91,6 +91,8 @@ set the same options, and flags override it.`,
 	f.BoolVar(&o.SerializeImagePulls, "serialize-image-pulls", o.SerializeImagePulls, "pull one image at a time; false lets up to --max-parallel-image-pulls run at once")
 	f.Int32Var(&o.MaxParallelImagePulls, "max-parallel-image-pulls", o.MaxParallelImagePulls, "most image pulls at once with --serialize-image-pulls=false (0: no limit)")
 	addCgroupFlags(f, &o.Cgroups)
+	addCPUManagerFlags(f, &o.CPUManager)
+	addMemoryManagerFlags(f, &o.MemoryManager)
 	f.Int32Var(&o.APIQPS, "kube-api-qps", o.APIQPS, "queries per second to the apiserver")
 	f.Int32Var(&o.APIBurst, "kube-api-burst", o.APIBurst, "burst of queries to the apiserver")
 	f.IntVar(&o.Verbosity, "v", o.Verbosity, "log verbosity (0: info, 4 and more: debug)")

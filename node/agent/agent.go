@@ -19,8 +19,10 @@ import (
 	"github.com/lockstep-dev/lockstep/node/admission"
 	"github.com/lockstep-dev/lockstep/node/allocation"
 	"github.com/lockstep-dev/lockstep/node/cgroups"
+	"github.com/lockstep-dev/lockstep/node/cpumanager"
 	"github.com/lockstep-dev/lockstep/node/deps"
 	"github.com/lockstep-dev/lockstep/node/eviction"
+	"github.com/lockstep-dev/lockstep/node/memorymanager"
 	"github.com/lockstep-dev/lockstep/node/metrics"
 	"github.com/lockstep-dev/lockstep/node/nodestatus"
 	"github.com/lockstep-dev/lockstep/node/objcache"
@@ -86,6 +88,16 @@ type Config struct {
 	// ShutdownGroups are graceful node shutdown's pod groups
 	// (shutdown.GroupsFor); none: off.
 	ShutdownGroups []shutdown.Group
+	// CPUManager configures the CPU manager (--cpu-manager-policy,
+	// --reserved-cpus, …); its RootDir defaults to Node.RootDir.
+	CPUManager cpumanager.Config
+	// MemoryManager configures the memory manager
+	// (--memory-manager-policy, --reserved-memory); its NodeReserved is
+	// NodeStatus.Reserved's memory with the hard eviction reserve.
+	MemoryManager memorymanager.Config
+	// TopologyManagerPolicy is none (default), best-effort, restricted
+	// or single-numa-node (--topology-manager-policy; container scope).
+	TopologyManagerPolicy string
 	// Eviction is the eviction configuration (thresholds, grace, pressure
 	// transition period); no thresholds: nothing is ever evicted, and the
 	// node never reports pressure.
@@ -116,6 +128,8 @@ type Agent struct {
 	cgroups *cgroups.Manager
 	// alloc holds the pods' allocated resources (checkpointed).
 	alloc *allocation.Store
+	// resources are the CPU, memory and topology managers.
+	resources resourceManagers
 	// evictions is the eviction manager; stats its sampler.
 	evictions *eviction.Manager
 	stats     *stats.Provider
@@ -146,8 +160,10 @@ type Agent struct {
 	pendingResizes map[types.UID]bool
 }
 
-// New builds an agent over d. Nothing runs until Start.
-func New(d deps.Deps, cfg Config) *Agent {
+// New builds an agent over d. Nothing runs until Start. It fails when a
+// resource manager cannot start (a CPU manager checkpoint that does not
+// fit its policy or the machine).
+func New(d deps.Deps, cfg Config) (*Agent, error) {
 	if cfg.SyncFrequency <= 0 {
 		cfg.SyncFrequency = time.Minute
 	}
@@ -173,6 +189,11 @@ func New(d deps.Deps, cfg Config) *Agent {
 	cfg.RuntimeSync.Resized = alloc.Resized
 	pods := newCgroups(d, cfg)
 	cfg.RuntimeSync.CgroupParent = func(pod *corev1.Pod) string { return pods.CgroupParent(pod, podspec.QOSClass(pod)) }
+	resources, err := newResourceManagers(d, cfg)
+	if err != nil {
+		return nil, err
+	}
+	cfg.RuntimeSync.ContainerCPUSet = resources.cpuSet
 	if m := cfg.Metrics; m != nil {
 		d.Runtime = metrics.InstrumentRuntime(d.Runtime, m, d.Clock)
 		d.Images = metrics.InstrumentImages(d.Images, m, d.Clock)
@@ -195,13 +216,14 @@ func New(d deps.Deps, cfg Config) *Agent {
 			ConfigMaps: d.API.ConfigMaps, Secrets: d.API.Secrets, Objects: objects, Services: d.API.Services, RuntimeClasses: d.API.RuntimeClasses,
 			ProbeNet: d.ProbeNet, UserNamespaces: usernsPort(users),
 		}, cfg.RuntimeSync),
-		expected: map[types.UID]map[string]expectation{},
-		sysctls:  sysctlAllowlist(d, cfg.AllowedUnsafeSysctls),
-		cgroups:  pods,
-		admitted: map[types.UID]*corev1.Pod{},
-		rejected: map[types.UID]admission.Decision{},
-		evicted:  map[types.UID]stopNote{},
-		alloc:    alloc,
+		expected:  map[types.UID]map[string]expectation{},
+		sysctls:   sysctlAllowlist(d, cfg.AllowedUnsafeSysctls),
+		cgroups:   pods,
+		admitted:  map[types.UID]*corev1.Pod{},
+		rejected:  map[types.UID]admission.Decision{},
+		evicted:   map[types.UID]stopNote{},
+		alloc:     alloc,
+		resources: resources,
 
 		pendingResizes: map[types.UID]bool{},
 	}
@@ -242,7 +264,7 @@ func New(d deps.Deps, cfg Config) *Agent {
 		}
 		a.node = nodestatus.New(d.Core, nodestatus.Ports{Nodes: d.API.Nodes, Leases: d.API.Leases, Events: d.API.Events, Runtime: d.Runtime, Images: d.Images, Machine: d.Machine}, nc, plegHealth{a.pleg})
 	}
-	return a
+	return a, nil
 }
 
 // Start launches the agent's tasks; they stop when ctx ends.
@@ -260,6 +282,7 @@ func (a *Agent) Start(ctx context.Context) {
 	a.objects.Start(ctx)
 	a.volumes.Start(ctx)
 	a.probes.Start(ctx)
+	a.resources.cpus.Start(ctx, cpuPods{a})
 	// Local storage limits are enforced with or without thresholds, as
 	// the kubelet's localStorageCapacityIsolation (default true).
 	if a.d.Machine != nil {

@@ -226,6 +226,9 @@ func (a *Agent) admit(pod *corev1.Pod) {
 				d = admission.Decision{}
 			}
 		}
+		if d.Admitted() {
+			d = a.admitResources(pod)
+		}
 	}
 	if !d.Admitted() {
 		a.d.Log.Info("pod refused admission", "pod", pod.Namespace+"/"+pod.Name, "uid", string(pod.UID), "reason", d.Reason, "message", d.Message)

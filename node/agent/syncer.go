@@ -223,6 +223,9 @@ func (a *Agent) SyncTerminatedPod(_ context.Context, uid types.UID, pod *corev1.
 		a.d.Log.Warn("forgetting a terminated pod's allocation failed; housekeeping will retry", "uid", string(uid), "error", err.Error())
 	}
 	if pod != nil {
+		a.releaseResources(pod)
+	}
+	if pod != nil {
 		a.cfg.Metrics.ForgetProbes(metrics.ProbeTarget{Namespace: pod.Namespace, Pod: pod.Name, PodUID: string(uid)})
 	}
 	if pod == nil || podutil.IsStaticPod(pod) {

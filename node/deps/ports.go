@@ -195,6 +195,29 @@ type MachineInfo struct {
 	HugePages []HugePagePool
 	// CgroupV2 says the host runs the unified cgroup v2 hierarchy.
 	CgroupV2 bool
+	// Topology places every online logical CPU, by ascending ID; empty
+	// when it cannot be read (the CPU manager's static policy needs it).
+	Topology []CPUInfo
+	// NUMANodes are the memory nodes and their memory, by ascending ID;
+	// empty when they cannot be read (the memory manager's static policy
+	// needs them).
+	NUMANodes []NUMANode
+}
+
+// NUMANode is one NUMA node's memory.
+type NUMANode struct {
+	ID          int
+	MemoryBytes uint64
+}
+
+// CPUInfo is one logical CPU (a hardware thread) and where it sits.
+type CPUInfo struct {
+	// ID is the kernel's CPU number (cpuset.cpus names it).
+	ID int
+	// CoreID identifies its physical core uniquely on the node (the
+	// lowest CPU ID among the core's threads), SocketID its package and
+	// NUMANodeID its memory node.
+	CoreID, SocketID, NUMANodeID int
 }
 
 // HugePagePool is one huge page size the kernel offers and how many pages

@@ -48,6 +48,10 @@ type Config struct {
 	// their allocation gives them (and restarted when a resizePolicy
 	// says so); nil: none.
 	Resized func(uid types.UID) bool
+	// ContainerCPUSet, when set, names the CPUs and memory nodes a new
+	// container of a pod runs on (node/cpumanager, node/memorymanager;
+	// "" leaves either to the runtime).
+	ContainerCPUSet func(pod *corev1.Pod, container string) (cpus, mems string)
 	// Observer, when set, is told about every sandbox and container start
 	// attempt (for metrics); nil observes nothing. It must not block.
 	Observer Observer
@@ -288,6 +292,9 @@ func (e *Executor) SyncPod(ctx context.Context, pod *corev1.Pod, st *podstate.Po
 		}
 		if err == nil {
 			err = e.prepareMounts(pod, podIPs, cfg)
+		}
+		if err == nil {
+			e.pinCPUs(pod, cfg)
 		}
 		if err != nil {
 			res.Waiting[s.Name] = Waiting{Reason: podutil.ReasonCreateContainerConfigError, Message: err.Error()}

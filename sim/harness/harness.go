@@ -69,6 +69,10 @@ type Config struct {
 	// --bootstrap-kubeconfig --rotate-certificates do. The pair survives
 	// agent crashes (CertStore, the disk).
 	ClientCertLifetime time.Duration
+	// CPUs is the machine's CPU topology (see Topology); nil: one socket
+	// and one NUMA node of single-thread cores, as many as the node
+	// model's CPU capacity. When set, the node's CPU capacity follows it.
+	CPUs []deps.CPUInfo
 }
 
 // Harness is one simulated node.
@@ -124,6 +128,14 @@ func New(cfg Config) *Harness {
 	rc.Clock, rc.Rand, rc.NewSignal, rc.Files = k, k.Rand(), func(name string) fakecri.Signal { return k.NewSignal(name) }, files
 	if rc.IDSeed == 0 {
 		rc.IDSeed = cfg.Seed
+	}
+	if cfg.CPUs != nil {
+		node := fakecri.DefaultNodeModel()
+		if rc.Node != nil {
+			node = *rc.Node
+		}
+		node.CPUCapacityMilli = uint64(len(cfg.CPUs)) * 1000
+		rc.Node = &node
 	}
 	rt := fakecri.New(rc)
 	api := apiserver.New(apiserver.Config{Clock: k, Tasks: k.Tasks(), Rand: k.Rand(), Log: k.Logger().With("component", "apiserver"),
@@ -190,6 +202,13 @@ func (h *Harness) Agent() *agent.Agent { return h.agent }
 // (NodeName and ManifestDir aside).
 func (h *Harness) AgentConfig() agent.Config { return h.cfg.Agent }
 
+// Machine is the node's machine information as the agent reads it (its
+// CPU topology and NUMA nodes).
+func (h *Harness) Machine() deps.MachineInfo {
+	info, _ := machineModel{h.Runtime, h.NodeName, h.cfg.CPUs}.Info(context.Background())
+	return info
+}
+
 // Restarts is how many times the agent was (re)started.
 func (h *Harness) Restarts() int { return h.restarts }
 
@@ -215,7 +234,7 @@ func (h *Harness) StartAgent() {
 		Files:           h.Files,
 		Mounts:          h.Mounts,
 		Cgroups:         h.Cgroups,
-		Machine:         machineModel{h.Runtime, h.NodeName},
+		Machine:         machineModel{h.Runtime, h.NodeName, h.cfg.CPUs},
 		Disk:            diskUsage{h.Files, h.Runtime},
 		ProbeNet:        probeNet{h.Runtime, tasks},
 		OOMKills:        h.ooms,
@@ -237,7 +256,11 @@ func (h *Harness) StartAgent() {
 		cfg.PLEG.UseEvents = true
 		d.RuntimeEvents = runtimeEvents{h.Runtime}
 	}
-	h.agent = agent.New(d, cfg)
+	a, err := agent.New(d, cfg)
+	if err != nil {
+		panic(fmt.Sprintf("harness: the agent cannot start: %v", err))
+	}
+	h.agent = a
 	ctx, cancel := h.K.WithCancel(context.Background())
 	h.cancel = cancel
 	h.agent.Start(ctx)

@@ -3,6 +3,7 @@ package harness
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"github.com/lockstep-dev/lockstep/fakecri"
 	"github.com/lockstep-dev/lockstep/node/deps"
@@ -14,6 +15,7 @@ import (
 type machineModel struct {
 	rt   *fakecri.Runtime
 	name string
+	cpus []deps.CPUInfo // nil: Topology(1, 1, capacity, 1)
 }
 
 func (m machineModel) Info(context.Context) (deps.MachineInfo, error) {
@@ -25,7 +27,50 @@ func (m machineModel) Info(context.Context) (deps.MachineInfo, error) {
 		// A modern host: cgroup v2, both x86 huge page sizes, none reserved.
 		HugePages: []deps.HugePagePool{{PageSizeBytes: 2 << 20}, {PageSizeBytes: 1 << 30}},
 		CgroupV2:  true,
+		Topology:  m.topology(int(u.CPUCapacityMilli / 1000)),
+		NUMANodes: m.numaNodes(u.MemoryCapacity),
 	}, nil
+}
+
+// numaNodes shares the node's memory evenly among the topology's NUMA
+// nodes.
+func (m machineModel) numaNodes(memory uint64) []deps.NUMANode {
+	var ids []int
+	for _, c := range m.topology(1) {
+		if !slices.Contains(ids, c.NUMANodeID) {
+			ids = append(ids, c.NUMANodeID)
+		}
+	}
+	slices.Sort(ids)
+	out := make([]deps.NUMANode, 0, len(ids))
+	for _, id := range ids {
+		out = append(out, deps.NUMANode{ID: id, MemoryBytes: memory / uint64(len(ids))})
+	}
+	return out
+}
+
+func (m machineModel) topology(cpus int) []deps.CPUInfo {
+	if m.cpus != nil {
+		return slices.Clone(m.cpus)
+	}
+	return Topology(1, 1, cpus, 1)
+}
+
+// Topology is a machine of sockets × NUMA nodes per socket × cores per
+// NUMA node × threads per core, numbered as Linux numbers x86 threads:
+// the first thread of every core, then the second ones (CPU n and
+// n+cores are siblings), cores of node 0 first.
+func Topology(sockets, numaPerSocket, coresPerNUMA, threadsPerCore int) []deps.CPUInfo {
+	cores := sockets * numaPerSocket * coresPerNUMA
+	var out []deps.CPUInfo
+	for t := 0; t < threadsPerCore; t++ {
+		for core := 0; core < cores; core++ {
+			numa := core / coresPerNUMA
+			out = append(out, deps.CPUInfo{ID: t*cores + core, CoreID: core, SocketID: numa / numaPerSocket, NUMANodeID: numa})
+		}
+	}
+	slices.SortFunc(out, func(a, b deps.CPUInfo) int { return a.ID - b.ID })
+	return out
 }
 
 func (m machineModel) Usage(context.Context) (deps.MachineUsage, error) {

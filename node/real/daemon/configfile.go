@@ -26,6 +26,8 @@ var supportedFields = []string{
 	"seccompDefault", "singleProcessOOMKill",
 	"serializeImagePulls", "maxParallelImagePulls",
 	"cgroupsPerQOS", "cgroupRoot", "cgroupDriver", "kubeReserved", "systemReserved", "enforceNodeAllocatable", "qosReserved",
+	"cpuManagerPolicy", "cpuManagerPolicyOptions", "cpuManagerReconcilePeriod", "reservedSystemCPUs",
+	"memoryManagerPolicy", "reservedMemory", "topologyManagerPolicy", "topologyManagerScope",
 	"registerNode", "registerWithTaints", "enableSystemLogHandler",
 	"evictionHard", "evictionSoft", "evictionSoftGracePeriod", "evictionMinimumReclaim", "evictionMaxPodGracePeriod",
 	"evictionPressureTransitionPeriod",
@@ -167,6 +169,8 @@ func (cf *ConfigFile) Apply(o *Options, flagSet func(flag string) bool) {
 	})
 	set("logging.verbosity", "v", func() { o.Verbosity = int(c.Logging.Verbosity) })
 	applyCgroups(c, o, set)
+	applyCPUManager(c, o, set)
+	applyMemoryManager(c, o, set)
 	set("registerNode", "register-node", func() { o.RegisterNode = c.RegisterNode == nil || *c.RegisterNode })
 	set("registerWithTaints", "register-with-taints", func() {
 		o.RegisterWithTaints = nil

@@ -128,6 +128,10 @@ type Options struct {
 	EnableSystemLogHandler bool
 	// Cgroups are the pod and QoS cgroup options.
 	Cgroups CgroupOptions
+	// CPUManager are the CPU manager's options.
+	CPUManager CPUManagerOptions
+	// MemoryManager are the memory and topology managers' options.
+	MemoryManager MemoryManagerOptions
 	// Eviction (eviction.ParseThresholds): maps from signal to threshold
 	// ("100Mi", "10%"), grace period ("1m30s") or minimum reclaim; a nil
 	// EvictionHard means the kubelet's defaults.
@@ -171,6 +175,8 @@ func Defaults() Options {
 		APIQPS:                           50,
 		APIBurst:                         100,
 		Cgroups:                          DefaultCgroupOptions(),
+		CPUManager:                       DefaultCPUManagerOptions(),
+		MemoryManager:                    DefaultMemoryManagerOptions(),
 		RegisterNode:                     true,
 		RegisterSchedulable:              true,
 		NodeStatusMaxImages:              50,
@@ -290,6 +296,12 @@ func (o *Options) Validate() error {
 		return bad("allowed-unsafe-sysctls", o.AllowedUnsafeSysctls, err.Error())
 	}
 	if err := o.validateCgroups(bad); err != nil {
+		return err
+	}
+	if err := o.validateCPUManager(bad); err != nil {
+		return err
+	}
+	if err := o.validateMemoryManager(bad); err != nil {
 		return err
 	}
 	if err := ValidateNodeLabels(o.NodeLabels); err != nil {

@@ -246,7 +246,7 @@ func prepare(ctx context.Context, o Options, rt Runtime, log *slog.Logger, fail 
 	if err != nil {
 		return nil, fmt.Errorf("eviction thresholds: %w", err)
 	}
-	a := agent.New(d, agent.Config{
+	a, err := agent.New(d, agent.Config{
 		Metrics: m,
 		Eviction: eviction.Config{
 			Thresholds: thresholds, MaxPodGracePeriod: int64(o.EvictionMaxPodGracePeriod),
@@ -270,18 +270,23 @@ func prepare(ctx context.Context, o Options, rt Runtime, log *slog.Logger, fail 
 			MaxPerPodContainer: int(o.MaxDeadContainersPerContainer),
 			MaxContainers:      int(o.MaxDeadContainers),
 		}, Images: images.Config{ParallelPulls: o.ParallelImagePulls()}},
-		RuntimeType: rt.Type,
-		PLEG:        pleg.Config{UseEvents: rt.Events != nil},
-		Cgroups:     o.Cgroups.Config(),
+		RuntimeType:   rt.Type,
+		PLEG:          pleg.Config{UseEvents: rt.Events != nil},
+		Cgroups:       o.Cgroups.Config(),
+		CPUManager:    o.CPUManagerConfig(),
+		MemoryManager: o.MemoryManagerConfig(), TopologyManagerPolicy: o.MemoryManager.TopologyPolicy,
 		NodeStatus: nodestatus.Config{
 			NodeIP: nodeIP, SecondaryNodeIP: secondaryIP, KubeletPort: o.Port, MaxPods: int(o.MaxPods), AgentVersion: Version,
 			Labels: o.NodeLabels, Taints: taints, NoRegister: !o.RegisterNode, Unschedulable: !o.RegisterSchedulable,
 			MaxImages:             int(o.NodeStatusMaxImages),
 			StatusUpdateFrequency: o.NodeStatusUpdateFrequency, StatusReportFrequency: o.NodeStatusReportFrequency,
 			LeaseDuration: time.Duration(o.NodeLeaseDurationSeconds) * time.Second,
-			Reserved:      o.Cgroups.Reserved(),
+			Reserved:      o.NodeReserved(),
 		},
 	})
+	if err != nil {
+		return nil, err
+	}
 	n.a, n.d, n.name, n.ips, n.reg, n.probeReg, n.cs, n.log = a, d, nodeName, ips, reg, probeReg, cs, log
 	return n, nil
 }

@@ -124,6 +124,12 @@ func (m *Machine) Info(ctx context.Context) (deps.MachineInfo, error) {
 		return deps.MachineInfo{}, err
 	}
 	info.CgroupV2 = m.cgroupV2()
+	if info.Topology, err = m.topology(); err != nil {
+		return deps.MachineInfo{}, err
+	}
+	if info.NUMANodes, err = m.numaNodes(); err != nil {
+		return deps.MachineInfo{}, err
+	}
 	return info, nil
 }
 
