@@ -43,6 +43,7 @@ type Checker struct {
 	probes          *probeChecks        // see invariants_probes.go
 	sidecars        *sidecarChecks      // see invariants_sidecars.go
 	pulls           *pullChecks         // see invariants_images.go
+	imagegc         *imageGCChecks      // see invariants_imagegc.go
 	ready           nodeReadyState      // see invariants_node.go
 	hooks           *hookChecks         // see invariants_hooks.go
 	cg              *cgroupChecks       // see invariants_cgroups.go
@@ -57,7 +58,7 @@ func NewChecker(h *harness.Harness) *Checker {
 		lastPhase: map[types.UID]corev1.PodPhase{}, restarts: map[string]int32{}, term: newTerminationState(), suite: newSuiteState(),
 		probes: newProbeChecks(), sidecars: newSidecarChecks(),
 		hooks: newHookChecks(), cg: newCgroupChecks(),
-		pressure: newPressureChecks(), ooms: map[string]*oomKill{}}
+		pressure: newPressureChecks(), imagegc: newImageGCChecks(), ooms: map[string]*oomKill{}}
 	h.API.OnWrite(c.onWrite)
 	return c
 }
@@ -83,6 +84,7 @@ func (c *Checker) Check() {
 	c.checkProbes(truth)
 	c.checkSidecarOrder()
 	c.checkPulls()
+	c.checkImageGC()
 	c.checkHooks(truth)
 	c.checkCgroups()
 	c.checkPressure(truth)

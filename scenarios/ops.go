@@ -67,6 +67,8 @@ func Ops() map[string]Op {
 		"node-memory":         {"set the node's memory use outside pods so that level a of available memory is left", drawArgs(0, len(nodeMemoryLevels)-1), opNodeMemory},
 		"node-disk":           {"set the node's disk use so that level a of the node filesystem and b of the image filesystem is free", drawArgs(0, len(nodefsLevels)-1, 0, len(imagefsLevels)-1), opNodeDisk},
 		"node-pids":           {"set the node's processes outside pods so that level a of the PIDs is free", drawArgs(0, len(pidLevels)-1), opNodePIDs},
+		"create-image":        {"create a pod running gc image a, exiting for good after 10 s when b=1", drawArgs(0, 5, 0, 1), opCreateImage},
+		"image-disk":          {"set the image filesystem's use outside images and containers to level a", drawArgs(0, len(imageDiskLevels)-1), opImageDisk},
 		"wait":                {"just time passing", nil, func(*run, [3]int) error { return nil }},
 	}
 }

@@ -48,6 +48,7 @@ func Scenarios() []Scenario {
 		cgroupsChurn(),
 		evictionScenario(),
 		oomScenario(),
+		imageGCScenario(),
 	}
 }
 
@@ -211,7 +212,7 @@ func Invariants() []string {
 	return []string{
 		"one-instance", "never-restart", "no-stuck-created", "previous-kept", "terminal-is-final",
 		"legal-phases", "restart-count-monotone", "ready-is-true", "grace-honoured", "static-exclusive",
-		"sigterm-first", "lease-fresh", "node-ready", "liveness-restarts", "startup-protects", "fresh-probe-results", "sidecar-order", "pull-backoff",
+		"sigterm-first", "lease-fresh", "node-ready", "liveness-restarts", "startup-protects", "fresh-probe-results", "sidecar-order", "pull-backoff", "image-gc-safe", "image-gc-lru",
 		"prestop-before-stop", "poststart-before-started", "volumes-kept", "token-valid", "cgroups-match",
 		"eviction-order", "critical-survives", "evicted-stays-dead",
 		"one-eviction-per-cycle", "reclaim-first", "pressure-conditions", "admission", "oom-reported",

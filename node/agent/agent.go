@@ -20,6 +20,7 @@ import (
 	"github.com/lockstep-dev/lockstep/node/cgroups"
 	"github.com/lockstep-dev/lockstep/node/deps"
 	"github.com/lockstep-dev/lockstep/node/eviction"
+	"github.com/lockstep-dev/lockstep/node/imagegc"
 	"github.com/lockstep-dev/lockstep/node/metrics"
 	"github.com/lockstep-dev/lockstep/node/nodestatus"
 	"github.com/lockstep-dev/lockstep/node/oomwatch"
@@ -77,6 +78,10 @@ type Config struct {
 	// transition period); no thresholds: nothing is ever evicted, and the
 	// node never reports pressure.
 	Eviction eviction.Config
+	// ImageGC configures the image garbage collector; a zero Policy is
+	// the kubelet's default (85 %, 80 %, 2 min, no maximum age). Its
+	// state lives under the root directory; NodeName is filled in.
+	ImageGC imagegc.Config
 }
 
 // Agent is one node agent.
@@ -98,6 +103,9 @@ type Agent struct {
 	// evictions is the eviction manager; stats its sampler.
 	evictions *eviction.Manager
 	stats     *stats.Provider
+	// images is the image garbage collector (also the eviction manager's
+	// image reclaim).
+	images *imagegc.Manager
 
 	startTime time.Time
 
@@ -172,6 +180,7 @@ func New(d deps.Deps, cfg Config) *Agent {
 		evicted:  map[types.UID]stopNote{},
 	}
 	a.stats = stats.New(d.Core, stats.Ports{Runtime: d.Runtime, Images: d.Images, Machine: d.Machine}, stats.Config{Period: cfg.Eviction.Period})
+	a.images = newImageGC(d, cfg, a.stats)
 	ep := eviction.Ports{Stats: a.stats, Pods: evictionPods{a}, Reclaim: reclaimer{a}, Events: d.API.Events}
 	if cfg.Metrics != nil {
 		ep.Metrics = cfg.Metrics
@@ -220,6 +229,9 @@ func (a *Agent) Start(ctx context.Context) {
 	a.probes.Start(ctx)
 	if len(a.cfg.Eviction.Thresholds) > 0 && a.d.Machine != nil {
 		a.evictions.Start(ctx)
+	}
+	if a.d.Machine != nil {
+		a.images.Start(ctx)
 	}
 	oomwatch.Start(ctx, a.d.Core, a.d.OOMKills, a.d.API.Events, a.cfg.NodeName)
 	if a.node != nil {
