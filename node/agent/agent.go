@@ -21,6 +21,7 @@ import (
 	"github.com/lockstep-dev/lockstep/node/deps"
 	"github.com/lockstep-dev/lockstep/node/eviction"
 	"github.com/lockstep-dev/lockstep/node/imagegc"
+	"github.com/lockstep-dev/lockstep/node/logrotate"
 	"github.com/lockstep-dev/lockstep/node/metrics"
 	"github.com/lockstep-dev/lockstep/node/nodestatus"
 	"github.com/lockstep-dev/lockstep/node/oomwatch"
@@ -82,6 +83,9 @@ type Config struct {
 	// the kubelet's default (85 %, 80 %, 2 min, no maximum age). Its
 	// state lives under the root directory; NodeName is filled in.
 	ImageGC imagegc.Config
+	// LogRotation is the container log rotation policy (zero fields: the
+	// kubelet's defaults, 10Mi, 5 files, 1 worker, every 10 s).
+	LogRotation logrotate.Config
 }
 
 // Agent is one node agent.
@@ -106,6 +110,8 @@ type Agent struct {
 	// images is the image garbage collector (also the eviction manager's
 	// image reclaim).
 	images *imagegc.Manager
+	// logs rotates the running containers' logs.
+	logs *logrotate.Manager
 
 	startTime time.Time
 
@@ -181,6 +187,7 @@ func New(d deps.Deps, cfg Config) *Agent {
 	}
 	a.stats = stats.New(d.Core, stats.Ports{Runtime: d.Runtime, Images: d.Images, Machine: d.Machine}, stats.Config{Period: cfg.Eviction.Period})
 	a.images = newImageGC(d, cfg, a.stats)
+	a.logs = logrotate.New(d.Core, d.Runtime, d.Files, cfg.LogRotation)
 	ep := eviction.Ports{Stats: a.stats, Pods: evictionPods{a}, Reclaim: reclaimer{a}, Events: d.API.Events}
 	if cfg.Metrics != nil {
 		ep.Metrics = cfg.Metrics
@@ -232,6 +239,9 @@ func (a *Agent) Start(ctx context.Context) {
 	}
 	if a.d.Machine != nil {
 		a.images.Start(ctx)
+	}
+	if a.d.Files != nil {
+		a.logs.Start(ctx)
 	}
 	oomwatch.Start(ctx, a.d.Core, a.d.OOMKills, a.d.API.Events, a.cfg.NodeName)
 	if a.node != nil {

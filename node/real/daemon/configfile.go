@@ -29,6 +29,8 @@ var supportedFields = []string{
 	"registerNode", "registerWithTaints", "enableSystemLogHandler",
 	"evictionHard", "evictionSoft", "evictionSoftGracePeriod", "evictionMinimumReclaim", "evictionMaxPodGracePeriod",
 	"evictionPressureTransitionPeriod",
+	"imageGCHighThresholdPercent", "imageGCLowThresholdPercent", "imageMinimumGCAge", "imageMaximumGCAge",
+	"containerLogMaxSize", "containerLogMaxFiles", "containerLogMaxWorkers", "containerLogMonitorInterval",
 }
 
 // ConfigFile is a parsed KubeletConfiguration and the fields it set that
@@ -180,6 +182,7 @@ func (cf *ConfigFile) Apply(o *Options, flagSet func(flag string) bool) {
 	set("evictionPressureTransitionPeriod", "eviction-pressure-transition-period", func() {
 		o.EvictionPressureTransitionPeriod = c.EvictionPressureTransitionPeriod.Duration
 	})
+	applyGC(c, o, set)
 	if cf.Set["authentication.anonymous.enabled"] && c.Authentication.Anonymous.Enabled != nil && *c.Authentication.Anonymous.Enabled {
 		cf.Ignored = append(cf.Ignored, "authentication.anonymous.enabled (anonymous access is always off)")
 	}

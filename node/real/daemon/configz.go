@@ -21,16 +21,25 @@ func (o *Options) KubeletConfiguration() *kubeletv1beta1.KubeletConfiguration {
 	if taints == nil {
 		taints = []corev1.Taint{}
 	}
+	g := o.GC
 	return &kubeletv1beta1.KubeletConfiguration{
-		StaticPodPath:      o.ManifestPath,
-		PodLogsDir:         o.PodLogsRoot,
-		SyncFrequency:      dur(o.SyncFrequency),
-		FileCheckFrequency: dur(o.FileCheckFrequency),
-		Address:            o.Address,
-		Port:               o.Port,
-		ReadOnlyPort:       o.ReadOnlyPort,
-		TLSCertFile:        o.TLSCertFile,
-		TLSPrivateKeyFile:  o.TLSKeyFile,
+		ImageGCHighThresholdPercent: &g.ImageGCHighThresholdPercent,
+		ImageGCLowThresholdPercent:  &g.ImageGCLowThresholdPercent,
+		ImageMinimumGCAge:           dur(g.ImageMinimumGCAge),
+		ImageMaximumGCAge:           dur(g.ImageMaximumGCAge),
+		ContainerLogMaxSize:         g.ContainerLogMaxSize,
+		ContainerLogMaxFiles:        &g.ContainerLogMaxFiles,
+		ContainerLogMaxWorkers:      &g.ContainerLogMaxWorkers,
+		ContainerLogMonitorInterval: &metav1.Duration{Duration: g.ContainerLogMonitorInterval},
+		StaticPodPath:               o.ManifestPath,
+		PodLogsDir:                  o.PodLogsRoot,
+		SyncFrequency:               dur(o.SyncFrequency),
+		FileCheckFrequency:          dur(o.FileCheckFrequency),
+		Address:                     o.Address,
+		Port:                        o.Port,
+		ReadOnlyPort:                o.ReadOnlyPort,
+		TLSCertFile:                 o.TLSCertFile,
+		TLSPrivateKeyFile:           o.TLSKeyFile,
 		Authentication: kubeletv1beta1.KubeletAuthentication{
 			X509:      kubeletv1beta1.KubeletX509Authentication{ClientCAFile: o.ClientCAFile},
 			Webhook:   kubeletv1beta1.KubeletWebhookAuthentication{Enabled: &webhook},

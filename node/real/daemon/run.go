@@ -167,8 +167,13 @@ func Run(ctx context.Context, o Options, rt Runtime, log *slog.Logger) error {
 	if err != nil {
 		return fmt.Errorf("eviction thresholds: %w", err)
 	}
+	logRotation, err := o.GC.LogRotation()
+	if err != nil {
+		return fmt.Errorf("container log rotation: %w", err)
+	}
 	a := agent.New(d, agent.Config{
 		Metrics: m,
+		ImageGC: o.GC.ImageGC(), LogRotation: logRotation,
 		Eviction: eviction.Config{
 			Thresholds: thresholds, MaxPodGracePeriod: int64(o.EvictionMaxPodGracePeriod),
 			PressureTransitionPeriod: o.EvictionPressureTransitionPeriod,
