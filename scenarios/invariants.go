@@ -44,6 +44,7 @@ type Checker struct {
 	sidecars        *sidecarChecks      // see invariants_sidecars.go
 	pulls           *pullChecks         // see invariants_images.go
 	imagegc         *imageGCChecks      // see invariants_imagegc.go
+	logs            *logChecks          // see invariants_logs.go
 	ready           nodeReadyState      // see invariants_node.go
 	hooks           *hookChecks         // see invariants_hooks.go
 	cg              *cgroupChecks       // see invariants_cgroups.go
@@ -85,6 +86,7 @@ func (c *Checker) Check() {
 	c.checkSidecarOrder()
 	c.checkPulls()
 	c.checkImageGC()
+	c.checkLogs()
 	c.checkHooks(truth)
 	c.checkCgroups()
 	c.checkPressure(truth)

@@ -69,6 +69,7 @@ func Ops() map[string]Op {
 		"node-pids":           {"set the node's processes outside pods so that level a of the PIDs is free", drawArgs(0, len(pidLevels)-1), opNodePIDs},
 		"create-image":        {"create a pod running gc image a, exiting for good after 10 s when b=1", drawArgs(0, 5, 0, 1), opCreateImage},
 		"image-disk":          {"set the image filesystem's use outside images and containers to level a", drawArgs(0, len(imageDiskLevels)-1), opImageDisk},
+		"create-chatty":       {"create a pod whose container logs a numbered line every 100 ms (a second, quiet container when a=1)", drawArgs(0, 1), opCreateChatty},
 		"wait":                {"just time passing", nil, func(*run, [3]int) error { return nil }},
 	}
 }

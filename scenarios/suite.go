@@ -49,6 +49,7 @@ func Scenarios() []Scenario {
 		evictionScenario(),
 		oomScenario(),
 		imageGCScenario(),
+		logRotationScenario(),
 	}
 }
 
@@ -212,7 +213,7 @@ func Invariants() []string {
 	return []string{
 		"one-instance", "never-restart", "no-stuck-created", "previous-kept", "terminal-is-final",
 		"legal-phases", "restart-count-monotone", "ready-is-true", "grace-honoured", "static-exclusive",
-		"sigterm-first", "lease-fresh", "node-ready", "liveness-restarts", "startup-protects", "fresh-probe-results", "sidecar-order", "pull-backoff", "image-gc-safe", "image-gc-lru",
+		"sigterm-first", "lease-fresh", "node-ready", "liveness-restarts", "startup-protects", "fresh-probe-results", "sidecar-order", "pull-backoff", "image-gc-safe", "image-gc-lru", "log-bounded", "log-lines-once",
 		"prestop-before-stop", "poststart-before-started", "volumes-kept", "token-valid", "cgroups-match",
 		"eviction-order", "critical-survives", "evicted-stays-dead",
 		"one-eviction-per-cycle", "reclaim-first", "pressure-conditions", "admission", "oom-reported",
