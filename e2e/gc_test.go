@@ -166,10 +166,37 @@ func TestImageGCRemovesUnusedImage(t *testing.T) {
 	})
 }
 
+// checkNumbered checks that out is "line <n> <padding>" lines with n
+// growing by one (at least 1000 of them when long: 25 s of writing).
+func checkNumbered(t *testing.T, what, out string, long bool) {
+	t.Helper()
+	if i := strings.LastIndexByte(out, '\n'); i >= 0 {
+		out = out[:i] // a line cut by the end of a follow is dropped
+	}
+	lines := strings.Split(out, "\n")
+	prev := -1
+	for _, l := range lines {
+		f := strings.Fields(l)
+		if len(f) != 3 || f[0] != "line" {
+			t.Fatalf("%s: line %q", what, l)
+		}
+		n, _ := strconv.Atoi(f[1])
+		if prev >= 0 && n != prev+1 {
+			t.Errorf("%s: line %d after %d", what, n, prev)
+		}
+		prev = n
+	}
+	t.Logf("%s: %d lines, the last %d", what, len(lines), prev)
+	if long && len(lines) < 1000 {
+		t.Errorf("%s: only %d lines in 25 s", what, len(lines))
+	}
+}
+
 // With containerLogMaxSize 64Ki and containerLogMaxFiles 3, a container
 // writing about 40 KiB/s has its log rotated every 10 s check: rotated
 // files appear (the older ones gzipped), never more than 3 files, and
-// kubectl logs keeps serving the current file, its lines in order.
+// kubectl logs keeps serving the current file, and kubectl logs -f
+// follows the log across rotations: every line once, in order.
 func TestLogRotationKeepsLogsReadable(t *testing.T) {
 	e := setup(t)
 	k := e.kubectl(t)
@@ -198,29 +225,20 @@ func TestLogRotationKeepsLogsReadable(t *testing.T) {
 	if maxFiles > 3 {
 		t.Errorf("%d log files at once, want at most 3", maxFiles)
 	}
-	for i := 0; i < 3; i++ {
-		out, errOut, err := k.run(t, nil, "", "logs", "--tail=50", p.Name)
-		if err != nil {
-			t.Fatalf("kubectl logs: %v %q", err, errOut)
-		}
-		lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
-		prev := -1
-		for _, l := range lines {
-			f := strings.Fields(l)
-			if len(f) != 3 || f[0] != "line" {
-				t.Fatalf("kubectl logs line %q", l)
-			}
-			n, _ := strconv.Atoi(f[1])
-			if prev >= 0 && n != prev+1 {
-				t.Errorf("kubectl logs: line %d after %d", n, prev)
-			}
-			prev = n
-		}
-		if len(lines) == 0 || prev < 0 {
-			t.Errorf("kubectl logs gave nothing: %q", out)
-		}
-		time.Sleep(4 * time.Second) // across the next 10 s rotation check
+	// kubectl logs -f for 25 s, across two or three rotations: every line
+	// once, in order, none missing.
+	ctx, cancel := context.WithTimeout(context.Background(), 25*time.Second)
+	defer cancel()
+	var followed, errOut bytes.Buffer
+	c := k.cmd(ctx, nil, "logs", "-f", "--tail=1", p.Name)
+	c.Stdout, c.Stderr = &followed, &errOut
+	_ = c.Run() // ends when the context does
+	checkNumbered(t, "kubectl logs -f", followed.String(), true)
+	out, stderr, err := k.run(t, nil, "", "logs", "--tail=50", p.Name)
+	if err != nil {
+		t.Fatalf("kubectl logs: %v %q", err, stderr)
 	}
+	checkNumbered(t, "kubectl logs --tail=50", out, false)
 	var hasRotated bool
 	for _, n := range names {
 		hasRotated = hasRotated || regexp.MustCompile(`^0\.log\.\d{8}-\d{6}$`).MatchString(n)
