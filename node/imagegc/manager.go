@@ -163,18 +163,22 @@ func (m *Manager) protected(id string, r Record) bool {
 }
 
 // Start spawns the "image gc" task: a collection at once and every
-// Period until ctx ends. A disabled policy (high threshold 100, no
-// maximum age) starts nothing, as the kubelet.
+// Period until ctx ends. Under a disabled policy (high threshold 100, no
+// maximum age) it only detects, as the kubelet, so that the eviction
+// manager's reclaim finds the images' records.
 func (m *Manager) Start(ctx context.Context) {
-	if m.cfg.Policy.Disabled() {
-		return
-	}
 	m.d.Tasks.Go("image gc", func() {
 		began := m.d.Clock.Now()
 		t := m.d.Tasks.NewTicker("image gc", m.cfg.Period)
 		defer t.Stop()
 		for {
-			m.collectAndReport(ctx, began)
+			if m.cfg.Policy.Disabled() {
+				if _, err := m.candidates(ctx, m.d.Clock.Now()); err != nil && ctx.Err() == nil {
+					m.log.Warn("image detection failed", "error", err.Error())
+				}
+			} else {
+				m.collectAndReport(ctx, began)
+			}
 			if t.Wait(ctx) != nil {
 				return
 			}

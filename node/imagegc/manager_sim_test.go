@@ -227,3 +227,26 @@ func TestMaximumAge(t *testing.T) {
 		t.Errorf("images left (-want +got):\n%s", d)
 	}
 }
+
+// A high threshold of 100 and no maximum age turn collections off, not
+// detection: nothing goes at 99 % usage, yet the records are kept for the
+// eviction manager's reclaim.
+func TestDisabledPolicyOnlyDetects(t *testing.T) {
+	w := newWorld(t)
+	w.fs.available = 1 << 30
+	d := w.k.Deps()
+	m := imagegc.New(d.Core, imagegc.Ports{Images: w.rt, Containers: w.rt, Fs: w.fs},
+		imagegc.Config{Policy: imagegc.Policy{HighThresholdPercent: 100, LowThresholdPercent: 80, MinAge: time.Minute}})
+	ctx, cancel := w.k.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	m.Start(ctx)
+	if err := w.k.RunFor(11 * time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(w.rt.TrueImages()); n != 6 {
+		t.Errorf("%d images left, want all 6", n)
+	}
+	if n := len(m.Records()); n != 6 {
+		t.Errorf("%d records, want 6", n)
+	}
+}
