@@ -22,7 +22,13 @@ type logChecks struct {
 	agentN     int
 	agentSince time.Duration
 	judged     map[string]string
+	// last is when the logs were last judged (every logCheckEvery).
+	last time.Duration
 }
+
+// logCheckEvery is how often the logs are judged (reading the files at
+// every 100 ms step would cost more than the rest of the run).
+const logCheckEvery = time.Second
 
 // checkLogs judges the logs of running containers when the agent
 // configures rotation explicitly (the log-rotation scenario):
@@ -43,13 +49,17 @@ func (c *Checker) checkLogs() {
 	}
 	cfg = cfg.WithDefaults()
 	if c.logs == nil {
-		c.logs = &logChecks{agentN: -1, judged: map[string]string{}}
+		c.logs = &logChecks{agentN: -1, judged: map[string]string{}, last: -logCheckEvery}
 	}
 	g := c.logs
 	now := c.h.K.Elapsed()
 	if c.h.Restarts() != g.agentN {
 		g.agentN, g.agentSince = c.h.Restarts(), now
 	}
+	if now-g.last < logCheckEvery {
+		return
+	}
+	g.last = now
 	up := now - g.agentSince
 	if c.h.Agent() == nil {
 		up = 0

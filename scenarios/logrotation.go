@@ -23,7 +23,7 @@ func logRotationScenario() Scenario {
 	return Scenario{Name: "log-rotation",
 		Doc:      "chatty containers come and go with agent crashes while their logs are rotated (log-bounded, log-lines-once)",
 		Mix:      map[string]int{"create-chatty": 4, "delete": 2, "crash": 1, "crash-in-sync": 1, "wait": 3},
-		MaxSteps: 15,
+		MaxSteps: 10, // a small make-test budget: every check rotates
 		Configure: func(c *harness.Config) {
 			c.Agent.LogRotation = logrotate.Config{MaxSize: rotateMaxSize, MaxFiles: rotateMaxFiles}
 		},
