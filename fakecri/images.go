@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -34,6 +35,7 @@ type imageStore struct {
 	order    []*image          // in the order they arrived
 	registry map[string]Image  // sizes of pullable images, by normalized ref
 	pulls    []Pull            // every pull attempt, in order
+	removals []Removal         // every image RemoveImage removed, in order
 	size     uint64            // sum of image sizes
 	inodes   uint64            // sum of image inodes
 	seq      uint64
@@ -369,8 +371,40 @@ func (r *Runtime) RemoveImage(ctx context.Context, spec *runtimeapi.ImageSpec) e
 	if err != nil {
 		return nil
 	}
+	rec := Removal{At: time.Unix(0, r.now()), ID: img.id, Tags: slices.Clone(img.repoTags), Pinned: img.pinned}
+	for _, id := range slices.Sorted(maps.Keys(r.containers)) {
+		if c := r.containers[id]; c.imageID == img.id {
+			rec.UsedBy = append(rec.UsedBy, ImageUser{ContainerID: id, CreatedAt: time.Unix(0, c.createdAt)})
+		}
+	}
+	r.images.removals = append(r.images.removals, rec)
 	r.images.remove(img)
 	return nil
+}
+
+// Removal is an image RemoveImage removed.
+type Removal struct {
+	// At is when it was removed.
+	At time.Time
+	// ID, Tags and Pinned describe the image.
+	ID     string
+	Tags   []string
+	Pinned bool
+	// UsedBy are the containers (of any state) that used it then.
+	UsedBy []ImageUser
+}
+
+// ImageUser is a container that used an image.
+type ImageUser struct {
+	ContainerID string
+	CreatedAt   time.Time
+}
+
+// Removals lists the images RemoveImage removed, in order.
+func (r *Runtime) Removals() []Removal {
+	r.mu.Lock()
+	defer r.unlock()
+	return slices.Clone(r.images.removals)
 }
 
 // ImageFsInfo reports the imagefs (containerd's snapshotter) usage: base +

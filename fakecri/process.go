@@ -3,6 +3,8 @@ package fakecri
 import (
 	"container/heap"
 	"math"
+	"strconv"
+	"strings"
 	"time"
 
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
@@ -283,7 +285,11 @@ func (r *Runtime) writeLogs(c *container, upTo int64) {
 			c.logNext = addSat(c.logNext, skip*durNS(s.logEvery))
 			break
 		}
-		buf = appendLogLine(buf, c.logNext, "stdout", s.logLine)
+		line := s.logLine
+		if strings.Contains(line, "{n}") {
+			line = strings.ReplaceAll(line, "{n}", strconv.FormatUint(c.logLines+1, 10))
+		}
+		buf = appendLogLine(buf, c.logNext, "stdout", line)
 		c.logLines++
 		if s.logEvery == 0 {
 			c.logNext = math.MaxInt64

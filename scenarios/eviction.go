@@ -9,6 +9,7 @@ import (
 
 	"github.com/lockstep-dev/lockstep/fakecri"
 	"github.com/lockstep-dev/lockstep/node/eviction"
+	"github.com/lockstep-dev/lockstep/node/imagegc"
 	"github.com/lockstep-dev/lockstep/sim/harness"
 )
 
@@ -41,6 +42,10 @@ func evictionScenario() Scenario {
 			}
 			c.Agent.Eviction = eviction.Config{Thresholds: ts, MaxPodGracePeriod: evictionMaxPodGrace, PressureTransitionPeriod: evictionTransition}
 			c.Agent.NodeStatus.MaxPods = evictionMaxPods
+			// No minimum image age: node-level reclaim may take any unused
+			// image at once, which reclaim-first checks exactly (the
+			// image-gc scenario covers the minimum age).
+			c.Agent.ImageGC.Policy = imagegc.Policy{HighThresholdPercent: imagegc.DefaultHighThresholdPercent, LowThresholdPercent: imagegc.DefaultLowThresholdPercent}
 			c.Runtime.Images = append(fakecri.DefaultImages(), fakecri.Image{Ref: evictionBulkyImage, Size: evictionBulkyImageGiB << 30, Inodes: 5000})
 		},
 	}

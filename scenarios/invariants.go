@@ -43,6 +43,8 @@ type Checker struct {
 	probes          *probeChecks        // see invariants_probes.go
 	sidecars        *sidecarChecks      // see invariants_sidecars.go
 	pulls           *pullChecks         // see invariants_images.go
+	imagegc         *imageGCChecks      // see invariants_imagegc.go
+	logs            *logChecks          // see invariants_logs.go
 	ready           nodeReadyState      // see invariants_node.go
 	hooks           *hookChecks         // see invariants_hooks.go
 	cg              *cgroupChecks       // see invariants_cgroups.go
@@ -61,7 +63,7 @@ func NewChecker(h *harness.Harness) *Checker {
 		lastPhase: map[types.UID]corev1.PodPhase{}, restarts: map[string]int32{}, term: newTerminationState(), suite: newSuiteState(),
 		probes: newProbeChecks(), sidecars: newSidecarChecks(),
 		hooks: newHookChecks(), cg: newCgroupChecks(), cpus: newCPUChecks(),
-		pressure: newPressureChecks(), storage: newLocalStorageChecks(), ooms: map[string]*oomKill{}, rz: newResizeChecks()}
+		pressure: newPressureChecks(), storage: newLocalStorageChecks(), imagegc: newImageGCChecks(), ooms: map[string]*oomKill{}, rz: newResizeChecks()}
 	h.API.OnWrite(c.onWrite)
 	h.OnStopContainer(c.onShutdownStop)
 	return c
@@ -88,6 +90,8 @@ func (c *Checker) Check() {
 	c.checkProbes(truth)
 	c.checkSidecarOrder()
 	c.checkPulls()
+	c.checkImageGC()
+	c.checkLogs()
 	c.checkHooks(truth)
 	c.checkCgroups()
 	c.checkCPUs(truth)

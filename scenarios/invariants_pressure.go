@@ -248,8 +248,15 @@ func (c *Checker) checkReclaimFirst(pod *corev1.Pod) {
 	// created since the last step's look).
 	c.trackImages()
 	now := c.h.K.Elapsed()
+	gc := c.h.AgentConfig().ImageGC
+	minAge := gc.EffectivePolicy().MinAge
 	for _, img := range c.h.Runtime.TrueImages() {
 		if img.GetPinned() {
+			continue
+		}
+		if seen, ok := c.imagegc.firstSeen[img.GetId()]; minAge > 0 && (!ok || now-seen < minAge+gc.EffectivePeriod()+unusedImageFor) {
+			// Younger than the collector's minimum age (counted from its
+			// first detection, up to a period after the image came).
 			continue
 		}
 		if last, ok := c.pressure.imageUsed[img.GetId()]; !ok || now-last >= unusedImageFor {

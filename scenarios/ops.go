@@ -72,6 +72,9 @@ func Ops() map[string]Op {
 		"node-shutdown":       {"the machine announces its shutdown (logind), cancelled a ms later; nothing on a node without graceful shutdown", drawArgs(0, 60000), opNodeShutdown},
 		"create-resizable":    {"create a resizable pod with resize policy a (see ResizablePod) at level b", drawArgs(0, 2, 0, 7), opCreateResizable},
 		"resize":              {"resize pod a's container to level b (see ResizeLevel) through pods/resize", drawArgs(0, 24, 0, 7), opResize},
+		"create-image":        {"create a pod running gc image a, exiting for good after 10 s when b=1", drawArgs(0, 5, 0, 1), opCreateImage},
+		"image-disk":          {"set the image filesystem's use outside images and containers to level a", drawArgs(0, len(imageDiskLevels)-1), opImageDisk},
+		"create-chatty":       {"create a pod whose container logs a numbered line every 100 ms (a second, quiet container when a=1)", drawArgs(0, 1), opCreateChatty},
 		"wait":                {"just time passing", nil, func(*run, [3]int) error { return nil }},
 	}
 }

@@ -122,7 +122,23 @@ set the same options, and flags override it.`,
 		"grace period (seconds) of a pod evicted for a soft threshold, or the pod's own when shorter")
 	f.DurationVar(&o.EvictionPressureTransitionPeriod, "eviction-pressure-transition-period", o.EvictionPressureTransitionPeriod,
 		"how long a pressure condition stays after its signal cleared")
+	addGCFlags(f, &o.GC)
 	return cmd
+}
+
+// addGCFlags adds the image garbage collection and log rotation flags
+// the kubelet has (imageMaximumGCAge, containerLogMaxWorkers and
+// containerLogMonitorInterval are configuration fields only, as there).
+func addGCFlags(f *pflag.FlagSet, g *daemon.GCOptions) {
+	f.Int32Var(&g.ImageGCHighThresholdPercent, "image-gc-high-threshold", g.ImageGCHighThresholdPercent,
+		"image filesystem usage (percent) from which image garbage collection runs; 100 turns it off")
+	f.Int32Var(&g.ImageGCLowThresholdPercent, "image-gc-low-threshold", g.ImageGCLowThresholdPercent,
+		"image filesystem usage (percent) image garbage collection frees down to")
+	f.DurationVar(&g.ImageMinimumGCAge, "minimum-image-ttl-duration", g.ImageMinimumGCAge, "minimum age of an unused image before it is garbage collected")
+	f.StringVar(&g.PodInfraContainerImage, "pod-infra-container-image", g.PodInfraContainerImage,
+		"the runtime's sandbox image, never garbage collected (for runtimes that do not pin it, such as containerd 1.6)")
+	f.StringVar(&g.ContainerLogMaxSize, "container-log-max-size", g.ContainerLogMaxSize, "size at which a container's log is rotated, e.g. 10Mi")
+	f.Int32Var(&g.ContainerLogMaxFiles, "container-log-max-files", g.ContainerLogMaxFiles, "most log files of a container, the current one included (at least 2)")
 }
 
 // evictionFlag is a map flag of "signal<value" or "signal=value" pairs.

@@ -88,6 +88,8 @@ node
 --read-only-port=0
 --authorization-mode=Webhook
 --client-ca-file=$E2E_DIR/pki/ca.crt
+--image-gc-high-threshold=100
+--pod-infra-container-image=docker.io/library/pause:e2e
 --v=${E2E_LOCKSTEP_V:-2}
 ARGS
 "$here/start-lockstep.sh"

@@ -22,6 +22,8 @@ import (
 	"github.com/lockstep-dev/lockstep/node/cpumanager"
 	"github.com/lockstep-dev/lockstep/node/deps"
 	"github.com/lockstep-dev/lockstep/node/eviction"
+	"github.com/lockstep-dev/lockstep/node/imagegc"
+	"github.com/lockstep-dev/lockstep/node/logrotate"
 	"github.com/lockstep-dev/lockstep/node/memorymanager"
 	"github.com/lockstep-dev/lockstep/node/metrics"
 	"github.com/lockstep-dev/lockstep/node/nodestatus"
@@ -102,6 +104,13 @@ type Config struct {
 	// transition period); no thresholds: nothing is ever evicted, and the
 	// node never reports pressure.
 	Eviction eviction.Config
+	// ImageGC configures the image garbage collector; a zero Policy is
+	// the kubelet's default (85 %, 80 %, 2 min, no maximum age). Its
+	// state lives under the root directory; NodeName is filled in.
+	ImageGC imagegc.Config
+	// LogRotation is the container log rotation policy (zero fields: the
+	// kubelet's defaults, 10Mi, 5 files, 1 worker, every 10 s).
+	LogRotation logrotate.Config
 }
 
 // Agent is one node agent.
@@ -135,6 +144,11 @@ type Agent struct {
 	stats     *stats.Provider
 	// shutdown is graceful node shutdown.
 	shutdown *shutdown.Manager
+	// images is the image garbage collector (also the eviction manager's
+	// image reclaim).
+	images *imagegc.Manager
+	// logs rotates the running containers' logs.
+	logs *logrotate.Manager
 
 	startTime time.Time
 
@@ -229,6 +243,8 @@ func New(d deps.Deps, cfg Config) (*Agent, error) {
 	}
 	a.stats = stats.New(d.Core, stats.Ports{Runtime: d.Runtime, Images: d.Images, Machine: d.Machine, Disk: d.Disk, Pods: a.admittedPods},
 		stats.Config{Period: cfg.Eviction.Period, RootDir: cfg.Node.RootDir, PodLogsRoot: cfg.Node.PodLogsRoot})
+	a.images = newImageGC(d, cfg, a.stats)
+	a.logs = logrotate.New(d.Core, d.Runtime, d.Files, cfg.LogRotation)
 	ep := eviction.Ports{Stats: a.stats, Pods: evictionPods{a}, Reclaim: reclaimer{a}, Events: d.API.Events, MemoryThreshold: d.MemoryThreshold}
 	if cfg.Metrics != nil {
 		ep.Metrics = cfg.Metrics
@@ -287,6 +303,12 @@ func (a *Agent) Start(ctx context.Context) {
 	// the kubelet's localStorageCapacityIsolation (default true).
 	if a.d.Machine != nil {
 		a.evictions.Start(ctx)
+	}
+	if a.d.Machine != nil {
+		a.images.Start(ctx)
+	}
+	if a.d.Files != nil {
+		a.logs.Start(ctx)
 	}
 	oomwatch.Start(ctx, a.d.Core, a.d.OOMKills, a.d.API.Events, a.cfg.NodeName)
 	if a.d.API.NodeWatch != nil {

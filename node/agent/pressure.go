@@ -5,14 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"slices"
 	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/types"
-	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/lockstep-dev/lockstep/node/admission"
 	"github.com/lockstep-dev/lockstep/node/deps"
@@ -369,35 +367,11 @@ func (r reclaimer) ReclaimContainers(ctx context.Context) error {
 	return r.a.exec.CollectGarbage(ctx, r.a.livePodStatuses())
 }
 
-// ReclaimImages removes the images no container (of any state) uses;
-// pinned images (the sandbox image) are kept.
+// ReclaimImages removes the images no container (of any state) uses,
+// through the image garbage collector: never a pinned one or the sandbox
+// image, none younger than the minimum age.
 func (r reclaimer) ReclaimImages(ctx context.Context) error {
-	a := r.a
-	images, err := a.d.Images.ListImages(ctx, &runtimeapi.ImageFilter{})
-	if err != nil {
-		return fmt.Errorf("list images: %w", err)
-	}
-	containers, err := a.d.Runtime.ListContainers(ctx, &runtimeapi.ContainerFilter{})
-	if err != nil {
-		return fmt.Errorf("list containers: %w", err)
-	}
-	used := map[string]bool{}
-	for _, c := range containers {
-		used[c.GetImageRef()] = true
-		used[c.GetImage().GetImage()] = true
-	}
-	var errs []error
-	for _, img := range images {
-		if img.GetPinned() || used[img.GetId()] || slices.ContainsFunc(img.GetRepoTags(), func(t string) bool { return used[t] }) ||
-			slices.ContainsFunc(img.GetRepoDigests(), func(d string) bool { return used[d] }) {
-			continue
-		}
-		a.d.Log.Info("removing unused image to reclaim disk", "image", img.GetId(), "tags", fmt.Sprint(img.GetRepoTags()))
-		if err := a.d.Images.RemoveImage(ctx, &runtimeapi.ImageSpec{Image: img.GetId()}); err != nil {
-			errs = append(errs, fmt.Errorf("remove image %s: %w", img.GetId(), err))
-		}
-	}
-	return errors.Join(errs...)
+	return r.a.images.DeleteUnused(ctx)
 }
 
 // livePodStatuses are the runtime views of the pods still syncing (whose

@@ -64,11 +64,8 @@ func Observe(s stats.Sample, sum *statsv1alpha1.Summary, allocatableMemory int64
 	if u.NodeFSInodes > 0 {
 		obs[SignalNodeFsInodesFree] = Observation{Available: clamp(u.NodeFSInodesFree), Capacity: clamp(u.NodeFSInodes)}
 	}
-	switch {
-	case u.ImageFSCapacityBytes > 0:
-		obs[SignalImageFsAvailable] = Observation{Available: clamp(u.ImageFSAvailableBytes), Capacity: clamp(u.ImageFSCapacityBytes)}
-	case u.NodeFSCapacityBytes > 0:
-		obs[SignalImageFsAvailable] = obs[SignalNodeFsAvailable]
+	if capacity, available := s.ImageFsBytes(); capacity > 0 {
+		obs[SignalImageFsAvailable] = Observation{Available: clamp(available), Capacity: clamp(capacity)}
 	}
 	switch {
 	case u.ImageFSInodes > 0:

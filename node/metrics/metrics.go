@@ -51,6 +51,7 @@ const (
 	StartedContainers          = "kubelet_started_containers_total"
 	StartedContainersErrors    = "kubelet_started_containers_errors_total"
 	Evictions                  = "kubelet_evictions"
+	ImageGarbageCollectedTotal = "kubelet_image_garbage_collected_total"
 	ProberProbeTotal           = "prober_probe_total"
 	ProberProbeDurationSeconds = "prober_probe_duration_seconds"
 )
@@ -112,6 +113,7 @@ type Metrics struct {
 	probeTotal        *prometheus.CounterVec
 	probeDuration     *prometheus.HistogramVec
 	evictions         *prometheus.CounterVec
+	imageGC           *prometheus.CounterVec
 
 	mu         sync.Mutex // guards the fields below
 	node       string
@@ -214,6 +216,10 @@ func NewWithProbes(reg, probes prometheus.Registerer) *Metrics {
 			Name: Evictions,
 			Help: "Cumulative number of pod evictions by eviction signal.",
 		}, []string{"eviction_signal"}),
+		imageGC: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: ImageGarbageCollectedTotal,
+			Help: "Total number of images garbage collected by the kubelet, whether through disk usage or image age.",
+		}, []string{"reason"}),
 	}
 	reg.MustRegister(
 		m.nodeName, m.podStartDuration, m.podWorkerDuration,
@@ -221,7 +227,7 @@ func NewWithProbes(reg, probes prometheus.Registerer) *Metrics {
 		m.runningPods, m.runningContainers,
 		m.runtimeOps, m.runtimeDuration, m.runtimeErrors,
 		m.startedPods, m.startedPodsErrors, m.startedCtrs, m.startedCtrsErrors,
-		m.evictions,
+		m.evictions, m.imageGC,
 	)
 	probes.MustRegister(m.probeTotal, m.probeDuration)
 	m.SetRunning(0, nil)
@@ -259,6 +265,15 @@ func (m *Metrics) ObserveEviction(signal string) {
 		return
 	}
 	m.evictions.WithLabelValues(signal).Inc()
+}
+
+// ObserveImageGC counts an image the garbage collector removed
+// (kubelet_image_garbage_collected_total, label reason: space or age).
+func (m *Metrics) ObserveImageGC(reason string) {
+	if m == nil {
+		return
+	}
+	m.imageGC.WithLabelValues(reason).Inc()
 }
 
 // ObservePodStartDuration records the time from the agent first seeing a

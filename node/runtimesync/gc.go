@@ -12,6 +12,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/lockstep-dev/lockstep/node/logrotate"
 	"github.com/lockstep-dev/lockstep/node/podspec"
 	"github.com/lockstep-dev/lockstep/node/podstate"
 )
@@ -209,7 +210,13 @@ func (e *Executor) removeContainer(ctx context.Context, ref podstate.PodRef, c p
 	}
 	file := podspec.ContainerLogFile(e.cfg.Node.PodLogsRoot, ref, c.Name, c.RestartCount)
 	link := podspec.ContainerLogSymlink(e.cfg.Node.ContainerLogsDir, ref, c.Name, c.ID)
-	return errors.Join(e.ports.Files.Remove(file), e.ports.Files.Remove(link))
+	errs := []error{e.ports.Files.Remove(file), e.ports.Files.Remove(link)}
+	rotated, err := logrotate.Rotated(e.ports.Files, file)
+	errs = append(errs, err)
+	for _, r := range rotated {
+		errs = append(errs, e.ports.Files.Remove(r))
+	}
+	return errors.Join(errs...)
 }
 
 // linkLog creates the symlink log shippers tail for a new container

@@ -57,6 +57,16 @@ type Sample struct {
 	Logs    map[types.UID][]ContainerLogsUsage
 }
 
+// ImageFsBytes is the image filesystem's capacity and available bytes:
+// the machine's image filesystem when it reports one of its own, else
+// the node filesystem (one disk holds both); zeros when neither is known.
+func (s Sample) ImageFsBytes() (capacity, available uint64) {
+	if s.Usage.ImageFSCapacityBytes > 0 {
+		return s.Usage.ImageFSCapacityBytes, s.Usage.ImageFSAvailableBytes
+	}
+	return s.Usage.NodeFSCapacityBytes, s.Usage.NodeFSAvailableBytes
+}
+
 // Summary builds the kubelet's stats Summary of the sample for the given
 // pods (see statssummary.Build).
 func (s Sample) Summary(nodeName string, pods []*corev1.Pod) *statsv1alpha1.Summary {

@@ -34,6 +34,8 @@ var supportedFields = []string{
 	"staticPodURL", "staticPodURLHeader", "httpCheckFrequency", "nodeStatusMaxImages",
 	"shutdownGracePeriod", "shutdownGracePeriodCriticalPods", "shutdownGracePeriodByPodPriority",
 	"rotateCertificates", "serverTLSBootstrap",
+	"imageGCHighThresholdPercent", "imageGCLowThresholdPercent", "imageMinimumGCAge", "imageMaximumGCAge",
+	"containerLogMaxSize", "containerLogMaxFiles", "containerLogMaxWorkers", "containerLogMonitorInterval",
 }
 
 // ConfigFile is a parsed KubeletConfiguration and the fields it set that
@@ -207,6 +209,7 @@ func (cf *ConfigFile) Apply(o *Options, flagSet func(flag string) bool) {
 			o.ShutdownGracePeriodByPodPriority = append(o.ShutdownGracePeriodByPodPriority, ShutdownGroup{Priority: g.Priority, GracePeriodSeconds: g.ShutdownGracePeriodSeconds})
 		}
 	})
+	applyGC(c, o, set)
 	if cf.Set["authentication.anonymous.enabled"] && c.Authentication.Anonymous.Enabled != nil && *c.Authentication.Anonymous.Enabled {
 		cf.Ignored = append(cf.Ignored, "authentication.anonymous.enabled (anonymous access is always off)")
 	}

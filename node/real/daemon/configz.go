@@ -26,7 +26,16 @@ func (o *Options) KubeletConfiguration() *kubeletv1beta1.KubeletConfiguration {
 	for _, g := range o.ShutdownGracePeriodByPodPriority {
 		byPriority = append(byPriority, kubeletv1beta1.ShutdownGracePeriodByPodPriority{Priority: g.Priority, ShutdownGracePeriodSeconds: g.GracePeriodSeconds})
 	}
+	g := o.GC
 	return &kubeletv1beta1.KubeletConfiguration{
+		ImageGCHighThresholdPercent:      &g.ImageGCHighThresholdPercent,
+		ImageGCLowThresholdPercent:       &g.ImageGCLowThresholdPercent,
+		ImageMinimumGCAge:                dur(g.ImageMinimumGCAge),
+		ImageMaximumGCAge:                dur(g.ImageMaximumGCAge),
+		ContainerLogMaxSize:              g.ContainerLogMaxSize,
+		ContainerLogMaxFiles:             &g.ContainerLogMaxFiles,
+		ContainerLogMaxWorkers:           &g.ContainerLogMaxWorkers,
+		ContainerLogMonitorInterval:      &metav1.Duration{Duration: g.ContainerLogMonitorInterval},
 		StaticPodPath:                    o.ManifestPath,
 		StaticPodURL:                     o.ManifestURL,
 		StaticPodURLHeader:               o.ManifestURLHeader,

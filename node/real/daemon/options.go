@@ -141,6 +141,8 @@ type Options struct {
 	EvictionMinimumReclaim           map[string]string
 	EvictionMaxPodGracePeriod        int32
 	EvictionPressureTransitionPeriod time.Duration
+	// GC are the image garbage collection and log rotation options.
+	GC GCOptions
 
 	// origin says where each option's value came from, by option key:
 	// "--flag" or "field <name> in <file>"; absent means the default.
@@ -184,6 +186,7 @@ func Defaults() Options {
 		RunOnceTimeout:                   5 * time.Minute,
 		EnableSystemLogHandler:           true,
 		EvictionPressureTransitionPeriod: 5 * time.Minute,
+		GC:                               DefaultGCOptions(),
 		origin:                           map[string]string{},
 	}
 }
@@ -294,6 +297,9 @@ func (o *Options) Validate() error {
 	}
 	if _, err := admission.NewSysctlAllowlist(o.AllowedUnsafeSysctls); err != nil {
 		return bad("allowed-unsafe-sysctls", o.AllowedUnsafeSysctls, err.Error())
+	}
+	if err := o.validateGC(bad); err != nil {
+		return err
 	}
 	if err := o.validateCgroups(bad); err != nil {
 		return err

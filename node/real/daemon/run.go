@@ -246,8 +246,13 @@ func prepare(ctx context.Context, o Options, rt Runtime, log *slog.Logger, fail 
 	if err != nil {
 		return nil, fmt.Errorf("eviction thresholds: %w", err)
 	}
+	logRotation, err := o.GC.LogRotation()
+	if err != nil {
+		return nil, fmt.Errorf("container log rotation: %w", err)
+	}
 	a, err := agent.New(d, agent.Config{
 		Metrics: m,
+		ImageGC: o.GC.ImageGC(), LogRotation: logRotation,
 		Eviction: eviction.Config{
 			Thresholds: thresholds, MaxPodGracePeriod: int64(o.EvictionMaxPodGracePeriod),
 			PressureTransitionPeriod: o.EvictionPressureTransitionPeriod,
