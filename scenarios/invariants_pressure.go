@@ -370,7 +370,11 @@ func (c *Checker) checkSignals() {
 		case !over[t] && was:
 			delete(p.met, t)
 		}
-		if over[t] && was && now-since >= evictionPeriod+2*time.Second {
+		// The current agent could have seen the run only if it lasted a
+		// sampling period while that agent ran with a working runtime
+		// (after a restart the first samples may fail while the runtime
+		// restarts too, and the node status then has no observation).
+		if seen := max(since, p.agentSince, c.suite.runtimeImpaired); over[t] && was && now-seen >= evictionPeriod+2*time.Second {
 			p.longMet[t], p.longBy[t] = now, c.h.Restarts()
 		}
 		if over[t] && was && now-since >= pressureSetIn && !p.apiConds[t] && !c.impairedWithin(pressureSetIn) {
