@@ -56,6 +56,9 @@ type Deps struct {
 	// OOMKills reports the kernel's OOM kills; nil when they cannot be
 	// read (no /dev/kmsg).
 	OOMKills OOMKills
+	// DevicePlugins is where device plugins register; nil: no device
+	// plugins (no extended resources from devices).
+	DevicePlugins DevicePluginRegistry
 }
 
 // Clock is the part of github.com/benbjohnson/clock's Clock that a simulator
