@@ -19,6 +19,7 @@ import (
 	"github.com/lockstep-dev/lockstep/node/admission"
 	"github.com/lockstep-dev/lockstep/node/cgroups"
 	"github.com/lockstep-dev/lockstep/node/deps"
+	"github.com/lockstep-dev/lockstep/node/devicemanager"
 	"github.com/lockstep-dev/lockstep/node/eviction"
 	"github.com/lockstep-dev/lockstep/node/metrics"
 	"github.com/lockstep-dev/lockstep/node/nodestatus"
@@ -79,6 +80,11 @@ type Config struct {
 	// transition period); no thresholds: nothing is ever evicted, and the
 	// node never reports pressure.
 	Eviction eviction.Config
+	// DevicePluginDir is the device plugin directory
+	// (<root-dir>/device-plugins), where device allocations are
+	// checkpointed; "" keeps no checkpoint. Device plugins register
+	// through deps.Deps.DevicePlugins (nil: none).
+	DevicePluginDir string
 }
 
 // Agent is one node agent.
@@ -103,6 +109,8 @@ type Agent struct {
 	userns  *userns.Manager
 	probes  *prober.Manager
 	cgroups *cgroups.Manager
+	// devices is the device plugin manager (nil without a registry).
+	devices *devicemanager.Manager
 	// evictions is the eviction manager; stats its sampler.
 	evictions *eviction.Manager
 	stats     *stats.Provider
@@ -162,6 +170,7 @@ func New(d deps.Deps, cfg Config) *Agent {
 		m.SetNodeName(cfg.NodeName)
 	}
 	objects := objcache.New(d.Core, d.API.ObjectWatches)
+	devices := newDevices(d, cfg)
 	users := newUserNamespaces(d, cfg)
 	a := &Agent{
 		d:       d,
@@ -174,8 +183,9 @@ func New(d deps.Deps, cfg Config) *Agent {
 		exec: runtimesync.NewExecutor(d.Core, runtimesync.Ports{
 			Runtime: d.Runtime, Images: d.Images, Files: d.Files, Events: d.API.Events,
 			ConfigMaps: d.API.ConfigMaps, Secrets: d.API.Secrets, Objects: objects, Services: d.API.Services, RuntimeClasses: d.API.RuntimeClasses,
-			ProbeNet: d.ProbeNet, UserNamespaces: usernsPort(users),
+			ProbeNet: d.ProbeNet, UserNamespaces: usernsPort(users), Devices: devicesPort(devices),
 		}, cfg.RuntimeSync),
+		devices:  devices,
 		expected: map[types.UID]map[string]expectation{},
 		sysctls:  sysctlAllowlist(d, cfg.AllowedUnsafeSysctls),
 		cgroups:  pods,
@@ -205,6 +215,9 @@ func New(d deps.Deps, cfg Config) *Agent {
 	if d.API.Nodes != nil && d.API.Leases != nil {
 		nc := cfg.NodeStatus
 		nc.NodeName = cfg.NodeName
+		if devices != nil {
+			nc.Devices = devices
+		}
 		if nc.NodeIP == "" {
 			nc.NodeIP = cfg.Node.HostIP
 		}
@@ -227,6 +240,9 @@ func (a *Agent) Start(ctx context.Context) {
 	}
 	a.workers = podworkers.New(ctx, a.d.Core, a, a.queue, wc)
 	a.startCgroups()
+	if a.devices != nil {
+		a.devices.Start(ctx)
+	}
 	a.pleg.Start(ctx)
 	a.objects.Start(ctx)
 	a.volumes.Start(ctx)

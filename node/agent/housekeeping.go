@@ -95,6 +95,7 @@ func (a *Agent) housekeeping(ctx context.Context, gc bool) {
 		a.userns.CleanupOrphans(a.knownPod)
 	}
 	a.cgroupHousekeeping()
+	a.deviceHousekeeping()
 	a.reportRunning()
 	// Orphans: runtime pods no source wants and no worker owns.
 	for _, uid := range a.pleg.Cache().UIDs() {

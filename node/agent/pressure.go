@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -77,6 +78,10 @@ func (a *Agent) admissionNode() admission.Node {
 	}
 	n.Allocatable = n.Allocatable.DeepCopy()
 	n.Allocatable[corev1.ResourcePods] = *resource.NewQuantity(int64(maxPods), resource.DecimalSI)
+	if a.devices != nil {
+		_, devs, _ := a.devices.Resources()
+		maps.Copy(n.Allocatable, devs)
+	}
 	if node := a.recentNode(); node != nil {
 		n.Labels, n.Taints = node.Labels, node.Spec.Taints
 		return n
@@ -169,6 +174,11 @@ func (a *Agent) admit(pod *corev1.Pod) {
 			if victims, ok := admission.PodsToPreempt(pod, podspec.QOSClass, node, admitted); ok {
 				a.preempt(pod, victims)
 				d = admission.Decision{}
+			}
+		}
+		if d.Admitted() && a.devices != nil {
+			if reason, msg, ok := a.devices.Admit(pod, a.activePods()); !ok {
+				d = admission.Decision{Reason: reason, Message: msg}
 			}
 		}
 	}

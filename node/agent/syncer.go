@@ -202,6 +202,9 @@ func (a *Agent) SyncTerminatedPod(_ context.Context, uid types.UID, pod *corev1.
 	}
 	a.probes.RemovePod(uid)
 	a.removePodCgroup(uid)
+	if a.devices != nil {
+		a.devices.Free(uid)
+	}
 	if pod != nil {
 		a.cfg.Metrics.ForgetProbes(metrics.ProbeTarget{Namespace: pod.Namespace, Pod: pod.Name, PodUID: string(uid)})
 	}

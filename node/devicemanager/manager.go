@@ -227,19 +227,18 @@ func (m *Manager) disconnected(name string, gen int, err error) {
 
 // Resources returns the extended resources of the devices: capacity
 // counts every device, allocatable the healthy ones; removed are the
-// resources whose plugin has been gone longer than the grace, which are
-// forgotten now and must leave the node status.
+// resources whose plugin has been gone longer than the grace, which must
+// leave the node status (until their plugin registers again). It changes
+// nothing, so any number of readers may call it.
 func (m *Manager) Resources() (capacity, allocatable corev1.ResourceList, removed []corev1.ResourceName) {
 	now := m.d.Clock.Now()
 	capacity, allocatable = corev1.ResourceList{}, corev1.ResourceList{}
 	m.mu.Lock()
-	forgot := false
+	defer m.mu.Unlock()
 	for _, name := range slices.Sorted(maps.Keys(m.res)) {
 		ep := m.res[name]
 		if !ep.stoppedAt.IsZero() && now.Sub(ep.stoppedAt) >= m.cfg.Grace {
-			delete(m.res, name)
 			removed = append(removed, corev1.ResourceName(name))
-			forgot = true
 			continue
 		}
 		healthy := 0
@@ -250,10 +249,6 @@ func (m *Manager) Resources() (capacity, allocatable corev1.ResourceList, remove
 		}
 		capacity[corev1.ResourceName(name)] = *resource.NewQuantity(int64(len(ep.devices)), resource.DecimalSI)
 		allocatable[corev1.ResourceName(name)] = *resource.NewQuantity(int64(healthy), resource.DecimalSI)
-	}
-	m.mu.Unlock()
-	if forgot {
-		m.checkpoint()
 	}
 	return capacity, allocatable, removed
 }

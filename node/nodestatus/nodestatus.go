@@ -113,6 +113,17 @@ type Config struct {
 	MaxImages int
 	// Pressure feeds the pressure conditions; nil means none.
 	Pressure Pressure
+	// Devices feeds the device plugins' extended resources; nil means
+	// none.
+	Devices Devices
+}
+
+// Devices reports the extended resources of device plugins
+// (node/devicemanager): capacity counts every device, allocatable the
+// healthy ones; removed are resources to drop from the status (their
+// plugin has been gone past its grace; reported on every call).
+type Devices interface {
+	Resources() (capacity, allocatable corev1.ResourceList, removed []corev1.ResourceName)
 }
 
 func (c Config) withDefaults() Config {
