@@ -48,6 +48,7 @@ type Checker struct {
 	cg              *cgroupChecks       // see invariants_cgroups.go
 	pressure        *pressureChecks     // see invariants_pressure.go
 	ooms            map[string]*oomKill // by container ID, see invariants_oom.go
+	dv              *deviceChecks       // see invariants_devices.go
 }
 
 // NewChecker starts checking h's apiserver writes at once; call Check to
@@ -57,7 +58,7 @@ func NewChecker(h *harness.Harness) *Checker {
 		lastPhase: map[types.UID]corev1.PodPhase{}, restarts: map[string]int32{}, term: newTerminationState(), suite: newSuiteState(),
 		probes: newProbeChecks(), sidecars: newSidecarChecks(),
 		hooks: newHookChecks(), cg: newCgroupChecks(),
-		pressure: newPressureChecks(), ooms: map[string]*oomKill{}}
+		pressure: newPressureChecks(), ooms: map[string]*oomKill{}, dv: newDeviceChecks()}
 	h.API.OnWrite(c.onWrite)
 	return c
 }
@@ -87,6 +88,7 @@ func (c *Checker) Check() {
 	c.checkCgroups()
 	c.checkPressure(truth)
 	c.checkOOM(truth)
+	c.checkDevices(truth)
 	for _, ct := range truth {
 		key := string(ct.PodUID) + "/" + ct.Name
 		if ct.State == runtimeapi.ContainerState_CONTAINER_RUNNING {

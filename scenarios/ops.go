@@ -67,6 +67,10 @@ func Ops() map[string]Op {
 		"node-memory":         {"set the node's memory use outside pods so that level a of available memory is left", drawArgs(0, len(nodeMemoryLevels)-1), opNodeMemory},
 		"node-disk":           {"set the node's disk use so that level a of the node filesystem and b of the image filesystem is free", drawArgs(0, len(nodefsLevels)-1, 0, len(imagefsLevels)-1), opNodeDisk},
 		"node-pids":           {"set the node's processes outside pods so that level a of the PIDs is free", drawArgs(0, len(pidLevels)-1), opNodePIDs},
+		"create-devices":      {"create a pod requesting devices (see DevicePod, n=a)", drawArgs(0, 5), opCreateDevices},
+		"plugin-die":          {"the device plugin dies", nil, opPluginDie},
+		"plugin-restart":      {"a dead device plugin comes back and registers again", nil, opPluginRestart},
+		"device-health":       {"device a of the plugin turns healthy when b=1, else unhealthy", drawArgs(0, DeviceCount-1, 0, 1), opDeviceHealth},
 		"wait":                {"just time passing", nil, func(*run, [3]int) error { return nil }},
 	}
 }

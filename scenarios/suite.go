@@ -48,6 +48,7 @@ func Scenarios() []Scenario {
 		cgroupsChurn(),
 		evictionScenario(),
 		oomScenario(),
+		devicesScenario(),
 	}
 }
 
@@ -212,7 +213,7 @@ func Invariants() []string {
 		"one-instance", "never-restart", "no-stuck-created", "previous-kept", "terminal-is-final",
 		"legal-phases", "restart-count-monotone", "ready-is-true", "grace-honoured", "static-exclusive",
 		"sigterm-first", "lease-fresh", "node-ready", "liveness-restarts", "startup-protects", "fresh-probe-results", "sidecar-order", "pull-backoff",
-		"prestop-before-stop", "poststart-before-started", "volumes-kept", "token-valid", "cgroups-match",
+		"prestop-before-stop", "poststart-before-started", "volumes-kept", "token-valid", "cgroups-match", "devices-once",
 		"eviction-order", "critical-survives", "evicted-stays-dead",
 		"one-eviction-per-cycle", "reclaim-first", "pressure-conditions", "admission", "oom-reported",
 		"deleted-disappears", "converges", "status-matches", "mirror-present",

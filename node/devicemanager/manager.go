@@ -23,6 +23,7 @@ import (
 	"maps"
 	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -439,6 +440,7 @@ func (m *Manager) allocateResource(ctx context.Context, pod *corev1.Pod, c *core
 	}
 	m.set(pod.UID, c.Name, r, cd)
 	m.mu.Unlock()
+	m.d.Log.Info("devices allocated", "pod", pod.Namespace+"/"+pod.Name, "container", c.Name, "resource", r, "devices", strings.Join(ids, ","))
 	m.checkpoint()
 	return cd, m.preStart(ctx, plugin, opts, ids)
 }

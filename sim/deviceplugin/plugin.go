@@ -67,6 +67,9 @@ func New(cfg Config, newSignal func(name string) deps.Signal) *Plugin {
 // base is the name part of a resource name (foo of example.com/foo).
 func base(resource string) string { return path.Base(resource) }
 
+// HostDir is the host directory the plugin mounts into containers.
+func (p *Plugin) HostDir() string { return p.cfg.HostDir }
+
 // EnvName is the environment variable Allocate sets for resource.
 func EnvName(resource string) string {
 	return strings.ToUpper(strings.NewReplacer("-", "_", ".", "_").Replace(base(resource))) + "_DEVICE"

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -20,6 +21,7 @@ import (
 	"github.com/lockstep-dev/lockstep/node/eviction"
 	"github.com/lockstep-dev/lockstep/sim/apiserver"
 	"github.com/lockstep-dev/lockstep/sim/choice"
+	"github.com/lockstep-dev/lockstep/sim/deviceplugin"
 	"github.com/lockstep-dev/lockstep/sim/kernel"
 	"github.com/lockstep-dev/lockstep/sim/memfs"
 )
@@ -54,7 +56,15 @@ type Config struct {
 	// zero, the kubelet's defaults apply: cgroupfs under "/", kubepods
 	// limited to allocatable.
 	NoCgroups bool
+	// DevicePlugins are fake device plugins running from the start; when
+	// set the agent gets a device plugin registry (AddDevicePlugin adds
+	// more).
+	DevicePlugins []deviceplugin.Config
 }
+
+// DevicePluginDir is the simulated agent's device plugin directory.
+const DevicePluginDir = "/var/lib/lockstep/device-plugins"
+
 
 // Harness is one simulated node.
 type Harness struct {
@@ -74,6 +84,11 @@ type Harness struct {
 	restarts int
 	traced   *tracingRuntime // the runtime as the agent sees it: calls traced
 	ooms     oomKills        // the kernel's OOM kills, scripted
+	// registry is where the running agent's device plugins register (a
+	// new one for every agent, as the registration socket is recreated);
+	// plugins are the fake plugins by resource, in order of addition.
+	registry *deviceplugin.Registry
+	plugins  []*deviceplugin.Plugin
 }
 
 // New builds the world; the agent is not started yet.
@@ -104,8 +119,12 @@ func New(cfg Config) *Harness {
 	api := apiserver.New(apiserver.Config{Clock: k, Tasks: k.Tasks(), Rand: k.Rand(), Log: k.Logger().With("component", "apiserver"),
 		Node: cfg.NodeName})
 	traceWrites(k, api)
-	return &Harness{K: k, Runtime: rt, API: api, Files: files, Mounts: memfs.NewMounts(files), Cgroups: NewCgroupTree(rt), NodeName: cfg.NodeName, cfg: cfg,
+	h := &Harness{K: k, Runtime: rt, API: api, Files: files, Mounts: memfs.NewMounts(files), Cgroups: NewCgroupTree(rt), NodeName: cfg.NodeName, cfg: cfg,
 		traced: newTracingRuntime(rt, k), ooms: oomKills{deps.NewInbox[deps.OOMKill](k.Tasks(), "kernel oom kills")}}
+	for _, pc := range cfg.DevicePlugins {
+		h.AddDevicePlugin(pc)
+	}
+	return h
 }
 
 // defaultThresholds are the kubelet's default hard eviction thresholds,
@@ -193,6 +212,16 @@ func (h *Harness) StartAgent() {
 		cfg.RuntimeType = "fakecri"
 	}
 	cfg.Cgroups = h.CgroupConfig()
+	if len(h.cfg.DevicePlugins) > 0 {
+		h.registry = deviceplugin.NewRegistry(h.K.Tasks())
+		d.DevicePlugins = h.registry
+		cfg.DevicePluginDir = DevicePluginDir
+		for _, p := range h.plugins {
+			if !p.Dead() {
+				h.registry.Register(p.Registration(), p, nil)
+			}
+		}
+	}
 	if h.cfg.EventedPLEG {
 		cfg.PLEG.UseEvents = true
 		d.RuntimeEvents = runtimeEvents{h.Runtime}
@@ -212,7 +241,37 @@ func (h *Harness) CrashAgent() {
 	h.K.KillGroup(h.group)
 	h.cancel()
 	h.agent, h.group, h.cancel = nil, nil, nil
+	h.registry = nil
 }
+
+// AddDevicePlugin starts a fake device plugin, which registers with the
+// running agent now and with every agent started later, as the sample
+// plugin re-registers when the registration socket is recreated
+// (Config.DevicePlugins must not be empty for the agent to have a
+// registry).
+func (h *Harness) AddDevicePlugin(cfg deviceplugin.Config) *deviceplugin.Plugin {
+	p := deviceplugin.New(cfg, func(name string) deps.Signal { return h.K.NewSignal(name) })
+	_ = h.Files.MkdirAll(p.HostDir())
+	h.plugins = append(h.plugins, p)
+	if h.registry != nil {
+		h.registry.Register(p.Registration(), p, nil)
+	}
+	return p
+}
+
+// RestartDevicePlugin brings a dead plugin back: it registers again.
+func (h *Harness) RestartDevicePlugin(p *deviceplugin.Plugin) {
+	if !p.Dead() {
+		return
+	}
+	p.Revive()
+	if h.registry != nil {
+		h.registry.Register(p.Registration(), p, nil)
+	}
+}
+
+// DevicePlugins are the fake device plugins, in order of addition.
+func (h *Harness) DevicePlugins() []*deviceplugin.Plugin { return slices.Clone(h.plugins) }
 
 // Close ends the simulation and every goroutine in it.
 func (h *Harness) Close() { h.K.Close() }
