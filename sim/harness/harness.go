@@ -65,7 +65,6 @@ type Config struct {
 // DevicePluginDir is the simulated agent's device plugin directory.
 const DevicePluginDir = "/var/lib/lockstep/device-plugins"
 
-
 // Harness is one simulated node.
 type Harness struct {
 	K       *kernel.Kernel
