@@ -27,6 +27,7 @@ import (
 	"github.com/lockstep-dev/lockstep/node/pleg"
 	"github.com/lockstep-dev/lockstep/node/podspec"
 	realcri "github.com/lockstep-dev/lockstep/node/real/cri"
+	"github.com/lockstep-dev/lockstep/node/real/deviceplugin"
 	"github.com/lockstep-dev/lockstep/node/real/kube"
 	"github.com/lockstep-dev/lockstep/node/real/machine"
 	"github.com/lockstep-dev/lockstep/node/real/mounter"
@@ -122,6 +123,14 @@ func Run(ctx context.Context, o Options, rt Runtime, log *slog.Logger) error {
 	if d.Cgroups, err = cgroupPort(o); err != nil {
 		return err
 	}
+	devicePluginDir := filepath.Join(o.RootDir, "device-plugins")
+	plugins := deviceplugin.NewRegistry(devicePluginDir)
+	go func() {
+		if err := plugins.Serve(ctx); err != nil {
+			log.Error("device plugin registration stopped; no device plugin can register", "error", err.Error())
+		}
+	}()
+	d.DevicePlugins = plugins
 	if kmsg, err := machine.OpenKmsg(""); err != nil {
 		log.Warn("kernel OOM kills will not be reported as SystemOOM events", "error", err.Error())
 	} else {
@@ -173,7 +182,7 @@ func Run(ctx context.Context, o Options, rt Runtime, log *slog.Logger) error {
 			Thresholds: thresholds, MaxPodGracePeriod: int64(o.EvictionMaxPodGracePeriod),
 			PressureTransitionPeriod: o.EvictionPressureTransitionPeriod,
 		},
-		NodeName: nodeName, ManifestDir: o.ManifestPath,
+		NodeName: nodeName, ManifestDir: o.ManifestPath, DevicePluginDir: devicePluginDir,
 		AllowedUnsafeSysctls: o.AllowedUnsafeSysctls,
 		FileCheckFrequency:   o.FileCheckFrequency, SyncFrequency: o.SyncFrequency,
 		Node: podspec.NodeInfo{
