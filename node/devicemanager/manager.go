@@ -65,6 +65,8 @@ type endpoint struct {
 	plugin deps.DevicePlugin // nil while disconnected
 	opts   deps.DevicePluginOptions
 	gen    int
+	// stop ends the plugin's ListAndWatch (nil without one).
+	stop context.CancelFunc
 	// devices: id -> healthy.
 	devices map[string]bool
 	// stoppedAt is when the plugin disconnected (zero while connected).
@@ -168,6 +170,7 @@ func (m *Manager) Register(ctx context.Context, req deps.DeviceRegistration, plu
 		m.d.Log.Warn("device plugin refused", "resource", req.ResourceName, "error", err.Error())
 		return fmt.Errorf("register device plugin: %w", err)
 	}
+	wctx, stop := m.d.Tasks.WithCancel(ctx)
 	m.mu.Lock()
 	m.gen++
 	gen := m.gen
@@ -176,13 +179,18 @@ func (m *Manager) Register(ctx context.Context, req deps.DeviceRegistration, plu
 		ep = &endpoint{devices: map[string]bool{}}
 		m.res[req.ResourceName] = ep
 	}
-	ep.plugin, ep.opts, ep.gen, ep.stoppedAt = plugin, req.Options, gen, time.Time{}
+	old := ep.stop
+	ep.plugin, ep.opts, ep.gen, ep.stoppedAt, ep.stop = plugin, req.Options, gen, time.Time{}, stop
 	m.mu.Unlock()
+	if old != nil {
+		old() // the plugin registered anew: its old stream is done
+	}
 	m.d.Log.Info("device plugin registered", "resource", req.ResourceName)
 	name := req.ResourceName
 	m.d.Tasks.Go("device plugin "+name, func() {
-		err := plugin.ListAndWatch(ctx, func(devs []deps.Device) { m.update(name, gen, devs) })
+		err := plugin.ListAndWatch(wctx, func(devs []deps.Device) { m.update(name, gen, devs) })
 		m.disconnected(name, gen, err)
+		stop()
 	})
 	return nil
 }

@@ -281,3 +281,16 @@ func TestInitContainerDevicesHandedOn(t *testing.T) {
 		t.Fatalf("the app container could not take the init container's devices: %v", err)
 	}
 }
+
+func TestNewRegistrationReplacesLiveStream(t *testing.T) {
+	w := newWorld(t)
+	old := w.plugin(deviceplugin.Config{Resource: foo, Count: 4})
+	w.plugin(deviceplugin.Config{Resource: foo, Count: 2})
+	old.SetHealthy("foo-0", false)
+	old.Die()
+	w.run(time.Second)
+	c, a, _ := w.resources()
+	if diff := cmp.Diff([]map[string]string{{foo: "2"}, {foo: "2"}}, []map[string]string{c, a}); diff != "" {
+		t.Fatalf("the replaced plugin still counts (-want +got):\n%s", diff)
+	}
+}
