@@ -112,6 +112,21 @@ func TestDevicePluginLifecycle(t *testing.T) {
 		t.Errorf("FOO_DEVICE of a/app, c/app, c/web (-want +got):\n%s", diff)
 	}
 
+	// The agent restarts while the plugin is down: the running pods,
+	// admitted before, are admitted again on the devices the checkpoint
+	// says they hold, and keep running.
+	containers := func() map[string]string {
+		out := map[string]string{}
+		for _, name := range []string{"a", "c"} {
+			p, _ := APIPod(h, "default", name)
+			for _, cs := range p.Status.ContainerStatuses {
+				out[name+"/"+cs.Name] = fmt.Sprintf("%s ready=%v", cs.ContainerID, cs.Ready)
+			}
+		}
+		return out
+	}
+	before := containers()
+	h.DevicePlugins()[0].Die()
 	h.CrashAgent()
 	if err := RunChecked(h, c, 5*time.Second, 100*time.Millisecond); err != nil {
 		t.Fatal(err)
@@ -120,6 +135,11 @@ func TestDevicePluginLifecycle(t *testing.T) {
 	if err := RunChecked(h, c, 30*time.Second, 100*time.Millisecond); err != nil {
 		t.Fatal(err)
 	}
+	if diff := cmp.Diff(before, containers()); diff != "" {
+		t.Fatalf("containers after an agent restart with the plugin down (-before +after):\n%s", diff)
+	}
+	h.RestartDevicePlugin(h.DevicePlugins()[0])
+	runUntil(t, h, "allocatable back", time.Minute, func() bool { c, a := nodeDevices(h); return c == "4" && a == "4" })
 	if err := h.API.User().DeletePodGracefully("default", "a", nil); err != nil {
 		t.Fatal(err)
 	}

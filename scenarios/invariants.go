@@ -125,6 +125,7 @@ func (c *Checker) onWrite(r apiserver.Record) {
 	c.onWriteProbes(r)
 	c.onWriteHooks(r)
 	c.onWriteCgroups(r)
+	c.onWriteDevices(r)
 	p := r.Pod
 	c.policy[p.UID] = p.Spec.RestartPolicy
 	prev, seen := c.lastPhase[p.UID]

@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/lockstep-dev/lockstep/sim/apiserver"
 	"github.com/lockstep-dev/lockstep/sim/deviceplugin"
 )
 
@@ -23,10 +24,37 @@ type deviceChecks struct {
 	// (by resource); absent while it is not.
 	overSince map[string]time.Duration
 	reported  map[string]bool
+	// ran: pods the API has shown Running.
+	ran map[types.UID]bool
 }
 
 func newDeviceChecks() *deviceChecks {
-	return &deviceChecks{overSince: map[string]time.Duration{}, reported: map[string]bool{}}
+	return &deviceChecks{overSince: map[string]time.Duration{}, reported: map[string]bool{}, ran: map[types.UID]bool{}}
+}
+
+// onWriteDevices checks the last part of devices-once: a pod that ran is
+// never refused for devices afterwards (an agent restart re-admits it on
+// the devices it holds, its plugin registered again or not).
+func (c *Checker) onWriteDevices(r apiserver.Record) {
+	plugins := c.h.DevicePlugins()
+	if r.Pod == nil || len(plugins) == 0 {
+		return
+	}
+	p := r.Pod
+	if p.Status.Phase == corev1.PodRunning {
+		c.dv.ran[p.UID] = true
+		return
+	}
+	if p.Status.Phase != corev1.PodFailed || !c.dv.ran[p.UID] {
+		return
+	}
+	refused := p.Status.Reason == "UnexpectedAdmissionError"
+	for _, pl := range plugins {
+		refused = refused || p.Status.Reason == "OutOf"+pl.Registration().ResourceName
+	}
+	if refused {
+		c.failOnce("devices-once", "refused "+string(p.UID), "pod %s/%s ran, then was refused: %s: %s", p.Namespace, p.Name, p.Status.Reason, p.Status.Message)
+	}
 }
 
 // checkDevices checks devices-once: no device is in two running
@@ -34,7 +62,7 @@ func newDeviceChecks() *deviceChecks {
 // lists a container's devices); every running container holds exactly the
 // devices it requested; and, while the agent runs, the Node's allocatable
 // never counts more devices than are healthy for longer than
-// deviceStatusBound.
+// deviceStatusBound (see also onWriteDevices).
 func (c *Checker) checkDevices(truth []RuntimeContainer) {
 	plugins := c.h.DevicePlugins()
 	if len(plugins) == 0 {

@@ -79,8 +79,7 @@ func (a *Agent) admissionNode() admission.Node {
 	n.Allocatable = n.Allocatable.DeepCopy()
 	n.Allocatable[corev1.ResourcePods] = *resource.NewQuantity(int64(maxPods), resource.DecimalSI)
 	if a.devices != nil {
-		_, devs, _ := a.devices.Resources()
-		maps.Copy(n.Allocatable, devs)
+		maps.Copy(n.Allocatable, a.devices.AdmissionAllocatable())
 	}
 	if node := a.recentNode(); node != nil {
 		n.Labels, n.Taints = node.Labels, node.Spec.Taints

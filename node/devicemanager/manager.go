@@ -186,6 +186,9 @@ func (m *Manager) Register(ctx context.Context, req deps.DeviceRegistration, plu
 		old() // the plugin registered anew: its old stream is done
 	}
 	m.d.Log.Info("device plugin registered", "resource", req.ResourceName)
+	// The resource is a device resource from now on, across restarts,
+	// even if its plugin dies before it lists a device.
+	m.checkpoint()
 	name := req.ResourceName
 	m.d.Tasks.Go("device plugin "+name, func() {
 		err := plugin.ListAndWatch(wctx, func(devs []deps.Device) { m.update(name, gen, devs) })
@@ -260,6 +263,32 @@ func (m *Manager) Resources() (capacity, allocatable corev1.ResourceList, remove
 		allocatable[corev1.ResourceName(name)] = *resource.NewQuantity(int64(healthy), resource.DecimalSI)
 	}
 	return capacity, allocatable, removed
+}
+
+// AdmissionAllocatable is what admission counts of each device resource:
+// the healthy devices plus those allocated to pods whatever their health
+// (their pods' requests are counted as used beside it). So a pod already
+// holding its devices is admitted again after an agent restart, before
+// its plugin has registered again, while a new pod is not.
+func (m *Manager) AdmissionAllocatable() corev1.ResourceList {
+	now := m.d.Clock.Now()
+	out := corev1.ResourceList{}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for name, ep := range m.res {
+		if !ep.stoppedAt.IsZero() && now.Sub(ep.stoppedAt) >= m.cfg.Grace {
+			continue
+		}
+		taken := m.taken(name, "")
+		n := 0
+		for id, h := range ep.devices {
+			if h || taken[id] {
+				n++
+			}
+		}
+		out[corev1.ResourceName(name)] = *resource.NewQuantity(int64(n), resource.DecimalSI)
+	}
+	return out
 }
 
 // requests is what c asks of each device resource the manager knows.

@@ -294,3 +294,26 @@ func TestNewRegistrationReplacesLiveStream(t *testing.T) {
 		t.Fatalf("the replaced plugin still counts (-want +got):\n%s", diff)
 	}
 }
+
+func TestAdmissionAllocatableCountsHeldDevices(t *testing.T) {
+	w := newWorld(t)
+	w.plugin(deviceplugin.Config{Resource: foo, Count: 4})
+	a := pod("a", 2)
+	if _, err := w.m.Allocate(w.ctx, a, &a.Spec.Containers[0]); err != nil {
+		t.Fatal(err)
+	}
+	w.restart() // the plugin has not registered again: every device unhealthy
+	got := map[string]string{}
+	for k, v := range w.m.AdmissionAllocatable() {
+		got[string(k)] = v.String()
+	}
+	if diff := cmp.Diff(map[string]string{foo: "2"}, got); diff != "" {
+		t.Errorf("admission allocatable after a restart (-want +got):\n%s", diff)
+	}
+	if _, msg, ok := w.m.Admit(a, nil); !ok {
+		t.Errorf("pod a, holding its devices, refused: %s", msg)
+	}
+	if _, _, ok := w.m.Admit(pod("b", 1), []*corev1.Pod{a}); ok {
+		t.Error("pod b admitted with no healthy device")
+	}
+}
