@@ -1,8 +1,6 @@
 package agent
 
 import (
-	"k8s.io/apimachinery/pkg/types"
-
 	"github.com/lockstep-dev/lockstep/node/deps"
 	"github.com/lockstep-dev/lockstep/node/devicemanager"
 	"github.com/lockstep-dev/lockstep/node/runtimesync"
@@ -34,13 +32,4 @@ func (a *Agent) deviceHousekeeping() {
 	for _, uid := range a.devices.FreeOrphans(a.mayRunPod) {
 		a.d.Log.Info("devices of a pod that can no longer run freed", "uid", string(uid))
 	}
-}
-
-// Devices returns, for pod uid, container -> resource -> device ids
-// allocated (none without device plugins).
-func (a *Agent) Devices(uid types.UID) map[string]map[string][]string {
-	if a.devices == nil {
-		return nil
-	}
-	return a.devices.Allocated(uid)
 }
