@@ -108,6 +108,12 @@ func TestDevicePluginOnContainerd(t *testing.T) {
 		t.Errorf("pod %s after the restart: ready %v, container %s; want the same container %s", p.Name, podReady(got), got.Status.ContainerStatuses[0].ContainerID, before)
 	}
 
+	// After the restart the node reports the devices again (all healthy:
+	// allocatable counts held devices too) before the plugin stops.
+	poll(t, 60*time.Second, "node allocatable example.com/foo: 4 after the restart", func() (bool, error) {
+		c, a, err := e.nodeDevices(t, res)
+		return c == "4" && a == "4", fmt.Errorf("capacity %q allocatable %q (%v)", c, a, err)
+	})
 	stop()
 	start = time.Now()
 	poll(t, 60*time.Second, "node allocatable example.com/foo: 0 after the plugin stopped", func() (bool, error) {
