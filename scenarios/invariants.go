@@ -54,6 +54,8 @@ type Checker struct {
 	ooms            map[string]*oomKill // by container ID, see invariants_oom.go
 	shutdown        *shutdownChecks     // see shutdown.go
 	rz              *resizeChecks       // see resize.go
+	dv              *deviceChecks       // see invariants_devices.go
+	reportedOnce    map[string]bool     // see failOnce
 }
 
 // NewChecker starts checking h's apiserver writes at once; call Check to
@@ -63,7 +65,7 @@ func NewChecker(h *harness.Harness) *Checker {
 		lastPhase: map[types.UID]corev1.PodPhase{}, restarts: map[string]int32{}, term: newTerminationState(), suite: newSuiteState(),
 		probes: newProbeChecks(), sidecars: newSidecarChecks(),
 		hooks: newHookChecks(), cg: newCgroupChecks(), cpus: newCPUChecks(),
-		pressure: newPressureChecks(), storage: newLocalStorageChecks(), imagegc: newImageGCChecks(), ooms: map[string]*oomKill{}, rz: newResizeChecks()}
+		pressure: newPressureChecks(), storage: newLocalStorageChecks(), imagegc: newImageGCChecks(), ooms: map[string]*oomKill{}, rz: newResizeChecks(), dv: newDeviceChecks()}
 	h.API.OnWrite(c.onWrite)
 	h.OnStopContainer(c.onShutdownStop)
 	return c
@@ -101,6 +103,7 @@ func (c *Checker) Check() {
 	c.checkOOM(truth)
 	c.checkShutdown()
 	c.checkResize(truth)
+	c.checkDevices(truth)
 	for _, ct := range truth {
 		key := string(ct.PodUID) + "/" + ct.Name
 		if ct.State == runtimeapi.ContainerState_CONTAINER_RUNNING {
@@ -138,6 +141,7 @@ func (c *Checker) onWrite(r apiserver.Record) {
 	c.onWriteHooks(r)
 	c.onWriteCgroups(r)
 	c.onWriteResize(r)
+	c.onWriteDevices(r)
 	p := r.Pod
 	c.policy[p.UID] = p.Spec.RestartPolicy
 	prev, seen := c.lastPhase[p.UID]
@@ -184,4 +188,17 @@ func RunChecked(h *harness.Harness, c *Checker, d, slice time.Duration) error {
 		c.Check()
 	}
 	return nil
+}
+
+// failOnce reports a violation of inv once per key (the resize and
+// devices checks, which see the same state at every step).
+func (c *Checker) failOnce(inv, key, format string, args ...any) {
+	if c.reportedOnce == nil {
+		c.reportedOnce = map[string]bool{}
+	}
+	if c.reportedOnce[inv+" "+key] {
+		return
+	}
+	c.reportedOnce[inv+" "+key] = true
+	c.fail(inv, format, args...)
 }

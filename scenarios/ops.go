@@ -75,6 +75,10 @@ func Ops() map[string]Op {
 		"create-image":        {"create a pod running gc image a, exiting for good after 10 s when b=1", drawArgs(0, 5, 0, 1), opCreateImage},
 		"image-disk":          {"set the image filesystem's use outside images and containers to level a", drawArgs(0, len(imageDiskLevels)-1), opImageDisk},
 		"create-chatty":       {"create a pod whose container logs a numbered line every 100 ms (a second, quiet container when a=1)", drawArgs(0, 1), opCreateChatty},
+		"create-devices":      {"create a pod requesting devices (see DevicePod, n=a)", drawArgs(0, 5), opCreateDevices},
+		"plugin-die":          {"the device plugin dies", nil, opPluginDie},
+		"plugin-restart":      {"a dead device plugin comes back and registers again", nil, opPluginRestart},
+		"device-health":       {"device a of the plugin turns healthy when b=1, else unhealthy", drawArgs(0, DeviceCount-1, 0, 1), opDeviceHealth},
 		"wait":                {"just time passing", nil, func(*run, [3]int) error { return nil }},
 	}
 }

@@ -127,13 +127,6 @@ func (c *Checker) onWriteResize(r apiserver.Record) {
 	}
 }
 
-func (c *Checker) failOnce(inv, key, format string, args ...any) {
-	if !c.rz.reported[inv+" "+key] {
-		c.rz.reported[inv+" "+key] = true
-		c.fail(inv, format, args...)
-	}
-}
-
 // checkResize remembers the instances of resizable pods' containers the
 // agent stopped (for resize-in-place and resize-restarts-once, judged
 // once the world has settled) and checks allocations-fit.

@@ -190,6 +190,7 @@ func (r *run) heal() {
 	r.h.Runtime.SetRuntimeReady(true)
 	r.h.Runtime.SetNetworkReady(true)
 	r.h.API.ClearFaults()
+	r.healDevices()
 	r.c.Healed()
 	if r.h.Agent() == nil {
 		r.h.StartAgent()

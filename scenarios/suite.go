@@ -56,6 +56,7 @@ func Scenarios() []Scenario {
 		numaScenario(),
 		imageGCScenario(),
 		logRotationScenario(),
+		devicesScenario(),
 	}
 }
 
@@ -233,7 +234,7 @@ func Invariants() []string {
 		"one-instance", "never-restart", "no-stuck-created", "previous-kept", "terminal-is-final",
 		"legal-phases", "restart-count-monotone", "ready-is-true", "grace-honoured", "static-exclusive",
 		"sigterm-first", "lease-fresh", "node-ready", "liveness-restarts", "startup-protects", "fresh-probe-results", "sidecar-order", "pull-backoff", "image-gc-safe", "image-gc-lru", "log-bounded", "log-lines-once",
-		"prestop-before-stop", "poststart-before-started", "volumes-kept", "token-valid", "client-cert-valid", "cgroups-match", "exclusive-cpus", "numa-aligned",
+		"prestop-before-stop", "poststart-before-started", "volumes-kept", "token-valid", "client-cert-valid", "cgroups-match", "exclusive-cpus", "numa-aligned", "devices-once",
 		"eviction-order", "critical-survives", "evicted-stays-dead",
 		"one-eviction-per-cycle", "reclaim-first", "local-storage-evicted", "local-storage-kept", "pressure-conditions", "admission", "oom-reported",
 		"shutdown-order", "shutdown-grace", "shutdown-not-ready",

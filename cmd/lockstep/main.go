@@ -33,6 +33,7 @@ func newRootCommand() *cobra.Command {
 		newSimCommand(),
 		newNodeCommand(),
 		newFakeCRICommand(),
+		newDevicePluginCommand(),
 	)
 	return root
 }

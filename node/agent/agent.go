@@ -21,6 +21,7 @@ import (
 	"github.com/lockstep-dev/lockstep/node/cgroups"
 	"github.com/lockstep-dev/lockstep/node/cpumanager"
 	"github.com/lockstep-dev/lockstep/node/deps"
+	"github.com/lockstep-dev/lockstep/node/devicemanager"
 	"github.com/lockstep-dev/lockstep/node/eviction"
 	"github.com/lockstep-dev/lockstep/node/imagegc"
 	"github.com/lockstep-dev/lockstep/node/logrotate"
@@ -111,6 +112,11 @@ type Config struct {
 	// LogRotation is the container log rotation policy (zero fields: the
 	// kubelet's defaults, 10Mi, 5 files, 1 worker, every 10 s).
 	LogRotation logrotate.Config
+	// DevicePluginDir is the device plugin directory
+	// (<root-dir>/device-plugins), where device allocations are
+	// checkpointed; "" keeps no checkpoint. Device plugins register
+	// through deps.Deps.DevicePlugins (nil: none).
+	DevicePluginDir string
 }
 
 // Agent is one node agent.
@@ -139,6 +145,8 @@ type Agent struct {
 	alloc *allocation.Store
 	// resources are the CPU, memory and topology managers.
 	resources resourceManagers
+	// devices is the device plugin manager (nil without a registry).
+	devices *devicemanager.Manager
 	// evictions is the eviction manager; stats its sampler.
 	evictions *eviction.Manager
 	stats     *stats.Provider
@@ -216,6 +224,7 @@ func New(d deps.Deps, cfg Config) (*Agent, error) {
 		m.SetNodeName(cfg.NodeName)
 	}
 	objects := objcache.New(d.Core, d.API.ObjectWatches)
+	devices := newDevices(d, cfg)
 	users := newUserNamespaces(d, cfg)
 	a := &Agent{
 		d:       d,
@@ -228,7 +237,7 @@ func New(d deps.Deps, cfg Config) (*Agent, error) {
 		exec: runtimesync.NewExecutor(d.Core, runtimesync.Ports{
 			Runtime: d.Runtime, Images: d.Images, Files: d.Files, Events: d.API.Events,
 			ConfigMaps: d.API.ConfigMaps, Secrets: d.API.Secrets, Objects: objects, Services: d.API.Services, RuntimeClasses: d.API.RuntimeClasses,
-			ProbeNet: d.ProbeNet, UserNamespaces: usernsPort(users),
+			ProbeNet: d.ProbeNet, UserNamespaces: usernsPort(users), Devices: devicesPort(devices),
 		}, cfg.RuntimeSync),
 		expected:  map[types.UID]map[string]expectation{},
 		sysctls:   sysctlAllowlist(d, cfg.AllowedUnsafeSysctls),
@@ -238,6 +247,7 @@ func New(d deps.Deps, cfg Config) (*Agent, error) {
 		evicted:   map[types.UID]stopNote{},
 		alloc:     alloc,
 		resources: resources,
+		devices:   devices,
 
 		pendingResizes: map[types.UID]bool{},
 	}
@@ -272,6 +282,9 @@ func New(d deps.Deps, cfg Config) (*Agent, error) {
 	if d.API.Nodes != nil && d.API.Leases != nil {
 		nc := cfg.NodeStatus
 		nc.NodeName = cfg.NodeName
+		if devices != nil {
+			nc.Devices = devices
+		}
 		if nc.NodeIP == "" {
 			nc.NodeIP = cfg.Node.HostIP
 		}
@@ -294,6 +307,9 @@ func (a *Agent) Start(ctx context.Context) {
 	}
 	a.workers = podworkers.New(ctx, a.d.Core, a, a.queue, wc)
 	a.startCgroups()
+	if a.devices != nil {
+		a.devices.Start(ctx)
+	}
 	a.pleg.Start(ctx)
 	a.objects.Start(ctx)
 	a.volumes.Start(ctx)

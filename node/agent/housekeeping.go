@@ -99,6 +99,7 @@ func (a *Agent) housekeeping(ctx context.Context, gc bool) {
 		a.d.Log.Warn("forgetting orphaned pod allocations failed; will retry", "error", err.Error())
 	}
 	a.resourceHousekeeping()
+	a.deviceHousekeeping()
 	a.reportRunning()
 	// Orphans: runtime pods no source wants and no worker owns.
 	for _, uid := range a.pleg.Cache().UIDs() {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"strings"
 	"time"
 
@@ -123,6 +124,9 @@ func (a *Agent) admissionNode() admission.Node {
 	}
 	n.Allocatable = n.Allocatable.DeepCopy()
 	n.Allocatable[corev1.ResourcePods] = *resource.NewQuantity(int64(maxPods), resource.DecimalSI)
+	if a.devices != nil {
+		maps.Copy(n.Allocatable, a.devices.AdmissionAllocatable())
+	}
 	if node := a.currentNode(); node != nil {
 		n.Labels, n.Taints = node.Labels, node.Spec.Taints
 		return n
@@ -222,6 +226,11 @@ func (a *Agent) admit(pod *corev1.Pod) {
 			if victims, ok := admission.PodsToPreempt(pod, podspec.QOSClass, node, admitted); ok {
 				a.preempt(pod, victims)
 				d = admission.Decision{}
+			}
+		}
+		if d.Admitted() && a.devices != nil {
+			if reason, msg, ok := a.devices.Admit(pod, a.activePods()); !ok {
+				d = admission.Decision{Reason: reason, Message: msg}
 			}
 		}
 		if d.Admitted() {

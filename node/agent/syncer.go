@@ -219,6 +219,9 @@ func (a *Agent) SyncTerminatedPod(_ context.Context, uid types.UID, pod *corev1.
 	}
 	a.probes.RemovePod(uid)
 	a.removePodCgroup(uid)
+	if a.devices != nil {
+		a.devices.Free(uid)
+	}
 	if err := a.alloc.Remove(uid); err != nil {
 		a.d.Log.Warn("forgetting a terminated pod's allocation failed; housekeeping will retry", "uid", string(uid), "error", err.Error())
 	}

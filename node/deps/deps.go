@@ -67,6 +67,9 @@ type Deps struct {
 	Shutdown ShutdownNotifier
 	// ManifestHTTP fetches the HTTP static pod source; nil: none.
 	ManifestHTTP ManifestHTTP
+	// DevicePlugins is where device plugins register; nil: no device
+	// plugins (no extended resources from devices).
+	DevicePlugins DevicePluginRegistry
 }
 
 // Clock is the part of github.com/benbjohnson/clock's Clock that a simulator

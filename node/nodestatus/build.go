@@ -46,6 +46,10 @@ type facts struct {
 	images   []corev1.ContainerImage
 	handlers []corev1.NodeRuntimeHandler
 	features *corev1.NodeFeatures
+	// devCapacity and devAllocatable are the device plugins' extended
+	// resources; devRemoved those to drop from the status.
+	devCapacity, devAllocatable corev1.ResourceList
+	devRemoved                  []corev1.ResourceName
 }
 
 // maxNamesPerImage is how many names of one image the status lists, as
@@ -246,6 +250,16 @@ func buildStatus(cfg Config, old *corev1.NodeStatus, f facts) corev1.NodeStatus 
 		s.Capacity[name] = q
 	}
 	for name, q := range Allocatable(c, cfg.Reserved) {
+		s.Allocatable[name] = q
+	}
+	for _, name := range f.devRemoved {
+		delete(s.Capacity, name)
+		delete(s.Allocatable, name)
+	}
+	for name, q := range f.devCapacity {
+		s.Capacity[name] = q
+	}
+	for name, q := range f.devAllocatable {
 		s.Allocatable[name] = q
 	}
 

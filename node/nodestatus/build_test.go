@@ -470,3 +470,21 @@ func TestNewNodeUnschedulable(t *testing.T) {
 		})
 	}
 }
+
+func TestBuildStatusDeviceResources(t *testing.T) {
+	old := newNode(testCfg, facts{now: at(10), info: testInfo, ready: readiness{true, MessageReady}}).Status
+	old.Capacity["example.com/gone"] = resource.MustParse("2")
+	old.Allocatable["example.com/gone"] = resource.MustParse("2")
+	old.Capacity["example.com/other"] = resource.MustParse("1")
+	f := facts{now: at(100), info: testInfo, ready: readiness{true, MessageReady},
+		devCapacity:    corev1.ResourceList{"example.com/foo": resource.MustParse("4")},
+		devAllocatable: corev1.ResourceList{"example.com/foo": resource.MustParse("3")},
+		devRemoved:     []corev1.ResourceName{"example.com/gone"}}
+	s := buildStatus(testCfg, &old, f)
+	if diff := cmp.Diff(map[string]string{"cpu": "4", "memory": "8Gi", "pods": "110", "example.com/foo": "4", "example.com/other": "1"}, quantities(s.Capacity)); diff != "" {
+		t.Errorf("capacity (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(map[string]string{"cpu": "3500m", "memory": "7Gi", "pods": "110", "example.com/foo": "3"}, quantities(s.Allocatable)); diff != "" {
+		t.Errorf("allocatable (-want +got):\n%s", diff)
+	}
+}

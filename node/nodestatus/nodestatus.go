@@ -125,6 +125,17 @@ type Config struct {
 	Pressure Pressure
 	// Shutdown makes the node NotReady while it shuts down; nil: never.
 	Shutdown ShutdownStatus
+	// Devices feeds the device plugins' extended resources; nil means
+	// none.
+	Devices Devices
+}
+
+// Devices reports the extended resources of device plugins
+// (node/devicemanager): capacity counts every device, allocatable the
+// healthy ones; removed are resources to drop from the status (their
+// plugin has been gone past its grace; reported on every call).
+type Devices interface {
+	Resources() (capacity, allocatable corev1.ResourceList, removed []corev1.ResourceName)
 }
 
 func (c Config) withDefaults() Config {

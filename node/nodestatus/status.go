@@ -215,6 +215,9 @@ func (m *Manager) gather(ctx context.Context) (facts, error) {
 	if m.cfg.Pressure != nil {
 		f.memoryPressure, f.diskPressure, f.pidPressure = m.cfg.Pressure.NodePressure()
 	}
+	if m.cfg.Devices != nil {
+		f.devCapacity, f.devAllocatable, f.devRemoved = m.cfg.Devices.Resources()
+	}
 	return f, nil
 }
 

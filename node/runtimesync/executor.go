@@ -100,6 +100,16 @@ type Ports struct {
 	// ProbeNet carries the HTTP GETs of lifecycle hooks; nil: HTTP hooks
 	// fail.
 	ProbeNet deps.ProbeNetwork
+	// Devices hands containers their device plugin devices
+	// (node/devicemanager); nil: no container gets any.
+	Devices Devices
+}
+
+// Devices allocates containers' device plugin devices.
+type Devices interface {
+	// Allocate returns what c's config must hold to use its devices (the
+	// same devices for every instance); nil when it uses none.
+	Allocate(ctx context.Context, pod *corev1.Pod, c *corev1.Container) (*deps.DeviceAllocation, error)
 }
 
 // UserNamespaces allocates pods' user namespaces (node/userns).
@@ -357,7 +367,16 @@ func (e *Executor) containerConfig(ctx context.Context, pod *corev1.Pod, c *core
 	if opts.ServiceEnv, err = e.serviceEnv(ctx, pod); err != nil {
 		return nil, fmt.Errorf("container %q of pod %s/%s: %w", c.Name, pod.Namespace, pod.Name, err)
 	}
-	return podspec.ContainerConfigWith(pod, c, opts, e.cfg.Node)
+	cfg, err := podspec.ContainerConfigWith(pod, c, opts, e.cfg.Node)
+	if err != nil || e.ports.Devices == nil {
+		return cfg, err
+	}
+	devs, err := e.ports.Devices.Allocate(ctx, pod, c)
+	if err != nil {
+		return nil, err
+	}
+	podspec.AddDevices(cfg, devs)
+	return cfg, nil
 }
 
 // envObjects reads the configMaps and secrets c's environment names from

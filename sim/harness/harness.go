@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -22,6 +23,7 @@ import (
 	"github.com/lockstep-dev/lockstep/node/eviction"
 	"github.com/lockstep-dev/lockstep/sim/apiserver"
 	"github.com/lockstep-dev/lockstep/sim/choice"
+	"github.com/lockstep-dev/lockstep/sim/deviceplugin"
 	"github.com/lockstep-dev/lockstep/sim/kernel"
 	"github.com/lockstep-dev/lockstep/sim/memfs"
 )
@@ -73,7 +75,14 @@ type Config struct {
 	// and one NUMA node of single-thread cores, as many as the node
 	// model's CPU capacity. When set, the node's CPU capacity follows it.
 	CPUs []deps.CPUInfo
+	// DevicePlugins are fake device plugins running from the start; when
+	// set the agent gets a device plugin registry (AddDevicePlugin adds
+	// more).
+	DevicePlugins []deviceplugin.Config
 }
+
+// DevicePluginDir is the simulated agent's device plugin directory.
+const DevicePluginDir = "/var/lib/lockstep/device-plugins"
 
 // Harness is one simulated node.
 type Harness struct {
@@ -100,6 +109,11 @@ type Harness struct {
 	memcg     *memoryNotifier // the memcg threshold notifier, scripted
 	shutdown  *nodeShutdown   // logind, scripted
 	manifests *manifestServer // the --manifest-url server, scripted
+	// registry is where the running agent's device plugins register (a
+	// new one for every agent, as the registration socket is recreated);
+	// plugins are the fake plugins by resource, in order of addition.
+	registry *deviceplugin.Registry
+	plugins  []*deviceplugin.Plugin
 }
 
 // New builds the world; the agent is not started yet.
@@ -144,13 +158,17 @@ func New(cfg Config) *Harness {
 	if cfg.ClientCertLifetime > 0 {
 		api.User().SignCSRs(&apiserver.CSRPolicy{Delay: 5 * time.Second, Duration: cfg.ClientCertLifetime})
 	}
-	return &Harness{K: k, Runtime: rt, API: api, Files: files, Mounts: memfs.NewMounts(files), Cgroups: NewCgroupTree(rt), NodeName: cfg.NodeName, cfg: cfg,
+	h := &Harness{K: k, Runtime: rt, API: api, Files: files, Mounts: memfs.NewMounts(files), Cgroups: NewCgroupTree(rt), NodeName: cfg.NodeName, cfg: cfg,
 		Certs:  &CertStore{},
 		traced: newTracingRuntime(rt, k), ooms: oomKills{deps.NewInbox[deps.OOMKill](k.Tasks(), "kernel oom kills")},
 		memcg: &memoryNotifier{rt: rt, sig: k.Tasks().NewSignal("memcg threshold")},
 		shutdown: &nodeShutdown{k: k, events: deps.NewInbox[bool](k.Tasks(), "logind shutdown signals"), maxDelay: cfg.ShutdownMaxDelay,
 			state: &ShutdownState{Started: -1, Released: -1}},
 		manifests: newManifestServer(k)}
+	for _, pc := range cfg.DevicePlugins {
+		h.AddDevicePlugin(pc)
+	}
+	return h
 }
 
 // defaultThresholds are the kubelet's default hard eviction thresholds,
@@ -252,6 +270,16 @@ func (h *Harness) StartAgent() {
 		cfg.RuntimeType = "fakecri"
 	}
 	cfg.Cgroups = h.CgroupConfig()
+	if len(h.cfg.DevicePlugins) > 0 {
+		h.registry = deviceplugin.NewRegistry(h.K.Tasks())
+		d.DevicePlugins = h.registry
+		cfg.DevicePluginDir = DevicePluginDir
+		for _, p := range h.plugins {
+			if !p.Dead() {
+				h.registry.Register(p.Registration(), p, nil)
+			}
+		}
+	}
 	if h.cfg.EventedPLEG {
 		cfg.PLEG.UseEvents = true
 		d.RuntimeEvents = runtimeEvents{h.Runtime}
@@ -291,7 +319,37 @@ func (h *Harness) CrashAgent() {
 	h.cancel()
 	h.shutdown.state.Inhibited = false // logind drops a dead process's lock
 	h.agent, h.group, h.cancel, h.certs = nil, nil, nil, nil
+	h.registry = nil
 }
+
+// AddDevicePlugin starts a fake device plugin, which registers with the
+// running agent now and with every agent started later, as the sample
+// plugin re-registers when the registration socket is recreated
+// (Config.DevicePlugins must not be empty for the agent to have a
+// registry).
+func (h *Harness) AddDevicePlugin(cfg deviceplugin.Config) *deviceplugin.Plugin {
+	p := deviceplugin.New(cfg, func(name string) deps.Signal { return h.K.NewSignal(name) })
+	_ = h.Files.MkdirAll(p.HostDir())
+	h.plugins = append(h.plugins, p)
+	if h.registry != nil {
+		h.registry.Register(p.Registration(), p, nil)
+	}
+	return p
+}
+
+// RestartDevicePlugin brings a dead plugin back: it registers again.
+func (h *Harness) RestartDevicePlugin(p *deviceplugin.Plugin) {
+	if !p.Dead() {
+		return
+	}
+	p.Revive()
+	if h.registry != nil {
+		h.registry.Register(p.Registration(), p, nil)
+	}
+}
+
+// DevicePlugins are the fake device plugins, in order of addition.
+func (h *Harness) DevicePlugins() []*deviceplugin.Plugin { return slices.Clone(h.plugins) }
 
 // Close ends the simulation and every goroutine in it.
 func (h *Harness) Close() { h.K.Close() }

@@ -29,6 +29,7 @@ import (
 	"github.com/lockstep-dev/lockstep/node/pleg"
 	"github.com/lockstep-dev/lockstep/node/podspec"
 	realcri "github.com/lockstep-dev/lockstep/node/real/cri"
+	"github.com/lockstep-dev/lockstep/node/real/deviceplugin"
 	"github.com/lockstep-dev/lockstep/node/real/du"
 	"github.com/lockstep-dev/lockstep/node/real/kube"
 	"github.com/lockstep-dev/lockstep/node/real/logind"
@@ -190,6 +191,14 @@ func prepare(ctx context.Context, o Options, rt Runtime, log *slog.Logger, fail 
 		defer n.Close()
 		d.MemoryThreshold = n
 	}
+	devicePluginDir := filepath.Join(o.RootDir, "device-plugins")
+	plugins := deviceplugin.NewRegistry(devicePluginDir)
+	go func() {
+		if err := plugins.Serve(ctx); err != nil {
+			log.Error("device plugin registration stopped; no device plugin can register", "error", err.Error())
+		}
+	}()
+	d.DevicePlugins = plugins
 	if kmsg, err := machine.OpenKmsg(""); err != nil {
 		log.Warn("kernel OOM kills will not be reported as SystemOOM events", "error", err.Error())
 	} else {
@@ -257,7 +266,7 @@ func prepare(ctx context.Context, o Options, rt Runtime, log *slog.Logger, fail 
 			Thresholds: thresholds, MaxPodGracePeriod: int64(o.EvictionMaxPodGracePeriod),
 			PressureTransitionPeriod: o.EvictionPressureTransitionPeriod,
 		},
-		NodeName: nodeName, ManifestDir: o.ManifestPath,
+		NodeName: nodeName, ManifestDir: o.ManifestPath, DevicePluginDir: devicePluginDir,
 		ManifestURL: o.ManifestURL, ManifestURLHeader: o.ManifestURLHeader, HTTPCheckFrequency: o.HTTPCheckFrequency,
 		ShutdownGroups:       o.ShutdownGroups(),
 		AllowedUnsafeSysctls: o.AllowedUnsafeSysctls,

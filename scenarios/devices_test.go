@@ -1,0 +1,218 @@
+package scenarios
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"google.golang.org/protobuf/testing/protocmp"
+	corev1 "k8s.io/api/core/v1"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/lockstep-dev/lockstep/node/devicemanager"
+	"github.com/lockstep-dev/lockstep/node/podstate"
+	"github.com/lockstep-dev/lockstep/sim/deviceplugin"
+	"github.com/lockstep-dev/lockstep/sim/harness"
+)
+
+func startDevices(t *testing.T, seed uint64) *harness.Harness {
+	t.Helper()
+	h := harness.New(harness.Config{
+		Seed:          seed,
+		Replay:        func(s uint64) string { return fmt.Sprintf("go test ./scenarios -run '^%s$' (seed %d)", t.Name(), s) },
+		DevicePlugins: []deviceplugin.Config{{Resource: DeviceResource, Count: DeviceCount}},
+	})
+	t.Cleanup(h.Close)
+	h.StartAgent()
+	return h
+}
+
+// nodeDevices is the Node's capacity and allocatable of DeviceResource
+// ("" when absent).
+func nodeDevices(h *harness.Harness) (capacity, allocatable string) {
+	for _, n := range h.API.User().Nodes() {
+		if n.Name != h.NodeName {
+			continue
+		}
+		if q, ok := n.Status.Capacity[DeviceResource]; ok {
+			capacity = q.String()
+		}
+		if q, ok := n.Status.Allocatable[DeviceResource]; ok {
+			allocatable = q.String()
+		}
+	}
+	return capacity, allocatable
+}
+
+// deviceConfig is the device env and mounts of the running container
+// name of pod (namespace default).
+func deviceConfig(t *testing.T, h *harness.Harness, pod, name string) (string, []*runtimeapi.Mount) {
+	t.Helper()
+	p, ok := APIPod(h, "default", pod)
+	if !ok {
+		t.Fatalf("pod %s not in the API", pod)
+	}
+	for _, ct := range TrueContainers(h) {
+		if ct.PodUID != p.UID || ct.Name != name || ct.State != runtimeapi.ContainerState_CONTAINER_RUNNING {
+			continue
+		}
+		cfg, _ := h.Runtime.TrueContainerConfig(ct.ID)
+		env := ""
+		for _, kv := range cfg.GetEnvs() {
+			if kv.GetKey() == "FOO_DEVICE" {
+				env = string(kv.GetValue())
+			}
+		}
+		var mounts []*runtimeapi.Mount
+		for _, m := range cfg.GetMounts() {
+			if m.GetContainerPath() == "/dev/foo" {
+				mounts = append(mounts, m)
+			}
+		}
+		return env, mounts
+	}
+	t.Fatalf("no running container %s of pod %s", name, pod)
+	return "", nil
+}
+
+// TestDevicePluginLifecycle: the plugin's devices become node capacity
+// and allocatable; pods get their devices' env and mount, each device
+// once; a pod asking for more than is free is refused
+// (OutOfexample.com/foo); the allocations survive an agent crash; a
+// deleted pod's devices go to the next pod; the plugin's death makes
+// allocatable 0 and, after the grace, removes the resource.
+func TestDevicePluginLifecycle(t *testing.T) {
+	h := startDevices(t, 21)
+	c := NewChecker(h)
+	runUntil(t, h, "devices in the node status", time.Minute, func() bool { c, a := nodeDevices(h); return c == "4" && a == "4" })
+	mustCreate(t, h, NewPod("a", h.NodeName, Devices("app", DeviceResource, 2)))
+	runUntil(t, h, "pod a running", time.Minute, func() bool { return PodIs(h, "default", "a", corev1.PodRunning, true) })
+	mustCreate(t, h, NewPod("b", h.NodeName, Devices("app", DeviceResource, 3)))
+	runUntil(t, h, "pod b failed", time.Minute, func() bool { return PodIs(h, "default", "b", corev1.PodFailed, false) })
+	// As the kubelet: the resource check against allocatable (which
+	// holds the devices) refuses it before the device manager is asked.
+	b, _ := APIPod(h, "default", "b")
+	if want := "Node didn't have enough resource: example.com/foo, requested: 3, used: 2, capacity: 4"; b.Status.Reason != "OutOfexample.com/foo" || b.Status.Message != want {
+		t.Errorf("pod b status = %q %q, want OutOfexample.com/foo %q", b.Status.Reason, b.Status.Message, want)
+	}
+	mustCreate(t, h, NewPod("c", h.NodeName, Devices("app", DeviceResource, 1), Devices("web", DeviceResource, 1)))
+	runUntil(t, h, "pod c running", time.Minute, func() bool { return PodIs(h, "default", "c", corev1.PodRunning, true) })
+
+	envA, mounts := deviceConfig(t, h, "a", "app")
+	wantMount := []*runtimeapi.Mount{{ContainerPath: "/dev/foo", HostPath: "/var/lib/lockstep-deviceplugin/foo", Readonly: true}}
+	if diff := cmp.Diff(wantMount, mounts, protocmp.Transform()); diff != "" {
+		t.Errorf("pod a's device mount (-want +got):\n%s", diff)
+	}
+	envC1, _ := deviceConfig(t, h, "c", "app")
+	envC2, _ := deviceConfig(t, h, "c", "web")
+	if diff := cmp.Diff([]string{"foo-0,foo-1", "foo-2", "foo-3"}, []string{envA, envC1, envC2}); diff != "" {
+		t.Errorf("FOO_DEVICE of a/app, c/app, c/web (-want +got):\n%s", diff)
+	}
+
+	// The agent restarts while the plugin is down: the running pods,
+	// admitted before, are admitted again on the devices the checkpoint
+	// says they hold, and keep running.
+	containers := func() map[string]string {
+		out := map[string]string{}
+		for _, name := range []string{"a", "c"} {
+			p, _ := APIPod(h, "default", name)
+			for _, cs := range p.Status.ContainerStatuses {
+				out[name+"/"+cs.Name] = fmt.Sprintf("%s ready=%v", cs.ContainerID, cs.Ready)
+			}
+		}
+		return out
+	}
+	before := containers()
+	h.DevicePlugins()[0].Die()
+	h.CrashAgent()
+	if err := RunChecked(h, c, 5*time.Second, 100*time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	h.StartAgent()
+	if err := RunChecked(h, c, 30*time.Second, 100*time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(before, containers()); diff != "" {
+		t.Fatalf("containers after an agent restart with the plugin down (-before +after):\n%s", diff)
+	}
+	h.RestartDevicePlugin(h.DevicePlugins()[0])
+	runUntil(t, h, "allocatable back", time.Minute, func() bool { c, a := nodeDevices(h); return c == "4" && a == "4" })
+	if err := h.API.User().DeletePodGracefully("default", "a", nil); err != nil {
+		t.Fatal(err)
+	}
+	runUntil(t, h, "pod a gone", 2*time.Minute, func() bool { _, ok := APIPod(h, "default", "a"); return !ok })
+	mustCreate(t, h, NewPod("d", h.NodeName, Devices("app", DeviceResource, 2)))
+	runUntil(t, h, "pod d running", time.Minute, func() bool { return PodIs(h, "default", "d", corev1.PodRunning, true) })
+	if env, _ := deviceConfig(t, h, "d", "app"); env != "foo-0,foo-1" {
+		t.Errorf("pod d got %q, want a's freed foo-0,foo-1", env)
+	}
+
+	h.DevicePlugins()[0].Die()
+	start := h.K.Elapsed()
+	runUntil(t, h, "allocatable 0", time.Minute, func() bool { c, a := nodeDevices(h); return c == "4" && a == "0" })
+	if took := h.K.Elapsed() - start; took > 15*time.Second {
+		t.Errorf("allocatable dropped to 0 after %v, want within a status period", took)
+	}
+	runUntil(t, h, "resource removed", 10*time.Minute, func() bool { c, a := nodeDevices(h); return c == "" && a == "" })
+	if took := h.K.Elapsed() - start; took < devicemanager.DefaultGrace {
+		t.Errorf("resource removed after %v, before the %v grace", took, devicemanager.DefaultGrace)
+	}
+	if err := RunChecked(h, c, time.Second, 100*time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	if v := c.Violations(); len(v) != 0 {
+		t.Errorf("violations: %v", v)
+	}
+}
+
+// TestDevicesInvariantCatchesViolations: devices-once reports a device in
+// two running containers and a container running with fewer devices than
+// it requested.
+func TestDevicesInvariantCatchesViolations(t *testing.T) {
+	h := startDevices(t, 22)
+	c := NewChecker(h)
+	mustCreate(t, h, NewPod("a", h.NodeName, Devices("app", DeviceResource, 2)))
+	runUntil(t, h, "pod a running", time.Minute, func() bool { return PodIs(h, "default", "a", corev1.PodRunning, true) })
+	c.Check()
+	if v := c.Violations(); len(v) != 0 {
+		t.Fatalf("violations before tampering: %v", v)
+	}
+	// Containers made behind the agent's back: one labelled as pod a's
+	// "app" holding one device of the two it requests, one of an unknown
+	// pod holding a's foo-0.
+	ctx := context.Background()
+	intrude := func(uid, env string) {
+		meta := &runtimeapi.PodSandboxMetadata{Name: "intruder-" + uid, Namespace: "default", Uid: uid}
+		sb, err := h.Runtime.RunPodSandbox(ctx, &runtimeapi.PodSandboxConfig{Metadata: meta}, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		id, err := h.Runtime.CreateContainer(ctx, sb, &runtimeapi.ContainerConfig{
+			Metadata: &runtimeapi.ContainerMetadata{Name: "app"}, Image: &runtimeapi.ImageSpec{Image: "busybox:latest"},
+			Labels: map[string]string{podstate.LabelPodUID: uid, podstate.LabelContainerName: "app"},
+			Envs:   []*runtimeapi.KeyValue{{Key: "FOO_DEVICE", Value: []byte(env)}},
+		}, &runtimeapi.PodSandboxConfig{Metadata: meta})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := h.Runtime.StartContainer(ctx, id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	a, _ := APIPod(h, "default", "a")
+	intrude(string(a.UID), "foo-1")
+	intrude("other-uid", "foo-0")
+	c.Check()
+	var got []string
+	for _, v := range c.Violations() {
+		if v.Invariant == "devices-once" {
+			got = append(got, v.Detail)
+		}
+	}
+	if len(got) != 2 || !strings.Contains(strings.Join(got, "\n"), "runs with 1 devices") || !strings.Contains(strings.Join(got, "\n"), "in two running containers") {
+		t.Errorf("devices-once violations = %q, want a short container and a device in two containers", got)
+	}
+}
