@@ -171,7 +171,8 @@ func New(d deps.Deps, cfg Config) *Agent {
 		rejected: map[types.UID]admission.Decision{},
 		evicted:  map[types.UID]stopNote{},
 	}
-	a.stats = stats.New(d.Core, stats.Ports{Runtime: d.Runtime, Images: d.Images, Machine: d.Machine}, stats.Config{Period: cfg.Eviction.Period})
+	a.stats = stats.New(d.Core, stats.Ports{Runtime: d.Runtime, Images: d.Images, Machine: d.Machine, Files: d.Files, Pods: evictionPods{a}},
+		stats.Config{Period: cfg.Eviction.Period, RootDir: cfg.Node.RootDir, PodLogsRoot: cfg.Node.PodLogsRoot})
 	ep := eviction.Ports{Stats: a.stats, Pods: evictionPods{a}, Reclaim: reclaimer{a}, Events: d.API.Events}
 	if cfg.Metrics != nil {
 		ep.Metrics = cfg.Metrics

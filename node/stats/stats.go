@@ -20,6 +20,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 	cri "k8s.io/cri-api/pkg/apis"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	statsv1alpha1 "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
@@ -48,6 +49,26 @@ type Sample struct {
 	SandboxStats   []*runtimeapi.PodSandboxStats
 	ContainerStats []*runtimeapi.ContainerStats
 	Containers     []*runtimeapi.Container
+
+	// VolumeUsage is what each pod's emptyDir, configMap and secret
+	// volumes hold on disk: pod UID → volume name → usage. Only the pods
+	// the Pods port lists are measured; nil without a Files port.
+	VolumeUsage map[types.UID]map[string]FsUsage
+	// LogsUsage is what each container's log files hold (all its
+	// instances, the container's log directory as upstream measures it):
+	// pod UID → container name → usage. Nil without a Files port.
+	LogsUsage map[types.UID]map[string]FsUsage
+	// RootfsUsage is each running container's writable layer as the
+	// runtime reports it: pod UID → container name → usage.
+	RootfsUsage map[types.UID]map[string]FsUsage
+}
+
+// FsUsage is the space and inodes some files take.
+type FsUsage struct {
+	// UsedBytes is the files' size (apparent size, not blocks).
+	UsedBytes uint64
+	// InodesUsed counts files, directories and links.
+	InodesUsed uint64
 }
 
 // Summary builds the kubelet's stats Summary of the sample for the given
@@ -61,6 +82,16 @@ type Ports struct {
 	Runtime cri.RuntimeService
 	Images  cri.ImageManagerService
 	Machine deps.Machine
+	// Files and Pods, when both are set, measure the pods' volumes and
+	// container logs (VolumeUsage, LogsUsage).
+	Files deps.Files
+	Pods  PodLister
+}
+
+// PodLister lists the pods whose volumes and logs a sample measures.
+type PodLister interface {
+	// ActivePods are the pods running on the node.
+	ActivePods() []*corev1.Pod
 }
 
 // Config tunes a Provider; zero fields take their defaults.
@@ -69,6 +100,9 @@ type Config struct {
 	Period time.Duration
 	// Timeout bounds one sample's calls (default: Period).
 	Timeout time.Duration
+	// RootDir and PodLogsRoot locate the pods' volumes and logs (empty:
+	// podspec's defaults).
+	RootDir, PodLogsRoot string
 }
 
 // Provider samples the node's usage and keeps the latest sample.
@@ -81,6 +115,8 @@ type Provider struct {
 	mu     sync.Mutex
 	latest *Sample
 	warned bool
+	// warnedFiles: a volume or log measurement failed once already.
+	warnedFiles bool
 }
 
 // warnOnce logs msg the first time only.
@@ -189,5 +225,7 @@ func (p *Provider) sample(ctx context.Context) (Sample, error) {
 			s.ImageFs = l[0]
 		}
 	}
+	s.RootfsUsage = rootfsUsage(s.Containers, s.ContainerStats)
+	p.measureFiles(&s)
 	return s, nil
 }

@@ -2,12 +2,14 @@ package stats_test
 
 import (
 	"context"
+	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/lockstep-dev/lockstep/fakecri"
@@ -91,7 +93,84 @@ func TestProviderSamplesOnTheClock(t *testing.T) {
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("sample (-want +got):\n%s", diff)
 	}
+	wantRootfs := map[types.UID]map[string]stats.FsUsage{"uid-1": {"app": {UsedBytes: 1 << 30, InodesUsed: 1}}}
+	if diff := cmp.Diff(wantRootfs, s.RootfsUsage); diff != "" {
+		t.Errorf("rootfs usage (-want +got):\n%s", diff)
+	}
 	if s.ImageFs == nil || s.ImageFs.GetUsedBytes().GetValue() == 0 {
 		t.Errorf("no image filesystem usage: %+v", s.ImageFs)
+	}
+}
+
+type podList []*corev1.Pod
+
+func (l podList) ActivePods() []*corev1.Pod { return l }
+
+// A sample measures the pods' emptyDir, configMap and secret volumes and
+// their containers' log directories through the Files port, and takes the
+// running containers' writable layers from the runtime; other volume
+// kinds and containers without logs are left out, symbolic links are not
+// followed.
+func TestProviderMeasuresVolumesLogsAndRootfs(t *testing.T) {
+	k := kernel.New(kernel.Config{Seed: 1})
+	t.Cleanup(k.Close)
+	files := memfs.New()
+	rt := fakecri.New(fakecri.Config{Clock: k, Rand: k.Rand(), Files: memfs.New(),
+		NewSignal: func(n string) fakecri.Signal { return k.NewSignal(n) }})
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default", UID: "uid-1"},
+		Spec: corev1.PodSpec{
+			Containers: []corev1.Container{{Name: "app"}, {Name: "never-started"}},
+			Volumes: []corev1.Volume{
+				{Name: "scratch", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
+				{Name: "conf", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{}}},
+				{Name: "host", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/etc"}}},
+			},
+		},
+	}
+	write := func(path string, n int) {
+		t.Helper()
+		if err := files.MkdirAll(filepath.Dir(path)); err != nil {
+			t.Fatal(err)
+		}
+		if err := files.CreateFile(path, make([]byte, n), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	vols := "/root/pods/uid-1/volumes/"
+	write(vols+"kubernetes.io~empty-dir/scratch/a", 1000)
+	write(vols+"kubernetes.io~empty-dir/scratch/sub/b", 24)
+	write(vols+"kubernetes.io~configmap/conf/..2026/key", 7)
+	if err := files.Symlink("..2026", vols+"kubernetes.io~configmap/conf/..data"); err != nil {
+		t.Fatal(err)
+	}
+	if err := files.Symlink("..data/key", vols+"kubernetes.io~configmap/conf/key"); err != nil {
+		t.Fatal(err)
+	}
+	write("/logs/default_web_uid-1/app/0.log", 300)
+	write("/logs/default_web_uid-1/app/1.log", 200)
+
+	p := stats.New(k.Deps().Core, stats.Ports{Runtime: rt, Images: rt, Machine: machine{rt}, Files: files, Pods: podList{pod}},
+		stats.Config{RootDir: "/root", PodLogsRoot: "/logs"})
+	var s stats.Sample
+	k.Go("sample", func() {
+		var err error
+		if s, err = p.Refresh(context.Background()); err != nil {
+			t.Error(err)
+		}
+	})
+	if err := k.RunFor(time.Second); err != nil {
+		t.Fatal(err)
+	}
+	wantVols := map[types.UID]map[string]stats.FsUsage{"uid-1": {
+		"scratch": {UsedBytes: 1024, InodesUsed: 4}, // dir, a, sub, sub/b
+		"conf":    {UsedBytes: 7, InodesUsed: 5},    // dir, ..2026, its key, ..data, key
+	}}
+	if diff := cmp.Diff(wantVols, s.VolumeUsage); diff != "" {
+		t.Errorf("volume usage (-want +got):\n%s", diff)
+	}
+	wantLogs := map[types.UID]map[string]stats.FsUsage{"uid-1": {"app": {UsedBytes: 500, InodesUsed: 3}}}
+	if diff := cmp.Diff(wantLogs, s.LogsUsage); diff != "" {
+		t.Errorf("logs usage (-want +got):\n%s", diff)
 	}
 }
