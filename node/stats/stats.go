@@ -117,6 +117,9 @@ type Provider struct {
 	warned bool
 	// warnedFiles: a volume or log measurement failed once already.
 	warnedFiles bool
+	// cpu are the last CPU readings by "c/<container ID>" and
+	// "s/<sandbox ID>", for the nanocores of the next sample.
+	cpu map[string]cpuReading
 }
 
 // warnOnce logs msg the first time only.
@@ -225,6 +228,7 @@ func (p *Provider) sample(ctx context.Context) (Sample, error) {
 			s.ImageFs = l[0]
 		}
 	}
+	p.fillSampleNanoCores(&s)
 	s.RootfsUsage = rootfsUsage(s.Containers, s.ContainerStats)
 	p.measureFiles(&s)
 	return s, nil

@@ -174,3 +174,83 @@ func TestProviderMeasuresVolumesLogsAndRootfs(t *testing.T) {
 		t.Errorf("logs usage (-want +got):\n%s", diff)
 	}
 }
+
+// Against a runtime like containerd 1.6 (no sandbox stats, no CPU rate),
+// the sampler on the clock still reports the pod: its CPU and memory are
+// its containers' sums, and the CPU rate comes from two samples, 10 s
+// apart; the first sample has none.
+func TestProviderRateFromTwoSamplesWithoutSandboxStats(t *testing.T) {
+	k := kernel.New(kernel.Config{Seed: 1})
+	t.Cleanup(k.Close)
+	rt := fakecri.New(fakecri.Config{Clock: k, Rand: k.Rand(), Files: memfs.New(), NoSandboxStats: true, NoNanoCores: true,
+		NewSignal: func(n string) fakecri.Signal { return k.NewSignal(n) }})
+	p := stats.New(k.Deps().Core, stats.Ports{Runtime: rt, Images: rt, Machine: machine{rt}}, stats.Config{})
+	ctx := context.Background()
+	sbCfg := &runtimeapi.PodSandboxConfig{Metadata: &runtimeapi.PodSandboxMetadata{Name: "web", Namespace: "default", Uid: "uid-1"},
+		Labels: map[string]string{"io.kubernetes.pod.uid": "uid-1"}}
+	k.Go("setup", func() {
+		sb, err := rt.RunPodSandbox(ctx, sbCfg, "")
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		for _, c := range []struct{ name, cpu string }{{"app", "250m"}, {"sidecar", "50m"}} {
+			id, err := rt.CreateContainer(ctx, sb, &runtimeapi.ContainerConfig{
+				Metadata: &runtimeapi.ContainerMetadata{Name: c.name}, Image: &runtimeapi.ImageSpec{Image: "busybox:latest"},
+				Labels: map[string]string{"io.kubernetes.pod.uid": "uid-1", "io.kubernetes.container.name": c.name},
+				Envs:   []*runtimeapi.KeyValue{{Key: "FAKECRI_CPU", Value: []byte(c.cpu)}, {Key: "FAKECRI_MEMORY", Value: []byte("10Mi")}},
+			}, sbCfg)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			if err := rt.StartContainer(ctx, id); err != nil {
+				t.Error(err)
+			}
+		}
+	})
+	runCtx, cancel := k.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	p.Start(runCtx)
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default", UID: "uid-1"}}
+	// rates are nanocores, -1 where the summary has none.
+	type cpu struct {
+		Containers map[string]int64
+		Pod, Node  int64
+	}
+	val := func(v *uint64) int64 {
+		if v == nil {
+			return -1
+		}
+		return int64(*v)
+	}
+	rates := func() cpu {
+		s, ok := p.Latest()
+		if !ok {
+			t.Fatal("no sample")
+		}
+		sum := s.Summary("n1", []*corev1.Pod{pod})
+		if len(sum.Pods) != 1 || sum.Pods[0].CPU == nil {
+			t.Fatalf("summary pods: %+v", sum.Pods)
+		}
+		out := cpu{Containers: map[string]int64{}, Pod: val(sum.Pods[0].CPU.UsageNanoCores), Node: val(sum.Node.CPU.UsageNanoCores)}
+		for _, c := range sum.Pods[0].Containers {
+			out.Containers[c.Name] = val(c.CPU.UsageNanoCores)
+		}
+		return out
+	}
+	// The sample at 0 s precedes the pod; the one at 10 s is its first.
+	if err := k.RunFor(15 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(cpu{Containers: map[string]int64{"app": -1, "sidecar": -1}, Pod: -1, Node: 0}, rates()); diff != "" {
+		t.Errorf("first sample (-want +got):\n%s", diff)
+	}
+	if err := k.RunFor(10 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	want := cpu{Containers: map[string]int64{"app": 250_000_000, "sidecar": 50_000_000}, Pod: 300_000_000, Node: 300_000_000}
+	if diff := cmp.Diff(want, rates()); diff != "" {
+		t.Errorf("second sample (-want +got):\n%s", diff)
+	}
+}
