@@ -219,8 +219,11 @@ func (a *Agent) Start(ctx context.Context) {
 	a.pleg.Start(ctx)
 	a.volumes.Start(ctx)
 	a.probes.Start(ctx)
-	if len(a.cfg.Eviction.Thresholds) > 0 && a.d.Machine != nil {
-		a.evictions.Start(ctx)
+	switch {
+	case len(a.cfg.Eviction.Thresholds) > 0 && a.d.Machine != nil:
+		a.evictions.Start(ctx) // each cycle samples the stats
+	case a.d.Machine != nil:
+		a.stats.Start(ctx)
 	}
 	oomwatch.Start(ctx, a.d.Core, a.d.OOMKills, a.d.API.Events, a.cfg.NodeName)
 	if a.node != nil {
@@ -380,3 +383,8 @@ func (a *Agent) tickLoop(ctx context.Context) {
 
 	}
 }
+
+// Stats is the node's stats sampler: the eviction manager's cycles (or,
+// without eviction thresholds, its own loop) keep its latest sample fresh
+// for the stats endpoints.
+func (a *Agent) Stats() *stats.Provider { return a.stats }

@@ -63,18 +63,15 @@ type Sample struct {
 	RootfsUsage map[types.UID]map[string]FsUsage
 }
 
-// FsUsage is the space and inodes some files take.
-type FsUsage struct {
-	// UsedBytes is the files' size (apparent size, not blocks).
-	UsedBytes uint64
-	// InodesUsed counts files, directories and links.
-	InodesUsed uint64
-}
+// FsUsage is the space and inodes some files take (statssummary's type,
+// which the Summary reports).
+type FsUsage = statssummary.FsUsage
 
 // Summary builds the kubelet's stats Summary of the sample for the given
 // pods (see statssummary.Build).
 func (s Sample) Summary(nodeName string, pods []*corev1.Pod) *statsv1alpha1.Summary {
-	return statssummary.Build(nodeName, s.Time, s.Machine, s.Usage, pods, s.SandboxStats, s.ContainerStats, s.Containers)
+	return statssummary.Build(nodeName, s.Time, s.Machine, s.Usage, pods, s.SandboxStats, s.ContainerStats, s.Containers,
+		statssummary.LocalUsage{Volumes: s.VolumeUsage, Logs: s.LogsUsage})
 }
 
 // Ports are what a Provider reads.

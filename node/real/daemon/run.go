@@ -35,6 +35,7 @@ import (
 	"github.com/lockstep-dev/lockstep/node/real/server"
 	"github.com/lockstep-dev/lockstep/node/real/world"
 	"github.com/lockstep-dev/lockstep/node/runtimesync"
+	"github.com/lockstep-dev/lockstep/node/stats"
 )
 
 // Version is the agent's version, written on the Node as the
@@ -289,6 +290,15 @@ func (p *provider) Healthy() error {
 }
 
 func (p *provider) Runtime() cri.RuntimeService { return p.d.Runtime }
-func (p *provider) Machine() deps.Machine       { return p.d.Machine }
-func (p *provider) NodeName() string            { return p.node }
-func (p *provider) PodLogsRoot() string         { return p.logs }
+
+// Stats is the agent's latest stats sample, or one taken now before the
+// first.
+func (p *provider) Stats(ctx context.Context) (stats.Sample, error) {
+	if s, ok := p.a.Stats().Latest(); ok {
+		return s, nil
+	}
+	return p.a.Stats().Refresh(ctx)
+}
+
+func (p *provider) NodeName() string    { return p.node }
+func (p *provider) PodLogsRoot() string { return p.logs }

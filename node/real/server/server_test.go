@@ -280,3 +280,26 @@ func TestNewValidates(t *testing.T) {
 func statusUnimplemented() error {
 	return status.Error(codes.Unimplemented, "method ListPodSandboxStats not implemented")
 }
+
+// /metrics/resource and /metrics/cadvisor serve the stats of the running
+// container on both ports; on the secure port they are authorized as
+// nodes/metrics.
+func TestStatsMetricsEndpoints(t *testing.T) {
+	p := newProvider(t)
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "web", UID: "uid-1"}}
+	p.setPods(pod)
+	startContainer(t, p.runtime, pod, "app", "10Mi")
+	s := newServer(t, p, AlwaysAllow{})
+	for path, want := range map[string]string{
+		"/metrics/resource": `container_memory_working_set_bytes{container="app",namespace="default",pod="web"} 1.048576e+07`,
+		"/metrics/cadvisor": `container_memory_working_set_bytes{container="app",`,
+	} {
+		code, body := get(t, s.ReadOnlyHandler(), path, "")
+		if code != 200 || !strings.Contains(body, want) {
+			t.Errorf("GET %s: %d, want 200 with %q in:\n%s", path, code, want, body)
+		}
+	}
+	if code, body := get(t, s.ReadOnlyHandler(), "/metrics/resource", ""); !strings.Contains(body, "resource_scrape_error 0") {
+		t.Errorf("GET /metrics/resource: %d, no resource_scrape_error 0 in:\n%s", code, body)
+	}
+}
