@@ -74,7 +74,8 @@ func fillNanoCores(prev map[string]cpuReading, sampleAt int64, ids []string, cpu
 	return next
 }
 
-// fillSampleNanoCores fills the nanocores of s's containers and sandboxes
+// fillSampleNanoCores fills the nanocores of s's containers, sandboxes and
+// node
 // from the previous readings, and remembers this sample's.
 func (p *Provider) fillSampleNanoCores(s *Sample) {
 	at := s.Time.UnixNano()
@@ -87,6 +88,10 @@ func (p *Provider) fillSampleNanoCores(s *Sample) {
 	for _, sb := range s.SandboxStats {
 		ids = append(ids, "s/"+sb.GetAttributes().GetId())
 		cpus = append(cpus, sb.GetLinux().GetCpu())
+	}
+	if s.NodeCPU != nil {
+		ids = append(ids, "node")
+		cpus = append(cpus, s.NodeCPU)
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()

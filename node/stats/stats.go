@@ -61,6 +61,10 @@ type Sample struct {
 	// RootfsUsage is each running container's writable layer as the
 	// runtime reports it: pod UID → container name → usage.
 	RootfsUsage map[types.UID]map[string]FsUsage
+	// NodeCPU is the node's own CPU usage (Machine.Usage's cumulative
+	// time, its rate from the sample before); nil when the machine does
+	// not report it, and the node's CPU is then the pods' sum.
+	NodeCPU *runtimeapi.CpuUsage
 }
 
 // FsUsage is the space and inodes some files take (statssummary's type,
@@ -71,7 +75,7 @@ type FsUsage = statssummary.FsUsage
 // pods (see statssummary.Build).
 func (s Sample) Summary(nodeName string, pods []*corev1.Pod) *statsv1alpha1.Summary {
 	return statssummary.Build(nodeName, s.Time, s.Machine, s.Usage, pods, s.SandboxStats, s.ContainerStats, s.Containers,
-		statssummary.LocalUsage{Volumes: s.VolumeUsage, Logs: s.LogsUsage})
+		statssummary.LocalUsage{Volumes: s.VolumeUsage, Logs: s.LogsUsage, NodeCPU: s.NodeCPU})
 }
 
 // Ports are what a Provider reads.
@@ -197,6 +201,9 @@ func (p *Provider) sample(ctx context.Context) (Sample, error) {
 	}
 	if s.Usage, err = p.ports.Machine.Usage(ctx); err != nil {
 		return Sample{}, fmt.Errorf("machine usage: %w", err)
+	}
+	if cpu := s.Usage.CPUUsageCoreNanoSeconds; cpu > 0 {
+		s.NodeCPU = &runtimeapi.CpuUsage{Timestamp: s.Time.UnixNano(), UsageCoreNanoSeconds: &runtimeapi.UInt64Value{Value: cpu}}
 	}
 	s.SandboxStats, err = p.ports.Runtime.ListPodSandboxStats(ctx, &runtimeapi.PodSandboxStatsFilter{})
 	if err != nil && ctx.Err() == nil {

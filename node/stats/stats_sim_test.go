@@ -30,6 +30,18 @@ func (m machine) Usage(context.Context) (deps.MachineUsage, error) {
 	return deps.MachineUsage{MemoryAvailableBytes: u.MemoryAvailable, NodeFSCapacityBytes: u.Nodefs.Capacity, NodeFSAvailableBytes: u.Nodefs.Available}, nil
 }
 
+// busyMachine adds a node CPU counter that runs at 1.5 cores.
+type busyMachine struct {
+	machine
+	now func() time.Time
+}
+
+func (m busyMachine) Usage(ctx context.Context) (deps.MachineUsage, error) {
+	u, err := m.machine.Usage(ctx)
+	u.CPUUsageCoreNanoSeconds = uint64(m.now().Sub(time.Unix(0, 0))) * 3 / 2
+	return u, err
+}
+
 // A sample taken on the clock holds the runtime's stats and the machine's
 // usage of one instant; Latest keeps it, and its Summary reports the pod's
 // working set and writable layer.
@@ -178,13 +190,14 @@ func TestProviderMeasuresVolumesLogsAndRootfs(t *testing.T) {
 // Against a runtime like containerd 1.6 (no sandbox stats, no CPU rate),
 // the sampler on the clock still reports the pod: its CPU and memory are
 // its containers' sums, and the CPU rate comes from two samples, 10 s
-// apart; the first sample has none.
+// apart; the first sample has none. The node's CPU is the machine's own
+// counter (1.5 cores busy), its rate from two samples too.
 func TestProviderRateFromTwoSamplesWithoutSandboxStats(t *testing.T) {
 	k := kernel.New(kernel.Config{Seed: 1})
 	t.Cleanup(k.Close)
 	rt := fakecri.New(fakecri.Config{Clock: k, Rand: k.Rand(), Files: memfs.New(), NoSandboxStats: true, NoNanoCores: true,
 		NewSignal: func(n string) fakecri.Signal { return k.NewSignal(n) }})
-	p := stats.New(k.Deps().Core, stats.Ports{Runtime: rt, Images: rt, Machine: machine{rt}}, stats.Config{})
+	p := stats.New(k.Deps().Core, stats.Ports{Runtime: rt, Images: rt, Machine: busyMachine{machine{rt}, k.Now}}, stats.Config{})
 	ctx := context.Background()
 	sbCfg := &runtimeapi.PodSandboxConfig{Metadata: &runtimeapi.PodSandboxMetadata{Name: "web", Namespace: "default", Uid: "uid-1"},
 		Labels: map[string]string{"io.kubernetes.pod.uid": "uid-1"}}
@@ -239,17 +252,18 @@ func TestProviderRateFromTwoSamplesWithoutSandboxStats(t *testing.T) {
 		}
 		return out
 	}
-	// The sample at 0 s precedes the pod; the one at 10 s is its first.
+	// The sample at 0 s precedes the pod (but reads the node's counter);
+	// the one at 10 s is the pod's first.
 	if err := k.RunFor(15 * time.Second); err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff(cpu{Containers: map[string]int64{"app": -1, "sidecar": -1}, Pod: -1, Node: 0}, rates()); diff != "" {
+	if diff := cmp.Diff(cpu{Containers: map[string]int64{"app": -1, "sidecar": -1}, Pod: -1, Node: 1_500_000_000}, rates()); diff != "" {
 		t.Errorf("first sample (-want +got):\n%s", diff)
 	}
 	if err := k.RunFor(10 * time.Second); err != nil {
 		t.Fatal(err)
 	}
-	want := cpu{Containers: map[string]int64{"app": 250_000_000, "sidecar": 50_000_000}, Pod: 300_000_000, Node: 300_000_000}
+	want := cpu{Containers: map[string]int64{"app": 250_000_000, "sidecar": 50_000_000}, Pod: 300_000_000, Node: 1_500_000_000}
 	if diff := cmp.Diff(want, rates()); diff != "" {
 		t.Errorf("second sample (-want +got):\n%s", diff)
 	}

@@ -7,9 +7,9 @@
 // What is reported follows the upstream kubelet's CRI stats provider:
 //   - the node's memory from the machine (working set = capacity −
 //     available), its root filesystem (capacity, available, used, inodes)
-//     and its process limits; its CPU is the sum of the pods' CPU, because
-//     the machine port does not report node CPU (system processes are not
-//     counted);
+//     and its process limits; its CPU from the machine when it reports it
+//     (LocalUsage.NodeCPU), else the sum of the pods' CPU (system
+//     processes are then not counted);
 //   - one entry per managed pod that the runtime knows (a sandbox with
 //     stats, or any container), with its running containers only: an
 //     exited instance of a container is not reported, like upstream;
@@ -46,12 +46,14 @@ type FsUsage struct {
 	InodesUsed uint64
 }
 
-// LocalUsage is what the agent measured on the node's disk itself, by pod
-// UID: each volume's usage by volume name, each container's logs by
-// container name. Nil maps measure nothing.
+// LocalUsage is what the agent measured itself rather than the runtime:
+// by pod UID, each volume's usage by volume name and each container's logs
+// by container name (nil maps measure nothing); and the node's CPU (nil:
+// the node's CPU is the sum of the pods').
 type LocalUsage struct {
 	Volumes map[types.UID]map[string]FsUsage
 	Logs    map[types.UID]map[string]FsUsage
+	NodeCPU *runtimeapi.CpuUsage
 }
 
 // Build returns the Summary of node nodeName at time now. pods are the
@@ -70,6 +72,9 @@ func Build(nodeName string, now time.Time, machine deps.MachineInfo, usage deps.
 		}
 	}
 	out.Node = nodeStats(nodeName, now, machine, usage, out.Pods)
+	if local.NodeCPU != nil {
+		out.Node.CPU = cpuStats(local.NodeCPU)
+	}
 	return out
 }
 
