@@ -87,6 +87,7 @@ func (c *Checker) Check() {
 	c.checkCgroups()
 	c.checkPressure(truth)
 	c.checkOOM(truth)
+	c.checkStatsRate()
 	for _, ct := range truth {
 		key := string(ct.PodUID) + "/" + ct.Name
 		if ct.State == runtimeapi.ContainerState_CONTAINER_RUNNING {

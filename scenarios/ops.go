@@ -62,6 +62,7 @@ func Ops() map[string]Op {
 		"create-probed":       {"create a pod with probes drawn from seed a (see DrawProbedPod)", drawArgs(0, 1<<16-1), opCreateProbed},
 		"create-sized":        {"create a pod of QoS class a (Guaranteed, Burstable, BestEffort) and size b (see QOSPod)", drawArgs(0, 2, 0, 63), opCreateQOS},
 		"create-qos":          {"create a pod of QoS class a (BestEffort, Burstable, Guaranteed, critical), priority b, usage level c", drawArgs(0, 3, 0, 3, 0, 5), opCreateQoS},
+		"create-busy":         {"create a pod whose container app burns a×50m of CPU and logs, beside side burning b×10m", drawArgs(1, 20, 0, 10), opCreateBusy},
 		"create-oom":          {"create a pod under restart policy a whose memory grows at rate b past its limit c", drawArgs(0, 2, 0, 2, 0, 2), opCreateOOM},
 		"system-oom":          {"the kernel OOM-kills process pid a outside every container", drawArgs(1, 99999), opSystemOOM},
 		"node-memory":         {"set the node's memory use outside pods so that level a of available memory is left", drawArgs(0, len(nodeMemoryLevels)-1), opNodeMemory},

@@ -48,6 +48,7 @@ func Scenarios() []Scenario {
 		cgroupsChurn(),
 		evictionScenario(),
 		oomScenario(),
+		statsScenario(),
 	}
 }
 

@@ -1,6 +1,8 @@
 package stats
 
 import (
+	"math"
+	"math/bits"
 	"time"
 
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
@@ -28,9 +30,13 @@ func NanoCores(prev, cur cpuReading) (uint64, bool) {
 	}
 	used := cur.Total - prev.Total
 	elapsed := uint64(cur.At - prev.At)
-	// used * 1e9 / elapsed without overflow for any realistic rate.
-	hi, lo := used/elapsed, used%elapsed
-	return hi*uint64(time.Second) + lo*uint64(time.Second)/elapsed, true
+	// used × 1e9 / elapsed in 128 bits; a rate beyond 2^64 saturates.
+	hi, lo := bits.Mul64(used, uint64(time.Second))
+	if hi >= elapsed {
+		return math.MaxUint64, true
+	}
+	q, _ := bits.Div64(hi, lo, elapsed)
+	return q, true
 }
 
 // readingOf returns c's cumulative reading (at the sample time when the

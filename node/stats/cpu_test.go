@@ -21,6 +21,7 @@ func TestNanoCores(t *testing.T) {
 		{"idle", cpuReading{At: s, Total: 7}, cpuReading{At: 2 * s, Total: 7}, 0, true},
 		{"two cores over 1ms", cpuReading{At: s, Total: 0}, cpuReading{At: s + 1e6, Total: 2e6}, 2_000_000_000, true},
 		{"a year of 64 cores does not overflow", cpuReading{At: 0, Total: 0}, cpuReading{At: 365 * 24 * 3600 * s, Total: 64 * 365 * 24 * 3600 * uint64(s)}, 64_000_000_000, true},
+		{"0.95 core over 20.006 s (used × 1e9 beyond 64 bits)", cpuReading{At: 7 * s, Total: 25_149_350_000}, cpuReading{At: 7*s + 20_006_000_000, Total: 44_155_050_000}, 950_000_000, true},
 		{"same instant", cpuReading{At: s, Total: 1}, cpuReading{At: s, Total: 2}, 0, false},
 		{"counter went back", cpuReading{At: s, Total: 5e9}, cpuReading{At: 2 * s, Total: 1e9}, 0, false},
 		{"older reading", cpuReading{At: 2 * s, Total: 1}, cpuReading{At: s, Total: 2}, 0, false},
