@@ -215,7 +215,7 @@ func Invariants() []string {
 		"sigterm-first", "lease-fresh", "node-ready", "liveness-restarts", "startup-protects", "fresh-probe-results", "sidecar-order", "pull-backoff",
 		"prestop-before-stop", "poststart-before-started", "volumes-kept", "token-valid", "cgroups-match",
 		"eviction-order", "critical-survives", "evicted-stays-dead",
-		"one-eviction-per-cycle", "reclaim-first", "pressure-conditions", "admission", "oom-reported",
+		"one-eviction-per-cycle", "reclaim-first", "pressure-conditions", "admission", "oom-reported", "stats-rate",
 		"deleted-disappears", "converges", "status-matches", "mirror-present",
 	}
 }
