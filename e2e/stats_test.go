@@ -43,8 +43,8 @@ func (e *env) raw(t *testing.T, k kubectl, path string) (string, error) {
 // (kubectl get --raw …/proxy/stats/summary), decoded with the upstream
 // statsv1alpha1 types, against containerd 1.6: a running pod's container
 // has CPU (cumulative and a rate from two samples) and memory above zero,
-// its log files and its emptyDir are measured, and the node reports CPU
-// and memory.
+// its log files and its emptyDir are measured, the pod has eth0's
+// counters, and the node reports CPU and memory.
 func TestStatsSummaryOnContainerd(t *testing.T) {
 	e := setup(t)
 	k := e.kubectl(t)
@@ -73,6 +73,11 @@ func TestStatsSummaryOnContainerd(t *testing.T) {
 	t.Logf("container %s: %.0f millicores, %d core-ns, working set %d B, rootfs %d B, logs %d B; emptyDir %d B; pod ephemeral %d B",
 		c.Name, float64(*c.CPU.UsageNanoCores)/1e6, *c.CPU.UsageCoreNanoSeconds, *c.Memory.WorkingSetBytes,
 		val(c.Rootfs), val(c.Logs), val(&ps.VolumeStats[0].FsStats), val(ps.EphemeralStorage))
+	if ps.Network == nil || ps.Network.Name != "eth0" || ps.Network.RxBytes == nil {
+		t.Errorf("pod network %s, want eth0's counters (sandbox stats or the sandbox's network namespace)", js(ps.Network))
+	} else {
+		t.Logf("pod network: eth0 rx %d B, tx %d B", *ps.Network.RxBytes, val2(ps.Network.TxBytes))
+	}
 	if v := ps.VolumeStats[0]; v.Name != "scratch" || *v.UsedBytes < 1<<20 {
 		t.Errorf("emptyDir stats %s, want scratch with at least 1 MiB", js(v))
 	}
@@ -100,6 +105,13 @@ func val(fs *statsv1alpha1.FsStats) uint64 {
 		return 0
 	}
 	return *fs.UsedBytes
+}
+
+func val2(v *uint64) uint64 {
+	if v == nil {
+		return 0
+	}
+	return *v
 }
 
 func js(v any) string {

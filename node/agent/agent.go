@@ -54,6 +54,9 @@ type Config struct {
 	Node podspec.NodeInfo
 	// RuntimeType prefixes container IDs in statuses ("containerd").
 	RuntimeType string
+	// PodNetwork reads pods' network usage where the runtime's stats have
+	// none (the real node's network namespaces); nil leaves it out.
+	PodNetwork stats.NetworkReader
 	// RuntimeSync tunes the executor (back-off curves, runtime handler).
 	RuntimeSync runtimesync.Config
 	// PLEG tunes the lifecycle event generator.
@@ -171,7 +174,7 @@ func New(d deps.Deps, cfg Config) *Agent {
 		rejected: map[types.UID]admission.Decision{},
 		evicted:  map[types.UID]stopNote{},
 	}
-	a.stats = stats.New(d.Core, stats.Ports{Runtime: d.Runtime, Images: d.Images, Machine: d.Machine, Files: d.Files, Pods: evictionPods{a}},
+	a.stats = stats.New(d.Core, stats.Ports{Runtime: d.Runtime, Images: d.Images, Machine: d.Machine, Files: d.Files, Pods: evictionPods{a}, Network: cfg.PodNetwork},
 		stats.Config{Period: cfg.Eviction.Period, RootDir: cfg.Node.RootDir, PodLogsRoot: cfg.Node.PodLogsRoot})
 	ep := eviction.Ports{Stats: a.stats, Pods: evictionPods{a}, Reclaim: reclaimer{a}, Events: d.API.Events}
 	if cfg.Metrics != nil {

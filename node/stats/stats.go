@@ -26,6 +26,7 @@ import (
 	statsv1alpha1 "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
 
 	"github.com/lockstep-dev/lockstep/node/deps"
+	"github.com/lockstep-dev/lockstep/node/podstate"
 	"github.com/lockstep-dev/lockstep/node/statssummary"
 )
 
@@ -87,6 +88,17 @@ type Ports struct {
 	// container logs (VolumeUsage, LogsUsage).
 	Files deps.Files
 	Pods  PodLister
+	// Network, when set, reads each ready pod sandbox's network usage
+	// where the runtime reports no sandbox stats (real nodes: the
+	// sandbox's network namespace, node/real/netstats); nil leaves the
+	// pods' network out then.
+	Network NetworkReader
+}
+
+// NetworkReader reads one pod sandbox's network usage; nil usage for a
+// sandbox without a network of its own (host network).
+type NetworkReader interface {
+	PodNetwork(ctx context.Context, sandboxID string) (*runtimeapi.NetworkUsage, error)
 }
 
 // PodLister lists the pods whose volumes and logs a sample measures.
@@ -116,8 +128,9 @@ type Provider struct {
 	mu     sync.Mutex
 	latest *Sample
 	warned bool
-	// warnedFiles: a volume or log measurement failed once already.
-	warnedFiles bool
+	// warnedFiles: a volume or log measurement failed once already;
+	// warnedNetwork: a sandbox's network could not be read once already.
+	warnedFiles, warnedNetwork bool
 	// cpu are the last CPU readings by "c/<container ID>" and
 	// "s/<sandbox ID>", for the nanocores of the next sample.
 	cpu map[string]cpuReading
@@ -217,6 +230,9 @@ func (p *Provider) sample(ctx context.Context) (Sample, error) {
 	if err != nil {
 		return Sample{}, fmt.Errorf("list pod sandbox stats: %w", err)
 	}
+	if s.SandboxStats == nil && p.ports.Network != nil {
+		s.SandboxStats = p.sandboxNetworks(ctx)
+	}
 	if s.ContainerStats, err = p.ports.Runtime.ListContainerStats(ctx, &runtimeapi.ContainerStatsFilter{}); err != nil {
 		return Sample{}, fmt.Errorf("list container stats: %w", err)
 	}
@@ -236,4 +252,48 @@ func (p *Provider) sample(ctx context.Context) (Sample, error) {
 	s.RootfsUsage = rootfsUsage(s.Containers, s.ContainerStats)
 	p.measureFiles(&s)
 	return s, nil
+}
+
+// sandboxNetworks stands in for the runtime's sandbox stats when it has
+// none: one entry per ready pod sandbox holding only the network usage the
+// Network port reads (pod CPU and memory then stay the containers' sums).
+// What cannot be read (the list, a sandbox's network) is left out, logged
+// once: the pods' network is the least of a sample.
+func (p *Provider) sandboxNetworks(ctx context.Context) []*runtimeapi.PodSandboxStats {
+	sandboxes, err := p.ports.Runtime.ListPodSandbox(ctx, &runtimeapi.PodSandboxFilter{
+		State: &runtimeapi.PodSandboxStateValue{State: runtimeapi.PodSandboxState_SANDBOX_READY}})
+	if err != nil {
+		p.warnNetworkOnce(fmt.Errorf("list pod sandboxes: %w", err))
+		return nil
+	}
+	var out []*runtimeapi.PodSandboxStats
+	for _, sb := range sandboxes {
+		if sb.GetLabels()[podstate.LabelPodUID] == "" {
+			continue
+		}
+		net, err := p.ports.Network.PodNetwork(ctx, sb.GetId())
+		if err != nil {
+			p.warnNetworkOnce(err)
+			continue
+		}
+		if net == nil {
+			continue
+		}
+		out = append(out, &runtimeapi.PodSandboxStats{
+			Attributes: &runtimeapi.PodSandboxAttributes{Id: sb.GetId(), Metadata: sb.GetMetadata(), Labels: sb.GetLabels(), Annotations: sb.GetAnnotations()},
+			Linux:      &runtimeapi.LinuxPodSandboxStats{Network: net},
+		})
+	}
+	return out
+}
+
+// warnNetworkOnce logs the first network read error only.
+func (p *Provider) warnNetworkOnce(err error) {
+	p.mu.Lock()
+	warned := p.warnedNetwork
+	p.warnedNetwork = true
+	p.mu.Unlock()
+	if !warned {
+		p.log.Warn("pod network usage unavailable", "error", err.Error())
+	}
 }

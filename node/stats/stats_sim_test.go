@@ -268,3 +268,54 @@ func TestProviderRateFromTwoSamplesWithoutSandboxStats(t *testing.T) {
 		t.Errorf("second sample (-want +got):\n%s", diff)
 	}
 }
+
+// fakeNet answers a fixed eth0 usage for every sandbox but "host".
+type fakeNet struct{ calls *[]string }
+
+func (n fakeNet) PodNetwork(_ context.Context, id string) (*runtimeapi.NetworkUsage, error) {
+	*n.calls = append(*n.calls, id)
+	eth0 := &runtimeapi.NetworkInterfaceUsage{Name: "eth0", RxBytes: &runtimeapi.UInt64Value{Value: 100}, TxBytes: &runtimeapi.UInt64Value{Value: 200}}
+	return &runtimeapi.NetworkUsage{Timestamp: 1, DefaultInterface: eth0, Interfaces: []*runtimeapi.NetworkInterfaceUsage{eth0}}, nil
+}
+
+// Without sandbox stats, the Network port gives each ready pod sandbox's
+// network, which the Summary reports for the pod (its CPU and memory stay
+// the containers' sums); with sandbox stats the port is not asked.
+func TestProviderNetworkWithoutSandboxStats(t *testing.T) {
+	for _, noSandboxStats := range []bool{true, false} {
+		k := kernel.New(kernel.Config{Seed: 1})
+		rt := fakecri.New(fakecri.Config{Clock: k, Rand: k.Rand(), Files: memfs.New(), NoSandboxStats: noSandboxStats,
+			NewSignal: func(n string) fakecri.Signal { return k.NewSignal(n) }})
+		var calls []string
+		p := stats.New(k.Deps().Core, stats.Ports{Runtime: rt, Images: rt, Machine: machine{rt}, Network: fakeNet{&calls}}, stats.Config{})
+		ctx := context.Background()
+		sbCfg := &runtimeapi.PodSandboxConfig{Metadata: &runtimeapi.PodSandboxMetadata{Name: "web", Namespace: "default", Uid: "uid-1"},
+			Labels: map[string]string{"io.kubernetes.pod.uid": "uid-1"}}
+		var s stats.Sample
+		k.Go("setup", func() {
+			if _, err := rt.RunPodSandbox(ctx, sbCfg, ""); err != nil {
+				t.Error(err)
+				return
+			}
+			var err error
+			if s, err = p.Refresh(ctx); err != nil {
+				t.Error(err)
+			}
+		})
+		if err := k.RunFor(time.Second); err != nil {
+			t.Fatal(err)
+		}
+		k.Close()
+		sum := s.Summary("n1", []*corev1.Pod{{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default", UID: "uid-1"}}})
+		if len(sum.Pods) != 1 {
+			t.Fatalf("noSandboxStats=%v: summary pods %+v", noSandboxStats, sum.Pods)
+		}
+		net := sum.Pods[0].Network
+		switch {
+		case noSandboxStats && (len(calls) != 1 || net == nil || *net.RxBytes != 100 || *net.TxBytes != 200 || len(net.Interfaces) != 1):
+			t.Errorf("without sandbox stats: port asked for %v, pod network %+v; want one call and eth0 100/200", calls, net)
+		case !noSandboxStats && len(calls) != 0:
+			t.Errorf("with sandbox stats the network port was asked for %v", calls)
+		}
+	}
+}

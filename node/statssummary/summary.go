@@ -17,7 +17,8 @@
 //     the agent measured them (LocalUsage), its log files;
 //   - per pod: CPU, memory, network and process count from the sandbox's
 //     stats when the runtime reports them (containerd 1.7+), else CPU and
-//     memory summed over its containers; the measured volumes
+//     memory summed over its containers (and the network when the caller
+//     passes sandbox stats holding only that); the measured volumes
 //     (VolumeStats); ephemeral storage as the sum of the containers'
 //     writable layers and logs and of the local ephemeral volumes
 //     (emptyDir on disk, configMap), as upstream counts it.

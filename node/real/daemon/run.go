@@ -30,6 +30,7 @@ import (
 	"github.com/lockstep-dev/lockstep/node/real/kube"
 	"github.com/lockstep-dev/lockstep/node/real/machine"
 	"github.com/lockstep-dev/lockstep/node/real/mounter"
+	"github.com/lockstep-dev/lockstep/node/real/netstats"
 	"github.com/lockstep-dev/lockstep/node/real/osfiles"
 	"github.com/lockstep-dev/lockstep/node/real/probenet"
 	"github.com/lockstep-dev/lockstep/node/real/server"
@@ -191,6 +192,7 @@ func Run(ctx context.Context, o Options, rt Runtime, log *slog.Logger) error {
 			MaxContainers:      int(o.MaxDeadContainers),
 		}, Images: images.Config{ParallelPulls: o.ParallelImagePulls()}},
 		RuntimeType: rt.Type,
+		PodNetwork:  podNetwork(rt),
 		PLEG:        pleg.Config{UseEvents: rt.Events != nil},
 		Cgroups:     o.Cgroups.Config(),
 		NodeStatus: nodestatus.Config{
@@ -242,6 +244,16 @@ func Run(ctx context.Context, o Options, rt Runtime, log *slog.Logger) error {
 	<-srv.Done()
 	log.Info("lockstep node stopped; its containers keep running")
 	return nil
+}
+
+// podNetwork reads pods' network namespaces for the stats when the
+// runtime is a real one (containerd's verbose sandbox status names the
+// sandbox's process); the in-process fake runtime has none.
+func podNetwork(rt Runtime) stats.NetworkReader {
+	if rt.Type == "fakecri" {
+		return nil
+	}
+	return netstats.Reader{Runtime: rt.Runtime}
 }
 
 // resolveNodeName is the node name asked for, or the host name lowercased.
