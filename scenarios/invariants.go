@@ -48,6 +48,8 @@ type Checker struct {
 	cg              *cgroupChecks       // see invariants_cgroups.go
 	pressure        *pressureChecks     // see invariants_pressure.go
 	ooms            map[string]*oomKill // by container ID, see invariants_oom.go
+	// statsChecked is the time of the last stats sample checked (stats.go).
+	statsChecked time.Time
 }
 
 // NewChecker starts checking h's apiserver writes at once; call Check to

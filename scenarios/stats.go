@@ -53,9 +53,10 @@ func (c *Checker) checkStatsRate() {
 		return
 	}
 	s, ok := a.Stats().Latest()
-	if !ok {
-		return
+	if !ok || s.Time.Equal(c.statsChecked) {
+		return // checked already
 	}
+	c.statsChecked = s.Time
 	labels := map[string]map[string]string{}
 	for _, ct := range s.Containers {
 		labels[ct.GetId()] = ct.GetLabels()
