@@ -1,13 +1,18 @@
 // Package stats samples the node's resource usage: the CRI runtime's pod
 // sandbox and container stats, its image filesystem, and the machine's
-// memory, filesystems and process count. A Provider takes a sample every
+// memory, CPU, filesystems and process count; and, through the Files port,
+// the pods' volumes and container logs. A Provider takes a sample every
 // Period on the injected clock (and on demand, Refresh) and keeps the
 // latest; the eviction manager reads it, and the kubelet's stats Summary
-// (node/statssummary) is built from it by Summary.
+// (node/statssummary) is built from it by Summary. CPU rates the runtime
+// leaves out are computed from the previous sample.
 //
-// A sample is all or nothing: when any read fails the previous sample is
-// kept, so readers never see a node's memory from one instant beside pods
-// from another.
+// The runtime's and the machine's part of a sample is all or nothing: when
+// one of those reads fails the previous sample is kept, so readers never
+// see a node's memory from one instant beside pods from another. What the
+// agent measures itself (volumes, logs, the pods' network where the
+// runtime has no sandbox stats) is best effort: what cannot be read is
+// left out and logged once.
 package stats
 
 import (
@@ -131,8 +136,8 @@ type Provider struct {
 	// warnedFiles: a volume or log measurement failed once already;
 	// warnedNetwork: a sandbox's network could not be read once already.
 	warnedFiles, warnedNetwork bool
-	// cpu are the last CPU readings by "c/<container ID>" and
-	// "s/<sandbox ID>", for the nanocores of the next sample.
+	// cpu are the last CPU readings by "c/<container ID>",
+	// "s/<sandbox ID>" and "node", for the rates of the next sample.
 	cpu map[string]cpuReading
 }
 
