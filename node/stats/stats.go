@@ -238,11 +238,11 @@ func (p *Provider) sample(ctx context.Context) (Sample, error) {
 	if s.SandboxStats == nil && p.ports.Network != nil {
 		s.SandboxStats = p.sandboxNetworks(ctx)
 	}
-	if s.ContainerStats, err = p.ports.Runtime.ListContainerStats(ctx, &runtimeapi.ContainerStatsFilter{}); err != nil {
-		return Sample{}, fmt.Errorf("list container stats: %w", err)
-	}
 	if s.Containers, err = p.ports.Runtime.ListContainers(ctx, &runtimeapi.ContainerFilter{}); err != nil {
 		return Sample{}, fmt.Errorf("list containers: %w", err)
+	}
+	if s.ContainerStats, err = p.containerStats(ctx, s.Containers); err != nil {
+		return Sample{}, err
 	}
 	if p.ports.Images != nil {
 		fs, err := p.ports.Images.ImageFsInfo(ctx)
@@ -257,6 +257,36 @@ func (p *Provider) sample(ctx context.Context) (Sample, error) {
 	s.RootfsUsage = rootfsUsage(s.Containers, s.ContainerStats)
 	p.measureFiles(&s)
 	return s, nil
+}
+
+// containerStats lists the containers' stats. When the list fails as a
+// whole (containerd 1.6 fails it when one container's metrics cannot be
+// read, e.g. one just exiting), each running container is asked alone and
+// those that answer are kept, so one container does not blank the node's
+// stats; the failure is logged once.
+func (p *Provider) containerStats(ctx context.Context, containers []*runtimeapi.Container) ([]*runtimeapi.ContainerStats, error) {
+	list, err := p.ports.Runtime.ListContainerStats(ctx, &runtimeapi.ContainerStatsFilter{})
+	if err == nil || ctx.Err() != nil {
+		if err != nil {
+			return nil, fmt.Errorf("list container stats: %w", err)
+		}
+		return list, nil
+	}
+	p.warnOnce("listing container stats failed; asking each running container", err)
+	var out []*runtimeapi.ContainerStats
+	for _, c := range containers {
+		if c.GetState() != runtimeapi.ContainerState_CONTAINER_RUNNING {
+			continue
+		}
+		cs, err := p.ports.Runtime.ContainerStats(ctx, c.GetId())
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("stats of container %s: %w", c.GetId(), ctx.Err())
+		}
+		if err == nil && cs != nil {
+			out = append(out, cs)
+		}
+	}
+	return out, nil
 }
 
 // sandboxNetworks stands in for the runtime's sandbox stats when it has
