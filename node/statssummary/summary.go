@@ -13,12 +13,14 @@
 //   - one entry per managed pod that the runtime knows (a sandbox with
 //     stats, or any container), with its running containers only: an
 //     exited instance of a container is not reported, like upstream;
-//   - per container: CPU, memory, the writable layer (rootfs) and, when
+//   - per container: CPU, memory, swap (when the runtime reports it), the
+//     writable layer (rootfs) and, when
 //     the agent measured them (LocalUsage), its log files;
 //   - per pod: CPU, memory, network and process count from the sandbox's
 //     stats when the runtime reports them (containerd 1.7+), else CPU and
 //     memory summed over its containers (and the network when the caller
-//     passes sandbox stats holding only that); the measured volumes
+//     passes sandbox stats holding only that); swap summed over its
+//     containers; the measured volumes
 //     (VolumeStats); ephemeral storage as the sum of the containers'
 //     writable layers and logs and of the local ephemeral volumes
 //     (emptyDir on disk, configMap), as upstream counts it.
@@ -160,6 +162,7 @@ func podStats(pod *corev1.Pod, idx runtimeIndex, now time.Time) (statsv1alpha1.P
 	if p := linux.GetProcess(); p != nil && p.GetProcessCount() != nil {
 		ps.ProcessStats = &statsv1alpha1.ProcessStats{ProcessCount: u64p(p.GetProcessCount())}
 	}
+	ps.Swap = sumSwap(ps.Containers)
 	ps.EphemeralStorage = sumRootfs(ps.Containers)
 	return ps, true
 }
@@ -197,6 +200,10 @@ func containerStats(c *runtimeapi.Container, s *runtimeapi.ContainerStats) stats
 	}
 	if s.GetMemory() != nil {
 		cs.Memory = memoryStats(s.GetMemory())
+	}
+	if sw := s.GetSwap(); sw != nil {
+		cs.Swap = &statsv1alpha1.SwapStats{Time: nanoTime(sw.GetTimestamp()),
+			SwapAvailableBytes: u64p(sw.GetSwapAvailableBytes()), SwapUsageBytes: u64p(sw.GetSwapUsageBytes())}
 	}
 	if l := s.GetWritableLayer(); l != nil {
 		cs.Rootfs = &statsv1alpha1.FsStats{
@@ -296,6 +303,23 @@ func sumMemory(cs []statsv1alpha1.ContainerStats, now time.Time) *statsv1alpha1.
 	}
 	if out != nil && out.Time.IsZero() {
 		out.Time = metav1.NewTime(now)
+	}
+	return out
+}
+
+// sumSwap adds the containers' swap usage into the pod's (CRI has no
+// sandbox swap); nil when no container reports swap.
+func sumSwap(cs []statsv1alpha1.ContainerStats) *statsv1alpha1.SwapStats {
+	var out *statsv1alpha1.SwapStats
+	for _, c := range cs {
+		if c.Swap == nil || c.Swap.SwapUsageBytes == nil {
+			continue
+		}
+		if out == nil {
+			out = &statsv1alpha1.SwapStats{}
+		}
+		out.Time = later(out.Time, c.Swap.Time)
+		out.SwapUsageBytes = addp(out.SwapUsageBytes, c.Swap.SwapUsageBytes)
 	}
 	return out
 }

@@ -336,7 +336,8 @@ func TestAddSaturates(t *testing.T) {
 // node filesystem, the pod its VolumeStats in spec order, and its
 // ephemeral storage adds the logs and the local ephemeral volumes (an
 // emptyDir on disk, a configMap) to the writable layers, not a secret or
-// a memory-backed emptyDir; a container not running reports no logs.
+// a memory-backed emptyDir; a container not running reports no logs. The
+// container's swap (from the runtime) makes the pod's.
 func TestBuildLocalUsage(t *testing.T) {
 	pd := pod("default", "web", "uid-1", 50)
 	pd.Spec.Volumes = []corev1.Volume{
@@ -356,7 +357,9 @@ func TestBuildLocalUsage(t *testing.T) {
 		}},
 		Logs: map[types.UID]map[string]FsUsage{"uid-1": {"app": {UsedBytes: 300, InodesUsed: 2}, "init": {UsedBytes: 40, InodesUsed: 2}}},
 	}
-	got := Build("node-a", now, machine, usage, []*corev1.Pod{pd}, nil, []*runtimeapi.ContainerStats{cstats("c1", 1, 2, 3, 4000)}, containers, local)
+	withSwap := cstats("c1", 1, 2, 3, 4000)
+	withSwap.Swap = &runtimeapi.SwapUsage{Timestamp: at(100), SwapUsageBytes: u(70), SwapAvailableBytes: u(30)}
+	got := Build("node-a", now, machine, usage, []*corev1.Pod{pd}, nil, []*runtimeapi.ContainerStats{withSwap}, containers, local)
 	onNode := func(used, inodes uint64) statsv1alpha1.FsStats {
 		return statsv1alpha1.FsStats{Time: tNow, UsedBytes: p(used), InodesUsed: p(inodes),
 			CapacityBytes: p(100 << 30), AvailableBytes: p(40 << 30), Inodes: p(1000), InodesFree: p(600)}
@@ -364,7 +367,11 @@ func TestBuildLocalUsage(t *testing.T) {
 	app := wantContainer("app", 60, 1, 2, 3, 4000)
 	logs := onNode(300, 2)
 	app.Logs = &logs
+	app.Swap = &statsv1alpha1.SwapStats{Time: mt(100), SwapUsageBytes: p(70), SwapAvailableBytes: p(30)}
 	ps := got.Pods[0]
+	if diff := cmp.Diff(&statsv1alpha1.SwapStats{Time: mt(100), SwapUsageBytes: p(70)}, ps.Swap); diff != "" {
+		t.Errorf("pod swap (-want +got):\n%s", diff)
+	}
 	type view struct {
 		Containers []statsv1alpha1.ContainerStats
 		Volumes    []statsv1alpha1.VolumeStats

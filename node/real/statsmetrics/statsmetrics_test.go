@@ -66,6 +66,7 @@ func fixture() source {
 			Cpu:           &runtimeapi.CpuUsage{Timestamp: at, UsageCoreNanoSeconds: u64(2_500_000_000), UsageNanoCores: u64(100_000_000)},
 			Memory:        &runtimeapi.MemoryUsage{Timestamp: at, WorkingSetBytes: u64(10 << 20), UsageBytes: u64(12 << 20), RssBytes: u64(8 << 20)},
 			WritableLayer: &runtimeapi.FilesystemUsage{Timestamp: at, FsId: &runtimeapi.FilesystemIdentifier{Mountpoint: "/var/lib/containerd"}, UsedBytes: u64(4096), InodesUsed: u64(3)},
+			Swap:          &runtimeapi.SwapUsage{Timestamp: at, SwapUsageBytes: u64(1000), SwapAvailableBytes: u64(3000)},
 		}},
 		SandboxStats: []*runtimeapi.PodSandboxStats{{
 			Attributes: &runtimeapi.PodSandboxAttributes{Id: "s1", Metadata: &runtimeapi.PodSandboxMetadata{Name: "web", Namespace: "default", Uid: "uid-1"}},
@@ -111,7 +112,8 @@ func scrape(t *testing.T, h interface {
 }
 
 // /metrics/resource carries the kubelet's series for the node, the pod
-// and its running container, timestamped with the sample, and
+// and its running container (swap as the runtime reports it; the limit is
+// usage plus available), timestamped with the sample, and
 // resource_scrape_error 0; without a sample, only resource_scrape_error 1.
 func TestResource(t *testing.T) {
 	got := scrape(t, Handler(NewResource(fixture(), nil)))
@@ -119,10 +121,13 @@ func TestResource(t *testing.T) {
 		"container_cpu_usage_seconds_total{container=app,namespace=default,pod=web} 2.5 @1000",
 		"container_memory_working_set_bytes{container=app,namespace=default,pod=web} 10485760 @1000",
 		"container_start_time_seconds{container=app,namespace=default,pod=web} 900.5",
+		"container_swap_limit_bytes{container=app,namespace=default,pod=web} 4000 @1000",
+		"container_swap_usage_bytes{container=app,namespace=default,pod=web} 1000 @1000",
 		"node_cpu_usage_seconds_total{} 2.5 @1000",
 		"node_memory_working_set_bytes{} 1073741824 @1000",
 		"pod_cpu_usage_seconds_total{namespace=default,pod=web} 2.5 @1000",
 		"pod_memory_working_set_bytes{namespace=default,pod=web} 10485760 @1000",
+		"pod_swap_usage_bytes{namespace=default,pod=web} 1000 @1000",
 		"resource_scrape_error{} 0",
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
