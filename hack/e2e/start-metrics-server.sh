@@ -6,7 +6,7 @@
 # "localhost": the aggregator dials ExternalName:<APIService port>. Needs the
 # aggregation layer on the apiserver (run.sh passes --requestheader-* and
 # --proxy-client-*). metrics-server scrapes lockstep's /metrics/resource
-# with the admin token every 10 s (InternalIP, the node's daemonEndpoints
+# with the admin token every 10 s, 5 s timeout (InternalIP, the node's daemonEndpoints
 # port, self-signed serving certificate: --kubelet-insecure-tls). Writes
 # pids/metrics-server; stop.sh stops it.
 set -euo pipefail
@@ -21,7 +21,7 @@ port=$(free_port)
 "$bin" --secure-port "$port" --bind-address 127.0.0.1 --cert-dir "$d" \
   --kubeconfig "$kc" --authentication-kubeconfig "$kc" --authorization-kubeconfig "$kc" \
   --kubelet-preferred-address-types InternalIP --kubelet-insecure-tls \
-  --metric-resolution 10s --v 2 \
+  --metric-resolution 10s --kubelet-request-timeout 5s --v 2 \
   >>"$LOG_DIR/metrics-server.log" 2>&1 &
 echo $! > "$PID_DIR/metrics-server"
 
