@@ -20,7 +20,7 @@ mkdir -p "$d" "$LOG_DIR" "$PID_DIR"
 port=$(free_port)
 "$bin" --secure-port "$port" --bind-address 127.0.0.1 --cert-dir "$d" \
   --kubeconfig "$kc" --authentication-kubeconfig "$kc" --authorization-kubeconfig "$kc" \
-  --kubelet-preferred-address-types InternalIP --kubelet-insecure-tls \
+  --kubelet-preferred-address-types InternalIP --kubelet-use-node-status-port --kubelet-insecure-tls \
   --metric-resolution 10s --kubelet-request-timeout 5s --v 2 \
   >>"$LOG_DIR/metrics-server.log" 2>&1 &
 echo $! > "$PID_DIR/metrics-server"

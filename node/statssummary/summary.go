@@ -157,7 +157,7 @@ func podStats(pod *corev1.Pod, idx runtimeIndex, now time.Time) (statsv1alpha1.P
 		ps.Memory = sumMemory(ps.Containers, now)
 	}
 	if n := linux.GetNetwork(); n != nil {
-		ps.Network = networkStats(n)
+		ps.Network = networkStats(n, now)
 	}
 	if p := linux.GetProcess(); p != nil && p.GetProcessCount() != nil {
 		ps.ProcessStats = &statsv1alpha1.ProcessStats{ProcessCount: u64p(p.GetProcessCount())}
@@ -238,9 +238,13 @@ func memoryStats(m *runtimeapi.MemoryUsage) *statsv1alpha1.MemoryStats {
 }
 
 // networkStats converts a sandbox's network usage: the default interface
-// inline, every interface in Interfaces.
-func networkStats(n *runtimeapi.NetworkUsage) *statsv1alpha1.NetworkStats {
+// inline, every interface in Interfaces; without a timestamp, it is the
+// sample's.
+func networkStats(n *runtimeapi.NetworkUsage, now time.Time) *statsv1alpha1.NetworkStats {
 	out := &statsv1alpha1.NetworkStats{Time: nanoTime(n.GetTimestamp())}
+	if out.Time.IsZero() {
+		out.Time = metav1.NewTime(now) // containerd 1.6 leaves it unset
+	}
 	if d := n.GetDefaultInterface(); d != nil {
 		out.InterfaceStats = interfaceStats(d)
 	}

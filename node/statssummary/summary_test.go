@@ -390,3 +390,17 @@ func TestBuildLocalUsage(t *testing.T) {
 		t.Errorf("pod (-want +got):\n%s", diff)
 	}
 }
+
+// containerd 1.6 reports a sandbox's network without a timestamp: the
+// Summary stamps it with the sample's time rather than the zero time.
+func TestBuildNetworkWithoutTimestamp(t *testing.T) {
+	sb := sbstats("s1", "uid-1")
+	sb.Linux.Network.Timestamp = 0
+	got := Build("node-a", now, machine, usage, []*corev1.Pod{pod("default", "web", "uid-1", 50)}, []*runtimeapi.PodSandboxStats{sb}, nil, nil, LocalUsage{})
+	if len(got.Pods) != 1 || got.Pods[0].Network == nil {
+		t.Fatalf("pods: %+v", got.Pods)
+	}
+	if diff := cmp.Diff(tNow, got.Pods[0].Network.Time); diff != "" {
+		t.Errorf("network time (-want +got):\n%s", diff)
+	}
+}
