@@ -238,10 +238,11 @@ func (p *Provider) sample(ctx context.Context) (Sample, error) {
 	if s.SandboxStats == nil && p.ports.Network != nil {
 		s.SandboxStats = p.sandboxNetworks(ctx)
 	}
+	statsList, statsErr := p.ports.Runtime.ListContainerStats(ctx, &runtimeapi.ContainerStatsFilter{})
 	if s.Containers, err = p.ports.Runtime.ListContainers(ctx, &runtimeapi.ContainerFilter{}); err != nil {
 		return Sample{}, fmt.Errorf("list containers: %w", err)
 	}
-	if s.ContainerStats, err = p.containerStats(ctx, s.Containers); err != nil {
+	if s.ContainerStats, err = p.containerStats(ctx, statsList, statsErr, s.Containers); err != nil {
 		return Sample{}, err
 	}
 	if p.ports.Images != nil {
@@ -259,13 +260,12 @@ func (p *Provider) sample(ctx context.Context) (Sample, error) {
 	return s, nil
 }
 
-// containerStats lists the containers' stats. When the list fails as a
-// whole (containerd 1.6 fails it when one container's metrics cannot be
-// read, e.g. one just exiting), each running container is asked alone and
-// those that answer are kept, so one container does not blank the node's
-// stats; the failure is logged once.
-func (p *Provider) containerStats(ctx context.Context, containers []*runtimeapi.Container) ([]*runtimeapi.ContainerStats, error) {
-	list, err := p.ports.Runtime.ListContainerStats(ctx, &runtimeapi.ContainerStatsFilter{})
+// containerStats is the containers' stats: list, as ListContainerStats
+// answered, or when it failed as a whole (err: containerd 1.6 fails it
+// when one container's metrics cannot be read, e.g. one just exiting),
+// each running container asked alone, those that answer kept, so that one
+// container does not blank the node's stats; the failure is logged once.
+func (p *Provider) containerStats(ctx context.Context, list []*runtimeapi.ContainerStats, err error, containers []*runtimeapi.Container) ([]*runtimeapi.ContainerStats, error) {
 	if err == nil || ctx.Err() != nil {
 		if err != nil {
 			return nil, fmt.Errorf("list container stats: %w", err)
