@@ -36,6 +36,12 @@ type Config struct {
 	// NoEvents makes GetContainerEvents answer Unimplemented, like
 	// containerd 1.6.
 	NoEvents bool
+	// NoSandboxStats makes PodSandboxStats and ListPodSandboxStats answer
+	// Unimplemented, like containerd 1.6 on some hosts (pod usage then
+	// comes from the containers'); NoNanoCores leaves usage_nano_cores out
+	// of CPU stats (the caller computes the rate from two samples).
+	NoSandboxStats bool
+	NoNanoCores    bool
 	// EventBuffer is how many undelivered events a subscription keeps
 	// before it drops new ones, like containerd's 1000-event channel
 	// (default 1000).

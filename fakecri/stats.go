@@ -26,7 +26,7 @@ func (r *Runtime) ContainerStats(ctx context.Context, containerID string) (*runt
 	if err != nil {
 		return nil, err
 	}
-	return containerStatsAt(c, now, c.state), nil
+	return r.withoutNanoCores(containerStatsAt(c, now, c.state)), nil
 }
 
 // ListContainerStats lists container stats in creation order, filtered by
@@ -49,7 +49,7 @@ func (r *Runtime) ListContainerStats(ctx context.Context, filter *runtimeapi.Con
 		if !visible || !labelsMatch(c.config.GetLabels(), filter.GetLabelSelector()) {
 			continue
 		}
-		out = append(out, containerStatsAt(c, at, state))
+		out = append(out, r.withoutNanoCores(containerStatsAt(c, at, state)))
 	}
 	return out, nil
 }
@@ -57,6 +57,9 @@ func (r *Runtime) ListContainerStats(ctx context.Context, filter *runtimeapi.Con
 // PodSandboxStats returns a READY sandbox's stats: the sums of its
 // containers' stats.
 func (r *Runtime) PodSandboxStats(ctx context.Context, podSandboxID string) (*runtimeapi.PodSandboxStats, error) {
+	if r.cfg.NoSandboxStats {
+		return nil, r.unimplementedCall(ctx, "PodSandboxStats")
+	}
 	now, err := r.begin(ctx, "PodSandboxStats", callTarget{sandboxID: podSandboxID})
 	if err != nil {
 		return nil, err
@@ -75,6 +78,9 @@ func (r *Runtime) PodSandboxStats(ctx context.Context, podSandboxID string) (*ru
 // ListPodSandboxStats lists the stats of READY sandboxes in creation
 // order, filtered by ID and labels.
 func (r *Runtime) ListPodSandboxStats(ctx context.Context, filter *runtimeapi.PodSandboxStatsFilter) ([]*runtimeapi.PodSandboxStats, error) {
+	if r.cfg.NoSandboxStats {
+		return nil, r.unimplementedCall(ctx, "ListPodSandboxStats")
+	}
 	now, err := r.begin(ctx, "ListPodSandboxStats", callTarget{sandboxID: filter.GetId()})
 	if err != nil {
 		return nil, err
@@ -96,6 +102,14 @@ func (r *Runtime) ListPodSandboxStats(ctx context.Context, filter *runtimeapi.Po
 		out = append(out, sandboxStatsAt(sb, now))
 	}
 	return out, nil
+}
+
+// withoutNanoCores drops usage_nano_cores from cs under NoNanoCores.
+func (r *Runtime) withoutNanoCores(cs *runtimeapi.ContainerStats) *runtimeapi.ContainerStats {
+	if r.cfg.NoNanoCores && cs.Cpu != nil {
+		cs.Cpu.UsageNanoCores = nil
+	}
+	return cs
 }
 
 // u64 wraps a value for the stats messages.

@@ -246,3 +246,31 @@ func hex64(c byte) string {
 	}
 	return string(b)
 }
+
+// Like containerd 1.6 on some hosts, NoSandboxStats answers the sandbox
+// stats calls Unimplemented, and NoNanoCores leaves the CPU rate out of
+// container stats while the cumulative counter stays.
+func TestStatsLikeContainerd16(t *testing.T) {
+	f := newFixture(t, func(c *Config) { c.NoSandboxStats, c.NoNanoCores = true, true })
+	sb := f.runPod("p")
+	id := f.run(sb, ctrConfig("c", "FAKECRI_CPU=500m"))
+	f.clock.Advance(2 * time.Second)
+	_, err := f.r.ListPodSandboxStats(f.ctx, &runtimeapi.PodSandboxStatsFilter{})
+	wantCode(t, "ListPodSandboxStats", err, codes.Unimplemented)
+	_, err = f.r.PodSandboxStats(f.ctx, sb)
+	wantCode(t, "PodSandboxStats", err, codes.Unimplemented)
+	one, err := f.r.ContainerStats(f.ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	list, err := f.r.ListContainerStats(f.ctx, &runtimeapi.ContainerStatsFilter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := &runtimeapi.CpuUsage{Timestamp: ns(2 * time.Second), UsageCoreNanoSeconds: u64(uint64(time.Second))}
+	for name, got := range map[string]*runtimeapi.CpuUsage{"ContainerStats": one.Cpu, "ListContainerStats": list[0].Cpu} {
+		if diff := cmp.Diff(want, got, protocmp.Transform()); diff != "" {
+			t.Errorf("%s cpu (-want +got):\n%s", name, diff)
+		}
+	}
+}

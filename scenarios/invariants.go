@@ -56,6 +56,8 @@ type Checker struct {
 	rz              *resizeChecks       // see resize.go
 	dv              *deviceChecks       // see invariants_devices.go
 	reportedOnce    map[string]bool     // see failOnce
+	// statsChecked is the time of the last stats sample checked (stats.go).
+	statsChecked time.Time
 }
 
 // NewChecker starts checking h's apiserver writes at once; call Check to
@@ -104,6 +106,7 @@ func (c *Checker) Check() {
 	c.checkShutdown()
 	c.checkResize(truth)
 	c.checkDevices(truth)
+	c.checkStatsRate()
 	for _, ct := range truth {
 		key := string(ct.PodUID) + "/" + ct.Name
 		if ct.State == runtimeapi.ContainerState_CONTAINER_RUNNING {

@@ -64,6 +64,7 @@ func Ops() map[string]Op {
 		"create-sized":        {"create a pod of QoS class a (Guaranteed, Burstable, BestEffort) and size b (see QOSPod)", drawArgs(0, 2, 0, 63), opCreateQOS},
 		"create-storage":      {"create a pod of local-storage kind a (emptyDir sizeLimit, container or pod ephemeral-storage limit, critical) going over (b odd) or staying under its limit after c·5 s", drawArgs(0, len(storageKinds)-1, 0, 1, 0, 3), opCreateStorage},
 		"create-qos":          {"create a pod of QoS class a (BestEffort, Burstable, Guaranteed, critical), priority b, usage level c", drawArgs(0, 3, 0, 3, 0, 5), opCreateQoS},
+		"create-busy":         {"create a pod whose container app burns a×50m of CPU and logs, beside side burning b×10m", drawArgs(1, 20, 0, 10), opCreateBusy},
 		"create-oom":          {"create a pod under restart policy a whose memory grows at rate b past its limit c", drawArgs(0, 2, 0, 2, 0, 2), opCreateOOM},
 		"system-oom":          {"the kernel OOM-kills process pid a outside every container", drawArgs(1, 99999), opSystemOOM},
 		"node-memory":         {"set the node's memory use outside pods so that level a of available memory is left", drawArgs(0, len(nodeMemoryLevels)-1), opNodeMemory},

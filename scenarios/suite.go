@@ -57,6 +57,7 @@ func Scenarios() []Scenario {
 		imageGCScenario(),
 		logRotationScenario(),
 		devicesScenario(),
+		statsScenario(),
 	}
 }
 
@@ -236,7 +237,7 @@ func Invariants() []string {
 		"sigterm-first", "lease-fresh", "node-ready", "liveness-restarts", "startup-protects", "fresh-probe-results", "sidecar-order", "pull-backoff", "image-gc-safe", "image-gc-lru", "log-bounded", "log-lines-once",
 		"prestop-before-stop", "poststart-before-started", "volumes-kept", "token-valid", "client-cert-valid", "cgroups-match", "exclusive-cpus", "numa-aligned", "devices-once",
 		"eviction-order", "critical-survives", "evicted-stays-dead",
-		"one-eviction-per-cycle", "reclaim-first", "local-storage-evicted", "local-storage-kept", "pressure-conditions", "admission", "oom-reported",
+		"one-eviction-per-cycle", "reclaim-first", "local-storage-evicted", "local-storage-kept", "pressure-conditions", "admission", "oom-reported", "stats-rate",
 		"shutdown-order", "shutdown-grace", "shutdown-not-ready",
 		"allocations-fit",
 		"deleted-disappears", "converges", "status-matches", "mirror-present", "resize-in-place", "resize-restarts-once", "resize-converges",

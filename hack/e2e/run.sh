@@ -46,6 +46,8 @@ phase "build control plane"
 export CONTROL_PLANE_BIN="$("$here/build-control-plane.sh")"
 phase "build kubectl"
 export LOCKSTEP_E2E_KUBECTL="$("$here/build-kubectl.sh")"
+phase "build metrics-server"
+export METRICS_SERVER_BIN="$("$here/build-metrics-server.sh")"
 phase "start containerd"
 "$here/start-containerd.sh"
 phase "start registry"
@@ -66,6 +68,16 @@ openssl x509 -req -in "$pki/kubelet-client.csr" -CA "$pki/ca.crt" -CAkey "$pki/c
 # bootstrap tokens: e2e/bootstrap_test.go joins a second node with a
 # bootstrap token and signs its CSRs with the CA (no controller manager).
 export E2E_APISERVER_ARGS="${E2E_APISERVER_ARGS:-} --kubelet-client-certificate $pki/kubelet-client.crt --kubelet-client-key $pki/kubelet-client.key --kubelet-preferred-address-types InternalIP,Hostname --client-ca-file $pki/ca.crt --enable-bootstrap-token-auth"
+# The aggregation layer (metrics-server behind the metrics.k8s.io
+# APIService, for kubectl top): the same CA signs the front proxy's client
+# certificate, which only the name front-proxy-client may use.
+openssl req -newkey rsa:2048 -nodes -subj "/CN=front-proxy-client" \
+  -keyout "$pki/front-proxy-client.key" -out "$pki/front-proxy-client.csr" 2>/dev/null
+openssl x509 -req -in "$pki/front-proxy-client.csr" -CA "$pki/ca.crt" -CAkey "$pki/ca.key" -CAcreateserial \
+  -days 2 -out "$pki/front-proxy-client.crt" 2>/dev/null
+E2E_APISERVER_ARGS+=" --requestheader-client-ca-file $pki/ca.crt --requestheader-allowed-names front-proxy-client"
+E2E_APISERVER_ARGS+=" --requestheader-username-headers X-Remote-User --requestheader-group-headers X-Remote-Group --requestheader-extra-headers-prefix X-Remote-Extra-"
+E2E_APISERVER_ARGS+=" --proxy-client-cert-file $pki/front-proxy-client.crt --proxy-client-key-file $pki/front-proxy-client.key"
 # ServiceAccount admission on (pods get the kube-api-access volume); the
 # objects a controller manager would create come from the script below.
 E2E_DISABLE_ADMISSION="" "$here/start-control-plane.sh"
@@ -93,6 +105,8 @@ node
 --v=${E2E_LOCKSTEP_V:-2}
 ARGS
 "$here/start-lockstep.sh"
+phase "start metrics-server"
+"$here/start-metrics-server.sh"
 phase "e2e tests"
 cd "$repo"
 LOCKSTEP_E2E_DIR="$E2E_DIR" LOCKSTEP_E2E_NODE="$E2E_NODE" LOCKSTEP_E2E_PORT="$port" LOCKSTEP_E2E_KUBECTL="$LOCKSTEP_E2E_KUBECTL" \

@@ -23,6 +23,7 @@ stop_pid() {
   rm -f "$f"
 }
 
+stop_pid metrics-server
 for p in "$PID_DIR"/lockstep*; do [[ -f $p ]] && stop_pid "$(basename "$p")"; done
 # The control plane's state is thrown away: no need for a graceful stop.
 stop_pid kube-apiserver KILL

@@ -69,6 +69,9 @@ type Config struct {
 	Node podspec.NodeInfo
 	// RuntimeType prefixes container IDs in statuses ("containerd").
 	RuntimeType string
+	// PodNetwork reads pods' network usage where the runtime's stats have
+	// none (the real node's network namespaces); nil leaves it out.
+	PodNetwork stats.NetworkReader
 	// RuntimeSync tunes the executor (back-off curves, runtime handler).
 	RuntimeSync runtimesync.Config
 	// PLEG tunes the lifecycle event generator.
@@ -251,7 +254,7 @@ func New(d deps.Deps, cfg Config) (*Agent, error) {
 
 		pendingResizes: map[types.UID]bool{},
 	}
-	a.stats = stats.New(d.Core, stats.Ports{Runtime: d.Runtime, Images: d.Images, Machine: d.Machine, Disk: d.Disk, Pods: a.admittedPods},
+	a.stats = stats.New(d.Core, stats.Ports{Runtime: d.Runtime, Images: d.Images, Machine: d.Machine, Disk: d.Disk, Files: d.Files, Pods: admittedPodList{a}, Network: cfg.PodNetwork},
 		stats.Config{Period: cfg.Eviction.Period, RootDir: cfg.Node.RootDir, PodLogsRoot: cfg.Node.PodLogsRoot})
 	a.images = newImageGC(d, cfg, a.stats)
 	a.logs = logrotate.New(d.Core, d.Runtime, d.Files, cfg.LogRotation)
@@ -516,3 +519,8 @@ func (a *Agent) tickLoop(ctx context.Context) {
 
 	}
 }
+
+// Stats is the node's stats sampler: the eviction manager's cycles (or,
+// without eviction thresholds, its own loop) keep its latest sample fresh
+// for the stats endpoints.
+func (a *Agent) Stats() *stats.Provider { return a.stats }

@@ -270,6 +270,13 @@ func (a *Agent) preempt(pod *corev1.Pod, victims []*corev1.Pod) {
 
 // admittedPods are the pods admitted and still counting against the node
 // (not terminating), oldest first.
+// admittedPodList lists the admitted pods for the stats sampler, which
+// measures their volumes and logs.
+type admittedPodList struct{ a *Agent }
+
+// ActivePods are the admitted pods, oldest first.
+func (l admittedPodList) ActivePods() []*corev1.Pod { return l.a.admittedPods() }
+
 func (a *Agent) admittedPods() []*corev1.Pod {
 	a.mu.Lock()
 	defer a.mu.Unlock()

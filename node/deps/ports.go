@@ -241,6 +241,10 @@ type MachineUsage struct {
 	ImageFSInodesFree     uint64
 	ImageFSInodes         uint64
 	PIDsAvailable         uint64
+	// CPUUsageCoreNanoSeconds is the node's cumulative CPU time, all
+	// cores, idle and I/O wait excluded; 0 when unknown (the stats then
+	// sum the pods').
+	CPUUsageCoreNanoSeconds uint64
 }
 
 // Machine reports the node's capacity and usage. Real: /proc, statfs and

@@ -1,14 +1,18 @@
 // Package stats samples the node's resource usage: the CRI runtime's pod
 // sandbox and container stats, its image filesystem, and the machine's
-// memory, filesystems and process count. A Provider takes a sample every
+// memory, CPU, filesystems and process count; and, through the Files port,
+// the pods' volumes and container logs. A Provider takes a sample every
 // Period on the injected clock (and on demand, Refresh) and keeps the
 // latest; the eviction manager reads it, and the kubelet's stats Summary
-// (node/statssummary) is built from it by Summary.
+// (node/statssummary) is built from it by Summary. CPU rates the runtime
+// leaves out are computed from the previous sample.
 //
-// A sample is all or nothing: when any read fails the previous sample is
-// kept, so readers never see a node's memory from one instant beside pods
-// from another. The pods' volumes and logs are the exception: one that
-// cannot be measured is left out of the sample (and logged).
+// The runtime's and the machine's part of a sample is all or nothing: when
+// one of those reads fails the previous sample is kept, so readers never
+// see a node's memory from one instant beside pods from another. What the
+// agent measures itself (volumes, logs, the pods' network where the
+// runtime has no sandbox stats) is best effort: what cannot be read is
+// left out and logged once.
 package stats
 
 import (
@@ -27,6 +31,7 @@ import (
 	statsv1alpha1 "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
 
 	"github.com/lockstep-dev/lockstep/node/deps"
+	"github.com/lockstep-dev/lockstep/node/podstate"
 	"github.com/lockstep-dev/lockstep/node/statssummary"
 )
 
@@ -55,6 +60,21 @@ type Sample struct {
 	// port). A container's writable layer is in ContainerStats.
 	Volumes map[types.UID][]VolumeUsage
 	Logs    map[types.UID][]ContainerLogsUsage
+	// VolumeUsage is what each pod's emptyDir, configMap and secret
+	// volumes hold on disk: pod UID → volume name → usage. Only the pods
+	// the Pods port lists are measured; nil without a Files port.
+	VolumeUsage map[types.UID]map[string]FsUsage
+	// LogsUsage is what each container's log files hold (all its
+	// instances, the container's log directory as upstream measures it):
+	// pod UID → container name → usage. Nil without a Files port.
+	LogsUsage map[types.UID]map[string]FsUsage
+	// RootfsUsage is each running container's writable layer as the
+	// runtime reports it: pod UID → container name → usage.
+	RootfsUsage map[types.UID]map[string]FsUsage
+	// NodeCPU is the node's own CPU usage (Machine.Usage's cumulative
+	// time, its rate from the sample before); nil when the machine does
+	// not report it, and the node's CPU is then the pods' sum.
+	NodeCPU *runtimeapi.CpuUsage
 }
 
 // ImageFsBytes is the image filesystem's capacity and available bytes:
@@ -67,10 +87,15 @@ func (s Sample) ImageFsBytes() (capacity, available uint64) {
 	return s.Usage.NodeFSCapacityBytes, s.Usage.NodeFSAvailableBytes
 }
 
+// FsUsage is the space and inodes some files take (statssummary's type,
+// which the Summary reports).
+type FsUsage = statssummary.FsUsage
+
 // Summary builds the kubelet's stats Summary of the sample for the given
 // pods (see statssummary.Build).
 func (s Sample) Summary(nodeName string, pods []*corev1.Pod) *statsv1alpha1.Summary {
-	return statssummary.Build(nodeName, s.Time, s.Machine, s.Usage, pods, s.SandboxStats, s.ContainerStats, s.Containers)
+	return statssummary.Build(nodeName, s.Time, s.Machine, s.Usage, pods, s.SandboxStats, s.ContainerStats, s.Containers,
+		statssummary.LocalUsage{Volumes: s.VolumeUsage, Logs: s.LogsUsage, NodeCPU: s.NodeCPU})
 }
 
 // Ports are what a Provider reads.
@@ -78,12 +103,33 @@ type Ports struct {
 	Runtime cri.RuntimeService
 	Images  cri.ImageManagerService
 	Machine deps.Machine
-	// Disk measures the pods' emptyDir volumes and log directories; nil
-	// measures none.
-	Disk deps.DiskUsage
 	// Pods lists the managed pods whose local storage is measured; nil
 	// lists none.
-	Pods func() []*corev1.Pod
+	Pods PodLister
+	// Disk, with Pods, measures the pods' emptyDir volumes and log
+	// directories for the eviction manager (Volumes, Logs); nil measures
+	// none.
+	Disk deps.DiskUsage
+	// Files, with Pods, measures the pods' volumes and container logs
+	// for the stats Summary (VolumeUsage, LogsUsage).
+	Files deps.Files
+	// Network, when set, reads each ready pod sandbox's network usage
+	// where the runtime reports no sandbox stats (real nodes: the
+	// sandbox's network namespace, node/real/netstats); nil leaves the
+	// pods' network out then.
+	Network NetworkReader
+}
+
+// NetworkReader reads one pod sandbox's network usage; nil usage for a
+// sandbox without a network of its own (host network).
+type NetworkReader interface {
+	PodNetwork(ctx context.Context, sandboxID string) (*runtimeapi.NetworkUsage, error)
+}
+
+// PodLister lists the pods whose volumes and logs a sample measures.
+type PodLister interface {
+	// ActivePods are the pods running on the node.
+	ActivePods() []*corev1.Pod
 }
 
 // Config tunes a Provider; zero fields take their defaults.
@@ -107,6 +153,12 @@ type Provider struct {
 	mu     sync.Mutex
 	latest *Sample
 	warned bool
+	// warnedFiles: a volume or log measurement failed once already;
+	// warnedNetwork: a sandbox's network could not be read once already.
+	warnedFiles, warnedNetwork bool
+	// cpu are the last CPU readings by "c/<container ID>",
+	// "s/<sandbox ID>" and "node", for the rates of the next sample.
+	cpu map[string]cpuReading
 }
 
 // warnOnce logs msg the first time only.
@@ -188,6 +240,9 @@ func (p *Provider) sample(ctx context.Context) (Sample, error) {
 	if s.Usage, err = p.ports.Machine.Usage(ctx); err != nil {
 		return Sample{}, fmt.Errorf("machine usage: %w", err)
 	}
+	if cpu := s.Usage.CPUUsageCoreNanoSeconds; cpu > 0 {
+		s.NodeCPU = &runtimeapi.CpuUsage{Timestamp: s.Time.UnixNano(), UsageCoreNanoSeconds: &runtimeapi.UInt64Value{Value: cpu}}
+	}
 	s.SandboxStats, err = p.ports.Runtime.ListPodSandboxStats(ctx, &runtimeapi.PodSandboxStatsFilter{})
 	if err != nil && ctx.Err() == nil {
 		// Pod stats are then summed over containers (containerd 1.6
@@ -200,11 +255,15 @@ func (p *Provider) sample(ctx context.Context) (Sample, error) {
 	if err != nil {
 		return Sample{}, fmt.Errorf("list pod sandbox stats: %w", err)
 	}
-	if s.ContainerStats, err = p.ports.Runtime.ListContainerStats(ctx, &runtimeapi.ContainerStatsFilter{}); err != nil {
-		return Sample{}, fmt.Errorf("list container stats: %w", err)
+	if s.SandboxStats == nil && p.ports.Network != nil {
+		s.SandboxStats = p.sandboxNetworks(ctx)
 	}
+	statsList, statsErr := p.ports.Runtime.ListContainerStats(ctx, &runtimeapi.ContainerStatsFilter{})
 	if s.Containers, err = p.ports.Runtime.ListContainers(ctx, &runtimeapi.ContainerFilter{}); err != nil {
 		return Sample{}, fmt.Errorf("list containers: %w", err)
+	}
+	if s.ContainerStats, err = p.containerStats(ctx, statsList, statsErr, s.Containers); err != nil {
+		return Sample{}, err
 	}
 	if p.ports.Images != nil {
 		fs, err := p.ports.Images.ImageFsInfo(ctx)
@@ -216,11 +275,87 @@ func (p *Provider) sample(ctx context.Context) (Sample, error) {
 		}
 	}
 	if p.ports.Disk != nil && p.ports.Pods != nil {
-		disk, err := measureDisk(ctx, p.ports.Disk, p.cfg, p.ports.Pods())
+		disk, err := measureDisk(ctx, p.ports.Disk, p.cfg, p.ports.Pods.ActivePods())
 		if err != nil {
 			p.log.Warn("local storage partly unmeasured", "error", err.Error())
 		}
 		s.Volumes, s.Logs = disk.Volumes, disk.Logs
 	}
+	p.fillSampleNanoCores(&s)
+	s.RootfsUsage = rootfsUsage(s.Containers, s.ContainerStats)
+	p.measureFiles(&s)
 	return s, nil
+}
+
+// containerStats is the containers' stats: list, as ListContainerStats
+// answered, or when it failed as a whole (err: containerd 1.6 fails it
+// when one container's metrics cannot be read, e.g. one just exiting),
+// each running container asked alone, those that answer kept, so that one
+// container does not blank the node's stats; the failure is logged once.
+func (p *Provider) containerStats(ctx context.Context, list []*runtimeapi.ContainerStats, err error, containers []*runtimeapi.Container) ([]*runtimeapi.ContainerStats, error) {
+	if err == nil || ctx.Err() != nil {
+		if err != nil {
+			return nil, fmt.Errorf("list container stats: %w", err)
+		}
+		return list, nil
+	}
+	p.warnOnce("listing container stats failed; asking each running container", err)
+	var out []*runtimeapi.ContainerStats
+	for _, c := range containers {
+		if c.GetState() != runtimeapi.ContainerState_CONTAINER_RUNNING {
+			continue
+		}
+		cs, err := p.ports.Runtime.ContainerStats(ctx, c.GetId())
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("stats of container %s: %w", c.GetId(), ctx.Err())
+		}
+		if err == nil && cs != nil {
+			out = append(out, cs)
+		}
+	}
+	return out, nil
+}
+
+// sandboxNetworks stands in for the runtime's sandbox stats when it has
+// none: one entry per ready pod sandbox holding only the network usage the
+// Network port reads (pod CPU and memory then stay the containers' sums).
+// What cannot be read (the list, a sandbox's network) is left out, logged
+// once: the pods' network is the least of a sample.
+func (p *Provider) sandboxNetworks(ctx context.Context) []*runtimeapi.PodSandboxStats {
+	sandboxes, err := p.ports.Runtime.ListPodSandbox(ctx, &runtimeapi.PodSandboxFilter{
+		State: &runtimeapi.PodSandboxStateValue{State: runtimeapi.PodSandboxState_SANDBOX_READY}})
+	if err != nil {
+		p.warnNetworkOnce(fmt.Errorf("list pod sandboxes: %w", err))
+		return nil
+	}
+	var out []*runtimeapi.PodSandboxStats
+	for _, sb := range sandboxes {
+		if sb.GetLabels()[podstate.LabelPodUID] == "" {
+			continue
+		}
+		net, err := p.ports.Network.PodNetwork(ctx, sb.GetId())
+		if err != nil {
+			p.warnNetworkOnce(err)
+			continue
+		}
+		if net == nil {
+			continue
+		}
+		out = append(out, &runtimeapi.PodSandboxStats{
+			Attributes: &runtimeapi.PodSandboxAttributes{Id: sb.GetId(), Metadata: sb.GetMetadata(), Labels: sb.GetLabels(), Annotations: sb.GetAnnotations()},
+			Linux:      &runtimeapi.LinuxPodSandboxStats{Network: net},
+		})
+	}
+	return out
+}
+
+// warnNetworkOnce logs the first network read error only.
+func (p *Provider) warnNetworkOnce(err error) {
+	p.mu.Lock()
+	warned := p.warnedNetwork
+	p.warnedNetwork = true
+	p.mu.Unlock()
+	if !warned {
+		p.log.Warn("pod network usage unavailable", "error", err.Error())
+	}
 }

@@ -7,18 +7,23 @@
 // What is reported follows the upstream kubelet's CRI stats provider:
 //   - the node's memory from the machine (working set = capacity −
 //     available), its root filesystem (capacity, available, used, inodes)
-//     and its process limits; its CPU is the sum of the pods' CPU, because
-//     the machine port does not report node CPU (system processes are not
-//     counted);
+//     and its process limits; its CPU from the machine when it reports it
+//     (LocalUsage.NodeCPU), else the sum of the pods' CPU (system
+//     processes are then not counted);
 //   - one entry per managed pod that the runtime knows (a sandbox with
 //     stats, or any container), with its running containers only: an
 //     exited instance of a container is not reported, like upstream;
-//   - per container: CPU, memory and the writable layer (rootfs); log
-//     usage is not known to the runtime and is left out;
+//   - per container: CPU, memory, swap (when the runtime reports it), the
+//     writable layer (rootfs) and, when
+//     the agent measured them (LocalUsage), its log files;
 //   - per pod: CPU, memory, network and process count from the sandbox's
 //     stats when the runtime reports them (containerd 1.7+), else CPU and
-//     memory summed over its containers; ephemeral storage as the sum of the
-//     containers' writable layers.
+//     memory summed over its containers (and the network when the caller
+//     passes sandbox stats holding only that); swap summed over its
+//     containers; the measured volumes
+//     (VolumeStats); ephemeral storage as the sum of the containers'
+//     writable layers and logs and of the local ephemeral volumes
+//     (emptyDir on disk, configMap), as upstream counts it.
 package statssummary
 
 import (
@@ -28,6 +33,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	statsv1alpha1 "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
 
@@ -35,20 +41,43 @@ import (
 	"github.com/lockstep-dev/lockstep/node/podstate"
 )
 
+// FsUsage is the space and inodes some files take.
+type FsUsage struct {
+	// UsedBytes is the files' size (apparent size, not blocks).
+	UsedBytes uint64
+	// InodesUsed counts files, directories and links.
+	InodesUsed uint64
+}
+
+// LocalUsage is what the agent measured itself rather than the runtime:
+// by pod UID, each volume's usage by volume name and each container's logs
+// by container name (nil maps measure nothing); and the node's CPU (nil:
+// the node's CPU is the sum of the pods').
+type LocalUsage struct {
+	Volumes map[types.UID]map[string]FsUsage
+	Logs    map[types.UID]map[string]FsUsage
+	NodeCPU *runtimeapi.CpuUsage
+}
+
 // Build returns the Summary of node nodeName at time now. pods are the
 // managed pods (their order is kept); sandboxStats, containerStats and
 // containers are the runtime's lists (any order; sandboxStats may be nil
-// when the runtime does not implement ListPodSandboxStats).
-func Build(nodeName string, now time.Time, machine deps.MachineInfo, usage deps.MachineUsage, pods []*corev1.Pod, sandboxStats []*runtimeapi.PodSandboxStats, containerStats []*runtimeapi.ContainerStats, containers []*runtimeapi.Container) *statsv1alpha1.Summary {
+// when the runtime does not implement ListPodSandboxStats); local is what
+// the agent measured of volumes and logs.
+func Build(nodeName string, now time.Time, machine deps.MachineInfo, usage deps.MachineUsage, pods []*corev1.Pod, sandboxStats []*runtimeapi.PodSandboxStats, containerStats []*runtimeapi.ContainerStats, containers []*runtimeapi.Container, local LocalUsage) *statsv1alpha1.Summary {
 	idx := index(sandboxStats, containerStats, containers)
 	out := &statsv1alpha1.Summary{Pods: []statsv1alpha1.PodStats{}}
 	for _, pod := range pods {
 		ps, ok := podStats(pod, idx, now)
 		if ok {
+			addLocal(&ps, pod, local, now, usage)
 			out.Pods = append(out.Pods, ps)
 		}
 	}
 	out.Node = nodeStats(nodeName, now, machine, usage, out.Pods)
+	if local.NodeCPU != nil {
+		out.Node.CPU = cpuStats(local.NodeCPU)
+	}
 	return out
 }
 
@@ -128,11 +157,12 @@ func podStats(pod *corev1.Pod, idx runtimeIndex, now time.Time) (statsv1alpha1.P
 		ps.Memory = sumMemory(ps.Containers, now)
 	}
 	if n := linux.GetNetwork(); n != nil {
-		ps.Network = networkStats(n)
+		ps.Network = networkStats(n, now)
 	}
 	if p := linux.GetProcess(); p != nil && p.GetProcessCount() != nil {
 		ps.ProcessStats = &statsv1alpha1.ProcessStats{ProcessCount: u64p(p.GetProcessCount())}
 	}
+	ps.Swap = sumSwap(ps.Containers)
 	ps.EphemeralStorage = sumRootfs(ps.Containers)
 	return ps, true
 }
@@ -171,6 +201,10 @@ func containerStats(c *runtimeapi.Container, s *runtimeapi.ContainerStats) stats
 	if s.GetMemory() != nil {
 		cs.Memory = memoryStats(s.GetMemory())
 	}
+	if sw := s.GetSwap(); sw != nil {
+		cs.Swap = &statsv1alpha1.SwapStats{Time: nanoTime(sw.GetTimestamp()),
+			SwapAvailableBytes: u64p(sw.GetSwapAvailableBytes()), SwapUsageBytes: u64p(sw.GetSwapUsageBytes())}
+	}
 	if l := s.GetWritableLayer(); l != nil {
 		cs.Rootfs = &statsv1alpha1.FsStats{
 			Time:       nanoTime(l.GetTimestamp()),
@@ -204,9 +238,13 @@ func memoryStats(m *runtimeapi.MemoryUsage) *statsv1alpha1.MemoryStats {
 }
 
 // networkStats converts a sandbox's network usage: the default interface
-// inline, every interface in Interfaces.
-func networkStats(n *runtimeapi.NetworkUsage) *statsv1alpha1.NetworkStats {
+// inline, every interface in Interfaces; without a timestamp, it is the
+// sample's.
+func networkStats(n *runtimeapi.NetworkUsage, now time.Time) *statsv1alpha1.NetworkStats {
 	out := &statsv1alpha1.NetworkStats{Time: nanoTime(n.GetTimestamp())}
+	if out.Time.IsZero() {
+		out.Time = metav1.NewTime(now) // containerd 1.6 leaves it unset
+	}
 	if d := n.GetDefaultInterface(); d != nil {
 		out.InterfaceStats = interfaceStats(d)
 	}
@@ -273,6 +311,23 @@ func sumMemory(cs []statsv1alpha1.ContainerStats, now time.Time) *statsv1alpha1.
 	return out
 }
 
+// sumSwap adds the containers' swap usage into the pod's (CRI has no
+// sandbox swap); nil when no container reports swap.
+func sumSwap(cs []statsv1alpha1.ContainerStats) *statsv1alpha1.SwapStats {
+	var out *statsv1alpha1.SwapStats
+	for _, c := range cs {
+		if c.Swap == nil || c.Swap.SwapUsageBytes == nil {
+			continue
+		}
+		if out == nil {
+			out = &statsv1alpha1.SwapStats{}
+		}
+		out.Time = later(out.Time, c.Swap.Time)
+		out.SwapUsageBytes = addp(out.SwapUsageBytes, c.Swap.SwapUsageBytes)
+	}
+	return out
+}
+
 // sumRootfs adds the containers' writable layers into the pod's ephemeral
 // storage; nil when no container reports one.
 func sumRootfs(cs []statsv1alpha1.ContainerStats) *statsv1alpha1.FsStats {
@@ -289,6 +344,69 @@ func sumRootfs(cs []statsv1alpha1.ContainerStats) *statsv1alpha1.FsStats {
 		out.InodesUsed = addp(out.InodesUsed, c.Rootfs.InodesUsed)
 	}
 	return out
+}
+
+// addLocal adds the measured logs and volumes of pod to ps: each running
+// container's Logs (with the node filesystem's capacity, where logs live),
+// the pod's VolumeStats in spec order, and the logs and local ephemeral
+// volumes to its EphemeralStorage.
+func addLocal(ps *statsv1alpha1.PodStats, pod *corev1.Pod, local LocalUsage, now time.Time, usage deps.MachineUsage) {
+	t := metav1.NewTime(now)
+	logs := local.Logs[pod.UID]
+	for i := range ps.Containers {
+		c := &ps.Containers[i]
+		u, ok := logs[c.Name]
+		if !ok {
+			continue
+		}
+		c.Logs = nodeFsStats(t, u, usage)
+		ps.EphemeralStorage = addFs(ps.EphemeralStorage, t, u)
+	}
+	vols := local.Volumes[pod.UID]
+	for i := range pod.Spec.Volumes {
+		v := &pod.Spec.Volumes[i]
+		u, ok := vols[v.Name]
+		if !ok {
+			continue
+		}
+		ps.VolumeStats = append(ps.VolumeStats, statsv1alpha1.VolumeStats{Name: v.Name, FsStats: *nodeFsStats(t, u, usage)})
+		if localEphemeral(v) {
+			ps.EphemeralStorage = addFs(ps.EphemeralStorage, t, u)
+		}
+	}
+}
+
+// localEphemeral reports whether a volume's data counts against the
+// pod's ephemeral storage: an emptyDir on the node's disk, a configMap or
+// a gitRepo, as upstream decides.
+func localEphemeral(v *corev1.Volume) bool {
+	return v.GitRepo != nil || v.ConfigMap != nil || (v.EmptyDir != nil && v.EmptyDir.Medium == corev1.StorageMediumDefault)
+}
+
+// nodeFsStats is u on the node's filesystem: its usage plus the
+// filesystem's capacity and free space and inodes when known.
+func nodeFsStats(t metav1.Time, u FsUsage, usage deps.MachineUsage) *statsv1alpha1.FsStats {
+	fs := &statsv1alpha1.FsStats{Time: t, UsedBytes: ptr(u.UsedBytes), InodesUsed: ptr(u.InodesUsed)}
+	if usage.NodeFSCapacityBytes > 0 {
+		fs.CapacityBytes = ptr(usage.NodeFSCapacityBytes)
+		fs.AvailableBytes = ptr(usage.NodeFSAvailableBytes)
+	}
+	if usage.NodeFSInodes > 0 {
+		fs.Inodes = ptr(usage.NodeFSInodes)
+		fs.InodesFree = ptr(usage.NodeFSInodesFree)
+	}
+	return fs
+}
+
+// addFs adds u to an ephemeral storage total (nil: none yet).
+func addFs(total *statsv1alpha1.FsStats, t metav1.Time, u FsUsage) *statsv1alpha1.FsStats {
+	if total == nil {
+		total = &statsv1alpha1.FsStats{}
+	}
+	total.Time = later(total.Time, t)
+	total.UsedBytes = addp(total.UsedBytes, ptr(u.UsedBytes))
+	total.InodesUsed = addp(total.InodesUsed, ptr(u.InodesUsed))
+	return total
 }
 
 // nodeStats is the node's part of the Summary.

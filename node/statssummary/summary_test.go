@@ -314,7 +314,7 @@ func TestBuild(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			got := Build("node-a", now, tc.machine, tc.usage, tc.pods, tc.sandboxes, tc.stats, tc.containers)
+			got := Build("node-a", now, tc.machine, tc.usage, tc.pods, tc.sandboxes, tc.stats, tc.containers, LocalUsage{})
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("Build (-want +got):\n%s", diff)
 			}
@@ -329,5 +329,78 @@ func TestAddSaturates(t *testing.T) {
 	}
 	if got := addp(nil, nil); got != nil {
 		t.Errorf("addp(nil, nil) = %v, want nil", *got)
+	}
+}
+
+// The agent's own measurements: a running container gets its Logs on the
+// node filesystem, the pod its VolumeStats in spec order, and its
+// ephemeral storage adds the logs and the local ephemeral volumes (an
+// emptyDir on disk, a configMap) to the writable layers, not a secret or
+// a memory-backed emptyDir; a container not running reports no logs. The
+// container's swap (from the runtime) makes the pod's.
+func TestBuildLocalUsage(t *testing.T) {
+	pd := pod("default", "web", "uid-1", 50)
+	pd.Spec.Volumes = []corev1.Volume{
+		{Name: "scratch", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
+		{Name: "ram", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{Medium: corev1.StorageMediumMemory}}},
+		{Name: "conf", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{}}},
+		{Name: "creds", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{}}},
+	}
+	containers := []*runtimeapi.Container{
+		ctr("c1", "s1", "uid-1", "app", runtimeapi.ContainerState_CONTAINER_RUNNING, 60),
+		ctr("c0", "s1", "uid-1", "init", runtimeapi.ContainerState_CONTAINER_EXITED, 55),
+	}
+	local := LocalUsage{
+		Volumes: map[types.UID]map[string]FsUsage{"uid-1": {
+			"scratch": {UsedBytes: 1000, InodesUsed: 2}, "ram": {UsedBytes: 50, InodesUsed: 1},
+			"conf": {UsedBytes: 7, InodesUsed: 5}, "creds": {UsedBytes: 9, InodesUsed: 4},
+		}},
+		Logs: map[types.UID]map[string]FsUsage{"uid-1": {"app": {UsedBytes: 300, InodesUsed: 2}, "init": {UsedBytes: 40, InodesUsed: 2}}},
+	}
+	withSwap := cstats("c1", 1, 2, 3, 4000)
+	withSwap.Swap = &runtimeapi.SwapUsage{Timestamp: at(100), SwapUsageBytes: u(70), SwapAvailableBytes: u(30)}
+	got := Build("node-a", now, machine, usage, []*corev1.Pod{pd}, nil, []*runtimeapi.ContainerStats{withSwap}, containers, local)
+	onNode := func(used, inodes uint64) statsv1alpha1.FsStats {
+		return statsv1alpha1.FsStats{Time: tNow, UsedBytes: p(used), InodesUsed: p(inodes),
+			CapacityBytes: p(100 << 30), AvailableBytes: p(40 << 30), Inodes: p(1000), InodesFree: p(600)}
+	}
+	app := wantContainer("app", 60, 1, 2, 3, 4000)
+	logs := onNode(300, 2)
+	app.Logs = &logs
+	app.Swap = &statsv1alpha1.SwapStats{Time: mt(100), SwapUsageBytes: p(70), SwapAvailableBytes: p(30)}
+	ps := got.Pods[0]
+	if diff := cmp.Diff(&statsv1alpha1.SwapStats{Time: mt(100), SwapUsageBytes: p(70)}, ps.Swap); diff != "" {
+		t.Errorf("pod swap (-want +got):\n%s", diff)
+	}
+	type view struct {
+		Containers []statsv1alpha1.ContainerStats
+		Volumes    []statsv1alpha1.VolumeStats
+		Ephemeral  *statsv1alpha1.FsStats
+	}
+	want := view{
+		Containers: []statsv1alpha1.ContainerStats{app},
+		Volumes: []statsv1alpha1.VolumeStats{
+			{Name: "scratch", FsStats: onNode(1000, 2)}, {Name: "ram", FsStats: onNode(50, 1)},
+			{Name: "conf", FsStats: onNode(7, 5)}, {Name: "creds", FsStats: onNode(9, 4)},
+		},
+		// 4000 rootfs + 300 logs + 1000 scratch + 7 conf.
+		Ephemeral: &statsv1alpha1.FsStats{Time: tNow, UsedBytes: p(5307), InodesUsed: p(3 + 2 + 2 + 5)},
+	}
+	if diff := cmp.Diff(want, view{ps.Containers, ps.VolumeStats, ps.EphemeralStorage}); diff != "" {
+		t.Errorf("pod (-want +got):\n%s", diff)
+	}
+}
+
+// containerd 1.6 reports a sandbox's network without a timestamp: the
+// Summary stamps it with the sample's time rather than the zero time.
+func TestBuildNetworkWithoutTimestamp(t *testing.T) {
+	sb := sbstats("s1", "uid-1")
+	sb.Linux.Network.Timestamp = 0
+	got := Build("node-a", now, machine, usage, []*corev1.Pod{pod("default", "web", "uid-1", 50)}, []*runtimeapi.PodSandboxStats{sb}, nil, nil, LocalUsage{})
+	if len(got.Pods) != 1 || got.Pods[0].Network == nil {
+		t.Fatalf("pods: %+v", got.Pods)
+	}
+	if diff := cmp.Diff(tNow, got.Pods[0].Network.Time); diff != "" {
+		t.Errorf("network time (-want +got):\n%s", diff)
 	}
 }

@@ -37,11 +37,13 @@ import (
 	"github.com/lockstep-dev/lockstep/node/real/manifesthttp"
 	"github.com/lockstep-dev/lockstep/node/real/memcg"
 	"github.com/lockstep-dev/lockstep/node/real/mounter"
+	"github.com/lockstep-dev/lockstep/node/real/netstats"
 	"github.com/lockstep-dev/lockstep/node/real/osfiles"
 	"github.com/lockstep-dev/lockstep/node/real/probenet"
 	"github.com/lockstep-dev/lockstep/node/real/server"
 	"github.com/lockstep-dev/lockstep/node/real/world"
 	"github.com/lockstep-dev/lockstep/node/runtimesync"
+	"github.com/lockstep-dev/lockstep/node/stats"
 	cgroups "github.com/opencontainers/cgroups"
 )
 
@@ -285,6 +287,7 @@ func prepare(ctx context.Context, o Options, rt Runtime, log *slog.Logger, fail 
 			MaxContainers:      int(o.MaxDeadContainers),
 		}, Images: images.Config{ParallelPulls: o.ParallelImagePulls()}},
 		RuntimeType:   rt.Type,
+		PodNetwork:    podNetwork(rt),
 		PLEG:          pleg.Config{UseEvents: rt.Events != nil},
 		Cgroups:       o.Cgroups.Config(),
 		CPUManager:    o.CPUManagerConfig(),
@@ -361,6 +364,16 @@ func netIPs(ips []netip.Addr) []net.IP {
 	return out
 }
 
+// podNetwork reads pods' network namespaces for the stats when the
+// runtime is a real one (containerd's verbose sandbox status names the
+// sandbox's process); the in-process fake runtime has none.
+func podNetwork(rt Runtime) stats.NetworkReader {
+	if rt.Type == "fakecri" {
+		return nil
+	}
+	return netstats.Reader{Runtime: rt.Runtime}
+}
+
 // resolveNodeName is the node name asked for, or the host name lowercased.
 func resolveNodeName(name string) (string, error) {
 	if name != "" {
@@ -411,9 +424,18 @@ func (p *provider) Healthy() error {
 func (p *provider) NodeRegistration() error { return p.a.NodeRegistration() }
 
 func (p *provider) Runtime() cri.RuntimeService { return p.d.Runtime }
-func (p *provider) Machine() deps.Machine       { return p.d.Machine }
-func (p *provider) NodeName() string            { return p.node }
-func (p *provider) PodLogsRoot() string         { return p.logs }
+
+// Stats is the agent's latest stats sample, or one taken now before the
+// first.
+func (p *provider) Stats(ctx context.Context) (stats.Sample, error) {
+	if s, ok := p.a.Stats().Latest(); ok {
+		return s, nil
+	}
+	return p.a.Stats().Refresh(ctx)
+}
+
+func (p *provider) NodeName() string    { return p.node }
+func (p *provider) PodLogsRoot() string { return p.logs }
 
 // memoryNotifier opens the memcg threshold notifier on the root of the
 // cgroup v1 memory hierarchy; cgroup v2 has none (see node/real/memcg).

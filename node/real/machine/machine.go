@@ -17,6 +17,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/lockstep-dev/lockstep/node/deps"
 )
@@ -221,7 +222,35 @@ func (m *Machine) Usage(ctx context.Context) (deps.MachineUsage, error) {
 	if tasks < maxPIDs {
 		u.PIDsAvailable = maxPIDs - tasks
 	}
+	u.CPUUsageCoreNanoSeconds = m.cpuTime()
 	return u, nil
+}
+
+// userHZ is the unit of /proc/stat's CPU times (USER_HZ, 100 on Linux).
+const userHZ = 100
+
+// cpuTime is the node's cumulative busy CPU time from /proc/stat's "cpu"
+// line (user, nice, system, irq, softirq, steal; guest time is already in
+// user), in nanoseconds; 0 when it cannot be read.
+func (m *Machine) cpuTime() uint64 {
+	data, err := os.ReadFile(m.proc("stat"))
+	if err != nil {
+		return 0
+	}
+	line, _, _ := strings.Cut(string(data), "\n")
+	f := strings.Fields(line)
+	if len(f) < 9 || f[0] != "cpu" {
+		return 0
+	}
+	var ticks uint64
+	for _, i := range []int{1, 2, 3, 6, 7, 8} { // user nice system irq softirq steal
+		v, err := strconv.ParseUint(f[i], 10, 64)
+		if err != nil {
+			return 0
+		}
+		ticks += v
+	}
+	return ticks * uint64(time.Second/userHZ)
 }
 
 func (m *Machine) proc(rel string) string { return filepath.Join(m.opts.ProcDir, rel) }

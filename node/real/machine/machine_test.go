@@ -221,6 +221,32 @@ func TestUsageFromFixture(t *testing.T) {
 	}
 }
 
+// The node's CPU time is /proc/stat's busy ticks (user, nice, system, irq,
+// softirq, steal; not idle, iowait or guest) at 100 ticks a second; an
+// unreadable or malformed file gives 0, not an error.
+func TestUsageCPUTime(t *testing.T) {
+	for _, tc := range []struct {
+		name, stat string
+		want       uint64
+	}{
+		{"busy ticks", "cpu  100 20 30 5000 70 1 2 3 40 0\ncpu0 50 10 15 2500 35 1 1 2 20 0\n", (100 + 20 + 30 + 1 + 2 + 3) * 10_000_000},
+		{"missing", "", 0},
+		{"malformed", "cpu 1 2 x 4 5 6 7 8\n", 0},
+	} {
+		files := procFiles()
+		if tc.stat != "" {
+			files["proc/stat"] = tc.stat
+		}
+		got, err := newFixtureMachine(t, files).Usage(context.Background())
+		if err != nil {
+			t.Fatalf("%s: Usage: %v", tc.name, err)
+		}
+		if got.CPUUsageCoreNanoSeconds != tc.want {
+			t.Errorf("%s: CPUUsageCoreNanoSeconds = %d, want %d", tc.name, got.CPUUsageCoreNanoSeconds, tc.want)
+		}
+	}
+}
+
 func TestUsageErrors(t *testing.T) {
 	tests := []struct {
 		name    string

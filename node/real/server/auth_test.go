@@ -32,6 +32,8 @@ func TestRequestAttributes(t *testing.T) {
 		{"GET", "/stats", []Attributes{at("get", "stats")}},
 		{"HEAD", "/metrics", []Attributes{at("get", "metrics")}},
 		{"GET", "/metrics/probes", []Attributes{at("get", "metrics")}},
+		{"GET", "/metrics/resource", []Attributes{at("get", "metrics")}},
+		{"GET", "/metrics/cadvisor", []Attributes{at("get", "metrics")}},
 		{"GET", "/metricsfoo", []Attributes{at("get", "proxy")}},
 		{"GET", "/logs/messages", []Attributes{at("get", "log")}},
 		{"GET", "/containerLogs/default/web/app", []Attributes{at("get", "proxy")}},

@@ -22,6 +22,8 @@ import (
 
 	"github.com/lockstep-dev/lockstep/fakecri"
 	"github.com/lockstep-dev/lockstep/node/deps"
+	"github.com/lockstep-dev/lockstep/node/real/world"
+	"github.com/lockstep-dev/lockstep/node/stats"
 )
 
 // fakeProvider is a Provider whose answers the test sets.
@@ -52,9 +54,16 @@ func (p *fakeProvider) Healthy() error {
 }
 
 func (p *fakeProvider) Runtime() cri.RuntimeService { return p.runtime }
-func (p *fakeProvider) Machine() deps.Machine       { return p.machine }
-func (p *fakeProvider) NodeName() string            { return p.node }
-func (p *fakeProvider) PodLogsRoot() string         { return p.logsRoot }
+
+// Stats takes a fresh sample of the runtime and machine, on the real
+// clock.
+func (p *fakeProvider) Stats(ctx context.Context) (stats.Sample, error) {
+	core := deps.Core{Clock: world.Clock(), Rand: world.NewRand(), Tasks: world.Tasks{}}
+	return stats.New(core, stats.Ports{Runtime: p.runtime, Machine: p.machine}, stats.Config{}).Refresh(ctx)
+}
+
+func (p *fakeProvider) NodeName() string    { return p.node }
+func (p *fakeProvider) PodLogsRoot() string { return p.logsRoot }
 
 // setPods replaces the pods.
 func (p *fakeProvider) setPods(pods ...*corev1.Pod) {

@@ -7,7 +7,9 @@
 // authentication.
 //
 // Endpoints, on both ports: /healthz (and /healthz/ping, /healthz/log,
-// /healthz/syncloop), /pods, /stats/summary, /metrics, /metrics/probes.
+// /healthz/syncloop), /pods, /stats/summary, /metrics, /metrics/probes,
+// /metrics/resource and /metrics/cadvisor (the latest stats sample, see
+// node/real/statsmetrics).
 // On the secure port only: /containerLogs/{namespace}/{pod}/{container};
 // the streams /exec, /attach and /portForward (the runtime's streaming URL
 // from CRI Exec/Attach/PortForward, proxied with apimachinery's
@@ -34,15 +36,12 @@ import (
 	"sync"
 	"time"
 
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 	corev1 "k8s.io/api/core/v1"
 	cri "k8s.io/cri-api/pkg/apis"
-	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	statsv1alpha1 "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
 
-	"github.com/lockstep-dev/lockstep/node/deps"
-	"github.com/lockstep-dev/lockstep/node/statssummary"
+	"github.com/lockstep-dev/lockstep/node/real/statsmetrics"
+	"github.com/lockstep-dev/lockstep/node/stats"
 )
 
 // DefaultPort is the kubelet's secure port.
@@ -56,10 +55,12 @@ type Provider interface {
 	// Healthy returns nil when the SyncLoop ran recently and the PLEG is
 	// healthy, else an error saying which is not.
 	Healthy() error
-	// Runtime is the CRI runtime service (stats).
+	// Runtime is the CRI runtime service (streams, /run).
 	Runtime() cri.RuntimeService
-	// Machine reports the node's capacity and usage.
-	Machine() deps.Machine
+	// Stats returns the agent's latest stats sample (node/stats), taking
+	// one when there is none yet: /stats/summary, /metrics/resource and
+	// /metrics/cadvisor report it.
+	Stats(ctx context.Context) (stats.Sample, error)
 	// NodeName is the node's name (the SubjectAccessReview object name).
 	NodeName() string
 	// PodLogsRoot is the parent of the pod log directories (empty means
@@ -139,6 +140,10 @@ type Server struct {
 	secure   http.Handler
 	readOnly http.Handler
 
+	// resourceMetrics and cadvisorMetrics serve the stats sample as
+	// /metrics/resource and /metrics/cadvisor (node/real/statsmetrics).
+	resourceMetrics, cadvisorMetrics http.Handler
+
 	// listen opens listeners (net.Listen; tests replace it).
 	listen func(network, address string) (net.Listener, error)
 
@@ -210,6 +215,8 @@ func New(p Provider, cfg Config, log *slog.Logger) (*Server, error) {
 		log.Warn("no authenticator and no client CA configured: the secure port refuses every request")
 	}
 
+	s.resourceMetrics = statsmetrics.Handler(statsmetrics.NewResource(p, log))
+	s.cadvisorMetrics = statsmetrics.Handler(statsmetrics.NewCadvisor(p, log))
 	secureMux := http.NewServeMux()
 	s.installCommon(secureMux)
 	secureMux.HandleFunc("GET /containerLogs/{namespace}/{pod}/{container}", s.containerLogs)
@@ -239,6 +246,8 @@ func (s *Server) installCommon(mux *http.ServeMux) {
 	mux.HandleFunc("GET /stats/summary", s.statsSummary)
 	mux.Handle("GET /metrics", orNotFound(s.cfg.Metrics))
 	mux.Handle("GET /metrics/probes", orNotFound(s.cfg.ProbeMetrics))
+	mux.Handle("GET /metrics/resource", s.resourceMetrics)
+	mux.Handle("GET /metrics/cadvisor", s.cadvisorMetrics)
 }
 
 // orNotFound returns h, or a 404 handler when h is nil.
@@ -372,35 +381,13 @@ func (s *Server) statsSummary(w http.ResponseWriter, r *http.Request) {
 	s.writeJSON(w, r, sum)
 }
 
-// summary gathers the runtime's and the machine's stats and builds the
-// Summary. A runtime without ListPodSandboxStats (containerd 1.6) gives
-// pod CPU and memory as sums over containers.
+// summary builds the Summary of the agent's latest stats sample.
 func (s *Server) summary(ctx context.Context) (*statsv1alpha1.Summary, error) {
-	rt := s.p.Runtime()
-	sandboxes, err := rt.ListPodSandboxStats(ctx, &runtimeapi.PodSandboxStatsFilter{})
-	if status.Code(err) == codes.Unimplemented {
-		sandboxes, err = nil, nil
-	}
+	sample, err := s.p.Stats(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("list pod sandbox stats: %w", err)
+		return nil, fmt.Errorf("stats sample: %w", err)
 	}
-	stats, err := rt.ListContainerStats(ctx, &runtimeapi.ContainerStatsFilter{})
-	if err != nil {
-		return nil, fmt.Errorf("list container stats: %w", err)
-	}
-	containers, err := rt.ListContainers(ctx, &runtimeapi.ContainerFilter{})
-	if err != nil {
-		return nil, fmt.Errorf("list containers: %w", err)
-	}
-	info, err := s.p.Machine().Info(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("machine info: %w", err)
-	}
-	usage, err := s.p.Machine().Usage(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("machine usage: %w", err)
-	}
-	return statssummary.Build(s.p.NodeName(), time.Now(), info, usage, s.p.Pods(), sandboxes, stats, containers), nil
+	return sample.Summary(s.p.NodeName(), s.p.Pods()), nil
 }
 
 // cpuAndMemoryOnly strips a Summary down to CPU and memory.
