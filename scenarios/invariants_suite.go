@@ -34,6 +34,11 @@ type suiteState struct {
 	// container (hung, not ready, restarting): grace-honoured deadlines
 	// move past it.
 	runtimeImpaired time.Duration
+	// runtimeImpairedFinite is the latest end of the impairments with an
+	// end (forever ones aside): Healed ends runtimeImpaired there, not
+	// before (a fault served just before the heal still delays the
+	// agent's retry).
+	runtimeImpairedFinite time.Duration
 	// viewStale: until then the runtime's lists may lag (stale relists):
 	// a kill may miss a container the view does not show yet, which the
 	// sandbox's stop then SIGKILLs (sigterm-first is not checked).
@@ -74,7 +79,15 @@ func newSuiteState() *suiteState {
 // d from now (forever: until Healed): a deletion's grace counts from when
 // the runtime can act again.
 func (c *Checker) RuntimeImpaired(d time.Duration) {
-	c.suite.runtimeImpaired = max(c.suite.runtimeImpaired, addSat(c.h.K.Elapsed(), d))
+	c.impairRuntimeUntil(addSat(c.h.K.Elapsed(), d))
+}
+
+// impairRuntimeUntil moves runtimeImpaired to end, if later.
+func (c *Checker) impairRuntimeUntil(end time.Duration) {
+	c.suite.runtimeImpaired = max(c.suite.runtimeImpaired, end)
+	if end != forever {
+		c.suite.runtimeImpairedFinite = max(c.suite.runtimeImpairedFinite, end)
+	}
 }
 
 // RuntimeStalled tells the checker the agent's calls to the runtime may
@@ -147,7 +160,7 @@ func (c *Checker) excusePending() {
 func (c *Checker) APIImpaired(d time.Duration) {
 	end := addSat(c.h.K.Elapsed(), d)
 	c.suite.leaseExcused = max(c.suite.leaseExcused, addSat(end, leaseRecovery))
-	c.suite.runtimeImpaired = max(c.suite.runtimeImpaired, end)
+	c.impairRuntimeUntil(end)
 }
 
 // sourceRecovery is how long after the API comes back the agent may take
@@ -186,7 +199,7 @@ func (c *Checker) RuntimeViewStale(lag time.Duration) {
 func (c *Checker) Healed() {
 	now := c.h.K.Elapsed()
 	if c.suite.runtimeImpaired == forever {
-		c.suite.runtimeImpaired = now
+		c.suite.runtimeImpaired = max(now, c.suite.runtimeImpairedFinite)
 	}
 	for i := range c.suite.impairments {
 		if c.suite.impairments[i].to == forever {

@@ -146,7 +146,11 @@ type worker struct {
 	state   State
 	hasWork bool
 	// grace is the accumulated kill grace period (only shrinks).
-	grace            *int64
+	grace *int64
+	// killBy is when the grace period ends, counted from the first kill
+	// request (or from a shorter grace period, when that ends sooner): a
+	// retried kill gets only what is left of it.
+	killBy           time.Time
 	reason           string
 	restartRequested bool
 	running          bool // the worker task is alive
@@ -220,7 +224,7 @@ func (p *PodWorkers) UpdatePod(u Work) {
 		}
 		shortened := w.grace != nil && g < *w.grace
 		if w.grace == nil || shortened {
-			w.grace = &g
+			p.setGraceLocked(w, g)
 		}
 		if u.Reason != "" {
 			w.reason = u.Reason
@@ -314,6 +318,28 @@ func workerName(u Work) string {
 	return string(u.UID)
 }
 
+// setGraceLocked sets w's kill grace period to g seconds from now; the
+// deadline only moves earlier.
+func (p *PodWorkers) setGraceLocked(w *worker, g int64) {
+	w.grace = &g
+	by := p.d.Clock.Now().Add(time.Duration(g) * time.Second)
+	if w.killBy.IsZero() || by.Before(w.killBy) {
+		w.killBy = by
+	}
+}
+
+// graceLeftLocked is the grace period for w's next kill step: what is left
+// of it until w.killBy, in whole seconds rounded up (the first kill gets it
+// all), and 0 once it has run out (no preStop hook then; the runtime still
+// gets its least stop time).
+func (p *PodWorkers) graceLeftLocked(w *worker) int64 {
+	left := w.killBy.Sub(p.d.Clock.Now())
+	if left <= 0 {
+		return 0
+	}
+	return min(*w.grace, int64((left+time.Second-1)/time.Second))
+}
+
 func killGrace(u Work, pod *corev1.Pod) int64 {
 	switch {
 	case u.GracePeriod != nil:
@@ -368,7 +394,7 @@ func (p *PodWorkers) run(w *worker) {
 		w.op = Sync
 		var grace int64
 		if w.grace != nil {
-			grace = *w.grace
+			grace = p.graceLeftLocked(w)
 		}
 		stepCtx, cancel := p.d.Tasks.WithCancel(p.ctx)
 		w.cancelStep = cancel
@@ -386,8 +412,7 @@ func (p *PodWorkers) run(w *worker) {
 		w.lastSync = p.d.Clock.Now()
 		if next > w.state {
 			if next == Terminating && w.grace == nil {
-				g := killGrace(Work{}, w.pod)
-				w.grace = &g
+				p.setGraceLocked(w, killGrace(Work{}, w.pod))
 			}
 			w.state = next
 			w.hasWork = true // go on to the next state at once

@@ -257,11 +257,36 @@ func TestFailedTerminationIsRetriedThroughTheQueue(t *testing.T) {
 	if err := k.RunFor(time.Minute); err != nil {
 		t.Fatal(err)
 	}
-	want = append(want, "+1m0s terminating grace=5", "+1m1s terminated")
+	// The 5 s grace ran out long before the retry: it gets none (no
+	// preStop hook; the runtime still gets its least stop time).
+	want = append(want, "+1m0s terminating grace=0", "+1m1s terminated")
 	if diff := cmp.Diff(want, f.calls); diff != "" {
 		t.Errorf("after the retry (-want +got):\n%s", diff)
 	}
 	if !pw.IsFinished("u1") {
 		t.Errorf("worker not finished after a successful retry")
+	}
+}
+
+// TestRetriedKillGetsWhatIsLeftOfTheGrace: the grace period counts from the
+// first kill request; a kill retried after a failure gets what is left of
+// it (in whole seconds, rounded up), not a fresh one.
+func TestRetriedKillGetsWhatIsLeftOfTheGrace(t *testing.T) {
+	k, f, pw, q := setup(t, time.Second)
+	f.killFailures = 1
+	g := int64(30)
+	pw.UpdatePod(podworkers.Work{Type: podworkers.Kill, UID: "u1", Pod: pod(1), GracePeriod: &g})
+	if err := k.RunFor(16*time.Second + 500*time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	for _, uid := range q.GetDue() {
+		pw.Requeue(uid)
+	}
+	if err := k.RunFor(time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"+0s terminating grace=30", "+1s terminating failed", "+16.5s terminating grace=14", "+17.5s terminated"}
+	if diff := cmp.Diff(want, f.calls); diff != "" {
+		t.Errorf("steps (-want +got):\n%s", diff)
 	}
 }

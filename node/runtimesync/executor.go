@@ -6,6 +6,7 @@ import (
 	"fmt"
 	cri "k8s.io/cri-api/pkg/apis"
 	"log/slog"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -128,6 +129,12 @@ type Executor struct {
 	images *images.Manager
 	hooks  *lifecycle.Runner
 
+	// preStopped holds, by pod UID, the container instances whose preStop
+	// hook has run to its end or its grace period: a retried kill of the
+	// pod (after a failed stop) does not run it again.
+	mu         sync.Mutex
+	preStopped map[string]map[string]bool
+
 	// Last good answers of the apiserver, by namespace/name (services: by
 	// namespace).
 	configMaps lastGood[*corev1.ConfigMap]
@@ -142,6 +149,8 @@ func NewExecutor(d deps.Core, ports Ports, cfg Config) *Executor {
 		crash:  backoff.New(cfg.CrashBackoff),
 		images: images.New(d, images.Ports{Images: ports.Images, Secrets: ports.Secrets, Events: ports.Events}, cfg.Images),
 		hooks:  lifecycle.New(d, ports.Runtime, ports.ProbeNet),
+
+		preStopped: map[string]map[string]bool{},
 	}
 }
 
@@ -672,10 +681,11 @@ func (e *Executor) postStart(ctx context.Context, pod *corev1.Pod, c *corev1.Con
 // zero (whatever state the instance is in, as upstream: the runtime's view
 // may lag); then StopContainer with what is left of the grace period (at
 // least MinStopTimeout). A hook that outlives the grace period is
-// abandoned.
+// abandoned. A hook runs once per instance: a retried kill goes straight
+// to the stop.
 func (e *Executor) killContainer(ctx context.Context, pod *corev1.Pod, c podstate.Container, podIP string, grace int64, turn func(left int64) int64) error {
 	h := lifecycle.PreStop(pod, c.Name)
-	if h != nil && grace > 0 {
+	if h != nil && grace > 0 && !e.preStopRan(pod, c.ID) {
 		log := PodLogger(e.d.Log, pod).With("container", c.Name, "id", c.ID)
 		log.Info("running preStop hook", "grace", grace)
 		t := lifecycle.Target{Pod: pod, Container: lifecycle.ContainerOf(pod, c.Name), ContainerID: c.ID, PodIP: podIP}
@@ -692,12 +702,31 @@ func (e *Executor) killContainer(ctx context.Context, pod *corev1.Pod, c podstat
 			// stopping): no SIGTERM now; the next kill runs the hook again.
 			return fmt.Errorf("kill container %q (%s): %w", c.Name, c.ID, err)
 		}
+		e.markPreStopRan(pod, c.ID)
 		grace = lifecycle.RemainingGrace(grace, r.Waited, MinStopTimeout)
 	}
 	if turn != nil {
 		grace = turn(grace)
 	}
 	return e.stopContainer(ctx, c.ID, grace)
+}
+
+// preStopRan reports whether instance id of pod has had its preStop hook.
+func (e *Executor) preStopRan(pod *corev1.Pod, id string) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.preStopped[string(pod.UID)][id]
+}
+
+// markPreStopRan records that instance id of pod has had its preStop hook.
+func (e *Executor) markPreStopRan(pod *corev1.Pod, id string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	uid := string(pod.UID)
+	if e.preStopped[uid] == nil {
+		e.preStopped[uid] = map[string]bool{}
+	}
+	e.preStopped[uid][id] = true
 }
 
 // sandboxIP is the IP of sandbox id in st, else of the newest sandbox.
@@ -728,6 +757,9 @@ func (e *Executor) stopContainer(ctx context.Context, id string, grace int64) er
 func (e *Executor) ForgetPod(uid string) {
 	e.crash.Forget(uid + "/")
 	e.images.Forget(uid)
+	e.mu.Lock()
+	delete(e.preStopped, uid)
+	e.mu.Unlock()
 }
 
 func (e *Executor) event(pod *corev1.Pod, container, eventType, reason, message string) {
