@@ -187,11 +187,12 @@ func prepare(ctx context.Context, o Options, rt Runtime, log *slog.Logger, fail 
 	if d.Cgroups, err = cgroupPort(o); err != nil {
 		return nil, err
 	}
-	if n, err := memoryNotifier(info); err != nil {
+	if mn, err := memoryNotifier(info); err != nil {
 		log.Warn("no memory threshold notifier: memory pressure is seen at the eviction manager's periodic cycles", "error", err.Error())
 	} else {
-		defer n.Close()
-		d.MemoryThreshold = n
+		// Closed with the node, not when prepare returns.
+		n.closers = append(n.closers, func() { mn.Close() })
+		d.MemoryThreshold = mn
 	}
 	devicePluginDir := filepath.Join(o.RootDir, "device-plugins")
 	plugins := deviceplugin.NewRegistry(devicePluginDir)
