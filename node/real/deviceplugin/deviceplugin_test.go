@@ -41,7 +41,8 @@ func TestRegisterListAllocateReregister(t *testing.T) {
 
 	regCtx, stopReg := context.WithCancel(ctx)
 	reg := deviceplugin.NewRegistry(dir)
-	go reg.Serve(regCtx)
+	regDone := make(chan error, 1)
+	go func() { regDone <- reg.Serve(regCtx) }()
 
 	plugin := sample.New(sample.Config{Resource: "example.com/foo", Count: 2, HostDir: "/tmp/foo"}, world.Tasks{}.NewSignal)
 	go deviceplugin.Serve(ctx, deviceplugin.ServeConfig{Dir: dir, Endpoint: "foo.sock", Registration: plugin.Registration(), Plugin: plugin, Poll: 20 * time.Millisecond})
@@ -82,7 +83,9 @@ func TestRegisterListAllocateReregister(t *testing.T) {
 	// The agent restarts: a new registration socket; the plugin registers
 	// again.
 	stopReg()
-	time.Sleep(50 * time.Millisecond) // wall clock: real sockets
+	if err := <-regDone; err != nil { // the old socket is closed and gone
+		t.Fatalf("registry: %v", err)
+	}
 	reg2 := deviceplugin.NewRegistry(dir)
 	go reg2.Serve(ctx)
 	req2, _, answer2 := next(t, reg2)
