@@ -1,7 +1,8 @@
 // Package stats samples the node's resource usage: the CRI runtime's pod
 // sandbox and container stats, its image filesystem, and the machine's
-// memory, CPU, filesystems and process count; and, through the Files port,
-// the pods' volumes and container logs. A Provider takes a sample every
+// memory, CPU, filesystems and process count; and, through the DiskUsage
+// port, the pods' volumes and container logs, each directory walked once a
+// sample for both of its readers. A Provider takes a sample every
 // Period on the injected clock (and on demand, Refresh) and keeps the
 // latest; the eviction manager reads it, and the kubelet's stats Summary
 // (node/statssummary) is built from it by Summary. CPU rates the runtime
@@ -55,18 +56,16 @@ type Sample struct {
 	SandboxStats   []*runtimeapi.PodSandboxStats
 	ContainerStats []*runtimeapi.ContainerStats
 	Containers     []*runtimeapi.Container
-	// Volumes are the emptyDir volumes of the managed pods and Logs their
-	// containers' log directories, by pod UID (empty without a Disk
-	// port). A container's writable layer is in ContainerStats.
-	Volumes map[types.UID][]VolumeUsage
-	Logs    map[types.UID][]ContainerLogsUsage
 	// VolumeUsage is what each pod's emptyDir, configMap and secret
 	// volumes hold on disk: pod UID → volume name → usage. Only the pods
-	// the Pods port lists are measured; nil without a Files port.
+	// the Pods port lists are measured; nil without a Disk port. The
+	// eviction manager (local storage limits) and the stats Summary both
+	// read this one measurement.
 	VolumeUsage map[types.UID]map[string]FsUsage
 	// LogsUsage is what each container's log files hold (all its
 	// instances, the container's log directory as upstream measures it):
-	// pod UID → container name → usage. Nil without a Files port.
+	// pod UID → container name → usage. Nil without a Disk port. A
+	// container's writable layer is in RootfsUsage.
 	LogsUsage map[types.UID]map[string]FsUsage
 	// RootfsUsage is each running container's writable layer as the
 	// runtime reports it: pod UID → container name → usage.
@@ -106,13 +105,9 @@ type Ports struct {
 	// Pods lists the managed pods whose local storage is measured; nil
 	// lists none.
 	Pods PodLister
-	// Disk, with Pods, measures the pods' emptyDir volumes and log
-	// directories for the eviction manager (Volumes, Logs); nil measures
-	// none.
+	// Disk, with Pods, measures the pods' volumes and container log
+	// directories (VolumeUsage, LogsUsage); nil measures none.
 	Disk deps.DiskUsage
-	// Files, with Pods, measures the pods' volumes and container logs
-	// for the stats Summary (VolumeUsage, LogsUsage).
-	Files deps.Files
 	// Network, when set, reads each ready pod sandbox's network usage
 	// where the runtime reports no sandbox stats (real nodes: the
 	// sandbox's network namespace, node/real/netstats); nil leaves the
@@ -153,9 +148,9 @@ type Provider struct {
 	mu     sync.Mutex
 	latest *Sample
 	warned bool
-	// warnedFiles: a volume or log measurement failed once already;
+	// warnedDisk: a volume or log measurement failed once already;
 	// warnedNetwork: a sandbox's network could not be read once already.
-	warnedFiles, warnedNetwork bool
+	warnedDisk, warnedNetwork bool
 	// cpu are the last CPU readings by "c/<container ID>",
 	// "s/<sandbox ID>" and "node", for the rates of the next sample.
 	cpu map[string]cpuReading
@@ -275,15 +270,14 @@ func (p *Provider) sample(ctx context.Context) (Sample, error) {
 		}
 	}
 	if p.ports.Disk != nil && p.ports.Pods != nil {
-		disk, err := measureDisk(ctx, p.ports.Disk, p.cfg, p.ports.Pods.ActivePods())
+		local, err := measureLocal(ctx, p.ports.Disk, p.cfg, p.ports.Pods.ActivePods())
 		if err != nil {
-			p.log.Warn("local storage partly unmeasured", "error", err.Error())
+			p.warnDiskOnce(err)
 		}
-		s.Volumes, s.Logs = disk.Volumes, disk.Logs
+		s.VolumeUsage, s.LogsUsage = local.Volumes, local.Logs
 	}
 	p.fillSampleNanoCores(&s)
 	s.RootfsUsage = rootfsUsage(s.Containers, s.ContainerStats)
-	p.measureFiles(&s)
 	return s, nil
 }
 
@@ -347,6 +341,17 @@ func (p *Provider) sandboxNetworks(ctx context.Context) []*runtimeapi.PodSandbox
 		})
 	}
 	return out
+}
+
+// warnDiskOnce logs the first volume or log measurement error only.
+func (p *Provider) warnDiskOnce(err error) {
+	p.mu.Lock()
+	warned := p.warnedDisk
+	p.warnedDisk = true
+	p.mu.Unlock()
+	if !warned {
+		p.log.Warn("local storage partly unmeasured", "error", err.Error())
+	}
 }
 
 // warnNetworkOnce logs the first network read error only.
