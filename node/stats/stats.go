@@ -79,11 +79,16 @@ type Sample struct {
 // ImageFsBytes is the image filesystem's capacity and available bytes:
 // the machine's image filesystem when it reports one of its own, else
 // the node filesystem (one disk holds both); zeros when neither is known.
-func (s Sample) ImageFsBytes() (capacity, available uint64) {
-	if s.Usage.ImageFSCapacityBytes > 0 {
-		return s.Usage.ImageFSCapacityBytes, s.Usage.ImageFSAvailableBytes
+func (s Sample) ImageFsBytes() (capacity, available uint64) { return ImageFsBytes(s.Usage) }
+
+// ImageFsBytes is the image filesystem's capacity and available bytes in
+// the machine's usage u: its image filesystem when it reports one of its
+// own, else the node filesystem; zeros when neither is known.
+func ImageFsBytes(u deps.MachineUsage) (capacity, available uint64) {
+	if u.ImageFSCapacityBytes > 0 {
+		return u.ImageFSCapacityBytes, u.ImageFSAvailableBytes
 	}
-	return s.Usage.NodeFSCapacityBytes, s.Usage.NodeFSAvailableBytes
+	return u.NodeFSCapacityBytes, u.NodeFSAvailableBytes
 }
 
 // FsUsage is the space and inodes some files take (statssummary's type,
