@@ -55,4 +55,3 @@ func WithDefaultTag(image string) (string, error) {
 	}
 	return image, nil
 }
-
