@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io/fs"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -82,7 +83,7 @@ func TestEvictionAndSummaryShareOneMeasure(t *testing.T) {
 		logs(at):    {Bytes: 300, Inodes: 2},
 	}}
 	pods := &recordingPods{pods: []*corev1.Pod{over, at}}
-	provider := stats.New(k.Deps().Core, stats.Ports{Runtime: rt, Images: rt, Machine: fixedMachine{}, Disk: du, Pods: pods},
+	provider := stats.New(k.Deps().Core, stats.Ports{Runtime: rt, Images: rt, Machine: fixedMachine{nodefsFree: 50}, Disk: du, Pods: pods},
 		stats.Config{RootDir: "/root", PodLogsRoot: "/logs"})
 	m := New(k.Deps().Core, Ports{Stats: provider, Pods: pods}, Config{}, "n1", 0)
 	k.Go("cycle", func() {
@@ -150,15 +151,85 @@ func TestEvictionAndSummaryShareOneMeasure(t *testing.T) {
 	}
 }
 
-// fixedMachine is a node with 8 GiB of memory, half of it free.
-type fixedMachine struct{}
+// fixedMachine is a node with 8 GiB of memory, half of it free, and a
+// node filesystem of 100 GiB with nodefsFree GiB available.
+type fixedMachine struct{ nodefsFree uint64 }
 
 func (fixedMachine) Info(context.Context) (deps.MachineInfo, error) {
 	return deps.MachineInfo{MemoryBytes: 8 << 30, MaxPIDs: 1000}, nil
 }
 
-func (fixedMachine) Usage(context.Context) (deps.MachineUsage, error) {
-	return deps.MachineUsage{MemoryAvailableBytes: 4 << 30}, nil
+func (m fixedMachine) Usage(context.Context) (deps.MachineUsage, error) {
+	return deps.MachineUsage{MemoryAvailableBytes: 4 << 30, NodeFSCapacityBytes: 100 << 30, NodeFSAvailableBytes: m.nodefsFree << 30}, nil
+}
+
+// countingReclaimer counts node-level reclaims, which free nothing.
+type countingReclaimer struct{ containers, images int }
+
+func (r *countingReclaimer) ReclaimContainers(context.Context) error { r.containers++; return nil }
+func (r *countingReclaimer) ReclaimImages(context.Context) error     { r.images++; return nil }
+
+// Under disk pressure the cycle reclaims at node level and samples the
+// node again to see whether that was enough; that second look does not
+// walk the pods' volumes and logs again.
+func TestDiskPressureCycleWalksOnce(t *testing.T) {
+	k := kernel.New(kernel.Config{Seed: 1})
+	t.Cleanup(k.Close)
+	rt := fakecri.New(fakecri.Config{Clock: k, Rand: k.Rand(), Files: memfs.New(),
+		NewSignal: func(n string) fakecri.Signal { return k.NewSignal(n) }})
+	newPod := func(name string) *corev1.Pod {
+		p := &corev1.Pod{}
+		p.Name, p.Namespace, p.UID = name, "default", types.UID("uid-"+name)
+		p.Spec.Volumes = []corev1.Volume{{Name: "cache", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}}
+		p.Spec.Containers = []corev1.Container{{Name: "app"}}
+		return p
+	}
+	small, big := newPod("small"), newPod("big")
+	cache := func(p *corev1.Pod) string {
+		return "/root/pods/" + string(p.UID) + "/volumes/kubernetes.io~empty-dir/cache"
+	}
+	du := &countingDU{walks: map[string]int{}, usage: map[string]deps.DirUsage{
+		cache(small): {Bytes: 1 << 20, Inodes: 2},
+		cache(big):   {Bytes: 5 << 30, Inodes: 2},
+	}}
+	pods := &recordingPods{pods: []*corev1.Pod{small, big}}
+	provider := stats.New(k.Deps().Core, stats.Ports{Runtime: rt, Images: rt, Machine: fixedMachine{nodefsFree: 1}, Disk: du, Pods: pods},
+		stats.Config{RootDir: "/root", PodLogsRoot: "/logs"})
+	thresholds, err := ParseThresholds(map[string]string{"nodefs.available": "10%"}, nil, nil, nil, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reclaim := &countingReclaimer{}
+	m := New(k.Deps().Core, Ports{Stats: provider, Pods: pods, Reclaim: reclaim}, Config{Thresholds: thresholds}, "n1", 0)
+	k.Go("cycle", func() {
+		ctx := context.Background()
+		for _, p := range pods.pods {
+			if err := runApp(ctx, rt, p); err != nil {
+				t.Error(err)
+				return
+			}
+		}
+		m.Cycle(ctx)
+	})
+	if err := k.RunFor(time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if reclaim.containers != 1 || reclaim.images != 1 {
+		t.Errorf("node-level reclaims: %+v, want one of each", *reclaim)
+	}
+	wantWalks := map[string]int{cache(small): 1, cache(big): 1,
+		"/logs/default_small_uid-small/app": 1, "/logs/default_big_uid-big/app": 1}
+	if diff := cmp.Diff(wantWalks, du.walks); diff != "" {
+		t.Errorf("walks of one cycle (-want +got):\n%s", diff)
+	}
+	// The node-level second look is not kept: the latest sample still
+	// holds the cycle's measure.
+	if s, ok := provider.Latest(); !ok || s.VolumeUsage[big.UID]["cache"].UsedBytes != 5<<30 {
+		t.Errorf("latest sample's volumes: %v, want the cycle's measure", s.VolumeUsage)
+	}
+	if len(pods.evicted) != 1 || !strings.Contains(pods.evicted[0], "low on resource: ephemeral-storage") {
+		t.Errorf("evicted %q, want one pod for the node's disk", pods.evicted)
+	}
 }
 
 // runApp runs pod's sandbox and its container "app" on rt.

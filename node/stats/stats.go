@@ -218,7 +218,7 @@ func (p *Provider) Latest() (Sample, bool) {
 func (p *Provider) Refresh(ctx context.Context) (Sample, error) {
 	cctx, cancel := p.d.Clock.WithTimeout(ctx, p.cfg.Timeout)
 	defer cancel()
-	s, err := p.sample(cctx)
+	s, err := p.sample(cctx, true)
 	if err != nil {
 		return Sample{}, err
 	}
@@ -230,8 +230,19 @@ func (p *Provider) Refresh(ctx context.Context) (Sample, error) {
 	return s, nil
 }
 
-// sample reads everything a Sample holds.
-func (p *Provider) sample(ctx context.Context) (Sample, error) {
+// RefreshNode takes a sample now without measuring the pods' volumes and
+// logs (VolumeUsage and LogsUsage stay nil), for a reader of node-level
+// figures only (the eviction manager after a node-level reclaim); it is
+// not kept as the latest.
+func (p *Provider) RefreshNode(ctx context.Context) (Sample, error) {
+	cctx, cancel := p.d.Clock.WithTimeout(ctx, p.cfg.Timeout)
+	defer cancel()
+	return p.sample(cctx, false)
+}
+
+// sample reads everything a Sample holds; the pods' volumes and logs only
+// when local is true.
+func (p *Provider) sample(ctx context.Context, local bool) (Sample, error) {
 	s := Sample{Time: p.d.Clock.Now()}
 	var err error
 	if s.Machine, err = p.ports.Machine.Info(ctx); err != nil {
@@ -274,7 +285,7 @@ func (p *Provider) sample(ctx context.Context) (Sample, error) {
 			s.ImageFs = l[0]
 		}
 	}
-	if p.ports.Disk != nil && p.ports.Pods != nil {
+	if local && p.ports.Disk != nil && p.ports.Pods != nil {
 		local, err := measureLocal(ctx, p.ports.Disk, p.cfg, p.ports.Pods.ActivePods())
 		if err != nil {
 			p.warnDiskOnce(err)
