@@ -152,22 +152,22 @@ type Provider struct {
 
 	mu     sync.Mutex
 	latest *Sample
-	warned bool
-	// warnedDisk: a volume or log measurement failed once already;
-	// warnedNetwork: a sandbox's network could not be read once already.
-	warnedDisk, warnedNetwork bool
+	// warned: a runtime stats call failed once already; warnedDisk: a
+	// volume or log measurement; warnedNetwork: a sandbox's network read.
+	warned, warnedDisk, warnedNetwork bool
 	// cpu are the last CPU readings by "c/<container ID>",
 	// "s/<sandbox ID>" and "node", for the rates of the next sample.
 	cpu map[string]cpuReading
 }
 
-// warnOnce logs msg the first time only.
-func (p *Provider) warnOnce(msg string, err error) {
+// warnOnce logs msg and err unless *warned says it was logged already,
+// and sets it.
+func (p *Provider) warnOnce(warned *bool, msg string, err error) {
 	p.mu.Lock()
-	warned := p.warned
-	p.warned = true
+	already := *warned
+	*warned = true
 	p.mu.Unlock()
-	if !warned {
+	if !already {
 		p.log.Warn(msg, "error", err.Error())
 	}
 }
@@ -259,7 +259,7 @@ func (p *Provider) sample(ctx context.Context, local bool) (Sample, error) {
 		// Pod stats are then summed over containers (containerd 1.6
 		// lacks the call, or fails it for a sandbox without a cgroup).
 		if status.Code(err) != codes.Unimplemented {
-			p.warnOnce("pod sandbox stats unavailable; pod usage is summed over containers", err)
+			p.warnOnce(&p.warned, "pod sandbox stats unavailable; pod usage is summed over containers", err)
 		}
 		s.SandboxStats, err = nil, nil
 	}
@@ -288,7 +288,7 @@ func (p *Provider) sample(ctx context.Context, local bool) (Sample, error) {
 	if local && p.ports.Disk != nil && p.ports.Pods != nil {
 		local, err := measureLocal(ctx, p.ports.Disk, p.cfg, p.ports.Pods.ActivePods())
 		if err != nil {
-			p.warnDiskOnce(err)
+			p.warnOnce(&p.warnedDisk, "local storage partly unmeasured", err)
 		}
 		s.VolumeUsage, s.LogsUsage = local.Volumes, local.Logs
 	}
@@ -309,7 +309,7 @@ func (p *Provider) containerStats(ctx context.Context, list []*runtimeapi.Contai
 		}
 		return list, nil
 	}
-	p.warnOnce("listing container stats failed; asking each running container", err)
+	p.warnOnce(&p.warned, "listing container stats failed; asking each running container", err)
 	var out []*runtimeapi.ContainerStats
 	for _, c := range containers {
 		if c.GetState() != runtimeapi.ContainerState_CONTAINER_RUNNING {
@@ -335,7 +335,7 @@ func (p *Provider) sandboxNetworks(ctx context.Context) []*runtimeapi.PodSandbox
 	sandboxes, err := p.ports.Runtime.ListPodSandbox(ctx, &runtimeapi.PodSandboxFilter{
 		State: &runtimeapi.PodSandboxStateValue{State: runtimeapi.PodSandboxState_SANDBOX_READY}})
 	if err != nil {
-		p.warnNetworkOnce(fmt.Errorf("list pod sandboxes: %w", err))
+		p.warnOnce(&p.warnedNetwork, "pod network usage unavailable", fmt.Errorf("list pod sandboxes: %w", err))
 		return nil
 	}
 	var out []*runtimeapi.PodSandboxStats
@@ -345,7 +345,7 @@ func (p *Provider) sandboxNetworks(ctx context.Context) []*runtimeapi.PodSandbox
 		}
 		net, err := p.ports.Network.PodNetwork(ctx, sb.GetId())
 		if err != nil {
-			p.warnNetworkOnce(err)
+			p.warnOnce(&p.warnedNetwork, "pod network usage unavailable", err)
 			continue
 		}
 		if net == nil {
@@ -357,26 +357,4 @@ func (p *Provider) sandboxNetworks(ctx context.Context) []*runtimeapi.PodSandbox
 		})
 	}
 	return out
-}
-
-// warnDiskOnce logs the first volume or log measurement error only.
-func (p *Provider) warnDiskOnce(err error) {
-	p.mu.Lock()
-	warned := p.warnedDisk
-	p.warnedDisk = true
-	p.mu.Unlock()
-	if !warned {
-		p.log.Warn("local storage partly unmeasured", "error", err.Error())
-	}
-}
-
-// warnNetworkOnce logs the first network read error only.
-func (p *Provider) warnNetworkOnce(err error) {
-	p.mu.Lock()
-	warned := p.warnedNetwork
-	p.warnedNetwork = true
-	p.mu.Unlock()
-	if !warned {
-		p.log.Warn("pod network usage unavailable", "error", err.Error())
-	}
 }
