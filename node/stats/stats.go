@@ -286,11 +286,11 @@ func (p *Provider) sample(ctx context.Context, local bool) (Sample, error) {
 		}
 	}
 	if local && p.ports.Disk != nil && p.ports.Pods != nil {
-		local, err := measureLocal(ctx, p.ports.Disk, p.cfg, p.ports.Pods.ActivePods())
+		measured, err := measureLocal(ctx, p.ports.Disk, p.cfg, p.ports.Pods.ActivePods())
 		if err != nil {
 			p.warnOnce(&p.warnedDisk, "local storage partly unmeasured", err)
 		}
-		s.VolumeUsage, s.LogsUsage = local.Volumes, local.Logs
+		s.VolumeUsage, s.LogsUsage = measured.Volumes, measured.Logs
 	}
 	p.fillSampleNanoCores(&s)
 	s.RootfsUsage = rootfsUsage(s.Containers, s.ContainerStats)
