@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/distribution/reference"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
@@ -110,48 +111,18 @@ func (s *imageStore) resolve(ref string) (*image, error) {
 	return nil, fmt.Errorf("image %q not found", ref)
 }
 
-// normalizeRef turns an image reference into containerd's canonical form:
-// "busybox" → "docker.io/library/busybox:latest".
+// normalizeRef turns an image reference into containerd's canonical form
+// (its ParseDockerRef): "busybox" → "docker.io/library/busybox:latest";
+// a reference with a digest keeps the digest only.
 func normalizeRef(ref string) (string, error) {
-	if ref == "" {
-		return "", fmt.Errorf("image reference must not be empty")
+	named, err := reference.ParseNormalizedNamed(ref)
+	if err != nil {
+		return "", fmt.Errorf("image reference %q: %w", ref, err)
 	}
-	name, digest, hasDigest := strings.Cut(ref, "@")
-	if hasDigest {
-		hexPart, ok := strings.CutPrefix(digest, "sha256:")
-		if !ok || len(hexPart) != 64 || strings.Trim(hexPart, "0123456789abcdef") != "" {
-			return "", fmt.Errorf("image reference %q: invalid digest %q", ref, digest)
-		}
+	if canonical, ok := named.(reference.Canonical); ok {
+		return canonical.Name() + "@" + canonical.Digest().String(), nil
 	}
-	domain, rest := "docker.io", name
-	if i := strings.IndexByte(name, '/'); i >= 0 && (strings.ContainsAny(name[:i], ".:") || name[:i] == "localhost") {
-		domain, rest = name[:i], name[i+1:]
-	}
-	tag := ""
-	if i := strings.LastIndexByte(rest, ':'); i >= 0 {
-		rest, tag = rest[:i], rest[i+1:]
-		if !validTag(tag) {
-			return "", fmt.Errorf("image reference %q: invalid tag %q", ref, tag)
-		}
-	}
-	if !validDomain(domain) {
-		return "", fmt.Errorf("image reference %q: invalid registry %q", ref, domain)
-	}
-	for _, comp := range strings.Split(rest, "/") {
-		if !validComponent(comp) {
-			return "", fmt.Errorf("image reference %q: invalid repository path component %q", ref, comp)
-		}
-	}
-	if domain == "docker.io" && !strings.Contains(rest, "/") {
-		rest = "library/" + rest
-	}
-	if hasDigest {
-		return domain + "/" + rest + "@" + digest, nil
-	}
-	if tag == "" {
-		tag = "latest"
-	}
-	return domain + "/" + rest + ":" + tag, nil
+	return reference.TagNameOnly(named).String(), nil
 }
 
 // splitRef splits a normalized ref into repository, tag and digest.
@@ -162,51 +133,6 @@ func splitRef(ref string) (repo, tag, digest string) {
 	i := strings.LastIndexByte(ref, ':')
 	return ref[:i], ref[i+1:], ""
 }
-
-// validComponent: lowercase alphanumerics separated by '.', '_', '__' or dashes.
-func validComponent(s string) bool {
-	if s == "" || len(s) > 255 || !isLowerAlnum(s[0]) || !isLowerAlnum(s[len(s)-1]) {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; !isLowerAlnum(c) && c != '.' && c != '_' && c != '-' {
-			return false
-		}
-	}
-	return !strings.Contains(s, "..") && !strings.Contains(s, "___")
-}
-
-// validTag: [A-Za-z0-9_][A-Za-z0-9_.-]{0,127}.
-func validTag(s string) bool {
-	if s == "" || len(s) > 128 || s[0] == '.' || s[0] == '-' {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if !isLowerAlnum(c) && !(c >= 'A' && c <= 'Z') && c != '_' && c != '.' && c != '-' {
-			return false
-		}
-	}
-	return true
-}
-
-// validDomain: host name characters with an optional :port.
-func validDomain(s string) bool {
-	host, port, hasPort := strings.Cut(s, ":")
-	if host == "" || (hasPort && (port == "" || !allDigits(port))) {
-		return false
-	}
-	for i := 0; i < len(host); i++ {
-		c := host[i]
-		if !isLowerAlnum(c) && !(c >= 'A' && c <= 'Z') && c != '.' && c != '-' {
-			return false
-		}
-	}
-	return true
-}
-
-// isLowerAlnum reports whether c is [a-z0-9].
-func isLowerAlnum(c byte) bool { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') }
 
 // criImage builds the CRI view of img.
 func criImage(img *image) *runtimeapi.Image {

@@ -254,9 +254,9 @@ func New(d deps.Deps, cfg Config) (*Agent, error) {
 
 		pendingResizes: map[types.UID]bool{},
 	}
-	a.stats = stats.New(d.Core, stats.Ports{Runtime: d.Runtime, Images: d.Images, Machine: d.Machine, Disk: d.Disk, Files: d.Files, Pods: admittedPodList{a}, Network: cfg.PodNetwork},
+	a.stats = stats.New(d.Core, stats.Ports{Runtime: d.Runtime, Images: d.Images, Machine: d.Machine, Disk: d.Disk, Pods: admittedPodList{a}, Network: cfg.PodNetwork},
 		stats.Config{Period: cfg.Eviction.Period, RootDir: cfg.Node.RootDir, PodLogsRoot: cfg.Node.PodLogsRoot})
-	a.images = newImageGC(d, cfg, a.stats)
+	a.images = newImageGC(d, cfg)
 	a.logs = logrotate.New(d.Core, d.Runtime, d.Files, cfg.LogRotation)
 	ep := eviction.Ports{Stats: a.stats, Pods: evictionPods{a}, Reclaim: reclaimer{a}, Events: d.API.Events, MemoryThreshold: d.MemoryThreshold}
 	if cfg.Metrics != nil {

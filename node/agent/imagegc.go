@@ -11,9 +11,9 @@ import (
 )
 
 // newImageGC builds the image garbage collector over the runtime, the
-// stats sampler (image filesystem usage) and the root directory (its
-// state file).
-func newImageGC(d deps.Deps, cfg Config, sampler *stats.Provider) *imagegc.Manager {
+// machine (image filesystem usage) and the root directory (its state
+// file).
+func newImageGC(d deps.Deps, cfg Config) *imagegc.Manager {
 	c := cfg.ImageGC
 	c.NodeName = cfg.NodeName
 	if c.StateDir == "" {
@@ -22,22 +22,26 @@ func newImageGC(d deps.Deps, cfg Config, sampler *stats.Provider) *imagegc.Manag
 			c.StateDir = podspec.DefaultRootDir
 		}
 	}
-	ports := imagegc.Ports{Images: d.Images, Containers: d.Runtime, Fs: imageFs{sampler}, Files: d.Files, Events: d.API.Events}
+	ports := imagegc.Ports{Images: d.Images, Containers: d.Runtime, Fs: imageFs{d.Machine}, Files: d.Files, Events: d.API.Events}
 	if cfg.Metrics != nil {
 		ports.Metrics = cfg.Metrics
 	}
 	return imagegc.New(d.Core, ports, c)
 }
 
-// imageFs reads the image filesystem's usage from a fresh stats sample.
-type imageFs struct{ s *stats.Provider }
+// imageFs reads the image filesystem's usage from the machine, as a
+// stats sample does, without measuring the pods' volumes and logs.
+type imageFs struct{ machine deps.Machine }
 
 // ImageFsStats implements imagegc.FsStats.
 func (f imageFs) ImageFsStats(ctx context.Context) (capacity, available int64, err error) {
-	s, err := f.s.Refresh(ctx)
-	if err != nil {
-		return 0, 0, fmt.Errorf("stats sample: %w", err)
+	if f.machine == nil {
+		return 0, 0, fmt.Errorf("image filesystem usage: no machine port")
 	}
-	c, a := s.ImageFsBytes()
+	u, err := f.machine.Usage(ctx)
+	if err != nil {
+		return 0, 0, fmt.Errorf("machine usage: %w", err)
+	}
+	c, a := stats.ImageFsBytes(u)
 	return int64(c), int64(a), nil
 }

@@ -8,10 +8,7 @@ package allocation
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
-	"hash/fnv"
-	"io/fs"
 	"maps"
 	"path"
 	"slices"
@@ -22,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/lockstep-dev/lockstep/node/deps"
+	"github.com/lockstep-dev/lockstep/node/statefile"
 )
 
 // CheckpointFile is the checkpoint's name under the root directory (the
@@ -105,12 +103,9 @@ func (s *Store) Load() error {
 	if s.files == nil {
 		return nil
 	}
-	data, err := s.files.ReadFile(s.path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("read allocation checkpoint %s: %w", s.path, err)
+	data, ok, err := statefile.Read(s.files, s.path)
+	if !ok || err != nil {
+		return err
 	}
 	var cp checkpoint
 	if err := json.Unmarshal(data, &cp); err != nil {
@@ -248,27 +243,15 @@ func (s *Store) writeLocked() error {
 	if err != nil {
 		return fmt.Errorf("encode allocation checkpoint: %w", err)
 	}
-	if err := s.files.MkdirAll(path.Dir(s.path)); err != nil {
-		return fmt.Errorf("create the directory of %s: %w", s.path, err)
-	}
-	tmp := s.path + ".tmp"
-	if err := s.files.CreateFile(tmp, data, 0o600); err != nil {
-		return fmt.Errorf("write %s: %w", tmp, err)
-	}
-	if err := s.files.Rename(tmp, s.path); err != nil {
-		return fmt.Errorf("replace %s: %w", s.path, err)
-	}
-	return nil
+	return statefile.Write(s.files, s.path, data, 0o600)
 }
 
 // checksum is FNV-1a 32 of the JSON encoding of the entries and the
 // resized pods (map keys sorted by encoding/json, so it is stable).
 func checksum(entries map[types.UID]PodResources, resized []types.UID) (uint32, error) {
-	data, err := json.Marshal(checkpoint{Entries: entries, Resized: resized})
+	sum, err := statefile.Sum32(checkpoint{Entries: entries, Resized: resized})
 	if err != nil {
-		return 0, fmt.Errorf("encode allocation entries: %w", err)
+		return 0, fmt.Errorf("allocation entries: %w", err)
 	}
-	h := fnv.New32a()
-	h.Write(data)
-	return h.Sum32(), nil
+	return sum, nil
 }

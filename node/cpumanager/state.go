@@ -2,10 +2,7 @@ package cpumanager
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
-	"hash/fnv"
-	"io/fs"
 	"maps"
 	"path/filepath"
 	"slices"
@@ -14,6 +11,7 @@ import (
 	"k8s.io/utils/cpuset"
 
 	"github.com/lockstep-dev/lockstep/node/deps"
+	"github.com/lockstep-dev/lockstep/node/statefile"
 )
 
 // CheckpointFile is the state file's name under the root directory (the
@@ -60,10 +58,8 @@ type checkpoint struct {
 // keys marshal sorted, so the same state always sums the same).
 func (c checkpoint) sum() uint32 {
 	c.Checksum = 0
-	b, _ := json.Marshal(c)
-	h := fnv.New32a()
-	_, _ = h.Write(b)
-	return h.Sum32()
+	sum, _ := statefile.Sum32(c)
+	return sum
 }
 
 // encode is the file's content for a policy's state.
@@ -119,12 +115,9 @@ func newStore(files deps.Files, rootDir string) store {
 // read returns the checkpoint's policy and state; ok is false when there
 // is no file.
 func (st store) read() (policy string, s State, ok bool, err error) {
-	data, err := st.files.ReadFile(st.path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return "", State{}, false, nil
-	}
-	if err != nil {
-		return "", State{}, false, fmt.Errorf("read %s: %w", st.path, err)
+	data, ok, err := statefile.Read(st.files, st.path)
+	if !ok || err != nil {
+		return "", State{}, false, err
 	}
 	policy, s, err = decode(data)
 	if err != nil {
@@ -135,17 +128,7 @@ func (st store) read() (policy string, s State, ok bool, err error) {
 
 // write replaces the checkpoint atomically (a new file renamed over it).
 func (st store) write(policy string, s State) error {
-	if err := st.files.MkdirAll(filepath.Dir(st.path)); err != nil {
-		return fmt.Errorf("write %s: %w", st.path, err)
-	}
-	tmp := st.path + ".tmp"
-	if err := st.files.CreateFile(tmp, encode(policy, s), 0o644); err != nil {
-		return fmt.Errorf("write %s: %w", st.path, err)
-	}
-	if err := st.files.Rename(tmp, st.path); err != nil {
-		return fmt.Errorf("write %s: %w", st.path, err)
-	}
-	return nil
+	return statefile.Write(st.files, st.path, encode(policy, s), 0o644)
 }
 
 func sortedUIDs(s *State) []types.UID { return slices.Sorted(maps.Keys(s.Assignments)) }

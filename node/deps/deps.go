@@ -56,8 +56,10 @@ type Deps struct {
 	// OOMKills reports the kernel's OOM kills; nil when they cannot be
 	// read (no /dev/kmsg).
 	OOMKills OOMKills
-	// Disk measures emptyDir volumes and container log directories; nil
-	// leaves them unmeasured (no local-storage evictions for them).
+	// Disk measures the pods' volumes and container log directories, once
+	// a stats sample, for the eviction manager and the stats Summary; nil
+	// leaves them unmeasured (no local-storage evictions for them, no
+	// volume or log figures in the Summary).
 	Disk DiskUsage
 	// MemoryThreshold wakes the eviction manager when memory usage
 	// crosses its threshold; nil: the manager sees memory every period.

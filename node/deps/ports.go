@@ -342,9 +342,10 @@ type DirUsage struct {
 	Bytes, Inodes uint64
 }
 
-// DiskUsage measures directory trees on the node's disks (du): the
-// emptyDir volumes and container log directories whose usage the eviction
-// manager holds against their limits. Real: a walk of the tree
+// DiskUsage measures directory trees on the node's disks (du): the pods'
+// emptyDir, configMap and secret volumes and container log directories,
+// whose usage the eviction manager holds against their limits and the
+// stats Summary reports. Real: a walk of the tree
 // (node/real/du). Simulated: the sizes of the in-memory files plus what
 // the fake runtime's containers are scripted to have written.
 type DiskUsage interface {

@@ -5,10 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
-	"io/fs"
 	"path"
 
 	"github.com/lockstep-dev/lockstep/node/deps"
+	"github.com/lockstep-dev/lockstep/node/statefile"
 )
 
 // CheckpointName is the file, in the device plugin directory, that holds
@@ -57,15 +57,8 @@ func writeCheckpoint(files deps.Files, dir string, d checkpointData) error {
 	if err != nil {
 		return fmt.Errorf("device checkpoint: %w", err)
 	}
-	if err := files.MkdirAll(dir); err != nil {
-		return fmt.Errorf("device checkpoint directory %s: %w", dir, err)
-	}
-	p := path.Join(dir, CheckpointName)
-	if err := files.CreateFile(p+".tmp", b, 0o600); err != nil {
-		return fmt.Errorf("write device checkpoint %s: %w", p, err)
-	}
-	if err := files.Rename(p+".tmp", p); err != nil {
-		return fmt.Errorf("write device checkpoint %s: %w", p, err)
+	if err := statefile.Write(files, path.Join(dir, CheckpointName), b, 0o600); err != nil {
+		return fmt.Errorf("device checkpoint: %w", err)
 	}
 	return nil
 }
@@ -76,12 +69,9 @@ var errCorrupt = errors.New("checksum mismatch")
 // readCheckpoint reads the checkpoint in dir; a missing one is empty.
 func readCheckpoint(files deps.Files, dir string) (checkpointData, error) {
 	p := path.Join(dir, CheckpointName)
-	b, err := files.ReadFile(p)
-	if errors.Is(err, fs.ErrNotExist) {
-		return checkpointData{}, nil
-	}
-	if err != nil {
-		return checkpointData{}, fmt.Errorf("read device checkpoint %s: %w", p, err)
+	b, ok, err := statefile.Read(files, p)
+	if !ok || err != nil {
+		return checkpointData{}, err
 	}
 	var f checkpointFile
 	if err := json.Unmarshal(b, &f); err != nil {

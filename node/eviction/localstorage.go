@@ -2,6 +2,8 @@ package eviction
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -35,8 +37,8 @@ type ContainerStorage struct {
 	Rootfs, Logs int64
 }
 
-// PodStorage is what a pod holds on the node's disk: its emptyDir
-// volumes by name and its containers.
+// PodStorage is what a pod holds on the node's disk: its measured
+// volumes (emptyDir, configMap, secret) by name and its containers.
 type PodStorage struct {
 	Volumes    map[string]int64
 	Containers []ContainerStorage
@@ -69,22 +71,24 @@ func ObserveLocalStorage(s stats.Sample, sum *statsv1alpha1.Summary) LocalStorag
 		}
 		out[uid] = ps
 	}
-	for uid, vs := range s.Volumes {
+	for uid, vs := range s.VolumeUsage {
 		ps := entry(uid)
-		for _, v := range vs {
-			ps.Volumes[v.Name] = clamp(v.UsedBytes)
+		for name, v := range vs {
+			ps.Volumes[name] = clamp(v.UsedBytes)
 		}
 		out[uid] = ps
 	}
-	for uid, ls := range s.Logs {
+	for uid, ls := range s.LogsUsage {
 		ps := entry(uid)
-		for _, l := range ls {
-			i := containerIndex(ps.Containers, l.Name)
+		// Containers the Summary has not listed (not running) follow
+		// in name order.
+		for _, name := range slices.Sorted(maps.Keys(ls)) {
+			i := containerIndex(ps.Containers, name)
 			if i < 0 {
-				ps.Containers = append(ps.Containers, ContainerStorage{Name: l.Name})
+				ps.Containers = append(ps.Containers, ContainerStorage{Name: name})
 				i = len(ps.Containers) - 1
 			}
-			ps.Containers[i].Logs = clamp(l.UsedBytes)
+			ps.Containers[i].Logs = clamp(ls[name].UsedBytes)
 		}
 		out[uid] = ps
 	}

@@ -87,8 +87,8 @@ func TestCheckLocalStorageSkipsStoppedContainers(t *testing.T) {
 func TestObserveLocalStorage(t *testing.T) {
 	u := func(v uint64) *uint64 { return &v }
 	s := stats.Sample{
-		Volumes: map[types.UID][]stats.VolumeUsage{"a": {{Name: "cache", UsedBytes: 5}}, "b": {{Name: "tmp", UsedBytes: 7}}},
-		Logs:    map[types.UID][]stats.ContainerLogsUsage{"a": {{Name: "app", UsedBytes: 3}, {Name: "done", UsedBytes: 2}}},
+		VolumeUsage: map[types.UID]map[string]stats.FsUsage{"a": {"cache": {UsedBytes: 5}}, "b": {"tmp": {UsedBytes: 7}}},
+		LogsUsage:   map[types.UID]map[string]stats.FsUsage{"a": {"app": {UsedBytes: 3}, "done": {UsedBytes: 2}, "after": {UsedBytes: 1}}},
 	}
 	sum := &statsv1alpha1.Summary{Pods: []statsv1alpha1.PodStats{{
 		PodRef:     statsv1alpha1.PodReference{UID: "a"},
@@ -96,7 +96,7 @@ func TestObserveLocalStorage(t *testing.T) {
 	}}}
 	want := LocalStorage{
 		"a": {Volumes: map[string]int64{"cache": 5}, Containers: []ContainerStorage{
-			{Name: "app", Running: true, Rootfs: 11, Logs: 3}, {Name: "done", Logs: 2}}},
+			{Name: "app", Running: true, Rootfs: 11, Logs: 3}, {Name: "after", Logs: 1}, {Name: "done", Logs: 2}}},
 		"b": {Volumes: map[string]int64{"tmp": 7}},
 	}
 	if diff := cmp.Diff(want, ObserveLocalStorage(s, sum)); diff != "" {

@@ -278,7 +278,9 @@ func (m *Manager) reclaimNodeLevel(ctx context.Context, t Threshold) bool {
 	if err := m.ports.Reclaim.ReclaimImages(ctx); err != nil {
 		m.log.Warn("reclaiming unused images failed", "error", err.Error())
 	}
-	sample, err := m.ports.Stats.Refresh(ctx)
+	// Node-level signals only: the pods' volumes and logs, measured by
+	// this cycle's sample, are not walked again.
+	sample, err := m.ports.Stats.RefreshNode(ctx)
 	if err != nil {
 		return false
 	}

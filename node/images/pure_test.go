@@ -33,6 +33,8 @@ func TestParseReference(t *testing.T) {
 		{in: "busybox:", wantErr: true},
 		{in: "busybox@sha256:xyz", wantErr: true},
 		{in: "a//b", wantErr: true},
+		{in: "UPPER/case", want: Reference{Domain: "UPPER", Path: "case"}},
+		{in: "busybox@sha256:0123", wantErr: true},
 	} {
 		got, err := ParseReference(tc.in)
 		if (err != nil) != tc.wantErr {
@@ -59,7 +61,9 @@ func TestWithDefaultTag(t *testing.T) {
 			t.Errorf("WithDefaultTag(%q) = %q, %v; want %q", in, got, err, want)
 		}
 	}
-	if _, err := WithDefaultTag("UPPER/case"); err == nil {
+	// Upper case names a registry host in the first component ("UPPER/case"
+	// is registry UPPER, as for docker), never a repository path.
+	if _, err := WithDefaultTag("upper/Case"); err == nil {
 		t.Error("WithDefaultTag of an invalid name: no error")
 	}
 }

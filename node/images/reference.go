@@ -2,7 +2,8 @@ package images
 
 import (
 	"fmt"
-	"strings"
+
+	"github.com/distribution/reference"
 )
 
 // Reference is an image reference split into its parts, with docker's
@@ -23,45 +24,22 @@ type Reference struct {
 // ("docker.io/library/busybox"): what credentials are looked up for.
 func (r Reference) Repository() string { return r.Domain + "/" + r.Path }
 
-// ParseReference splits an image reference. It checks what a registry
-// would refuse (an empty name, upper case or stray characters in the
-// repository path, a malformed tag or digest) without being a full
-// validator of the distribution grammar.
+// ParseReference splits an image reference as the kubelet and
+// containerd do (the distribution reference grammar, docker's defaults
+// applied): it refuses what a registry would (an empty name, upper case or
+// stray characters in the repository path, a malformed tag or digest).
 func ParseReference(image string) (Reference, error) {
-	if image == "" {
-		return Reference{}, fmt.Errorf("image reference is empty")
+	named, err := reference.ParseNormalizedNamed(image)
+	if err != nil {
+		return Reference{}, fmt.Errorf("couldn't parse image name %q: %w", image, err)
 	}
-	name, digest, hasDigest := strings.Cut(image, "@")
-	var r Reference
-	if hasDigest {
-		algo, hex, ok := strings.Cut(digest, ":")
-		if !ok || algo == "" || len(hex) < 32 || strings.Trim(hex, "0123456789abcdef") != "" {
-			return Reference{}, fmt.Errorf("image reference %q: invalid digest %q", image, digest)
-		}
-		r.Digest = digest
+	r := Reference{Domain: reference.Domain(named), Path: reference.Path(named)}
+	if t, ok := named.(reference.Tagged); ok {
+		r.Tag = t.Tag()
 	}
-	domain, rest := "docker.io", name
-	if i := strings.IndexByte(name, '/'); i >= 0 && (strings.ContainsAny(name[:i], ".:") || name[:i] == "localhost") {
-		domain, rest = name[:i], name[i+1:]
+	if d, ok := named.(reference.Digested); ok {
+		r.Digest = d.Digest().String()
 	}
-	if i := strings.LastIndexByte(rest, ':'); i >= 0 {
-		rest, r.Tag = rest[:i], rest[i+1:]
-		if !validTag(r.Tag) {
-			return Reference{}, fmt.Errorf("image reference %q: invalid tag %q", image, r.Tag)
-		}
-	}
-	if domain == "index.docker.io" {
-		domain = "docker.io"
-	}
-	for _, comp := range strings.Split(rest, "/") {
-		if !validComponent(comp) {
-			return Reference{}, fmt.Errorf("image reference %q: invalid repository name %q", image, rest)
-		}
-	}
-	if domain == "docker.io" && !strings.Contains(rest, "/") {
-		rest = "library/" + rest
-	}
-	r.Domain, r.Path = domain, rest
 	return r, nil
 }
 
@@ -77,32 +55,3 @@ func WithDefaultTag(image string) (string, error) {
 	}
 	return image, nil
 }
-
-// validComponent: lowercase alphanumerics separated by '.', '_', '__' or
-// dashes.
-func validComponent(s string) bool {
-	if s == "" || !lowerAlnum(s[0]) || !lowerAlnum(s[len(s)-1]) {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; !lowerAlnum(c) && c != '.' && c != '_' && c != '-' {
-			return false
-		}
-	}
-	return !strings.Contains(s, "..") && !strings.Contains(s, "___")
-}
-
-// validTag: [A-Za-z0-9_][A-Za-z0-9_.-]{0,127}.
-func validTag(s string) bool {
-	if s == "" || len(s) > 128 || s[0] == '.' || s[0] == '-' {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; !lowerAlnum(c) && !(c >= 'A' && c <= 'Z') && c != '_' && c != '.' && c != '-' {
-			return false
-		}
-	}
-	return true
-}
-
-func lowerAlnum(c byte) bool { return c >= 'a' && c <= 'z' || c >= '0' && c <= '9' }

@@ -8,10 +8,7 @@ package memorymanager
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
-	"hash/fnv"
-	"io/fs"
 	"maps"
 	"path/filepath"
 	"slices"
@@ -24,6 +21,7 @@ import (
 
 	"github.com/lockstep-dev/lockstep/node/deps"
 	"github.com/lockstep-dev/lockstep/node/podspec"
+	"github.com/lockstep-dev/lockstep/node/statefile"
 	"github.com/lockstep-dev/lockstep/node/topologymanager"
 )
 
@@ -312,12 +310,11 @@ type nodeState struct {
 	Free        uint64 `json:"free"`
 }
 
+// sum is the checkpoint's checksum (statefile.Sum32 with checksum 0).
 func (c checkpoint) sum() uint32 {
 	c.Checksum = 0
-	b, _ := json.Marshal(c)
-	h := fnv.New32a()
-	_, _ = h.Write(b)
-	return h.Sum32()
+	sum, _ := statefile.Sum32(c)
+	return sum
 }
 
 func (m *Manager) encode() []byte {
@@ -337,11 +334,11 @@ func (m *Manager) encode() []byte {
 // restore reads the checkpoint (none: start empty), checks it and writes
 // it back.
 func (m *Manager) restore() error {
-	data, err := m.files.ReadFile(m.path)
-	if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return fmt.Errorf("read %s: %w", m.path, err)
+	data, ok, err := statefile.Read(m.files, m.path)
+	if err != nil {
+		return err
 	}
-	if err == nil {
+	if ok {
 		var c checkpoint
 		if err := json.Unmarshal(data, &c); err != nil {
 			return fmt.Errorf("%s is not a memory manager checkpoint: %w", m.path, err)
@@ -404,16 +401,7 @@ func (m *Manager) save() {
 	}
 }
 
+// write replaces the checkpoint file with the manager's state.
 func (m *Manager) write() error {
-	if err := m.files.MkdirAll(filepath.Dir(m.path)); err != nil {
-		return fmt.Errorf("write %s: %w", m.path, err)
-	}
-	tmp := m.path + ".tmp"
-	if err := m.files.CreateFile(tmp, m.encode(), 0o644); err != nil {
-		return fmt.Errorf("write %s: %w", m.path, err)
-	}
-	if err := m.files.Rename(tmp, m.path); err != nil {
-		return fmt.Errorf("write %s: %w", m.path, err)
-	}
-	return nil
+	return statefile.Write(m.files, m.path, m.encode(), 0o644)
 }

@@ -9,56 +9,42 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/lockstep-dev/lockstep/node/deps"
 	"github.com/lockstep-dev/lockstep/node/podspec"
+	"github.com/lockstep-dev/lockstep/node/podstate"
 )
 
-// VolumeUsage is what one of a pod's local volumes holds on disk.
-type VolumeUsage struct {
-	// Name is the volume's name in the pod's spec.
-	Name string
-	// UsedBytes and InodesUsed are its tree's usage (du).
-	UsedBytes, InodesUsed uint64
+// localUsage is what a sample measured of the pods' local storage through
+// the DiskUsage port, one walk per directory: pod UID → volume name (or
+// container name) → usage. A volume or log directory that does not exist
+// (yet, or any more) is left out.
+type localUsage struct {
+	Volumes map[types.UID]map[string]FsUsage
+	Logs    map[types.UID]map[string]FsUsage
 }
 
-// ContainerLogsUsage is what one of a pod's containers' logs hold on disk:
-// every instance's log and its rotated files.
-type ContainerLogsUsage struct {
-	// Name is the container's name in the pod's spec.
-	Name string
-	// UsedBytes and InodesUsed are the usage of its log directory.
-	UsedBytes, InodesUsed uint64
-}
-
-// podDisk is the local storage of the pods a sample measured: their
-// emptyDir volumes and their containers' logs, by pod UID. A volume or log
-// directory that does not exist (yet, or any more) is left out.
-type podDisk struct {
-	Volumes map[types.UID][]VolumeUsage
-	Logs    map[types.UID][]ContainerLogsUsage
-}
-
-// measureDisk measures the emptyDir volumes and container log directories
-// of pods. A tree that does not exist is left out; one that cannot be
-// measured is left out too, and its error returned beside what could be
-// (a volume the agent cannot read must not stop the evictions for memory).
-func measureDisk(ctx context.Context, du deps.DiskUsage, cfg Config, pods []*corev1.Pod) (podDisk, error) {
-	out := podDisk{Volumes: map[types.UID][]VolumeUsage{}, Logs: map[types.UID][]ContainerLogsUsage{}}
+// measureLocal measures the emptyDir, configMap and secret volumes and
+// the container log directories of pods, each tree once. A tree that does
+// not exist is left out; one that cannot be measured is left out too, and
+// its error returned beside what could be (a volume the agent cannot read
+// must not stop the evictions for memory).
+func measureLocal(ctx context.Context, du deps.DiskUsage, cfg Config, pods []*corev1.Pod) (localUsage, error) {
+	out := localUsage{Volumes: map[types.UID]map[string]FsUsage{}, Logs: map[types.UID]map[string]FsUsage{}}
 	var errs []error
 	for _, pod := range pods {
 		for i := range pod.Spec.Volumes {
 			v := &pod.Spec.Volumes[i]
-			if v.EmptyDir == nil {
+			if !measuredVolume(v) {
 				continue
 			}
-			dir := podspec.VolumeDir(cfg.RootDir, pod.UID, v)
-			u, ok, err := dirUsage(ctx, du, dir)
+			u, ok, err := dirUsage(ctx, du, podspec.VolumeDir(cfg.RootDir, pod.UID, v))
 			if err != nil {
-				errs = append(errs, fmt.Errorf("usage of emptyDir volume %q of pod %s/%s: %w", v.Name, pod.Namespace, pod.Name, err))
+				errs = append(errs, fmt.Errorf("usage of volume %q of pod %s/%s: %w", v.Name, pod.Namespace, pod.Name, err))
 			}
 			if ok {
-				out.Volumes[pod.UID] = append(out.Volumes[pod.UID], VolumeUsage{Name: v.Name, UsedBytes: u.Bytes, InodesUsed: u.Inodes})
+				put(out.Volumes, pod.UID, v.Name, u)
 			}
 		}
 		logDir := podspec.LogDirectory(cfg.PodLogsRoot, podspec.RefOf(pod))
@@ -68,33 +54,75 @@ func measureDisk(ctx context.Context, du deps.DiskUsage, cfg Config, pods []*cor
 				errs = append(errs, fmt.Errorf("usage of the logs of container %q of pod %s/%s: %w", name, pod.Namespace, pod.Name, err))
 			}
 			if ok {
-				out.Logs[pod.UID] = append(out.Logs[pod.UID], ContainerLogsUsage{Name: name, UsedBytes: u.Bytes, InodesUsed: u.Inodes})
+				put(out.Logs, pod.UID, name, u)
 			}
 		}
 	}
 	return out, errors.Join(errs...)
 }
 
-// dirUsage measures dir; ok is false when it does not exist.
-func dirUsage(ctx context.Context, du deps.DiskUsage, dir string) (deps.DirUsage, bool, error) {
-	u, err := du.DirUsage(ctx, dir)
-	if errors.Is(err, fs.ErrNotExist) {
-		return deps.DirUsage{}, false, nil
+// put sets m[uid][name] = u.
+func put(m map[types.UID]map[string]FsUsage, uid types.UID, name string, u FsUsage) {
+	if m[uid] == nil {
+		m[uid] = map[string]FsUsage{}
 	}
-	if err != nil {
-		return deps.DirUsage{}, false, err
-	}
-	return u, true, nil
+	m[uid][name] = u
 }
 
-// containerNames are the names of a pod's init and regular containers.
+// measuredVolume reports whether a volume's usage is measured: the kinds
+// whose data the node keeps on its disk for the pod (emptyDir on disk or
+// in memory, configMap, secret), as upstream's ephemeral volumes.
+func measuredVolume(v *corev1.Volume) bool {
+	return v.EmptyDir != nil || v.ConfigMap != nil || v.Secret != nil
+}
+
+// dirUsage measures dir; ok is false when it does not exist.
+func dirUsage(ctx context.Context, du deps.DiskUsage, dir string) (FsUsage, bool, error) {
+	u, err := du.DirUsage(ctx, dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return FsUsage{}, false, nil
+	}
+	if err != nil {
+		return FsUsage{}, false, err
+	}
+	return FsUsage{UsedBytes: u.Bytes, InodesUsed: u.Inodes}, true, nil
+}
+
+// containerNames are the names of a pod's init, regular and ephemeral
+// containers.
 func containerNames(pod *corev1.Pod) []string {
-	names := make([]string, 0, len(pod.Spec.InitContainers)+len(pod.Spec.Containers))
+	names := make([]string, 0, len(pod.Spec.InitContainers)+len(pod.Spec.Containers)+len(pod.Spec.EphemeralContainers))
 	for _, c := range pod.Spec.InitContainers {
 		names = append(names, c.Name)
 	}
 	for _, c := range pod.Spec.Containers {
 		names = append(names, c.Name)
 	}
+	for _, c := range pod.Spec.EphemeralContainers {
+		names = append(names, c.Name)
+	}
 	return names
+}
+
+// rootfsUsage is each running container's writable layer from the
+// runtime's stats, by pod UID and container name.
+func rootfsUsage(containers []*runtimeapi.Container, stats []*runtimeapi.ContainerStats) map[types.UID]map[string]FsUsage {
+	byID := make(map[string]*runtimeapi.ContainerStats, len(stats))
+	for _, s := range stats {
+		byID[s.GetAttributes().GetId()] = s
+	}
+	out := map[types.UID]map[string]FsUsage{}
+	for _, c := range containers {
+		if c.GetState() != runtimeapi.ContainerState_CONTAINER_RUNNING {
+			continue
+		}
+		l := byID[c.GetId()].GetWritableLayer()
+		uid := types.UID(c.GetLabels()[podstate.LabelPodUID])
+		name := c.GetLabels()[podstate.LabelContainerName]
+		if l == nil || uid == "" || name == "" {
+			continue
+		}
+		put(out, uid, name, FsUsage{UsedBytes: l.GetUsedBytes().GetValue(), InodesUsed: l.GetInodesUsed().GetValue()})
+	}
+	return out
 }

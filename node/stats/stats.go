@@ -1,7 +1,8 @@
 // Package stats samples the node's resource usage: the CRI runtime's pod
 // sandbox and container stats, its image filesystem, and the machine's
-// memory, CPU, filesystems and process count; and, through the Files port,
-// the pods' volumes and container logs. A Provider takes a sample every
+// memory, CPU, filesystems and process count; and, through the DiskUsage
+// port, the pods' volumes and container logs, each directory walked once a
+// sample for both of its readers. A Provider takes a sample every
 // Period on the injected clock (and on demand, Refresh) and keeps the
 // latest; the eviction manager reads it, and the kubelet's stats Summary
 // (node/statssummary) is built from it by Summary. CPU rates the runtime
@@ -55,18 +56,16 @@ type Sample struct {
 	SandboxStats   []*runtimeapi.PodSandboxStats
 	ContainerStats []*runtimeapi.ContainerStats
 	Containers     []*runtimeapi.Container
-	// Volumes are the emptyDir volumes of the managed pods and Logs their
-	// containers' log directories, by pod UID (empty without a Disk
-	// port). A container's writable layer is in ContainerStats.
-	Volumes map[types.UID][]VolumeUsage
-	Logs    map[types.UID][]ContainerLogsUsage
 	// VolumeUsage is what each pod's emptyDir, configMap and secret
 	// volumes hold on disk: pod UID → volume name → usage. Only the pods
-	// the Pods port lists are measured; nil without a Files port.
+	// the Pods port lists are measured; nil without a Disk port. The
+	// eviction manager (local storage limits) and the stats Summary both
+	// read this one measurement.
 	VolumeUsage map[types.UID]map[string]FsUsage
 	// LogsUsage is what each container's log files hold (all its
 	// instances, the container's log directory as upstream measures it):
-	// pod UID → container name → usage. Nil without a Files port.
+	// pod UID → container name → usage. Nil without a Disk port. A
+	// container's writable layer is in RootfsUsage.
 	LogsUsage map[types.UID]map[string]FsUsage
 	// RootfsUsage is each running container's writable layer as the
 	// runtime reports it: pod UID → container name → usage.
@@ -80,11 +79,16 @@ type Sample struct {
 // ImageFsBytes is the image filesystem's capacity and available bytes:
 // the machine's image filesystem when it reports one of its own, else
 // the node filesystem (one disk holds both); zeros when neither is known.
-func (s Sample) ImageFsBytes() (capacity, available uint64) {
-	if s.Usage.ImageFSCapacityBytes > 0 {
-		return s.Usage.ImageFSCapacityBytes, s.Usage.ImageFSAvailableBytes
+func (s Sample) ImageFsBytes() (capacity, available uint64) { return ImageFsBytes(s.Usage) }
+
+// ImageFsBytes is the image filesystem's capacity and available bytes in
+// the machine's usage u: its image filesystem when it reports one of its
+// own, else the node filesystem; zeros when neither is known.
+func ImageFsBytes(u deps.MachineUsage) (capacity, available uint64) {
+	if u.ImageFSCapacityBytes > 0 {
+		return u.ImageFSCapacityBytes, u.ImageFSAvailableBytes
 	}
-	return s.Usage.NodeFSCapacityBytes, s.Usage.NodeFSAvailableBytes
+	return u.NodeFSCapacityBytes, u.NodeFSAvailableBytes
 }
 
 // FsUsage is the space and inodes some files take (statssummary's type,
@@ -106,13 +110,9 @@ type Ports struct {
 	// Pods lists the managed pods whose local storage is measured; nil
 	// lists none.
 	Pods PodLister
-	// Disk, with Pods, measures the pods' emptyDir volumes and log
-	// directories for the eviction manager (Volumes, Logs); nil measures
-	// none.
+	// Disk, with Pods, measures the pods' volumes and container log
+	// directories (VolumeUsage, LogsUsage); nil measures none.
 	Disk deps.DiskUsage
-	// Files, with Pods, measures the pods' volumes and container logs
-	// for the stats Summary (VolumeUsage, LogsUsage).
-	Files deps.Files
 	// Network, when set, reads each ready pod sandbox's network usage
 	// where the runtime reports no sandbox stats (real nodes: the
 	// sandbox's network namespace, node/real/netstats); nil leaves the
@@ -152,22 +152,22 @@ type Provider struct {
 
 	mu     sync.Mutex
 	latest *Sample
-	warned bool
-	// warnedFiles: a volume or log measurement failed once already;
-	// warnedNetwork: a sandbox's network could not be read once already.
-	warnedFiles, warnedNetwork bool
+	// warned: a runtime stats call failed once already; warnedDisk: a
+	// volume or log measurement; warnedNetwork: a sandbox's network read.
+	warned, warnedDisk, warnedNetwork bool
 	// cpu are the last CPU readings by "c/<container ID>",
 	// "s/<sandbox ID>" and "node", for the rates of the next sample.
 	cpu map[string]cpuReading
 }
 
-// warnOnce logs msg the first time only.
-func (p *Provider) warnOnce(msg string, err error) {
+// warnOnce logs msg and err unless *warned says it was logged already,
+// and sets it.
+func (p *Provider) warnOnce(warned *bool, msg string, err error) {
 	p.mu.Lock()
-	warned := p.warned
-	p.warned = true
+	already := *warned
+	*warned = true
 	p.mu.Unlock()
-	if !warned {
+	if !already {
 		p.log.Warn(msg, "error", err.Error())
 	}
 }
@@ -218,7 +218,7 @@ func (p *Provider) Latest() (Sample, bool) {
 func (p *Provider) Refresh(ctx context.Context) (Sample, error) {
 	cctx, cancel := p.d.Clock.WithTimeout(ctx, p.cfg.Timeout)
 	defer cancel()
-	s, err := p.sample(cctx)
+	s, err := p.sample(cctx, true)
 	if err != nil {
 		return Sample{}, err
 	}
@@ -230,8 +230,19 @@ func (p *Provider) Refresh(ctx context.Context) (Sample, error) {
 	return s, nil
 }
 
-// sample reads everything a Sample holds.
-func (p *Provider) sample(ctx context.Context) (Sample, error) {
+// RefreshNode takes a sample now without measuring the pods' volumes and
+// logs (VolumeUsage and LogsUsage stay nil), for a reader of node-level
+// figures only (the eviction manager after a node-level reclaim); it is
+// not kept as the latest.
+func (p *Provider) RefreshNode(ctx context.Context) (Sample, error) {
+	cctx, cancel := p.d.Clock.WithTimeout(ctx, p.cfg.Timeout)
+	defer cancel()
+	return p.sample(cctx, false)
+}
+
+// sample reads everything a Sample holds; the pods' volumes and logs only
+// when local is true.
+func (p *Provider) sample(ctx context.Context, local bool) (Sample, error) {
 	s := Sample{Time: p.d.Clock.Now()}
 	var err error
 	if s.Machine, err = p.ports.Machine.Info(ctx); err != nil {
@@ -248,7 +259,7 @@ func (p *Provider) sample(ctx context.Context) (Sample, error) {
 		// Pod stats are then summed over containers (containerd 1.6
 		// lacks the call, or fails it for a sandbox without a cgroup).
 		if status.Code(err) != codes.Unimplemented {
-			p.warnOnce("pod sandbox stats unavailable; pod usage is summed over containers", err)
+			p.warnOnce(&p.warned, "pod sandbox stats unavailable; pod usage is summed over containers", err)
 		}
 		s.SandboxStats, err = nil, nil
 	}
@@ -274,16 +285,15 @@ func (p *Provider) sample(ctx context.Context) (Sample, error) {
 			s.ImageFs = l[0]
 		}
 	}
-	if p.ports.Disk != nil && p.ports.Pods != nil {
-		disk, err := measureDisk(ctx, p.ports.Disk, p.cfg, p.ports.Pods.ActivePods())
+	if local && p.ports.Disk != nil && p.ports.Pods != nil {
+		measured, err := measureLocal(ctx, p.ports.Disk, p.cfg, p.ports.Pods.ActivePods())
 		if err != nil {
-			p.log.Warn("local storage partly unmeasured", "error", err.Error())
+			p.warnOnce(&p.warnedDisk, "local storage partly unmeasured", err)
 		}
-		s.Volumes, s.Logs = disk.Volumes, disk.Logs
+		s.VolumeUsage, s.LogsUsage = measured.Volumes, measured.Logs
 	}
 	p.fillSampleNanoCores(&s)
 	s.RootfsUsage = rootfsUsage(s.Containers, s.ContainerStats)
-	p.measureFiles(&s)
 	return s, nil
 }
 
@@ -299,7 +309,7 @@ func (p *Provider) containerStats(ctx context.Context, list []*runtimeapi.Contai
 		}
 		return list, nil
 	}
-	p.warnOnce("listing container stats failed; asking each running container", err)
+	p.warnOnce(&p.warned, "listing container stats failed; asking each running container", err)
 	var out []*runtimeapi.ContainerStats
 	for _, c := range containers {
 		if c.GetState() != runtimeapi.ContainerState_CONTAINER_RUNNING {
@@ -325,7 +335,7 @@ func (p *Provider) sandboxNetworks(ctx context.Context) []*runtimeapi.PodSandbox
 	sandboxes, err := p.ports.Runtime.ListPodSandbox(ctx, &runtimeapi.PodSandboxFilter{
 		State: &runtimeapi.PodSandboxStateValue{State: runtimeapi.PodSandboxState_SANDBOX_READY}})
 	if err != nil {
-		p.warnNetworkOnce(fmt.Errorf("list pod sandboxes: %w", err))
+		p.warnOnce(&p.warnedNetwork, "pod network usage unavailable", fmt.Errorf("list pod sandboxes: %w", err))
 		return nil
 	}
 	var out []*runtimeapi.PodSandboxStats
@@ -335,7 +345,7 @@ func (p *Provider) sandboxNetworks(ctx context.Context) []*runtimeapi.PodSandbox
 		}
 		net, err := p.ports.Network.PodNetwork(ctx, sb.GetId())
 		if err != nil {
-			p.warnNetworkOnce(err)
+			p.warnOnce(&p.warnedNetwork, "pod network usage unavailable", err)
 			continue
 		}
 		if net == nil {
@@ -347,15 +357,4 @@ func (p *Provider) sandboxNetworks(ctx context.Context) []*runtimeapi.PodSandbox
 		})
 	}
 	return out
-}
-
-// warnNetworkOnce logs the first network read error only.
-func (p *Provider) warnNetworkOnce(err error) {
-	p.mu.Lock()
-	warned := p.warnedNetwork
-	p.warnedNetwork = true
-	p.mu.Unlock()
-	if !warned {
-		p.log.Warn("pod network usage unavailable", "error", err.Error())
-	}
 }

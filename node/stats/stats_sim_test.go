@@ -118,8 +118,17 @@ type podList []*corev1.Pod
 
 func (l podList) ActivePods() []*corev1.Pod { return l }
 
+// memDU is the simulator's du over an in-memory disk (as sim/harness's,
+// without the fake containers' scripted writes).
+type memDU struct{ files *memfs.FS }
+
+func (m memDU) DirUsage(_ context.Context, dir string) (deps.DirUsage, error) {
+	bytes, inodes, err := m.files.TreeUsage(dir)
+	return deps.DirUsage{Bytes: bytes, Inodes: inodes}, err
+}
+
 // A sample measures the pods' emptyDir, configMap and secret volumes and
-// their containers' log directories through the Files port, and takes the
+// their containers' log directories through the DiskUsage port, and takes the
 // running containers' writable layers from the runtime; other volume
 // kinds and containers without logs are left out, symbolic links are not
 // followed.
@@ -162,7 +171,7 @@ func TestProviderMeasuresVolumesLogsAndRootfs(t *testing.T) {
 	write("/logs/default_web_uid-1/app/0.log", 300)
 	write("/logs/default_web_uid-1/app/1.log", 200)
 
-	p := stats.New(k.Deps().Core, stats.Ports{Runtime: rt, Images: rt, Machine: machine{rt}, Files: files, Pods: podList{pod}},
+	p := stats.New(k.Deps().Core, stats.Ports{Runtime: rt, Images: rt, Machine: machine{rt}, Disk: memDU{files}, Pods: podList{pod}},
 		stats.Config{RootDir: "/root", PodLogsRoot: "/logs"})
 	var s stats.Sample
 	k.Go("sample", func() {

@@ -1,7 +1,6 @@
 package daemon
 
 import (
-	"strings"
 	"testing"
 	"time"
 
@@ -15,9 +14,7 @@ import (
 // options (flags win), the agent's configurations follow, and bad values
 // are refused naming the flag or field.
 func TestGCOptions(t *testing.T) {
-	cf, err := ParseConfigFile("/etc/lockstep/config.yaml", []byte(`
-apiVersion: kubelet.config.k8s.io/v1beta1
-kind: KubeletConfiguration
+	o, ignored := applyConfig(t, "/etc/lockstep/config.yaml", `
 imageGCHighThresholdPercent: 90
 imageGCLowThresholdPercent: 70
 imageMinimumGCAge: 5m
@@ -26,16 +23,10 @@ containerLogMaxSize: 1Mi
 containerLogMaxFiles: 3
 containerLogMaxWorkers: 2
 containerLogMonitorInterval: 30s
-`))
-	if err != nil {
-		t.Fatal(err)
+`, func(o *Options) { o.GC.ContainerLogMaxFiles = 4 }, "container-log-max-files") // the flag, which wins
+	if len(ignored) != 0 {
+		t.Errorf("fields reported ignored: %v", ignored)
 	}
-	if len(cf.Ignored) != 0 {
-		t.Errorf("fields reported ignored: %v", cf.Ignored)
-	}
-	o := Defaults()
-	o.GC.ContainerLogMaxFiles = 4 // the flag, which wins
-	cf.Apply(&o, func(flag string) bool { return flag == "container-log-max-files" })
 	if err := o.Validate(); err != nil {
 		t.Fatal(err)
 	}
@@ -53,8 +44,8 @@ containerLogMonitorInterval: 30s
 	}
 
 	for _, tc := range []struct {
-		mutate func(*GCOptions)
-		want   string
+		edit func(*GCOptions)
+		want string
 	}{
 		{func(g *GCOptions) { g.ImageGCLowThresholdPercent = 90 }, "LowThresholdPercent 90 can not be higher than HighThresholdPercent 85"},
 		{func(g *GCOptions) { g.ImageGCHighThresholdPercent = 101 }, "must be in range [0-100]"},
@@ -62,10 +53,6 @@ containerLogMonitorInterval: 30s
 		{func(g *GCOptions) { g.ContainerLogMaxSize = "ten" }, "container log max size"},
 		{func(g *GCOptions) { g.ContainerLogMonitorInterval = time.Second }, "must be at least 3s"},
 	} {
-		o := Defaults()
-		tc.mutate(&o.GC)
-		if err := o.Validate(); err == nil || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("Validate() = %v, want an error with %q", err, tc.want)
-		}
+		checkValidate(t, func(o *Options) { tc.edit(&o.GC) }, tc.want)
 	}
 }

@@ -1,7 +1,6 @@
 package daemon
 
 import (
-	"strings"
 	"testing"
 	"time"
 
@@ -14,9 +13,7 @@ import (
 // TestModesFromConfigFile: the start-up mode and shutdown fields of a
 // KubeletConfiguration reach the options, and /configz reports them.
 func TestModesFromConfigFile(t *testing.T) {
-	cf, err := ParseConfigFile("/c.yaml", []byte(`
-apiVersion: kubelet.config.k8s.io/v1beta1
-kind: KubeletConfiguration
+	o, ignored := applyConfig(t, "/c.yaml", `
 staticPodURL: http://10.0.0.1:8080/pods
 staticPodURLHeader:
   Authorization: ["Bearer t"]
@@ -25,15 +22,10 @@ httpCheckFrequency: 30s
 nodeStatusMaxImages: -1
 shutdownGracePeriod: 30s
 shutdownGracePeriodCriticalPods: 10s
-`))
-	if err != nil {
-		t.Fatal(err)
+`, nil)
+	if len(ignored) != 0 {
+		t.Errorf("ignored %v, want every field honoured", ignored)
 	}
-	if len(cf.Ignored) != 0 {
-		t.Errorf("ignored %v, want every field honoured", cf.Ignored)
-	}
-	o := Defaults()
-	cf.Apply(&o, func(string) bool { return false })
 	if err := o.Validate(); err != nil {
 		t.Fatal(err)
 	}
@@ -90,13 +82,7 @@ func TestInvalidModes(t *testing.T) {
 		{"runonce without pods", func(o *Options) { o.RunOnce = true }, "needs static pods"},
 		{"bad url", func(o *Options) { o.ManifestURL = "ftp://x/pods" }, "must be an http:// or https:// URL"},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			o := Defaults()
-			tc.mutate(&o)
-			if err := o.Validate(); err == nil || !strings.Contains(err.Error(), tc.want) {
-				t.Errorf("Validate = %v, want an error containing %q", err, tc.want)
-			}
-		})
+		t.Run(tc.name, func(t *testing.T) { checkValidate(t, tc.mutate, tc.want) })
 	}
 }
 

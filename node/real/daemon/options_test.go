@@ -130,9 +130,7 @@ func TestParallelImagePulls(t *testing.T) {
 }
 
 func TestConfigFileAppliesAndFlagsWin(t *testing.T) {
-	cf, err := ParseConfigFile("/etc/lockstep/config.yaml", []byte(`
-apiVersion: kubelet.config.k8s.io/v1beta1
-kind: KubeletConfiguration
+	o, ignored := applyConfig(t, "/etc/lockstep/config.yaml", `
 staticPodPath: /etc/kubernetes/manifests
 maxPods: 50
 readOnlyPort: 10255
@@ -149,13 +147,7 @@ cgroupDriver: systemd
 evictionHard: {memory.available: 200Mi}
 rotateCertificates: true
 serverTLSBootstrap: true
-`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	o := Defaults()
-	o.MaxPods = 20 // from the flag, which wins
-	cf.Apply(&o, func(flag string) bool { return flag == "max-pods" })
+`, func(o *Options) { o.MaxPods = 20 }, "max-pods") // the flag, which wins
 	want := Defaults()
 	want.ManifestPath, want.MaxPods, want.ReadOnlyPort, want.SyncFrequency = "/etc/kubernetes/manifests", 20, 10255, 30*time.Second
 	want.ClusterDNS, want.ClientCAFile, want.AuthorizationMode, want.Verbosity = []string{"10.96.0.10"}, "/etc/ca.crt", "AlwaysAllow", 3
@@ -167,7 +159,7 @@ serverTLSBootstrap: true
 		t.Errorf("options (-want +got):\n%s", diff)
 	}
 	wantIgnored := []string{"authentication.anonymous.enabled (anonymous access is always off)"}
-	if diff := cmp.Diff(wantIgnored, cf.Ignored); diff != "" {
+	if diff := cmp.Diff(wantIgnored, ignored); diff != "" {
 		t.Errorf("ignored fields (-want +got):\n%s", diff)
 	}
 	if got := o.ParallelImagePulls(); got != 4 {
@@ -183,14 +175,12 @@ func TestBadConfigFiles(t *testing.T) {
 	cases := []struct {
 		name, content, want string
 	}{
-		{"unknown field", "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\nmaxPodz: 3\n",
-			`config file /c.yaml: unknown field "maxPodz"`},
+		{"unknown field", string(kubeletConfig("maxPodz: 3\n")), `config file /c.yaml: unknown field "maxPodz"`},
 		{"wrong kind", "apiVersion: v1\nkind: Pod\n",
 			`config file /c.yaml: want kind KubeletConfiguration, apiVersion kubelet.config.k8s.io/v1beta1; got kind "Pod", apiVersion "v1"`},
-		{"wrong type", "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\nmaxPods: lots\n",
+		{"wrong type", string(kubeletConfig("maxPods: lots\n")),
 			"config file /c.yaml: cannot unmarshal string into Go struct field KubeletConfiguration.maxPods of type int32"},
-		{"bad duration", "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\nsyncFrequency: soon\n",
-			`config file /c.yaml: time: invalid duration "soon"`},
+		{"bad duration", string(kubeletConfig("syncFrequency: soon\n")), `config file /c.yaml: time: invalid duration "soon"`},
 		{"not yaml", "a: [b\n", "config file /c.yaml is not valid YAML or JSON: yaml: line 1: did not find expected ',' or ']'"},
 	}
 	for _, tc := range cases {
@@ -220,14 +210,7 @@ func TestCgroupOptions(t *testing.T) {
 		{"unknown reserved", func(c *CgroupOptions) { c.SystemReserved = map[string]string{"gpu": "1"} }, `unknown resource "gpu"`},
 		{"qos reserved", func(c *CgroupOptions) { c.QOSReserved = map[string]string{"memory": "150%"} }, "not a percentage"},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			o := Defaults()
-			tc.edit(&o.Cgroups)
-			err := o.Validate()
-			if tc.err == "" && err != nil || tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err)) {
-				t.Errorf("Validate() = %v, want %q", err, tc.err)
-			}
-		})
+		t.Run(tc.name, func(t *testing.T) { checkValidate(t, func(o *Options) { tc.edit(&o.Cgroups) }, tc.err) })
 	}
 	c := DefaultCgroupOptions()
 	c.KubeReserved = map[string]string{"cpu": "100m", "memory": "256Mi"}

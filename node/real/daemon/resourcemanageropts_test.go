@@ -1,7 +1,6 @@
 package daemon
 
 import (
-	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -36,10 +35,6 @@ func TestResourceManagerOptions(t *testing.T) {
 		{func(o *Options) { o.MemoryManager.TopologyPolicy = "strict" }, "topology-manager-policy"},
 		{func(o *Options) { o.MemoryManager.TopologyScope = "pod" }, "only container"},
 	} {
-		o := Defaults()
-		tc.edit(&o)
-		if err := o.Validate(); err == nil || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("error %v, want one saying %q", err, tc.want)
-		}
+		checkValidate(t, tc.edit, tc.want)
 	}
 }

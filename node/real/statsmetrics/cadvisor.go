@@ -1,7 +1,6 @@
 package statsmetrics
 
 import (
-	"context"
 	"log/slog"
 	"time"
 
@@ -55,54 +54,26 @@ func newCadvisorDescs() cadvisorDescs {
 	}
 }
 
-// cadvisorCollector is the /metrics/cadvisor collector.
-type cadvisorCollector struct {
-	src   Source
-	log   *slog.Logger
-	descs cadvisorDescs
+// all are every description.
+func (d cadvisorDescs) all() []*prometheus.Desc {
+	return []*prometheus.Desc{d.cpu, d.workingSet, d.usage, d.rss, d.fsUsage, d.fsInodes, d.memLimit, d.cpuQuota,
+		d.cpuPeriod, d.cpuShares, d.start, d.lastSeen, d.rxBytes, d.txBytes, d.rxErrors, d.txErrors, d.machineCores, d.machineMemory}
 }
 
-// NewCadvisor returns the /metrics/cadvisor collector over src.
+// NewCadvisor returns the /metrics/cadvisor collector over src: the
+// latest sample's series, none when there is no sample.
 func NewCadvisor(src Source, log *slog.Logger) prometheus.Collector {
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
-	return &cadvisorCollector{src: src, log: log, descs: newCadvisorDescs()}
-}
-
-// Describe sends every description.
-func (c *cadvisorCollector) Describe(ch chan<- *prometheus.Desc) {
-	d := c.descs
-	for _, desc := range []*prometheus.Desc{d.cpu, d.workingSet, d.usage, d.rss, d.fsUsage, d.fsInodes, d.memLimit, d.cpuQuota,
-		d.cpuPeriod, d.cpuShares, d.start, d.lastSeen, d.rxBytes, d.txBytes, d.rxErrors, d.txErrors, d.machineCores, d.machineMemory} {
-		ch <- desc
-	}
-}
-
-// Collect sends the latest sample's series; none when there is no sample.
-func (c *cadvisorCollector) Collect(ch chan<- prometheus.Metric) {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	s, err := c.src.Stats(ctx)
-	if err != nil {
-		c.log.Error("no stats for /metrics/cadvisor", "error", err.Error())
-		return
-	}
-	for _, m := range cadvisorMetrics(c.descs, s, c.src.Pods()) {
-		ch <- m
-	}
+	d := newCadvisorDescs()
+	build := func(s stats.Sample) []prometheus.Metric { return cadvisorMetrics(d, s, src.Pods()) }
+	return newSampleCollector(src, log, "/metrics/cadvisor", d.all(), build, nil)
 }
 
 // cadvisorMetrics are the series of one sample: the machine's, each
 // running container's, and each pod sandbox's network (container "POD").
 func cadvisorMetrics(d cadvisorDescs, s stats.Sample, pods []*corev1.Pod) []prometheus.Metric {
-	var out []prometheus.Metric
+	var out metrics
 	add := func(desc *prometheus.Desc, t int64, typ prometheus.ValueType, v float64, labels ...string) {
-		m := prometheus.MustNewConstMetric(desc, typ, v, labels...)
-		if t != 0 {
-			m = prometheus.NewMetricWithTimestamp(time.Unix(0, t), m)
-		}
-		out = append(out, m)
+		out.add(desc, unixNano(t), typ, v, labels...)
 	}
 	if s.Machine.CPUs > 0 {
 		add(d.machineCores, 0, prometheus.GaugeValue, float64(s.Machine.CPUs))

@@ -86,58 +86,32 @@ func newResourceDescs() resourceDescs {
 	}
 }
 
-// resourceCollector is the /metrics/resource collector.
-type resourceCollector struct {
-	src   Source
-	log   *slog.Logger
-	descs resourceDescs
+// all are every description.
+func (d resourceDescs) all() []*prometheus.Desc {
+	return []*prometheus.Desc{d.nodeCPU, d.nodeMemory, d.nodeSwap, d.containerStart, d.containerCPU, d.containerMemory,
+		d.containerSwap, d.containerSwapLimit, d.podCPU, d.podMemory, d.podSwap, d.scrapeError}
 }
 
-// NewResource returns the /metrics/resource collector over src.
+// NewResource returns the /metrics/resource collector over src: the
+// latest sample's metrics and resource_scrape_error 0, or
+// resource_scrape_error 1 alone when there is no sample.
 func NewResource(src Source, log *slog.Logger) prometheus.Collector {
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
+	d := newResourceDescs()
+	scrapeError := func(v float64) prometheus.Metric {
+		return prometheus.MustNewConstMetric(d.scrapeError, prometheus.GaugeValue, v)
 	}
-	return &resourceCollector{src: src, log: log, descs: newResourceDescs()}
-}
-
-// Describe sends every description.
-func (c *resourceCollector) Describe(ch chan<- *prometheus.Desc) {
-	d := c.descs
-	for _, desc := range []*prometheus.Desc{d.nodeCPU, d.nodeMemory, d.nodeSwap, d.containerStart, d.containerCPU, d.containerMemory,
-		d.containerSwap, d.containerSwapLimit, d.podCPU, d.podMemory, d.podSwap, d.scrapeError} {
-		ch <- desc
+	build := func(s stats.Sample) []prometheus.Metric {
+		return append(resourceMetrics(d, s.Summary(src.NodeName(), src.Pods())), scrapeError(0))
 	}
-}
-
-// Collect sends the latest sample's metrics, and resource_scrape_error 1
-// when there is none.
-func (c *resourceCollector) Collect(ch chan<- prometheus.Metric) {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	s, err := c.src.Stats(ctx)
-	if err != nil {
-		c.log.Error("no stats for /metrics/resource", "error", err.Error())
-		ch <- prometheus.MustNewConstMetric(c.descs.scrapeError, prometheus.GaugeValue, 1)
-		return
-	}
-	for _, m := range resourceMetrics(c.descs, s.Summary(c.src.NodeName(), c.src.Pods())) {
-		ch <- m
-	}
-	ch <- prometheus.MustNewConstMetric(c.descs.scrapeError, prometheus.GaugeValue, 0)
+	return newSampleCollector(src, log, "/metrics/resource", d.all(), build,
+		func() []prometheus.Metric { return []prometheus.Metric{scrapeError(1)} })
 }
 
 // resourceMetrics are the resource metrics of a Summary, in the kubelet's
 // order: the node's, then per pod its containers' and its own.
 func resourceMetrics(d resourceDescs, sum *statsv1alpha1.Summary) []prometheus.Metric {
-	var out []prometheus.Metric
-	add := func(desc *prometheus.Desc, t time.Time, typ prometheus.ValueType, v float64, labels ...string) {
-		m := prometheus.MustNewConstMetric(desc, typ, v, labels...)
-		if !t.IsZero() {
-			m = prometheus.NewMetricWithTimestamp(t, m)
-		}
-		out = append(out, m)
-	}
+	var out metrics
+	add := out.add
 	n := sum.Node
 	if n.CPU != nil && n.CPU.UsageCoreNanoSeconds != nil {
 		add(d.nodeCPU, n.CPU.Time.Time, prometheus.CounterValue, seconds(*n.CPU.UsageCoreNanoSeconds))
