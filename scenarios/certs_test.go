@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/pem"
 	"errors"
 	"fmt"
 	"net"
@@ -28,6 +29,9 @@ import (
 type certWorld struct {
 	h     *harness.Harness
 	store *harness.CertStore
+	// pending, when set, keeps the request's key across managers (the
+	// daemon's kubelet-client.key.tmp across restarts).
+	pending *harness.KeyFile
 	// installed records when each certificate was installed.
 	installed []time.Duration
 }
@@ -47,7 +51,11 @@ func (w *certWorld) core() deps.Core {
 }
 
 func (w *certWorld) manager(req certs.Request, wait time.Duration) *certs.Manager {
-	return certs.New(w.core(), certs.Ports{CSR: w.h.API, Keys: harness.KeyGen{Rand: w.h.K.Rand()}, Store: w.store},
+	ports := certs.Ports{CSR: w.h.API, Keys: harness.KeyGen{Rand: w.h.K.Rand()}, Store: w.store}
+	if w.pending != nil {
+		ports.Pending = w.pending
+	}
+	return certs.New(w.core(), ports,
 		certs.Config{Name: "client certificate of node " + w.h.NodeName, Request: req, Wait: wait,
 			OnChange: func(*tls.Certificate) { w.installed = append(w.installed, w.h.K.Elapsed()) }})
 }
@@ -196,6 +204,123 @@ func TestCertsBootstrapThroughOutage(t *testing.T) {
 	if !m.ServerHealthy() {
 		t.Error("the apiserver counts as unhealthy after it answered")
 	}
+}
+
+// TestCertsBootstrapPendingAcrossRestart: the node restarts (its
+// bootstrap ends with a crash) while its request is pending. With the key
+// kept (the daemon's kubelet-client.key.tmp) the restarted node asks with
+// the same key, which names the same request: it waits for that one
+// request, and once it is approved (after the restart, or while the node
+// was down) installs the certificate issued for that key and drops the
+// kept key. Without a kept key the restart makes a second request, which
+// an approver would have to approve again.
+func TestCertsBootstrapPendingAcrossRestart(t *testing.T) {
+	for _, c := range []struct {
+		name             string
+		keep             bool
+		approveWhileDown bool
+	}{
+		{"key kept, approved after the restart", true, false},
+		{"key kept, approved while down", true, true},
+		{"no key kept", false, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			w := newCertWorld(t, 146)
+			if c.keep {
+				w.pending = &harness.KeyFile{}
+			}
+			api := w.h.API
+			ctx, crash := w.h.K.WithCancel(context.Background())
+			first := w.manager(certs.ClientRequest(w.h.NodeName), certs.DefaultBootstrapWait)
+			firstDone := false
+			w.h.K.Tasks().Go("tls bootstrap before the restart", func() {
+				_ = first.Ensure(ctx)
+				firstDone = true
+			})
+			if err := w.h.K.RunFor(10 * time.Minute); err != nil {
+				t.Fatal(err)
+			}
+			if n := len(api.User().CSRs()); n != 1 {
+				t.Fatalf("%d requests before the restart, want 1 (pending)", n)
+			}
+			firstReq := api.User().CSRs()[0]
+			crash()
+			if err := w.h.K.RunUntil(func() bool { return firstDone }, time.Minute); err != nil {
+				t.Fatalf("the first bootstrap did not end with the crash: %v", err)
+			}
+			if c.approveWhileDown {
+				if err := api.User().ApproveCSR(firstReq.Name, 30*24*time.Hour); err != nil {
+					t.Fatal(err)
+				}
+			}
+
+			second := w.manager(certs.ClientRequest(w.h.NodeName), certs.DefaultBootstrapWait)
+			result := w.bootstrap(second)
+			if err := w.h.K.RunFor(5 * time.Minute); err != nil {
+				t.Fatal(err)
+			}
+			var names []string
+			for _, r := range api.User().CSRs() {
+				names = append(names, r.Name)
+			}
+			want := []string{firstReq.Name}
+			if !c.keep {
+				if len(names) != 2 {
+					t.Fatalf("requests %v without a kept key, want a second one after the restart", names)
+				}
+				want = append(want, names[1])
+			}
+			if d := cmp.Diff(want, names); d != "" {
+				t.Fatalf("requests after the restart (-want +got):\n%s", d)
+			}
+			latest := names[len(names)-1]
+			if !c.approveWhileDown {
+				if _, done := result(); done {
+					t.Fatal("the restarted bootstrap ended before anyone approved its request")
+				}
+				if err := api.User().ApproveCSR(latest, 30*24*time.Hour); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := w.runUntilBootstrapped(t, result, 5*time.Minute); err != nil {
+				t.Fatalf("bootstrap after the restart: %v", err)
+			}
+			cur := second.Current()
+			if cur == nil {
+				t.Fatal("no certificate after the approval")
+			}
+			got, err := x509.MarshalPKIXPublicKey(cur.Leaf.PublicKey)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if first := requestKey(t, firstReq); (string(got) == string(first)) != c.keep {
+				t.Errorf("certificate for the first run's key: %v, want %v", string(got) == string(first), c.keep)
+			}
+			if c.keep {
+				if kept, _ := w.pending.Load(); kept != nil || w.pending.Saves() != 1 {
+					t.Errorf("kept key after the issuance: %d bytes, %d keys saved; want none left, one saved", len(kept), w.pending.Saves())
+				}
+			}
+		})
+	}
+}
+
+// requestKey is the DER public key a CertificateSigningRequest was made with.
+func requestKey(t *testing.T, csr *certificatesv1.CertificateSigningRequest) []byte {
+	t.Helper()
+	block, _ := pem.Decode(csr.Spec.Request)
+	if block == nil {
+		t.Fatalf("request %s is not PEM", csr.Name)
+	}
+	r, err := x509.ParseCertificateRequest(block.Bytes)
+	if err != nil {
+		t.Fatalf("request %s: %v", csr.Name, err)
+	}
+	der, err := x509.MarshalPKIXPublicKey(r.PublicKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return der
 }
 
 // TestCertsBootstrapDenied: a denied request ends the bootstrap with an
