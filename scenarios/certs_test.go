@@ -305,6 +305,46 @@ func TestCertsBootstrapPendingAcrossRestart(t *testing.T) {
 	}
 }
 
+// TestCertsBootstrapKeptKeyOfExpiredIssue: the request was issued while
+// the node was down, and the certificate expired before the restart. The
+// restarted node finds its request settled, says the certificate expired,
+// and drops the kept key, so the next start asks anew instead of finding
+// the same expired certificate forever.
+func TestCertsBootstrapKeptKeyOfExpiredIssue(t *testing.T) {
+	w := newCertWorld(t, 147)
+	w.pending = &harness.KeyFile{}
+	api := w.h.API
+	ctx, crash := w.h.K.WithCancel(context.Background())
+	first := w.manager(certs.ClientRequest(w.h.NodeName), certs.DefaultBootstrapWait)
+	w.h.K.Tasks().Go("tls bootstrap before the restart", func() { _ = first.Ensure(ctx) })
+	if err := w.h.K.RunFor(time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	crash()
+	name := api.User().CSRs()[0].Name
+	if err := api.User().ApproveCSR(name, 15*time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.h.K.RunFor(30 * time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	err := w.runUntilBootstrapped(t, w.bootstrap(w.manager(certs.ClientRequest(w.h.NodeName), certs.DefaultBootstrapWait)), time.Minute)
+	if err == nil || !strings.Contains(err.Error(), "expired") || !strings.Contains(err.Error(), name) {
+		t.Fatalf("restart after the issued certificate expired: %v, want an error naming %s and the expiry", err, name)
+	}
+	if kept, _ := w.pending.Load(); kept != nil {
+		t.Error("the key of the settled request is still kept")
+	}
+	api.User().SignCSRs(&apiserver.CSRPolicy{Delay: 10 * time.Second, Duration: 30 * 24 * time.Hour})
+	again := w.manager(certs.ClientRequest(w.h.NodeName), certs.DefaultBootstrapWait)
+	if err := w.runUntilBootstrapped(t, w.bootstrap(again), 5*time.Minute); err != nil {
+		t.Fatalf("the next start: %v", err)
+	}
+	if n := len(api.User().CSRs()); n != 2 || again.Current() == nil {
+		t.Errorf("%d requests, certificate %v; want a second request with a new key, issued", n, again.Current() != nil)
+	}
+}
+
 // requestKey is the DER public key a CertificateSigningRequest was made with.
 func requestKey(t *testing.T, csr *certificatesv1.CertificateSigningRequest) []byte {
 	t.Helper()
@@ -324,9 +364,11 @@ func requestKey(t *testing.T, csr *certificatesv1.CertificateSigningRequest) []b
 }
 
 // TestCertsBootstrapDenied: a denied request ends the bootstrap with an
-// error naming the request, the reason and the message.
+// error naming the request, the reason and the message, and its kept key
+// is dropped (the next start asks anew).
 func TestCertsBootstrapDenied(t *testing.T) {
 	w := newCertWorld(t, 143)
+	w.pending = &harness.KeyFile{}
 	w.h.API.User().SignCSRs(&apiserver.CSRPolicy{Delay: 5 * time.Second, Deny: true, DenyReason: "NotOurNode", DenyMessage: "unknown machine"})
 	m := w.manager(certs.ClientRequest(w.h.NodeName), certs.DefaultBootstrapWait)
 	err := w.runUntilBootstrapped(t, w.bootstrap(m), time.Minute)
@@ -341,6 +383,9 @@ func TestCertsBootstrapDenied(t *testing.T) {
 	}
 	if m.Current() != nil {
 		t.Error("a certificate after a denial")
+	}
+	if kept, _ := w.pending.Load(); kept != nil {
+		t.Error("the denied request's key is still kept: the next start would find the same denied request")
 	}
 }
 

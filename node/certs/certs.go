@@ -247,11 +247,11 @@ func (m *Manager) obtain(ctx context.Context) error {
 					return fmt.Errorf("%s: %w", m.cfg.Name, err)
 				}
 				if done {
-					if err := m.install(obj.Name, certPEM, keyPEM); err != nil {
-						return err
-					}
+					// Installed or not (e.g. issued while the node was
+					// down and expired since), this request is settled.
+					err := m.install(obj.Name, certPEM, keyPEM)
 					m.forgetKey()
-					return nil
+					return err
 				}
 			} else if apierrors.IsNotFound(lastErr) {
 				m.log.Warn("certificate signing request disappeared; creating it again", "csr", obj.Name)
