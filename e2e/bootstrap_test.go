@@ -189,7 +189,10 @@ func currentClientCert(t *testing.T, pki string) (*x509.Certificate, error) {
 
 // TestBootstrapJoinAndRotate: a second lockstep node started with only a
 // bootstrap kubeconfig (a bootstrap token) requests its client
-// certificate, gets it once the test approves and signs its CSR, writes
+// certificate; restarted while that CSR is pending, it asks again with the
+// key it kept in kubelet-client.key.tmp and waits for the same CSR (no
+// second one); it gets the certificate once the test approves and signs
+// the CSR, removes the kept key, writes
 // kubelet-client-current.pem (CN system:node:<name>, O system:nodes) and
 // the kubeconfig, registers and becomes Ready; it serves the certificate
 // of its kubelet-serving CSR once the test issues it; given a 60 s client
@@ -260,6 +263,42 @@ func TestBootstrapJoinAndRotate(t *testing.T) {
 
 	first := e.waitCSR(t, "system:bootstrap:e2ejn1", certificatesv1.KubeAPIServerClientKubeletSignerName, seen, 30*time.Second)
 	t.Logf("bootstrap CSR %s after %v", first.Name, time.Since(start).Round(time.Millisecond))
+
+	// Restarted while its CSR is pending, the node asks again with the
+	// key it kept in kubelet-client.key.tmp, finds its own CSR and waits
+	// for it: no second CSR for the approver.
+	pendingKey := filepath.Join(pki, "kubelet-client.key.tmp")
+	if _, err := os.Stat(pendingKey); err != nil {
+		t.Errorf("the pending CSR's key is not kept: %v", err)
+	}
+	stopNode()
+	st, err := logFile.Stat()
+	if err != nil {
+		t.Fatal(err)
+	}
+	logStart := st.Size()
+	startNode()
+	const reused = "certificate signing request exists (made by a previous attempt with the same key); waiting for it"
+	poll(t, 30*time.Second, "the restarted node to wait for its pending CSR", func() (bool, error) {
+		b, err := os.ReadFile(logFile.Name())
+		if err != nil || int64(len(b)) < logStart {
+			return false, err
+		}
+		return strings.Contains(string(b[logStart:]), reused), fmt.Errorf("no %q in its log since the restart", reused)
+	})
+	pending, err := e.admin.CertificatesV1().CertificateSigningRequests().List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var boots []string
+	for _, c := range pending.Items {
+		if c.Spec.Username == "system:bootstrap:e2ejn1" {
+			boots = append(boots, c.Name)
+		}
+	}
+	if len(boots) != 1 || boots[0] != first.Name {
+		t.Errorf("bootstrap CSRs after the restart %v, want only %s", boots, first.Name)
+	}
 	const firstLife = 60 * time.Second
 	issued1 := e.approveAndSign(t, ca, first, firstLife)
 
@@ -267,6 +306,10 @@ func TestBootstrapJoinAndRotate(t *testing.T) {
 	poll(t, 30*time.Second, "kubelet-client-current.pem", func() (bool, error) {
 		cert, err = currentClientCert(t, pki)
 		return err == nil && cert.SerialNumber.Cmp(issued1.SerialNumber) == 0, err
+	})
+	poll(t, 10*time.Second, "the pending CSR's key removed once the certificate is issued", func() (bool, error) {
+		_, err := os.Stat(pendingKey)
+		return os.IsNotExist(err), fmt.Errorf("%s: %v", pendingKey, err)
 	})
 	if cert.Subject.CommonName != "system:node:"+joinNode || strings.Join(cert.Subject.Organization, ",") != "system:nodes" {
 		t.Errorf("client certificate subject %q, want CN=system:node:%s, O=system:nodes", cert.Subject, joinNode)

@@ -7,6 +7,7 @@ import (
 	"crypto/tls"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -35,11 +36,15 @@ const busybox = "docker.io/library/busybox:e2e"
 // env is what hack/e2e/run.sh started for the tests.
 type env struct {
 	dir, node string
-	port      int
-	admin     *kubernetes.Clientset
-	nodeCS    *kubernetes.Clientset
-	cri       runtimeapi.RuntimeServiceClient
-	adminTok  string
+	// ip is the node's InternalIP and the address its secure port
+	// listens on (hack/e2e/node-ip.sh: never loopback, which the
+	// apiserver will not proxy to); port is the secure port.
+	ip       string
+	port     int
+	admin    *kubernetes.Clientset
+	nodeCS   *kubernetes.Clientset
+	cri      runtimeapi.RuntimeServiceClient
+	adminTok string
 }
 
 func setup(t *testing.T) *env {
@@ -52,7 +57,11 @@ func setup(t *testing.T) *env {
 	if err != nil {
 		t.Fatalf("LOCKSTEP_E2E_PORT: %v", err)
 	}
-	e := &env{dir: dir, node: os.Getenv("LOCKSTEP_E2E_NODE"), port: port}
+	ip := os.Getenv("LOCKSTEP_E2E_NODE_IP")
+	if net.ParseIP(ip) == nil {
+		t.Fatalf("LOCKSTEP_E2E_NODE_IP %q: want the node's address (hack/e2e/run.sh sets it)", ip)
+	}
+	e := &env{dir: dir, node: os.Getenv("LOCKSTEP_E2E_NODE"), ip: ip, port: port}
 	e.admin = clientset(t, filepath.Join(dir, "admin.kubeconfig"))
 	e.nodeCS = clientset(t, filepath.Join(dir, "node.kubeconfig"))
 	tok, err := os.ReadFile(filepath.Join(dir, "admin.token"))
@@ -236,6 +245,12 @@ func (e *env) waitCRIEmpty(t *testing.T, uid string, d time.Duration) {
 	})
 }
 
+// nodeURL is the URL of path on lockstep's secure port, at the node's
+// InternalIP.
+func (e *env) nodeURL(path string) string {
+	return "https://" + net.JoinHostPort(e.ip, strconv.Itoa(e.port)) + path
+}
+
 // logs fetches /containerLogs from lockstep's secure port; token may be empty.
 func (e *env) logs(t *testing.T, p *corev1.Pod, container, token string) (int, string) {
 	t.Helper()
@@ -247,7 +262,7 @@ func (e *env) logs(t *testing.T, p *corev1.Pod, container, token string) (int, s
 func (e *env) nodeGet(t *testing.T, path, token string) (int, string) {
 	t.Helper()
 	hc := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
-	req, _ := http.NewRequest("GET", fmt.Sprintf("https://127.0.0.1:%d%s", e.port, path), nil)
+	req, _ := http.NewRequest("GET", e.nodeURL(path), nil)
 	if token != "" {
 		req.Header.Set("Authorization", "Bearer "+token)
 	}
@@ -264,7 +279,7 @@ func (e *env) nodeGet(t *testing.T, path, token string) (int, string) {
 func (e *env) logsQuery(t *testing.T, p *corev1.Pod, container, token, query string) (int, string) {
 	t.Helper()
 	hc := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
-	url := fmt.Sprintf("https://127.0.0.1:%d/containerLogs/%s/%s/%s", e.port, p.Namespace, p.Name, container)
+	url := e.nodeURL(fmt.Sprintf("/containerLogs/%s/%s/%s", p.Namespace, p.Name, container))
 	if query != "" {
 		url += "?" + query
 	}

@@ -6,7 +6,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -57,6 +56,20 @@ func (k kubectl) run(t *testing.T, env []string, stdin string, args ...string) (
 	c.Stdin, c.Stdout, c.Stderr = strings.NewReader(stdin), &stdout, &stderr
 	err := c.Run()
 	return stdout.String(), stderr.String(), err
+}
+
+// raw GETs one of the node's paths as the admin through the apiserver's
+// node proxy: kubectl get --raw /api/v1/nodes/<node>/proxy<path>. The
+// apiserver dials the node at its InternalIP (never loopback:
+// hack/e2e/node-ip.sh) and its daemonEndpoints port, with its kubelet
+// client certificate, which lockstep authenticates with --client-ca-file.
+func (e *env) raw(t *testing.T, k kubectl, path string) (string, error) {
+	t.Helper()
+	out, stderr, err := k.run(t, nil, "", "get", "--raw", "/api/v1/nodes/"+e.node+"/proxy"+path)
+	if err != nil {
+		return "", fmt.Errorf("kubectl get --raw /api/v1/nodes/%s/proxy%s: %v: %s", e.node, path, err, stderr)
+	}
+	return out, nil
 }
 
 // waitRunning waits until the pod's containers all run.
@@ -238,8 +251,8 @@ func TestNodeObjectOnContainerd(t *testing.T) {
 	for _, a := range n.Status.Addresses {
 		addrs[a.Type] = a.Address
 	}
-	if addrs[corev1.NodeInternalIP] != "127.0.0.1" || addrs[corev1.NodeHostName] != e.node {
-		t.Errorf("addresses %+v, want InternalIP 127.0.0.1 (--node-ip) and Hostname %s", n.Status.Addresses, e.node)
+	if addrs[corev1.NodeInternalIP] != e.ip || addrs[corev1.NodeHostName] != e.node {
+		t.Errorf("addresses %+v, want InternalIP %s (--node-ip) and Hostname %s", n.Status.Addresses, e.ip, e.node)
 	}
 	if got := n.Status.DaemonEndpoints.KubeletEndpoint.Port; int(got) != e.port {
 		t.Errorf("daemonEndpoints.kubeletEndpoint.port = %d, want %d", got, e.port)
@@ -268,20 +281,11 @@ func TestNodeObjectOnContainerd(t *testing.T) {
 	// runtimes do): the node then lists none, as the kubelet's does.
 	t.Logf("node %s: nodeInfo %+v, %d images, runtime handlers %+v", n.Name, ni, len(n.Status.Images), n.Status.RuntimeHandlers)
 
-	// The apiserver's node proxy refuses loopback node addresses ("address
-	// not allowed"), so /configz is read on lockstep's secure port, as the
-	// admin.
-	hc := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
-	req, _ := http.NewRequest("GET", fmt.Sprintf("https://127.0.0.1:%d/configz", e.port), nil)
-	req.Header.Set("Authorization", "Bearer "+e.adminTok)
-	resp, err := hc.Do(req)
+	// /configz through the apiserver's node proxy, as the upstream e2e
+	// framework reads it.
+	raw, err := e.raw(t, e.kubectl(t), "/configz")
 	if err != nil {
-		t.Fatalf("GET /configz: %v", err)
-	}
-	raw, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if resp.StatusCode != 200 {
-		t.Fatalf("GET /configz = %d %s", resp.StatusCode, raw)
+		t.Fatal(err)
 	}
 	var cz struct {
 		KubeletConfig struct {
@@ -289,7 +293,7 @@ func TestNodeObjectOnContainerd(t *testing.T) {
 			MaxPods int32 `json:"maxPods"`
 		} `json:"kubeletconfig"`
 	}
-	if err := json.Unmarshal(raw, &cz); err != nil || int(cz.KubeletConfig.Port) != e.port || cz.KubeletConfig.MaxPods != 110 {
+	if err := json.Unmarshal([]byte(raw), &cz); err != nil || int(cz.KubeletConfig.Port) != e.port || cz.KubeletConfig.MaxPods != 110 {
 		t.Errorf("configz %s: %+v %v, want port %d and maxPods 110", raw, cz, err, e.port)
 	}
 }

@@ -278,7 +278,7 @@ func TestRegisterModes(t *testing.T) {
 	hc := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: insecureTLS()}}
 	want := fmt.Sprintf(`[+]node-registration ok (waiting: node %q does not exist yet`, e.node)
 	poll(t, 30*time.Second, "/healthz?verbose saying lockstep waits for its Node", func() (bool, error) {
-		req, _ := http.NewRequest("GET", fmt.Sprintf("https://127.0.0.1:%d/healthz?verbose", e.port), nil)
+		req, _ := http.NewRequest("GET", e.nodeURL("/healthz?verbose"), nil)
 		req.Header.Set("Authorization", "Bearer "+e.adminTok)
 		resp, err := hc.Do(req)
 		if err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/pem"
 	"errors"
 	"fmt"
 	"net"
@@ -28,6 +29,9 @@ import (
 type certWorld struct {
 	h     *harness.Harness
 	store *harness.CertStore
+	// pending, when set, keeps the request's key across managers (the
+	// daemon's kubelet-client.key.tmp across restarts).
+	pending *harness.KeyFile
 	// installed records when each certificate was installed.
 	installed []time.Duration
 }
@@ -47,7 +51,11 @@ func (w *certWorld) core() deps.Core {
 }
 
 func (w *certWorld) manager(req certs.Request, wait time.Duration) *certs.Manager {
-	return certs.New(w.core(), certs.Ports{CSR: w.h.API, Keys: harness.KeyGen{Rand: w.h.K.Rand()}, Store: w.store},
+	ports := certs.Ports{CSR: w.h.API, Keys: harness.KeyGen{Rand: w.h.K.Rand()}, Store: w.store}
+	if w.pending != nil {
+		ports.Pending = w.pending
+	}
+	return certs.New(w.core(), ports,
 		certs.Config{Name: "client certificate of node " + w.h.NodeName, Request: req, Wait: wait,
 			OnChange: func(*tls.Certificate) { w.installed = append(w.installed, w.h.K.Elapsed()) }})
 }
@@ -198,10 +206,169 @@ func TestCertsBootstrapThroughOutage(t *testing.T) {
 	}
 }
 
+// TestCertsBootstrapPendingAcrossRestart: the node restarts (its
+// bootstrap ends with a crash) while its request is pending. With the key
+// kept (the daemon's kubelet-client.key.tmp) the restarted node asks with
+// the same key, which names the same request: it waits for that one
+// request, and once it is approved (after the restart, or while the node
+// was down) installs the certificate issued for that key and drops the
+// kept key. Without a kept key the restart makes a second request, which
+// an approver would have to approve again.
+func TestCertsBootstrapPendingAcrossRestart(t *testing.T) {
+	for _, c := range []struct {
+		name             string
+		keep             bool
+		approveWhileDown bool
+	}{
+		{"key kept, approved after the restart", true, false},
+		{"key kept, approved while down", true, true},
+		{"no key kept", false, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			w := newCertWorld(t, 146)
+			if c.keep {
+				w.pending = &harness.KeyFile{}
+			}
+			api := w.h.API
+			ctx, crash := w.h.K.WithCancel(context.Background())
+			first := w.manager(certs.ClientRequest(w.h.NodeName), certs.DefaultBootstrapWait)
+			firstDone := false
+			w.h.K.Tasks().Go("tls bootstrap before the restart", func() {
+				_ = first.Ensure(ctx)
+				firstDone = true
+			})
+			if err := w.h.K.RunFor(10 * time.Minute); err != nil {
+				t.Fatal(err)
+			}
+			if n := len(api.User().CSRs()); n != 1 {
+				t.Fatalf("%d requests before the restart, want 1 (pending)", n)
+			}
+			firstReq := api.User().CSRs()[0]
+			crash()
+			if err := w.h.K.RunUntil(func() bool { return firstDone }, time.Minute); err != nil {
+				t.Fatalf("the first bootstrap did not end with the crash: %v", err)
+			}
+			if c.approveWhileDown {
+				if err := api.User().ApproveCSR(firstReq.Name, 30*24*time.Hour); err != nil {
+					t.Fatal(err)
+				}
+			}
+
+			second := w.manager(certs.ClientRequest(w.h.NodeName), certs.DefaultBootstrapWait)
+			result := w.bootstrap(second)
+			if err := w.h.K.RunFor(5 * time.Minute); err != nil {
+				t.Fatal(err)
+			}
+			var names []string
+			for _, r := range api.User().CSRs() {
+				names = append(names, r.Name)
+			}
+			want := []string{firstReq.Name}
+			if !c.keep {
+				if len(names) != 2 {
+					t.Fatalf("requests %v without a kept key, want a second one after the restart", names)
+				}
+				want = append(want, names[1])
+			}
+			if d := cmp.Diff(want, names); d != "" {
+				t.Fatalf("requests after the restart (-want +got):\n%s", d)
+			}
+			latest := names[len(names)-1]
+			if !c.approveWhileDown {
+				if _, done := result(); done {
+					t.Fatal("the restarted bootstrap ended before anyone approved its request")
+				}
+				if err := api.User().ApproveCSR(latest, 30*24*time.Hour); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := w.runUntilBootstrapped(t, result, 5*time.Minute); err != nil {
+				t.Fatalf("bootstrap after the restart: %v", err)
+			}
+			cur := second.Current()
+			if cur == nil {
+				t.Fatal("no certificate after the approval")
+			}
+			got, err := x509.MarshalPKIXPublicKey(cur.Leaf.PublicKey)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if first := requestKey(t, firstReq); (string(got) == string(first)) != c.keep {
+				t.Errorf("certificate for the first run's key: %v, want %v", string(got) == string(first), c.keep)
+			}
+			if c.keep {
+				if kept, _ := w.pending.Load(); kept != nil || w.pending.Saves() != 1 {
+					t.Errorf("kept key after the issuance: %d bytes, %d keys saved; want none left, one saved", len(kept), w.pending.Saves())
+				}
+			}
+		})
+	}
+}
+
+// TestCertsBootstrapKeptKeyOfExpiredIssue: the request was issued while
+// the node was down, and the certificate expired before the restart. The
+// restarted node finds its request settled, says the certificate expired,
+// and drops the kept key, so the next start asks anew instead of finding
+// the same expired certificate forever.
+func TestCertsBootstrapKeptKeyOfExpiredIssue(t *testing.T) {
+	w := newCertWorld(t, 147)
+	w.pending = &harness.KeyFile{}
+	api := w.h.API
+	ctx, crash := w.h.K.WithCancel(context.Background())
+	first := w.manager(certs.ClientRequest(w.h.NodeName), certs.DefaultBootstrapWait)
+	w.h.K.Tasks().Go("tls bootstrap before the restart", func() { _ = first.Ensure(ctx) })
+	if err := w.h.K.RunFor(time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	crash()
+	name := api.User().CSRs()[0].Name
+	if err := api.User().ApproveCSR(name, 15*time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.h.K.RunFor(30 * time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	err := w.runUntilBootstrapped(t, w.bootstrap(w.manager(certs.ClientRequest(w.h.NodeName), certs.DefaultBootstrapWait)), time.Minute)
+	if err == nil || !strings.Contains(err.Error(), "expired") || !strings.Contains(err.Error(), name) {
+		t.Fatalf("restart after the issued certificate expired: %v, want an error naming %s and the expiry", err, name)
+	}
+	if kept, _ := w.pending.Load(); kept != nil {
+		t.Error("the key of the settled request is still kept")
+	}
+	api.User().SignCSRs(&apiserver.CSRPolicy{Delay: 10 * time.Second, Duration: 30 * 24 * time.Hour})
+	again := w.manager(certs.ClientRequest(w.h.NodeName), certs.DefaultBootstrapWait)
+	if err := w.runUntilBootstrapped(t, w.bootstrap(again), 5*time.Minute); err != nil {
+		t.Fatalf("the next start: %v", err)
+	}
+	if n := len(api.User().CSRs()); n != 2 || again.Current() == nil {
+		t.Errorf("%d requests, certificate %v; want a second request with a new key, issued", n, again.Current() != nil)
+	}
+}
+
+// requestKey is the DER public key a CertificateSigningRequest was made with.
+func requestKey(t *testing.T, csr *certificatesv1.CertificateSigningRequest) []byte {
+	t.Helper()
+	block, _ := pem.Decode(csr.Spec.Request)
+	if block == nil {
+		t.Fatalf("request %s is not PEM", csr.Name)
+	}
+	r, err := x509.ParseCertificateRequest(block.Bytes)
+	if err != nil {
+		t.Fatalf("request %s: %v", csr.Name, err)
+	}
+	der, err := x509.MarshalPKIXPublicKey(r.PublicKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return der
+}
+
 // TestCertsBootstrapDenied: a denied request ends the bootstrap with an
-// error naming the request, the reason and the message.
+// error naming the request, the reason and the message, and its kept key
+// is dropped (the next start asks anew).
 func TestCertsBootstrapDenied(t *testing.T) {
 	w := newCertWorld(t, 143)
+	w.pending = &harness.KeyFile{}
 	w.h.API.User().SignCSRs(&apiserver.CSRPolicy{Delay: 5 * time.Second, Deny: true, DenyReason: "NotOurNode", DenyMessage: "unknown machine"})
 	m := w.manager(certs.ClientRequest(w.h.NodeName), certs.DefaultBootstrapWait)
 	err := w.runUntilBootstrapped(t, w.bootstrap(m), time.Minute)
@@ -216,6 +383,9 @@ func TestCertsBootstrapDenied(t *testing.T) {
 	}
 	if m.Current() != nil {
 		t.Error("a certificate after a denial")
+	}
+	if kept, _ := w.pending.Load(); kept != nil {
+		t.Error("the denied request's key is still kept: the next start would find the same denied request")
 	}
 }
 

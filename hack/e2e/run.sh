@@ -84,6 +84,9 @@ E2E_DISABLE_ADMISSION="" "$here/start-control-plane.sh"
 "$here/service-account-objects.sh"
 phase "start lockstep"
 mkdir -p "$E2E_DIR/manifests"
+# The node's InternalIP and serving address: not loopback, which the
+# apiserver refuses to proxy nodes/<n>/proxy/... to (node-ip.sh).
+node_ip=$("$here/node-ip.sh")
 port=$(free_port)
 cat > "$E2E_DIR/lockstep.args" <<ARGS
 node
@@ -91,11 +94,11 @@ node
 --container-runtime-endpoint=unix://$CONTAINERD_SOCK
 --pod-manifest-path=$E2E_DIR/manifests
 --hostname-override=$E2E_NODE
---node-ip=127.0.0.1
+--node-ip=$node_ip
 --root-dir=$E2E_DIR/lockstep
 --pod-logs-dir=$E2E_DIR/pods
 --container-logs-dir=$E2E_DIR/containers
---address=127.0.0.1
+--address=$node_ip
 --port=$port
 --read-only-port=0
 --authorization-mode=Webhook
@@ -109,5 +112,5 @@ phase "start metrics-server"
 "$here/start-metrics-server.sh"
 phase "e2e tests"
 cd "$repo"
-LOCKSTEP_E2E_DIR="$E2E_DIR" LOCKSTEP_E2E_NODE="$E2E_NODE" LOCKSTEP_E2E_PORT="$port" LOCKSTEP_E2E_KUBECTL="$LOCKSTEP_E2E_KUBECTL" \
+LOCKSTEP_E2E_DIR="$E2E_DIR" LOCKSTEP_E2E_NODE="$E2E_NODE" LOCKSTEP_E2E_PORT="$port" LOCKSTEP_E2E_NODE_IP="$node_ip" LOCKSTEP_E2E_KUBECTL="$LOCKSTEP_E2E_KUBECTL" \
   go test -tags e2e -count=1 -v -timeout 20m ./e2e/ "$@"

@@ -2,7 +2,8 @@
 # Tears down everything the e2e scripts started under $E2E_DIR and leaves
 # nothing behind: processes (by PID), containerd tasks, mounts under the
 # scratch dir, pod network namespaces, the CNI bridge and iptables chains,
-# CNI result files, container cgroup dirs and the kubepods hierarchy. Keeps $E2E_DIR/logs.
+# CNI result files, container cgroup dirs, the kubepods hierarchy and the
+# node address node-ip.sh added (no default route). Keeps $E2E_DIR/logs.
 # Safe to run repeatedly and after partial starts; never fails.
 set -uo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
@@ -92,6 +93,13 @@ for h in /sys/fs/cgroup/*/; do [[ -d ${h}k8s.io ]] && rmdir "${h}k8s.io" 2>/dev/
 for h in /sys/fs/cgroup/*/ /sys/fs/cgroup/; do
   [[ -d ${h}kubepods ]] && find "${h}kubepods" -depth -type d -exec rmdir {} + 2>/dev/null
 done
+
+# The node address node-ip.sh added on a machine without a default route.
+if [[ -f $E2E_DIR/node-ip.added ]]; then
+  read -r dev addr < "$E2E_DIR/node-ip.added"
+  if [[ $dev == lo ]]; then ip addr del "$addr/32" dev lo 2>/dev/null; else ip link del "$dev" 2>/dev/null; fi
+  rm -f "$E2E_DIR/node-ip.added"
+fi
 
 find "$E2E_DIR" -mindepth 1 -maxdepth 1 ! -name logs -exec rm -rf {} + 2>/dev/null
 log "torn down; logs kept in $LOG_DIR"

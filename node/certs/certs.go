@@ -37,10 +37,26 @@ const (
 
 // KeyGen makes private keys and the certificate requests they sign.
 type KeyGen interface {
-	// NewRequest makes a fresh private key and a certificate request for
-	// tmpl signed with it; it returns the key in PEM and the request in
-	// DER.
-	NewRequest(tmpl *x509.CertificateRequest) (keyPEM, csrDER []byte, err error)
+	// NewKey makes a fresh private key, in PEM.
+	NewKey() (keyPEM []byte, err error)
+	// NewRequest makes a certificate request for tmpl signed with keyPEM,
+	// in DER; an error when keyPEM is not a key it signs with.
+	NewRequest(keyPEM []byte, tmpl *x509.CertificateRequest) (csrDER []byte, err error)
+}
+
+// PendingKey keeps the private key of a request that is not issued yet
+// across restarts, as the kubelet keeps kubelet-client.key.tmp in its
+// certificate directory during the TLS bootstrap: a node restarted while
+// its request is pending asks again with the same key, which names the
+// same request (see Request.Object), and so waits for that request
+// instead of creating another one for an approver to approve.
+type PendingKey interface {
+	// Load returns the kept key (PEM), nil when none is kept.
+	Load() ([]byte, error)
+	// Save keeps keyPEM.
+	Save(keyPEM []byte) error
+	// Remove forgets the kept key; none kept is not an error.
+	Remove() error
 }
 
 // Store keeps the current certificate and its key (client-go's
@@ -58,6 +74,9 @@ type Ports struct {
 	CSR   deps.CSRAPI
 	Keys  KeyGen
 	Store Store
+	// Pending, when set, keeps the key of the request in flight across
+	// restarts (the TLS bootstrap's); nil: every request has a new key.
+	Pending PendingKey
 }
 
 // Config configures a Manager.
@@ -194,9 +213,9 @@ func (m *Manager) Run(ctx context.Context) {
 // created again if it disappears.
 func (m *Manager) obtain(ctx context.Context) error {
 	r := m.cfg.Request
-	keyPEM, csrDER, err := m.ports.Keys.NewRequest(r.template())
+	keyPEM, csrDER, err := m.request()
 	if err != nil {
-		return fmt.Errorf("%s: make a key and certificate request: %w", m.cfg.Name, err)
+		return fmt.Errorf("%s: %w", m.cfg.Name, err)
 	}
 	obj, err := r.Object(csrDER)
 	if err != nil {
@@ -222,10 +241,17 @@ func (m *Manager) obtain(ctx context.Context) error {
 			if lastErr == nil {
 				certPEM, done, err := Outcome(got)
 				if err != nil {
+					// Denied or failed: the next attempt asks anew, with
+					// a new key and so a new request.
+					m.forgetKey()
 					return fmt.Errorf("%s: %w", m.cfg.Name, err)
 				}
 				if done {
-					return m.install(obj.Name, certPEM, keyPEM)
+					// Installed or not (e.g. issued while the node was
+					// down and expired since), this request is settled.
+					err := m.install(obj.Name, certPEM, keyPEM)
+					m.forgetKey()
+					return err
 				}
 			} else if apierrors.IsNotFound(lastErr) {
 				m.log.Warn("certificate signing request disappeared; creating it again", "csr", obj.Name)
@@ -249,6 +275,51 @@ func (m *Manager) obtain(ctx context.Context) error {
 	}
 }
 
+// request is the key and the certificate request (DER) of a new attempt:
+// with the key kept from a previous run when there is one (Ports.Pending),
+// else with a new key, kept before it is used.
+func (m *Manager) request() (keyPEM, csrDER []byte, err error) {
+	tmpl := m.cfg.Request.template()
+	if p := m.ports.Pending; p != nil {
+		kept, err := p.Load()
+		switch {
+		case err != nil:
+			m.log.Warn("the kept key of a pending request cannot be read; making a new key", "err", err.Error())
+		case kept != nil:
+			csrDER, err := m.ports.Keys.NewRequest(kept, tmpl)
+			if err == nil {
+				m.log.Info("requesting with the key kept from a previous attempt (its request may still be pending)")
+				return kept, csrDER, nil
+			}
+			m.log.Warn("the kept key of a pending request is unusable; making a new key", "err", err.Error())
+		}
+	}
+	keyPEM, err = m.ports.Keys.NewKey()
+	if err != nil {
+		return nil, nil, fmt.Errorf("make a private key: %w", err)
+	}
+	if p := m.ports.Pending; p != nil {
+		if err := p.Save(keyPEM); err != nil {
+			return nil, nil, fmt.Errorf("keep the private key of the request: %w", err)
+		}
+	}
+	csrDER, err = m.ports.Keys.NewRequest(keyPEM, tmpl)
+	if err != nil {
+		return nil, nil, fmt.Errorf("make a certificate request: %w", err)
+	}
+	return keyPEM, csrDER, nil
+}
+
+// forgetKey drops the kept key once its request is settled (issued,
+// denied or failed).
+func (m *Manager) forgetKey() {
+	if p := m.ports.Pending; p != nil {
+		if err := p.Remove(); err != nil {
+			m.log.Warn("cannot remove the kept key of a settled request", "err", err.Error())
+		}
+	}
+}
+
 // timedOut is the error of a request not issued within Config.Wait.
 func (m *Manager) timedOut(obj *certificatesv1.CertificateSigningRequest, lastErr error) error {
 	why := "is it approved?"
@@ -266,8 +337,11 @@ func (m *Manager) create(ctx context.Context, obj *certificatesv1.CertificateSig
 	if apierrors.IsAlreadyExists(err) {
 		got, err = m.ports.CSR.GetCSR(ctx, obj.Name)
 		m.observe(err)
-		if err == nil && string(got.Spec.Request) != string(obj.Spec.Request) {
-			return "", fmt.Errorf("certificate signing request %s exists with another request", obj.Name)
+		if err == nil {
+			if err := sameRequester(got, obj); err != nil {
+				return "", fmt.Errorf("certificate signing request %s exists with another request: %w", obj.Name, err)
+			}
+			m.log.Info("certificate signing request exists (made by a previous attempt with the same key); waiting for it", "csr", obj.Name)
 		}
 	}
 	if err != nil {

@@ -143,6 +143,43 @@ func (r Request) Object(csrDER []byte) (*certificatesv1.CertificateSigningReques
 	return obj, nil
 }
 
+// sameRequester checks that the existing request was made for want's
+// subject and signer with want's key: its signature verifies with want's
+// public key. Signatures may differ byte for byte (ECDSA signs with fresh
+// randomness), so the requests' bytes are not compared.
+func sameRequester(existing, want *certificatesv1.CertificateSigningRequest) error {
+	parse := func(which string, csr *certificatesv1.CertificateSigningRequest) (*x509.CertificateRequest, error) {
+		block, _ := pem.Decode(csr.Spec.Request)
+		if block == nil || block.Type != "CERTIFICATE REQUEST" {
+			return nil, fmt.Errorf("the %s request is not a PEM certificate request", which)
+		}
+		r, err := x509.ParseCertificateRequest(block.Bytes)
+		if err != nil {
+			return nil, fmt.Errorf("parse the %s request: %w", which, err)
+		}
+		return r, nil
+	}
+	got, err := parse("existing", existing)
+	if err != nil {
+		return err
+	}
+	ours, err := parse("new", want)
+	if err != nil {
+		return err
+	}
+	if got.Subject.String() != ours.Subject.String() {
+		return fmt.Errorf("subject %q, want %q", got.Subject, ours.Subject)
+	}
+	if existing.Spec.SignerName != want.Spec.SignerName {
+		return fmt.Errorf("signer %q, want %q", existing.Spec.SignerName, want.Spec.SignerName)
+	}
+	got.PublicKey = ours.PublicKey
+	if err := got.CheckSignature(); err != nil {
+		return fmt.Errorf("not signed with this node's key: %w", err)
+	}
+	return nil
+}
+
 // Outcome reads a request's status: the issued certificate (PEM), or an
 // error wrapping ErrDenied or ErrFailed with the condition's reason and
 // message; done is false while the request is pending (approved or not,

@@ -123,3 +123,44 @@ func TestSatisfied(t *testing.T) {
 		t.Error("another node's or no certificate satisfies the request")
 	}
 }
+
+func TestSameRequesterChecksTheKeyNotTheBytes(t *testing.T) {
+	newKey := func() *ecdsa.PrivateKey {
+		k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return k
+	}
+	obj := func(req Request, key *ecdsa.PrivateKey) *certificatesv1.CertificateSigningRequest {
+		der, err := x509.CreateCertificateRequest(rand.Reader, req.template(), key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		o, err := req.Object(der)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return o
+	}
+	req := ClientRequest("n1")
+	key := newKey()
+	existing := obj(req, key)
+	again := obj(req, key)
+	if string(existing.Spec.Request) == string(again.Spec.Request) {
+		t.Fatal("two ECDSA requests with one key are byte for byte equal; the test needs them to differ")
+	}
+	if err := sameRequester(existing, again); err != nil {
+		t.Errorf("the same key's request after a restart: %v, want compatible", err)
+	}
+	for name, other := range map[string]*certificatesv1.CertificateSigningRequest{
+		"another key":    obj(req, newKey()),
+		"another node":   obj(ClientRequest("n2"), key),
+		"another signer": obj(ServingRequest("n1", nil, nil), key),
+		"not a request":  {Spec: certificatesv1.CertificateSigningRequestSpec{Request: []byte("junk"), SignerName: req.SignerName}},
+	} {
+		if err := sameRequester(existing, other); err == nil {
+			t.Errorf("%s: compatible, want an error", name)
+		}
+	}
+}

@@ -23,22 +23,77 @@ type KeyGen struct {
 
 var _ certs.KeyGen = KeyGen{}
 
-// NewRequest makes a key and a request signed with it.
-func (g KeyGen) NewRequest(tmpl *x509.CertificateRequest) (keyPEM, csrDER []byte, err error) {
+// NewKey makes a key from the run's randomness (PKCS #8 PEM).
+func (g KeyGen) NewKey() ([]byte, error) {
 	seed := make([]byte, ed25519.SeedSize)
 	for i := range seed {
 		seed[i] = byte(g.Rand.IntN(256))
 	}
-	key := ed25519.NewKeyFromSeed(seed)
-	csrDER, err = x509.CreateCertificateRequest(nil, tmpl, key)
+	der, err := x509.MarshalPKCS8PrivateKey(ed25519.NewKeyFromSeed(seed))
 	if err != nil {
-		return nil, nil, fmt.Errorf("certificate request for %s: %w", tmpl.Subject.CommonName, err)
+		return nil, fmt.Errorf("encode an ed25519 key: %w", err)
 	}
-	der, err := x509.MarshalPKCS8PrivateKey(key)
+	return pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}), nil
+}
+
+// NewRequest makes a request for tmpl signed with keyPEM (ed25519
+// signatures are deterministic: the same key and template give the same
+// request).
+func (g KeyGen) NewRequest(keyPEM []byte, tmpl *x509.CertificateRequest) ([]byte, error) {
+	block, _ := pem.Decode(keyPEM)
+	if block == nil {
+		return nil, fmt.Errorf("certificate request for %s: the key is not PEM", tmpl.Subject.CommonName)
+	}
+	key, err := x509.ParsePKCS8PrivateKey(block.Bytes)
 	if err != nil {
-		return nil, nil, fmt.Errorf("encode key for %s: %w", tmpl.Subject.CommonName, err)
+		return nil, fmt.Errorf("certificate request for %s: %w", tmpl.Subject.CommonName, err)
 	}
-	return pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}), csrDER, nil
+	csrDER, err := x509.CreateCertificateRequest(nil, tmpl, key)
+	if err != nil {
+		return nil, fmt.Errorf("certificate request for %s: %w", tmpl.Subject.CommonName, err)
+	}
+	return csrDER, nil
+}
+
+// KeyFile is an in-memory certs.PendingKey: it outlives the managers a
+// test makes, as the daemon's file outlives a restart.
+type KeyFile struct {
+	mu    sync.Mutex
+	key   []byte
+	saves int
+}
+
+var _ certs.PendingKey = (*KeyFile)(nil)
+
+// Load returns the kept key, nil when none.
+func (f *KeyFile) Load() ([]byte, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]byte(nil), f.key...), nil
+}
+
+// Save keeps keyPEM.
+func (f *KeyFile) Save(keyPEM []byte) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.key = append([]byte(nil), keyPEM...)
+	f.saves++
+	return nil
+}
+
+// Saves counts the keys saved so far.
+func (f *KeyFile) Saves() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.saves
+}
+
+// Remove forgets the kept key.
+func (f *KeyFile) Remove() error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.key = nil
+	return nil
 }
 
 // CertStore is an in-memory certs.Store that keeps every certificate

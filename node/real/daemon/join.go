@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"path/filepath"
 	"time"
 
 	"k8s.io/client-go/kubernetes"
@@ -24,6 +25,9 @@ import (
 const (
 	clientCertPrefix  = "kubelet-client"
 	servingCertPrefix = "kubelet-server"
+	// pendingKeyFile keeps the TLS bootstrap request's private key in the
+	// cert dir until its certificate is issued (the kubelet's name).
+	pendingKeyFile = "kubelet-client.key.tmp"
 )
 
 // joined is the apiserver client configuration after the TLS bootstrap,
@@ -110,7 +114,10 @@ func bootstrap(ctx context.Context, core deps.Core, o Options, nodeName, dir str
 	if err != nil {
 		return fmt.Errorf("TLS bootstrap: certificate store in %s: %w", dir, err)
 	}
-	m := certs.New(core, certs.Ports{CSR: kube.NewCSRClient(bcs), Keys: kube.ECDSAKeys{}, Store: store}, certs.Config{
+	// The request's key outlives a restart while the request is pending,
+	// so that the restarted node waits for the same request.
+	pending := kube.KeyFile{Path: filepath.Join(dir, pendingKeyFile)}
+	m := certs.New(core, certs.Ports{CSR: kube.NewCSRClient(bcs), Keys: kube.ECDSAKeys{}, Store: store, Pending: pending}, certs.Config{
 		Name: fmt.Sprintf("client certificate of node %q", nodeName), Request: certs.ClientRequest(nodeName),
 		Wait: certs.DefaultBootstrapWait,
 	})

@@ -2,13 +2,16 @@ package kube
 
 import (
 	"context"
+	"crypto"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/pem"
+	"errors"
 	"fmt"
+	"io/fs"
 	"net"
 	"net/http"
 	"os"
@@ -26,7 +29,9 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"k8s.io/client-go/util/connrotation"
+	"k8s.io/client-go/util/keyutil"
 
+	"github.com/lockstep-dev/lockstep/node/certs"
 	"github.com/lockstep-dev/lockstep/node/deps"
 )
 
@@ -113,21 +118,71 @@ func csrDone(c *certificatesv1.CertificateSigningRequest) bool {
 // ECDSAKeys makes ECDSA P-256 keys, as the kubelet does (certs.KeyGen).
 type ECDSAKeys struct{}
 
-// NewRequest makes a key and a certificate request signed with it.
-func (ECDSAKeys) NewRequest(tmpl *x509.CertificateRequest) (keyPEM, csrDER []byte, err error) {
+var _ certs.KeyGen = ECDSAKeys{}
+
+// NewKey makes a key, PEM-encoded ("EC PRIVATE KEY").
+func (ECDSAKeys) NewKey() ([]byte, error) {
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
-		return nil, nil, fmt.Errorf("generate a key for %s: %w", tmpl.Subject.CommonName, err)
-	}
-	csrDER, err = x509.CreateCertificateRequest(rand.Reader, tmpl, key)
-	if err != nil {
-		return nil, nil, fmt.Errorf("certificate request for %s: %w", tmpl.Subject.CommonName, err)
+		return nil, fmt.Errorf("generate an ECDSA P-256 key: %w", err)
 	}
 	der, err := x509.MarshalECPrivateKey(key)
 	if err != nil {
-		return nil, nil, fmt.Errorf("encode the key for %s: %w", tmpl.Subject.CommonName, err)
+		return nil, fmt.Errorf("encode the ECDSA key: %w", err)
 	}
-	return pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: der}), csrDER, nil
+	return pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: der}), nil
+}
+
+// NewRequest makes a certificate request for tmpl signed with keyPEM.
+func (ECDSAKeys) NewRequest(keyPEM []byte, tmpl *x509.CertificateRequest) ([]byte, error) {
+	key, err := keyutil.ParsePrivateKeyPEM(keyPEM)
+	if err != nil {
+		return nil, fmt.Errorf("certificate request for %s: %w", tmpl.Subject.CommonName, err)
+	}
+	signer, ok := key.(crypto.Signer)
+	if !ok {
+		return nil, fmt.Errorf("certificate request for %s: a %T cannot sign", tmpl.Subject.CommonName, key)
+	}
+	csrDER, err := x509.CreateCertificateRequest(rand.Reader, tmpl, signer)
+	if err != nil {
+		return nil, fmt.Errorf("certificate request for %s: %w", tmpl.Subject.CommonName, err)
+	}
+	return csrDER, nil
+}
+
+// KeyFile keeps the key of a pending request in a file, mode 0600
+// (certs.PendingKey; the TLS bootstrap's <cert-dir>/kubelet-client.key.tmp,
+// the kubelet's name).
+type KeyFile struct{ Path string }
+
+var _ certs.PendingKey = KeyFile{}
+
+// Load reads the kept key; nil when the file does not exist.
+func (f KeyFile) Load() ([]byte, error) {
+	b, err := os.ReadFile(f.Path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read the pending request's key: %w", err)
+	}
+	return b, nil
+}
+
+// Save writes keyPEM (creating the directory).
+func (f KeyFile) Save(keyPEM []byte) error {
+	if err := keyutil.WriteKey(f.Path, keyPEM); err != nil {
+		return fmt.Errorf("write the pending request's key %s: %w", f.Path, err)
+	}
+	return nil
+}
+
+// Remove deletes the file.
+func (f KeyFile) Remove() error {
+	if err := os.Remove(f.Path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("remove the pending request's key: %w", err)
+	}
+	return nil
 }
 
 // RotatingClientCert returns a copy of cfg whose TLS client certificate

@@ -202,3 +202,56 @@ func TestKubeconfigCertValidAfterWrite(t *testing.T) {
 		t.Errorf("expired certificate: ok %v (%s)", ok, why)
 	}
 }
+
+// TestKeyFileKeepsTheRequestKey: the pending request's key is written
+// 0600, read back, signs requests with the same public key, and is gone
+// after Remove (twice is fine).
+func TestKeyFileKeepsTheRequestKey(t *testing.T) {
+	f := KeyFile{Path: filepath.Join(t.TempDir(), "pki", "kubelet-client.key.tmp")}
+	if b, err := f.Load(); b != nil || err != nil {
+		t.Fatalf("Load before Save = %q, %v; want nil, nil", b, err)
+	}
+	keys := ECDSAKeys{}
+	key, err := keys.NewKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Save(key); err != nil {
+		t.Fatal(err)
+	}
+	if st, err := os.Stat(f.Path); err != nil || st.Mode().Perm() != 0o600 {
+		t.Fatalf("key file %v (%v), want mode 0600", st, err)
+	}
+	kept, err := f.Load()
+	if err != nil || string(kept) != string(key) {
+		t.Fatalf("Load = %v, want the saved key", err)
+	}
+	tmpl := &x509.CertificateRequest{Subject: pkix.Name{CommonName: "system:node:n1"}}
+	pub := func(k []byte) string {
+		der, err := keys.NewRequest(k, tmpl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, err := x509.ParseCertificateRequest(der)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := x509.MarshalPKIXPublicKey(r.PublicKey)
+		return string(b)
+	}
+	if pub(key) != pub(kept) {
+		t.Error("requests with the kept key carry another public key")
+	}
+	if _, err := keys.NewRequest([]byte("junk"), tmpl); err == nil {
+		t.Error("a request signed with junk, want an error")
+	}
+	if err := f.Remove(); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Remove(); err != nil {
+		t.Errorf("second Remove: %v", err)
+	}
+	if b, err := f.Load(); b != nil || err != nil {
+		t.Errorf("Load after Remove = %q, %v", b, err)
+	}
+}
