@@ -114,9 +114,12 @@ phase "start lockstep"
 mkdir -p "$E2E_DIR/manifests"
 # The node's address must not be loopback: the apiserver refuses to proxy
 # (nodes/proxy, used by the suite to list the node's pods) to loopback
-# addresses. The default route's source address serves.
-node_ip="${CONFORMANCE_NODE_IP:-$(ip -4 route get 1.1.1.1 2>/dev/null | awk '{for (i = 1; i < NF; i++) if ($i == "src") {print $(i + 1); exit}}')}"
-[[ -n $node_ip ]] || { log "no default route: set CONFORMANCE_NODE_IP to a non-loopback address of this host"; exit 1; }
+# addresses. hack/e2e/node-ip.sh picks it: $CONFORMANCE_NODE_IP when set,
+# else the default route's source address, else (no default route) a /32 of
+# its own on a dummy interface or lo that stop.sh removes — another address
+# and interface than make e2e's, so the two never collide.
+node_ip="$(E2E_NODE_IP="${CONFORMANCE_NODE_IP:-}" E2E_NODE_FALLBACK_IP="${CONFORMANCE_NODE_FALLBACK_IP:-203.0.113.78}" \
+  E2E_NODE_IFACE=lscnfip0 "$e2e/node-ip.sh" 9>&-)"
 cat > "$E2E_DIR/lockstep.args" <<ARGS
 node
 --kubeconfig=$E2E_DIR/node.kubeconfig
