@@ -66,6 +66,28 @@ func (e *env) cpusAllowed(t *testing.T, p *corev1.Pod) (cpuset.CPUSet, string) {
 	return set, last
 }
 
+// logLineCount is how many lines the pod's container "c" has logged.
+func (e *env) logLineCount(t *testing.T, p *corev1.Pod) int {
+	t.Helper()
+	code, body := e.logs(t, p, "c", e.adminTok)
+	if code != 200 {
+		return 0
+	}
+	return strings.Count(body, "\n")
+}
+
+// cpusNow is cpusAllowed from a line the looping container printed after
+// the call began (it prints every second): what it runs on now.
+func (e *env) cpusNow(t *testing.T, p *corev1.Pod) (cpuset.CPUSet, string) {
+	t.Helper()
+	n := e.logLineCount(t, p)
+	poll(t, 20*time.Second, fmt.Sprintf("two more lines from pod %s", p.Name), func() (bool, error) {
+		m := e.logLineCount(t, p)
+		return m >= n+2, fmt.Errorf("%d lines, had %d", m, n)
+	})
+	return e.cpusAllowed(t, p)
+}
+
 // waitCPUs waits until the pod's container runs on exactly want.
 func (e *env) waitCPUs(t *testing.T, p *corev1.Pod, want cpuset.CPUSet, d time.Duration) {
 	t.Helper()
@@ -130,11 +152,16 @@ func TestStaticCPUManagerOnContainerd(t *testing.T) {
 	// An agent restart keeps the assignment (the checkpoint survives).
 	e.restartLockstep(t)
 	e.waitNodeReady(t, 60*time.Second)
-	time.Sleep(5 * time.Second) // two reconcile periods of the new agent
-	if got, msg := e.cpusAllowed(t, g); !got.Equals(mine) {
+	// The new agent has synced both pods, then reconciled every running
+	// container's cpuset twice; the containers print what they run on
+	// after that.
+	e.waitPodSettled(t, g, 60*time.Second)
+	e.waitPodSettled(t, be, 60*time.Second)
+	e.waitMoreCycles(t, metricCPUReconciles, nil, 2, 30*time.Second)
+	if got, msg := e.cpusNow(t, g); !got.Equals(mine) {
 		t.Errorf("after a restart the Guaranteed pod runs on %q, want %s", msg, mine)
 	}
-	if got, msg := e.cpusAllowed(t, be); !got.Equals(shared) {
+	if got, msg := e.cpusNow(t, be); !got.Equals(shared) {
 		t.Errorf("after a restart the BestEffort pod runs on %q, want %s", msg, shared)
 	}
 
