@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -88,10 +89,10 @@ func (e *env) agentMetric(name string, labels map[string]string) (float64, error
 func (e *env) waitMetricAtLeast(t *testing.T, name string, labels map[string]string, n float64, d time.Duration) float64 {
 	t.Helper()
 	var v float64
-	poll(t, d, fmt.Sprintf("%s%v at least %g", name, labels, n), func() (bool, error) {
+	poll(t, d, fmt.Sprintf("%s%s at least %g", name, labelString(labels), n), func() (bool, error) {
 		var err error
 		v, err = e.agentMetric(name, labels)
-		return err == nil && v >= n, fmt.Errorf("%s%v = %g: %v", name, labels, v, err)
+		return err == nil && v >= n, fmt.Errorf("%s%s = %g: %v", name, labelString(labels), v, err)
 	})
 	return v
 }
@@ -103,24 +104,36 @@ func (e *env) waitMoreCycles(t *testing.T, name string, labels map[string]string
 	start := time.Now()
 	now := e.waitMetricAtLeast(t, name, labels, 0, d)
 	got := e.waitMetricAtLeast(t, name, labels, now+k, d)
-	t.Logf("%s%v went from %g to %g in %v", name, labels, now, got, time.Since(start).Round(time.Millisecond))
+	t.Logf("%s%s went from %g to %g in %v", name, labelString(labels), now, got, time.Since(start).Round(time.Millisecond))
 }
 
-// waitPodSettled waits until this lockstep process has run at least one
-// pod worker step for p and then relisted the runtime twice with no
-// further step of p: the step that would have restarted, resized or
-// killed something has run, and its effect (or the lack of one) has been
-// seen by the PLEG, which would have synced p again. It returns the
-// pod's step count. (The PLEG relists every second on containerd 1.6,
-// which has no container events.)
-func (e *env) waitPodSettled(t *testing.T, p *corev1.Pod, d time.Duration) float64 {
+// waitPodsSettled waits until this lockstep process has run at least one
+// pod worker step for each of pods and then relisted the runtime twice
+// with no further step of any of them: the step that would have
+// restarted, resized or killed something has run, and its effect (or the
+// lack of one) has been seen by the PLEG, which would have synced the pod
+// again. (The PLEG relists every second on containerd 1.6, which has no
+// container events.)
+func (e *env) waitPodsSettled(t *testing.T, d time.Duration, pods ...*corev1.Pod) {
 	t.Helper()
 	start := time.Now()
-	mine := map[string]string{"pod_uid": string(p.UID)}
-	e.waitMetricAtLeast(t, metricPodSteps, mine, 1, d)
-	var steps float64
-	poll(t, d, fmt.Sprintf("pod %s: no worker step over two PLEG relists", p.Name), func() (bool, error) {
-		before, err := e.agentMetric(metricPodSteps, mine)
+	for _, p := range pods {
+		e.waitMetricAtLeast(t, metricPodSteps, map[string]string{"pod_uid": string(p.UID)}, 1, d)
+	}
+	steps := func() ([]float64, error) {
+		var out []float64
+		for _, p := range pods {
+			v, err := e.agentMetric(metricPodSteps, map[string]string{"pod_uid": string(p.UID)})
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, v)
+		}
+		return out, nil
+	}
+	var after []float64
+	poll(t, d, "no worker step of the pods over two PLEG relists", func() (bool, error) {
+		before, err := steps()
 		if err != nil {
 			return false, err
 		}
@@ -129,9 +142,21 @@ func (e *env) waitPodSettled(t *testing.T, p *corev1.Pod, d time.Duration) float
 			return false, err
 		}
 		e.waitMetricAtLeast(t, metricRelists, nil, relists+2, d)
-		steps, err = e.agentMetric(metricPodSteps, mine)
-		return err == nil && steps == before, fmt.Errorf("steps went from %g to %g (%v)", before, steps, err)
+		after, err = steps()
+		return err == nil && slices.Equal(before, after), fmt.Errorf("steps went from %v to %v (%v)", before, after, err)
 	})
-	t.Logf("pod %s settled after %g worker steps, %v", p.Name, steps, time.Since(start).Round(time.Millisecond))
-	return steps
+	t.Logf("%d pods settled (worker steps %v) in %v", len(pods), after, time.Since(start).Round(time.Millisecond))
+}
+
+// labelString prints labels as a Prometheus selector ("" for none).
+func labelString(labels map[string]string) string {
+	if len(labels) == 0 {
+		return ""
+	}
+	var out []string
+	for k, v := range labels {
+		out = append(out, fmt.Sprintf("%s=%q", k, v))
+	}
+	slices.Sort(out)
+	return "{" + strings.Join(out, ",") + "}"
 }

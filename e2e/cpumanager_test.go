@@ -76,16 +76,21 @@ func (e *env) logLineCount(t *testing.T, p *corev1.Pod) int {
 	return strings.Count(body, "\n")
 }
 
-// cpusNow is cpusAllowed from a line the looping container printed after
-// the call began (it prints every second): what it runs on now.
-func (e *env) cpusNow(t *testing.T, p *corev1.Pod) (cpuset.CPUSet, string) {
+// waitNewLines waits until each looping container has printed a whole
+// line after the call began (they print every second), so that
+// cpusAllowed then reports what they run on now.
+func (e *env) waitNewLines(t *testing.T, pods ...*corev1.Pod) {
 	t.Helper()
-	n := e.logLineCount(t, p)
-	poll(t, 20*time.Second, fmt.Sprintf("two more lines from pod %s", p.Name), func() (bool, error) {
-		m := e.logLineCount(t, p)
-		return m >= n+2, fmt.Errorf("%d lines, had %d", m, n)
-	})
-	return e.cpusAllowed(t, p)
+	had := make([]int, len(pods))
+	for i, p := range pods {
+		had[i] = e.logLineCount(t, p)
+	}
+	for i, p := range pods {
+		poll(t, 20*time.Second, fmt.Sprintf("two more lines from pod %s", p.Name), func() (bool, error) {
+			m := e.logLineCount(t, p)
+			return m >= had[i]+2, fmt.Errorf("%d lines, had %d", m, had[i])
+		})
+	}
 }
 
 // waitCPUs waits until the pod's container runs on exactly want.
@@ -155,13 +160,13 @@ func TestStaticCPUManagerOnContainerd(t *testing.T) {
 	// The new agent has synced both pods, then reconciled every running
 	// container's cpuset twice; the containers print what they run on
 	// after that.
-	e.waitPodSettled(t, g, 60*time.Second)
-	e.waitPodSettled(t, be, 60*time.Second)
+	e.waitPodsSettled(t, 60*time.Second, g, be)
 	e.waitMoreCycles(t, metricCPUReconciles, nil, 2, 30*time.Second)
-	if got, msg := e.cpusNow(t, g); !got.Equals(mine) {
+	e.waitNewLines(t, g, be)
+	if got, msg := e.cpusAllowed(t, g); !got.Equals(mine) {
 		t.Errorf("after a restart the Guaranteed pod runs on %q, want %s", msg, mine)
 	}
-	if got, msg := e.cpusNow(t, be); !got.Equals(shared) {
+	if got, msg := e.cpusAllowed(t, be); !got.Equals(shared) {
 		t.Errorf("after a restart the BestEffort pod runs on %q, want %s", msg, shared)
 	}
 

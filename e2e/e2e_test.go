@@ -193,9 +193,7 @@ func TestLockstepRestartDisturbsNothing(t *testing.T) {
 	// The restarted agent has synced each pod and relisted twice after
 	// its last step (a needless restart would be a further step): one
 	// would show here.
-	for _, p := range pods {
-		e.waitPodSettled(t, p, 60*time.Second)
-	}
+	e.waitPodsSettled(t, 60*time.Second, pods...)
 	for _, p := range pods {
 		got := e.get(t, p)
 		cs := got.Status.ContainerStatuses

@@ -48,7 +48,7 @@ func (e *env) evictedFor(t *testing.T, p *corev1.Pod, wantMessage string) {
 	e.waitCRIStopped(t, string(p.UID), 30*time.Second)
 	// Its worker has run its last step (terminated) and the PLEG has
 	// relisted twice since: a restart would be a further step.
-	e.waitPodSettled(t, p, 30*time.Second)
+	e.waitPodsSettled(t, 30*time.Second, p)
 	if cur := e.get(t, p); cur.Status.Phase != corev1.PodFailed {
 		t.Errorf("evicted pod left Failed: phase %s", cur.Status.Phase)
 	}

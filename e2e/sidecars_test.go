@@ -142,7 +142,7 @@ func TestEphemeralContainerOnContainerd(t *testing.T) {
 	e.waitLogs(t, p, "debugger", "target-visible", 20*time.Second)
 	// The worker has stepped after the debugger exited and the PLEG has
 	// relisted twice since its last step: a restart would be a step.
-	e.waitPodSettled(t, p, 30*time.Second)
+	e.waitPodsSettled(t, 30*time.Second, p)
 	_, cs := e.criOf(t, string(p.UID))
 	n := 0
 	for _, c := range cs {
