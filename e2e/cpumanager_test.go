@@ -66,6 +66,33 @@ func (e *env) cpusAllowed(t *testing.T, p *corev1.Pod) (cpuset.CPUSet, string) {
 	return set, last
 }
 
+// logLineCount is how many lines the pod's container "c" has logged.
+func (e *env) logLineCount(t *testing.T, p *corev1.Pod) int {
+	t.Helper()
+	code, body := e.logs(t, p, "c", e.adminTok)
+	if code != 200 {
+		return 0
+	}
+	return strings.Count(body, "\n")
+}
+
+// waitNewLines waits until each looping container has printed a whole
+// line after the call began (they print every second), so that
+// cpusAllowed then reports what they run on now.
+func (e *env) waitNewLines(t *testing.T, pods ...*corev1.Pod) {
+	t.Helper()
+	had := make([]int, len(pods))
+	for i, p := range pods {
+		had[i] = e.logLineCount(t, p)
+	}
+	for i, p := range pods {
+		poll(t, 20*time.Second, fmt.Sprintf("two more lines from pod %s", p.Name), func() (bool, error) {
+			m := e.logLineCount(t, p)
+			return m >= had[i]+2, fmt.Errorf("%d lines, had %d", m, had[i])
+		})
+	}
+}
+
 // waitCPUs waits until the pod's container runs on exactly want.
 func (e *env) waitCPUs(t *testing.T, p *corev1.Pod, want cpuset.CPUSet, d time.Duration) {
 	t.Helper()
@@ -130,7 +157,12 @@ func TestStaticCPUManagerOnContainerd(t *testing.T) {
 	// An agent restart keeps the assignment (the checkpoint survives).
 	e.restartLockstep(t)
 	e.waitNodeReady(t, 60*time.Second)
-	time.Sleep(5 * time.Second) // two reconcile periods of the new agent
+	// The new agent has synced both pods, then reconciled every running
+	// container's cpuset twice; the containers print what they run on
+	// after that.
+	e.waitPodsSettled(t, 60*time.Second, g, be)
+	e.waitMoreCycles(t, metricCPUReconciles, nil, 2, 30*time.Second)
+	e.waitNewLines(t, g, be)
 	if got, msg := e.cpusAllowed(t, g); !got.Equals(mine) {
 		t.Errorf("after a restart the Guaranteed pod runs on %q, want %s", msg, mine)
 	}

@@ -190,10 +190,10 @@ func TestLockstepRestartDisturbsNothing(t *testing.T) {
 		l, err := leases.Get(context.Background(), e.node, metav1.GetOptions{})
 		return err == nil && l.Spec.RenewTime != nil && l.Spec.RenewTime.After(restartedAt.Add(time.Second)), err
 	})
-	// An observation window, not a wait for a condition: the restarted
-	// agent has relisted and synced these pods within it (relist every 1 s,
-	// sync on every PLEG event), so a needless restart would show here.
-	time.Sleep(5 * time.Second)
+	// The restarted agent has synced each pod and relisted twice after
+	// its last step (a needless restart would be a further step): one
+	// would show here.
+	e.waitPodsSettled(t, 60*time.Second, pods...)
 	for _, p := range pods {
 		got := e.get(t, p)
 		cs := got.Status.ContainerStatuses

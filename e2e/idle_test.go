@@ -86,6 +86,35 @@ func label(labels, name string) string {
 	return v
 }
 
+// waitPodsQuiet waits until lockstep has relisted three times with no
+// pod worker step (of any pod) and no pod status write counted by the
+// apiserver in between: the writes that follow the pods' starts have
+// landed. batch names the test's pods (label batch), for the log.
+func (e *env) waitPodsQuiet(t *testing.T, batch string, d time.Duration) {
+	t.Helper()
+	start := time.Now()
+	writes := func() float64 {
+		r := e.podRequests(t)
+		return r["PATCH status"] + r["PUT status"]
+	}
+	poll(t, d, "no pod worker step nor pod status write over three relists", func() (bool, error) {
+		steps0, err := e.agentMetric(metricPodSteps, nil)
+		if err != nil {
+			return false, err
+		}
+		relists, err := e.agentMetric(metricRelists, nil)
+		if err != nil {
+			return false, err
+		}
+		w0 := writes()
+		e.waitMetricAtLeast(t, metricRelists, nil, relists+3, d)
+		steps1, err := e.agentMetric(metricPodSteps, nil)
+		w1 := writes()
+		return err == nil && steps1 == steps0 && w1 == w0, fmt.Errorf("steps %g → %g, status writes %g → %g (%v)", steps0, steps1, w0, w1, err)
+	})
+	t.Logf("pods of batch %s quiet after %v", batch, time.Since(start).Round(time.Millisecond))
+}
+
 // TestIdleNodeSendsNoPodReadsOrWrites: a node running 20 pods with nothing
 // happening sends no pod GET, PUT or PATCH over a minute (the status
 // resync compares with the watched pods); it is counted by the
@@ -113,8 +142,9 @@ func TestIdleNodeSendsNoPodReadsOrWrites(t *testing.T) {
 		}
 		return ready == n, nil
 	})
-	// Let the last writes of the starts land.
-	time.Sleep(15 * time.Second)
+	// Let the last writes of the starts land: no pod worker step and no
+	// pod status write while lockstep relists three times.
+	e.waitPodsQuiet(t, label, 2*time.Minute)
 	before := e.podRequests(t)
 	time.Sleep(time.Minute)
 	after := e.podRequests(t)

@@ -46,7 +46,9 @@ func (e *env) evictedFor(t *testing.T, p *corev1.Pod, wantMessage string) {
 	})
 	// Evicted pods are never restarted: the containers stay stopped.
 	e.waitCRIStopped(t, string(p.UID), 30*time.Second)
-	time.Sleep(3 * time.Second)
+	// Its worker has run its last step (terminated) and the PLEG has
+	// relisted twice since: a restart would be a further step.
+	e.waitPodsSettled(t, 30*time.Second, p)
 	if cur := e.get(t, p); cur.Status.Phase != corev1.PodFailed {
 		t.Errorf("evicted pod left Failed: phase %s", cur.Status.Phase)
 	}
@@ -88,7 +90,10 @@ func TestEmptyDirUnderSizeLimitKeepsRunning(t *testing.T) {
 	p.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "data", MountPath: "/data"}}
 	p = e.create(t, p)
 	e.waitPod(t, p, 60*time.Second, "Running and Ready", podReady)
-	time.Sleep(25 * time.Second) // two eviction cycles (10 s) and then some
+	e.waitLogs(t, p, "c", "written", 20*time.Second)
+	// Two whole eviction cycles after the write (the first one counted
+	// may have sampled before it), each with a fresh stats sample.
+	e.waitMoreCycles(t, metricEvictCycles, nil, 3, 45*time.Second)
 	if got := e.get(t, p); !podReady(got) {
 		t.Errorf("pod under its sizeLimit stopped: phase %s reason %q message %q", got.Status.Phase, got.Status.Reason, got.Status.Message)
 	}

@@ -114,9 +114,13 @@ func TestManifestURLStaticPods(t *testing.T) {
 		t.Errorf("server: %d authorized fetches, %d denied; want every fetch with the header", hits, denied)
 	}
 	start, _ := srv.counts()
-	time.Sleep(5 * time.Second)
-	if hits, _ := srv.counts(); hits-start < 2 {
-		t.Errorf("%d fetches in 5 s with --http-check-frequency=2s, want at least 2", hits-start)
+	began := time.Now()
+	poll(t, 15*time.Second, "two more fetches of the manifest URL", func() (bool, error) {
+		hits, _ := srv.counts()
+		return hits-start >= 2, fmt.Errorf("%d fetches", hits-start)
+	})
+	if took := time.Since(began); took > 5*time.Second {
+		t.Errorf("two fetches took %v with --http-check-frequency=2s, want at most 5 s", took.Round(time.Millisecond))
 	}
 	srv.set(list(a))
 	e.waitGone(t, mirrors[b], 60*time.Second)
@@ -289,7 +293,9 @@ func TestRegisterModes(t *testing.T) {
 		_, _ = io.Copy(&b, resp.Body)
 		return resp.StatusCode == 200 && strings.Contains(b.String(), want), fmt.Errorf("%d %q", resp.StatusCode, b.String())
 	})
-	time.Sleep(5 * time.Second)
+	// Two more registration attempts (each looks for the Node, none
+	// creates it).
+	e.waitMoreCycles(t, metricRegistrations, nil, 2, 30*time.Second)
 	if _, err := e.admin.CoreV1().Nodes().Get(context.Background(), e.node, metav1.GetOptions{}); err == nil {
 		t.Fatalf("node %s exists with --register-node=false before any administrator created it", e.node)
 	}

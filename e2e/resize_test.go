@@ -97,7 +97,9 @@ func TestInPlaceResizeOnContainerd(t *testing.T) {
 	// A restarted lockstep keeps the allocation (its checkpoint): nothing
 	// is resized or restarted again.
 	e.restartLockstep(t)
-	time.Sleep(5 * time.Second)
+	// The new agent has synced the pod and relisted twice since its last
+	// step: a resize or restart would have shown.
+	e.waitPodsSettled(t, 60*time.Second, p)
 	p = e.waitPod(t, p, 60*time.Second, "still resized after a lockstep restart", resized(corev1.ResourceMemory, "96Mi"))
 	if cs := p.Status.ContainerStatuses[0]; cs.RestartCount != 0 || !strings.HasSuffix(cs.ContainerID, id) {
 		t.Errorf("after a lockstep restart: restartCount %d, container %s; want 0 and %s", cs.RestartCount, cs.ContainerID, id)
@@ -118,7 +120,7 @@ func TestInPlaceResizeOnContainerd(t *testing.T) {
 	if got := cgroupFile(cg, "cpu", "cpu.cfs_quota_us", "cpu.max"); got != "30000" && got != "30000 100000" {
 		t.Errorf("container cgroup %s CFS quota %q after the cpu resize, want 30000", cg, got)
 	}
-	time.Sleep(3 * time.Second)
+	e.waitPodsSettled(t, 30*time.Second, p)
 	if got := e.get(t, p).Status.ContainerStatuses[0].RestartCount; got != 1 {
 		t.Errorf("restartCount %d a while after the RestartContainer resize, want exactly 1", got)
 	}

@@ -140,7 +140,9 @@ func TestEphemeralContainerOnContainerd(t *testing.T) {
 		t.Errorf("debugger status %+v", cs)
 	}
 	e.waitLogs(t, p, "debugger", "target-visible", 20*time.Second)
-	time.Sleep(3 * time.Second) // a restart, if any, would show by now
+	// The worker has stepped after the debugger exited and the PLEG has
+	// relisted twice since its last step: a restart would be a step.
+	e.waitPodsSettled(t, 30*time.Second, p)
 	_, cs := e.criOf(t, string(p.UID))
 	n := 0
 	for _, c := range cs {

@@ -294,7 +294,11 @@ func New(d deps.Deps, cfg Config) (*Agent, error) {
 		if nc.SecondaryNodeIP == "" && len(cfg.Node.HostIPs) > 1 {
 			nc.SecondaryNodeIP = cfg.Node.HostIPs[1]
 		}
-		a.node = nodestatus.New(d.Core, nodestatus.Ports{Nodes: d.API.Nodes, Leases: d.API.Leases, Events: d.API.Events, Runtime: d.Runtime, Images: d.Images, Machine: d.Machine}, nc, plegHealth{a.pleg})
+		np := nodestatus.Ports{Nodes: d.API.Nodes, Leases: d.API.Leases, Events: d.API.Events, Runtime: d.Runtime, Images: d.Images, Machine: d.Machine}
+		if cfg.Metrics != nil {
+			np.Metrics = cfg.Metrics
+		}
+		a.node = nodestatus.New(d.Core, np, nc, plegHealth{a.pleg})
 	}
 	return a, nil
 }

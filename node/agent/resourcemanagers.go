@@ -43,7 +43,11 @@ func newResourceManagers(d deps.Deps, cfg Config) (resourceManagers, error) {
 	if c.RootDir == "" {
 		c.RootDir = root
 	}
-	if rm.cpus, err = cpumanager.New(d.Core, cpumanager.Ports{Runtime: d.Runtime, Files: d.Files}, c, info); err != nil {
+	cp := cpumanager.Ports{Runtime: d.Runtime, Files: d.Files}
+	if cfg.Metrics != nil {
+		cp.Metrics = cfg.Metrics
+	}
+	if rm.cpus, err = cpumanager.New(d.Core, cp, c, info); err != nil {
 		return rm, fmt.Errorf("CPU manager: %w", err)
 	}
 	mc := cfg.MemoryManager

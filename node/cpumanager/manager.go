@@ -47,6 +47,15 @@ type Ports struct {
 	Runtime ResourceUpdater
 	// Files holds the checkpoint.
 	Files deps.Files
+	// Metrics counts reconcile passes; nil counts none.
+	Metrics Observer
+}
+
+// Observer counts the reconcile loop's passes: ObserveCPUReconcile is
+// called at the end of each, once every running container's cpuset was
+// brought in step (or its update failed and waits for the next pass).
+type Observer interface {
+	ObserveCPUReconcile()
 }
 
 // ResourceUpdater is the CRI call the reconcile loop makes.
@@ -325,6 +334,9 @@ func (m *Manager) Reconcile(ctx context.Context, pods Pods) {
 		}
 	}
 	m.mu.Unlock()
+	if m.ports.Metrics != nil {
+		m.ports.Metrics.ObserveCPUReconcile()
+	}
 }
 
 // releaseStale releases the CPUs of pods that are not active.

@@ -55,9 +55,13 @@ type Reclaimer interface {
 	ReclaimImages(ctx context.Context) error
 }
 
-// Observer counts evictions (kubelet_evictions); nil counts none.
+// Observer counts evictions (kubelet_evictions) and cycles; nil counts
+// none. ObserveEvictionCycle is called at the end of every cycle that got
+// a stats sample, once its decisions are taken (pods over their local
+// storage limits or the ranked pod evicted, node-level reclaim done).
 type Observer interface {
 	ObserveEviction(signal string)
+	ObserveEvictionCycle()
 }
 
 // Ports are what a Manager reads and acts through.
@@ -207,6 +211,9 @@ func (m *Manager) Cycle(ctx context.Context) []*corev1.Pod {
 			m.log.Warn("eviction cycle skipped: no stats", "error", err.Error())
 		}
 		return nil
+	}
+	if m.ports.Metrics != nil {
+		defer m.ports.Metrics.ObserveEvictionCycle()
 	}
 	m.armMemoryThreshold(sample.Machine.MemoryBytes)
 	pods := m.ports.Pods.ActivePods()

@@ -11,7 +11,13 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/lockstep-dev/lockstep/node/cpumanager"
+	"github.com/lockstep-dev/lockstep/node/deps"
+	"github.com/lockstep-dev/lockstep/node/eviction"
 	"github.com/lockstep-dev/lockstep/node/metrics"
+	"github.com/lockstep-dev/lockstep/node/nodestatus"
 	"github.com/lockstep-dev/lockstep/node/pleg"
 	"github.com/lockstep-dev/lockstep/node/podspec"
 	"github.com/lockstep-dev/lockstep/node/podstate"
@@ -89,7 +95,9 @@ func (s stepSyncer) SyncTerminatedPod(ctx context.Context, _ types.UID, _ *corev
 
 // Pod workers report each step under the kubelet's operation types: the
 // first sync is "create", then the strongest pending work names a sync
-// step, and termination is "kill" then "terminated".
+// step, and termination is "kill" then "terminated". The same steps are
+// counted for the pod (lockstep_pod_worker_steps_total) until its
+// worker is forgotten.
 func TestPodWorkerHook(t *testing.T) {
 	w := newWorld(t)
 	q := podworkers.NewWorkQueue(w.k)
@@ -126,6 +134,54 @@ kubelet_pod_worker_duration_seconds_sum{operation_type="terminated"} 0.5
 kubelet_pod_worker_duration_seconds_count{operation_type="update"} 2
 kubelet_pod_worker_duration_seconds_sum{operation_type="update"} 4
 `, metrics.PodWorkerDuration)
+	compare(t, w.reg, `
+lockstep_pod_worker_steps_total{namespace="ns",operation_type="create",pod="p",pod_uid="u1"} 1
+lockstep_pod_worker_steps_total{namespace="ns",operation_type="kill",pod="p",pod_uid="u1"} 1
+lockstep_pod_worker_steps_total{namespace="ns",operation_type="sync",pod="p",pod_uid="u1"} 2
+lockstep_pod_worker_steps_total{namespace="ns",operation_type="terminated",pod="p",pod_uid="u1"} 1
+lockstep_pod_worker_steps_total{namespace="ns",operation_type="update",pod="p",pod_uid="u1"} 2
+`, metrics.PodWorkerSteps)
+	if err := pw.Forget("u1"); err != nil {
+		t.Fatal(err)
+	}
+	compare(t, w.reg, ``, metrics.PodWorkerSteps)
+}
+
+// reconcilePods is one running container of one pod, for the CPU
+// manager's reconcile loop.
+type reconcilePods struct{}
+
+func (reconcilePods) ActivePods() ([]*corev1.Pod, bool) { return nil, true }
+func (reconcilePods) RunningContainers() []cpumanager.Container {
+	return []cpumanager.Container{{PodUID: "u1", Name: "app", ID: "c1"}}
+}
+
+// updates accepts every cpuset update.
+type updates struct{}
+
+func (updates) UpdateContainerResources(context.Context, string, *runtimeapi.ContainerResources) error {
+	return nil
+}
+
+// The static CPU manager counts each reconcile pass, every
+// ReconcilePeriod, whether or not a cpuset had to change.
+func TestCPUManagerReconcileHook(t *testing.T) {
+	w := newWorld(t)
+	info := deps.MachineInfo{CPUs: 4, Topology: []deps.CPUInfo{{ID: 0}, {ID: 1, CoreID: 1}, {ID: 2, CoreID: 2}, {ID: 3, CoreID: 3}}}
+	cm, err := cpumanager.New(w.k.Deps().Core, cpumanager.Ports{Runtime: updates{}, Files: w.fs, Metrics: w.m},
+		cpumanager.Config{Policy: cpumanager.PolicyStatic, NumReservedCPUs: 1, ReconcilePeriod: 2 * time.Second, RootDir: "/var/lib/kubelet"}, info)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := w.k.Tasks().WithCancel(context.Background())
+	cm.Start(ctx, reconcilePods{})
+	if err := w.k.RunFor(9 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	cancel()
+	compare(t, w.reg, `
+lockstep_cpu_manager_reconciles_total 4
+`, metrics.CPUManagerReconciles)
 }
 
 func testPod(name, image string, init bool) *corev1.Pod {
@@ -187,4 +243,7 @@ var (
 	_ pleg.Observer        = (*metrics.Metrics)(nil)
 	_ podworkers.Observer  = (*metrics.Metrics)(nil)
 	_ runtimesync.Observer = (*metrics.Metrics)(nil)
+	_ cpumanager.Observer  = (*metrics.Metrics)(nil)
+	_ eviction.Observer    = (*metrics.Metrics)(nil)
+	_ nodestatus.Observer  = (*metrics.Metrics)(nil)
 )

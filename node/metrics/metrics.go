@@ -8,7 +8,8 @@
 // in the simulator they are virtual time.
 //
 // Metrics implements the small observer interfaces the measured packages
-// define (pleg.Observer, podworkers.Observer, runtimesync.Observer), so
+// define (pleg.Observer, podworkers.Observer, runtimesync.Observer,
+// eviction.Observer, cpumanager.Observer, nodestatus.Observer), so
 // those packages never import Prometheus. Every method is safe on a nil
 // *Metrics and then does nothing.
 //
@@ -26,7 +27,11 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/lockstep-dev/lockstep/node/cpumanager"
+	"github.com/lockstep-dev/lockstep/node/eviction"
+	"github.com/lockstep-dev/lockstep/node/nodestatus"
 	"github.com/lockstep-dev/lockstep/node/pleg"
 	"github.com/lockstep-dev/lockstep/node/podstate"
 	"github.com/lockstep-dev/lockstep/node/podworkers"
@@ -54,6 +59,26 @@ const (
 	ImageGarbageCollectedTotal = "kubelet_image_garbage_collected_total"
 	ProberProbeTotal           = "prober_probe_total"
 	ProberProbeDurationSeconds = "prober_probe_duration_seconds"
+)
+
+// lockstep's own counters, where the kubelet exposes none: each counts a
+// pass of one of the agent's loops, so that a test (or an operator) can
+// tell that the agent has done the work that would have shown an effect
+// ("nothing happened over N cycles", not "nothing happened over N s").
+const (
+	// PodWorkerSteps counts pod worker steps by pod and operation type
+	// (labels namespace, pod, pod_uid, operation_type; a pod's series
+	// go when its worker is forgotten).
+	PodWorkerSteps = "lockstep_pod_worker_steps_total"
+	// EvictionCycles counts eviction manager cycles that evaluated a
+	// stats sample.
+	EvictionCycles = "lockstep_eviction_manager_cycles_total"
+	// CPUManagerReconciles counts the CPU manager's reconcile passes
+	// (static policy only).
+	CPUManagerReconciles = "lockstep_cpu_manager_reconciles_total"
+	// NodeRegistrationAttempts counts attempts to register (or, with
+	// --register-node=false, to find) the Node.
+	NodeRegistrationAttempts = "lockstep_node_registration_attempts_total"
 )
 
 // Values of the container_type label.
@@ -114,6 +139,10 @@ type Metrics struct {
 	probeDuration     *prometheus.HistogramVec
 	evictions         *prometheus.CounterVec
 	imageGC           *prometheus.CounterVec
+	podWorkerSteps    *prometheus.CounterVec
+	evictionCycles    prometheus.Counter
+	cpuReconciles     prometheus.Counter
+	nodeRegistrations prometheus.Counter
 
 	mu         sync.Mutex // guards the fields below
 	node       string
@@ -125,6 +154,9 @@ var (
 	_ pleg.Observer        = (*Metrics)(nil)
 	_ podworkers.Observer  = (*Metrics)(nil)
 	_ runtimesync.Observer = (*Metrics)(nil)
+	_ eviction.Observer    = (*Metrics)(nil)
+	_ cpumanager.Observer  = (*Metrics)(nil)
+	_ nodestatus.Observer  = (*Metrics)(nil)
 )
 
 // New returns the agent's metrics, all registered on reg (the prober_*
@@ -220,6 +252,22 @@ func NewWithProbes(reg, probes prometheus.Registerer) *Metrics {
 			Name: ImageGarbageCollectedTotal,
 			Help: "Total number of images garbage collected by the kubelet, whether through disk usage or image age.",
 		}, []string{"reason"}),
+		podWorkerSteps: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: PodWorkerSteps,
+			Help: "Pod worker steps run, by pod and operation type (create, update, sync, kill, terminated); a pod's series are dropped when its worker is forgotten.",
+		}, []string{"namespace", "pod", "pod_uid", "operation_type"}),
+		evictionCycles: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: EvictionCycles,
+			Help: "Eviction manager cycles that evaluated a stats sample (local storage limits and eviction thresholds).",
+		}),
+		cpuReconciles: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: CPUManagerReconciles,
+			Help: "CPU manager reconcile passes over the running containers' cpusets (static policy).",
+		}),
+		nodeRegistrations: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: NodeRegistrationAttempts,
+			Help: "Attempts to register the Node, or with --register-node=false to find the Node an administrator creates.",
+		}),
 	}
 	reg.MustRegister(
 		m.nodeName, m.podStartDuration, m.podWorkerDuration,
@@ -228,6 +276,7 @@ func NewWithProbes(reg, probes prometheus.Registerer) *Metrics {
 		m.runtimeOps, m.runtimeDuration, m.runtimeErrors,
 		m.startedPods, m.startedPodsErrors, m.startedCtrs, m.startedCtrsErrors,
 		m.evictions, m.imageGC,
+		m.podWorkerSteps, m.evictionCycles, m.cpuReconciles, m.nodeRegistrations,
 	)
 	probes.MustRegister(m.probeTotal, m.probeDuration)
 	m.SetRunning(0, nil)
@@ -401,13 +450,51 @@ func (m *Metrics) ObserveRelist(duration, interval time.Duration, lastSeen time.
 	}
 }
 
-// ObservePodWorker records one pod worker step (podworkers.Observer) under
-// its operation type.
-func (m *Metrics) ObservePodWorker(op podworkers.Operation, duration time.Duration) {
+// ObservePodWorker records one pod worker step (podworkers.Observer): its
+// duration under its operation type, and one more step of the pod
+// (lockstep_pod_worker_steps_total).
+func (m *Metrics) ObservePodWorker(pod podworkers.PodRef, op podworkers.Operation, duration time.Duration) {
 	if m == nil {
 		return
 	}
 	m.podWorkerDuration.WithLabelValues(string(op)).Observe(duration.Seconds())
+	m.podWorkerSteps.WithLabelValues(pod.Namespace, pod.Name, string(pod.UID), string(op)).Inc()
+}
+
+// ForgetPodWorker drops the step series of a pod whose worker is gone
+// (podworkers.Observer).
+func (m *Metrics) ForgetPodWorker(uid types.UID) {
+	if m == nil {
+		return
+	}
+	m.podWorkerSteps.DeletePartialMatch(prometheus.Labels{"pod_uid": string(uid)})
+}
+
+// ObserveEvictionCycle counts an eviction manager cycle that evaluated a
+// stats sample (eviction.Observer).
+func (m *Metrics) ObserveEvictionCycle() {
+	if m == nil {
+		return
+	}
+	m.evictionCycles.Inc()
+}
+
+// ObserveCPUReconcile counts a CPU manager reconcile pass
+// (cpumanager.Observer).
+func (m *Metrics) ObserveCPUReconcile() {
+	if m == nil {
+		return
+	}
+	m.cpuReconciles.Inc()
+}
+
+// ObserveRegistrationAttempt counts an attempt to register or find the
+// Node (nodestatus.Observer).
+func (m *Metrics) ObserveRegistrationAttempt() {
+	if m == nil {
+		return
+	}
+	m.nodeRegistrations.Inc()
 }
 
 // ObservePodSandboxStart counts a pod sandbox start attempt and, if err

@@ -278,7 +278,11 @@ func TestNilMetricsIsSafe(t *testing.T) {
 	m.ObserveProbe(metrics.ProbeLiveness, metrics.ProbeFailed, metrics.ProbeTarget{}, time.Second)
 	m.ForgetProbes(metrics.ProbeTarget{})
 	m.ObserveRelist(time.Second, time.Second, time.Unix(1, 0))
-	m.ObservePodWorker(podworkers.OpSync, time.Second)
+	m.ObservePodWorker(podworkers.PodRef{UID: "u"}, podworkers.OpSync, time.Second)
+	m.ForgetPodWorker("u")
+	m.ObserveEvictionCycle()
+	m.ObserveCPUReconcile()
+	m.ObserveRegistrationAttempt()
 	m.ObservePodSandboxStart(nil)
 	m.ObserveContainerStart(false, "")
 }
@@ -398,7 +402,10 @@ func TestExpositionGoldenNames(t *testing.T) {
 	// Touch every vector once so that each family is exposed.
 	m.SetNodeName("n")
 	m.ObservePodStartDuration(3 * time.Second)
-	m.ObservePodWorker(podworkers.OpSync, time.Second)
+	m.ObservePodWorker(podworkers.PodRef{UID: "u", Namespace: "ns", Name: "p"}, podworkers.OpSync, time.Second)
+	m.ObserveEvictionCycle()
+	m.ObserveCPUReconcile()
+	m.ObserveRegistrationAttempt()
 	m.ObserveRelist(time.Millisecond, time.Second, time.Unix(1_700_000_000, 0))
 	m.SetRunning(1, map[string]int{"running": 1})
 	m.ObservePodSandboxStart(errors.New("boom"))
@@ -446,6 +453,10 @@ func TestExpositionGoldenNames(t *testing.T) {
 		"kubelet_started_containers_total counter",
 		"kubelet_started_pods_errors_total counter",
 		"kubelet_started_pods_total counter",
+		"lockstep_cpu_manager_reconciles_total counter",
+		"lockstep_eviction_manager_cycles_total counter",
+		"lockstep_node_registration_attempts_total counter",
+		"lockstep_pod_worker_steps_total counter",
 		"prober_probe_duration_seconds histogram",
 		"prober_probe_total counter",
 	}
@@ -481,6 +492,10 @@ func TestExpositionGoldenNames(t *testing.T) {
 		"kubelet_started_containers_total":            {"container_type"},
 		"kubelet_started_pods_errors_total":           nil,
 		"kubelet_started_pods_total":                  nil,
+		"lockstep_cpu_manager_reconciles_total":       nil,
+		"lockstep_eviction_manager_cycles_total":      nil,
+		"lockstep_node_registration_attempts_total":   nil,
+		"lockstep_pod_worker_steps_total":             {"namespace", "operation_type", "pod", "pod_uid"},
 		"prober_probe_duration_seconds":               {"container", "namespace", "pod", "probe_type"},
 		"prober_probe_total":                          {"container", "namespace", "pod", "pod_uid", "probe_type", "result"},
 	}

@@ -3,6 +3,7 @@ package nodestatus_test
 import (
 	"context"
 	"errors"
+	"sync"
 	"testing"
 	"time"
 
@@ -55,8 +56,10 @@ type world struct {
 	rt      *fakecri.Runtime
 	machine *machine
 	pleg    *pleg
-	m       *nodestatus.Manager
-	cfg     nodestatus.Config
+	// attempts counts the manager's registration attempts.
+	attempts *attemptCounter
+	m        *nodestatus.Manager
+	cfg      nodestatus.Config
 }
 
 func baseConfig() nodestatus.Config {
@@ -99,7 +102,8 @@ func newWorld(t *testing.T, mutate func(*nodestatus.Config)) *world {
 	d.Runtime, d.Images, d.Machine = w.rt, w.rt, w.machine
 	d.API = deps.API{Pods: w.srv, Nodes: w.srv, Leases: w.srv,
 		Events: apiserver.NewRecorder(w.srv, k, corev1.EventSource{Component: "kubelet", Host: w.cfg.NodeName})}
-	w.m = nodestatus.New(d.Core, nodestatus.Ports{Nodes: d.API.Nodes, Leases: d.API.Leases, Events: d.API.Events, Runtime: d.Runtime, Images: d.Images, Machine: d.Machine}, w.cfg, w.pleg)
+	w.attempts = &attemptCounter{}
+	w.m = nodestatus.New(d.Core, nodestatus.Ports{Nodes: d.API.Nodes, Leases: d.API.Leases, Events: d.API.Events, Runtime: d.Runtime, Images: d.Images, Machine: d.Machine, Metrics: w.attempts}, w.cfg, w.pleg)
 	return w
 }
 
@@ -235,4 +239,22 @@ func secs(s ...float64) []time.Duration {
 		out[i] = time.Duration(x * float64(time.Second))
 	}
 	return out
+}
+
+// attemptCounter is a nodestatus.Observer counting registration attempts.
+type attemptCounter struct {
+	mu sync.Mutex
+	n  int
+}
+
+func (c *attemptCounter) ObserveRegistrationAttempt() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.n++
+}
+
+func (c *attemptCounter) count() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.n
 }

@@ -193,6 +193,15 @@ type Ports struct {
 	Images cri.ImageManagerService
 	// Machine reports capacity and usage.
 	Machine deps.Machine
+	// Metrics counts registration attempts; nil counts none.
+	Metrics Observer
+}
+
+// Observer counts the manager's registration attempts:
+// ObserveRegistrationAttempt is called after each (a Node created or
+// adopted, or, with NoRegister, looked for), whatever its outcome.
+type Observer interface {
+	ObserveRegistrationAttempt()
 }
 
 // Manager registers the node and keeps its status and lease fresh.

@@ -81,6 +81,9 @@ func (m *Manager) register(ctx context.Context) bool {
 	retry := backoff.Curve{Initial: registerBackoffInitial, Max: registerBackoffMax}
 	for {
 		err := m.tryRegister(ctx)
+		if m.ports.Metrics != nil {
+			m.ports.Metrics.ObserveRegistrationAttempt()
+		}
 		m.mu.Lock()
 		m.regErr = err
 		m.mu.Unlock()

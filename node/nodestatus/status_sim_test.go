@@ -470,6 +470,10 @@ func TestNoRegisterWaitsForTheAdministrator(t *testing.T) {
 	if w.m.Registered() || w.node() != nil {
 		t.Fatalf("registered %v, node %v: want no Node created with NoRegister", w.m.Registered(), w.node())
 	}
+	// Looked for at 0 s, then after 0.1, 0.2, 0.4, … s, at most 7 s apart.
+	if n := w.attempts.count(); n != 10 {
+		t.Errorf("%d registration attempts in 30 s, want 10 (0, 0.1, 0.3, 0.7, 1.5, 3.1, 6.3, 13.3, 20.3, 27.3 s)", n)
+	}
 	wantErr := `node "` + nodeName + `" does not exist yet: with --register-node=false an administrator creates it; its status and lease are written once it does`
 	if err := w.m.RegistrationError(); err == nil || err.Error() != wantErr {
 		t.Errorf("RegistrationError() = %v, want %q", err, wantErr)
@@ -494,6 +498,11 @@ func TestNoRegisterWaitsForTheAdministrator(t *testing.T) {
 	}, 10*time.Second)
 	if err := w.m.RegistrationError(); err != nil {
 		t.Errorf("RegistrationError() = %v once adopted, want nil", err)
+	}
+	adopted := w.attempts.count()
+	w.run(30 * time.Second)
+	if n := w.attempts.count(); n != adopted {
+		t.Errorf("%d registration attempts after the adoption, want none", n-adopted)
 	}
 	if got := w.node().Labels; !gocmp.Equal(map[string]string{"made-by": "admin"}, got) {
 		t.Errorf("labels %v: the administrator's node must be kept as it is", got)

@@ -117,10 +117,29 @@ const (
 )
 
 // Observer watches worker steps. ObservePodWorker is called from the
-// worker's task after each step, with the step's duration on the clock
-// (the Syncer call only, not the time the work waited).
+// worker's task after each step, with the pod the step was for and the
+// step's duration on the clock (the Syncer call only, not the time the
+// work waited). ForgetPodWorker is called when Forget drops a worker,
+// after its last step was observed.
 type Observer interface {
-	ObservePodWorker(op Operation, duration time.Duration)
+	ObservePodWorker(pod PodRef, op Operation, duration time.Duration)
+	ForgetPodWorker(uid types.UID)
+}
+
+// PodRef names the pod of a worker step: its UID always, its namespace
+// and name when the worker knows its pod.
+type PodRef struct {
+	UID             types.UID
+	Namespace, Name string
+}
+
+// refOf names w's pod as the step that ran with pod saw it.
+func refOf(uid types.UID, pod *corev1.Pod) PodRef {
+	r := PodRef{UID: uid}
+	if pod != nil {
+		r.Namespace, r.Name = pod.Namespace, pod.Name
+	}
+	return r
 }
 
 // PodWorkers owns the workers.
@@ -404,7 +423,7 @@ func (p *PodWorkers) run(w *worker) {
 		next, delay := p.step(stepCtx, w, state, pod, grace, lastSync)
 		cancel()
 		if obs := p.cfg.Observer; obs != nil {
-			obs.ObservePodWorker(stepOperation(state, op), p.d.Clock.Since(began))
+			obs.ObservePodWorker(refOf(w.uid, pod), stepOperation(state, op), p.d.Clock.Since(began))
 		}
 
 		p.mu.Lock()
@@ -571,6 +590,9 @@ func (p *PodWorkers) Forget(uid types.UID) error {
 	delete(p.workers, uid)
 	if w.fullName != "" {
 		p.unqueueStaticLocked(w)
+	}
+	if obs := p.cfg.Observer; obs != nil {
+		obs.ForgetPodWorker(uid)
 	}
 	return nil
 }
