@@ -124,9 +124,9 @@ type Server struct {
 	objWatches    []*objWatch
 	objDrops      uint64
 	objWatchCount map[string]int
+	objGetCount   map[string]int
 	// svc is the services' change window and open watches.
 	svc serviceLog
-	objGetCount   map[string]int
 	// requests counts the agent's requests by verb and resource.
 	requests map[Request]int
 }
