@@ -238,3 +238,14 @@ func (u *User) OpenServiceWatches() int {
 func errServiceWatchDropped() error {
 	return fmt.Errorf("watch services: connection dropped: %w", io.ErrUnexpectedEOF)
 }
+
+// Service returns a copy of a service, false when there is none.
+func (u *User) Service(namespace, name string) (*corev1.Service, bool) {
+	u.s.mu.Lock()
+	defer u.s.mu.Unlock()
+	svc, ok := u.s.objs.services[key(namespace, name)]
+	if !ok {
+		return nil, false
+	}
+	return svc.DeepCopy(), true
+}
