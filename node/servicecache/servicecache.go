@@ -11,12 +11,12 @@
 package servicecache
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"slices"
 	"sync"
 	"time"
@@ -48,14 +48,14 @@ type Cache struct {
 
 	mu       sync.Mutex
 	synced   bool
-	services map[string]*corev1.Service // by namespace/name
-	rv       string                     // where the next watch resumes; "" lists first
+	services map[string]map[string]*corev1.Service // by namespace, then name
+	rv       string                                // where the next watch resumes; "" lists first
 }
 
 // New returns a cache listing and watching through api.
 func New(d deps.Core, api deps.ServiceAPI) *Cache {
 	return &Cache{tasks: d.Tasks, clock: d.Clock, rand: d.Rand, log: d.Log.With("component", "service-cache"), api: api,
-		services: map[string]*corev1.Service{}}
+		services: map[string]map[string]*corev1.Service{}}
 }
 
 // Start runs the cache's list-and-watch task until ctx ends.
@@ -88,14 +88,12 @@ func (c *Cache) Services(namespaces ...string) []*corev1.Service {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	var out []*corev1.Service
-	for _, svc := range c.services {
-		if slices.Contains(namespaces, svc.Namespace) {
-			out = append(out, svc)
+	for _, ns := range slices.Compact(slices.Sorted(slices.Values(namespaces))) {
+		byName := c.services[ns]
+		for _, name := range slices.Sorted(maps.Keys(byName)) {
+			out = append(out, byName[name])
 		}
 	}
-	slices.SortFunc(out, func(a, b *corev1.Service) int {
-		return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name))
-	})
 	return out
 }
 
@@ -151,9 +149,9 @@ func (c *Cache) listAndWatch(ctx context.Context, retry *backoff.Curve) error {
 
 // replace makes a list the cache's whole state.
 func (c *Cache) replace(list []*corev1.Service, rv string) {
-	services := make(map[string]*corev1.Service, len(list))
+	services := map[string]map[string]*corev1.Service{}
 	for _, svc := range list {
-		services[key(svc)] = svc
+		put(services, svc)
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -167,13 +165,25 @@ func (c *Cache) apply(ev deps.ServiceEvent) {
 	switch {
 	case ev.Service == nil: // bookmark
 	case ev.Deleted:
-		delete(c.services, key(ev.Service))
+		byName := c.services[ev.Service.Namespace]
+		delete(byName, ev.Service.Name)
+		if len(byName) == 0 {
+			delete(c.services, ev.Service.Namespace)
+		}
 	default:
-		c.services[key(ev.Service)] = ev.Service
+		put(c.services, ev.Service)
 	}
 	if ev.ResourceVersion != "" {
 		c.rv = ev.ResourceVersion
 	}
 }
 
-func key(svc *corev1.Service) string { return svc.Namespace + "/" + svc.Name }
+// put files svc under its namespace and name.
+func put(services map[string]map[string]*corev1.Service, svc *corev1.Service) {
+	byName := services[svc.Namespace]
+	if byName == nil {
+		byName = map[string]*corev1.Service{}
+		services[svc.Namespace] = byName
+	}
+	byName[svc.Name] = svc
+}
