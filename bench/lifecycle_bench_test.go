@@ -9,6 +9,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/lockstep-dev/lockstep/node/agent"
+	"github.com/lockstep-dev/lockstep/node/nodestatus"
 	"github.com/lockstep-dev/lockstep/scenarios"
 	"github.com/lockstep-dev/lockstep/sim/apiserver"
 	"github.com/lockstep-dev/lockstep/sim/harness"
@@ -21,7 +23,7 @@ var lifecycleSizes = []int{100, 1000, 10000}
 // the API shows them (the agent's requests so far included).
 func runningNode(b *testing.B, n int) *harness.Harness {
 	b.Helper()
-	h := harness.New(harness.Config{Seed: 1})
+	h := benchNode(n)
 	running := map[types.UID]bool{}
 	h.API.OnWrite(func(r apiserver.Record) {
 		if r.Kind == apiserver.KindPod && r.Pod != nil && r.Pod.Status.Phase == corev1.PodRunning {
@@ -41,6 +43,12 @@ func runningNode(b *testing.B, n int) *harness.Harness {
 		b.Fatal(err)
 	}
 	return h
+}
+
+// benchNode returns a harness (seed 1) whose node admits n pods: the
+// default maxPods (110) would refuse the rest with OutOfpods.
+func benchNode(n int) *harness.Harness {
+	return harness.New(harness.Config{Seed: 1, Agent: agent.Config{NodeStatus: nodestatus.Config{MaxPods: max(n, nodestatus.DefaultMaxPods)}}})
 }
 
 // requestsSince is after minus before, by request kind.

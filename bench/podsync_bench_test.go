@@ -10,7 +10,6 @@ import (
 
 	"github.com/lockstep-dev/lockstep/scenarios"
 	"github.com/lockstep-dev/lockstep/sim/apiserver"
-	"github.com/lockstep-dev/lockstep/sim/harness"
 )
 
 // BenchmarkPodStartThroughput measures pods per second of wall time from
@@ -24,7 +23,7 @@ func BenchmarkPodStartThroughput(b *testing.B) {
 			var reqs map[apiserver.Request]int
 			for range b.N {
 				b.StopTimer()
-				h := harness.New(harness.Config{Seed: 1})
+				h := benchNode(n)
 				running := map[types.UID]bool{}
 				h.API.OnWrite(func(r apiserver.Record) {
 					if r.Kind == apiserver.KindPod && r.Pod != nil && r.Pod.Status.Phase == corev1.PodRunning {

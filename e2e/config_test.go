@@ -181,6 +181,40 @@ func TestEnvFromSecretAndServices(t *testing.T) {
 	}
 }
 
+// TestEnvServiceWatched: the service environment comes from the node's
+// watch of all services: a service created after lockstep started is in
+// the environment of a pod started next (service links, same namespace),
+// and once deleted it is gone from the next pod's.
+func TestEnvServiceWatched(t *testing.T) {
+	e := setup(t)
+	ctx := ctxT(t, 30*time.Second)
+	name := "e2e-svc-" + rand.String(5)
+	svc, err := e.admin.CoreV1().Services("default").Create(ctx, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Port: 8080, Protocol: corev1.ProtocolTCP}}}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = e.admin.CoreV1().Services("default").Delete(context.Background(), name, metav1.DeleteOptions{})
+	})
+	hostVar := strings.ToUpper(strings.ReplaceAll(name, "-", "_")) + "_SERVICE_HOST"
+	script := report(`echo "SVC ${` + hostVar + `:-none}"; echo "KSH $KUBERNETES_SERVICE_HOST"`)
+	run := func(podName string) string {
+		got := e.create(t, e.pod(podName, false, script))
+		e.waitPod(t, got, 90*time.Second, "Running and Ready", podReady)
+		return e.logLines(t, got)
+	}
+	if log := run("svc-env-1"); field(log, "SVC ") != svc.Spec.ClusterIP || field(log, "KSH ") == "" {
+		t.Errorf("pod started after the service was created: log %q, want SVC %s and a KUBERNETES_SERVICE_HOST", log, svc.Spec.ClusterIP)
+	}
+	if err := e.admin.CoreV1().Services("default").Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if log := run("svc-env-2"); field(log, "SVC ") != "none" || field(log, "KSH ") == "" {
+		t.Errorf("pod started after the service was deleted: log %q, want SVC none and a KUBERNETES_SERVICE_HOST", log)
+	}
+}
+
 // TestSysctlsOnContainerd: a safe sysctl is set in the pod's network
 // namespace; an unsafe one the node does not allow fails the pod with
 // reason SysctlForbidden before containerd gets a sandbox.

@@ -55,6 +55,7 @@ type Checker struct {
 	shutdown        *shutdownChecks     // see shutdown.go
 	rz              *resizeChecks       // see resize.go
 	dv              *deviceChecks       // see invariants_devices.go
+	svc             *serviceChecks      // see invariants_services.go
 	reportedOnce    map[string]bool     // see failOnce
 	// statsChecked is the time of the last stats sample checked (stats.go).
 	statsChecked time.Time
@@ -68,6 +69,7 @@ func NewChecker(h *harness.Harness) *Checker {
 		probes: newProbeChecks(), sidecars: newSidecarChecks(),
 		hooks: newHookChecks(), cg: newCgroupChecks(), cpus: newCPUChecks(),
 		pressure: newPressureChecks(), storage: newLocalStorageChecks(), imagegc: newImageGCChecks(), ooms: map[string]*oomKill{}, rz: newResizeChecks(), dv: newDeviceChecks()}
+	c.svc = newServiceChecks(c)
 	h.API.OnWrite(c.onWrite)
 	h.OnStopContainer(c.onShutdownStop)
 	return c
@@ -87,6 +89,7 @@ func (c *Checker) Check() {
 	running := map[string][]string{}
 	truth := TrueContainers(c.h)
 	c.checkSuite(truth)
+	c.checkServiceEnv(truth)
 	c.checkNodeReady()
 	c.checkTermination(truth)
 	c.checkVolumes(truth)

@@ -80,6 +80,8 @@ func Ops() map[string]Op {
 		"plugin-die":          {"the device plugin dies", nil, opPluginDie},
 		"plugin-restart":      {"a dead device plugin comes back and registers again", nil, opPluginRestart},
 		"device-health":       {"device a of the plugin turns healthy when b=1, else unhealthy", drawArgs(0, DeviceCount-1, 0, 1), opDeviceHealth},
+		"service-put":         {"create or change service a (web, db) of namespace default to cluster IP 10.96.7.b", drawArgs(0, 1, 1, 250), opServicePut},
+		"service-delete":      {"delete service a (web, db) of namespace default", drawArgs(0, 1), opServiceDelete},
 		"wait":                {"just time passing", nil, func(*run, [3]int) error { return nil }},
 	}
 }

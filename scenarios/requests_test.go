@@ -14,7 +14,7 @@ import (
 
 // TestAPIRequestsPerPod counts the whole agent's apiserver requests: pods
 // started and deleted cost status patches, deletes and events only (no
-// read before a write), and an idle node of running pods sends only its
+// read before a write, no services listed: they are watched), and an idle node of running pods sends only its
 // lease renewals and the periodic node status, whatever the pod count.
 func TestAPIRequestsPerPod(t *testing.T) {
 	const n = 30
@@ -43,6 +43,12 @@ func TestAPIRequestsPerPod(t *testing.T) {
 	}
 	if got := started[apiserver.Request{Verb: apiserver.VerbPatchStatus, Resource: "pods"}]; got > 2*n {
 		t.Errorf("%d status patches to start %d pods, want at most 2 each", got, n)
+	}
+	// The service environment comes from the watched service cache.
+	for r, got := range started {
+		if r.Resource == "services" {
+			t.Errorf("%d %s requests to start %d pods, want none", got, r, n)
+		}
 	}
 
 	// Idle: five minutes with nothing happening.

@@ -92,12 +92,16 @@ func Execute(plan Plan, o Options) Result {
 	res := Result{Plan: plan}
 	hc := harness.Config{Seed: plan.Seed, Trace: o.Trace, Replay: func(uint64) string { return plan.ReplayCommand() },
 		Runtime: fakecri.Config{Registry: propertyRegistry()}}
-	if sc, err := Lookup(plan.Scenario); err == nil && sc.Configure != nil {
+	sc, lookupErr := Lookup(plan.Scenario)
+	if lookupErr == nil && sc.Configure != nil {
 		sc.Configure(&hc)
 	}
 	h := harness.New(hc)
 	defer h.Close()
 	putPullSecret(h)
+	if lookupErr == nil && sc.Setup != nil {
+		sc.Setup(h)
+	}
 	h.StartAgent()
 	r := &run{h: h, c: NewChecker(h), deleted: map[string]bool{}, manifests: map[string]bool{}, manifestDir: "/etc/kubernetes/manifests"}
 	res.Err = r.execute(plan, o)

@@ -31,6 +31,9 @@ type Scenario struct {
 	// Configure, when set, tunes the simulated node before it starts (the
 	// agent's configuration, the runtime's images).
 	Configure func(*harness.Config)
+	// Setup, when set, prepares the cluster before the agent first starts
+	// (objects the node should find there).
+	Setup func(*harness.Harness)
 }
 
 // Scenarios lists every named scenario; registering one is one line here.
@@ -58,6 +61,7 @@ func Scenarios() []Scenario {
 		logRotationScenario(),
 		devicesScenario(),
 		statsScenario(),
+		servicesScenario(),
 	}
 }
 
@@ -239,7 +243,7 @@ func Invariants() []string {
 		"eviction-order", "critical-survives", "evicted-stays-dead",
 		"one-eviction-per-cycle", "reclaim-first", "local-storage-evicted", "local-storage-kept", "pressure-conditions", "admission", "oom-reported", "stats-rate",
 		"shutdown-order", "shutdown-grace", "shutdown-not-ready",
-		"allocations-fit",
+		"allocations-fit", "service-env",
 		"deleted-disappears", "converges", "status-matches", "mirror-present", "resize-in-place", "resize-restarts-once", "resize-converges",
 	}
 }

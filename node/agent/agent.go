@@ -37,6 +37,7 @@ import (
 	"github.com/lockstep-dev/lockstep/node/podworkers"
 	"github.com/lockstep-dev/lockstep/node/prober"
 	"github.com/lockstep-dev/lockstep/node/runtimesync"
+	"github.com/lockstep-dev/lockstep/node/servicecache"
 	"github.com/lockstep-dev/lockstep/node/shutdown"
 	"github.com/lockstep-dev/lockstep/node/stats"
 	"github.com/lockstep-dev/lockstep/node/status"
@@ -139,6 +140,9 @@ type Agent struct {
 	// objects is the watched cache of the configMaps and secrets pods
 	// reference, shared by volumes and environments.
 	objects *objcache.Cache
+	// services is the watched cache of every service (nil without an
+	// apiserver).
+	services *servicecache.Cache
 	// userns allocates hostUsers: false pods' user namespaces (nil
 	// without files: such pods fail).
 	userns  *userns.Manager
@@ -227,19 +231,24 @@ func New(d deps.Deps, cfg Config) (*Agent, error) {
 		m.SetNodeName(cfg.NodeName)
 	}
 	objects := objcache.New(d.Core, d.API.ObjectWatches)
+	var services *servicecache.Cache
+	if d.API.Services != nil {
+		services = servicecache.New(d.Core, d.API.Services)
+	}
 	devices := newDevices(d, cfg)
 	users := newUserNamespaces(d, cfg)
 	a := &Agent{
-		d:       d,
-		objects: objects,
-		userns:  users,
-		cfg:     cfg,
-		updates: deps.NewInbox[podsource.Update](d.Tasks, "config updates"),
-		pleg:    pleg.New(d.Core, d.Runtime, d.RuntimeEvents, cfg.PLEG),
-		queue:   podworkers.NewWorkQueue(d.Clock),
+		d:        d,
+		objects:  objects,
+		services: services,
+		userns:   users,
+		cfg:      cfg,
+		updates:  deps.NewInbox[podsource.Update](d.Tasks, "config updates"),
+		pleg:     pleg.New(d.Core, d.Runtime, d.RuntimeEvents, cfg.PLEG),
+		queue:    podworkers.NewWorkQueue(d.Clock),
 		exec: runtimesync.NewExecutor(d.Core, runtimesync.Ports{
 			Runtime: d.Runtime, Images: d.Images, Files: d.Files, Events: d.API.Events,
-			ConfigMaps: d.API.ConfigMaps, Secrets: d.API.Secrets, Objects: objects, Services: d.API.Services, RuntimeClasses: d.API.RuntimeClasses,
+			ConfigMaps: d.API.ConfigMaps, Secrets: d.API.Secrets, Objects: objects, Services: services, RuntimeClasses: d.API.RuntimeClasses,
 			ProbeNet: d.ProbeNet, UserNamespaces: usernsPort(users), Devices: devicesPort(devices),
 		}, cfg.RuntimeSync),
 		expected:  map[types.UID]map[string]expectation{},
@@ -319,6 +328,9 @@ func (a *Agent) Start(ctx context.Context) {
 	}
 	a.pleg.Start(ctx)
 	a.objects.Start(ctx)
+	if a.services != nil {
+		a.services.Start(ctx)
+	}
 	a.volumes.Start(ctx)
 	a.probes.Start(ctx)
 	a.resources.cpus.Start(ctx, cpuPods{a})

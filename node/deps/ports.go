@@ -103,10 +103,39 @@ type SecretAPI interface {
 	GetSecret(ctx context.Context, namespace, name string) (*corev1.Secret, error)
 }
 
-// ServiceAPI lists services, for the service environment variables.
+// ServiceAPI lists and watches the services of every namespace (a node
+// may read them all), for the service environment variables: one list,
+// then one watch for the node's lifetime, as upstream's service informer.
 type ServiceAPI interface {
-	// ListServices lists the services of one namespace.
-	ListServices(ctx context.Context, namespace string) ([]*corev1.Service, error)
+	// ListServices lists the services of every namespace and returns the
+	// list's resource version.
+	ListServices(ctx context.Context) ([]*corev1.Service, string, error)
+	// WatchServices watches the services of every namespace after
+	// resourceVersion.
+	WatchServices(ctx context.Context, resourceVersion string) (ServiceWatch, error)
+}
+
+// ServiceEvent is one change to a service, or a bookmark (Service nil):
+// either way ResourceVersion is where a new watch resumes.
+type ServiceEvent struct {
+	// Deleted says the service is gone; otherwise it was added or
+	// modified.
+	Deleted bool
+	Service *corev1.Service
+	// ResourceVersion is the resource version the event brings the
+	// watcher to.
+	ResourceVersion string
+}
+
+// ServiceWatch is an open watch on the services of every namespace.
+type ServiceWatch interface {
+	// Next blocks for the next event. An error means the watch ended: one
+	// wrapping io.EOF means the apiserver closed it normally (its watch
+	// timeout) and a new watch may resume from the last resource version;
+	// any other (ResourceExpired included) means the caller lists again.
+	Next(ctx context.Context) (ServiceEvent, error)
+	// Stop releases the watch.
+	Stop()
 }
 
 // PodEventType says what happened to a watched pod.

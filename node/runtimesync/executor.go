@@ -22,6 +22,7 @@ import (
 	"github.com/lockstep-dev/lockstep/node/podspec"
 	"github.com/lockstep-dev/lockstep/node/podstate"
 	"github.com/lockstep-dev/lockstep/node/podutil"
+	"github.com/lockstep-dev/lockstep/node/servicecache"
 	"github.com/lockstep-dev/lockstep/node/userns"
 )
 
@@ -84,11 +85,13 @@ type Ports struct {
 	Files deps.Files
 	// Events records events on pods; nil records none.
 	Events deps.EventSink
-	// ConfigMaps, Secrets and Services feed containers' environments;
-	// nil: a pod that needs them waits in CreateContainerConfigError.
+	// ConfigMaps and Secrets feed containers' environments; nil: a pod
+	// that needs them waits in CreateContainerConfigError.
 	ConfigMaps deps.ConfigMapAPI
 	Secrets    deps.SecretAPI
-	Services   deps.ServiceAPI
+	// Services is the watched cache of every service, for the service
+	// environment variables; nil (standalone): containers get none.
+	Services *servicecache.Cache
 	// Objects is the watched cache of the configMaps and secrets the
 	// pods reference: environments read it first and GET (ConfigMaps,
 	// Secrets) only what it does not hold yet; nil: always GET.
@@ -135,11 +138,9 @@ type Executor struct {
 	mu         sync.Mutex
 	preStopped map[string]map[string]bool
 
-	// Last good answers of the apiserver, by namespace/name (services: by
-	// namespace).
+	// Last good answers of the apiserver, by namespace/name.
 	configMaps lastGood[*corev1.ConfigMap]
 	secrets    lastGood[*corev1.Secret]
-	services   lastGood[[]*corev1.Service]
 }
 
 // NewExecutor returns an executor acting through ports.
@@ -460,33 +461,25 @@ func (e *Executor) envSecret(ctx context.Context, namespace, name string) (*core
 
 // serviceEnv returns the pod's service environment variables from the
 // services of the master namespace and, with service links, of the pod's
-// own. Without an apiserver there are none. When the services cannot be
-// listed the last list is used; without one a static pod starts without
-// them (it may be the apiserver itself) and any other pod fails, as
-// upstream does before the services are known.
+// own, as the watched cache holds them (no request). Without an apiserver
+// there are none. Before the services were listed once (waiting up to
+// servicecache.SyncWait for that), a static pod starts with what the
+// cache has (it may be the apiserver itself) and any other pod fails, as
+// upstream does.
 func (e *Executor) serviceEnv(ctx context.Context, pod *corev1.Pod) (map[string]string, error) {
-	if e.ports.Services == nil {
+	cache := e.ports.Services
+	if cache == nil {
 		return nil, nil
+	}
+	if !podutil.IsStaticPod(pod) && !cache.WaitSynced(ctx) {
+		return nil, servicecache.ErrNotSynced
 	}
 	links := podspec.ServiceLinksEnabled(pod)
 	namespaces := []string{podspec.MasterServiceNamespace}
 	if links && pod.Namespace != podspec.MasterServiceNamespace {
 		namespaces = append(namespaces, pod.Namespace)
 	}
-	var all []*corev1.Service
-	for _, ns := range namespaces {
-		svcs, err := e.services.through(ns, func(error) bool { return false }, func() ([]*corev1.Service, error) {
-			return e.ports.Services.ListServices(ctx, ns)
-		})
-		if err != nil {
-			if podutil.IsStaticPod(pod) {
-				return nil, nil
-			}
-			return nil, fmt.Errorf("service environment variables: %w", err)
-		}
-		all = append(all, svcs...)
-	}
-	return podspec.ServiceEnv(pod.Namespace, links, all), nil
+	return podspec.ServiceEnv(pod.Namespace, links, cache.Services(namespaces...)), nil
 }
 
 // userNamespace gives a hostUsers: false pod's sandbox config its user

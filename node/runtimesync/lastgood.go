@@ -3,7 +3,7 @@ package runtimesync
 import "sync"
 
 // lastGood remembers the last answer the apiserver gave for each object
-// (configMaps, secrets, a namespace's services) by key, so that containers
+// (configMaps and secrets) by key, so that containers
 // can still be configured while the apiserver is unreachable, as the
 // upstream kubelet's watch-based caches allow. A NotFound answer forgets
 // the object.

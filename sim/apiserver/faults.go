@@ -153,6 +153,7 @@ func (s *Server) DropWatches() {
 		return fmt.Errorf("watch pods on node %q: connection dropped: %w", w.node, io.ErrUnexpectedEOF)
 	})
 	n += s.breakObjWatchesLocked()
+	n += s.breakServiceWatchesLocked(errServiceWatchDropped)
 	s.log.Info("apiserver fault: drop watches", "watches", n)
 }
 
@@ -180,6 +181,7 @@ func (s *Server) Down(down bool) {
 			return s.refused(VerbWatch, fmt.Sprintf("pods on node %q", w.node))
 		})
 		n += s.breakObjWatchesLocked() + len(s.csr.waiters)
+		n += s.breakServiceWatchesLocked(func() error { return s.refused(VerbWatch, "services of all namespaces") })
 		s.notifyCSRLocked()
 	}
 	s.log.Info("apiserver fault: down", "down", down, "watchesBroken", n)
@@ -208,13 +210,15 @@ func (s *Server) ClearFaults() {
 	s.log.Info("apiserver fault: cleared")
 }
 
-// Compact forgets the whole pod change history, as etcd compaction does: a
-// watch from any resource version before now fails with ResourceExpired,
-// and stale reads cannot reach further back than now.
+// Compact forgets the whole pod and service change history, as etcd
+// compaction does: a watch from any resource version before now fails
+// with ResourceExpired, and stale reads cannot reach further back than
+// now.
 func (s *Server) Compact() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.podLog = nil
 	s.compactedRV = s.rv
+	s.compactServicesLocked()
 	s.log.Info("apiserver fault: compact", "rv", s.rv)
 }

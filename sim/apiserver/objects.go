@@ -12,7 +12,7 @@ import (
 )
 
 // The configuration objects containers read: configMaps, secrets and
-// services. Users create and replace them (User.PutConfigMap, …); the
+// services (services.go). Users create and replace them (User.PutConfigMap, …); the
 // agent reads them, a configMap or secret only when a pod bound to the
 // node refers to it, as Node authorization allows.
 
@@ -73,24 +73,6 @@ func (s *Server) GetSecret(ctx context.Context, namespace, name string) (*corev1
 		return nil, apierrors.NewNotFound(secretsResource, name)
 	}
 	return sec.DeepCopy(), nil
-}
-
-// ListServices lists the services of a namespace, by name (a node may
-// read every service).
-func (s *Server) ListServices(ctx context.Context, namespace string) ([]*corev1.Service, error) {
-	if err := s.request(ctx, VerbList, fmt.Sprintf("services of namespace %q", namespace)); err != nil {
-		return nil, err
-	}
-	defer s.response()
-	s.mu.Lock()
-	defer s.unlock()
-	var out []*corev1.Service
-	for _, k := range sortedKeys(s.objs.services) {
-		if svc := s.objs.services[k]; svc.Namespace == namespace {
-			out = append(out, svc.DeepCopy())
-		}
-	}
-	return out, nil
 }
 
 // authorizeReferenced: with Config.Node set, a configMap or secret is
@@ -210,19 +192,6 @@ func (u *User) PutSecret(sec *corev1.Secret) {
 	c.ResourceVersion = fmt.Sprint(u.s.nextRV())
 	u.s.objs.secrets[key(c.Namespace, c.Name)] = c
 	u.s.notifyObjWatchesLocked("secrets", key(c.Namespace, c.Name))
-}
-
-// PutService creates or replaces a service ("default" namespace when
-// unset).
-func (u *User) PutService(svc *corev1.Service) {
-	c := svc.DeepCopy()
-	if c.Namespace == "" {
-		c.Namespace = "default"
-	}
-	u.s.mu.Lock()
-	defer u.s.unlock()
-	c.ResourceVersion = fmt.Sprint(u.s.nextRV())
-	u.s.objs.services[key(c.Namespace, c.Name)] = c
 }
 
 // GetRuntimeClass reads a RuntimeClass (any node may read them all).

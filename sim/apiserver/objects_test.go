@@ -15,8 +15,8 @@ import (
 
 // TestNodeReadsOnlyReferencedConfig: under Node authorization the agent
 // reads a configMap or secret only when a pod bound to its node refers to
-// it (a referenced one that does not exist is NotFound); services of any
-// namespace are listable.
+// it (a referenced one that does not exist is NotFound); the services of
+// every namespace are listable.
 func TestNodeReadsOnlyReferencedConfig(t *testing.T) {
 	k := kernel.New(kernel.Config{Seed: 1})
 	defer k.Close()
@@ -55,10 +55,10 @@ func TestNodeReadsOnlyReferencedConfig(t *testing.T) {
 		_, results["referenced missing configMap"] = s.GetConfigMap(ctx, "default", "cm-missing")
 		_, results["unreferenced configMap"] = s.GetConfigMap(ctx, "default", "unreferenced")
 		_, results["other node's secret"] = s.GetSecret(ctx, "default", "their-sec")
-		svcs, err := s.ListServices(ctx, "other")
+		svcs, _, err := s.ListServices(ctx)
 		results["list services"] = err
 		for _, svc := range svcs {
-			svcNames = append(svcNames, svc.Name)
+			svcNames = append(svcNames, svc.Namespace+"/"+svc.Name)
 		}
 	})
 	if err := k.Run(); err != nil {
@@ -76,7 +76,7 @@ func TestNodeReadsOnlyReferencedConfig(t *testing.T) {
 			t.Errorf("%s: unexpected result %v", what, results[what])
 		}
 	}
-	if d := cmp.Diff([]string{"a", "b"}, svcNames); d != "" {
-		t.Errorf("services of namespace other (-want +got):\n%s", d)
+	if d := cmp.Diff([]string{"default/kubernetes", "other/a", "other/b"}, svcNames); d != "" {
+		t.Errorf("services of all namespaces (-want +got):\n%s", d)
 	}
 }

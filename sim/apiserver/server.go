@@ -125,6 +125,8 @@ type Server struct {
 	objDrops      uint64
 	objWatchCount map[string]int
 	objGetCount   map[string]int
+	// svc is the services' change window and open watches.
+	svc serviceLog
 	// requests counts the agent's requests by verb and resource.
 	requests map[Request]int
 }

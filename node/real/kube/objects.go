@@ -31,19 +31,6 @@ func (c *Client) GetSecret(ctx context.Context, namespace, name string) (*corev1
 	return s, nil
 }
 
-// ListServices lists the services of one namespace.
-func (c *Client) ListServices(ctx context.Context, namespace string) ([]*corev1.Service, error) {
-	list, err := c.cs.CoreV1().Services(namespace).List(ctx, metav1.ListOptions{})
-	if err != nil {
-		return nil, fmt.Errorf("list services of namespace %q: %w", namespace, err)
-	}
-	out := make([]*corev1.Service, len(list.Items))
-	for i := range list.Items {
-		out[i] = &list.Items[i]
-	}
-	return out, nil
-}
-
 // GetRuntimeClass reads one RuntimeClass (a missing one is a NotFound
 // error, wrapped).
 func (c *Client) GetRuntimeClass(ctx context.Context, name string) (*nodev1.RuntimeClass, error) {
