@@ -67,7 +67,12 @@ def main():
                 if a == "lockstep":
                     continue
                 base, other = meds.get("lockstep"), meds.get(a)
-                line.append(f"{other / base:.2f}×" if base and other is not None else "-")
+                if base and other is not None:
+                    line.append(f"{other / base:.2f}×")
+                elif base == 0 and other:
+                    line.append("(lockstep 0)")
+                else:
+                    line.append("-")
         table.append(line)
     widths = [max(len(row[i]) for row in table) for i in range(len(header))]
     for i, row in enumerate(table):
