@@ -9,7 +9,7 @@
 #   flock /tmp/e2e.lock make bench-real
 # Settings: BENCH_RUNS (3), BENCH_AGENTS ("lockstep kubelet"),
 # BENCH_KUBELET_NODE (bench-kubelet), BENCH_KUBELET_NODE_IP (this host's
-# address towards the default route), BENCH_SETTLE (10 s idle after an agent
+# address towards the default route), BENCH_CLUSTER_DNS (10.96.0.10), BENCH_SETTLE (10 s idle after an agent
 # is Ready, before its run), E2E_DIR (/tmp/lockstep-bench-real),
 # BENCH_LOGS (/tmp/lockstep-bench-real-logs-<timestamp>).
 set -uo pipefail
@@ -106,7 +106,14 @@ server=$(awk '/server:/ {print $2; exit}' "$E2E_DIR/admin.kubeconfig")
 admin_tok=$(cat "$E2E_DIR/admin.token")
 api() { curl -sf --cacert "$E2E_DIR/apiserver/serving.crt" -H "Authorization: Bearer $admin_tok" "$server$1"; }
 
-# lockstep exactly as hack/e2e/run.sh starts it (no static pods here).
+# Both agents get a cluster DNS address (in the service range; nothing
+# answers there, the sleeper pods never resolve) as on a real cluster:
+# without one the kubelet sends a MissingClusterDNS warning event for every
+# pod (and its node) and lockstep sends none, which would skew the counts.
+cluster_dns=${BENCH_CLUSTER_DNS:-10.96.0.10}
+
+# lockstep as hack/e2e/run.sh starts it (no static pods here), plus the
+# cluster DNS.
 mkdir -p "$E2E_DIR/manifests"
 lockstep_port=$(free_port)
 cat > "$E2E_DIR/lockstep.args" <<ARGS
@@ -126,6 +133,8 @@ node
 --client-ca-file=$E2E_DIR/pki/ca.crt
 --image-gc-high-threshold=100
 --pod-infra-container-image=docker.io/library/pause:e2e
+--cluster-dns=$cluster_dns
+--cluster-domain=cluster.local
 --v=${E2E_LOCKSTEP_V:-2}
 ARGS
 
@@ -193,6 +202,8 @@ evictionHard:
 podLogsDir: $E2E_DIR/kubelet-pods
 volumePluginDir: $kdir/volume-plugins
 resolvConf: /etc/resolv.conf
+clusterDNS: [$cluster_dns]
+clusterDomain: cluster.local
 YAML
 
 start_agent() { # NAME: starts it, waits until it has written Ready after its start, then settles
