@@ -4,7 +4,7 @@ PKGS     := ./...
 BIN      := bin/lockstep
 SEED     ?= 1
 
-.PHONY: all build test lint bench sim run run-fakecri e2e conformance clean regress
+.PHONY: all build test lint bench sim run run-fakecri e2e bench-real conformance clean regress
 
 all: build
 
@@ -90,6 +90,13 @@ run-fakecri:
 ## see hack/e2e/README.md). E2E_ARGS go to `go test`, e.g. E2E_ARGS='-run TestPod'
 e2e:
 	hack/e2e/run.sh $(E2E_ARGS)
+
+## bench-real: the e2e 20-pod start/delete figure for lockstep and for the
+## upstream kubelet v1.37.2 on the same containerd + apiserver, as ratios (as
+## root, under the machine lock: flock /tmp/e2e.lock make bench-real; see
+## hack/bench-real/README.md). BENCH_RUNS=3 rounds by default.
+bench-real:
+	hack/bench-real/run.sh
 
 ## conformance: the upstream sig-node conformance specs (k8s.io/kubernetes
 ## v1.37.2 e2e.test) against lockstep on real containerd, with a whole control

@@ -43,13 +43,14 @@ func (e *env) podRequests(t *testing.T) map[string]float64 {
 	return out
 }
 
-// lockstepRequests reads lockstep's own client-go request count by HTTP
-// method (rest_client_requests_total, every code) from its /metrics.
+// lockstepRequests reads the node agent's own client-go request count by
+// HTTP method (rest_client_requests_total, every code) from /metrics on its
+// secure port (lockstep's, or the upstream kubelet's under hack/bench-real).
 func (e *env) lockstepRequests(t *testing.T) map[string]float64 {
 	t.Helper()
 	code, body := e.nodeGet(t, "/metrics", e.adminTok)
 	if code != 200 {
-		t.Fatalf("lockstep /metrics: %d %.200s", code, body)
+		t.Fatalf("%s /metrics: %d %.200s", agentName(), code, body)
 	}
 	out := map[string]float64{}
 	for _, line := range strings.Split(body, "\n") {
