@@ -98,8 +98,15 @@ type Manager struct {
 	mu        sync.Mutex
 	desired   map[types.UID]*corev1.Pod
 	removable map[types.UID]bool
-	vols      map[string]*volState // by uid/name
-	waiters   map[types.UID]deps.Signal
+	// fresh are the pods added since the last pass over every pod: a wake
+	// by AddPod reconciles just them, so admitting N pods costs O(N)
+	// reconciles, not O(N²). allDue asks the next pass to cover every
+	// pod (a watched object changed); one does at least every Period.
+	fresh    map[types.UID]bool
+	allDue   bool
+	nextFull time.Time
+	vols     map[string]*volState // by uid/name
+	waiters  map[types.UID]deps.Signal
 }
 
 // volState is what the reconciler remembers of one volume: a cache only
@@ -158,15 +165,23 @@ func New(d deps.Core, ports Ports, cfg Config) *Manager {
 		objects: ports.Objects, claims: ports.Claims, trustBundles: ports.TrustBundles, tokens: token.New(d, ports.Tokens), events: ports.Events, cfg: cfg,
 		wake:    d.Tasks.NewSignal("volume reconciler wake"),
 		retry:   backoff.New(cfg.Backoff),
-		desired: map[types.UID]*corev1.Pod{}, removable: map[types.UID]bool{},
+		desired: map[types.UID]*corev1.Pod{}, removable: map[types.UID]bool{}, fresh: map[types.UID]bool{},
 		vols: map[string]*volState{}, waiters: map[types.UID]deps.Signal{},
 	}
 	m.watched = ports.Cache
 	if m.watched == nil {
 		m.watched = objcache.New(d, nil) // holds nothing: every read GETs
 	}
-	m.watched.OnChange(m.wake.Notify)
+	m.watched.OnChange(m.wakeAll)
 	return m
+}
+
+// wakeAll wakes the reconciler for a pass over every pod.
+func (m *Manager) wakeAll() {
+	m.mu.Lock()
+	m.allDue = true
+	m.mu.Unlock()
+	m.wake.Notify()
 }
 
 // Start runs the reconciler until ctx ends.
@@ -176,8 +191,22 @@ func (m *Manager) Start(ctx context.Context) {
 
 func (m *Manager) run(ctx context.Context) {
 	for ctx.Err() == nil {
-		m.Reconcile(ctx)
-		wctx, cancel := m.clock.WithTimeout(ctx, m.cfg.Period)
+		now := m.clock.Now()
+		m.mu.Lock()
+		all := m.allDue || !now.Before(m.nextFull)
+		m.mu.Unlock()
+		if all {
+			m.Reconcile(ctx)
+		} else {
+			m.reconcileFresh(ctx)
+		}
+		m.mu.Lock()
+		wait := m.nextFull.Sub(m.clock.Now())
+		m.mu.Unlock()
+		if wait <= 0 {
+			wait = m.cfg.Period
+		}
+		wctx, cancel := m.clock.WithTimeout(ctx, wait)
 		_ = m.wake.Wait(wctx)
 		cancel()
 	}
@@ -190,6 +219,9 @@ func (m *Manager) AddPod(pod *corev1.Pod) {
 	_, known := m.desired[pod.UID]
 	m.desired[pod.UID] = pod
 	delete(m.removable, pod.UID)
+	if !known {
+		m.fresh[pod.UID] = true
+	}
 	if m.waiters[pod.UID] == nil {
 		m.waiters[pod.UID] = m.tasks.NewSignal("volumes of pod " + string(pod.UID))
 	}
@@ -206,6 +238,7 @@ func (m *Manager) RemovePod(uid types.UID) {
 	m.mu.Lock()
 	delete(m.desired, uid)
 	delete(m.waiters, uid)
+	delete(m.fresh, uid)
 	m.removable[uid] = true
 	m.mu.Unlock()
 	m.watched.Release(uid)
@@ -307,19 +340,42 @@ func (m *Manager) causes(pod *corev1.Pod, names []string) string {
 
 func volKey(uid types.UID, name string) string { return string(uid) + "/" + name }
 
-// Reconcile runs one pass: set up or refresh the desired pods' volumes,
-// then tear down the pods marked for removal.
+// Reconcile runs one pass over every pod: set up or refresh the desired
+// pods' volumes, then tear down the pods marked for removal.
 func (m *Manager) Reconcile(ctx context.Context) {
 	m.mu.Lock()
 	desired := make([]*corev1.Pod, 0, len(m.desired))
 	for _, uid := range slices.Sorted(maps.Keys(m.desired)) {
 		desired = append(desired, m.desired[uid])
 	}
-	removable := slices.Sorted(maps.Keys(m.removable))
+	m.allDue, m.fresh = false, map[types.UID]bool{}
+	m.nextFull = m.clock.Now().Add(m.cfg.Period)
 	m.mu.Unlock()
+	m.reconcile(ctx, desired)
+}
+
+// reconcileFresh runs a pass over the pods added since the last one and
+// the pods marked for removal.
+func (m *Manager) reconcileFresh(ctx context.Context) {
+	m.mu.Lock()
+	var desired []*corev1.Pod
+	for _, uid := range slices.Sorted(maps.Keys(m.fresh)) {
+		if pod, ok := m.desired[uid]; ok {
+			desired = append(desired, pod)
+		}
+	}
+	m.fresh = map[types.UID]bool{}
+	m.mu.Unlock()
+	m.reconcile(ctx, desired)
+}
+
+func (m *Manager) reconcile(ctx context.Context, desired []*corev1.Pod) {
 	for _, pod := range desired {
 		m.reconcilePod(ctx, pod)
 	}
+	m.mu.Lock()
+	removable := slices.Sorted(maps.Keys(m.removable))
+	m.mu.Unlock()
 	for _, uid := range removable {
 		m.tearDown(uid)
 	}

@@ -3,6 +3,7 @@ package volume_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io/fs"
 	"path"
 	"strings"
@@ -253,4 +254,55 @@ func countEvents(api *apiserver.Server, reason string) int {
 		}
 	}
 	return n
+}
+
+// statCounter counts the Stat calls on pods' directories.
+type statCounter struct {
+	deps.Files
+	podDirStats int
+}
+
+func (c *statCounter) Stat(name string) (fs.FileInfo, error) {
+	if strings.HasPrefix(name, podspec.PodsDir(root)+"/") && strings.Count(strings.TrimPrefix(name, podspec.PodsDir(root)+"/"), "/") == 0 {
+		c.podDirStats++
+	}
+	return c.Files.Stat(name)
+}
+
+// TestAddingPodsReconcilesOnlyTheNewOnes: a pod added wakes the
+// reconciler for that pod alone, so admitting N pods one after another
+// costs O(N) pod reconciles (was O(N²): every wake went over every pod);
+// the periodic pass still covers every pod.
+func TestAddingPodsReconcilesOnlyTheNewOnes(t *testing.T) {
+	k := kernel.New(kernel.Config{Seed: 7})
+	t.Cleanup(k.Close)
+	files := &statCounter{Files: memfs.New()}
+	api := apiserver.New(apiserver.Config{Clock: k, Tasks: k.Tasks(), Rand: k.Rand(), Log: k.Logger(), Node: "n1"})
+	d := k.Deps()
+	m := volume.New(d.Core, volume.Ports{Files: files, Mounts: d.Mounts, Objects: api}, volume.Config{Node: podspec.NodeInfo{RootDir: root, NodeName: "n1"}})
+	ctx, cancel := k.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	m.Start(ctx)
+	if err := k.RunFor(10 * time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	const n = 100
+	for i := range n {
+		meta := metaName(fmt.Sprintf("p%03d", i))
+		meta.UID = types.UID(fmt.Sprintf("uid-%03d", i))
+		m.AddPod(&corev1.Pod{ObjectMeta: meta, Spec: corev1.PodSpec{NodeName: "n1"}})
+		if err := k.RunFor(time.Millisecond); err != nil { // well within one Period
+			t.Fatal(err)
+		}
+	}
+	if files.podDirStats > 2*n {
+		t.Errorf("%d stats of pod directories while adding %d pods one by one, want at most %d (one reconcile per new pod)", files.podDirStats, n, 2*n)
+	}
+	before := files.podDirStats
+	if err := k.RunFor(volume.DefaultPeriod + 10*time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	if got := files.podDirStats - before; got < n {
+		t.Errorf("the periodic pass looked at %d pod directories, want every one of the %d pods", got, n)
+	}
 }
