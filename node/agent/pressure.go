@@ -229,7 +229,7 @@ func (a *Agent) admit(pod *corev1.Pod) {
 			}
 		}
 		if d.Admitted() && a.devices != nil {
-			if reason, msg, ok := a.devices.Admit(pod, a.activePods()); !ok {
+			if reason, msg, ok := a.devices.Admit(pod, a.activePods); !ok {
 				d = admission.Decision{Reason: reason, Message: msg}
 			}
 		}

@@ -340,13 +340,19 @@ func (m *Manager) held(uid types.UID) map[string]map[string]bool {
 }
 
 // Admit checks that the free healthy devices cover what pod requests,
-// beside active (the other pods that may still run, whose needs not yet
-// allocated are reserved). It returns the kubelet's
-// UnexpectedAdmissionError message when they do not.
-func (m *Manager) Admit(pod *corev1.Pod, active []*corev1.Pod) (reason, message string, ok bool) {
+// beside the pods active returns (the other pods that may still run,
+// whose needs not yet allocated are reserved; asked only when pod needs a
+// device, so that admitting the pods that need none costs no list of
+// every pod). It returns the kubelet's UnexpectedAdmissionError message
+// when they do not.
+func (m *Manager) Admit(pod *corev1.Pod, active func() []*corev1.Pod) (reason, message string, ok bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	needs := m.podNeeds(pod)
+	var others []*corev1.Pod
+	if len(needs) > 0 && active != nil {
+		others = active()
+	}
 	for _, r := range slices.Sorted(maps.Keys(needs)) {
 		want := needs[r] - len(m.held(pod.UID)[r])
 		if want <= 0 {
@@ -359,7 +365,7 @@ func (m *Manager) Admit(pod *corev1.Pod, active []*corev1.Pod) (reason, message 
 				free++
 			}
 		}
-		for _, p := range active {
+		for _, p := range others {
 			if p.UID != pod.UID {
 				free -= max(0, m.podNeeds(p)[r]-len(m.held(p.UID)[r]))
 			}

@@ -155,12 +155,12 @@ func TestAdmitCountsFreeHealthyAndReserved(t *testing.T) {
 		t.Fatalf("pod a refused: %s", msg)
 	}
 	// a is admitted but has no devices yet: 3 healthy - 2 reserved = 1.
-	reason, msg, ok := w.m.Admit(b, []*corev1.Pod{a})
+	reason, msg, ok := w.m.Admit(b, pods(a))
 	want := "Allocate failed due to requested number of devices unavailable for example.com/foo. Requested: 2, Available: 1, which is unexpected"
 	if ok || reason != devicemanager.ReasonUnexpectedAdmissionError || msg != want {
 		t.Fatalf("Admit(b) = %q %q %v, want %q %q false", reason, msg, ok, devicemanager.ReasonUnexpectedAdmissionError, want)
 	}
-	if _, _, ok := w.m.Admit(pod("c", 1), []*corev1.Pod{a}); !ok {
+	if _, _, ok := w.m.Admit(pod("c", 1), pods(a)); !ok {
 		t.Fatal("pod c (1 device) refused with one free")
 	}
 }
@@ -313,7 +313,12 @@ func TestAdmissionAllocatableCountsHeldDevices(t *testing.T) {
 	if _, msg, ok := w.m.Admit(a, nil); !ok {
 		t.Errorf("pod a, holding its devices, refused: %s", msg)
 	}
-	if _, _, ok := w.m.Admit(pod("b", 1), []*corev1.Pod{a}); ok {
+	if _, _, ok := w.m.Admit(pod("b", 1), pods(a)); ok {
 		t.Error("pod b admitted with no healthy device")
 	}
+}
+
+// pods returns the active-pods function of Admit for a fixed list.
+func pods(list ...*corev1.Pod) func() []*corev1.Pod {
+	return func() []*corev1.Pod { return list }
 }
