@@ -110,6 +110,14 @@ func TestFoundBySweeps(t *testing.T) {
 		// until the pod is deleted, as the kubelet keeps them
 		// (no-stuck-created no longer judges a finished pod's instances).
 		{"finished pod's Created instances kept", "runtime-faults", 0, "create:4,0,0@100;sandbox-no-ip:3,0,0@100;runtime-restart:802,0,0@3591;wait:0,0,0@109;delete:12,0,0@100;cri-latency:4,102,6@100;create:17,0,0@212;cri-error:1,1,4@8715;cri-error:6,0,4@18778;create:14,0,0@100;create:2,0,0@100"},
+		// A pod created and deleted within 3 s, then disk pressure: the
+		// eviction reclaim removed busybox (used by that pod) before
+		// nginx (never used). The collector records uses only when it
+		// detects images (every 5 min, and at each reclaim), as the
+		// kubelet's, and the pod came and went between two detections
+		// (image-gc-lru now judges only uses the collector must have
+		// seen).
+		{"image used between two detections", "mixed", 0, "create:3,0,0@100;api-compact:0,0,0@1122;delete:6,0,0@100;node-disk:1,1,0@100"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			actions, err := ParseActions(tc.actions)
