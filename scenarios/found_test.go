@@ -118,11 +118,11 @@ func TestFoundBySweeps(t *testing.T) {
 		// (image-gc-lru now judges only uses the collector must have
 		// seen).
 		{"image used between two detections", "mixed", 0, "create:3,0,0@100;api-compact:0,0,0@1122;delete:6,0,0@100;node-disk:1,1,0@100"},
-		// Memory crossed the notifier's threshold 9 s into a cycle
-		// period: its cycle evicted one pod at once, the next periodic
-		// cycle (8.8 s later) another, as the kubelet's notifier and
-		// periodic loop do (one-eviction-per-cycle now counts the
-		// notifier's cycles).
+		// Memory crossed the notifier's threshold 1.2 s after a periodic
+		// cycle: the notifier's cycle evicted one pod at once, the next
+		// periodic cycle (8.8 s later) another, as the kubelet's notifier
+		// handler and periodic loop do (one-eviction-per-cycle now counts
+		// the notifier's cycles).
 		{"notifier cycle between two periodic ones", "eviction", 0, "create-qos:2,3,0@100;create-qos:2,2,2@960;wait:0,0,0@10000;node-disk:2,0,0@100;node-memory:4,0,0@100"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
