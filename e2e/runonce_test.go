@@ -53,6 +53,9 @@ func TestNeverPodRunsContainerLeftCreated(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Never started, it needs no mounts; containerd would make their
+	// missing sources (the pod's hosts file) directories.
+	cCfg.Mounts = nil
 	created, err := e.cri.CreateContainer(ctx, &runtimeapi.CreateContainerRequest{PodSandboxId: sb.PodSandboxId, Config: cCfg, SandboxConfig: sbCfg})
 	if err != nil {
 		t.Fatalf("CreateContainer: %v", err)
