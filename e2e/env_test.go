@@ -299,6 +299,13 @@ func (e *env) logsQuery(t *testing.T, p *corev1.Pod, container, token, query str
 // restartLockstep SIGKILLs lockstep and starts it again with the same args.
 func (e *env) restartLockstep(t *testing.T) {
 	t.Helper()
+	e.killLockstep(t)
+	e.startLockstep(t)
+}
+
+// killLockstep SIGKILLs lockstep and waits (up to 5 s) until it is gone.
+func (e *env) killLockstep(t *testing.T) {
+	t.Helper()
 	b, err := os.ReadFile(filepath.Join(e.dir, "pids", "lockstep"))
 	if err != nil {
 		t.Fatal(err)
@@ -310,6 +317,11 @@ func (e *env) restartLockstep(t *testing.T) {
 	for i := 0; i < 50 && syscall.Kill(pid, 0) == nil; i++ {
 		time.Sleep(100 * time.Millisecond)
 	}
+}
+
+// startLockstep starts lockstep with the args in $E2E_DIR/lockstep.args.
+func (e *env) startLockstep(t *testing.T) {
+	t.Helper()
 	script := filepath.Join("..", "hack", "e2e", "start-lockstep.sh")
 	cmd := exec.Command(script)
 	cmd.Env = append(os.Environ(), "E2E_DIR="+e.dir)

@@ -272,3 +272,54 @@ func TestPreviousInstanceKept(t *testing.T) {
 
 // containerGCWait is longer than the agent's container GC period.
 const containerGCWait = 61 * time.Second
+
+// TestNeverPodCreatedInDeadSandbox: the agent dies between creating the
+// container of a restartPolicy Never pod and starting it, and the pod's
+// sandbox dies meanwhile (the node went down): the restarted agent runs
+// the container, which never ran, in a new sandbox, and the pod succeeds.
+// (Upstream's kubernetes#118321: the kubelet gives such a pod no new
+// sandbox, since it has a container, and it stays Pending for good.)
+func TestNeverPodCreatedInDeadSandbox(t *testing.T) {
+	h := start(t, 43)
+	c := NewChecker(h)
+	pod := NewPod("job", h.NodeName, Restart(corev1.RestartPolicyNever), Exits("app", 2*time.Second, 0))
+	hang := h.Runtime.Hang("StartContainer", "")
+	pod = mustCreate(t, h, pod)
+	runUntil(t, h, "StartContainer caught", time.Minute, hang.Caught)
+	h.CrashAgent()
+	hang.Release()
+	for _, sb := range h.Runtime.TrueSandboxes() {
+		if err := h.Runtime.StopPodSandbox(context.Background(), sb.Id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := RunChecked(h, c, time.Second, 100*time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	h.StartAgent()
+	runUntil(t, h, "job Succeeded", 2*time.Minute, func() bool {
+		c.Check()
+		return PodIs(h, "default", "job", corev1.PodSucceeded, false)
+	})
+	if err := RunChecked(h, c, 30*time.Second, 100*time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	reportViolations(t, c)
+	want := []RuntimeContainer{{PodUID: pod.UID, Name: "app", Attempt: 1, State: runtimeapi.ContainerState_CONTAINER_EXITED}}
+	got := PodContainers(h, pod.UID)
+	for i := range got {
+		got[i].ID = ""
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("runtime containers of job (-want +got):\n%s", diff)
+	}
+	sandboxes := map[uint32]runtimeapi.PodSandboxState{}
+	for _, sb := range h.Runtime.TrueSandboxes() {
+		if types.UID(sb.Metadata.GetUid()) == pod.UID {
+			sandboxes[sb.Metadata.GetAttempt()] = sb.State
+		}
+	}
+	if _, ok := sandboxes[1]; !ok {
+		t.Errorf("sandboxes of job by attempt: %v, want one of attempt 1", sandboxes)
+	}
+}

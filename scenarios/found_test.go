@@ -96,6 +96,34 @@ func TestFoundBySweeps(t *testing.T) {
 		// pod and stopped it late (grace-honoured; api-flaky's excuse now
 		// covers the source's recovery after the heal).
 		{"flaky watch after an outage", "api-faults", 430, "delete:23,0,0@9277;api-compact:0,0,0@1117;delete:11,0,0@5878;api-conflicts:1,0,0@3735;api-latency:5,3987,0@5331;api-drop-watches:0,0,0@14391;api-latency:0,3667,0@5329;api-compact:0,0,0@3095;update:23,0,0@18714;api-flaky:36,0,0@13864;api-stale-reads:2359,0,0@2412;api-stale-reads:4251,0,0@11875;api-compact:0,0,0@3539;api-compact:0,0,0@18454;api-flaky:40,0,0@18604;api-outage:43105,0,0@613;wait:0,0,0@10440;create:6,0,0@13077;delete:23,0,0@4348"},
+		// A restartPolicy Never pod's first sandbox came up without an IP
+		// and StartContainer failed, leaving its container Created; the
+		// next sync replaced the sandbox but, the pod's container having
+		// an instance, gave it no new one, and the Created instance stayed
+		// for good with the pod Pending (no-stuck-created; upstream's
+		// kubernetes#118321). An instance never started has not run: a
+		// new sandbox now runs it.
+		{"Never pod's container Created when its sandbox died", "runtime-faults", 0, "sandbox-no-ip:3,0,0@100;cri-error:6,0,4@1173;create:2,0,0@100"},
+		// A pod whose containers' StartContainer failed (Created) hit its
+		// activeDeadlineSeconds while its sandbox without an IP could not
+		// be stopped: Failed, with its Created instances kept as dead ones
+		// until the pod is deleted, as the kubelet keeps them
+		// (no-stuck-created no longer judges a finished pod's instances).
+		{"finished pod's Created instances kept", "runtime-faults", 0, "create:4,0,0@100;sandbox-no-ip:3,0,0@100;runtime-restart:802,0,0@3591;wait:0,0,0@109;delete:12,0,0@100;cri-latency:4,102,6@100;create:17,0,0@212;cri-error:1,1,4@8715;cri-error:6,0,4@18778;create:14,0,0@100;create:2,0,0@100"},
+		// A pod created and deleted within 3 s, then disk pressure: the
+		// eviction reclaim removed busybox (used by that pod) before
+		// nginx (never used). The collector records uses only when it
+		// detects images (every 5 min, and at each reclaim), as the
+		// kubelet's, and the pod came and went between two detections
+		// (image-gc-lru now judges only uses the collector must have
+		// seen).
+		{"image used between two detections", "mixed", 0, "create:3,0,0@100;api-compact:0,0,0@1122;delete:6,0,0@100;node-disk:1,1,0@100"},
+		// Memory crossed the notifier's threshold 1.2 s after a periodic
+		// cycle: the notifier's cycle evicted one pod at once, the next
+		// periodic cycle (8.8 s later) another, as the kubelet's notifier
+		// handler and periodic loop do (one-eviction-per-cycle now counts
+		// the notifier's cycles).
+		{"notifier cycle between two periodic ones", "eviction", 0, "create-qos:2,3,0@100;create-qos:2,2,2@960;wait:0,0,0@10000;node-disk:2,0,0@100;node-memory:4,0,0@100"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			actions, err := ParseActions(tc.actions)

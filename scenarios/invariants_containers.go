@@ -6,6 +6,8 @@ import (
 	"strings"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/lockstep-dev/lockstep/node/podspec"
@@ -14,8 +16,11 @@ import (
 
 // MaxCreated bounds how long a container instance may stay in Created
 // (no-stuck-created). The agent starts an instance right after creating
-// it; one left Created by an agent crash between the two calls is removed
-// by the pod's next sync after the agent is back. The bound covers the
+// it; one left Created by an agent crash between the two calls, or by a
+// failed StartContainer, is removed by the pod's next sync after the agent
+// is back (in a new sandbox if the old one died, whatever the restart
+// policy: it never ran). A finished pod's Created instances are dead ones
+// and are not judged. The bound covers the
 // agent's downtime in the scenarios (≤ 5 s), a relist (1 s), an error
 // requeue (≤ 15 s), a stale list (≤ 3 s) and slow CRI calls, with room to
 // spare, counted from the end of any runtime impairment; an instance stuck
@@ -62,7 +67,16 @@ func (c *Checker) checkContainers() {
 		}
 		name := ct.Metadata.GetName()
 		key := string(ref.UID) + "/" + name
-		c.checkCreated(ct, key, now)
+		if c.podFinished(ref.UID) {
+			// A finished pod's instances are dead, Created ones too: the
+			// kubelet starts nothing of it again, and keeps them (its
+			// container GC counts a Created container as dead and removes
+			// a pod's last dead instances only once the pod is deleted or
+			// evicted: kuberuntime_gc.go, ShouldPodContentBeRemoved).
+			delete(c.ctr.createdSince, ct.Id)
+		} else {
+			c.checkCreated(ct, key, now)
+		}
 		log := podspec.ContainerLogFile("", ref, name, int(ct.Metadata.GetAttempt()))
 		if c.h.Files.Exists(log) {
 			if c.ctr.started[key] == nil {
@@ -99,6 +113,13 @@ func (c *Checker) checkContainers() {
 	for _, key := range slices.Sorted(maps.Keys(live)) {
 		c.checkPrevious(key, live[key], present)
 	}
+}
+
+// podFinished reports whether the API phase of pod uid is Succeeded or
+// Failed.
+func (c *Checker) podFinished(uid types.UID) bool {
+	phase := c.lastPhase[uid]
+	return phase == corev1.PodSucceeded || phase == corev1.PodFailed
 }
 
 // checkCreated is no-stuck-created for one instance.

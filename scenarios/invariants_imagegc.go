@@ -17,15 +17,29 @@ const gcRaceSlack = 2 * time.Second
 
 // imageGCChecks is what image-gc-safe and image-gc-lru remember: the
 // removals already judged, when each image was first seen and last used
-// (by a container of any state), and whether it ever was.
+// (by a container of any state), and whether it ever was; when its current
+// run of use began and how long its longest run lasted.
 type imageGCChecks struct {
 	seen      int
 	firstSeen map[string]time.Duration
 	lastUsed  map[string]time.Duration
+	useSince  map[string]time.Duration
+	longest   map[string]time.Duration
 }
 
 func newImageGCChecks() *imageGCChecks {
-	return &imageGCChecks{firstSeen: map[string]time.Duration{}, lastUsed: map[string]time.Duration{}}
+	return &imageGCChecks{firstSeen: map[string]time.Duration{}, lastUsed: map[string]time.Duration{},
+		useSince: map[string]time.Duration{}, longest: map[string]time.Duration{}}
+}
+
+// seenUsed reports whether the collector must have seen image id in use:
+// it records uses only when it detects images (every period, and at each
+// eviction reclaim), as the kubelet's does, so a use that came and went
+// between two detections (a pod created and deleted within seconds) may
+// have escaped it. A run of use longer than a period cannot.
+func (g *imageGCChecks) seenUsed(id string, period time.Duration) bool {
+	_, ever := g.lastUsed[id]
+	return ever && g.longest[id] > period+time.Second
 }
 
 // checkImageGC follows image use and judges the runtime's new removals:
@@ -36,7 +50,9 @@ func newImageGCChecks() *imageGCChecks {
 //   - image-gc-lru: an image removed while another, clearly less recently
 //     used (by more than two collection periods, the granularity of the
 //     agent's records), stayed although it was removable (present longer
-//     than the minimum age plus a period, unused, not pinned).
+//     than the minimum age plus a period, unused, not pinned); one never
+//     used counts as less recently used only than an image the collector
+//     must have seen in use (seenUsed).
 func (c *Checker) checkImageGC() {
 	g := c.imagegc
 	now := c.h.K.Elapsed()
@@ -51,9 +67,18 @@ func (c *Checker) checkImageGC() {
 		if _, ok := g.firstSeen[img.GetId()]; !ok {
 			g.firstSeen[img.GetId()] = now
 		}
-		if used[img.GetId()] || slices.ContainsFunc(img.GetRepoTags(), func(t string) bool { return used[t] }) {
-			g.lastUsed[img.GetId()] = now
+		id := img.GetId()
+		if !used[id] && !slices.ContainsFunc(img.GetRepoTags(), func(t string) bool { return used[t] }) {
+			delete(g.useSince, id)
+			continue
 		}
+		g.lastUsed[id] = now
+		since, ok := g.useSince[id]
+		if !ok {
+			since = now
+			g.useSince[id] = now
+		}
+		g.longest[id] = max(g.longest[id], now-since)
 	}
 	removals := c.h.Runtime.Removals()
 	epoch := c.h.K.Now().Add(-now)
@@ -84,7 +109,7 @@ func (c *Checker) judgeOrder(prev, cur fakecri.Removal, period time.Duration) {
 	g := c.imagegc
 	pUsed, pEver := g.lastUsed[prev.ID]
 	cUsed, cEver := g.lastUsed[cur.ID]
-	if !pEver {
+	if !pEver || !cEver && !g.seenUsed(prev.ID, period) {
 		return
 	}
 	if !cEver || pUsed-cUsed > 2*period+10*time.Second {
@@ -101,13 +126,14 @@ func (c *Checker) judgeLRU(id string, tags []string, at time.Duration, present [
 	if !xEver {
 		return // never used: first in the agent's order
 	}
+	seen := g.seenUsed(id, period)
 	for _, img := range present {
 		y := img.GetId()
 		if y == id || img.GetPinned() || g.firstSeen[y]+pol.MinAge+period+margin > at {
 			continue
 		}
 		yUsed, yEver := g.lastUsed[y]
-		if yEver && (at-yUsed < margin || xUsed-yUsed <= margin) {
+		if yEver && (at-yUsed < margin || xUsed-yUsed <= margin) || !yEver && !seen {
 			continue
 		}
 		c.fail("image-gc-lru", "image %v (last used at +%v) removed while %v (last used %s) stayed", tags, xUsed, img.GetRepoTags(), usedWhen(yUsed, yEver))

@@ -41,6 +41,10 @@ type pressureChecks struct {
 	// lastEviction and its agent (restart count); -1: none yet.
 	lastEviction   time.Duration
 	lastEvictionBy int
+	// fired: how many times the memory threshold notifier has fired, as
+	// last seen; firedAt: when that count was first seen (-1: never).
+	fired   int
+	firedAt time.Duration
 	// runningSince: when each container ID was first seen running.
 	runningSince map[string]time.Duration
 	// met: since when each pressure condition's signal has been over a
@@ -63,7 +67,7 @@ type pressureChecks struct {
 }
 
 func newPressureChecks() *pressureChecks {
-	return &pressureChecks{pods: map[types.UID]*corev1.Pod{}, evicted: map[types.UID]map[string]bool{}, lastEviction: -1,
+	return &pressureChecks{pods: map[types.UID]*corev1.Pod{}, evicted: map[types.UID]map[string]bool{}, lastEviction: -1, firedAt: -1,
 		runningSince: map[string]time.Duration{}, met: map[corev1.NodeConditionType]time.Duration{},
 		longMet: map[corev1.NodeConditionType]time.Duration{}, longBy: map[corev1.NodeConditionType]int{},
 		apiConds: map[corev1.NodeConditionType]bool{}, trueFrom: map[corev1.NodeConditionType]time.Duration{},
@@ -104,6 +108,15 @@ func (c *Checker) onWritePressure(r apiserver.Record) {
 	}
 }
 
+// followMemoryThreshold notes when the memory threshold notifier last
+// fired (seen at the latest check or eviction).
+func (c *Checker) followMemoryThreshold() {
+	p := c.pressure
+	if n := c.h.MemoryThresholdFired(); n != p.fired {
+		p.fired, p.firedAt = n, c.h.K.Elapsed()
+	}
+}
+
 // isEviction reports whether the pod's status says the eviction manager
 // evicted it (not a refusal under pressure, which shares the reason).
 func isEviction(p *corev1.Pod) bool {
@@ -124,7 +137,14 @@ func (c *Checker) onEviction(pod *corev1.Pod) {
 	if podutil.IsCriticalPod(pod) {
 		c.fail("critical-survives", "critical pod %s/%s (priority %d) was evicted: %s", pod.Namespace, pod.Name, podutil.Priority(pod), pod.Status.Message)
 	}
-	if p.lastEviction >= 0 && p.lastEvictionBy == c.h.Restarts() && now-p.lastEviction < evictionPeriod-time.Second && !c.impairedWithin(evictionPeriod) {
+	// The memory threshold notifier runs a cycle at once, beside the
+	// periodic ones (as the kubelet's runs synchronize from its handler):
+	// when it fired since (about) the previous eviction, that eviction or
+	// this one may be its cycle's.
+	c.followMemoryThreshold()
+	notified := p.firedAt >= 0 && p.firedAt >= p.lastEviction-time.Second
+	if p.lastEviction >= 0 && p.lastEvictionBy == c.h.Restarts() && now-p.lastEviction < evictionPeriod-time.Second &&
+		!notified && !c.impairedWithin(evictionPeriod) {
 		c.fail("one-eviction-per-cycle", "pod %s/%s evicted %v after the previous eviction (cycle %v)", pod.Namespace, pod.Name, now-p.lastEviction, evictionPeriod)
 	}
 	p.lastEviction, p.lastEvictionBy = now, c.h.Restarts()
@@ -303,6 +323,7 @@ func (c *Checker) onNodeConditions(n *corev1.Node) {
 func (c *Checker) checkPressure(truth []RuntimeContainer) {
 	p := c.pressure
 	now := c.h.K.Elapsed()
+	c.followMemoryThreshold()
 	if c.h.Restarts() != p.agentN {
 		p.agentN, p.agentSince = c.h.Restarts(), now
 	}

@@ -159,14 +159,18 @@ func ComputeActions(in Inputs) Actions {
 		acts.SandboxID = sb.ID
 	}
 	if acts.CreateSandbox {
-		// A pod none of whose containers may run again (restartPolicy
-		// Never, or every container's own policy says so) and whose
-		// containers already ran does not get a new sandbox (they would
-		// run twice).
-		// Nor does a pod whose regular containers all ran and may not run
-		// again (OnFailure, all succeeded): it is done, and its init
-		// containers and sidecars would run again for nothing.
-		if podutil.RunsOnce(pod) && hasSandbox && len(st.Containers) > 0 || len(regularToStart(in)) == 0 {
+		// A new sandbox runs only what may still run (regularToStart,
+		// nextInit). A pod with nothing left gets none: one whose regular
+		// containers all ran and may not run again (restartPolicy Never,
+		// or OnFailure and all succeeded) is done, and its init
+		// containers and sidecars would run again for nothing; so is a
+		// pod that runs once whose init container ran and may not run
+		// again without having succeeded (initSpent). An instance created
+		// but never started has not run: a Never pod whose sandbox died
+		// while it held one (StartContainer failed, the agent died
+		// between create and start) runs it in a new sandbox instead of
+		// staying Pending for good (upstream's kubernetes#118321).
+		if initSpent(in) || len(regularToStart(in)) == 0 {
 			acts.CreateSandbox, acts.Attempt, acts.SandboxReason = false, 0, ""
 			acts.KillPod = len(st.Running()) > 0 || hasReadySandbox(st)
 			return acts
@@ -231,7 +235,11 @@ func computeInit(in Inputs, acts *Actions) (initialized, failed bool) {
 	}
 	frontier := initFrontier(in)
 	if frontier < 0 {
-		acts.Start = append(acts.Start, ContainerStart{Name: inits[0].Name, Init: true, RestartCount: nextCount(in.Status, inits[0].Name)})
+		first := nextInit(in, 0)
+		if first == len(inits) {
+			return true, false
+		}
+		acts.Start = append(acts.Start, ContainerStart{Name: inits[first].Name, Init: true, Index: first, RestartCount: nextCount(in.Status, inits[first].Name)})
 		return false, false
 	}
 	initialized = frontier == len(inits)
@@ -245,11 +253,14 @@ func computeInit(in Inputs, acts *Actions) (initialized, failed bool) {
 			acts.Start = nil
 			return false, true
 		case initDone:
-			if i == frontier && i == len(inits)-1 {
+			if i != frontier {
+				continue
+			}
+			if n := nextInit(in, i+1); n == len(inits) {
 				initialized = true
-			} else if i == frontier {
-				next := &inits[i+1]
-				acts.Start = append(acts.Start, ContainerStart{Name: next.Name, Init: true, Index: i + 1, RestartCount: nextCount(in.Status, next.Name)})
+			} else {
+				next := &inits[n]
+				acts.Start = append(acts.Start, ContainerStart{Name: next.Name, Init: true, Index: n, RestartCount: nextCount(in.Status, next.Name)})
 			}
 		}
 	}
@@ -437,30 +448,106 @@ func waitsRegular(pod *corev1.Pod, acts Actions) bool {
 }
 
 // computeFreshSandbox plans the containers of a new sandbox: the init
-// containers run again from the first; regular containers that finished
-// for good (per the restart policy) are not started again.
+// containers run again from the first (but for those of a pod that runs
+// once which succeeded already: nextInit); regular containers that ran and
+// may not run again (per the restart policies) are not started again.
 func computeFreshSandbox(in Inputs, acts *Actions) {
 	pod, st := in.Pod, in.Status
-	if len(pod.Spec.InitContainers) > 0 {
-		c := pod.Spec.InitContainers[0]
-		acts.Start = append(acts.Start, ContainerStart{Name: c.Name, Init: true, Index: 0, RestartCount: nextCount(st, c.Name)})
+	if first := nextInit(in, 0); first < len(pod.Spec.InitContainers) {
+		c := pod.Spec.InitContainers[first]
+		acts.Start = append(acts.Start, ContainerStart{Name: c.Name, Init: true, Index: first, RestartCount: nextCount(st, c.Name)})
 		return
 	}
 	acts.Start = append(acts.Start, regularToStart(in)...)
 }
 
 // regularToStart lists the regular containers a fresh sandbox runs: all
-// but those that exited and may not run again.
+// but those whose last started instance may not run again (it exited, or
+// is killed with the old sandbox, and the restart policies say no). An
+// instance created but never started did not run.
 func regularToStart(in Inputs) []ContainerStart {
 	pod, st := in.Pod, in.Status
 	var out []ContainerStart
-	for i, c := range pod.Spec.Containers {
-		if latest, ok := st.Latest(c.Name); ok && latest.State == podstate.ContainerExited && !podutil.ShouldRestart(pod, &c, false, latest.ExitCode) {
+	for i := range pod.Spec.Containers {
+		c := &pod.Spec.Containers[i]
+		if ran, ok := lastRan(st, c.Name); ok && !mayRunAgain(pod, c, false, ran) {
 			continue
 		}
 		out = append(out, ContainerStart{Name: c.Name, Index: i, RestartCount: nextCount(st, c.Name)})
 	}
 	return out
+}
+
+// lastRan is the newest instance of the named container that started
+// (any state but Created), if any.
+func lastRan(st *podstate.PodStatus, name string) (podstate.Container, bool) {
+	if st == nil {
+		return podstate.Container{}, false
+	}
+	for _, c := range st.Containers {
+		if c.Name == name && c.State != podstate.ContainerCreated {
+			return c, true
+		}
+	}
+	return podstate.Container{}, false
+}
+
+// mayRunAgain reports whether container c may run another instance after
+// instance ran: after an exit, as its restart policies say for the exit
+// code; when it is still running or unknown (it is about to be killed),
+// as they say after a kill.
+func mayRunAgain(pod *corev1.Pod, c *corev1.Container, init bool, ran podstate.Container) bool {
+	switch ran.State {
+	case podstate.ContainerExited:
+		return podutil.ShouldRestart(pod, c, init, ran.ExitCode)
+	case podstate.ContainerCreated:
+		return true
+	default:
+		return podutil.RestartsAfterKill(pod, c, init)
+	}
+}
+
+// initDoneForGood reports whether init container c has done its work for
+// good: in a pod that runs once (podutil.RunsOnce), a regular init
+// container that succeeded, in this sandbox or an earlier one. A new
+// sandbox does not run it again (none of the pod's containers runs
+// twice); its sidecars do run again.
+func initDoneForGood(in Inputs, c *corev1.Container) bool {
+	if podutil.IsSidecar(c) || !podutil.RunsOnce(in.Pod) {
+		return false
+	}
+	ran, ok := lastRan(in.Status, c.Name)
+	return ok && ran.State == podstate.ContainerExited && ran.ExitCode == 0
+}
+
+// nextInit is the index of the first init container from index from on
+// that a sandbox still has to run (initDoneForGood ones are skipped), or
+// the number of init containers when none is left.
+func nextInit(in Inputs, from int) int {
+	inits := in.Pod.Spec.InitContainers
+	for from < len(inits) && initDoneForGood(in, &inits[from]) {
+		from++
+	}
+	return from
+}
+
+// initSpent reports whether a pod that runs once can never initialize in
+// a new sandbox: one of its regular init containers ran, did not succeed,
+// and may not run again.
+func initSpent(in Inputs) bool {
+	if !podutil.RunsOnce(in.Pod) {
+		return false
+	}
+	for i := range in.Pod.Spec.InitContainers {
+		c := &in.Pod.Spec.InitContainers[i]
+		if podutil.IsSidecar(c) || initDoneForGood(in, c) {
+			continue
+		}
+		if ran, ok := lastRan(in.Status, c.Name); ok && !mayRunAgain(in.Pod, c, true, ran) {
+			return true
+		}
+	}
+	return false
 }
 
 // restartAfterFailure starts the container again unless its crash-loop
