@@ -23,6 +23,8 @@ func NodeName(agent string) string { return "bc-" + agent }
 // running is an agent's processes during one run.
 type running struct {
 	procs []*proc
+	// pprofPort is the secure port serving /debug/pprof (lockstep), or 0.
+	pprofPort int
 }
 
 func (r *running) pids() []int {
@@ -128,6 +130,7 @@ func (d *driver) startAgent(ctx context.Context, agent string, qps, burst int, l
 			return nil, err
 		}
 		r.procs = append(r.procs, p)
+		r.pprofPort = port
 	default:
 		return nil, fmt.Errorf("unknown agent %q (kubemark, lockstep, lockstep-relist, ceiling)", agent)
 	}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -212,5 +213,30 @@ func TestCeilingPatch(t *testing.T) {
 		if !strings.Contains(got, s) {
 			t.Errorf("patch lacks %s: %s", s, got)
 		}
+	}
+}
+
+func TestLoadConfig(t *testing.T) {
+	t.Setenv("BENCH_COMPARE_N", "100 2000")
+	t.Setenv("BENCH_COMPARE_QPS", "1000/2000 50/100")
+	t.Setenv("BENCH_COMPARE_AGENTS", "kubemark lockstep")
+	t.Setenv("BENCH_COMPARE_RELIST_N", "")
+	t.Setenv("BENCH_COMPARE_IDLE", "30")
+	c, err := loadConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := []string{fmt.Sprint(c.ns), fmt.Sprint(c.qps), fmt.Sprint(c.agents), fmt.Sprint(c.relistN), c.idle.String()}
+	want := []string{"[100 2000]", "[1000/2000 50/100]", "[kubemark lockstep]", "map[100:true]", "30s"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("loadConfig (-want +got):\n%s", diff)
+	}
+	for name, bad := range map[string]string{"BENCH_COMPARE_QPS": "50", "BENCH_COMPARE_N": "ten", "BENCH_COMPARE_AGENTS": "kubelet"} {
+		t.Run(name, func(t *testing.T) {
+			t.Setenv(name, bad)
+			if _, err := loadConfig(); err == nil || !strings.Contains(err.Error(), name) {
+				t.Errorf("%s=%q: error %v, want one naming the variable", name, bad, err)
+			}
+		})
 	}
 }

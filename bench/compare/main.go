@@ -9,15 +9,20 @@
 // clients, default "1000/2000 50/100"), BENCH_COMPARE_AGENTS (default
 // "ceiling kubemark lockstep lockstep-relist"), BENCH_COMPARE_RELIST_N (the
 // N at which lockstep-relist runs, default "100"), BENCH_COMPARE_IDLE
-// (seconds of the idle window, default 60).
+// (seconds of the idle window, default 60), BENCH_COMPARE_PROFILE (seconds
+// of a CPU profile of lockstep from /debug/pprof taken from the start of
+// the creations, saved beside the run's logs; default 0: none).
 package main
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"flag"
 	"fmt"
+	"io"
 	"log"
+	"net/http"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -53,6 +58,7 @@ type config struct {
 	agents  []string
 	relistN map[int]bool
 	idle    time.Duration
+	profile time.Duration
 }
 
 func envOr(name, def string) string {
@@ -110,6 +116,11 @@ func loadConfig() (config, error) {
 		return c, fmt.Errorf("BENCH_COMPARE_IDLE: %q is not a number of seconds", os.Getenv("BENCH_COMPARE_IDLE"))
 	}
 	c.idle = time.Duration(idle) * time.Second
+	prof, err := strconv.Atoi(envOr("BENCH_COMPARE_PROFILE", "0"))
+	if err != nil || prof < 0 {
+		return c, fmt.Errorf("BENCH_COMPARE_PROFILE: %q is not a number of seconds", os.Getenv("BENCH_COMPARE_PROFILE"))
+	}
+	c.profile = time.Duration(prof) * time.Second
 	return c, nil
 }
 
@@ -336,6 +347,9 @@ func (d *driver) run(ctx context.Context, agent string, n int, q qpsSetting) (re
 	}
 	relist0 := d.track.relists()
 	ready0, _ := d.track.counts()
+	if ag != nil && ag.pprofPort != 0 && d.cfg.profile > 0 {
+		go saveProfile(runCtx, ag.pprofPort, d.cfg.profile, filepath.Join(logDir, "lockstep-cpu.pprof"))
+	}
 	t0 := time.Now()
 	d.forEach(ctx, names, func(ctx context.Context, name string) error {
 		d.track.expect(name, time.Now())
@@ -540,4 +554,32 @@ func benchPod(name, node string) *corev1.Pod {
 			}},
 		},
 	}
+}
+
+// saveProfile fetches a CPU profile of secs from lockstep's /debug/pprof
+// (its secure port, self-signed, AlwaysAllow in this benchmark) into path.
+func saveProfile(ctx context.Context, port int, secs time.Duration, path string) {
+	c := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
+	url := fmt.Sprintf("https://127.0.0.1:%d/debug/pprof/profile?seconds=%d", port, int(secs.Seconds()))
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		log.Printf("profile: %v", err)
+		return
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		log.Printf("profile of lockstep: %v", err)
+		return
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		log.Printf("profile of lockstep: status %s, %v", resp.Status, err)
+		return
+	}
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		log.Printf("profile of lockstep: %v", err)
+		return
+	}
+	log.Printf("CPU profile of lockstep (%s) in %s", secs, path)
 }
