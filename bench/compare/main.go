@@ -459,10 +459,10 @@ func (d *driver) run(ctx context.Context, agent string, n int, q qpsSetting) (re
 	if len(deletes) == n {
 		res.DeleteRate = Rate(n, lastGone.Sub(t2))
 	}
-	log.Printf("%s N=%d QPS %s: start %.1f pods/s (p50 %s p99 %s), delete %.1f pods/s (p99 %s), req/pod start %s / delete %s, idle %.2f req/s, CPU %.2f ms/pod, RSS %.0f MiB",
+	log.Printf("%s N=%d QPS %s: start %.1f pods/s (p50 %s p99 %s), delete %.1f pods/s (p99 %s), req/pod start %s / delete %s, idle %.2f req/s, agent CPU %s ms/pod, RSS %s MiB",
 		agent, n, qpsLabel(res.QPS), res.StartRate, res.StartP50.Round(time.Millisecond), res.StartP99.Round(time.Millisecond),
 		res.DeleteRate, res.DeleteP99.Round(time.Millisecond), trimFloat(res.StartReqs.Total(true)), trimFloat(res.DeleteReqs.Total(true)),
-		res.IdleReqs.Total(true), res.AgentCPUPerPod*1000, res.PeakRSSMiB)
+		res.IdleReqs.Total(true), orDash(res.AgentCPUPerPod*1000, "%.2f"), orDash(res.PeakRSSMiB, "%.0f"))
 	return res
 }
 
@@ -538,7 +538,8 @@ func (d *driver) cleanup(node, prefix string) {
 	_ = prefix
 }
 
-// benchPod is the pod every agent runs: one busybox container, no volumes.
+// benchPod is the pod every agent runs: one busybox container, no volumes
+// (no service account token), the default 30 s grace period.
 func benchPod(name, node string) *corev1.Pod {
 	no := false
 	return &corev1.Pod{
@@ -547,9 +548,13 @@ func benchPod(name, node string) *corev1.Pod {
 			NodeName:                     node,
 			AutomountServiceAccountToken: &no,
 			Containers: []corev1.Container{{
-				Name:            "c",
-				Image:           "busybox:latest",
-				Command:         []string{"sleep", "3600"},
+				Name:  "c",
+				Image: "busybox:latest",
+				// A server that exits on SIGTERM, as most do: `sleep` as
+				// PID 1 ignores it, and lockstep fakecri models that (the
+				// kill would wait out the 30 s grace period), while
+				// kubemark's fake runtime stops everything at once.
+				Command:         []string{"httpd", "-f", "-p", "8080"},
 				ImagePullPolicy: corev1.PullIfNotPresent,
 			}},
 		},
