@@ -232,7 +232,7 @@ func SVG(rs []Result) string {
 			}
 			return float64(bottom) - float64(bottom-top)*v/maxV
 		}
-		draw := func(m map[string]*series, dash string) {
+		draw := func(m map[string]*series, dash string, hollow bool) {
 			for si, name := range names {
 				s := m[name]
 				if s == nil {
@@ -242,7 +242,12 @@ func SVG(rs []Result) string {
 				for i, n := range ns {
 					if v, ok := s.points[n]; ok {
 						pts = append(pts, fmt.Sprintf("%.1f,%.1f", xOf(i), yOf(v)))
-						fmt.Fprintf(&b, `<circle cx="%.1f" cy="%.1f" r="3" fill="%s"/>`+"\n", xOf(i), yOf(v), palette[si%len(palette)])
+						color := palette[si%len(palette)]
+						fill := color
+						if hollow {
+							fill = "white"
+						}
+						fmt.Fprintf(&b, `<circle cx="%.1f" cy="%.1f" r="3.5" fill="%s" stroke="%s" stroke-width="1.5"/>`+"\n", xOf(i), yOf(v), fill, color)
 					}
 				}
 				if len(pts) > 1 {
@@ -250,13 +255,13 @@ func SVG(rs []Result) string {
 				}
 			}
 		}
-		draw(solid, "")
+		draw(solid, "", false)
 		if dashed != nil {
-			draw(dashed, ` stroke-dasharray="6,4"`)
+			draw(dashed, ` stroke-dasharray="6,4"`, true)
 		}
 	}
-	panel(left, "pods/s to Running+Ready (solid) and deleted → gone (dashed)", "pods/s", start, del)
-	panel(left+panelW+100, "agent CPU per pod (start + delete)", "CPU ms per pod", cpu, nil)
+	panel(left, "pods/s: started (solid), deleted (dashed, hollow)", "pods/s", start, del)
+	panel(left+panelW+100, "agent CPU per pod, start + delete", "CPU ms per pod", cpu, nil)
 	for i, name := range names {
 		x := left + (i%4)*230
 		y := bottom + 56 + (i/4)*18
