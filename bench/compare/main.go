@@ -356,7 +356,7 @@ func (d *driver) run(ctx context.Context, agent string, n int, q qpsSetting) (re
 		_, err := d.admin.CoreV1().Pods(Namespace).Create(ctx, benchPod(name, node), metav1.CreateOptions{})
 		return err
 	})
-	startErr := waitFor(ctx, "pods Running+Ready", time.Minute+time.Duration(n)*100*time.Millisecond, time.Minute,
+	startErr := waitFor(ctx, "pods Running+Ready", time.Minute+time.Duration(n)*250*time.Millisecond, time.Minute,
 		func() (int, int, string) { r, _ := d.track.counts(); return r - ready0, n, dead() })
 	m1, err := d.scrape(ctx)
 	if err != nil {
@@ -411,7 +411,7 @@ func (d *driver) run(ctx context.Context, agent string, n int, q qpsSetting) (re
 		d.track.deleting(name, time.Now())
 		return d.admin.CoreV1().Pods(Namespace).Delete(ctx, name, metav1.DeleteOptions{})
 	})
-	delErr := waitFor(ctx, "pods gone", time.Minute+time.Duration(n)*100*time.Millisecond, time.Minute,
+	delErr := waitFor(ctx, "pods gone", time.Minute+time.Duration(n)*250*time.Millisecond, time.Minute,
 		func() (int, int, string) { _, g := d.track.counts(); return g - gone0, n, dead() })
 	m3, err := d.scrape(ctx)
 	if err != nil {
