@@ -201,16 +201,15 @@ func (d *driver) main(pidDir string) error {
 		FillCeilingFractions(rs)
 		_ = writeOutputs(d.out, rs)
 	}
-	for _, n := range cfg.ns {
-		for _, agent := range cfg.agents {
-			if agent == LockstepRelistAgent && !cfg.relistN[n] {
-				continue
-			}
-			settings := cfg.qps
-			if agent == CeilingAgent {
-				settings = []qpsSetting{{}} // not rate limited: once per N
-			}
-			for _, q := range settings {
+	// QPS settings outermost, so that a run cut short has whole curves
+	// against N; the ceiling (not rate limited) runs once per N, in the
+	// first pass.
+	for qi, q := range cfg.qps {
+		for _, n := range cfg.ns {
+			for _, agent := range cfg.agents {
+				if agent == LockstepRelistAgent && !cfg.relistN[n] || agent == CeilingAgent && qi > 0 {
+					continue
+				}
 				if ctx.Err() != nil {
 					return ctx.Err()
 				}
