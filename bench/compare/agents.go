@@ -16,6 +16,10 @@ const (
 	LockstepRelistAgent = "lockstep-relist"
 )
 
+// MaxPods is both agents' --max-pods: above every N measured (the
+// kubelet's default, 110, would reject the rest as OutOfpods).
+const MaxPods = 5000
+
 // NodeName is the node each agent registers as (one per agent, so every
 // run starts from its own Node object).
 func NodeName(agent string) string { return "bc-" + agent }
@@ -90,7 +94,7 @@ func (d *driver) startAgent(ctx context.Context, agent string, qps, burst int, l
 		p, err := startProc("kubemark", logPath, []string{"TMPDIR=" + work}, d.kubemark,
 			"--morph=kubelet", "--name="+node, "--kubeconfig="+kubeconfig,
 			"--kube-api-qps="+strconv.Itoa(qps), "--kube-api-burst="+strconv.Itoa(burst),
-			"--use-host-image-service=false",
+			"--use-host-image-service=false", "--max-pods="+strconv.Itoa(MaxPods),
 			"--kubelet-port="+strconv.Itoa(port), "--kubelet-read-only-port=0")
 		if err != nil {
 			return nil, err
@@ -120,7 +124,7 @@ func (d *driver) startAgent(ctx context.Context, agent string, qps, burst int, l
 			"--container-logs-dir="+filepath.Join(work, "containers"),
 			"--address=127.0.0.1", "--port="+strconv.Itoa(port), "--read-only-port=0",
 			"--authorization-mode=AlwaysAllow",
-			"--image-gc-high-threshold=100",
+			"--image-gc-high-threshold=100", "--max-pods="+strconv.Itoa(MaxPods),
 			// As kubemark's hollow kubelet: no cgroups (the fake runtime
 			// runs nothing).
 			"--cgroups-per-qos=false", "--enforce-node-allocatable=none",

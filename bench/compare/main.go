@@ -128,6 +128,7 @@ func loadConfig() (config, error) {
 type driver struct {
 	dir, lockstep, kubemark, out string
 	serverPIDs                   []int
+	adminToken                   string
 	admin                        kubernetes.Interface
 	track                        *tracker
 	cfg                          config
@@ -175,6 +176,11 @@ func (d *driver) main(pidDir string) error {
 		}
 		d.serverPIDs = append(d.serverPIDs, pid)
 	}
+	tok, err := os.ReadFile(filepath.Join(d.dir, "admin.token"))
+	if err != nil {
+		return fmt.Errorf("admin token: %w", err)
+	}
+	d.adminToken = strings.TrimSpace(string(tok))
 	ctx, cancel := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer cancel()
 	restCfg, err := clientConfig(filepath.Join(d.dir, "admin.kubeconfig"))
@@ -347,7 +353,7 @@ func (d *driver) run(ctx context.Context, agent string, n int, q qpsSetting) (re
 	relist0 := d.track.relists()
 	ready0, _ := d.track.counts()
 	if ag != nil && ag.pprofPort != 0 && d.cfg.profile > 0 {
-		go saveProfile(runCtx, ag.pprofPort, d.cfg.profile, filepath.Join(logDir, "lockstep-cpu.pprof"))
+		go saveProfile(runCtx, ag.pprofPort, d.adminToken, d.cfg.profile, filepath.Join(logDir, "lockstep-cpu.pprof"))
 	}
 	t0 := time.Now()
 	d.forEach(ctx, names, func(ctx context.Context, name string) error {
@@ -561,8 +567,9 @@ func benchPod(name, node string) *corev1.Pod {
 }
 
 // saveProfile fetches a CPU profile of secs from lockstep's /debug/pprof
-// (its secure port, self-signed, AlwaysAllow in this benchmark) into path.
-func saveProfile(ctx context.Context, port int, secs time.Duration, path string) {
+// (its secure port, self-signed; the admin token, checked by TokenReview,
+// AlwaysAllow in this benchmark) into path.
+func saveProfile(ctx context.Context, port int, token string, secs time.Duration, path string) {
 	c := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
 	url := fmt.Sprintf("https://127.0.0.1:%d/debug/pprof/profile?seconds=%d", port, int(secs.Seconds()))
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
@@ -570,6 +577,7 @@ func saveProfile(ctx context.Context, port int, secs time.Duration, path string)
 		log.Printf("profile: %v", err)
 		return
 	}
+	req.Header.Set("Authorization", "Bearer "+token)
 	resp, err := c.Do(req)
 	if err != nil {
 		log.Printf("profile of lockstep: %v", err)
