@@ -72,8 +72,12 @@ func TestRequestsDiff(t *testing.T) {
 	if got := per.Total(true); got != 2.02 {
 		t.Errorf("Total without WATCH = %v, want 2.02", got)
 	}
+	per["WATCH nodes"] = 0.004 // rounds to 0: left out
 	if got := per.String(); got != "PATCH pods/status 2, PUT leases 0.02, WATCH pods 0.01" {
 		t.Errorf("String = %q", got)
+	}
+	if got := (Requests{"GET pods": 0.001}).String(); got != "none" {
+		t.Errorf("String of only tiny counts = %q, want none", got)
 	}
 }
 

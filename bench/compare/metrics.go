@@ -162,14 +162,17 @@ func (r Requests) Keys() []RequestKey {
 	return keys
 }
 
-// String formats the counts as "VERB res=x.yz, ..." largest first.
+// String formats the counts as "VERB resource x.yz, ..." largest first,
+// leaving out those that round to 0.00.
 func (r Requests) String() string {
-	if len(r) == 0 {
-		return "none"
-	}
 	parts := make([]string, 0, len(r))
 	for _, k := range r.Keys() {
-		parts = append(parts, fmt.Sprintf("%s %s", k, trimFloat(r[k])))
+		if v := trimFloat(r[k]); v != "0" {
+			parts = append(parts, fmt.Sprintf("%s %s", k, v))
+		}
+	}
+	if len(parts) == 0 {
+		return "none"
 	}
 	return strings.Join(parts, ", ")
 }
