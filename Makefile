@@ -4,7 +4,7 @@ PKGS     := ./...
 BIN      := bin/lockstep
 SEED     ?= 1
 
-.PHONY: all build test lint bench sim run run-fakecri e2e bench-real conformance clean regress
+.PHONY: all build test lint bench bench-compare sim run run-fakecri e2e bench-real conformance clean regress
 
 all: build
 
@@ -52,6 +52,15 @@ bench:
 	$(GO) test -run '^$$' -bench 'SimMixed/pods=100$$' -benchtime 5x -cpu 1 ./bench/
 	$(GO) test -run '^$$' -bench 'SimMixed/pods=1000$$' -benchtime 1x -cpu 1 -timeout 30m ./bench/
 	$(GO) test -run '^$$' -bench 'Probes' -benchtime 1x -cpu 1 ./bench/
+
+## bench-compare: lockstep (on `lockstep fakecri`) against the upstream
+## kubelet (kubemark's hollow node) and a trivial ceiling client, one after
+## another on one fresh kube-apiserver + etcd (as root; output dir printed;
+## see docs/benchmarks.md). BENCH_COMPARE_N="100 1000 2000",
+## BENCH_COMPARE_QPS="1000/2000 50/100", BENCH_COMPARE_AGENTS="ceiling
+## kubemark lockstep lockstep-relist" select a quicker run
+bench-compare:
+	hack/bench-compare/run.sh
 
 SIM_SEEDS    ?= 1..2000
 SIM_PARALLEL ?= 2

@@ -5,6 +5,8 @@
 # Writes kubeconfigs: $E2E_DIR/admin.kubeconfig and $E2E_DIR/node.kubeconfig.
 # E2E_DISABLE_ADMISSION (default ServiceAccount: no controller manager runs)
 # and E2E_APISERVER_ARGS (extra words) let hack/conformance run a full cluster.
+# E2E_EXTRA_NODES (space-separated node names, default none) adds a node token
+# for each and writes $E2E_DIR/node-<name>.kubeconfig (hack/bench-compare).
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 source "$here/lib.sh"
@@ -30,6 +32,11 @@ openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj "/CN=127.0.0.1" \
 admin_token=$(openssl rand -hex 16); node_token=$(openssl rand -hex 16)
 printf '%s,admin,admin,system:masters\n%s,system:node:%s,node-%s,system:nodes\n' \
   "$admin_token" "$node_token" "$E2E_NODE" "$E2E_NODE" > "$d/tokens.csv"
+declare -A extra_tokens=()
+for n in ${E2E_EXTRA_NODES:-}; do
+  extra_tokens[$n]=$(openssl rand -hex 16)
+  printf '%s,system:node:%s,node-%s,system:nodes\n' "${extra_tokens[$n]}" "$n" "$n" >> "$d/tokens.csv"
+done
 echo "$admin_token" > "$E2E_DIR/admin.token"
 
 for _ in $(seq 100); do curl -sf "http://127.0.0.1:$etcd_client/health" >/dev/null && break; sleep 0.1; done
@@ -71,6 +78,7 @@ YAML
 }
 kubeconfig "$E2E_DIR/admin.kubeconfig" "$admin_token"
 kubeconfig "$E2E_DIR/node.kubeconfig" "$node_token"
+for n in "${!extra_tokens[@]}"; do kubeconfig "$E2E_DIR/node-$n.kubeconfig" "${extra_tokens[$n]}"; done
 
 for i in $(seq 600); do
   if curl -sf --cacert "$d/serving.crt" -H "Authorization: Bearer $admin_token" "https://127.0.0.1:$api_port/readyz" >/dev/null; then
