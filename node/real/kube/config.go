@@ -32,7 +32,9 @@ func LoadKubeconfig(path string) (*rest.Config, error) {
 // Client on them: a main client limited to qps/burst (zero means
 // DefaultAPIQPS/DefaultAPIBurst) that speaks protobuf, and an unthrottled
 // heartbeat client with opts.HeartbeatTimeout for the node status and
-// lease (unless opts.Heartbeat is already set). cfg is not modified.
+// lease (unless opts.Heartbeat is already set), and an event client of
+// its own limited to opts.EventQPS/EventBurst (unless opts.Events is
+// already set), as the kubelet's. cfg is not modified.
 func NewForConfig(cfg *rest.Config, qps float32, burst int, opts Options) (*Client, error) {
 	if qps == 0 {
 		qps = DefaultAPIQPS
@@ -56,6 +58,23 @@ func NewForConfig(cfg *rest.Config, qps float32, burst int, opts Options) (*Clie
 		opts.Heartbeat, err = kubernetes.NewForConfig(hb)
 		if err != nil {
 			return nil, fmt.Errorf("build heartbeat client for %s: %w", cfg.Host, err)
+		}
+	}
+	if opts.Events == nil {
+		ev := configured(cfg)
+		ev.QPS, ev.Burst = opts.EventQPS, opts.EventBurst
+		switch {
+		case ev.QPS < 0:
+			ev.QPS = -1 // no client-side limit
+		case ev.QPS == 0:
+			ev.QPS = DefaultEventQPS
+		}
+		if ev.Burst <= 0 {
+			ev.Burst = DefaultEventBurst
+		}
+		opts.Events, err = kubernetes.NewForConfig(ev)
+		if err != nil {
+			return nil, fmt.Errorf("build event client for %s: %w", cfg.Host, err)
 		}
 	}
 	return New(cs, opts), nil

@@ -52,12 +52,19 @@ type Options struct {
 	// HeartbeatTimeout is the request timeout NewForConfig gives the
 	// heartbeat client; zero means DefaultHeartbeatTimeout. New ignores it.
 	HeartbeatTimeout time.Duration
+	// Events, when set, is the client events are written with, limited by
+	// its own rate limiter (NewForConfig makes one of EventQPS/EventBurst,
+	// as the kubelet's event client), so that events never take the main
+	// client's tokens from status writes. Nil means the main client,
+	// behind a limiter of EventQPS/EventBurst.
+	Events kubernetes.Interface
 }
 
 // Client implements the agent's apiserver ports with client-go.
 type Client struct {
 	cs        kubernetes.Interface
 	heartbeat kubernetes.Interface
+	events    kubernetes.Interface // nil: events go through cs
 
 	broadcaster record.EventBroadcaster
 	recorder    record.EventRecorder
@@ -79,13 +86,15 @@ func New(cs kubernetes.Interface, opts Options) *Client {
 	if opts.Component == "" {
 		opts.Component = DefaultComponent
 	}
-	c := &Client{cs: cs, heartbeat: opts.Heartbeat}
+	c := &Client{cs: cs, heartbeat: opts.Heartbeat, events: opts.Events}
 	if c.heartbeat == nil {
 		c.heartbeat = cs
 	}
 
 	var sink record.EventSink = &typedcorev1.EventSinkImpl{Interface: cs.CoreV1().Events("")}
-	if opts.EventQPS >= 0 {
+	if opts.Events != nil {
+		sink = &typedcorev1.EventSinkImpl{Interface: opts.Events.CoreV1().Events("")}
+	} else if opts.EventQPS >= 0 {
 		qps, burst := opts.EventQPS, opts.EventBurst
 		if qps == 0 {
 			qps = DefaultEventQPS

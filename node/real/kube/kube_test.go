@@ -369,6 +369,25 @@ func TestHeartbeatClientCarriesNodeStatusAndLease(t *testing.T) {
 	}
 }
 
+func TestEventsGoThroughTheirOwnClient(t *testing.T) {
+	cs, ev := fake.NewClientset(), fake.NewClientset()
+	created := make(chan string, 1)
+	ev.PrependReactor("create", "events", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		e := a.(k8stesting.CreateAction).GetObject().(*corev1.Event)
+		created <- e.Reason
+		return true, e, nil
+	})
+	c := New(cs, Options{NodeName: "node-1", Events: ev})
+	t.Cleanup(c.Shutdown)
+	c.Event(&corev1.ObjectReference{Kind: "Pod", Namespace: "default", Name: "p", UID: "u1"}, corev1.EventTypeNormal, "Started", "Started container app")
+	if got := <-created; got != "Started" {
+		t.Errorf("event client got reason %q, want Started", got)
+	}
+	if n := len(cs.Actions()); n != 0 {
+		t.Errorf("main client made %d requests for an event, want none: %v", n, cs.Actions())
+	}
+}
+
 func TestEventIsWrittenToTheEventsAPI(t *testing.T) {
 	cs := fake.NewClientset()
 	created := make(chan *corev1.Event, 1)
@@ -506,6 +525,14 @@ func TestNewForConfigLimits(t *testing.T) {
 	}
 	if rl := c.heartbeat.CoreV1().RESTClient().GetRateLimiter(); rl != nil {
 		t.Errorf("heartbeat client has rate limiter with QPS %v, want none", rl.QPS())
+	}
+	// Events have a client and a rate limiter of their own (the kubelet's
+	// eventRecordQPS/eventBurst): they never take the main client's tokens.
+	if c.events == nil {
+		t.Fatal("no event client of its own")
+	}
+	if rl := c.events.CoreV1().RESTClient().GetRateLimiter(); rl == nil || rl.QPS() != DefaultEventQPS || rl == c.cs.CoreV1().RESTClient().GetRateLimiter() {
+		t.Errorf("event client rate limiter %v, want one of its own with QPS %v", rl, DefaultEventQPS)
 	}
 	if cfg.ContentType != "" || cfg.QPS != 0 {
 		t.Errorf("NewForConfig modified its input config: %+v", cfg)
