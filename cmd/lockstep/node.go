@@ -95,6 +95,8 @@ set the same options, and flags override it.`,
 	addMemoryManagerFlags(f, &o.MemoryManager)
 	f.Int32Var(&o.APIQPS, "kube-api-qps", o.APIQPS, "queries per second to the apiserver")
 	f.Int32Var(&o.APIBurst, "kube-api-burst", o.APIBurst, "burst of queries to the apiserver")
+	f.Int32Var(&o.EventQPS, "event-qps", o.EventQPS, "events written per second, through a client of their own (0: no limit)")
+	f.Int32Var(&o.EventBurst, "event-burst", o.EventBurst, "burst of events written (with --event-qps > 0)")
 	f.IntVar(&o.Verbosity, "v", o.Verbosity, "log verbosity (0: info, 4 and more: debug)")
 	f.BoolVar(&o.RegisterNode, "register-node", o.RegisterNode, "create the node object; false waits for an administrator to create it, then writes only its status and lease")
 	f.StringToStringVar(&o.NodeLabels, "node-labels", o.NodeLabels, "labels to add when registering the node (key=value,…); kubernetes.io and k8s.io keys only with the prefixes NodeRestriction allows")

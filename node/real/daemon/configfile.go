@@ -22,7 +22,7 @@ var supportedFields = []string{
 	"enableProfilingHandler",
 	"clusterDomain", "clusterDNS", "resolvConf", "runtimeRequestTimeout", "maxPods",
 	"nodeStatusUpdateFrequency", "nodeStatusReportFrequency", "nodeLeaseDurationSeconds",
-	"kubeAPIQPS", "kubeAPIBurst", "containerRuntimeEndpoint", "imageServiceEndpoint", "logging.verbosity",
+	"kubeAPIQPS", "kubeAPIBurst", "eventRecordQPS", "eventBurst", "containerRuntimeEndpoint", "imageServiceEndpoint", "logging.verbosity",
 	"seccompDefault", "singleProcessOOMKill",
 	"serializeImagePulls", "maxParallelImagePulls",
 	"cgroupsPerQOS", "cgroupRoot", "cgroupDriver", "kubeReserved", "systemReserved", "enforceNodeAllocatable", "qosReserved",
@@ -157,6 +157,12 @@ func (cf *ConfigFile) Apply(o *Options, flagSet func(flag string) bool) {
 		}
 	})
 	set("kubeAPIBurst", "kube-api-burst", func() { o.APIBurst = c.KubeAPIBurst })
+	set("eventRecordQPS", "event-qps", func() {
+		if c.EventRecordQPS != nil {
+			o.EventQPS = *c.EventRecordQPS
+		}
+	})
+	set("eventBurst", "event-burst", func() { o.EventBurst = c.EventBurst })
 	set("containerRuntimeEndpoint", "container-runtime-endpoint", func() { o.RuntimeEndpoint = c.ContainerRuntimeEndpoint })
 	set("imageServiceEndpoint", "image-service-endpoint", func() { o.ImageEndpoint = c.ImageServiceEndpoint })
 	set("serializeImagePulls", "serialize-image-pulls", func() {

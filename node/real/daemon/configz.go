@@ -14,6 +14,7 @@ import (
 func (o *Options) KubeletConfiguration() *kubeletv1beta1.KubeletConfiguration {
 	dur := func(d time.Duration) metav1.Duration { return metav1.Duration{Duration: d} }
 	qps := o.APIQPS
+	eventQPS := o.EventQPS
 	anonymous, webhook := false, o.Kubeconfig != ""
 	systemLogs, profiling, register := o.EnableSystemLogHandler, o.EnableProfilingHandler, o.RegisterNode
 	resolv := o.ResolvConf
@@ -70,6 +71,8 @@ func (o *Options) KubeletConfiguration() *kubeletv1beta1.KubeletConfiguration {
 		NodeLeaseDurationSeconds:  o.NodeLeaseDurationSeconds,
 		KubeAPIQPS:                &qps,
 		KubeAPIBurst:              o.APIBurst,
+		EventRecordQPS:            &eventQPS,
+		EventBurst:                o.EventBurst,
 		ContainerRuntimeEndpoint:  o.RuntimeEndpoint,
 		ImageServiceEndpoint:      o.ImageEndpoint,
 		AllowedUnsafeSysctls:      o.AllowedUnsafeSysctls,

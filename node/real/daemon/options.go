@@ -89,7 +89,11 @@ type Options struct {
 	MaxParallelImagePulls int32
 	APIQPS                int32
 	APIBurst              int32
-	Verbosity             int
+	// EventQPS and EventBurst limit the event client (eventRecordQPS,
+	// eventBurst); EventQPS 0 means no limit, as the kubelet's.
+	EventQPS   int32
+	EventBurst int32
+	Verbosity  int
 	// RegisterNode: the agent creates its Node (--register-node); false
 	// waits for an administrator to create it.
 	RegisterNode bool
@@ -176,6 +180,8 @@ func Defaults() Options {
 		SerializeImagePulls:              true,
 		APIQPS:                           50,
 		APIBurst:                         100,
+		EventQPS:                         50,
+		EventBurst:                       100,
 		Cgroups:                          DefaultCgroupOptions(),
 		CPUManager:                       DefaultCPUManagerOptions(),
 		MemoryManager:                    DefaultMemoryManagerOptions(),
@@ -252,6 +258,10 @@ func (o *Options) Validate() error {
 		return bad("kube-api-qps", o.APIQPS, "must be 0 or more")
 	case o.APIBurst < 0:
 		return bad("kube-api-burst", o.APIBurst, "must be 0 or more")
+	case o.EventQPS < 0:
+		return bad("event-qps", o.EventQPS, "must be 0 or more")
+	case o.EventBurst < 0:
+		return bad("event-burst", o.EventBurst, "must be 0 or more")
 	case o.Verbosity < 0 || o.Verbosity > 10:
 		return bad("v", o.Verbosity, "must be between 0 and 10")
 	case net.ParseIP(o.Address) == nil:

@@ -225,7 +225,11 @@ func prepare(ctx context.Context, o Options, rt Runtime, log *slog.Logger, fail 
 			d.Tasks.Go("client certificate rotation", func() { j.rotator.Run(ctx) })
 			go watchClientCert(ctx, j.rotator, log, fail)
 		}
-		kc, err := kube.NewForConfig(rc, float32(o.APIQPS), int(o.APIBurst), kube.Options{NodeName: nodeName})
+		eventQPS := float32(o.EventQPS)
+		if eventQPS == 0 {
+			eventQPS = -1 // eventRecordQPS 0: no limit
+		}
+		kc, err := kube.NewForConfig(rc, float32(o.APIQPS), int(o.APIBurst), kube.Options{NodeName: nodeName, EventQPS: eventQPS, EventBurst: int(o.EventBurst)})
 		if err != nil {
 			return nil, fmt.Errorf("apiserver client from %s: %w", o.Kubeconfig, err)
 		}
