@@ -7,11 +7,14 @@
 package allocation
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
+	"hash/fnv"
 	"maps"
 	"path"
 	"slices"
+	"strconv"
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
@@ -76,6 +79,11 @@ type Store struct {
 	pods map[types.UID]PodResources
 	// resized are the pods a resize was accepted for.
 	resized map[types.UID]bool
+	// encoded caches each pod's entry as JSON, so that writing the
+	// checkpoint after one pod's change encodes that pod alone and
+	// concatenates the rest (a burst of N admissions costs N encodings,
+	// not N²).
+	encoded map[types.UID][]byte
 }
 
 // checkpoint is the file's content: the allocations and a checksum of
@@ -90,7 +98,7 @@ type checkpoint struct {
 // NewStore returns a store checkpointed to <rootDir>/allocated_pods_state
 // (files nil: in memory). Call Load before use.
 func NewStore(files deps.Files, rootDir string) *Store {
-	return &Store{files: files, path: path.Join(rootDir, CheckpointFile), pods: map[types.UID]PodResources{}, resized: map[types.UID]bool{}}
+	return &Store{files: files, path: path.Join(rootDir, CheckpointFile), pods: map[types.UID]PodResources{}, resized: map[types.UID]bool{}, encoded: map[types.UID][]byte{}}
 }
 
 // Path is the checkpoint file's path.
@@ -181,6 +189,7 @@ func (s *Store) set(pod *corev1.Pod, resized bool) error {
 		return nil
 	}
 	s.pods[pod.UID] = alloc
+	delete(s.encoded, pod.UID)
 	if resized {
 		s.resized[pod.UID] = true
 	}
@@ -204,6 +213,7 @@ func (s *Store) RemoveOrphans(keep func(types.UID) bool) error {
 		if !keep(uid) {
 			delete(s.pods, uid)
 			delete(s.resized, uid)
+			delete(s.encoded, uid)
 			removed = true
 		}
 	}
@@ -235,15 +245,56 @@ func (s *Store) writeLocked() error {
 			resized = append(resized, uid)
 		}
 	}
-	sum, err := checksum(s.pods, resized)
-	if err != nil {
-		return err
-	}
-	data, err := json.Marshal(checkpoint{Entries: s.pods, Resized: resized, Checksum: sum})
+	data, err := s.encodeLocked(resized)
 	if err != nil {
 		return fmt.Errorf("encode allocation checkpoint: %w", err)
 	}
 	return statefile.Write(s.files, s.path, data, 0o600)
+}
+
+// encodeLocked returns the checkpoint's file content: the bytes
+// json.Marshal gives for checkpoint{s.pods, resized, checksum}, built
+// from the cached entries (each pod encoded once after its change) and
+// checksummed as checksum does. s.mu held.
+func (s *Store) encodeLocked(resized []types.UID) ([]byte, error) {
+	var b bytes.Buffer
+	b.WriteString(`{"entries":{`)
+	for i, uid := range slices.Sorted(maps.Keys(s.pods)) {
+		enc, ok := s.encoded[uid]
+		if !ok {
+			var err error
+			if enc, err = json.Marshal(s.pods[uid]); err != nil {
+				return nil, fmt.Errorf("pod %s: %w", uid, err)
+			}
+			s.encoded[uid] = enc
+		}
+		key, err := json.Marshal(string(uid))
+		if err != nil {
+			return nil, fmt.Errorf("pod %s: %w", uid, err)
+		}
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.Write(key)
+		b.WriteByte(':')
+		b.Write(enc)
+	}
+	b.WriteByte('}')
+	if len(resized) > 0 {
+		list, err := json.Marshal(resized)
+		if err != nil {
+			return nil, err
+		}
+		b.WriteString(`,"resized":`)
+		b.Write(list)
+	}
+	body := b.Len()
+	b.WriteString(`,"checksum":0}`)
+	h := fnv.New32a()
+	_, _ = h.Write(b.Bytes())
+	b.Truncate(body)
+	b.WriteString(`,"checksum":` + strconv.FormatUint(uint64(h.Sum32()), 10) + `}`)
+	return b.Bytes(), nil
 }
 
 // checksum is FNV-1a 32 of the JSON encoding of the entries and the
