@@ -7,10 +7,11 @@ import (
 )
 
 // ciChecks is how many plans each scenario runs in `go test` unless
-// -rapid.checks says otherwise: the CI budget (40 since the scenario
-// registry grew to 22 scenarios, to keep `make test` under 10 minutes on
-// 2 cores; `make sim` and sweeps explore further).
-const ciChecks = "40"
+// -rapid.checks says otherwise: the CI budget (30 since the scenario
+// registry grew to 23 scenarios and the -race run of this package took
+// 445 s of an 11.5-minute `make test` on 2 cores; the plans are the first
+// 30 of the same seeded ones; `make sim` and sweeps explore further).
+const ciChecks = "30"
 
 // ciSeed fixes rapid's seed unless -rapid.seed says otherwise, so that
 // `go test` runs the same plans every time (the same budget, no flakes);
