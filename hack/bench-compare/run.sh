@@ -33,10 +33,37 @@ stop_all() {
     rm -f "$PID_DIR/$name"
   done
 }
+# kubemark's hollow kubelet sets up the kubelet's iptables chains on the
+# host (KUBE-FIREWALL, which drops non-loopback traffic to 127/8, jumped to
+# from INPUT and OUTPUT; KUBE-KUBELET-CANARY; KUBE-IPTABLES-HINT). Those it
+# added are removed at teardown; chains that were there before are kept.
+kube_chains=(filter:KUBE-FIREWALL filter:KUBE-KUBELET-CANARY nat:KUBE-KUBELET-CANARY mangle:KUBE-KUBELET-CANARY mangle:KUBE-IPTABLES-HINT)
+had_chains=()
+for tc in "${kube_chains[@]}"; do
+  for ipt in iptables ip6tables; do
+    command -v "$ipt" >/dev/null && "$ipt" -t "${tc%%:*}" -S "${tc#*:}" >/dev/null 2>&1 && had_chains+=("$ipt:$tc")
+  done
+done
+remove_kube_chains() {
+  local ipt tc t c
+  for tc in "${kube_chains[@]}"; do
+    t=${tc%%:*} c=${tc#*:}
+    for ipt in iptables ip6tables; do
+      command -v "$ipt" >/dev/null || continue
+      [[ " ${had_chains[*]} " == *" $ipt:$tc "* ]] && continue
+      "$ipt" -t "$t" -S "$c" >/dev/null 2>&1 || continue
+      for chain in INPUT OUTPUT FORWARD PREROUTING POSTROUTING; do
+        while "$ipt" -t "$t" -D "$chain" -j "$c" 2>/dev/null; do :; done
+      done
+      "$ipt" -t "$t" -F "$c" 2>/dev/null && "$ipt" -t "$t" -X "$c" 2>/dev/null
+    done
+  done
+}
 finish() {
   local rc=$?
   log "=== teardown"
   stop_all
+  remove_kube_chains
   mkdir -p "$out/logs" && cp -a "$LOG_DIR"/. "$out/logs"/ 2>/dev/null
   rm -rf "$E2E_DIR"
   echo "bench-compare output (table.md, bench-compare.svg, results.json, logs): $out"
