@@ -34,11 +34,17 @@ func Read(files deps.Files, path string) (data []byte, ok bool, err error) {
 // goes to path+".tmp", renamed over path; path's directory is created
 // when missing. A reader sees the old content or the new, never a part.
 func Write(files deps.Files, path string, data []byte, perm fs.FileMode) error {
-	if err := files.MkdirAll(filepath.Dir(path)); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
 	tmp := path + ".tmp"
-	if err := files.CreateFile(tmp, data, perm); err != nil {
+	err := files.CreateFile(tmp, data, perm)
+	if errors.Is(err, fs.ErrNotExist) {
+		// The directory is made only when missing, not before every
+		// write: the allocation checkpoint is written at each admission.
+		if err := files.MkdirAll(filepath.Dir(path)); err != nil {
+			return fmt.Errorf("write %s: %w", path, err)
+		}
+		err = files.CreateFile(tmp, data, perm)
+	}
+	if err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
 	if err := files.Rename(tmp, path); err != nil {

@@ -81,3 +81,25 @@ func TestSum32(t *testing.T) {
 		t.Error("a value JSON cannot encode summed without an error")
 	}
 }
+
+// mkdirCounter counts MkdirAll calls.
+type mkdirCounter struct {
+	*memfs.FS
+	mkdirs int
+}
+
+func (m *mkdirCounter) MkdirAll(p string) error { m.mkdirs++; return m.FS.MkdirAll(p) }
+
+// The directory is made by the first write only: later writes (one per
+// pod admission for the allocation checkpoint) go straight to the file.
+func TestWriteMakesTheDirectoryOnlyWhenMissing(t *testing.T) {
+	files := &mkdirCounter{FS: memfs.New()}
+	for i := range 3 {
+		if err := Write(files, "/var/lib/lockstep/allocated_pods_state", []byte{byte('a' + i)}, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if files.mkdirs != 1 {
+		t.Errorf("%d MkdirAll calls for 3 writes, want 1", files.mkdirs)
+	}
+}
