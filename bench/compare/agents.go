@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"log"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -29,6 +30,8 @@ type running struct {
 	procs []*proc
 	// pprofPort is the secure port serving /debug/pprof (lockstep), or 0.
 	pprofPort int
+	// runtimePprof is host:port of fakecri's plain-HTTP /debug/pprof, or "".
+	runtimePprof string
 }
 
 func (r *running) pids() []int {
@@ -60,6 +63,19 @@ func (r *running) peakRSS() (float64, error) {
 		t += v
 	}
 	return t, nil
+}
+
+// cpus returns each process's CPU seconds so far, in start order.
+func (r *running) cpus() []float64 {
+	out := make([]float64, len(r.procs))
+	for i, p := range r.procs {
+		c, err := ProcCPU(p.pid())
+		if err != nil {
+			log.Printf("%s: %v", p.name, err)
+		}
+		out[i] = c
+	}
+	return out
 }
 
 // stop stops the processes, the agent first, its runtime last.
@@ -102,7 +118,12 @@ func (d *driver) startAgent(ctx context.Context, agent string, qps, burst int, l
 		r.procs = append(r.procs, p)
 	case LockstepAgent, LockstepRelistAgent:
 		sock := filepath.Join(work, "fakecri.sock")
-		args := []string{"fakecri", "--listen=unix://" + sock}
+		rtPort, err := freePort()
+		if err != nil {
+			return nil, err
+		}
+		r.runtimePprof = fmt.Sprintf("127.0.0.1:%d", rtPort)
+		args := []string{"fakecri", "--listen=unix://" + sock, "--pprof-address=" + r.runtimePprof}
 		if agent == LockstepRelistAgent {
 			args = append(args, "--no-events")
 		}
@@ -139,4 +160,26 @@ func (d *driver) startAgent(ctx context.Context, agent string, qps, burst int, l
 		return nil, fmt.Errorf("unknown agent %q (kubemark, lockstep, lockstep-relist, ceiling)", agent)
 	}
 	return r, nil
+}
+
+// saveHeaps saves the in-use heap profile of lockstep (its secure port)
+// and of fakecri (its --pprof-address) into dir, after a GC each.
+func (r *running) saveHeaps(ctx context.Context, token, dir string) {
+	if r.pprofPort != 0 {
+		url := fmt.Sprintf("https://127.0.0.1:%d/debug/pprof/heap?gc=1", r.pprofPort)
+		path := filepath.Join(dir, "lockstep-heap.pprof")
+		if err := fetchProfile(ctx, url, token, path); err != nil {
+			log.Printf("heap profile of lockstep: %v", err)
+		} else {
+			log.Printf("heap profile of lockstep in %s", path)
+		}
+	}
+	if r.runtimePprof != "" {
+		path := filepath.Join(dir, "fakecri-heap.pprof")
+		if err := fetchProfile(ctx, "http://"+r.runtimePprof+"/debug/pprof/heap?gc=1", "", path); err != nil {
+			log.Printf("heap profile of fakecri: %v", err)
+		} else {
+			log.Printf("heap profile of fakecri in %s", path)
+		}
+	}
 }

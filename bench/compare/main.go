@@ -352,6 +352,10 @@ func (d *driver) run(ctx context.Context, agent string, n int, q qpsSetting) (re
 	}
 	relist0 := d.track.relists()
 	ready0, _ := d.track.counts()
+	var procCPU0 []float64
+	if ag != nil {
+		procCPU0 = ag.cpus()
+	}
 	if ag != nil && ag.pprofPort != 0 && d.cfg.profile > 0 {
 		go saveProfile(runCtx, ag.pprofPort, d.adminToken, d.cfg.profile, filepath.Join(logDir, "lockstep-cpu.pprof"))
 	}
@@ -370,6 +374,15 @@ func (d *driver) run(ctx context.Context, agent string, n int, q qpsSetting) (re
 	}
 	cpu1 := cpu()
 	srv1, _ := sumCPU(d.serverPIDs)
+	var procCPU1 []float64
+	if ag != nil {
+		procCPU1 = ag.cpus()
+		if startErr == nil {
+			// The heap with every pod running: what each process keeps
+			// per pod (RSS is this plus the garbage between collections).
+			ag.saveHeaps(ctx, d.adminToken, logDir)
+		}
+	}
 	own := Requests{"POST pods": float64(n), "LIST pods": float64(d.track.relists() - relist0)}
 	res.StartReqs = m1.Sub(m0).Minus(own).PerPod(n)
 	if startErr != nil {
@@ -404,6 +417,10 @@ func (d *driver) run(ctx context.Context, agent string, n int, q qpsSetting) (re
 	// Delete.
 	cpu2 := cpu()
 	srv2, _ := sumCPU(d.serverPIDs)
+	var procCPU2 []float64
+	if ag != nil {
+		procCPU2 = ag.cpus()
+	}
 	m2, err := d.scrape(ctx)
 	if err != nil {
 		res.Err = err.Error()
@@ -435,6 +452,15 @@ func (d *driver) run(ctx context.Context, agent string, n int, q qpsSetting) (re
 			res.PeakRSSMiB = rss
 		}
 		res.AgentCPUPerPod = (cpu1 - cpu0 + cpu3 - cpu2) / float64(n)
+		procCPU3 := ag.cpus()
+		for i, p := range ag.procs {
+			f := ProcFigures{Name: p.name, PeakRSSMiB: -1,
+				CPUPerPod: (procCPU1[i] - procCPU0[i] + procCPU3[i] - procCPU2[i]) / float64(n)}
+			if rss, err := ProcPeakRSS(p.pid()); err == nil {
+				f.PeakRSSMiB = rss
+			}
+			res.Procs = append(res.Procs, f)
+		}
 	}
 	res.ServerCPUPerPod = (srv1 - srv0 + srv3 - srv2) / float64(n)
 
@@ -468,6 +494,9 @@ func (d *driver) run(ctx context.Context, agent string, n int, q qpsSetting) (re
 		agent, n, qpsLabel(res.QPS), res.StartRate, res.StartP50.Round(time.Millisecond), res.StartP99.Round(time.Millisecond),
 		res.DeleteRate, res.DeleteP99.Round(time.Millisecond), trimFloat(res.StartReqs.Total(true)), trimFloat(res.DeleteReqs.Total(true)),
 		res.IdleReqs.Total(true), orDash(res.AgentCPUPerPod*1000, "%.2f"), orDash(res.PeakRSSMiB, "%.0f"))
+	for _, p := range res.Procs {
+		log.Printf("  %s: CPU %.2f ms/pod, peak RSS %.0f MiB", p.Name, p.CPUPerPod*1000, p.PeakRSSMiB)
+	}
 	return res
 }
 
@@ -594,4 +623,30 @@ func saveProfile(ctx context.Context, port int, token string, secs time.Duration
 		return
 	}
 	log.Printf("CPU profile of lockstep (%s) in %s", secs, path)
+}
+
+// fetchProfile GETs a profile from url (with a bearer token when given;
+// lockstep's secure port is self-signed) into path.
+func fetchProfile(ctx context.Context, url, token, path string) error {
+	c := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return err
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("GET %s: %s", url, resp.Status)
+	}
+	return os.WriteFile(path, b, 0o644)
 }

@@ -51,11 +51,22 @@ type Result struct {
 	// PeakRSSMiB is the sum of the agent processes' VmHWM; negative when not
 	// measured.
 	PeakRSSMiB float64 `json:"peak_rss_mib"`
+	// Procs are the same two figures for each of the agent's processes
+	// (lockstep and fakecri apart), in start order.
+	Procs []ProcFigures `json:"procs,omitempty"`
 
 	// StartFrac and DeleteFrac are the pods/s as a fraction of the
 	// ceiling's at the same N (0 when there is no ceiling run).
 	StartFrac  float64 `json:"start_fraction_of_ceiling"`
 	DeleteFrac float64 `json:"delete_fraction_of_ceiling"`
+}
+
+// ProcFigures are one agent process's CPU seconds per pod (start and
+// delete phases) and peak RSS.
+type ProcFigures struct {
+	Name       string  `json:"name"`
+	CPUPerPod  float64 `json:"cpu_s_per_pod"`
+	PeakRSSMiB float64 `json:"peak_rss_mib"`
 }
 
 // FillCeilingFractions sets StartFrac and DeleteFrac of every result from

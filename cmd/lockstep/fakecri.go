@@ -3,6 +3,9 @@ package main
 import (
 	"context"
 	"fmt"
+	"net"
+	"net/http"
+	"net/http/pprof"
 	"os"
 	"os/signal"
 	"syscall"
@@ -27,6 +30,7 @@ func newFakeCRICommand() *cobra.Command {
 		failPulls       []string
 		grace           time.Duration
 		streamAddr      string
+		pprofAddr       string
 	)
 	cmd := &cobra.Command{
 		Use:   "fakecri",
@@ -67,6 +71,15 @@ use it. Exec, attach and port-forward streams are served over HTTP
 				return err
 			}
 			defer streams.Stop()
+			if pprofAddr != "" {
+				stopPprof, addr, err := servePprof(pprofAddr)
+				if err != nil {
+					lis.Close()
+					return fmt.Errorf("fakecri: --pprof-address %q: %w", pprofAddr, err)
+				}
+				defer stopPprof()
+				fmt.Fprintf(cmd.ErrOrStderr(), "fakecri: profiles on http://%s/debug/pprof/\n", addr)
+			}
 			parent := cmd.Context()
 			if parent == nil {
 				parent = context.Background()
@@ -93,6 +106,26 @@ use it. Exec, attach and port-forward streams are served over HTTP
 	f.DurationVar(&pullLatency, "pull-latency", 0, "how long PullImage takes")
 	f.StringArrayVar(&failPulls, "fail-pull", nil, "make pulls of this image fail with a registry \"not found\" error; repeatable")
 	f.StringVar(&streamAddr, "stream-address", "127.0.0.1:0", "host:port of the exec/attach/port-forward streaming server (port 0 picks one, as containerd does)")
+	f.StringVar(&pprofAddr, "pprof-address", "", "host:port to serve Go's /debug/pprof profiles of this process on (plain HTTP, no auth: keep it on loopback); off when empty")
 	f.DurationVar(&grace, "shutdown-grace", 5*time.Second, "how long in-flight calls may take on shutdown")
 	return cmd
+}
+
+// servePprof serves the Go runtime's profiles (/debug/pprof/) on addr, so
+// a benchmark can read fakecri's own heap and CPU beside the agent's. It
+// returns a stop function and the address bound.
+func servePprof(addr string) (func(), string, error) {
+	lis, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, "", err
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = srv.Serve(lis) }()
+	return func() { _ = srv.Close() }, lis.Addr().String(), nil
 }
