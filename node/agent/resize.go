@@ -30,10 +30,22 @@ func newAllocations(d deps.Deps, cfg Config) *allocation.Store {
 	return s
 }
 
-// recordAllocation checkpoints an admitted pod's allocation.
+// recordAllocation records an admitted pod's allocation; the checkpoint
+// is written by flushAllocations before the pod's containers are made.
 func (a *Agent) recordAllocation(pod *corev1.Pod) {
 	if err := a.alloc.Set(pod); err != nil {
 		a.d.Log.Warn("checkpointing a pod's allocation failed", "pod", pod.Namespace+"/"+pod.Name, "error", err.Error())
+	}
+}
+
+// flushAllocations writes the allocation checkpoint if an admission
+// changed it since its last write: pod's sync calls it before creating
+// anything sized by the allocation, so a restarted agent finds the
+// allocation of every container it made. The admissions of a burst are
+// written together.
+func (a *Agent) flushAllocations(pod *corev1.Pod) {
+	if err := a.alloc.Flush(); err != nil {
+		a.d.Log.Warn("checkpointing the pod allocations failed", "pod", pod.Namespace+"/"+pod.Name, "error", err.Error())
 	}
 }
 

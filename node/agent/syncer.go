@@ -70,6 +70,7 @@ func (a *Agent) SyncPod(ctx context.Context, pod *corev1.Pod, lastSync time.Time
 	run, rz, resized := pod, status.Resize{}, false
 	if !terminal {
 		run, rz = a.allocate(pod, prev.Status.Conditions)
+		a.flushAllocations(pod)
 		a.probes.AddPod(pod)
 		if err := a.ensurePodCgroup(run); err != nil {
 			return podworkers.SyncResult{}, err

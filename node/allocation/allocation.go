@@ -71,6 +71,11 @@ func Apply(pod *corev1.Pod, alloc PodResources) (*corev1.Pod, bool) {
 
 // Store holds the allocations of the pods the agent runs and keeps them
 // checkpointed. Without a file port (tests) it keeps them in memory only.
+// An admission's allocation (Set) is written by the next Flush, which the
+// agent calls before it creates a container with it: a burst of N
+// admissions writes the file a few times, not N times (each write is the
+// whole file, so N writes cost O(N²)). A resize's (SetResized) and a
+// removal are written at once.
 type Store struct {
 	files deps.Files
 	path  string
@@ -79,11 +84,16 @@ type Store struct {
 	pods map[types.UID]PodResources
 	// resized are the pods a resize was accepted for.
 	resized map[types.UID]bool
-	// encoded caches each pod's entry as JSON, so that writing the
+	// encoded caches each pod's entry as JSON (`"uid":{...}`), so that writing the
 	// checkpoint after one pod's change encodes that pod alone and
 	// concatenates the rest (a burst of N admissions costs N encodings,
 	// not N²).
 	encoded map[types.UID][]byte
+	// dirty is set when the allocations changed since the file was last
+	// written.
+	dirty bool
+	// writes counts the checkpoint writes (Writes).
+	writes int
 }
 
 // checkpoint is the file's content: the allocations and a checksum of
@@ -159,9 +169,31 @@ func (s *Store) Allocated(pod *corev1.Pod) *corev1.Pod {
 }
 
 // Set records pod's containers' resources as its allocation (at its
-// admission) and writes the checkpoint when that changed anything.
+// admission). The checkpoint is written by the next Flush (or any write):
+// call Flush before creating a container with the allocation.
 func (s *Store) Set(pod *corev1.Pod) error {
 	return s.set(pod, false)
+}
+
+// Flush writes the checkpoint if an allocation changed since it was last
+// written (a failed write is retried by the next Flush).
+func (s *Store) Flush() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.dirty {
+		return nil
+	}
+	if err := s.writeLocked(); err != nil {
+		return fmt.Errorf("write the pod allocations: %w", err)
+	}
+	return nil
+}
+
+// Writes is how many times the checkpoint file was written.
+func (s *Store) Writes() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.writes
 }
 
 // SetResized records pod's containers' resources as its allocation after
@@ -190,9 +222,11 @@ func (s *Store) set(pod *corev1.Pod, resized bool) error {
 	}
 	s.pods[pod.UID] = alloc
 	delete(s.encoded, pod.UID)
-	if resized {
-		s.resized[pod.UID] = true
+	s.dirty = true
+	if !resized {
+		return nil // written by the next Flush
 	}
+	s.resized[pod.UID] = true
 	if err := s.writeLocked(); err != nil {
 		return fmt.Errorf("record the allocation of pod %s/%s: %w", pod.Namespace, pod.Name, err)
 	}
@@ -234,9 +268,10 @@ func (s *Store) UIDs() []types.UID {
 }
 
 // writeLocked replaces the checkpoint atomically (a new file renamed over
-// the old one).
+// the old one) and clears dirty when that worked.
 func (s *Store) writeLocked() error {
 	if s.files == nil {
+		s.dirty = false
 		return nil
 	}
 	var resized []types.UID
@@ -249,7 +284,12 @@ func (s *Store) writeLocked() error {
 	if err != nil {
 		return fmt.Errorf("encode allocation checkpoint: %w", err)
 	}
-	return statefile.Write(s.files, s.path, data, 0o600)
+	if err := statefile.Write(s.files, s.path, data, 0o600); err != nil {
+		return err
+	}
+	s.dirty = false
+	s.writes++
+	return nil
 }
 
 // encodeLocked returns the checkpoint's file content: the bytes
@@ -257,27 +297,33 @@ func (s *Store) writeLocked() error {
 // from the cached entries (each pod encoded once after its change) and
 // checksummed as checksum does. s.mu held.
 func (s *Store) encodeLocked(resized []types.UID) ([]byte, error) {
-	var b bytes.Buffer
-	b.WriteString(`{"entries":{`)
-	for i, uid := range slices.Sorted(maps.Keys(s.pods)) {
+	uids := slices.Sorted(maps.Keys(s.pods))
+	size := 64 + 40*len(resized)
+	for _, uid := range uids {
 		enc, ok := s.encoded[uid]
 		if !ok {
-			var err error
-			if enc, err = json.Marshal(s.pods[uid]); err != nil {
+			// The cached entry is the pod's key and value, `"uid":{...}`.
+			key, err := json.Marshal(string(uid))
+			if err != nil {
 				return nil, fmt.Errorf("pod %s: %w", uid, err)
 			}
+			val, err := json.Marshal(s.pods[uid])
+			if err != nil {
+				return nil, fmt.Errorf("pod %s: %w", uid, err)
+			}
+			enc = append(append(key, ':'), val...)
 			s.encoded[uid] = enc
 		}
-		key, err := json.Marshal(string(uid))
-		if err != nil {
-			return nil, fmt.Errorf("pod %s: %w", uid, err)
-		}
+		size += len(enc) + 1
+	}
+	var b bytes.Buffer
+	b.Grow(size)
+	b.WriteString(`{"entries":{`)
+	for i, uid := range uids {
 		if i > 0 {
 			b.WriteByte(',')
 		}
-		b.Write(key)
-		b.WriteByte(':')
-		b.Write(enc)
+		b.Write(s.encoded[uid])
 	}
 	b.WriteByte('}')
 	if len(resized) > 0 {

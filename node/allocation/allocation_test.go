@@ -1,6 +1,7 @@
 package allocation_test
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -108,5 +109,45 @@ func TestEventMessage(t *testing.T) {
 	want := `Pod resize started: {"containers":[{"name":"app","resources":{"requests":{"cpu":"100m"}}}],"generation":2}`
 	if got := allocation.EventMessage("Pod resize started", p, 2, ""); got != want {
 		t.Errorf("message\n got %s\nwant %s", got, want)
+	}
+}
+
+// TestStoreFlushWritesABurstOnce: admissions (Set) are written by the
+// next Flush, all together; a Flush with nothing new writes nothing; a
+// resize is written at once.
+func TestStoreFlushWritesABurstOnce(t *testing.T) {
+	fs := memfs.New()
+	s := allocation.NewStore(fs, "/var/lib/lockstep")
+	var want []types.UID
+	for i := range 100 {
+		p := pod(fmt.Sprintf("p%03d", i), "10m")
+		if err := s.Set(p); err != nil {
+			t.Fatal(err)
+		}
+		want = append(want, p.UID)
+	}
+	if got := s.Writes(); got != 0 {
+		t.Errorf("%d checkpoint writes after 100 admissions and no Flush, want 0", got)
+	}
+	for range 2 {
+		if err := s.Flush(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := s.Writes(); got != 1 {
+		t.Errorf("%d checkpoint writes after two Flushes, want 1", got)
+	}
+	next := allocation.NewStore(fs, "/var/lib/lockstep")
+	if err := next.Load(); err != nil {
+		t.Fatal(err)
+	}
+	if d := cmp.Diff(want, next.UIDs()); d != "" {
+		t.Errorf("pods in the flushed checkpoint (-want +got):\n%s", d)
+	}
+	if err := s.SetResized(pod("p000", "20m")); err != nil {
+		t.Fatal(err)
+	}
+	if got := s.Writes(); got != 2 {
+		t.Errorf("%d checkpoint writes after a resize, want 2 (written at once)", got)
 	}
 }
