@@ -542,3 +542,37 @@ func TestNewForConfigLimits(t *testing.T) {
 		t.Errorf("content type = %q, want protobuf", got.ContentType)
 	}
 }
+
+// TestPodsArriveWithoutManagedFields: listed and watched pods carry no
+// metadata.managedFields (the agent never reads them; each kept copy
+// would carry them); everything else is as the apiserver sent it.
+func TestPodsArriveWithoutManagedFields(t *testing.T) {
+	withFields := func(ns, name string) *corev1.Pod {
+		p := pod(ns, name, "node-1")
+		p.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "kubectl", Operation: metav1.ManagedFieldsOperationUpdate,
+			FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:spec":{}}`)}}}
+		return p
+	}
+	c, cs := newClient(t)
+	cs.PrependReactor("list", "pods", func(k8stesting.Action) (bool, runtime.Object, error) {
+		return true, &corev1.PodList{Items: []corev1.Pod{*withFields("a", "p1")}}, nil
+	})
+	pods, _, err := c.ListPods(context.Background(), "node-1", "")
+	if err != nil {
+		t.Fatalf("ListPods: %v", err)
+	}
+	if d := cmp.Diff([]*corev1.Pod{pod("a", "p1", "node-1")}, pods); d != "" {
+		t.Errorf("listed pods (-want +got):\n%s", d)
+	}
+
+	fw := watch.NewFakeWithChanSize(1, false)
+	w, _ := watchWith(t, fw)
+	fw.Add(withFields("b", "p2"))
+	ev, err := w.Next(context.Background())
+	if err != nil {
+		t.Fatalf("Next: %v", err)
+	}
+	if d := cmp.Diff(pod("b", "p2", "node-1"), ev.Pod); d != "" {
+		t.Errorf("watched pod (-want +got):\n%s", d)
+	}
+}

@@ -31,7 +31,7 @@ func (c *Client) ListPods(ctx context.Context, nodeName, _ string) ([]*corev1.Po
 	}
 	pods := make([]*corev1.Pod, len(list.Items))
 	for i := range list.Items {
-		pods[i] = &list.Items[i]
+		pods[i] = withoutManagedFields(&list.Items[i])
 	}
 	return pods, list.ResourceVersion, nil
 }
@@ -47,6 +47,17 @@ func (c *Client) WatchPods(ctx context.Context, nodeName, resourceVersion string
 		return nil, fmt.Errorf("watch pods of node %q from resource version %q: %w", nodeName, resourceVersion, err)
 	}
 	return &podWatch{w: w}, nil
+}
+
+// withoutManagedFields drops pod's metadata.managedFields (server-side
+// apply's field owners): the agent never reads them, and every copy of a
+// pod it keeps (the merged view, the status manager's, the workers') would
+// carry them, a quarter of a small pod's bytes. The agent patches pods'
+// status and creates mirror pods, never sends a whole pod back, so
+// nothing it writes could clear them.
+func withoutManagedFields(pod *corev1.Pod) *corev1.Pod {
+	pod.ManagedFields = nil
+	return pod
 }
 
 // errWatchClosed is returned by a pod watch whose result channel closed
@@ -92,7 +103,7 @@ func (p *podWatch) Next(ctx context.Context) (deps.PodEvent, error) {
 		if !isPod {
 			return deps.PodEvent{}, fmt.Errorf("pod watch: %s event carries %T, not a pod", ev.Type, ev.Object)
 		}
-		return deps.PodEvent{Type: t, Pod: pod}, nil
+		return deps.PodEvent{Type: t, Pod: withoutManagedFields(pod)}, nil
 	}
 }
 
@@ -106,7 +117,7 @@ func (c *Client) PatchPodStatus(ctx context.Context, namespace, name string, pat
 	if err != nil {
 		return nil, fmt.Errorf("patch status of pod %s/%s: %w", namespace, name, err)
 	}
-	return out, nil
+	return withoutManagedFields(out), nil
 }
 
 // DeletePod deletes the pod at once (grace period 0) if it still has uid,
