@@ -123,11 +123,17 @@ func (d *driver) startAgent(ctx context.Context, agent string, qps, burst int, l
 			return nil, err
 		}
 		r.runtimePprof = fmt.Sprintf("127.0.0.1:%d", rtPort)
-		args := []string{"fakecri", "--listen=unix://" + sock, "--pprof-address=" + r.runtimePprof}
+		// The fake runtime runs from its own binary (cmd/fakecri) when
+		// given, as containerd is a process and binary of its own; else as
+		// `lockstep fakecri`, which loads the whole agent's code too.
+		bin, args := d.fakecri, []string{"--listen=unix://" + sock, "--pprof-address=" + r.runtimePprof}
+		if bin == "" {
+			bin, args = d.lockstep, append([]string{"fakecri"}, args...)
+		}
 		if agent == LockstepRelistAgent {
 			args = append(args, "--no-events")
 		}
-		rt, err := startProc("fakecri", filepath.Join(logDir, agent+"-fakecri.log"), nil, d.lockstep, args...)
+		rt, err := startProc("fakecri", filepath.Join(logDir, agent+"-fakecri.log"), nil, bin, args...)
 		if err != nil {
 			return nil, err
 		}

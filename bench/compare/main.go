@@ -126,13 +126,13 @@ func loadConfig() (config, error) {
 
 // driver holds what every run shares.
 type driver struct {
-	dir, lockstep, kubemark, out string
-	serverPIDs                   []int
-	adminToken                   string
-	admin                        kubernetes.Interface
-	track                        *tracker
-	cfg                          config
-	seq                          int
+	dir, lockstep, fakecri, kubemark, out string
+	serverPIDs                            []int
+	adminToken                            string
+	admin                                 kubernetes.Interface
+	track                                 *tracker
+	cfg                                   config
+	seq                                   int
 }
 
 func main() {
@@ -141,6 +141,7 @@ func main() {
 	flag.StringVar(&d.dir, "dir", "/tmp/lockstep-bench-compare", "scratch dir of the control plane (admin.kubeconfig, node-<name>.kubeconfig)")
 	flag.StringVar(&pidDir, "pid-dir", "", "dir holding the kube-apiserver and etcd pid files (default <dir>/pids)")
 	flag.StringVar(&d.lockstep, "lockstep", "", "lockstep binary")
+	flag.StringVar(&d.fakecri, "fakecri", "", "fakecri binary (cmd/fakecri; default: lockstep's own `lockstep fakecri`)")
 	flag.StringVar(&d.kubemark, "kubemark", "", "kubemark binary")
 	flag.StringVar(&d.out, "out", "", "output dir (default /tmp/lockstep-bench-compare-<ts>)")
 	flag.Parse()

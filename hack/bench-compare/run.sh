@@ -79,7 +79,8 @@ stop_all # a run killed hard may have left things behind
 rm -rf "$E2E_DIR"; mkdir -p "$LOG_DIR" "$PID_DIR" "$out"
 
 log "=== build lockstep and the driver"
-(cd "$repo" && go build -o "$E2E_DIR/bin/lockstep" ./cmd/lockstep && go build -o "$E2E_DIR/bin/bench-compare" ./bench/compare)
+(cd "$repo" && go build -o "$E2E_DIR/bin/lockstep" ./cmd/lockstep && go build -o "$E2E_DIR/bin/fakecri" ./cmd/fakecri &&
+  go build -o "$E2E_DIR/bin/bench-compare" ./bench/compare)
 log "=== build control plane and kubemark (cached)"
 export CONTROL_PLANE_BIN="$("$e2e/build-control-plane.sh")"
 upstream="$("$repo/hack/upstream-node/build.sh" kubemark)"
@@ -87,6 +88,6 @@ log "=== start control plane"
 E2E_NODE=bc-unused E2E_EXTRA_NODES="bc-ceiling bc-kubemark bc-lockstep bc-lockstep-relist" "$e2e/start-control-plane.sh"
 log "=== machine: $(nproc) cores; $(uptime)"
 log "=== run"
-"$E2E_DIR/bin/bench-compare" -dir "$E2E_DIR" -lockstep "$E2E_DIR/bin/lockstep" -kubemark "$upstream/kubemark" -out "$out" &
+"$E2E_DIR/bin/bench-compare" -dir "$E2E_DIR" -lockstep "$E2E_DIR/bin/lockstep" -fakecri "$E2E_DIR/bin/fakecri" -kubemark "$upstream/kubemark" -out "$out" &
 echo $! > "$PID_DIR/driver"
 wait "$(cat "$PID_DIR/driver")"

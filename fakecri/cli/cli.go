@@ -1,0 +1,136 @@
+// Package cli is the fakecri command line: the cobra command that both
+// `lockstep fakecri` and the standalone `fakecri` binary (cmd/fakecri,
+// which links the fake runtime alone, not the agent) run.
+package cli
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/pprof"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/lockstep-dev/lockstep/fakecri"
+	"github.com/lockstep-dev/lockstep/fakecri/criserver"
+	"github.com/lockstep-dev/lockstep/fakecri/streamserver"
+)
+
+// newFakeCRICommand serves the fake CRI runtime over a unix socket, on the
+// real clock, until SIGTERM or SIGINT.
+// NewCommand returns the `fakecri` command: serve the fake CRI runtime on
+// a unix socket until SIGTERM or SIGINT.
+func NewCommand() *cobra.Command {
+	var (
+		listen          string
+		noEvents        bool
+		images          []string
+		noDefaultImages bool
+		pullLatency     time.Duration
+		failPulls       []string
+		grace           time.Duration
+		streamAddr      string
+		pprofAddr       string
+	)
+	cmd := &cobra.Command{
+		Use:   "fakecri",
+		Short: "Serve the scriptable fake CRI v1 runtime on a unix socket",
+		Long: `Serve fakecri, a fake CRI v1 runtime that behaves like containerd, on a
+unix socket. Containers are scripted with FAKECRI_* environment variables
+(see fakecri/README.md). Any CRI client (crictl, a kubelet, lockstep) can
+use it. Exec, attach and port-forward streams are served over HTTP
+(--stream-address), as containerd's streaming server does. SIGTERM or SIGINT stops it cleanly and removes the socket.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg := fakecri.Config{NoEvents: noEvents, PullLatency: pullLatency}
+			if noDefaultImages {
+				cfg.Images = []fakecri.Image{}
+			} else {
+				cfg.Images = fakecri.DefaultImages()
+			}
+			for _, spec := range images {
+				img, err := fakecri.ParseImage(spec)
+				if err != nil {
+					return fmt.Errorf("fakecri: --image %q: %w", spec, err)
+				}
+				cfg.Images = append(cfg.Images, img)
+			}
+			rt := fakecri.New(cfg)
+			for _, ref := range failPulls {
+				if err := rt.FailPull(ref, "", 0); err != nil {
+					return fmt.Errorf("fakecri: --fail-pull %q: %w", ref, err)
+				}
+			}
+			lis, err := criserver.Listen(listen)
+			if err != nil {
+				return err
+			}
+			streams, err := streamserver.Start(rt, streamAddr)
+			if err != nil {
+				lis.Close()
+				return err
+			}
+			defer streams.Stop()
+			if pprofAddr != "" {
+				stopPprof, addr, err := servePprof(pprofAddr)
+				if err != nil {
+					lis.Close()
+					return fmt.Errorf("fakecri: --pprof-address %q: %w", pprofAddr, err)
+				}
+				defer stopPprof()
+				fmt.Fprintf(cmd.ErrOrStderr(), "fakecri: profiles on http://%s/debug/pprof/\n", addr)
+			}
+			parent := cmd.Context()
+			if parent == nil {
+				parent = context.Background()
+			}
+			ctx, stop := signal.NotifyContext(parent, syscall.SIGTERM, os.Interrupt)
+			defer stop()
+			events := "on"
+			if noEvents {
+				events = "off"
+			}
+			fmt.Fprintf(cmd.ErrOrStderr(), "fakecri: serving CRI v1 on %s (container events %s), streams on http://%s\n", listen, events, streams.Addr())
+			if err := criserver.Serve(ctx, lis, rt, grace); err != nil {
+				return fmt.Errorf("fakecri: serve on %s: %w", listen, err)
+			}
+			fmt.Fprintln(cmd.ErrOrStderr(), "fakecri: stopped")
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&listen, "listen", "unix:///tmp/lockstep-fakecri.sock", "unix socket endpoint to serve on (unix:///path)")
+	f.BoolVar(&noEvents, "no-events", false, "answer GetContainerEvents with Unimplemented, like containerd 1.6")
+	f.StringArrayVar(&images, "image", nil, "preload an extra image, as ref or ref=size (e.g. alpine:3.20=7Mi); repeatable")
+	f.BoolVar(&noDefaultImages, "no-default-images", false, "do not preload busybox, nginx and the pause image")
+	f.DurationVar(&pullLatency, "pull-latency", 0, "how long PullImage takes")
+	f.StringArrayVar(&failPulls, "fail-pull", nil, "make pulls of this image fail with a registry \"not found\" error; repeatable")
+	f.StringVar(&streamAddr, "stream-address", "127.0.0.1:0", "host:port of the exec/attach/port-forward streaming server (port 0 picks one, as containerd does)")
+	f.StringVar(&pprofAddr, "pprof-address", "", "host:port to serve Go's /debug/pprof profiles of this process on (plain HTTP, no auth: keep it on loopback); off when empty")
+	f.DurationVar(&grace, "shutdown-grace", 5*time.Second, "how long in-flight calls may take on shutdown")
+	return cmd
+}
+
+// servePprof serves the Go runtime's profiles (/debug/pprof/) on addr, so
+// a benchmark can read fakecri's own heap and CPU beside the agent's. It
+// returns a stop function and the address bound.
+func servePprof(addr string) (func(), string, error) {
+	lis, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, "", err
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = srv.Serve(lis) }()
+	return func() { _ = srv.Close() }, lis.Addr().String(), nil
+}
