@@ -294,7 +294,28 @@ func (p *Provider) sample(ctx context.Context, local bool) (Sample, error) {
 	}
 	p.fillSampleNanoCores(&s)
 	s.RootfsUsage = rootfsUsage(s.Containers, s.ContainerStats)
+	dropAnnotations(&s)
 	return s, nil
+}
+
+// dropAnnotations clears the annotations the runtime's lists carry for
+// every sandbox and container: nothing reading a sample uses them (labels
+// name the pod and container), and the sample is kept until the next one,
+// so they would cost a few kilobytes a pod for nothing.
+func dropAnnotations(s *Sample) {
+	for _, sb := range s.SandboxStats {
+		if a := sb.GetAttributes(); a != nil {
+			a.Annotations = nil
+		}
+	}
+	for _, c := range s.ContainerStats {
+		if a := c.GetAttributes(); a != nil {
+			a.Annotations = nil
+		}
+	}
+	for _, c := range s.Containers {
+		c.Annotations = nil
+	}
 }
 
 // containerStats is the containers' stats: list, as ListContainerStats

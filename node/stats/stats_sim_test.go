@@ -57,7 +57,7 @@ func TestProviderSamplesOnTheClock(t *testing.T) {
 	}
 	ctx := context.Background()
 	sbCfg := &runtimeapi.PodSandboxConfig{Metadata: &runtimeapi.PodSandboxMetadata{Name: "web", Namespace: "default", Uid: "uid-1"},
-		Labels: map[string]string{"io.kubernetes.pod.uid": "uid-1"}}
+		Labels: map[string]string{"io.kubernetes.pod.uid": "uid-1"}, Annotations: map[string]string{"kubernetes.io/config.seen": "now"}}
 	var sb string
 	k.Go("setup", func() {
 		var err error
@@ -67,8 +67,9 @@ func TestProviderSamplesOnTheClock(t *testing.T) {
 		}
 		id, err := rt.CreateContainer(ctx, sb, &runtimeapi.ContainerConfig{
 			Metadata: &runtimeapi.ContainerMetadata{Name: "app"}, Image: &runtimeapi.ImageSpec{Image: "busybox:latest"},
-			Labels: map[string]string{"io.kubernetes.pod.uid": "uid-1", "io.kubernetes.container.name": "app"},
-			Envs:   []*runtimeapi.KeyValue{{Key: "FAKECRI_MEMORY", Value: []byte("300Mi")}, {Key: "FAKECRI_DISK", Value: []byte("1Gi")}},
+			Labels:      map[string]string{"io.kubernetes.pod.uid": "uid-1", "io.kubernetes.container.name": "app"},
+			Annotations: map[string]string{"io.kubernetes.container.restartCount": "0"},
+			Envs:        []*runtimeapi.KeyValue{{Key: "FAKECRI_MEMORY", Value: []byte("300Mi")}, {Key: "FAKECRI_DISK", Value: []byte("1Gi")}},
 		}, sbCfg)
 		if err != nil {
 			t.Error(err)
@@ -111,6 +112,28 @@ func TestProviderSamplesOnTheClock(t *testing.T) {
 	}
 	if s.ImageFs == nil || s.ImageFs.GetUsedBytes().GetValue() == 0 {
 		t.Errorf("no image filesystem usage: %+v", s.ImageFs)
+	}
+	// The kept sample names pods and containers by their labels and
+	// carries no annotations (nothing reads them; they cost memory a pod).
+	type kept struct {
+		Kind        string
+		Labels      map[string]string
+		Annotations map[string]string
+	}
+	var gotKept []kept
+	for _, sb := range s.SandboxStats {
+		gotKept = append(gotKept, kept{"sandbox stats", sb.GetAttributes().GetLabels(), sb.GetAttributes().GetAnnotations()})
+	}
+	for _, c := range s.ContainerStats {
+		gotKept = append(gotKept, kept{"container stats", c.GetAttributes().GetLabels(), c.GetAttributes().GetAnnotations()})
+	}
+	for _, c := range s.Containers {
+		gotKept = append(gotKept, kept{"container", c.GetLabels(), c.GetAnnotations()})
+	}
+	ctrLabels := map[string]string{"io.kubernetes.pod.uid": "uid-1", "io.kubernetes.container.name": "app"}
+	wantKept := []kept{{"sandbox stats", sbCfg.Labels, nil}, {"container stats", ctrLabels, nil}, {"container", ctrLabels, nil}}
+	if diff := cmp.Diff(wantKept, gotKept); diff != "" {
+		t.Errorf("labels and annotations kept in the sample (-want +got):\n%s", diff)
 	}
 }
 
