@@ -169,11 +169,12 @@ func (d *driver) startAgent(ctx context.Context, agent string, qps, burst int, l
 }
 
 // saveHeaps saves the in-use heap profile of lockstep (its secure port)
-// and of fakecri (its --pprof-address) into dir, after a GC each.
-func (r *running) saveHeaps(ctx context.Context, token, dir string) {
+// and of fakecri (its --pprof-address) into dir, after a GC each, as
+// <process>-heap<suffix>.pprof.
+func (r *running) saveHeaps(ctx context.Context, token, dir, suffix string) {
 	if r.pprofPort != 0 {
 		url := fmt.Sprintf("https://127.0.0.1:%d/debug/pprof/heap?gc=1", r.pprofPort)
-		path := filepath.Join(dir, "lockstep-heap.pprof")
+		path := filepath.Join(dir, "lockstep-heap"+suffix+".pprof")
 		if err := fetchProfile(ctx, url, token, path); err != nil {
 			log.Printf("heap profile of lockstep: %v", err)
 		} else {
@@ -181,7 +182,7 @@ func (r *running) saveHeaps(ctx context.Context, token, dir string) {
 		}
 	}
 	if r.runtimePprof != "" {
-		path := filepath.Join(dir, "fakecri-heap.pprof")
+		path := filepath.Join(dir, "fakecri-heap"+suffix+".pprof")
 		if err := fetchProfile(ctx, "http://"+r.runtimePprof+"/debug/pprof/heap?gc=1", "", path); err != nil {
 			log.Printf("heap profile of fakecri: %v", err)
 		} else {

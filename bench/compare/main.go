@@ -381,7 +381,7 @@ func (d *driver) run(ctx context.Context, agent string, n int, q qpsSetting) (re
 		if startErr == nil {
 			// The heap with every pod running: what each process keeps
 			// per pod (RSS is this plus the garbage between collections).
-			ag.saveHeaps(ctx, d.adminToken, logDir)
+			ag.saveHeaps(ctx, d.adminToken, logDir, "")
 		}
 	}
 	own := Requests{"POST pods": float64(n), "LIST pods": float64(d.track.relists() - relist0)}
@@ -430,6 +430,19 @@ func (d *driver) run(ctx context.Context, agent string, n int, q qpsSetting) (re
 	relist2 := d.track.relists()
 	_, gone0 := d.track.counts()
 	t2 := time.Now()
+	if ag != nil {
+		// The heap again when a fifth of the pods are gone: deletion has
+		// its own peak (every pod's termination in flight at once).
+		go func() {
+			for runCtx.Err() == nil {
+				if _, g := d.track.counts(); g-gone0 >= n/5 {
+					ag.saveHeaps(runCtx, d.adminToken, logDir, "-mid-delete")
+					return
+				}
+				time.Sleep(50 * time.Millisecond)
+			}
+		}()
+	}
 	d.forEach(ctx, names, func(ctx context.Context, name string) error {
 		d.track.deleting(name, time.Now())
 		return d.admin.CoreV1().Pods(Namespace).Delete(ctx, name, metav1.DeleteOptions{})
