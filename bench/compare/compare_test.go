@@ -126,7 +126,10 @@ func testResults() []Result {
 			StartP50: 150 * time.Millisecond, StartP90: 300 * time.Millisecond, StartP99: 420 * time.Millisecond,
 			DeleteP50: 80 * time.Millisecond, DeleteP99: 200 * time.Millisecond,
 			StartReqs: Requests{"PATCH pods/status": 2, "POST events": 2}, DeleteReqs: Requests{"DELETE pods": 1, "PATCH pods/status": 1},
-			IdleReqs: Requests{"PUT leases": 0.1}, AgentCPUPerPod: 0.002, ServerCPUPerPod: 0.004, PeakRSSMiB: 60},
+			IdleReqs: Requests{"PUT leases": 0.1}, AgentCPUPerPod: 0.002, ServerCPUPerPod: 0.004, PeakRSSMiB: 60,
+			AgentStartCPUPerPod: 0.0012, ServerStartCPUPerPod: 0.0025,
+			Procs:   []ProcFigures{{Name: "fakecri", CPUPerPod: 0.0005, PeakRSSMiB: 20}, {Name: "lockstep", CPUPerPod: 0.0015, PeakRSSMiB: 40}},
+			SerialN: 20, SerialP50: 45 * time.Millisecond, SerialP99: 80 * time.Millisecond, SerialMax: 81 * time.Millisecond},
 		{Agent: CeilingAgent, N: 100, StartRate: 400, DeleteRate: 400, AgentCPUPerPod: -1, PeakRSSMiB: -1,
 			StartReqs: Requests{"PATCH pods/status": 1}, DeleteReqs: Requests{"DELETE pods": 1}},
 		{Agent: "kubemark", N: 100, QPS: "1000/2000", StartRate: 40, DeleteRate: 20, AgentCPUPerPod: 0.03, PeakRSSMiB: 200, Err: "pods gone: 99 of 100"},
@@ -177,6 +180,9 @@ func TestMarkdownTable(t *testing.T) {
 	for _, s := range []string{
 		"| lockstep | 100 | 1000/2000 | PATCH pods/status 2, POST events 2 | DELETE pods 1, PATCH pods/status 1 | PUT leases 0.1 |",
 		"- kubemark N=100 QPS 1000/2000: pods gone: 99 of 100",
+		"| lockstep | 100 | 1000/2000 | 1.2 | 2.5 | fakecri 0.5, 20; lockstep 1.5, 40 |",
+		"| ceiling | 100 | ∞ | – | 0.0 | – |",
+		"| lockstep | 1000/2000 | 20 | 45 | 80 | 81 |",
 	} {
 		if !strings.Contains(text, s) {
 			t.Errorf("table lacks %q:\n%s", s, text)

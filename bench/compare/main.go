@@ -11,7 +11,9 @@
 // N at which lockstep-relist runs, default "100"), BENCH_COMPARE_IDLE
 // (seconds of the idle window, default 60), BENCH_COMPARE_PROFILE (seconds
 // of a CPU profile of lockstep from /debug/pprof taken from the start of
-// the creations, saved beside the run's logs; default 0: none).
+// the creations, saved beside the run's logs; default 0: none),
+// BENCH_COMPARE_SERIAL (pods started one at a time after each agent's run
+// at the smallest N; default 0: none).
 package main
 
 import (
@@ -22,10 +24,12 @@ import (
 	"fmt"
 	"io"
 	"log"
+	"math/rand/v2"
 	"net/http"
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -59,6 +63,9 @@ type config struct {
 	relistN map[int]bool
 	idle    time.Duration
 	profile time.Duration
+	// serial is how many pods each agent starts one at a time after its
+	// run at the smallest N (BENCH_COMPARE_SERIAL; 0: none).
+	serial int
 }
 
 func envOr(name, def string) string {
@@ -121,6 +128,9 @@ func loadConfig() (config, error) {
 		return c, fmt.Errorf("BENCH_COMPARE_PROFILE: %q is not a number of seconds", os.Getenv("BENCH_COMPARE_PROFILE"))
 	}
 	c.profile = time.Duration(prof) * time.Second
+	if c.serial, err = strconv.Atoi(envOr("BENCH_COMPARE_SERIAL", "0")); err != nil || c.serial < 0 {
+		return c, fmt.Errorf("BENCH_COMPARE_SERIAL: %q is not a number of pods", os.Getenv("BENCH_COMPARE_SERIAL"))
+	}
 	return c, nil
 }
 
@@ -466,6 +476,7 @@ func (d *driver) run(ctx context.Context, agent string, n int, q qpsSetting) (re
 			res.PeakRSSMiB = rss
 		}
 		res.AgentCPUPerPod = (cpu1 - cpu0 + cpu3 - cpu2) / float64(n)
+		res.AgentStartCPUPerPod = (cpu1 - cpu0) / float64(n)
 		procCPU3 := ag.cpus()
 		for i, p := range ag.procs {
 			f := ProcFigures{Name: p.name, PeakRSSMiB: -1,
@@ -477,6 +488,21 @@ func (d *driver) run(ctx context.Context, agent string, n int, q qpsSetting) (re
 		}
 	}
 	res.ServerCPUPerPod = (srv1 - srv0 + srv3 - srv2) / float64(n)
+	res.ServerStartCPUPerPod = (srv1 - srv0) / float64(n)
+
+	// Pods started one at a time: the latency of a start with nothing
+	// else going on (the PLEG's floor: events against the relist period).
+	if ag != nil && d.cfg.serial > 0 && n == slices.Min(d.cfg.ns) && startErr == nil && delErr == nil {
+		lat, err := d.serialStarts(ctx, node, prefix+"s", d.cfg.serial, dead)
+		if err != nil {
+			log.Printf("%s: serial starts: %v", agent, err)
+		} else {
+			res.SerialN = len(lat)
+			res.SerialP50, res.SerialP99, res.SerialMax = Percentile(lat, 50), Percentile(lat, 99), slices.Max(lat)
+			log.Printf("%s: %d pods started one at a time: p50 %s p99 %s max %s", agent, len(lat),
+				res.SerialP50.Round(time.Millisecond), res.SerialP99.Round(time.Millisecond), res.SerialMax.Round(time.Millisecond))
+		}
+	}
 
 	// Latencies and rates from the watch's times.
 	times := d.track.take(names)
@@ -663,4 +689,57 @@ func fetchProfile(ctx context.Context, url, token, path string) error {
 		return fmt.Errorf("GET %s: %s", url, resp.Status)
 	}
 	return os.WriteFile(path, b, 0o644)
+}
+
+// serialStarts creates k pods on node one at a time, each at a random
+// moment within a second of the one before being Running and Ready, and
+// returns each one's create → Running+
+// Ready latency (as the watch saw it); then deletes them.
+func (d *driver) serialStarts(ctx context.Context, node, prefix string, k int, dead func() string) ([]time.Duration, error) {
+	names := make([]string, k)
+	for i := range names {
+		names[i] = fmt.Sprintf("%s%d", prefix, i)
+	}
+	defer func() {
+		_, gone0 := d.track.counts()
+		for _, name := range names {
+			d.track.deleting(name, time.Now())
+			if err := d.admin.CoreV1().Pods(Namespace).Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
+				log.Printf("delete %s: %v", name, err)
+			}
+		}
+		_ = waitFor(ctx, "serial pods gone", time.Minute, time.Minute,
+			func() (int, int, string) { _, g := d.track.counts(); return g - gone0, k, dead() })
+		d.track.take(names)
+	}()
+	rng := rand.New(rand.NewPCG(uint64(k), 1))
+	for _, name := range names {
+		// Created at a random moment within a second of the one before
+		// being Ready: Ready is seen just after a relist, so without the
+		// pause every pod would wait out a whole relist period.
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(time.Duration(rng.Int64N(int64(time.Second)))):
+		}
+		ready0, _ := d.track.counts()
+		d.track.expect(name, time.Now())
+		if _, err := d.admin.CoreV1().Pods(Namespace).Create(ctx, benchPod(name, node), metav1.CreateOptions{}); err != nil {
+			return nil, fmt.Errorf("create %s: %w", name, err)
+		}
+		if err := waitFor(ctx, "pod "+name+" Running+Ready", 30*time.Second, 30*time.Second,
+			func() (int, int, string) { r, _ := d.track.counts(); return r - ready0, 1, dead() }); err != nil {
+			return nil, err
+		}
+	}
+	var out []time.Duration
+	for _, p := range d.track.peek(names) {
+		if !p.ready.IsZero() {
+			out = append(out, p.ready.Sub(p.created))
+		}
+	}
+	if len(out) != k {
+		return nil, fmt.Errorf("%d of %d serial pods timed", len(out), k)
+	}
+	return out, nil
 }

@@ -48,6 +48,16 @@ type Result struct {
 	AgentCPUPerPod float64 `json:"agent_cpu_s_per_pod"`
 	// ServerCPUPerPod is the same for kube-apiserver + etcd.
 	ServerCPUPerPod float64 `json:"apiserver_etcd_cpu_s_per_pod"`
+	// AgentStartCPUPerPod and ServerStartCPUPerPod are the start phase's
+	// alone.
+	AgentStartCPUPerPod  float64 `json:"agent_start_cpu_s_per_pod"`
+	ServerStartCPUPerPod float64 `json:"apiserver_etcd_start_cpu_s_per_pod"`
+	// SerialN pods were started one at a time after the run (each once
+	// the one before was Running and Ready): their latency p50/p99/max.
+	SerialN   int           `json:"serial_n,omitempty"`
+	SerialP50 time.Duration `json:"serial_p50_ns,omitempty"`
+	SerialP99 time.Duration `json:"serial_p99_ns,omitempty"`
+	SerialMax time.Duration `json:"serial_max_ns,omitempty"`
 	// PeakRSSMiB is the sum of the agent processes' VmHWM; negative when not
 	// measured.
 	PeakRSSMiB float64 `json:"peak_rss_mib"`
@@ -154,6 +164,35 @@ func MarkdownTable(rs []Result) string {
 	for _, r := range rs {
 		fmt.Fprintf(&b, "| %s | %d | %s | %s | %s | %s |\n", r.Agent, r.N, qpsLabel(r.QPS),
 			r.StartReqs, r.DeleteReqs, r.IdleReqs)
+	}
+	b.WriteString("\nCPU of the start phase alone, per pod, and processes apart (ms; peak RSS MiB):\n\n")
+	b.WriteString("| agent | N | QPS/burst | agent start CPU | apiserver+etcd start CPU | processes: CPU ms/pod, peak RSS |\n|---|---:|---|---:|---:|---|\n")
+	for _, r := range rs {
+		var procs []string
+		for _, p := range r.Procs {
+			procs = append(procs, fmt.Sprintf("%s %.1f, %.0f", p.Name, p.CPUPerPod*1000, p.PeakRSSMiB))
+		}
+		agentCPU := "–"
+		if r.Agent != CeilingAgent {
+			agentCPU = fmt.Sprintf("%.1f", r.AgentStartCPUPerPod*1000)
+		}
+		procList := "–"
+		if len(procs) > 0 {
+			procList = strings.Join(procs, "; ")
+		}
+		fmt.Fprintf(&b, "| %s | %d | %s | %s | %.1f | %s |\n", r.Agent, r.N, qpsLabel(r.QPS),
+			agentCPU, r.ServerStartCPUPerPod*1000, procList)
+	}
+	var serial []string
+	for _, r := range rs {
+		if r.SerialN > 0 {
+			serial = append(serial, fmt.Sprintf("| %s | %s | %d | %s | %s | %s |", r.Agent, qpsLabel(r.QPS), r.SerialN, ms(r.SerialP50), ms(r.SerialP99), ms(r.SerialMax)))
+		}
+	}
+	if len(serial) > 0 {
+		b.WriteString("\nPods started one at a time (each once the one before is Running and Ready; create → Running+Ready, ms):\n\n")
+		b.WriteString("| agent | QPS/burst | pods | p50 | p99 | max |\n|---|---|---:|---:|---:|---:|\n")
+		b.WriteString(strings.Join(serial, "\n") + "\n")
 	}
 	var errs []string
 	for _, r := range rs {

@@ -88,6 +88,19 @@ func (t *tracker) take(names []string) []podTimes {
 	return out
 }
 
+// peek returns the times of names seen so far, keeping them tracked.
+func (t *tracker) peek(names []string) []podTimes {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	out := make([]podTimes, 0, len(names))
+	for _, n := range names {
+		if p := t.pods[n]; p != nil {
+			out = append(out, *p)
+		}
+	}
+	return out
+}
+
 func runningReady(p *corev1.Pod) bool {
 	if p.Status.Phase != corev1.PodRunning {
 		return false
