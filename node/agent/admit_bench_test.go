@@ -37,7 +37,8 @@ func benchPod(i int, hostPort int32) *corev1.Pod {
 func BenchmarkAdmitPod(b *testing.B) {
 	for _, n := range []int{100, 1000, 10000} {
 		b.Run(fmt.Sprintf("N=%d", n), func(b *testing.B) {
-			h := harness.New(harness.Config{Seed: 1, Agent: agent.Config{NodeStatus: nodestatus.Config{MaxPods: 2 * n}}})
+			h := harness.New(harness.Config{Seed: 1, CPUs: harness.Topology(1, 1, 32, 1), // room for 20,000 pods' 1m
+				Agent: agent.Config{NodeStatus: nodestatus.Config{MaxPods: 2 * n}}})
 			b.Cleanup(h.Close)
 			h.StartAgent()
 			a := h.Agent()
