@@ -11,7 +11,7 @@ func (a *Agent) AdmitForTest(pod *corev1.Pod) bool {
 	a.admit(pod)
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	_, ok := a.admitted[pod.UID]
+	_, ok := a.admitted.Pod(pod.UID)
 	return ok
 }
 
@@ -24,7 +24,7 @@ func (a *Agent) ForgetAdmissionForTest(uid types.UID) { a.forgetAdmission(uid) }
 // cheaply.
 func (a *Agent) SeedAdmittedForTest(pod *corev1.Pod) {
 	a.mu.Lock()
-	a.admitted[pod.UID] = pod
+	a.admitted.Set(pod)
 	a.mu.Unlock()
 	a.recordAllocation(pod)
 }
