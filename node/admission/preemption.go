@@ -26,10 +26,14 @@ const (
 // critical, fails for other reasons than resources, or no set of pods
 // frees enough.
 func PodsToPreempt(pod *corev1.Pod, qos func(*corev1.Pod) corev1.PodQOSClass, node Node, admitted []*corev1.Pod) ([]*corev1.Pod, bool) {
-	if !podutil.IsCriticalPod(pod) || !admitOS(pod).Admitted() || !admitPlacement(pod, node, admitted).Admitted() {
+	if !podutil.IsCriticalPod(pod) || !admitOS(pod).Admitted() {
 		return nil, false
 	}
-	short := shortfalls(pod, node, admitted)
+	used := UsageOf(admitted)
+	if !admitPlacement(pod, node, used).Admitted() {
+		return nil, false
+	}
+	short := shortfalls(pod, node, used)
 	if len(short) == 0 {
 		return nil, false
 	}

@@ -53,14 +53,24 @@ func (d Decision) Admitted() bool { return d.Reason == "" }
 // resources the node has), required node affinity and nodeSelector, node
 // name, host ports, then untolerated NoExecute taints (not for static
 // pods).
+//
+// It costs O(len(admitted)); a caller that keeps the admitted pods'
+// Usage up to date decides with AdmitBeside instead.
 func AdmitToNode(pod *corev1.Pod, node Node, admitted []*corev1.Pod) Decision {
+	return AdmitBeside(pod, node, UsageOf(admitted))
+}
+
+// AdmitBeside is AdmitToNode beside the admitted pods' Usage: the same
+// checks in the same order, the same verdicts, at the cost of pod's own
+// requests and ports.
+func AdmitBeside(pod *corev1.Pod, node Node, used *Usage) Decision {
 	if d := admitOS(pod); !d.Admitted() {
 		return d
 	}
-	if short := shortfalls(pod, node, admitted); len(short) > 0 {
+	if short := shortfalls(pod, node, used); len(short) > 0 {
 		return short[0].decision
 	}
-	return admitPlacement(pod, node, admitted)
+	return admitPlacement(pod, node, used)
 }
 
 // admitOS checks the pod's operating system.
@@ -76,14 +86,14 @@ func admitOS(pod *corev1.Pod) Decision {
 
 // admitPlacement checks what preempting other pods cannot fix: node
 // affinity, node name, host ports and taints.
-func admitPlacement(pod *corev1.Pod, node Node, admitted []*corev1.Pod) Decision {
+func admitPlacement(pod *corev1.Pod, node Node, used *Usage) Decision {
 	if !MatchesNodeAffinity(pod, node) {
 		return predicateFailure(ReasonNodeAffinity, "node(s) didn't match Pod's node affinity/selector")
 	}
 	if pod.Spec.NodeName != "" && pod.Spec.NodeName != node.Name {
 		return predicateFailure(ReasonNodeName, "node(s) didn't match the requested node name")
 	}
-	if conflict := hostPortConflict(pod, admitted); conflict {
+	if hostPortConflict(pod, used) {
 		return predicateFailure(ReasonNodePorts, "node(s) didn't have free ports for the requested pod ports")
 	}
 	if !podutil.IsStaticPod(pod) {
@@ -127,19 +137,15 @@ type shortfall struct {
 }
 
 // shortfalls checks the pod count, then each requested resource against
-// allocatable minus what the admitted pods request, and returns every
-// resource that falls short, in that order.
-func shortfalls(pod *corev1.Pod, node Node, admitted []*corev1.Pod) []shortfall {
+// allocatable minus what the admitted pods request (used), and returns
+// every resource that falls short, in that order.
+func shortfalls(pod *corev1.Pod, node Node, used *Usage) []shortfall {
 	var out []shortfall
-	if maxPods := amount(node.Allocatable, corev1.ResourcePods); len(admitted)+1 > int(maxPods) {
-		out = append(out, shortfall{corev1.ResourcePods, int64(len(admitted)) + 1 - maxPods,
-			insufficient(corev1.ResourcePods, 1, int64(len(admitted)), maxPods)})
+	if maxPods := amount(node.Allocatable, corev1.ResourcePods); used.Pods()+1 > int(maxPods) {
+		out = append(out, shortfall{corev1.ResourcePods, int64(used.Pods()) + 1 - maxPods,
+			insufficient(corev1.ResourcePods, 1, int64(used.Pods()), maxPods)})
 	}
 	req := PodRequests(pod)
-	used := corev1.ResourceList{}
-	for _, p := range admitted {
-		addTo(used, PodRequests(p))
-	}
 	order := []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory, corev1.ResourceEphemeralStorage}
 	var others []corev1.ResourceName
 	for _, r := range slices.Sorted(maps.Keys(req)) {
@@ -155,7 +161,7 @@ func shortfalls(pod *corev1.Pod, node Node, admitted []*corev1.Pod) []shortfall 
 		if _, has := node.Allocatable[r]; !has && isExtended(r) {
 			continue // a resource the node does not know: not the node's to account (as upstream)
 		}
-		capacity, inUse := amount(node.Allocatable, r), amount(used, r)
+		capacity, inUse := amount(node.Allocatable, r), used.Requested(r)
 		if want > capacity-inUse {
 			out = append(out, shortfall{r, want - (capacity - inUse), insufficient(r, want, inUse, capacity)})
 		}
@@ -180,9 +186,17 @@ type hostPort struct {
 	port     int32
 }
 
+// hostPorts are the host ports pod's init and regular containers bind
+// (the protocol defaulted to TCP, the address to the wildcard).
 func hostPorts(pod *corev1.Pod) []hostPort {
 	var out []hostPort
-	cs := append(append([]corev1.Container(nil), pod.Spec.InitContainers...), pod.Spec.Containers...)
+	for _, cs := range [][]corev1.Container{pod.Spec.InitContainers, pod.Spec.Containers} {
+		out = appendHostPorts(out, cs)
+	}
+	return out
+}
+
+func appendHostPorts(out []hostPort, cs []corev1.Container) []hostPort {
 	for i := range cs {
 		for _, p := range cs[i].Ports {
 			if p.HostPort <= 0 {
@@ -194,7 +208,7 @@ func hostPorts(pod *corev1.Pod) []hostPort {
 			}
 			ip := p.HostIP
 			if ip == "" {
-				ip = "0.0.0.0"
+				ip = wildcardIP
 			}
 			out = append(out, hostPort{ip: ip, protocol: proto, port: p.HostPort})
 		}
@@ -205,18 +219,10 @@ func hostPorts(pod *corev1.Pod) []hostPort {
 // hostPortConflict reports whether pod binds a host port (protocol and
 // port, the wildcard address overlapping every address) an admitted pod
 // binds.
-func hostPortConflict(pod *corev1.Pod, admitted []*corev1.Pod) bool {
-	want := hostPorts(pod)
-	if len(want) == 0 {
-		return false
-	}
-	for _, other := range admitted {
-		for _, h := range hostPorts(other) {
-			for _, w := range want {
-				if w.port == h.port && w.protocol == h.protocol && (w.ip == h.ip || w.ip == "0.0.0.0" || h.ip == "0.0.0.0") {
-					return true
-				}
-			}
+func hostPortConflict(pod *corev1.Pod, used *Usage) bool {
+	for _, w := range hostPorts(pod) {
+		if used.conflicts(w) {
+			return true
 		}
 	}
 	return false
@@ -349,7 +355,7 @@ const ReasonEvicted = "Evicted"
 // beside the pods admitted (their allocations): the part of AdmitToNode a
 // resize must pass (the pod count and placement do not change).
 func AdmitResources(pod *corev1.Pod, node Node, admitted []*corev1.Pod) Decision {
-	for _, s := range shortfalls(pod, node, admitted) {
+	for _, s := range shortfalls(pod, node, UsageOf(admitted)) {
 		if s.resource != corev1.ResourcePods {
 			return s.decision
 		}

@@ -175,10 +175,11 @@ type Agent struct {
 	unsupported map[types.UID]string
 	// sysctls decides which sysctls pods may set.
 	sysctls *admission.SysctlAllowlist
-	// admitted are the pods admitted that still count against the node;
-	// rejected the pods admission refused; evicted the pods the eviction
-	// manager evicted or admission preempted (see pressure.go).
-	admitted map[types.UID]*corev1.Pod
+	// admitted are the pods admitted that still count against the node,
+	// with what they use of it; rejected the pods admission refused;
+	// evicted the pods the eviction manager evicted or admission preempted
+	// (see pressure.go).
+	admitted *admission.Admitted
 	rejected map[types.UID]admission.Decision
 	// nodeRead is the Node admission last read from the API, at
 	// nodeReadAt, or last received from its watch (see admissionNode).
@@ -254,7 +255,7 @@ func New(d deps.Deps, cfg Config) (*Agent, error) {
 		expected:  map[types.UID]map[string]expectation{},
 		sysctls:   sysctlAllowlist(d, cfg.AllowedUnsafeSysctls),
 		cgroups:   pods,
-		admitted:  map[types.UID]*corev1.Pod{},
+		admitted:  admission.NewAdmitted(),
 		rejected:  map[types.UID]admission.Decision{},
 		evicted:   map[types.UID]stopNote{},
 		alloc:     alloc,

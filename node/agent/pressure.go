@@ -197,7 +197,7 @@ func (a *Agent) admit(pod *corev1.Pod) {
 		return
 	}
 	a.mu.Lock()
-	_, seen := a.admitted[pod.UID]
+	_, seen := a.admitted.Pod(pod.UID)
 	_, refused := a.rejected[pod.UID]
 	a.mu.Unlock()
 	if seen || refused {
@@ -211,19 +211,20 @@ func (a *Agent) admit(pod *corev1.Pod) {
 		d = admission.Decision{Reason: shutdown.NotAdmittedReason, Message: shutdown.NotAdmittedMessage}
 	}
 	if d.Admitted() {
-		node, admitted := a.admissionNode(), a.admittedPods()
-		d = admission.AdmitToNode(pod, node, admitted)
+		node := a.admissionNode()
+		d = a.admitToNode(pod, node)
 		if d.Reason == admission.ReasonNodeAffinity || d.Reason == admission.ReasonTaintToleration {
 			// The watched (or read) Node may be a moment behind its labels
 			// and taints: read it now and decide again, as the kubelet
 			// does before refusing a pod for its node affinity.
 			if fresh, ok := a.readNode(); ok {
 				node.Labels, node.Taints = fresh.Labels, fresh.Spec.Taints
-				d = admission.AdmitToNode(pod, node, admitted)
+				d = a.admitToNode(pod, node)
 			}
 		}
 		if !d.Admitted() {
-			if victims, ok := admission.PodsToPreempt(pod, podspec.QOSClass, node, admitted); ok {
+			// Only a pod that does not fit needs the admitted pods listed.
+			if victims, ok := admission.PodsToPreempt(pod, podspec.QOSClass, node, a.admittedPods()); ok {
 				a.preempt(pod, victims)
 				d = admission.Decision{}
 			}
@@ -245,9 +246,17 @@ func (a *Agent) admit(pod *corev1.Pod) {
 		return
 	}
 	a.mu.Lock()
-	a.admitted[pod.UID] = pod
+	a.admitted.Set(pod)
 	a.mu.Unlock()
 	a.recordAllocation(pod)
+}
+
+// admitToNode decides on pod against node beside what the admitted pods
+// use (admission.AdmitToNode, at the cost of the pod's own size).
+func (a *Agent) admitToNode(pod *corev1.Pod, node admission.Node) admission.Decision {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return admission.AdmitBeside(pod, node, a.admitted.Usage())
 }
 
 // preempt stops the admitted victims so that the critical pod fits, as
@@ -268,8 +277,6 @@ func (a *Agent) preempt(pod *corev1.Pod, victims []*corev1.Pod) {
 	}
 }
 
-// admittedPods are the pods admitted and still counting against the node
-// (not terminating), oldest first.
 // admittedPodList lists the admitted pods for the stats sampler, which
 // measures their volumes and logs.
 type admittedPodList struct{ a *Agent }
@@ -277,13 +284,14 @@ type admittedPodList struct{ a *Agent }
 // ActivePods are the admitted pods, oldest first.
 func (l admittedPodList) ActivePods() []*corev1.Pod { return l.a.admittedPods() }
 
+// admittedPods are the pods admitted and still counting against the node
+// (not terminating), oldest first: O(N log N), for the callers that need
+// the pods themselves (preemption, eviction, resize, stats), not for an
+// admission that fits.
 func (a *Agent) admittedPods() []*corev1.Pod {
 	a.mu.Lock()
-	defer a.mu.Unlock()
-	out := make([]*corev1.Pod, 0, len(a.admitted))
-	for _, p := range a.admitted {
-		out = append(out, p)
-	}
+	out := a.admitted.Pods()
+	a.mu.Unlock()
 	podutil.SortByCreation(out)
 	return out
 }
@@ -292,8 +300,7 @@ func (a *Agent) admittedPods() []*corev1.Pod {
 // is terminating).
 func (a *Agent) forgetAdmission(uid types.UID) {
 	a.mu.Lock()
-	_, was := a.admitted[uid]
-	delete(a.admitted, uid)
+	was := a.admitted.Remove(uid)
 	delete(a.pendingResizes, uid)
 	a.mu.Unlock()
 	if was {
@@ -345,7 +352,7 @@ func (p evictionPods) Evict(pod *corev1.Pod, grace int64, message string, cond c
 func (a *Agent) stopAndFail(pod *corev1.Pod, grace *int64, note stopNote) {
 	a.mu.Lock()
 	a.evicted[pod.UID] = note
-	delete(a.admitted, pod.UID)
+	a.admitted.Remove(pod.UID)
 	a.mu.Unlock()
 	a.workers.UpdatePod(podworkers.Work{Type: podworkers.Kill, UID: pod.UID, Pod: pod, GracePeriod: grace, Reason: strings.ToLower(note.reason)})
 }

@@ -87,8 +87,8 @@ func (a *Agent) allocate(pod *corev1.Pod, prev []corev1.PodCondition) (*corev1.P
 		return allocated, status.Resize{}
 	}
 	a.mu.Lock()
-	if _, ok := a.admitted[pod.UID]; ok {
-		a.admitted[pod.UID] = pod
+	if _, ok := a.admitted.Pod(pod.UID); ok {
+		a.admitted.Set(pod) // what it uses of the node changed
 	}
 	a.mu.Unlock()
 	a.setPendingResize(pod.UID, false)
