@@ -439,6 +439,9 @@ func (d *driver) run(ctx context.Context, agent string, n int, q qpsSetting) (re
 	}
 	relist2 := d.track.relists()
 	_, gone0 := d.track.counts()
+	if ag != nil && ag.pprofPort != 0 && d.cfg.profile > 0 {
+		go saveProfile(runCtx, ag.pprofPort, d.adminToken, d.cfg.profile, filepath.Join(logDir, "lockstep-cpu-delete.pprof"))
+	}
 	t2 := time.Now()
 	if ag != nil {
 		// The heap again when a fifth of the pods are gone: deletion has

@@ -72,10 +72,11 @@ func Apply(pod *corev1.Pod, alloc PodResources) (*corev1.Pod, bool) {
 // Store holds the allocations of the pods the agent runs and keeps them
 // checkpointed. Without a file port (tests) it keeps them in memory only.
 // An admission's allocation (Set) is written by the next Flush, which the
-// agent calls before it creates a container with it: a burst of N
-// admissions writes the file a few times, not N times (each write is the
-// whole file, so N writes cost O(N²)). A resize's (SetResized) and a
-// removal are written at once.
+// agent calls before it creates a container with it, and a terminated
+// pod's removal (Remove) by the next Flush or RemoveOrphans: a burst of N
+// admissions or terminations writes the file a few times, not N times
+// (each write is the whole file, so N writes cost O(N²)). A resize's
+// (SetResized) is written at once.
 type Store struct {
 	files deps.Files
 	path  string
@@ -233,12 +234,26 @@ func (s *Store) set(pod *corev1.Pod, resized bool) error {
 	return nil
 }
 
-// Remove forgets pod uid's allocation.
+// Remove forgets pod uid's allocation (a terminated pod's). The file is
+// rewritten by the next Flush or RemoveOrphans: until then a restarted
+// agent would find an entry of a pod that is gone, which nothing uses and
+// housekeeping removes; a burst of N terminations does not rewrite the
+// whole file N times.
 func (s *Store) Remove(uid types.UID) error {
-	return s.RemoveOrphans(func(u types.UID) bool { return u != uid })
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.pods[uid]; !ok {
+		return nil
+	}
+	delete(s.pods, uid)
+	delete(s.resized, uid)
+	delete(s.encoded, uid)
+	s.dirty = true
+	return nil
 }
 
-// RemoveOrphans forgets the allocations of the pods keep does not keep.
+// RemoveOrphans forgets the allocations of the pods keep does not keep
+// and writes the checkpoint if anything changed since its last write.
 func (s *Store) RemoveOrphans(keep func(types.UID) bool) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -251,7 +266,7 @@ func (s *Store) RemoveOrphans(keep func(types.UID) bool) error {
 			removed = true
 		}
 	}
-	if !removed {
+	if !removed && !s.dirty {
 		return nil
 	}
 	if err := s.writeLocked(); err != nil {

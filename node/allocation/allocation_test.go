@@ -45,6 +45,9 @@ func TestStoreSurvivesRestart(t *testing.T) {
 	if err := s.Remove("b"); err != nil {
 		t.Fatal(err)
 	}
+	if err := s.Flush(); err != nil {
+		t.Fatal(err)
+	}
 	next := allocation.NewStore(fs, "/var/lib/lockstep")
 	if err := next.Load(); err != nil {
 		t.Fatal(err)
@@ -114,7 +117,7 @@ func TestEventMessage(t *testing.T) {
 
 // TestStoreFlushWritesABurstOnce: admissions (Set) are written by the
 // next Flush, all together; a Flush with nothing new writes nothing; a
-// resize is written at once.
+// resize is written at once; removals by the next RemoveOrphans.
 func TestStoreFlushWritesABurstOnce(t *testing.T) {
 	fs := memfs.New()
 	s := allocation.NewStore(fs, "/var/lib/lockstep")
@@ -149,5 +152,28 @@ func TestStoreFlushWritesABurstOnce(t *testing.T) {
 	}
 	if got := s.Writes(); got != 2 {
 		t.Errorf("%d checkpoint writes after a resize, want 2 (written at once)", got)
+	}
+	// Terminations are written together too: by the next Flush or
+	// housekeeping's RemoveOrphans.
+	for _, uid := range want[:50] {
+		if err := s.Remove(uid); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := s.Writes(); got != 2 {
+		t.Errorf("%d checkpoint writes after 50 removals, want still 2", got)
+	}
+	if err := s.RemoveOrphans(func(types.UID) bool { return true }); err != nil {
+		t.Fatal(err)
+	}
+	if got := s.Writes(); got != 3 {
+		t.Errorf("%d checkpoint writes after housekeeping, want 3", got)
+	}
+	after := allocation.NewStore(fs, "/var/lib/lockstep")
+	if err := after.Load(); err != nil {
+		t.Fatal(err)
+	}
+	if d := cmp.Diff(want[50:], after.UIDs()); d != "" {
+		t.Errorf("pods in the checkpoint after 50 removals and housekeeping (-want +got):\n%s", d)
 	}
 }
