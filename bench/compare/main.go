@@ -11,7 +11,8 @@
 // N at which lockstep-relist runs, default "100"), BENCH_COMPARE_IDLE
 // (seconds of the idle window, default 60), BENCH_COMPARE_PROFILE (seconds
 // of a CPU profile of lockstep from /debug/pprof taken from the start of
-// the creations, saved beside the run's logs; default 0: none),
+// the creations, and another from the start of the deletions, saved
+// beside the run's logs; default 0: none),
 // BENCH_COMPARE_SERIAL (pods started one at a time after each agent's run
 // at the smallest N; default 0: none).
 package main
