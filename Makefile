@@ -4,7 +4,7 @@ PKGS     := ./...
 BIN      := bin/lockstep
 SEED     ?= 1
 
-.PHONY: all build test lint bench bench-compare sim run run-fakecri e2e bench-real conformance clean regress
+.PHONY: all build test test-race-scenarios test-race-rest test-scenarios lint bench bench-compare sim run run-fakecri e2e bench-real conformance clean regress
 
 all: build
 
@@ -19,11 +19,26 @@ lint:
 	$(GO) vet $(PKGS)
 	$(GO) test -count=1 ./node/detlint/
 
-## test: lint, then every test with the race detector (includes the
-## determinism checks: same seed => same trace hash under GOMAXPROCS 1 and 4)
+## test: lint, then, two at a time: every package's tests with the race
+## detector, where the scenario package runs its determinism checks (same
+## seed => same trace hash under GOMAXPROCS 1 and 4) and the first 8 of
+## each scenario property's plans (the race detector makes a plan about 4x
+## dearer); the scenario package's every test without it (30 plans a
+## property); the regressions
 test: lint
-	$(GO) test -race -count=1 -timeout 15m $(PKGS)
-	$(MAKE) regress
+	@$(MAKE) --no-print-directory -j2 test-race-scenarios test-race-rest test-scenarios $(REGRESS_TAGS)
+
+## test-race-scenarios, test-race-rest: `go test -race` of the scenario
+## package's determinism checks and properties, and of every other package
+test-race-scenarios:
+	$(GO) test -race -count=1 -timeout 15m -run 'Determinis|^TestScenarios$$' ./scenarios/
+test-race-rest:
+	$(GO) test -race -count=1 -timeout 15m $$($(GO) list $(PKGS) | grep -v '/scenarios$$')
+
+## test-scenarios: every test of the scenario package, each property at
+## the CI budget (30 plans, rapid seed 1), without the race detector
+test-scenarios:
+	$(GO) test -count=1 -timeout 15m ./scenarios/
 
 ## regress: the suite catches deliberately broken builds (re-created
 ## upstream bugs, build tags only; a binary built with one refuses to run a
@@ -34,12 +49,14 @@ test: lint
 ## old runtime view, 141473 readiness carried over. Not re-created: 23636
 ## (the runtime refuses a second container of the same name and attempt)
 ## and 58711 (three separate guards keep a terminal phase; see
-## docs/architecture.md).
+## docs/architecture.md). `make -j2 regress` runs two at a time.
 REGRESS_TAGS := regress_93210 regress_104648 regress_106734 regress_94829 regress_121003 regress_141473
-regress:
-	@for tag in $(REGRESS_TAGS); do \
-		$(GO) test -vet=off -count=1 -tags $$tag -run TestRegression ./scenarios/ || exit 1; \
-	done
+regress: $(REGRESS_TAGS)
+
+# One re-created bug, named by its tag (not .PHONY: phony targets skip
+# pattern rules).
+regress_%:
+	$(GO) test -vet=off -count=1 -tags $@ -run TestRegression ./scenarios/
 
 ## bench: the benchmarks whose figures docs/benchmarks.md records (one core)
 bench:

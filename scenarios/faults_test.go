@@ -39,8 +39,10 @@ func reportViolations(t *testing.T, c *Checker) {
 // lag the truth by seconds (the relist race behind upstream #23636 and
 // #121003): no container may ever run twice, nor a Never container twice.
 func TestStaleRelistsNeverDuplicate(t *testing.T) {
+	t.Parallel()
 	for _, seed := range []uint64{21, 22, 23, 24, 25} {
 		t.Run(fmt.Sprint("seed-", seed), func(t *testing.T) {
+			t.Parallel()
 			h := start(t, seed)
 			c := NewChecker(h)
 			h.Runtime.SetListStaleness(3 * time.Second)
@@ -80,6 +82,7 @@ func TestStaleRelistsNeverDuplicate(t *testing.T) {
 // twice, no pod is lost, deletions complete, running containers are
 // adopted rather than restarted.
 func TestAgentCrashAndRestart(t *testing.T) {
+	t.Parallel()
 	h := start(t, 31)
 	c := NewChecker(h)
 	createMixed(t, h.NodeName, func(p *corev1.Pod) { mustCreate(t, h, p) })

@@ -8,6 +8,7 @@ import (
 // failing, each fixed since: they must pass, with the trace every run of
 // them gives.
 func TestFoundBySweeps(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name, scenario string
 		seed           uint64

@@ -20,6 +20,7 @@ import (
 // and img5, and it stops there: img0, used last, stays, as do img3 (in
 // use) and the pinned pause image. No invariant is broken on the way.
 func TestImageGCRemovesLeastRecentlyUsed(t *testing.T) {
+	t.Parallel()
 	cfg := harness.Config{Seed: 3, Replay: func(s uint64) string { return fmt.Sprintf("go test ./scenarios -run '^%s$' (seed %d)", t.Name(), s) }}
 	imageGCScenario().Configure(&cfg)
 	h := harness.New(cfg)

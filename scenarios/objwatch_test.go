@@ -17,6 +17,7 @@ import (
 // is opened again and still delivers updates, and the watches close with
 // the last pod referencing them.
 func TestVolumesObjectsWatched(t *testing.T) {
+	t.Parallel()
 	h := start(t, 96)
 	c := NewChecker(h)
 	putConfigMap(h, "settings", map[string]string{"mode": "blue"})

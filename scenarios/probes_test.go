@@ -303,6 +303,7 @@ func TestProbeHandlers(t *testing.T) {
 // Probe workers come and go with their pods: after 1,000 pods with three
 // probes each were created and deleted, none is left.
 func TestProbeWorkersDoNotLeak(t *testing.T) {
+	t.Parallel()
 	h := start(t, 19)
 	const batch, rounds = 10, 100
 	probe := func() *corev1.Probe { return HTTPProbe(8080, "/", 1, 1, 3) }

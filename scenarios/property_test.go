@@ -12,6 +12,7 @@ import (
 // replays that plan (`go run ./cmd/lockstep sim run ...`). The number of
 // plans per scenario is -rapid.checks (default 100).
 func TestScenarios(t *testing.T) {
+	t.Parallel()
 	for _, sc := range Scenarios() {
 		t.Run(sc.Name, func(t *testing.T) {
 			t.Parallel()

@@ -144,6 +144,7 @@ func sortedStops(got, want []string) []string {
 
 // The node-shutdown scenario holds over a few seeds.
 func TestShutdownScenario(t *testing.T) {
+	t.Parallel()
 	sc, err := Lookup("node-shutdown")
 	if err != nil {
 		t.Fatal(err)

@@ -49,6 +49,7 @@ func TestTokensKubeAPIAccessVolume(t *testing.T) {
 // refresh is retried and succeeds once the apiserver is back, before the
 // old token expires).
 func TestTokensRefreshedOverHours(t *testing.T) {
+	t.Parallel()
 	h := start(t, 94)
 	c := NewChecker(h)
 	putRootCA(h)

@@ -97,6 +97,7 @@ func usernsOf(t *testing.T, h *harness.Harness, uid types.UID) (*runtimeapi.User
 // restarted container gets its pod's range again and a new pod's range
 // overlaps none of the old ones; a deleted pod's checkpoint goes with it.
 func TestUserNamespaceMappingsDisjointAndKept(t *testing.T) {
+	t.Parallel()
 	h := harness.New(harness.Config{
 		Seed:    142,
 		Replay:  func(s uint64) string { return fmt.Sprintf("go test ./scenarios -run '^%s$' (seed %d)", t.Name(), s) },

@@ -308,6 +308,7 @@ func TestVolumesSecretAndMemoryEmptyDirOnTmpfs(t *testing.T) {
 // one GET of the claim and one of the volume per attempt; its deletion
 // removes the pod's directory and leaves the volume's data.
 func TestVolumesClaimWaitsUntilBoundThenStarts(t *testing.T) {
+	t.Parallel()
 	h := start(t, 75)
 	c := NewChecker(h)
 	h.API.User().PutPersistentVolumeClaim(&corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "data", Namespace: "default"},
