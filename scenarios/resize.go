@@ -157,7 +157,9 @@ func (c *Checker) checkResize(truth []RuntimeContainer) {
 
 // checkAllocationsFit checks allocations-fit: the requests the agent's
 // checkpoint allocates to the pods that run (not being deleted, not
-// critical) never exceed the node's allocatable cpu and memory.
+// critical) never exceed the node's allocatable cpu and memory; and
+// allocation-checkpointed: every API pod that runs a container and is
+// neither being deleted nor terminal has its allocation in the checkpoint.
 func (c *Checker) checkAllocationsFit(truth []RuntimeContainer) {
 	c.refreshAllocations()
 	nodes := c.h.API.User().Nodes()
@@ -175,6 +177,12 @@ func (c *Checker) checkAllocationsFit(truth []RuntimeContainer) {
 	for _, uid := range slices.Sorted(maps.Keys(running)) {
 		api, ok := c.cg.pods[uid]
 		a, allocated := c.rz.allocs[uid]
+		if ok && !allocated && !c.deleting(uid) && !c.cg.deleted[uid] {
+			// The agent writes a pod's allocation before it creates a
+			// container sized by it, and removes it only once the pod has
+			// ended: a restarted agent must find it.
+			c.failOnce("allocation-checkpointed", string(uid), "pod %s/%s (%s) has a running container but no allocation in the checkpoint", api.Namespace, api.Name, uid)
+		}
 		if !ok || !allocated || c.deleting(uid) || podutil.IsCriticalPod(api) {
 			// A critical pod is admitted by preempting others, which
 			// still run for their grace period.

@@ -11,6 +11,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/lockstep-dev/lockstep/node/allocation"
+	"github.com/lockstep-dev/lockstep/node/podspec"
 	"github.com/lockstep-dev/lockstep/sim/harness"
 )
 
@@ -253,5 +255,50 @@ func TestResizeMemoryBelowUsageErrors(t *testing.T) {
 	}
 	if got := appInstances(h, pod.UID); len(got) != 1 || got[0].State != runtimeapi.ContainerState_CONTAINER_RUNNING {
 		t.Errorf("app instances %+v; want the one, running", got)
+	}
+}
+
+// allocation-checkpointed reports a running pod whose allocation is missing
+// from the checkpoint (here: removed behind the agent's back), naming it,
+// and nothing while the agent keeps the checkpoint itself.
+func TestAllocationCheckpointedCatchesAMissingEntry(t *testing.T) {
+	h := start(t, 5)
+	c := NewChecker(h)
+	web := mustCreate(t, h, NewPod("web", h.NodeName))
+	if err := RunChecked(h, c, 10*time.Second, 100*time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	if v := c.Violations(); len(v) != 0 {
+		t.Fatalf("violations while the agent keeps its checkpoint: %v", v)
+	}
+	root := h.AgentConfig().Node.RootDir
+	if root == "" {
+		root = podspec.DefaultRootDir
+	}
+	store := allocation.NewStore(h.Files, root)
+	if err := store.Load(); err != nil {
+		t.Fatal(err)
+	}
+	if !store.Has(web.UID) {
+		t.Fatalf("the checkpoint has no allocation for running pod web (%s): %v", web.UID, store.UIDs())
+	}
+	if err := store.Remove(web.UID); err != nil {
+		t.Fatal(err)
+	}
+	if err := store.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if err := RunChecked(h, c, time.Second, 100*time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, v := range c.Violations() {
+		got = append(got, v.Invariant)
+		if !strings.Contains(v.Detail, "default/web") {
+			t.Errorf("violation does not name the pod: %s", v.Detail)
+		}
+	}
+	if diff := cmp.Diff([]string{"allocation-checkpointed"}, got); diff != "" {
+		t.Errorf("violations (-want +got):\n%s", diff)
 	}
 }

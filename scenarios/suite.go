@@ -243,7 +243,7 @@ func Invariants() []string {
 		"eviction-order", "critical-survives", "evicted-stays-dead",
 		"one-eviction-per-cycle", "reclaim-first", "local-storage-evicted", "local-storage-kept", "pressure-conditions", "admission", "oom-reported", "stats-rate",
 		"shutdown-order", "shutdown-grace", "shutdown-not-ready",
-		"allocations-fit", "service-env",
+		"allocations-fit", "allocation-checkpointed", "service-env",
 		"deleted-disappears", "converges", "status-matches", "mirror-present", "resize-in-place", "resize-restarts-once", "resize-converges",
 	}
 }
