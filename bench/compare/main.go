@@ -10,9 +10,9 @@
 // "ceiling kubemark lockstep lockstep-relist"), BENCH_COMPARE_RELIST_N (the
 // N at which lockstep-relist runs, default "100"), BENCH_COMPARE_IDLE
 // (seconds of the idle window, default 60), BENCH_COMPARE_PROFILE (seconds
-// of a CPU profile of lockstep from /debug/pprof taken from the start of
-// the creations, and another from the start of the deletions, saved
-// beside the run's logs; default 0: none),
+// of a CPU profile of lockstep and of fakecri from /debug/pprof taken from
+// the start of the creations, and another from the start of the
+// deletions, saved beside the run's logs; default 0: none),
 // BENCH_COMPARE_SERIAL (pods started one at a time after each agent's run
 // at the smallest N; default 0: none).
 package main
@@ -368,8 +368,8 @@ func (d *driver) run(ctx context.Context, agent string, n int, q qpsSetting) (re
 	if ag != nil {
 		procCPU0 = ag.cpus()
 	}
-	if ag != nil && ag.pprofPort != 0 && d.cfg.profile > 0 {
-		go saveProfile(runCtx, ag.pprofPort, d.adminToken, d.cfg.profile, filepath.Join(logDir, "lockstep-cpu.pprof"))
+	if ag != nil && d.cfg.profile > 0 {
+		saveCPUProfiles(runCtx, ag, d.adminToken, d.cfg.profile, logDir, "")
 	}
 	t0 := time.Now()
 	d.forEach(ctx, names, func(ctx context.Context, name string) error {
@@ -440,8 +440,8 @@ func (d *driver) run(ctx context.Context, agent string, n int, q qpsSetting) (re
 	}
 	relist2 := d.track.relists()
 	_, gone0 := d.track.counts()
-	if ag != nil && ag.pprofPort != 0 && d.cfg.profile > 0 {
-		go saveProfile(runCtx, ag.pprofPort, d.adminToken, d.cfg.profile, filepath.Join(logDir, "lockstep-cpu-delete.pprof"))
+	if ag != nil && d.cfg.profile > 0 {
+		saveCPUProfiles(runCtx, ag, d.adminToken, d.cfg.profile, logDir, "-delete")
 	}
 	t2 := time.Now()
 	if ag != nil {
@@ -639,34 +639,29 @@ func benchPod(name, node string) *corev1.Pod {
 	}
 }
 
-// saveProfile fetches a CPU profile of secs from lockstep's /debug/pprof
-// (its secure port, self-signed; the admin token, checked by TokenReview,
-// AlwaysAllow in this benchmark) into path.
-func saveProfile(ctx context.Context, port int, token string, secs time.Duration, path string) {
-	c := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
-	url := fmt.Sprintf("https://127.0.0.1:%d/debug/pprof/profile?seconds=%d", port, int(secs.Seconds()))
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		log.Printf("profile: %v", err)
+// saveCPUProfiles fetches CPU profiles of secs, in the background, from
+// lockstep's /debug/pprof (its secure port, self-signed; the admin token,
+// checked by TokenReview, AlwaysAllow in this benchmark) and from
+// fakecri's (its plain-HTTP --pprof-address), into dir as
+// <process>-cpu<suffix>.pprof.
+func saveCPUProfiles(ctx context.Context, ag *running, token string, secs time.Duration, dir, suffix string) {
+	q := fmt.Sprintf("/debug/pprof/profile?seconds=%d", int(secs.Seconds()))
+	if ag.pprofPort != 0 {
+		go saveProfile(ctx, "lockstep", fmt.Sprintf("https://127.0.0.1:%d%s", ag.pprofPort, q), token, filepath.Join(dir, "lockstep-cpu"+suffix+".pprof"))
+	}
+	if ag.runtimePprof != "" {
+		go saveProfile(ctx, "fakecri", "http://"+ag.runtimePprof+q, "", filepath.Join(dir, "fakecri-cpu"+suffix+".pprof"))
+	}
+}
+
+// saveProfile fetches one profile of process who from url into path,
+// logging the outcome.
+func saveProfile(ctx context.Context, who, url, token, path string) {
+	if err := fetchProfile(ctx, url, token, path); err != nil {
+		log.Printf("profile of %s: %v", who, err)
 		return
 	}
-	req.Header.Set("Authorization", "Bearer "+token)
-	resp, err := c.Do(req)
-	if err != nil {
-		log.Printf("profile of lockstep: %v", err)
-		return
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil || resp.StatusCode != http.StatusOK {
-		log.Printf("profile of lockstep: status %s, %v", resp.Status, err)
-		return
-	}
-	if err := os.WriteFile(path, b, 0o644); err != nil {
-		log.Printf("profile of lockstep: %v", err)
-		return
-	}
-	log.Printf("CPU profile of lockstep (%s) in %s", secs, path)
+	log.Printf("CPU profile of %s in %s", who, path)
 }
 
 // fetchProfile GETs a profile from url (with a bearer token when given;
