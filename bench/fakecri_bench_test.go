@@ -43,7 +43,7 @@ func populate(b *testing.B, n int) (*fakecri.Runtime, []string, []string) {
 		}
 		pods = append(pods, sb)
 		for j := 0; j < 10 && len(ctrs) < n; j++ {
-			id, err := rt.CreateContainer(ctx, sb, containerConfig(j), nil)
+			id, err := rt.CreateContainer(ctx, sb, containerConfig(i, j), nil)
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -68,18 +68,23 @@ func podConfig(i int) *runtimeapi.PodSandboxConfig {
 	}
 }
 
-// containerConfig is a kubelet-like container config.
-func containerConfig(j int) *runtimeapi.ContainerConfig {
+// containerConfig is a kubelet-like container config: container j of the
+// pod podConfig(i) makes.
+func containerConfig(i, j int) *runtimeapi.ContainerConfig {
 	return &runtimeapi.ContainerConfig{
 		Metadata: &runtimeapi.ContainerMetadata{Name: fmt.Sprintf("c%d", j)},
 		Image:    &runtimeapi.ImageSpec{Image: "busybox"},
-		Labels:   map[string]string{"io.kubernetes.container.name": fmt.Sprintf("c%d", j)},
-		Envs:     []*runtimeapi.KeyValue{{Key: "FAKECRI_MEMORY", Value: []byte("20Mi")}},
+		Labels: map[string]string{
+			"io.kubernetes.container.name": fmt.Sprintf("c%d", j), "io.kubernetes.pod.name": fmt.Sprintf("pod-%d", i),
+			"io.kubernetes.pod.namespace": "default", "io.kubernetes.pod.uid": fmt.Sprintf("uid-%d", i),
+		},
+		Envs: []*runtimeapi.KeyValue{{Key: "FAKECRI_MEMORY", Value: []byte("20Mi")}},
 	}
 }
 
-// BenchmarkFakeCRIListContainers lists all, one sandbox's, and the running
-// containers at 1,000 and 10,000 containers.
+// BenchmarkFakeCRIListContainers lists all, one sandbox's, one pod's (by
+// its pod UID label), and the running containers at 1,000 and 10,000
+// containers.
 func BenchmarkFakeCRIListContainers(b *testing.B) {
 	for _, n := range []int{1_000, 10_000} {
 		rt, _, pods := populate(b, n)
@@ -90,6 +95,8 @@ func BenchmarkFakeCRIListContainers(b *testing.B) {
 		}{
 			{"all", nil},
 			{"sandbox", &runtimeapi.ContainerFilter{PodSandboxId: pods[len(pods)/2]}},
+			// The evented PLEG's relist of one pod.
+			{"pod-label", &runtimeapi.ContainerFilter{LabelSelector: map[string]string{"io.kubernetes.pod.uid": fmt.Sprintf("uid-%d", len(pods)/2)}}},
 			{"running", &runtimeapi.ContainerFilter{State: &runtimeapi.ContainerStateValue{State: runtimeapi.ContainerState_CONTAINER_RUNNING}}},
 		} {
 			b.Run(fmt.Sprintf("containers=%d/filter=%s", n, tc.name), func(b *testing.B) {
@@ -137,7 +144,7 @@ func BenchmarkFakeCRIRunPod(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				id, err := rt.CreateContainer(ctx, sb, containerConfig(0), nil)
+				id, err := rt.CreateContainer(ctx, sb, containerConfig(i, 0), nil)
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -164,7 +171,7 @@ func BenchmarkFakeCRIGRPC(b *testing.B) {
 		}
 		pods = append(pods, sb)
 		for j := range 3 {
-			id, err := rt.CreateContainer(ctx, sb, containerConfig(j), nil)
+			id, err := rt.CreateContainer(ctx, sb, containerConfig(i, j), nil)
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -89,6 +89,7 @@ func (r *Runtime) CreateContainer(ctx context.Context, podSandboxID string, conf
 	}
 	r.containers[c.id] = c
 	r.containerOrder = append(r.containerOrder, c)
+	r.indexContainer(c)
 	sb.containers = append(sb.containers, c)
 	r.names[name] = c.id
 	r.emitContainerEvent(c, runtimeapi.ContainerEventType_CONTAINER_CREATED_EVENT, now)
@@ -290,6 +291,9 @@ func (r *Runtime) ListContainers(ctx context.Context, filter *runtimeapi.Contain
 	at, stale := r.listTime(now)
 	out := []*runtimeapi.Container{}
 	candidates, ok := r.containersAt(filter.GetId(), filter.GetPodSandboxId(), at, stale)
+	if e, indexed := r.indexedPod(filter.GetLabelSelector()); indexed && !stale && filter.GetId() == "" && filter.GetPodSandboxId() == "" {
+		candidates = e.containers
+	}
 	if !ok {
 		return out, nil
 	}

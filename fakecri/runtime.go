@@ -38,10 +38,11 @@ type Runtime struct {
 	sandboxTombs       int        // removed sandboxes still in sandboxOrder
 	sandboxCompactAt   int        // compact when sandboxTombs grows past this
 	containers         map[string]*container
-	containerOrder     []*container      // creation order, with tombstones
-	containerTombs     int               // removed containers still in containerOrder
-	containerCompactAt int               // compact when containerTombs grows past this
-	names              map[string]string // reserved sandbox/container names → ID
+	containerOrder     []*container         // creation order, with tombstones
+	containerTombs     int                  // removed containers still in containerOrder
+	containerCompactAt int                  // compact when containerTombs grows past this
+	names              map[string]string    // reserved sandbox/container names → ID
+	byPod              map[string]*podIndex // live objects by their pod UID label
 
 	exits timeHeap[exitKey] // running containers with a scheduled exit
 	logs  timeHeap[logKey]  // running containers with periodic log lines
@@ -76,6 +77,7 @@ func New(cfg Config) *Runtime {
 		cfg:        cfg,
 		sandboxes:  map[string]*sandbox{},
 		containers: map[string]*container{},
+		byPod:      map[string]*podIndex{},
 		names:      map[string]string{},
 		node:       *cfg.Node,
 	}

@@ -61,6 +61,7 @@ func (r *Runtime) RunPodSandbox(ctx context.Context, config *runtimeapi.PodSandb
 	}
 	r.sandboxes[sb.id] = sb
 	r.sandboxOrder = append(r.sandboxOrder, sb)
+	r.indexSandbox(sb)
 	r.names[name] = sb.id
 	r.emitSandboxEvent(sb, runtimeapi.ContainerEventType_CONTAINER_CREATED_EVENT, now)
 	r.emitSandboxEvent(sb, runtimeapi.ContainerEventType_CONTAINER_STARTED_EVENT, now)
@@ -186,6 +187,8 @@ func (r *Runtime) ListPodSandbox(ctx context.Context, filter *runtimeapi.PodSand
 			return []*runtimeapi.PodSandbox{}, nil
 		}
 		candidates = []*sandbox{sb}
+	} else if e, ok := r.indexedPod(filter.GetLabelSelector()); ok && !stale {
+		candidates = e.sandboxes
 	} else {
 		candidates = r.sandboxOrder
 	}

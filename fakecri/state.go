@@ -154,6 +154,7 @@ func (r *Runtime) dropContainer(c *container, now int64) {
 	r.unschedule(c)
 	c.removed, c.removedAt = true, now
 	delete(r.containers, c.id)
+	r.unindexContainer(c)
 	delete(r.names, c.name)
 	sb := c.sb
 	for i, o := range sb.containers {
@@ -172,6 +173,7 @@ func (r *Runtime) dropContainer(c *container, now int64) {
 func (r *Runtime) dropSandbox(sb *sandbox, now int64) {
 	sb.removed, sb.removedAt = true, now
 	delete(r.sandboxes, sb.id)
+	r.unindexSandbox(sb)
 	delete(r.names, sb.name)
 	r.sandboxTombs++
 	if r.sandboxTombs > max(1024, len(r.sandboxes), r.sandboxCompactAt) {
