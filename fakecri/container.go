@@ -290,10 +290,7 @@ func (r *Runtime) ListContainers(ctx context.Context, filter *runtimeapi.Contain
 	defer r.unlock()
 	at, stale := r.listTime(now)
 	out := []*runtimeapi.Container{}
-	candidates, ok := r.containersAt(filter.GetId(), filter.GetPodSandboxId(), at, stale)
-	if e, indexed := r.indexedPod(filter.GetLabelSelector()); indexed && !stale && filter.GetId() == "" && filter.GetPodSandboxId() == "" {
-		candidates = e.containers
-	}
+	candidates, ok := r.containersAt(filter.GetId(), filter.GetPodSandboxId(), filter.GetLabelSelector(), at, stale)
 	if !ok {
 		return out, nil
 	}

@@ -11,7 +11,8 @@ import (
 	"pgregory.net/rapid"
 )
 
-// Lists filtered by the pod UID label, served from the per-pod index, give
+// Lists (containers, sandboxes, container stats) filtered by the pod UID
+// label, served from the per-pod index, give
 // exactly what filtering the full lists by that label gives, in the same
 // order, through any sequence of creations, stops and removals, objects
 // without the label and containers labelled for another pod than their
@@ -93,6 +94,26 @@ func TestPodIndexedListsMatchAScan(t *testing.T) {
 				}
 				if diff := cmp.Diff(wantC, gotC, protocmp.Transform(), cmpopts.EquateEmpty()); diff != "" {
 					rt.Fatalf("step %d: containers of %s (-scan +indexed):\n%s", i, uid, diff)
+				}
+				var wantStats, gotStats []string
+				allStats, err := r.ListContainerStats(ctx, &runtimeapi.ContainerStatsFilter{})
+				if err != nil {
+					rt.Fatal(err)
+				}
+				for _, st := range allStats {
+					if st.GetAttributes().GetLabels()[podUIDLabel] == uid {
+						wantStats = append(wantStats, st.GetAttributes().GetId())
+					}
+				}
+				podStats, err := r.ListContainerStats(ctx, &runtimeapi.ContainerStatsFilter{LabelSelector: sel})
+				if err != nil {
+					rt.Fatal(err)
+				}
+				for _, st := range podStats {
+					gotStats = append(gotStats, st.GetAttributes().GetId())
+				}
+				if diff := cmp.Diff(wantStats, gotStats, cmpopts.EquateEmpty()); diff != "" {
+					rt.Fatalf("step %d: container stats of %s (-scan +indexed):\n%s", i, uid, diff)
 				}
 			}
 		}

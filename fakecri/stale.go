@@ -103,9 +103,10 @@ func (r *Runtime) findContainerAt(id string, t int64, stale bool) *container {
 }
 
 // containersAt returns the candidates of a container list: by ID, by
-// sandbox, or all, in creation order. ok is false when the filter matches
-// nothing.
-func (r *Runtime) containersAt(id, sandboxID string, t int64, stale bool) ([]*container, bool) {
+// sandbox, by the pod UID label of selector (from the per-pod index, for a
+// current view), or all, in creation order. ok is false when the filter
+// matches nothing. The caller still applies the rest of the filter.
+func (r *Runtime) containersAt(id, sandboxID string, selector map[string]string, t int64, stale bool) ([]*container, bool) {
 	var sb *sandbox
 	if sandboxID != "" {
 		if sb = r.findSandboxAt(sandboxID, t, stale); sb == nil {
@@ -120,6 +121,9 @@ func (r *Runtime) containersAt(id, sandboxID string, t int64, stale bool) ([]*co
 		return []*container{c}, true
 	}
 	if sb == nil {
+		if e, ok := r.indexedPod(selector); ok && !stale {
+			return e.containers, true
+		}
 		return r.containerOrder, true
 	}
 	if !stale {

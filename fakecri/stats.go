@@ -40,7 +40,7 @@ func (r *Runtime) ListContainerStats(ctx context.Context, filter *runtimeapi.Con
 	defer r.unlock()
 	at, stale := r.listTime(now)
 	out := []*runtimeapi.ContainerStats{}
-	candidates, ok := r.containersAt(filter.GetId(), filter.GetPodSandboxId(), at, stale)
+	candidates, ok := r.containersAt(filter.GetId(), filter.GetPodSandboxId(), filter.GetLabelSelector(), at, stale)
 	if !ok {
 		return out, nil
 	}

@@ -19,7 +19,7 @@ func (r *Runtime) TrueContainers() []*runtimeapi.Container {
 	now := r.now()
 	r.advance(now)
 	out := []*runtimeapi.Container{}
-	candidates, _ := r.containersAt("", "", now, false)
+	candidates, _ := r.containersAt("", "", nil, now, false)
 	for _, c := range candidates {
 		state, visible := c.stateAt(now, false)
 		if !visible {
