@@ -33,6 +33,7 @@ func NewCommand() *cobra.Command {
 		noDefaultImages bool
 		pullLatency     time.Duration
 		failPulls       []string
+		registryAuths   []string
 		grace           time.Duration
 		streamAddr      string
 		pprofAddr       string
@@ -64,6 +65,15 @@ use it. Exec, attach and port-forward streams are served over HTTP
 			for _, ref := range failPulls {
 				if err := rt.FailPull(ref, "", 0); err != nil {
 					return fmt.Errorf("fakecri: --fail-pull %q: %w", ref, err)
+				}
+			}
+			for _, spec := range registryAuths {
+				img, err := fakecri.ParseRegistryAuth(spec)
+				if err != nil {
+					return fmt.Errorf("fakecri: --registry-auth: %w", err)
+				}
+				if err := rt.SetRegistryImage(img); err != nil {
+					return fmt.Errorf("fakecri: --registry-auth %q: %w", spec, err)
 				}
 			}
 			lis, err := criserver.Listen(listen)
@@ -110,6 +120,7 @@ use it. Exec, attach and port-forward streams are served over HTTP
 	f.BoolVar(&noDefaultImages, "no-default-images", false, "do not preload busybox, nginx and the pause image")
 	f.DurationVar(&pullLatency, "pull-latency", 0, "how long PullImage takes")
 	f.StringArrayVar(&failPulls, "fail-pull", nil, "make pulls of this image fail with a registry \"not found\" error; repeatable")
+	f.StringArrayVar(&registryAuths, "registry-auth", nil, "make pulls of this image need these credentials (a pull secret's), as ref=user:password; a pull without them fails 401 Unauthorized; repeatable")
 	f.StringVar(&streamAddr, "stream-address", "127.0.0.1:0", "host:port of the exec/attach/port-forward streaming server (port 0 picks one, as containerd does)")
 	f.StringVar(&pprofAddr, "pprof-address", "", "host:port to serve Go's /debug/pprof profiles of this process on (plain HTTP, no auth: keep it on loopback); off when empty")
 	f.DurationVar(&grace, "shutdown-grace", 5*time.Second, "how long in-flight calls may take on shutdown")
