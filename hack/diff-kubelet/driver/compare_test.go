@@ -41,7 +41,7 @@ func TestCompareTimelines(t *testing.T) {
 		{name: "same within tolerance", k: []Observed[PodState]{obs(0, "Pending"), obs(3*s, "Running")},
 			l: []Observed[PodState]{obs(0, "Pending"), obs(5*s, "Running")}},
 		{name: "late transition", k: []Observed[PodState]{obs(0, "Pending"), obs(3*s, "Running")},
-			l: []Observed[PodState]{obs(0, "Pending"), obs(13*s, "Running")},
+			l:    []Observed[PodState]{obs(0, "Pending"), obs(13*s, "Running")},
 			want: []string{"same state 10.0s apart (tolerance 2.5s): Running"}},
 		{name: "extra state on lockstep", k: []Observed[PodState]{obs(0, "Pending"), obs(3*s, "Running")},
 			l:    []Observed[PodState]{obs(0, "Pending"), obs(2*s, "Unknown"), obs(3*s, "Running")},
