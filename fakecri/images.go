@@ -345,7 +345,7 @@ func (r *Runtime) ImageFsInfo(ctx context.Context) (*runtimeapi.ImageFsInfoRespo
 	return &runtimeapi.ImageFsInfoResponse{
 		ImageFilesystems: []*runtimeapi.FilesystemUsage{{
 			Timestamp:  now,
-			FsId:       &runtimeapi.FilesystemIdentifier{Mountpoint: snapshotterMount},
+			FsId:       &runtimeapi.FilesystemIdentifier{Mountpoint: r.cfg.ImagefsMountpoint},
 			UsedBytes:  u64(u.Imagefs.Used),
 			InodesUsed: u64(u.Imagefs.InodesUsed),
 		}},

@@ -55,13 +55,15 @@ remove_cgroups() {
   local root h
   for root in "${cgroup_roots[@]}"; do
     for h in /sys/fs/cgroup/*/; do
-      [[ -d $h$root ]] && find "$h$root" -depth -type d -exec rmdir {} + 2>/dev/null
+      if [[ -d $h$root ]]; then find "$h$root" -depth -type d -exec rmdir {} + 2>/dev/null || true; fi
     done
   done
+  return 0
 }
 
 finish() {
   local rc=$?
+  set +e
   log "=== teardown"
   stop_pid driver # its runtimes and agents die with it (Pdeathsig), it stops them first
   "$e2e/stop.sh"
@@ -121,10 +123,12 @@ procs="$E2E_DIR/procs"; mkdir -p "$procs"
 # cmdfile NAME BINARY ARG...: the command the driver runs for NAME, one word a line.
 cmdfile() { local n=$1; shift; printf '%s\n' "$@" > "$procs/$n.cmd"; }
 # The fake runtimes: the same images and registry on both (a missing image,
-# one that needs the pull secret's credentials).
+# one that needs the pull secret's credentials); the imagefs mountpoint they
+# report must exist (the kubelet asks cAdvisor about it).
 for a in kubelet lockstep; do
-  mkdir -p "$E2E_DIR/$a"
+  mkdir -p "$E2E_DIR/$a/imagefs"
   cmdfile "fakecri-$a" "$E2E_DIR/bin/fakecri" --listen="unix://$E2E_DIR/$a/fakecri.sock" \
+    --imagefs-mountpoint="$E2E_DIR/$a/imagefs" \
     --fail-pull=registry.example/missing:1 --registry-auth=registry.example/private:1=diff:s3cret
 done
 
@@ -187,7 +191,7 @@ cmdfile lockstep "$E2E_DIR/bin/lockstep" node --kubeconfig="$E2E_DIR/node.kubeco
   --pod-manifest-path="$ldir/manifests" --file-check-frequency=5s \
   --cgroup-driver=cgroupfs --cgroup-root=/diff-lockstep --cgroups-per-qos=true \
   --image-gc-high-threshold=100 --image-gc-low-threshold=99 \
-  --eviction-hard=memory.available=1Mi,nodefs.available=1%,nodefs.inodesFree=1%,imagefs.available=1%,imagefs.inodesFree=1% \
+  --eviction-hard='memory.available<1Mi,nodefs.available<1%,nodefs.inodesFree<1%,imagefs.available<1%,imagefs.inodesFree<1%' \
   --max-pods=110 --serialize-image-pulls=true --sync-frequency=1m --node-status-update-frequency=10s \
   --resolv-conf=/etc/resolv.conf --cluster-dns="$cluster_dns" --cluster-domain=cluster.local \
   --pod-infra-container-image=registry.k8s.io/pause:3.10 \
