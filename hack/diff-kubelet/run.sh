@@ -204,6 +204,6 @@ cp "$kdir/config.yaml" "$out/kubelet-config.yaml"; cp "$procs"/*.cmd "$out"/
 log "=== run the catalogue"
 "$E2E_DIR/bin/diff-driver" -dir "$E2E_DIR" -kubeconfig "$E2E_DIR/admin.kubeconfig" \
   -catalogue "$here/scenarios" -scenarios "${DIFF_SCENARIOS:-*}" -parallel "${DIFF_PARALLEL:-6}" \
-  -out "$out" -logs "$LOG_DIR" &
+  -out "$out" -logs "$LOG_DIR" ${DIFF_NETWORK:+-network} &
 echo $! > "$PID_DIR/driver"
 wait "$(cat "$PID_DIR/driver")"

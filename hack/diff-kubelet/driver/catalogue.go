@@ -40,6 +40,11 @@ type Scenario struct {
 	Fill int `json:"fill,omitempty"`
 	// Tolerance overrides the transition-time tolerance.
 	Tolerance Duration `json:"tolerance,omitempty"`
+	// Network scenarios probe or hook over the network (HTTP, TCP, gRPC):
+	// they need the fake runtime to serve each sandbox's endpoints on its
+	// own loopback address, and are skipped without -network (a pod IP
+	// outside loopback must never be dialled from this machine).
+	Network bool `json:"network,omitempty"`
 	// RealRuntime marks a scenario whose difference only shows on a real
 	// runtime (recorded on the fake runtime all the same).
 	RealRuntime string `json:"realRuntime,omitempty"`

@@ -369,7 +369,7 @@ func compareResults(k, l []Result) []Difference {
 		case !kok:
 			out = append(out, Difference{At: lr.At, Where: label, What: "result only on lockstep", Kubelet: "(none)", Lockstep: firstLine(lr.Text)})
 		case kr.Text != lr.Text:
-			kl, ll := firstDifferentLine(kr.Text, lr.Text)
+			kl, ll := differentLines(kr.Text, lr.Text)
 			out = append(out, Difference{At: kr.At, Where: label, What: "differs", Kubelet: kl, Lockstep: ll})
 		}
 	}
@@ -381,21 +381,40 @@ func firstLine(s string) string {
 	return line
 }
 
-// firstDifferentLine returns each text's first line that the other text
-// lacks (in order), "(end)" when one has run out.
-func firstDifferentLine(a, b string) (string, string) {
+// maxShownLines bounds the lines a result difference lists per side.
+const maxShownLines = 12
+
+// differentLines returns the lines only a has and only b has (a longest
+// common subsequence of lines is the same), each side's at most
+// maxShownLines, joined by newlines.
+func differentLines(a, b string) (string, string) {
 	al, bl := strings.Split(a, "\n"), strings.Split(b, "\n")
-	for i := 0; i < max(len(al), len(bl)); i++ {
-		x, y := "(end)", "(end)"
-		if i < len(al) {
-			x = al[i]
-		}
-		if i < len(bl) {
-			y = bl[i]
-		}
-		if x != y {
-			return x, y
-		}
+	ao := make([]Observed[string], len(al))
+	for i, l := range al {
+		ao[i].State = l
 	}
-	return "(same)", "(same)"
+	bo := make([]Observed[string], len(bl))
+	for i, l := range bl {
+		bo[i].State = l
+	}
+	inA, inB := map[int]bool{}, map[int]bool{}
+	for _, p := range align(ao, bo) {
+		inA[p[0]], inB[p[1]] = true, true
+	}
+	only := func(ls []string, common map[int]bool) string {
+		var out []string
+		for i, l := range ls {
+			if !common[i] {
+				out = append(out, l)
+			}
+		}
+		if len(out) > maxShownLines {
+			out = append(out[:maxShownLines], fmt.Sprintf("(… %d more lines)", len(out)-maxShownLines))
+		}
+		if len(out) == 0 {
+			return "(nothing else)"
+		}
+		return strings.Join(out, "\n")
+	}
+	return only(al, inA), only(bl, inB)
 }

@@ -19,6 +19,8 @@ func table(outcomes []*Outcome, wall time.Duration) string {
 	for _, o := range outcomes {
 		res, first := "same", ""
 		switch {
+		case o.Skipped != "":
+			res, first = "skipped", o.Skipped
 		case o.Error != "":
 			res, first = "ERROR", o.Error
 		case len(o.Differences) > 0:

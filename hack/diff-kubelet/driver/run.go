@@ -53,6 +53,7 @@ type Outcome struct {
 	Lockstep    Recording    `json:"lockstep"`
 	Differences []Difference `json:"differences"`
 	Error       string       `json:"error,omitempty"`
+	Skipped     string       `json:"skipped,omitempty"`
 	Wall        float64      `json:"wallSeconds"`
 }
 
