@@ -111,7 +111,21 @@ func run(dir, kubeconfig, catalogue, globs string, parallel int, outDir, logs st
 	if err := writeOutputs(outDir, outcomes, catalogueWall); err != nil {
 		return err
 	}
-	return ctx.Err()
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	// Differences are findings, not failures; a scenario the harness could
+	// not run is.
+	var broken []string
+	for _, o := range outcomes {
+		if o.Error != "" {
+			broken = append(broken, o.Scenario.Name)
+		}
+	}
+	if len(broken) > 0 {
+		return fmt.Errorf("scenarios the harness could not run: %v", broken)
+	}
+	return nil
 }
 
 // waitReady waits until sd's node reports Ready with a heartbeat after since.
