@@ -17,7 +17,7 @@ import (
 // nodes at once, actions at times since the start, and how long to watch.
 type Scenario struct {
 	// Name is the file's base name without .yaml (set by the loader).
-	Name string `json:"-"`
+	Name string `json:"name,omitempty"`
 	// Summary says what the scenario shows (one line).
 	Summary string `json:"summary"`
 	// Covers names the issue's item(s) it covers (for the catalogue list).
@@ -141,6 +141,9 @@ func (s *Scenario) validate() error {
 			}
 			if pods[p.Name] {
 				return fmt.Errorf("pod %s twice", p.Name)
+			}
+			if strings.HasPrefix(p.Name, FillerPrefix) {
+				return fmt.Errorf("pod %s: names starting %q are the filler pods'", p.Name, FillerPrefix)
 			}
 			pods[p.Name] = true
 		}

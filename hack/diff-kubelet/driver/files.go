@@ -139,9 +139,14 @@ func describeSandbox(b *strings.Builder, c *runtimeapi.PodSandboxConfig) {
 // describeContainer writes the container's command, env, mounts with the
 // content behind them, resources and security settings.
 func describeContainer(b *strings.Builder, c *runtimeapi.ContainerConfig) {
-	fmt.Fprintf(b, "container %s (attempt %d) image %s\n", c.GetMetadata().GetName(), c.GetMetadata().GetAttempt(), normaliseImage(c.GetImage().GetImage()))
+	fmt.Fprintf(b, "container %s (attempt %d)\n", c.GetMetadata().GetName(), c.GetMetadata().GetAttempt())
+	fmt.Fprintf(b, "  image as sent to the runtime: %s\n", normaliseImage(c.GetImage().GetImage()))
 	fmt.Fprintf(b, "  command: %q args: %q workdir: %q tty: %v stdin: %v\n", c.Command, c.Args, c.WorkingDir, c.Tty, c.Stdin)
-	for _, e := range c.Envs {
+	// Env by name: the kubelet orders the service link variables from a
+	// map (a different order each time); a process sees a set.
+	envs := append([]*runtimeapi.KeyValue(nil), c.Envs...)
+	sort.SliceStable(envs, func(i, j int) bool { return envs[i].Key < envs[j].Key })
+	for _, e := range envs {
 		fmt.Fprintf(b, "  env %s=%s\n", e.Key, e.Value)
 	}
 	ms := append([]*runtimeapi.Mount(nil), c.Mounts...)
@@ -171,7 +176,7 @@ func describeContainer(b *strings.Builder, c *runtimeapi.ContainerConfig) {
 func describeHostPath(b *strings.Builder, path, indent string) {
 	fi, err := os.Stat(path)
 	if err != nil {
-		fmt.Fprintf(b, "%s(host path missing)\n", indent)
+		fmt.Fprintf(b, "%s(host path missing: the agent removed it)\n", indent)
 		return
 	}
 	if !fi.IsDir() {

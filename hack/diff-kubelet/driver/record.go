@@ -2,6 +2,7 @@ package main
 
 import (
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -14,8 +15,12 @@ import (
 	"k8s.io/client-go/tools/cache"
 )
 
-// IgnoreLabel marks pods the comparison skips (a scenario's filler pods).
-const IgnoreLabel = "diff.lockstep.dev/ignore"
+// IgnoreLabel marks pods the comparison skips (a scenario's filler pods),
+// named FillerPrefix-<n> (their events are skipped by that name).
+const (
+	IgnoreLabel  = "diff.lockstep.dev/ignore"
+	FillerPrefix = "filler-"
+)
 
 // recorder watches pods (per node), events and nodes, and appends what it
 // sees to the recording of the scenario whose namespace it is in (or of
@@ -165,7 +170,7 @@ func (r *recorder) event(e *v1.Event) {
 		return
 	}
 	lr := r.byNS[e.InvolvedObject.Namespace]
-	if lr == nil {
+	if lr == nil || (e.InvolvedObject.Kind == "Pod" && strings.HasPrefix(e.InvolvedObject.Name, FillerPrefix)) {
 		return
 	}
 	if e.InvolvedObject.UID != "" {

@@ -24,7 +24,7 @@ func table(outcomes []*Outcome, wall time.Duration) string {
 		case o.Error != "":
 			res, first = "ERROR", o.Error
 		case len(o.Differences) > 0:
-			res = fmt.Sprintf("%d differences", len(o.Differences))
+			res = fmt.Sprintf("%d differences (%s)", len(o.Differences), kinds(o.Differences))
 			first = o.Differences[0].String()
 		default:
 			same++
@@ -33,6 +33,23 @@ func table(outcomes []*Outcome, wall time.Duration) string {
 	}
 	fmt.Fprintf(&b, "\n%d of %d same; wall time %s\n", same, len(outcomes), wall.Round(time.Second))
 	return b.String()
+}
+
+// kinds counts differences by what they are about: pod states, events,
+// files/logs/exec results.
+func kinds(ds []Difference) string {
+	var st, ev, res int
+	for _, d := range ds {
+		switch {
+		case strings.HasPrefix(d.Where, "pod "):
+			st++
+		case strings.HasPrefix(d.Where, "events of "):
+			ev++
+		default:
+			res++
+		}
+	}
+	return fmt.Sprintf("%d states, %d events, %d files/logs/exec", st, ev, res)
 }
 
 // cell makes text fit a markdown table cell.

@@ -197,7 +197,7 @@ func (h *harness) createPod(ctx context.Context, tmpl *v1.Pod, sd *side, ns stri
 func (h *harness) fill(ctx context.Context, n int, sd *side, ns string) error {
 	for i := range n {
 		p := &v1.Pod{
-			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("filler-%03d", i), Labels: map[string]string{IgnoreLabel: "true"}},
+			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s%03d", FillerPrefix, i), Labels: map[string]string{IgnoreLabel: "true"}},
 			Spec: v1.PodSpec{Containers: []v1.Container{{Name: "c", Image: "busybox", ImagePullPolicy: v1.PullIfNotPresent}},
 				TerminationGracePeriodSeconds: ptr(int64(0))},
 		}
