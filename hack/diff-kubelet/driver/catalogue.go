@@ -76,6 +76,11 @@ type Action struct {
 	Taint string `json:"taint,omitempty"`
 	// Ephemeral is the ephemeral container to add (ephemeral).
 	Ephemeral *v1.EphemeralContainer `json:"ephemeral,omitempty"`
+	// Path and Content (write-file): a file the container writes, as it
+	// sees it (the fake runtime runs no command: the driver writes it into
+	// the volume's host directory).
+	Path    string `json:"path,omitempty"`
+	Content string `json:"content,omitempty"`
 	// NewPod is the pod to create (create).
 	NewPod *v1.Pod `json:"newPod,omitempty"`
 }
@@ -104,7 +109,7 @@ func (d Duration) MarshalJSON() ([]byte, error) { return json.Marshal(d.String()
 // scenario exclusive.
 var actionKinds = map[string]bool{
 	"delete": false, "patch": false, "resize": false, "exec": false, "logs": false, "snapshot": false,
-	"ephemeral": false, "remove-static": false, "create": false, "patch-status": false,
+	"ephemeral": false, "remove-static": false, "create": false, "patch-status": false, "write-file": false,
 	"restart-agent": true, "taint": true, "untaint": true,
 }
 
@@ -178,7 +183,8 @@ func (s *Scenario) validate() error {
 				return fmt.Errorf("action %d (%s): unknown pod %q", i, a.Do, a.Pod)
 			}
 		}
-		if (a.Do == "exec" && len(a.Command) == 0) || (a.Do == "ephemeral" && a.Ephemeral == nil) ||
+		if (a.Do == "write-file" && (a.Container == "" || a.Path == "")) ||
+			(a.Do == "exec" && len(a.Command) == 0) || (a.Do == "ephemeral" && a.Ephemeral == nil) ||
 			((a.Do == "patch" || a.Do == "resize" || a.Do == "patch-status") && len(a.Patch) == 0) {
 			return fmt.Errorf("action %d: %s lacks its argument", i, a.Do)
 		}

@@ -229,3 +229,46 @@ func writeContent(b *strings.Builder, path, indent string) {
 		fmt.Fprintf(b, "%s%s\n", indent, line)
 	}
 }
+
+// writeFile writes content at path as container (newest attempt) of pod
+// uid sees it: into the host directory behind the mount that holds path.
+// It stands in for a container's own write, which the fake runtime does
+// not perform.
+func (v *runtimeView) writeFile(ctx context.Context, uid, container, path, content string) error {
+	cs, err := v.rt.ListContainers(ctx, &runtimeapi.ListContainersRequest{Filter: &runtimeapi.ContainerFilter{
+		LabelSelector: map[string]string{"io.kubernetes.pod.uid": uid, "io.kubernetes.container.name": container}}})
+	if err != nil {
+		return fmt.Errorf("list container %s of pod %s: %w", container, uid, err)
+	}
+	var newest *runtimeapi.Container
+	for _, c := range cs.GetContainers() {
+		if newest == nil || c.GetMetadata().GetAttempt() > newest.GetMetadata().GetAttempt() {
+			newest = c
+		}
+	}
+	if newest == nil {
+		return fmt.Errorf("no container %s in pod %s yet", container, uid)
+	}
+	st, err := v.rt.ContainerStatus(ctx, &runtimeapi.ContainerStatusRequest{ContainerId: newest.Id, Verbose: true})
+	if err != nil {
+		return fmt.Errorf("status of container %s of pod %s: %w", container, uid, err)
+	}
+	var ci struct {
+		Config *runtimeapi.ContainerConfig `json:"config"`
+	}
+	if err := json.Unmarshal([]byte(st.GetInfo()["info"]), &ci); err != nil || ci.Config == nil {
+		return fmt.Errorf("container %s of pod %s: no config in its verbose info", container, uid)
+	}
+	for _, m := range ci.Config.Mounts {
+		rel, err := filepath.Rel(m.ContainerPath, path)
+		if err != nil || rel == ".." || strings.HasPrefix(rel, "../") || rel == "." {
+			continue
+		}
+		host := filepath.Join(m.HostPath, rel)
+		if err := os.WriteFile(host, []byte(content), 0o644); err != nil {
+			return fmt.Errorf("write %s of container %s: %w", path, container, err)
+		}
+		return nil
+	}
+	return fmt.Errorf("container %s of pod %s mounts nothing holding %s", container, uid, path)
+}

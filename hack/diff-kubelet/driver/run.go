@@ -265,6 +265,12 @@ func (h *harness) act(ctx context.Context, s *Scenario, a Action, sd *side, ns s
 		return "", os.Remove(filepath.Join(sd.manifests, ns+"-"+a.Pod+".yaml"))
 	case "create":
 		return "", h.createPod(ctx, a.NewPod, sd, ns)
+	case "write-file":
+		p, err := pods.Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return "", err
+		}
+		return "", sd.runtime.writeFile(ctx, string(p.UID), a.Container, a.Path, a.Content)
 	}
 	return "", fmt.Errorf("unknown action %q", a.Do)
 }
