@@ -258,7 +258,7 @@ func fieldDiff(a, b any, mine bool) string {
 	}
 	sort.Strings(keys)
 	if len(keys) == 0 {
-		return "(same)"
+		return "(what the other node showed then: the order of states differs)"
 	}
 	parts := make([]string, 0, len(keys))
 	for _, k := range keys {
