@@ -29,12 +29,10 @@ lockstep_node=diff-lockstep
 # must not meet.
 cgroup_roots=(diff-kubelet diff-lockstep)
 
-# The kubelet's container manager rewrites these host sysctls; put back on
-# exit (as hack/bench-real).
-sysctls=(vm.overcommit_memory vm.panic_on_oom kernel.panic kernel.panic_on_oops kernel.keys.root_maxkeys kernel.keys.root_maxbytes)
-declare -A saved_sysctl
-for s in "${sysctls[@]}"; do saved_sysctl[$s]=$(sysctl -n "$s" 2>/dev/null); done
-had_var_lib_kubelet=$([[ -e /var/lib/kubelet ]] && echo yes || echo no)
+# The host state the kubelet changes (sysctls, /var/lib/kubelet), put back
+# on exit.
+source "$repo/hack/upstream-node/host-state.sh"
+kubelet_host_save
 
 # stop_pid NAME: TERM the process in pids/NAME, KILL after 20 s.
 stop_pid() {
@@ -68,11 +66,7 @@ finish() {
   stop_pid driver # its runtimes and agents die with it (Pdeathsig), it stops them first
   "$e2e/stop.sh"
   remove_cgroups
-  for s in "${sysctls[@]}"; do
-    [[ -n ${saved_sysctl[$s]} ]] && sysctl -qw "$s=${saved_sysctl[$s]}" 2>/dev/null
-  done
-  rmdir /var/log/containers 2>/dev/null
-  [[ $had_var_lib_kubelet == no ]] && rm -rf /var/lib/kubelet
+  kubelet_host_restore
   mkdir -p "$out/logs" && cp -a "$LOG_DIR"/. "$out/logs"/ 2>/dev/null
   rm -rf "$E2E_DIR"
   echo "diff-kubelet output (table.md, report.html, recordings, logs): $out"
