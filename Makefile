@@ -4,7 +4,7 @@ PKGS     := ./...
 BIN      := bin/lockstep
 SEED     ?= 1
 
-.PHONY: all build test test-race-scenarios test-race-rest test-scenarios lint bench bench-compare sim run run-fakecri e2e bench-real conformance clean regress
+.PHONY: all build test test-race-scenarios test-race-rest test-scenarios lint bench bench-compare sim run run-fakecri e2e bench-real conformance diff-kubelet clean regress
 
 all: build
 
@@ -131,6 +131,15 @@ bench-real:
 ## the machine's e2e lock after the builds.
 conformance:
 	hack/conformance/run.sh
+
+## diff-kubelet: the differential harness: every scenario of
+## hack/diff-kubelet/scenarios on the upstream kubelet v1.37.2 and on lockstep
+## at once, each its own node on its own fake runtime, one kube-apiserver;
+## prints a table of differences, keeps an HTML report (as root, under the
+## machine lock: flock /tmp/e2e.lock make diff-kubelet; not in make test).
+## DIFF_SCENARIOS='crash-* probe-*' runs a subset; see hack/diff-kubelet/README.md
+diff-kubelet:
+	hack/diff-kubelet/run.sh
 
 clean:
 	rm -rf bin

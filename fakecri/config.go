@@ -63,6 +63,11 @@ type Config struct {
 	// reports the feature off for every handler and refuses them (as
 	// containerd 1.6 would run them in the node's: the agent checks first).
 	UserNamespaces bool
+	// ImagefsMountpoint is the imagefs mountpoint ImageFsInfo and
+	// container stats name (default containerd's snapshotter directory). A
+	// real kubelet asks cAdvisor about that directory, so beside one it
+	// must exist on the host.
+	ImagefsMountpoint string
 	// RuntimeName and RuntimeVersion are what Version answers (default
 	// "fakecri" and "0.1.0").
 	RuntimeName, RuntimeVersion string
@@ -146,6 +151,9 @@ func (cfg Config) withDefaults() Config {
 	}
 	if cfg.RuntimeName == "" {
 		cfg.RuntimeName = "fakecri"
+	}
+	if cfg.ImagefsMountpoint == "" {
+		cfg.ImagefsMountpoint = snapshotterMount
 	}
 	if cfg.RuntimeVersion == "" {
 		cfg.RuntimeVersion = "0.1.0"

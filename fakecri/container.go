@@ -322,7 +322,9 @@ func (r *Runtime) ListContainers(ctx context.Context, filter *runtimeapi.Contain
 }
 
 // ContainerStatus returns a container's status; with verbose, an "info"
-// JSON with its sandbox, pid and script summary.
+// JSON with its sandbox, pid and, as containerd's, the whole
+// ContainerConfig it was created from ("config": env, mounts, command), so
+// a harness can see what the agent asked the runtime for.
 func (r *Runtime) ContainerStatus(ctx context.Context, containerID string, verbose bool) (*runtimeapi.ContainerStatusResponse, error) {
 	_, err := r.begin(ctx, "ContainerStatus", callTarget{containerID: containerID})
 	if err != nil {
@@ -344,6 +346,7 @@ func (r *Runtime) ContainerStatus(ctx context.Context, containerID string, verbo
 			"pid":       pid,
 			"name":      c.name,
 			"runtime":   r.cfg.RuntimeName,
+			"config":    c.config,
 		})}
 	}
 	return resp, nil

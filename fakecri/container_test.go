@@ -1,6 +1,7 @@
 package fakecri
 
 import (
+	"encoding/json"
 	"errors"
 	"testing"
 	"time"
@@ -399,5 +400,49 @@ func TestUpdateContainerResourcesMerges(t *testing.T) {
 	}
 	if truth, _ := f.r.TrueResources(id); truth.GetCpusetCpus() != "1-2" {
 		t.Errorf("TrueResources cpuset %q", truth.GetCpusetCpus())
+	}
+}
+
+// TestVerboseStatusCarriesConfig: as containerd's, verbose ContainerStatus
+// and PodSandboxStatus info hold the configs the objects were created
+// from, so a harness can see the env, mounts and DNS an agent asked for.
+func TestVerboseStatusCarriesConfig(t *testing.T) {
+	f := newFixture(t)
+	pod := podConfig("p")
+	pod.DnsConfig = &runtimeapi.DNSConfig{Servers: []string{"10.96.0.10"}, Searches: []string{"ns.svc.cluster.local"}, Options: []string{"ndots:5"}}
+	sb, err := f.r.RunPodSandbox(f.ctx, pod, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := ctrConfig("app", "A=1", "B=two")
+	cfg.Mounts = []*runtimeapi.Mount{{ContainerPath: "/etc/hosts", HostPath: "/tmp/hosts", Readonly: true}}
+	id := f.create(sb, cfg)
+
+	cs, err := f.r.ContainerStatus(f.ctx, id, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ci struct {
+		Config *runtimeapi.ContainerConfig `json:"config"`
+	}
+	if err := json.Unmarshal([]byte(cs.Info["info"]), &ci); err != nil {
+		t.Fatalf("container info %q: %v", cs.Info["info"], err)
+	}
+	if diff := cmp.Diff(cfg, ci.Config, protocmp.Transform()); diff != "" {
+		t.Errorf("verbose container info config (-created +reported):\n%s", diff)
+	}
+
+	ss, err := f.r.PodSandboxStatus(f.ctx, sb, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var si struct {
+		Config *runtimeapi.PodSandboxConfig `json:"config"`
+	}
+	if err := json.Unmarshal([]byte(ss.Info["info"]), &si); err != nil {
+		t.Fatalf("sandbox info %q: %v", ss.Info["info"], err)
+	}
+	if diff := cmp.Diff(pod, si.Config, protocmp.Transform()); diff != "" {
+		t.Errorf("verbose sandbox info config (-created +reported):\n%s", diff)
 	}
 }

@@ -345,7 +345,7 @@ func (r *Runtime) ImageFsInfo(ctx context.Context) (*runtimeapi.ImageFsInfoRespo
 	return &runtimeapi.ImageFsInfoResponse{
 		ImageFilesystems: []*runtimeapi.FilesystemUsage{{
 			Timestamp:  now,
-			FsId:       &runtimeapi.FilesystemIdentifier{Mountpoint: snapshotterMount},
+			FsId:       &runtimeapi.FilesystemIdentifier{Mountpoint: r.cfg.ImagefsMountpoint},
 			UsedBytes:  u64(u.Imagefs.Used),
 			InodesUsed: u64(u.Imagefs.InodesUsed),
 		}},
@@ -368,4 +368,19 @@ func ParseImage(spec string) (Image, error) {
 		img.Size = n
 	}
 	return img, nil
+}
+
+// ParseRegistryAuth parses a `--registry-auth` value, ref=user:password:
+// a registry image whose pulls need that AuthConfig (as SetRegistryImage
+// with Username and Password), for pull-secret scenarios.
+func ParseRegistryAuth(spec string) (Image, error) {
+	ref, cred, ok := strings.Cut(spec, "=")
+	user, pass, hasPass := strings.Cut(cred, ":")
+	if !ok || !hasPass || user == "" {
+		return Image{}, fmt.Errorf("registry auth %q: want ref=user:password", spec)
+	}
+	if _, err := normalizeRef(ref); err != nil {
+		return Image{}, fmt.Errorf("registry auth %q: %w", spec, err)
+	}
+	return Image{Ref: ref, Size: DefaultPullSize, Inodes: DefaultPullInodes, Username: user, Password: pass}, nil
 }

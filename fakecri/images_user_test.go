@@ -40,3 +40,27 @@ func TestImageStatusUser(t *testing.T) {
 		}
 	}
 }
+
+func TestParseRegistryAuth(t *testing.T) {
+	for _, tc := range []struct {
+		spec    string
+		want    Image
+		wantErr bool
+	}{
+		{spec: "private.example/app:1=alice:s3cret", want: Image{Ref: "private.example/app:1", Size: DefaultPullSize, Inodes: DefaultPullInodes, Username: "alice", Password: "s3cret"}},
+		{spec: "private.example/app:1=alice:", want: Image{Ref: "private.example/app:1", Size: DefaultPullSize, Inodes: DefaultPullInodes, Username: "alice"}},
+		{spec: "private.example/app:1", wantErr: true},
+		{spec: "private.example/app:1=alice", wantErr: true},
+		{spec: "private.example/app:1=:pw", wantErr: true},
+		{spec: "not a ref=alice:pw", wantErr: true},
+	} {
+		got, err := ParseRegistryAuth(tc.spec)
+		if (err != nil) != tc.wantErr {
+			t.Errorf("ParseRegistryAuth(%q) error = %v, want error %v", tc.spec, err, tc.wantErr)
+			continue
+		}
+		if diff := cmp.Diff(tc.want, got); diff != "" {
+			t.Errorf("ParseRegistryAuth(%q) (-want +got):\n%s", tc.spec, diff)
+		}
+	}
+}

@@ -145,6 +145,7 @@ func (r *Runtime) PodSandboxStatus(ctx context.Context, podSandboxID string, ver
 			"runtimeHandler": sb.handler,
 			"containers":     len(sb.containers),
 			"runtime":        r.cfg.RuntimeName,
+			"config":         sb.config,
 		})}
 	}
 	return resp, nil

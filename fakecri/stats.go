@@ -26,7 +26,7 @@ func (r *Runtime) ContainerStats(ctx context.Context, containerID string) (*runt
 	if err != nil {
 		return nil, err
 	}
-	return r.withoutNanoCores(containerStatsAt(c, now, c.state)), nil
+	return r.withoutNanoCores(containerStatsAt(c, now, c.state, r.cfg.ImagefsMountpoint)), nil
 }
 
 // ListContainerStats lists container stats in creation order, filtered by
@@ -49,7 +49,7 @@ func (r *Runtime) ListContainerStats(ctx context.Context, filter *runtimeapi.Con
 		if !visible || !labelsMatch(c.config.GetLabels(), filter.GetLabelSelector()) {
 			continue
 		}
-		out = append(out, r.withoutNanoCores(containerStatsAt(c, at, state)))
+		out = append(out, r.withoutNanoCores(containerStatsAt(c, at, state, r.cfg.ImagefsMountpoint)))
 	}
 	return out, nil
 }
@@ -72,7 +72,7 @@ func (r *Runtime) PodSandboxStats(ctx context.Context, podSandboxID string) (*ru
 	if sb.state != readyState {
 		return nil, status.Errorf(codes.FailedPrecondition, "pod sandbox %q is not ready, it has no stats", sb.id)
 	}
-	return sandboxStatsAt(sb, now), nil
+	return sandboxStatsAt(sb, now, r.cfg.ImagefsMountpoint), nil
 }
 
 // ListPodSandboxStats lists the stats of READY sandboxes in creation
@@ -99,7 +99,7 @@ func (r *Runtime) ListPodSandboxStats(ctx context.Context, filter *runtimeapi.Po
 		if sb.removed || sb.state != readyState || !labelsMatch(sb.config.GetLabels(), filter.GetLabelSelector()) {
 			continue
 		}
-		out = append(out, sandboxStatsAt(sb, now))
+		out = append(out, sandboxStatsAt(sb, now, r.cfg.ImagefsMountpoint))
 	}
 	return out, nil
 }
@@ -115,8 +115,9 @@ func (r *Runtime) withoutNanoCores(cs *runtimeapi.ContainerStats) *runtimeapi.Co
 // u64 wraps a value for the stats messages.
 func u64(v uint64) *runtimeapi.UInt64Value { return &runtimeapi.UInt64Value{Value: v} }
 
-// containerStatsAt builds c's stats at t, when its state was state.
-func containerStatsAt(c *container, t int64, state runtimeapi.ContainerState) *runtimeapi.ContainerStats {
+// containerStatsAt builds c's stats at t, when its state was state; its
+// writable layer is on the imagefs at mount.
+func containerStatsAt(c *container, t int64, state runtimeapi.ContainerState, mount string) *runtimeapi.ContainerStats {
 	cs := &runtimeapi.ContainerStats{
 		Attributes: &runtimeapi.ContainerAttributes{
 			Id:          c.id,
@@ -126,7 +127,7 @@ func containerStatsAt(c *container, t int64, state runtimeapi.ContainerState) *r
 		},
 		WritableLayer: &runtimeapi.FilesystemUsage{
 			Timestamp:  t,
-			FsId:       &runtimeapi.FilesystemIdentifier{Mountpoint: snapshotterMount},
+			FsId:       &runtimeapi.FilesystemIdentifier{Mountpoint: mount},
 			UsedBytes:  u64(c.script.disk),
 			InodesUsed: u64(1),
 		},
@@ -154,12 +155,13 @@ func containerStatsAt(c *container, t int64, state runtimeapi.ContainerState) *r
 	return cs
 }
 
-// sandboxStatsAt builds sb's stats at t from its containers'.
-func sandboxStatsAt(sb *sandbox, t int64) *runtimeapi.PodSandboxStats {
+// sandboxStatsAt builds sb's stats at t from its containers' (writable
+// layers on the imagefs at mount).
+func sandboxStatsAt(sb *sandbox, t int64, mount string) *runtimeapi.PodSandboxStats {
 	var cpuNS, nanoCores, ws, pids uint64
 	linux := &runtimeapi.LinuxPodSandboxStats{}
 	for _, c := range sb.containers {
-		cs := containerStatsAt(c, t, c.state)
+		cs := containerStatsAt(c, t, c.state, mount)
 		linux.Containers = append(linux.Containers, cs)
 		if c.state == runningState {
 			cpuNS = addSatU(cpuNS, cs.Cpu.UsageCoreNanoSeconds.Value)

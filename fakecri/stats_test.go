@@ -274,3 +274,30 @@ func TestStatsLikeContainerd16(t *testing.T) {
 		}
 	}
 }
+
+// TestImagefsMountpoint: ImageFsInfo and container stats name the
+// configured imagefs mountpoint (a real kubelet asks cAdvisor about it),
+// containerd's snapshotter directory by default.
+func TestImagefsMountpoint(t *testing.T) {
+	for _, tc := range []struct{ set, want string }{
+		{"", snapshotterMount},
+		{"/tmp/diff/imagefs", "/tmp/diff/imagefs"},
+	} {
+		f := newFixture(t, func(c *Config) { c.ImagefsMountpoint = tc.set })
+		fs, err := f.r.ImageFsInfo(f.ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := fs.ImageFilesystems[0].GetFsId().GetMountpoint(); got != tc.want {
+			t.Errorf("ImagefsMountpoint %q: ImageFsInfo mountpoint %q, want %q", tc.set, got, tc.want)
+		}
+		id := f.run(f.runPod("p"), ctrConfig("app"))
+		st, err := f.r.ContainerStats(f.ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := st.GetWritableLayer().GetFsId().GetMountpoint(); got != tc.want {
+			t.Errorf("ImagefsMountpoint %q: container stats mountpoint %q, want %q", tc.set, got, tc.want)
+		}
+	}
+}

@@ -33,6 +33,8 @@ func NewCommand() *cobra.Command {
 		noDefaultImages bool
 		pullLatency     time.Duration
 		failPulls       []string
+		registryAuths   []string
+		imagefsMount    string
 		grace           time.Duration
 		streamAddr      string
 		pprofAddr       string
@@ -47,7 +49,7 @@ use it. Exec, attach and port-forward streams are served over HTTP
 (--stream-address), as containerd's streaming server does. SIGTERM or SIGINT stops it cleanly and removes the socket.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg := fakecri.Config{NoEvents: noEvents, PullLatency: pullLatency}
+			cfg := fakecri.Config{NoEvents: noEvents, PullLatency: pullLatency, ImagefsMountpoint: imagefsMount}
 			if noDefaultImages {
 				cfg.Images = []fakecri.Image{}
 			} else {
@@ -64,6 +66,15 @@ use it. Exec, attach and port-forward streams are served over HTTP
 			for _, ref := range failPulls {
 				if err := rt.FailPull(ref, "", 0); err != nil {
 					return fmt.Errorf("fakecri: --fail-pull %q: %w", ref, err)
+				}
+			}
+			for _, spec := range registryAuths {
+				img, err := fakecri.ParseRegistryAuth(spec)
+				if err != nil {
+					return fmt.Errorf("fakecri: --registry-auth: %w", err)
+				}
+				if err := rt.SetRegistryImage(img); err != nil {
+					return fmt.Errorf("fakecri: --registry-auth %q: %w", spec, err)
 				}
 			}
 			lis, err := criserver.Listen(listen)
@@ -110,6 +121,8 @@ use it. Exec, attach and port-forward streams are served over HTTP
 	f.BoolVar(&noDefaultImages, "no-default-images", false, "do not preload busybox, nginx and the pause image")
 	f.DurationVar(&pullLatency, "pull-latency", 0, "how long PullImage takes")
 	f.StringArrayVar(&failPulls, "fail-pull", nil, "make pulls of this image fail with a registry \"not found\" error; repeatable")
+	f.StringArrayVar(&registryAuths, "registry-auth", nil, "make pulls of this image need these credentials (a pull secret's), as ref=user:password; a pull without them fails 401 Unauthorized; repeatable")
+	f.StringVar(&imagefsMount, "imagefs-mountpoint", "", "the imagefs mountpoint ImageFsInfo and container stats report (default containerd's snapshotter dir); beside a real kubelet it must exist, as the kubelet asks cAdvisor about it")
 	f.StringVar(&streamAddr, "stream-address", "127.0.0.1:0", "host:port of the exec/attach/port-forward streaming server (port 0 picks one, as containerd does)")
 	f.StringVar(&pprofAddr, "pprof-address", "", "host:port to serve Go's /debug/pprof profiles of this process on (plain HTTP, no auth: keep it on loopback); off when empty")
 	f.DurationVar(&grace, "shutdown-grace", 5*time.Second, "how long in-flight calls may take on shutdown")

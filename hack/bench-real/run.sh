@@ -26,15 +26,9 @@ keep_logs="${BENCH_LOGS:-/tmp/lockstep-bench-real-logs-$(date -u +%Y%m%dT%H%M%S)
 results="$keep_logs/results.jsonl"
 mkdir -p "$keep_logs"
 
-# The kubelet's container manager rewrites these host sysctls to its
-# preferred values (it cannot be told not to: protectKernelDefaults only
-# turns the rewrite into a start failure); they are put back on exit.
-sysctls=(vm.overcommit_memory vm.panic_on_oom kernel.panic kernel.panic_on_oops kernel.keys.root_maxkeys kernel.keys.root_maxbytes)
-declare -A saved_sysctl
-for s in "${sysctls[@]}"; do saved_sysctl[$s]=$(sysctl -n "$s" 2>/dev/null); done
-# The kubelet's device plugin socket dir is hard-coded under
-# /var/lib/kubelet; removed on exit when this run created it.
-had_var_lib_kubelet=$([[ -e /var/lib/kubelet ]] && echo yes || echo no)
+# The host state the kubelet changes, put back on exit.
+source "$repo/hack/upstream-node/host-state.sh"
+kubelet_host_save
 
 # stop_agent NAME: TERM the agent in pids/NAME, KILL after 20 s.
 stop_agent() {
@@ -54,12 +48,7 @@ finish() {
   log "=== teardown"
   stop_agent kubelet
   "$e2e/stop.sh"
-  for s in "${sysctls[@]}"; do
-    [[ -n ${saved_sysctl[$s]} ]] && sysctl -qw "$s=${saved_sysctl[$s]}" 2>/dev/null
-  done
-  # The kubelet's hard-coded container log symlink dir, when it left it empty.
-  rmdir /var/log/containers 2>/dev/null
-  [[ $had_var_lib_kubelet == no ]] && rm -rf /var/lib/kubelet
+  kubelet_host_restore
   cp -a "$LOG_DIR"/. "$keep_logs"/ 2>/dev/null
   rm -rf "$E2E_DIR"
   if [[ -s $results ]]; then
