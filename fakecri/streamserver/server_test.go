@@ -87,3 +87,32 @@ func TestPortForwardAnswersTheScriptedEndpoint(t *testing.T) {
 		t.Errorf("port forward ended with %v after the client closed", err)
 	}
 }
+
+// A port-forward to a port no container listens on fails, as a dial into
+// the pod's network namespace would be refused.
+func TestPortForwardToAPortNothingListensOn(t *testing.T) {
+	rt := fakecri.New(fakecri.Config{})
+	ctx := context.Background()
+	sbCfg := &runtimeapi.PodSandboxConfig{Metadata: &runtimeapi.PodSandboxMetadata{Name: "p", Namespace: "ns", Uid: "u"}}
+	sb, err := rt.RunPodSandbox(ctx, sbCfg, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, err := rt.CreateContainer(ctx, sb, &runtimeapi.ContainerConfig{
+		Metadata: &runtimeapi.ContainerMetadata{Name: "c"},
+		Image:    &runtimeapi.ImageSpec{Image: "busybox"},
+		Envs:     []*runtimeapi.KeyValue{{Key: "FAKECRI_HTTP", Value: []byte("80=200")}},
+	}, sbCfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := rt.StartContainer(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	client, server := net.Pipe()
+	defer client.Close()
+	err = (&runtime{rt: rt}).PortForward(ctx, sb, 81, server)
+	if err == nil || !strings.Contains(err.Error(), "port 81") || !strings.Contains(err.Error(), "refused") {
+		t.Errorf("port forward to port 81: %v, want a refused connection", err)
+	}
+}
