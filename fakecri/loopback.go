@@ -38,6 +38,25 @@ func ParsePodNetwork(s string) (netip.Prefix, error) {
 	return p.Masked(), nil
 }
 
+// ParseNetwork parses a served network's two settings: the pod network
+// (ParsePodNetwork) and the address host-network pods answer at ("" for
+// none; it needs a pod network). They become Config.LoopbackCIDR and
+// Config.NodeAddress.
+func ParseNetwork(podNetwork, hostAddress string) (netip.Prefix, netip.Addr, error) {
+	p, err := ParsePodNetwork(podNetwork)
+	if err != nil || hostAddress == "" {
+		return p, netip.Addr{}, err
+	}
+	if !p.IsValid() {
+		return netip.Prefix{}, netip.Addr{}, fmt.Errorf("host-network address %q needs a pod network", hostAddress)
+	}
+	a, err := netip.ParseAddr(hostAddress)
+	if err != nil {
+		return netip.Prefix{}, netip.Addr{}, fmt.Errorf("host-network address: %w", err)
+	}
+	return p, a, nil
+}
+
 // checkLoopbackCIDR refuses a prefix outside 127.0.0.0/8 or too small to
 // hold a sandbox (its first two and last addresses are never handed out).
 func checkLoopbackCIDR(p netip.Prefix) error {

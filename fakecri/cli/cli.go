@@ -10,7 +10,6 @@ import (
 	"net"
 	"net/http"
 	"net/http/pprof"
-	"net/netip"
 	"os"
 	"os/signal"
 	"syscall"
@@ -134,22 +133,10 @@ real probers reach them. SIGTERM or SIGINT stops it cleanly and removes the sock
 
 // setPodNetwork applies --pod-network and --host-network-address to cfg.
 func setPodNetwork(cfg *fakecri.Config, podNetwork, hostAddr string) error {
-	p, err := fakecri.ParsePodNetwork(podNetwork)
-	if err != nil {
-		return fmt.Errorf("fakecri: --pod-network: %w", err)
+	var err error
+	if cfg.LoopbackCIDR, cfg.NodeAddress, err = fakecri.ParseNetwork(podNetwork, hostAddr); err != nil {
+		return fmt.Errorf("fakecri: --pod-network %q --host-network-address %q: %w", podNetwork, hostAddr, err)
 	}
-	cfg.LoopbackCIDR = p
-	if hostAddr == "" {
-		return nil
-	}
-	if !p.IsValid() {
-		return fmt.Errorf("fakecri: --host-network-address %q needs --pod-network", hostAddr)
-	}
-	a, err := netip.ParseAddr(hostAddr)
-	if err != nil {
-		return fmt.Errorf("fakecri: --host-network-address: %w", err)
-	}
-	cfg.NodeAddress = a
 	return nil
 }
 

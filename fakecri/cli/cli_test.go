@@ -146,9 +146,9 @@ func TestPodNetworkFlags(t *testing.T) {
 		{network: "off", want: "invalid Prefix/invalid IP"},
 		{network: "loopback", want: "127.88.0.0/16/invalid IP"},
 		{network: "loopback", host: "127.0.0.2", want: "127.88.0.0/16/127.0.0.2"},
-		{network: "10.0.0.0/8", err: "--pod-network: pod network 10.0.0.0/8: want an IPv4 prefix inside 127.0.0.0/8"},
-		{network: "off", host: "127.0.0.2", err: `--host-network-address "127.0.0.2" needs --pod-network`},
-		{network: "loopback", host: "node", err: "--host-network-address: ParseAddr"},
+		{network: "10.0.0.0/8", err: `--pod-network "10.0.0.0/8" --host-network-address "": pod network 10.0.0.0/8: want an IPv4 prefix inside 127.0.0.0/8`},
+		{network: "off", host: "127.0.0.2", err: `host-network address "127.0.0.2" needs a pod network`},
+		{network: "loopback", host: "node", err: "host-network address: ParseAddr"},
 	} {
 		var cfg fakecri.Config
 		err := setPodNetwork(&cfg, tc.network, tc.host)
