@@ -104,7 +104,7 @@ run:
 run-fakecri:
 	@mkdir -p $(DEMO_DIR)
 	$(GO) build -o $(DEMO_DIR)/lockstep ./cmd/lockstep
-	@$(DEMO_DIR)/lockstep fakecri --listen unix://$(DEMO_DIR)/fakecri.sock & pid=$$!; \
+	@$(DEMO_DIR)/lockstep fakecri --listen unix://$(DEMO_DIR)/fakecri.sock --pod-network=loopback & pid=$$!; \
 	trap 'kill $$pid 2>/dev/null' EXIT INT TERM; \
 	for i in $$(seq 50); do [ -S $(DEMO_DIR)/fakecri.sock ] && break; sleep 0.1; done; \
 	$(DEMO_DIR)/lockstep node --container-runtime-endpoint=unix://$(DEMO_DIR)/fakecri.sock \

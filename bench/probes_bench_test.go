@@ -18,7 +18,7 @@ import (
 
 // probedNode runs a simulated node of pods pods (one container each, with
 // the three probes when probed: HTTP liveness, exec readiness, TCP
-// startup, period 10 s) for virtual, after they are all Ready, and
+// startup, period 10 s, its port 8080 scripted to answer) for virtual, after they are all Ready, and
 // returns the wall time and the process's CPU time of that run and the
 // number of probe executions.
 func probedNode(b *testing.B, pods int, probed bool, virtual time.Duration) (wall, cpu time.Duration, probes float64) {
@@ -30,7 +30,7 @@ func probedNode(b *testing.B, pods int, probed bool, virtual time.Duration) (wal
 	for i := range pods {
 		var opts []scenarios.PodOption
 		if probed {
-			opts = append(opts,
+			opts = append(opts, scenarios.Env("app", "FAKECRI_HTTP", "8080=200"),
 				scenarios.WithProbe("app", scenarios.LivenessProbe, scenarios.HTTPProbe(8080, "/healthz", 10, 1, 3)),
 				scenarios.WithProbe("app", scenarios.ReadinessProbe, &corev1.Probe{
 					ProbeHandler: corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: []string{"cat", "/tmp/ready"}}}, PeriodSeconds: 10}),

@@ -52,8 +52,21 @@ type Config struct {
 	StaleRetention time.Duration
 
 	// PodCIDR is where sandbox IPs come from (default 10.88.0.0/16,
-	// containerd's default bridge network).
+	// containerd's default bridge network), in order, wrapping around.
 	PodCIDR netip.Prefix
+	// LoopbackCIDR, when valid (an IPv4 prefix inside 127.0.0.0/8, e.g.
+	// DefaultLoopbackCIDR), replaces PodCIDR with addresses a process can
+	// serve (fakecri/podnet): each sandbox not on the host network gets
+	// the lowest free address of the prefix, never its first two or last
+	// address nor 127.0.0.1, given back when the sandbox is removed; when
+	// none is free RunPodSandbox fails, as a CNI's IPAM does. New panics
+	// on a prefix ParsePodNetwork would refuse.
+	LoopbackCIDR netip.Prefix
+	// NodeAddress, when valid, is where the endpoints of host-network
+	// sandboxes answer (AnswerHTTP and the others, ListeningAt); their
+	// PodSandboxStatus still has no IP, as containerd's. Unset, they
+	// answer nowhere.
+	NodeAddress netip.Addr
 	// RuntimeHandlers are the accepted RunPodSandbox runtime handlers in
 	// addition to "" (default: "runc").
 	RuntimeHandlers []string

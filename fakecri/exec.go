@@ -3,6 +3,7 @@ package fakecri
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -99,141 +100,35 @@ func (r *Runtime) ExecSyncResponse(ctx context.Context, containerID string, cmd 
 	return resp, nil
 }
 
-// ProbeFailure says why a probe got no answer.
+// ProbeFailure says why ProbeExec got no exit code.
 type ProbeFailure int
 
 const (
-	// ProbeRefused: nothing listens (container not running, or scripted
-	// "down").
+	// ProbeRefused: the container is not running.
 	ProbeRefused ProbeFailure = iota + 1
-	// ProbeTimeout: the endpoint never answers (scripted "hang"); the
-	// caller decides how long the probe waited.
+	// ProbeTimeout: the exec never ends (scripted "hang"); the caller
+	// decides how long the probe waited.
 	ProbeTimeout
 	// ProbeNoContainer: no such container.
 	ProbeNoContainer
 )
 
-// ProbeError is the error of a probe that got no answer.
+// ProbeError is the error of a ProbeExec that got no exit code.
 type ProbeError struct {
 	Failure     ProbeFailure
 	ContainerID string
-	Port        int
 }
 
-// Error describes the failure like a dialer would.
+// Error describes the failure.
 func (e *ProbeError) Error() string {
 	switch e.Failure {
 	case ProbeRefused:
-		return fmt.Sprintf("container %q port %d: connection refused", e.ContainerID, e.Port)
+		return fmt.Sprintf("container %q is not running", e.ContainerID)
 	case ProbeTimeout:
-		return fmt.Sprintf("container %q port %d: i/o timeout", e.ContainerID, e.Port)
+		return fmt.Sprintf("exec in container %q never ends", e.ContainerID)
 	default:
 		return fmt.Sprintf("container %q not found", e.ContainerID)
 	}
-}
-
-// ProbeHTTP answers an HTTP GET on a container's port and path at the
-// clock's now, from FAKECRI_HTTP. Unscripted ports answer 200.
-func (r *Runtime) ProbeHTTP(containerID string, port int, path string) (int, error) {
-	code, _, err := r.ProbeHTTPRedirect(containerID, port, path)
-	return code, err
-}
-
-// ProbeHTTPRedirect is ProbeHTTP with the Location of a scripted redirect
-// ("302>http://elsewhere/").
-func (r *Runtime) ProbeHTTPRedirect(containerID string, port int, path string) (code int, location string, err error) {
-	ans, scripted, err := r.probe(containerID, port, func(s *script) []rule { return s.http }, path)
-	if err != nil {
-		return 0, "", err
-	}
-	if !scripted {
-		return 200, "", nil
-	}
-	return ans.value, ans.location, nil
-}
-
-// ProbeTCP answers a TCP connect to a container's port at the clock's now,
-// from FAKECRI_TCP. Unscripted ports accept.
-func (r *Runtime) ProbeTCP(containerID string, port int) error {
-	_, _, err := r.probe(containerID, port, func(s *script) []rule { return s.tcp }, "")
-	return err
-}
-
-// ProbeGRPC answers a gRPC health check of service on a container's port
-// at the clock's now, from FAKECRI_GRPC. Unscripted ports answer SERVING.
-func (r *Runtime) ProbeGRPC(containerID string, port int, service string) (bool, error) {
-	ans, scripted, err := r.probe(containerID, port, func(s *script) []rule { return s.grpc }, service)
-	if err != nil {
-		return false, err
-	}
-	return !scripted || ans.value == grpcServing, nil
-}
-
-// probe evaluates a container's endpoint rules at now; scripted is false
-// when no rule covers the endpoint (each protocol then answers healthy).
-func (r *Runtime) probe(containerID string, port int, rules func(*script) []rule, sub string) (ans answer, scripted bool, err error) {
-	r.mu.Lock()
-	defer r.unlock()
-	now := r.now()
-	r.advance(now)
-	c, ok := r.containers[containerID]
-	if !ok {
-		return answer{}, false, &ProbeError{Failure: ProbeNoContainer, ContainerID: containerID, Port: port}
-	}
-	if c.state != runningState {
-		return answer{}, false, &ProbeError{Failure: ProbeRefused, ContainerID: containerID, Port: port}
-	}
-	rl, ok := findRule(rules(c.script), port, sub)
-	if !ok {
-		return answer{}, false, nil
-	}
-	ans = rl.tl.at(time.Duration(now - c.startedAt))
-	switch ans.kind {
-	case answerDown:
-		return answer{}, true, &ProbeError{Failure: ProbeRefused, ContainerID: containerID, Port: port}
-	case answerHang:
-		return answer{}, true, &ProbeError{Failure: ProbeTimeout, ContainerID: containerID, Port: port}
-	}
-	return ans, true, nil
-}
-
-// ContainerAt returns the running container that answers on ip:port: the
-// first container of the READY sandbox with that IP whose script names the
-// port, else its first running container. Host-network sandboxes have no
-// IP here.
-func (r *Runtime) ContainerAt(ip string, port int) (string, bool) {
-	r.mu.Lock()
-	defer r.unlock()
-	r.advance(r.now())
-	for _, sb := range r.sandboxOrder {
-		if sb.removed || sb.state != readyState || sb.ip != ip {
-			continue
-		}
-		return firstAnswering(sb, port)
-	}
-	return "", false
-}
-
-// firstAnswering returns the first running container of sb whose script
-// names port, else its first running container.
-func firstAnswering(sb *sandbox, port int) (string, bool) {
-	var first string
-	for _, c := range sb.containers {
-		if c.state != runningState {
-			continue
-		}
-		if first == "" {
-			first = c.id
-		}
-		for _, rules := range [][]rule{c.script.http, c.script.tcp, c.script.grpc} {
-			for _, rl := range rules {
-				if rl.port == port {
-					return c.id, true
-				}
-			}
-		}
-	}
-	return first, first != ""
 }
 
 // ProbeExec is the exit code an exec of cmd in a running container would
@@ -268,10 +163,13 @@ func (r *Runtime) ProbeExec(containerID string, cmd []string) (int, error) {
 
 // Endpoints is how a container's scripted endpoints and execs answer at
 // one instant of its life, whatever its state then (for checkers that
-// judge a probe after the fact). Unscripted endpoints are healthy.
+// judge a probe after the fact), by the rule of endpoints.go: a port the
+// container does not listen on refuses; unscripted requests on one it
+// listens on are healthy.
 type Endpoints struct {
-	s *script
-	d time.Duration
+	s     *script
+	d     time.Duration
+	ports []int // the pod's declared TCP ports
 }
 
 // EndpointsAt returns the container's endpoints as they answer at time at
@@ -283,34 +181,31 @@ func (r *Runtime) EndpointsAt(containerID string, at time.Time) (Endpoints, bool
 	if !ok || c.startedAt == 0 {
 		return Endpoints{}, false
 	}
-	return Endpoints{s: c.script, d: time.Duration(at.UnixNano() - c.startedAt)}, true
+	return Endpoints{s: c.script, d: time.Duration(at.UnixNano() - c.startedAt), ports: c.sb.ports}, true
 }
 
-func (e Endpoints) answer(rules []rule, port int, sub string) (answer, bool) {
-	rl, ok := findRule(rules, port, sub)
-	if !ok {
-		return answer{}, false
-	}
-	return rl.tl.at(e.d), true
+// accepts reports whether a connection to port is accepted.
+func (e Endpoints) accepts(port int) bool {
+	_, declared := slices.BinarySearch(e.ports, port)
+	return (declared || e.s.namesPort(port)) && e.s.connectAt(port, e.d) == connAccepted
 }
 
 // HTTPHealthy: an HTTP GET of port and path (without its leading "/")
 // answers 200–399.
 func (e Endpoints) HTTPHealthy(port int, path string) bool {
-	a, ok := e.answer(e.s.http, port, path)
-	return !ok || a.kind == answerValue && a.value >= 200 && a.value < 400
+	a := e.s.httpAt(port, path, e.d)
+	return e.accepts(port) && a.kind == answerValue && a.value >= 200 && a.value < 400
 }
 
 // TCPHealthy: a TCP connect to port succeeds.
 func (e Endpoints) TCPHealthy(port int) bool {
-	a, ok := e.answer(e.s.tcp, port, "")
-	return !ok || a.kind == answerValue
+	return e.accepts(port)
 }
 
 // GRPCHealthy: a gRPC health check of service on port answers SERVING.
 func (e Endpoints) GRPCHealthy(port int, service string) bool {
-	a, ok := e.answer(e.s.grpc, port, service)
-	return !ok || a.kind == answerValue && a.value == grpcServing
+	a := e.s.grpcAt(port, service, e.d)
+	return e.accepts(port) && a.kind == answerValue && a.value == grpcServing
 }
 
 // ExecHealthy: an exec of cmd exits 0 without hanging.

@@ -96,11 +96,12 @@ func FuzzRuntime(f *testing.F) {
 				}
 				_, _, _ = r.ExecSync(ctx, pick(ctrs, arg), cmd, time.Second)
 			case 11:
-				id := pick(ctrs, arg)
-				_, _ = r.ProbeHTTP(id, int(arg), env)
-				_ = r.ProbeTCP(id, int(arg))
-				_, _ = r.ProbeGRPC(id, int(arg), env)
-				_, _ = r.ContainerAt("10.88.0.2", int(arg))
+				ep := Endpoint{Addr: "10.88.0.2", Port: int(arg), Sandbox: pick(pods, arg)}
+				_ = r.AnswerHTTP(ep, env)
+				_ = r.AnswerTCP(ep)
+				ep.Sandbox = ""
+				_ = r.AnswerGRPC(ep, env)
+				_, _ = r.ListeningAt("10.88.0.2")
 			case 12:
 				fx.clock.Advance(time.Duration(arg) * 100 * time.Millisecond)
 			case 13:

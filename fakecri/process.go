@@ -134,6 +134,7 @@ func (r *Runtime) plan(c *container) {
 		return
 	}
 	c.exitAt, c.nextCode, c.nextReason = at, code, reason
+	r.touched(c.sb)
 	if c.exitIdx >= 0 {
 		heap.Fix(&r.exits, c.exitIdx)
 	} else {
@@ -180,6 +181,7 @@ func (r *Runtime) start(c *container, now int64) {
 	}
 	r.writeTerminationMessage(c)
 	r.plan(c)
+	r.touched(c.sb)
 	r.emitContainerEvent(c, runtimeapi.ContainerEventType_CONTAINER_STARTED_EVENT, now)
 }
 
@@ -214,6 +216,7 @@ func (r *Runtime) finish(c *container, at int64, code int32, reason, message str
 	r.unschedule(c)
 	c.state, c.finishedAt = exitedState, at
 	c.exitCode, c.reason, c.message = code, reason, message
+	r.touched(c.sb)
 	r.emitContainerEvent(c, runtimeapi.ContainerEventType_CONTAINER_STOPPED_EVENT, at)
 }
 
@@ -222,6 +225,7 @@ func (r *Runtime) failStart(c *container, at int64, message string) {
 	r.unschedule(c)
 	c.state, c.finishedAt = exitedState, at
 	c.exitCode, c.reason, c.message = exitStartError, reasonStartError, message
+	r.touched(c.sb)
 	r.emitContainerEvent(c, runtimeapi.ContainerEventType_CONTAINER_STOPPED_EVENT, at)
 }
 

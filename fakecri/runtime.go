@@ -56,6 +56,10 @@ type Runtime struct {
 
 	podCIDR string // from UpdateRuntimeConfig
 
+	loopback *addrPool             // sandbox IPs with Config.LoopbackCIDR, else nil
+	byAddr   map[string][]*sandbox // live sandboxes by address (IP or node address), creation order
+	watch    func(addr string)     // WatchAddresses' watcher
+
 	streamer streamerSlot // Exec/Attach/PortForward URLs, when served
 }
 
@@ -78,10 +82,17 @@ func New(cfg Config) *Runtime {
 		sandboxes:  map[string]*sandbox{},
 		containers: map[string]*container{},
 		byPod:      map[string]*podIndex{},
+		byAddr:     map[string][]*sandbox{},
 		names:      map[string]string{},
 		node:       *cfg.Node,
 	}
 	r.faults.retention = cfg.StaleRetention
+	if cfg.LoopbackCIDR.IsValid() {
+		if err := checkLoopbackCIDR(cfg.LoopbackCIDR); err != nil {
+			panic("fakecri: Config.LoopbackCIDR: " + err.Error())
+		}
+		r.loopback = newAddrPool(cfg.LoopbackCIDR)
+	}
 	r.images.init()
 	for _, img := range cfg.Images {
 		ref, err := normalizeRef(img.Ref)
@@ -142,9 +153,19 @@ func splitmix64(z uint64) uint64 {
 	return z ^ (z >> 31)
 }
 
-// nextIP hands out the next address of the pod CIDR, skipping the network
-// and gateway addresses and wrapping around when it is exhausted.
-func (r *Runtime) nextIP() string {
+// nextIP hands out a sandbox IP: the lowest free loopback address with
+// Config.LoopbackCIDR (false when none is left), else the next address of
+// the pod CIDR, skipping the network and gateway addresses and wrapping
+// around when it is exhausted.
+func (r *Runtime) nextIP() (string, bool) {
+	if r.loopback != nil {
+		return r.loopback.take()
+	}
+	return r.nextPodCIDRIP(), true
+}
+
+// nextPodCIDRIP is the next address of Config.PodCIDR.
+func (r *Runtime) nextPodCIDRIP() string {
 	p := r.cfg.PodCIDR.Masked()
 	hostBits := p.Addr().BitLen() - p.Bits()
 	size := uint64(1) << min(hostBits, 32)

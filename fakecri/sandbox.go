@@ -57,9 +57,18 @@ func (r *Runtime) RunPodSandbox(ctx context.Context, config *runtimeapi.PodSandb
 		createdAt: now,
 	}
 	if !hostNet && !r.faults.takeNoIP() {
-		sb.ip = r.nextIP()
+		ip, ok := r.nextIP()
+		if !ok {
+			return "", status.Errorf(codes.Unknown, "failed to setup network for sandbox %q: no IP addresses available in range set: %s", name, r.loopback)
+		}
+		sb.ip = ip
+	}
+	sb.addr, sb.ports = sb.ip, declaredPorts(sb)
+	if hostNet && r.cfg.NodeAddress.IsValid() {
+		sb.addr = r.cfg.NodeAddress.String()
 	}
 	r.sandboxes[sb.id] = sb
+	r.indexAddr(sb)
 	r.sandboxOrder = append(r.sandboxOrder, sb)
 	r.indexSandbox(sb)
 	r.names[name] = sb.id

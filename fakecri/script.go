@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
@@ -407,10 +408,10 @@ func parseTCPAnswer(v string) (answer, error) {
 
 // gRPC health-checking statuses (grpc.health.v1.HealthCheckResponse).
 const (
-	grpcUnknown        = 0
-	grpcServing        = 1
-	grpcNotServing     = 2
-	grpcServiceUnknown = 3
+	grpcUnknown        = int(healthpb.HealthCheckResponse_UNKNOWN)
+	grpcServing        = int(healthpb.HealthCheckResponse_SERVING)
+	grpcNotServing     = int(healthpb.HealthCheckResponse_NOT_SERVING)
+	grpcServiceUnknown = int(healthpb.HealthCheckResponse_SERVICE_UNKNOWN)
 )
 
 // parseGRPCAnswer: serving, not_serving, unknown, service_unknown, down, hang.

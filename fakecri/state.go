@@ -29,7 +29,11 @@ type sandbox struct {
 	handler string
 	uid     string
 	ip      string
-	state   runtimeapi.PodSandboxState
+	// addr is where its endpoints answer: ip, or Config.NodeAddress on
+	// the host network ("" for none).
+	addr  string
+	ports []int // declared TCP container ports (declaredPorts)
+	state runtimeapi.PodSandboxState
 
 	createdAt, stoppedAt, removedAt int64
 	removed                         bool
@@ -174,6 +178,8 @@ func (r *Runtime) dropSandbox(sb *sandbox, now int64) {
 	sb.removed, sb.removedAt = true, now
 	delete(r.sandboxes, sb.id)
 	r.unindexSandbox(sb)
+	r.unindexAddr(sb)
+	r.touched(sb)
 	delete(r.names, sb.name)
 	r.sandboxTombs++
 	if r.sandboxTombs > max(1024, len(r.sandboxes), r.sandboxCompactAt) {

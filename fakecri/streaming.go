@@ -118,17 +118,3 @@ func (r *Runtime) checkRunning(containerID, op string) error {
 func (r *Runtime) Running(containerID string) bool {
 	return r.checkRunning(containerID, "check") == nil
 }
-
-// PortForwardTarget returns the running container of a ready sandbox that
-// answers on port: the first whose script names the port, else the first
-// running one.
-func (r *Runtime) PortForwardTarget(sandboxID string, port int) (string, bool) {
-	r.mu.Lock()
-	defer r.unlock()
-	r.advance(r.now())
-	sb, ok := r.sandboxes[sandboxID]
-	if !ok || sb.state != readyState {
-		return "", false
-	}
-	return firstAnswering(sb, port)
-}

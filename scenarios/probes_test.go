@@ -310,7 +310,7 @@ func TestProbeWorkersDoNotLeak(t *testing.T) {
 	peak := 0
 	for r := 0; r < rounds; r++ {
 		for i := 0; i < batch; i++ {
-			mustCreate(t, h, NewPod(fmt.Sprintf("p%d-%d", r, i), h.NodeName, Grace(1),
+			mustCreate(t, h, NewPod(fmt.Sprintf("p%d-%d", r, i), h.NodeName, Grace(1), Env("app", "FAKECRI_HTTP", "8080=200"),
 				WithProbe("app", LivenessProbe, probe()), WithProbe("app", ReadinessProbe, probe()), WithProbe("app", StartupProbe, probe())))
 		}
 		runUntil(t, h, "the batch Ready", time.Minute, func() bool {

@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/lockstep-dev/lockstep/fakecri"
+	"github.com/lockstep-dev/lockstep/fakecri/podnet"
 	"github.com/lockstep-dev/lockstep/fakecri/streamserver"
 	"github.com/lockstep-dev/lockstep/node/real/daemon"
 	"github.com/lockstep-dev/lockstep/scenarios"
@@ -23,6 +24,7 @@ import (
 // newNodeCommand runs the node agent as a daemon.
 func newNodeCommand() *cobra.Command {
 	o := daemon.Defaults()
+	fake := fakeNetwork{PodNetwork: "loopback"}
 	cmd := &cobra.Command{
 		Use:   "node",
 		Short: "Run the node agent (a kubelet) against a CRI runtime and, with --kubeconfig, an apiserver",
@@ -43,10 +45,14 @@ set the same options, and flags override it.`,
 			log := newLogger(o.Verbosity)
 			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGTERM, syscall.SIGINT)
 			defer stop()
-			return runNode(ctx, o, log)
+			return runNode(ctx, o, fake, log)
 		},
 	}
 	f := cmd.Flags()
+	f.StringVar(&fake.PodNetwork, "fake-pod-network", fake.PodNetwork,
+		"with --container-runtime-endpoint=fake: off (virtual pod IPs, probes find nothing), loopback (each pod gets an address of 127.88.0.0/16 where its scripted endpoints answer, as `lockstep fakecri --pod-network` serves them) or a prefix inside 127.0.0.0/8")
+	f.StringVar(&fake.HostAddress, "fake-host-network-address", fake.HostAddress,
+		"with --container-runtime-endpoint=fake and a pod network: serve host-network pods' endpoints on this address (e.g. the --node-ip); empty: not served")
 	f.StringVar(&o.Kubeconfig, "kubeconfig", o.Kubeconfig, "kubeconfig of the node's apiserver identity; empty runs standalone (static pods only)")
 	f.StringVar(&o.BootstrapKubeconfig, "bootstrap-kubeconfig", o.BootstrapKubeconfig,
 		"kubeconfig with bootstrap credentials (a bootstrap token): when --kubeconfig is missing or its client certificate expired, request one with a CSR and write --kubeconfig pointing at <cert-dir>/kubelet-client-current.pem")
@@ -221,13 +227,29 @@ func newLogger(v int) *slog.Logger {
 	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
 }
 
-// runNode picks the runtime — the in-process fake on the real clock, or a
-// CRI runtime over gRPC — and runs the daemon until ctx ends.
-func runNode(ctx context.Context, o daemon.Options, log *slog.Logger) error {
+// fakeNetwork is how the in-process fake runtime's pod network is served
+// (--fake-pod-network, --fake-host-network-address).
+type fakeNetwork struct {
+	PodNetwork, HostAddress string
+}
+
+// config applies the pod network to cfg.
+func (n fakeNetwork) config(cfg *fakecri.Config) error {
+	var err error
+	if cfg.LoopbackCIDR, cfg.NodeAddress, err = fakecri.ParseNetwork(n.PodNetwork, n.HostAddress); err != nil {
+		return fmt.Errorf("--fake-pod-network %q --fake-host-network-address %q: %w", n.PodNetwork, n.HostAddress, err)
+	}
+	return nil
+}
+
+// runNode picks the runtime — the in-process fake on the real clock, its
+// pod network served as fake says, or a CRI runtime over gRPC — and runs
+// the daemon until ctx ends.
+func runNode(ctx context.Context, o daemon.Options, fake fakeNetwork, log *slog.Logger) error {
 	var rt daemon.Runtime
 	if o.RuntimeEndpoint == daemon.FakeRuntime {
 		var err error
-		if rt, err = fakeRuntime(log, &o); err != nil {
+		if rt, err = fakeRuntime(log, &o, fake); err != nil {
 			return err
 		}
 	} else {
@@ -243,17 +265,30 @@ func runNode(ctx context.Context, o daemon.Options, log *slog.Logger) error {
 	return daemon.Run(ctx, o, rt, log)
 }
 
-// fakeRuntime starts the in-process fake runtime and its streaming
-// server; nothing really runs, so pod cgroups are turned off in o.
-func fakeRuntime(log *slog.Logger, o *daemon.Options) (daemon.Runtime, error) {
-	fake := fakecri.New(fakecri.Config{})
+// fakeRuntime starts the in-process fake runtime, its streaming server
+// and, unless net is off, its pod network (fakecri/podnet: the real
+// prober reaches the containers' scripted endpoints); nothing really
+// runs, so pod cgroups are turned off in o.
+func fakeRuntime(log *slog.Logger, o *daemon.Options, net fakeNetwork) (daemon.Runtime, error) {
+	var cfg fakecri.Config
+	if err := net.config(&cfg); err != nil {
+		return daemon.Runtime{}, err
+	}
+	fake := fakecri.New(cfg)
 	streams, err := streamserver.Start(fake, "127.0.0.1:0")
 	if err != nil {
 		return daemon.Runtime{}, err
 	}
-	log.Info("using the in-process fake runtime (nothing really runs, so no pod cgroups either)", "streams", "http://"+streams.Addr().String())
+	stop := func() { _ = streams.Stop() }
+	podNetwork := "off (probes find nothing)"
+	if cfg.LoopbackCIDR.IsValid() {
+		pods := podnet.Start(fake, log)
+		stop = func() { pods.Stop(); _ = streams.Stop() }
+		podNetwork = cfg.LoopbackCIDR.String() + " on loopback"
+	}
+	log.Info("using the in-process fake runtime (nothing really runs, so no pod cgroups either)", "streams", "http://"+streams.Addr().String(), "podNetwork", podNetwork)
 	o.Cgroups.CgroupsPerQOS, o.Cgroups.EnforceNodeAllocatable = false, nil
-	return daemon.Runtime{Runtime: fake, Images: fake, Type: "fakecri", Close: func() { _ = streams.Stop() }}, nil
+	return daemon.Runtime{Runtime: fake, Images: fake, Type: "fakecri", Close: stop}, nil
 }
 
 // refuseRegressionBuild keeps a binary built with a regression-variant tag

@@ -62,7 +62,7 @@ func runOnce(t *testing.T, manifests map[string]string, url ...string) (string, 
 	var out bytes.Buffer
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	rt, err := fakeRuntime(slog.New(slog.NewTextHandler(io.Discard, nil)), &o)
+	rt, err := fakeRuntime(slog.New(slog.NewTextHandler(io.Discard, nil)), &o, fakeNetwork{PodNetwork: "off"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,6 +6,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/http/pprof"
@@ -18,11 +19,10 @@ import (
 
 	"github.com/lockstep-dev/lockstep/fakecri"
 	"github.com/lockstep-dev/lockstep/fakecri/criserver"
+	"github.com/lockstep-dev/lockstep/fakecri/podnet"
 	"github.com/lockstep-dev/lockstep/fakecri/streamserver"
 )
 
-// newFakeCRICommand serves the fake CRI runtime over a unix socket, on the
-// real clock, until SIGTERM or SIGINT.
 // NewCommand returns the `fakecri` command: serve the fake CRI runtime on
 // a unix socket until SIGTERM or SIGINT.
 func NewCommand() *cobra.Command {
@@ -38,6 +38,8 @@ func NewCommand() *cobra.Command {
 		grace           time.Duration
 		streamAddr      string
 		pprofAddr       string
+		podNetwork      string
+		hostNetAddr     string
 	)
 	cmd := &cobra.Command{
 		Use:   "fakecri",
@@ -46,10 +48,16 @@ func NewCommand() *cobra.Command {
 unix socket. Containers are scripted with FAKECRI_* environment variables
 (see fakecri/README.md). Any CRI client (crictl, a kubelet, lockstep) can
 use it. Exec, attach and port-forward streams are served over HTTP
-(--stream-address), as containerd's streaming server does. SIGTERM or SIGINT stops it cleanly and removes the socket.`,
+(--stream-address), as containerd's streaming server does. With
+--pod-network=loopback each sandbox gets its own loopback address and the
+containers' scripted HTTP, TCP and gRPC endpoints are served there, so
+real probers reach them. SIGTERM or SIGINT stops it cleanly and removes the socket.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg := fakecri.Config{NoEvents: noEvents, PullLatency: pullLatency, ImagefsMountpoint: imagefsMount}
+			if err := setPodNetwork(&cfg, podNetwork, hostNetAddr); err != nil {
+				return err
+			}
 			if noDefaultImages {
 				cfg.Images = []fakecri.Image{}
 			} else {
@@ -87,6 +95,11 @@ use it. Exec, attach and port-forward streams are served over HTTP
 				return err
 			}
 			defer streams.Stop()
+			if cfg.LoopbackCIDR.IsValid() {
+				pods := podnet.Start(rt, slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), nil)))
+				defer pods.Stop()
+				fmt.Fprintf(cmd.ErrOrStderr(), "fakecri: pod network %s served on loopback (host-network pods: %s)\n", cfg.LoopbackCIDR, describeHostAddress(cfg))
+			}
 			if pprofAddr != "" {
 				stopPprof, addr, err := servePprof(pprofAddr)
 				if err != nil {
@@ -126,7 +139,26 @@ use it. Exec, attach and port-forward streams are served over HTTP
 	f.StringVar(&streamAddr, "stream-address", "127.0.0.1:0", "host:port of the exec/attach/port-forward streaming server (port 0 picks one, as containerd does)")
 	f.StringVar(&pprofAddr, "pprof-address", "", "host:port to serve Go's /debug/pprof profiles of this process on (plain HTTP, no auth: keep it on loopback); off when empty")
 	f.DurationVar(&grace, "shutdown-grace", 5*time.Second, "how long in-flight calls may take on shutdown")
+	f.StringVar(&podNetwork, "pod-network", "off", "off: sandbox IPs from 10.88.0.0/16, nothing listens on them; loopback: each sandbox gets its own address of 127.88.0.0/16 and its containers' scripted HTTP/TCP/gRPC endpoints are served there; or a prefix inside 127.0.0.0/8 (e.g. 127.89.0.0/16, for a second fakecri on the host)")
+	f.StringVar(&hostNetAddr, "host-network-address", "", "with --pod-network: serve the endpoints of host-network pods on this address (the node's IP the agent probes them at); empty: they are not served")
 	return cmd
+}
+
+// setPodNetwork applies --pod-network and --host-network-address to cfg.
+func setPodNetwork(cfg *fakecri.Config, podNetwork, hostAddr string) error {
+	var err error
+	if cfg.LoopbackCIDR, cfg.NodeAddress, err = fakecri.ParseNetwork(podNetwork, hostAddr); err != nil {
+		return fmt.Errorf("fakecri: --pod-network %q --host-network-address %q: %w", podNetwork, hostAddr, err)
+	}
+	return nil
+}
+
+// describeHostAddress says where host-network pods are served.
+func describeHostAddress(cfg fakecri.Config) string {
+	if cfg.NodeAddress.IsValid() {
+		return cfg.NodeAddress.String()
+	}
+	return "not served"
 }
 
 // servePprof serves the Go runtime's profiles (/debug/pprof/) on addr, so

@@ -186,14 +186,18 @@ func relayLog(path string, offset int64, out, errOut io.Writer, tty bool) int64 
 	return offset + int64(end) + 1
 }
 
-// PortForward answers HTTP requests on the stream from the scripted
-// endpoint of the sandbox's container on port.
+// PortForward answers HTTP requests on the stream as the sandbox's port
+// answers them (fakecri.Runtime.AnswerHTTP, by sandbox): a port nothing
+// listens on fails the forward, a request answered "down" ends the stream
+// and one answered "hang" holds it until ctx ends.
 func (r *runtime) PortForward(ctx context.Context, podSandboxID string, port int32, stream io.ReadWriteCloser) error {
 	defer stream.Close()
-	containerID, ok := r.rt.PortForwardTarget(podSandboxID, int(port))
-	if !ok {
-		return fmt.Errorf("port forward to port %d of sandbox %q: no running container", port, podSandboxID)
+	ep := fakecri.Endpoint{Sandbox: podSandboxID, Port: int(port)}
+	conn := r.rt.AnswerTCP(ep)
+	if conn.Outcome != fakecri.Answered {
+		return fmt.Errorf("port forward to port %d of sandbox %q: connect: %s", port, podSandboxID, conn.Outcome)
 	}
+	containerID := conn.ContainerID
 	br := bufio.NewReader(stream)
 	for {
 		req, err := http.ReadRequest(br)
@@ -205,11 +209,17 @@ func (r *runtime) PortForward(ctx context.Context, podSandboxID string, port int
 		}
 		_, _ = io.Copy(io.Discard, req.Body)
 		req.Body.Close()
-		code, location, err := r.rt.ProbeHTTPRedirect(containerID, int(port), strings.TrimPrefix(req.URL.Path, "/"))
-		if err != nil {
-			return fmt.Errorf("port forward to port %d of container %q: %w", port, containerID, err)
+		a := r.rt.AnswerHTTP(ep, strings.TrimPrefix(req.URL.Path, "/"))
+		switch a.Outcome {
+		case fakecri.Answered:
+		case fakecri.Unanswered:
+			<-ctx.Done()
+			return nil
+		default:
+			return fmt.Errorf("port forward to port %d of container %q: %s %s: %s", port, containerID, req.Method, req.URL.Path, a.Outcome)
 		}
-		body := fmt.Sprintf("fakecri: container %s port %d %s: %d %s\n", shortID(containerID), port, req.URL.Path, code, http.StatusText(code))
+		code := a.Status
+		body := fmt.Sprintf("fakecri: container %s port %d %s: %d %s\n", shortID(a.ContainerID), port, req.URL.Path, code, http.StatusText(code))
 		resp := &http.Response{
 			StatusCode:    code,
 			ProtoMajor:    1,
@@ -219,8 +229,8 @@ func (r *runtime) PortForward(ctx context.Context, podSandboxID string, port int
 			Body:          io.NopCloser(strings.NewReader(body)),
 			Close:         req.Close,
 		}
-		if location != "" {
-			resp.Header.Set("Location", location)
+		if a.Location != "" {
+			resp.Header.Set("Location", a.Location)
 		}
 		if err := resp.Write(stream); err != nil {
 			return fmt.Errorf("port forward to port %d of container %q: write response: %w", port, containerID, err)

@@ -40,7 +40,9 @@ func TestRelayLogWritesCompleteLinesByStream(t *testing.T) {
 	}
 }
 
-func TestPortForwardAnswersTheScriptedEndpoint(t *testing.T) {
+// podWithHTTP runs a sandbox with one container scripted by FAKECRI_HTTP.
+func podWithHTTP(t *testing.T, script string) (*fakecri.Runtime, string) {
+	t.Helper()
 	rt := fakecri.New(fakecri.Config{})
 	ctx := context.Background()
 	sbCfg := &runtimeapi.PodSandboxConfig{Metadata: &runtimeapi.PodSandboxMetadata{Name: "p", Namespace: "ns", Uid: "u"}}
@@ -51,7 +53,7 @@ func TestPortForwardAnswersTheScriptedEndpoint(t *testing.T) {
 	id, err := rt.CreateContainer(ctx, sb, &runtimeapi.ContainerConfig{
 		Metadata: &runtimeapi.ContainerMetadata{Name: "c"},
 		Image:    &runtimeapi.ImageSpec{Image: "busybox"},
-		Envs:     []*runtimeapi.KeyValue{{Key: "FAKECRI_HTTP", Value: []byte("80/down=500;80/moved=302>http://elsewhere/")}},
+		Envs:     []*runtimeapi.KeyValue{{Key: "FAKECRI_HTTP", Value: []byte(script)}},
 	}, sbCfg)
 	if err != nil {
 		t.Fatal(err)
@@ -59,6 +61,12 @@ func TestPortForwardAnswersTheScriptedEndpoint(t *testing.T) {
 	if err := rt.StartContainer(ctx, id); err != nil {
 		t.Fatal(err)
 	}
+	return rt, sb
+}
+
+func TestPortForwardAnswersTheScriptedEndpoint(t *testing.T) {
+	rt, sb := podWithHTTP(t, "80/down=500;80/moved=302>http://elsewhere/")
+	ctx := context.Background()
 	client, server := net.Pipe()
 	done := make(chan error, 1)
 	go func() { done <- (&runtime{rt: rt}).PortForward(ctx, sb, 80, server) }()
@@ -85,5 +93,18 @@ func TestPortForwardAnswersTheScriptedEndpoint(t *testing.T) {
 	client.Close()
 	if err := <-done; err != nil {
 		t.Errorf("port forward ended with %v after the client closed", err)
+	}
+}
+
+// A port-forward to a port no container listens on fails, as a dial into
+// the pod's network namespace would be refused.
+func TestPortForwardToAPortNothingListensOn(t *testing.T) {
+	rt, sb := podWithHTTP(t, "80=200")
+	ctx := context.Background()
+	client, server := net.Pipe()
+	defer client.Close()
+	err := (&runtime{rt: rt}).PortForward(ctx, sb, 81, server)
+	if err == nil || !strings.Contains(err.Error(), "port 81") || !strings.Contains(err.Error(), "refused") {
+		t.Errorf("port forward to port 81: %v, want a refused connection", err)
 	}
 }

@@ -15,9 +15,11 @@ import (
 )
 
 // probeNet is the simulated probe network: a probe to a pod IP and port
-// reaches the fake container listening there (fakecri.ContainerAt), which
-// answers from its script at the current virtual time. A "hang" answer
-// waits until the probe's context ends; any other host is unreachable.
+// gets what fakecri says that endpoint answers at the current virtual
+// time (fakecri.Runtime's AnswerHTTP, AnswerTCP and AnswerGRPC, the rule
+// a served pod network follows too). An unanswered connection or request
+// waits until the probe's context ends; an address no sandbox has is
+// unreachable.
 type probeNet struct {
 	rt    *fakecri.Runtime
 	tasks deps.Tasks
@@ -25,26 +27,27 @@ type probeNet struct {
 
 var _ deps.ProbeNetwork = probeNet{}
 
-// errNoRoute is the error of a probe to an address no container has.
-var errNoRoute = errors.New("no route to host")
+// Errors of probes that got no answer, worded like the real dialer's.
+var (
+	errNoRoute = errors.New("connect: no route to host")
+	errRefused = errors.New("connect: connection refused")
+	errReset   = errors.New("read: connection reset by peer")
+)
 
-func (n probeNet) target(host string, port int) (string, error) {
-	id, ok := n.rt.ContainerAt(host, port)
-	if !ok {
-		return "", fmt.Errorf("dial tcp %s: %w", net.JoinHostPort(host, strconv.Itoa(port)), errNoRoute)
+// fail turns an answer that is not one into the dialer's error: an
+// unanswered one waits out ctx.
+func (n probeNet) fail(ctx context.Context, ep fakecri.Endpoint, a fakecri.Answer) error {
+	addr := net.JoinHostPort(ep.Addr, strconv.Itoa(ep.Port))
+	switch a.Outcome {
+	case fakecri.NoRoute:
+		return fmt.Errorf("dial tcp %s: %w", addr, errNoRoute)
+	case fakecri.Refused:
+		return fmt.Errorf("dial tcp %s: %w", addr, errRefused)
+	case fakecri.Reset:
+		return fmt.Errorf("tcp %s: %w", addr, errReset)
 	}
-	return id, nil
-}
-
-// fail turns a fakecri probe error into the dialer's: a hang waits out
-// ctx.
-func (n probeNet) fail(ctx context.Context, err error) error {
-	var pe *fakecri.ProbeError
-	if errors.As(err, &pe) && pe.Failure == fakecri.ProbeTimeout {
-		_ = n.tasks.Sleep(ctx, 24*time.Hour)
-		return fmt.Errorf("%v: %w", err, ctx.Err())
-	}
-	return err
+	_ = n.tasks.Sleep(ctx, 24*time.Hour)
+	return fmt.Errorf("tcp %s: i/o timeout: %w", addr, ctx.Err())
 }
 
 // HTTPGet answers one GET from the container's FAKECRI_HTTP script.
@@ -57,41 +60,30 @@ func (n probeNet) HTTPGet(ctx context.Context, req deps.HTTPRequest) (deps.HTTPR
 	if err != nil {
 		return deps.HTTPResponse{}, fmt.Errorf("url %q: bad port", req.URL)
 	}
-	id, err := n.target(u.Hostname(), port)
-	if err != nil {
-		return deps.HTTPResponse{}, err
+	ep := fakecri.Endpoint{Addr: u.Hostname(), Port: port}
+	a := n.rt.AnswerHTTP(ep, strings.TrimPrefix(u.Path, "/"))
+	if a.Outcome != fakecri.Answered {
+		return deps.HTTPResponse{}, n.fail(ctx, ep, a)
 	}
-	code, loc, err := n.rt.ProbeHTTPRedirect(id, port, strings.TrimPrefix(u.Path, "/"))
-	if err != nil {
-		return deps.HTTPResponse{}, n.fail(ctx, err)
-	}
-	return deps.HTTPResponse{StatusCode: code, Location: loc, Body: []byte(strconv.Itoa(code) + "\n")}, nil
+	return deps.HTTPResponse{StatusCode: a.Status, Location: a.Location, Body: []byte(fakecri.HTTPBody(a.Status))}, nil
 }
 
 // DialTCP connects from the container's FAKECRI_TCP script.
 func (n probeNet) DialTCP(ctx context.Context, host string, port int) error {
-	id, err := n.target(host, port)
-	if err != nil {
-		return err
-	}
-	if err := n.rt.ProbeTCP(id, port); err != nil {
-		return n.fail(ctx, err)
+	ep := fakecri.Endpoint{Addr: host, Port: port}
+	if a := n.rt.AnswerTCP(ep); a.Outcome != fakecri.Answered {
+		return n.fail(ctx, ep, a)
 	}
 	return nil
 }
 
-// GRPCHealth answers from the container's FAKECRI_GRPC script.
+// GRPCHealth answers from the container's FAKECRI_GRPC script, with the
+// grpc.health.v1 status name the real client reports.
 func (n probeNet) GRPCHealth(ctx context.Context, host string, port int, service string) (string, error) {
-	id, err := n.target(host, port)
-	if err != nil {
-		return "", err
+	ep := fakecri.Endpoint{Addr: host, Port: port}
+	a := n.rt.AnswerGRPC(ep, service)
+	if a.Outcome != fakecri.Answered {
+		return "", n.fail(ctx, ep, a)
 	}
-	serving, err := n.rt.ProbeGRPC(id, port, service)
-	if err != nil {
-		return "", n.fail(ctx, err)
-	}
-	if serving {
-		return "SERVING", nil
-	}
-	return "NOT_SERVING", nil
+	return fakecri.GRPCStatusName(a.Status), nil
 }
