@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	cri "k8s.io/cri-api/pkg/apis"
 	"log/slog"
 	"sync"
 	"time"
@@ -18,7 +17,6 @@ import (
 	"github.com/lockstep-dev/lockstep/node/deps"
 	"github.com/lockstep-dev/lockstep/node/images"
 	"github.com/lockstep-dev/lockstep/node/lifecycle"
-	"github.com/lockstep-dev/lockstep/node/objcache"
 	"github.com/lockstep-dev/lockstep/node/podspec"
 	"github.com/lockstep-dev/lockstep/node/podstate"
 	"github.com/lockstep-dev/lockstep/node/podutil"
@@ -72,55 +70,6 @@ type Observer interface {
 	// ErrImageNeverPull, CreateContainerConfigError, CreateContainerError,
 	// RunContainerError, PostStartHookError).
 	ObserveContainerStart(init bool, code string)
-}
-
-// Ports are the parts of the outside world an Executor acts on.
-type Ports struct {
-	// Runtime runs sandboxes and containers.
-	Runtime cri.RuntimeService
-	// Images pulls and inspects images.
-	Images cri.ImageManagerService
-	// Files keeps pod log directories and container log symlinks; nil
-	// keeps none.
-	Files deps.Files
-	// Events records events on pods; nil records none.
-	Events deps.EventSink
-	// ConfigMaps and Secrets feed containers' environments; nil: a pod
-	// that needs them waits in CreateContainerConfigError.
-	ConfigMaps deps.ConfigMapAPI
-	Secrets    deps.SecretAPI
-	// Services is the watched cache of every service, for the service
-	// environment variables; nil (standalone): containers get none.
-	Services *servicecache.Cache
-	// Objects is the watched cache of the configMaps and secrets the
-	// pods reference: environments read it first and GET (ConfigMaps,
-	// Secrets) only what it does not hold yet; nil: always GET.
-	Objects *objcache.Cache
-	// RuntimeClasses resolves runtimeClassName into a CRI handler.
-	RuntimeClasses deps.RuntimeClassAPI
-	// UserNamespaces gives hostUsers: false pods their user namespace
-	// (node/userns); nil: such pods' sandboxes fail.
-	UserNamespaces UserNamespaces
-	// ProbeNet carries the HTTP GETs of lifecycle hooks; nil: HTTP hooks
-	// fail.
-	ProbeNet deps.ProbeNetwork
-	// Devices hands containers their device plugin devices
-	// (node/devicemanager); nil: no container gets any.
-	Devices Devices
-}
-
-// Devices allocates containers' device plugin devices.
-type Devices interface {
-	// Allocate returns what c's config must hold to use its devices (the
-	// same devices for every instance); nil when it uses none.
-	Allocate(ctx context.Context, pod *corev1.Pod, c *corev1.Container) (*deps.DeviceAllocation, error)
-}
-
-// UserNamespaces allocates pods' user namespaces (node/userns).
-type UserNamespaces interface {
-	// Allocate returns the pod's user namespace, the same for its whole
-	// life.
-	Allocate(uid types.UID) (*runtimeapi.UserNamespace, error)
 }
 
 // Executor carries out a pod's actions through CRI.
