@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -125,8 +126,8 @@ func NewPlan(in Inputs) *Plan {
 	if p.res.Waiting == nil {
 		p.res.Waiting = map[string]Waiting{}
 	}
-	for _, name := range specNames(in.Pod) {
-		if w, ok := acts.Waiting[name]; ok && w.Reason == podutil.ReasonCrashLoopBackOff {
+	for _, name := range slices.Sorted(maps.Keys(acts.Waiting)) {
+		if acts.Waiting[name].Reason == podutil.ReasonCrashLoopBackOff {
 			p.event(name, corev1.EventTypeWarning, "BackOff", "Back-off restarting failed container "+name)
 		}
 	}
@@ -441,20 +442,4 @@ func (p *Plan) event(container, eventType, reason, message string) {
 
 func (p *Plan) observe(s ContainerStart, code string) {
 	p.observed = append(p.observed, StartObservation{Init: s.Init, Code: code})
-}
-
-// specNames lists the names of pod's containers in spec order: init,
-// regular, ephemeral.
-func specNames(pod *corev1.Pod) []string {
-	var out []string
-	for _, c := range pod.Spec.InitContainers {
-		out = append(out, c.Name)
-	}
-	for _, c := range pod.Spec.Containers {
-		out = append(out, c.Name)
-	}
-	for _, c := range pod.Spec.EphemeralContainers {
-		out = append(out, c.Name)
-	}
-	return out
 }

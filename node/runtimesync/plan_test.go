@@ -16,6 +16,7 @@ import (
 
 	"github.com/lockstep-dev/lockstep/node/backoff"
 	"github.com/lockstep-dev/lockstep/node/images"
+	"github.com/lockstep-dev/lockstep/node/lifecycle"
 	"github.com/lockstep-dev/lockstep/node/podstate"
 )
 
@@ -326,7 +327,7 @@ func describeOutcome(o Outcome) string {
 //	container ID NAME created|running|exited|unknown [attempt=N]
 //	    [exit=N] [finished=D] [ran=D] [sandbox=ID] [image=I] [age=D]
 //
-// D is how long ago; a container's image (default its spec's) is what its
+// D is how long ago; a container's image (default its spec's, busybox for an ephemeral one) is what its
 // hash was made from; a sandbox is an hour old unless age says otherwise,
 // a container an hour less its attempt in seconds (so later attempts are
 // newer); a container ran 2 s until it finished (finished, default now).
@@ -400,7 +401,7 @@ func (env *planEnv) parseContainer(id, name, state string, attrs []string) (pods
 		return c, fmt.Errorf("container state %q", state)
 	}
 	image := "busybox"
-	if spec := specContainer(env.pod, name); spec != nil {
+	if spec := lifecycle.ContainerOf(env.pod, name); spec != nil {
 		image = spec.Image
 	}
 	var age, finished, ran *time.Duration
@@ -452,29 +453,4 @@ func (env *planEnv) parseContainer(id, name, state string, attrs []string) (pods
 		}
 	}
 	return c, nil
-}
-
-// specContainer is pod's container (init, regular or ephemeral) named
-// name, nil when it has none.
-func specContainer(pod *corev1.Pod, name string) *corev1.Container {
-	if pod == nil {
-		return nil
-	}
-	for i := range pod.Spec.InitContainers {
-		if pod.Spec.InitContainers[i].Name == name {
-			return &pod.Spec.InitContainers[i]
-		}
-	}
-	for i := range pod.Spec.Containers {
-		if pod.Spec.Containers[i].Name == name {
-			return &pod.Spec.Containers[i]
-		}
-	}
-	for i := range pod.Spec.EphemeralContainers {
-		if pod.Spec.EphemeralContainers[i].Name == name {
-			c := corev1.Container(pod.Spec.EphemeralContainers[i].EphemeralContainerCommon)
-			return &c
-		}
-	}
-	return nil
 }
