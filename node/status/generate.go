@@ -17,6 +17,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/lockstep-dev/lockstep/node/podspec"
 	"github.com/lockstep-dev/lockstep/node/podstate"
 	"github.com/lockstep-dev/lockstep/node/podutil"
 )
@@ -82,7 +83,7 @@ func Generate(pod *corev1.Pod, rs *podstate.PodStatus, waiting map[string]Waitin
 
 	var s corev1.PodStatus
 	s.ObservedGeneration = pod.Generation
-	s.QOSClass = QOSClass(pod)
+	s.QOSClass = podspec.QOSClass(pod)
 
 	// A container not yet created waits as ContainerCreating, or as
 	// PodInitializing in a pod with init containers (init containers
