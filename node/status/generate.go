@@ -10,7 +10,6 @@
 package status
 
 import (
-	"fmt"
 	"slices"
 	"time"
 
@@ -37,13 +36,6 @@ const DefaultRuntimeType = "cri"
 // CreateContainerError, CreateContainerConfigError, …).
 type Waiting struct {
 	Reason, Message string
-}
-
-// BackOffMessage is the message of a CrashLoopBackOff waiting state:
-// "back-off 20s restarting failed container=x pod=ns/name(uid)".
-func BackOffMessage(d time.Duration, container string, pod *corev1.Pod) string {
-	return fmt.Sprintf("back-off %s restarting failed container=%s pod=%s/%s(%s)",
-		d, container, pod.Namespace, pod.Name, pod.UID)
 }
 
 // Probes gives the latest readiness and startup results of a container
