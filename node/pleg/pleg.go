@@ -58,7 +58,7 @@
 // runs every EventedRelistPeriod (300 s) to catch anything missed (events
 // dropped by the runtime), and right after every (re)subscription. While
 // events flow, the global timestamp moves only at those rare full relists,
-// so a GetNewerThan that would wait refreshes its pod itself (UpdatePod)
+// so a GetNewerThan that would wait refreshes its pod itself (RefreshPod)
 // instead. While a pod waits for a retry, and when the stream fails, the
 // PLEG relists every RelistPeriod again, the latter until a new
 // subscription succeeds (retried with a backoff from RelistPeriod to
