@@ -12,8 +12,11 @@ all: build
 build:
 	$(GO) build -o $(BIN) ./cmd/lockstep
 
-## lint: gofmt, go vet and the determinism lint over node/
+## lint: no tracked file over 1 MiB (binaries and data stay out of git),
+## gofmt, go vet and the determinism lint over node/
 lint:
+	@big=$$(git ls-files -z 2>/dev/null | xargs -0 -r stat -c '%s %n' 2>/dev/null | awk '$$1 > 1048576 { sub(/^[0-9]+ /, ""); print }'); \
+	if [ -n "$$big" ]; then echo "tracked files over 1 MiB (keep binaries and data out of git):"; echo "$$big"; exit 1; fi
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	if [ -n "$$unformatted" ]; then echo "gofmt needed on:"; echo "$$unformatted"; exit 1; fi
 	$(GO) vet $(PKGS)

@@ -24,7 +24,7 @@ import (
 func probedNode(b *testing.B, pods int, probed bool, virtual time.Duration) (wall, cpu time.Duration, probes float64) {
 	b.Helper()
 	reg := prometheus.NewRegistry()
-	h := harness.New(harness.Config{Seed: 1, Agent: agent.Config{Metrics: metrics.New(reg)}})
+	h := harness.New(harness.Config{Seed: 1, Agent: agent.Config{Metrics: metrics.NewWithProbes(reg, reg)}})
 	defer h.Close()
 	h.StartAgent()
 	for i := range pods {

@@ -49,7 +49,7 @@ func TestNeverPodRunsContainerLeftCreated(t *testing.T) {
 	if err != nil {
 		t.Fatalf("RunPodSandbox: %v", err)
 	}
-	cCfg, err := podspec.ContainerConfig(p, &p.Spec.Containers[0], 0, nil, node)
+	cCfg, err := podspec.ContainerConfigWith(p, &p.Spec.Containers[0], podspec.ContainerOptions{}, node)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -60,7 +60,7 @@ func gatherCounters(t *testing.T, g prometheus.Gatherer, keys []string, names ..
 // worker forgotten, its step series are gone.
 func TestAgentLoopCounters(t *testing.T) {
 	reg := prometheus.NewRegistry()
-	cfg := harness.Config{Seed: 31, Agent: agent.Config{Metrics: metrics.New(reg)}}
+	cfg := harness.Config{Seed: 31, Agent: agent.Config{Metrics: metrics.NewWithProbes(reg, reg)}}
 	StaticCPUNode(&cfg)
 	h := harness.New(cfg)
 	t.Cleanup(h.Close)

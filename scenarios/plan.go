@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/lockstep-dev/lockstep/node/regress"
 )
 
 // Action is one step of a plan: an operation with its drawn arguments (how
@@ -87,7 +89,7 @@ func (p Plan) ReplayCommand() string {
 		pods = fmt.Sprintf(" --pods %d", p.Pods)
 	}
 	tags := ""
-	if t := RegressionTags(); len(t) > 0 {
+	if t := regress.Tags(); len(t) > 0 {
 		tags = " -tags " + strings.Join(t, ",") // the same deliberately broken build
 	}
 	return fmt.Sprintf("go run%s ./cmd/lockstep sim run --scenario %s --seed %d%s --plan '%s'", tags, p.Scenario, p.Seed, pods, p.ActionList())

@@ -2,9 +2,7 @@ package scenarios
 
 import (
 	"fmt"
-	"runtime/debug"
 	"slices"
-	"strings"
 )
 
 // MaxShrunkActions is the most actions a caught bug's shrunk plan may
@@ -50,32 +48,4 @@ func HuntBug(sc Scenario, want string, budget, shrinkRuns int, also ...string) (
 		return best, nil
 	}
 	return Hunt{}, fmt.Errorf("%s did not break %s within %d seeds", sc.Name, want, budget)
-}
-
-// RegressionTags lists the regression-variant build tags (regress_*) this
-// binary was built with: none in every normal build. A binary built with
-// one re-creates an upstream bug on purpose; it is for the suite's own
-// tests and replays only, never for running a node.
-func RegressionTags() []string {
-	info, ok := debug.ReadBuildInfo()
-	if !ok {
-		return nil
-	}
-	return regressionTags(info.Settings)
-}
-
-// regressionTags picks the regress_* tags out of a build's settings.
-func regressionTags(settings []debug.BuildSetting) []string {
-	var out []string
-	for _, s := range settings {
-		if s.Key != "-tags" {
-			continue
-		}
-		for _, tag := range strings.Split(s.Value, ",") {
-			if strings.HasPrefix(tag, "regress_") {
-				out = append(out, tag)
-			}
-		}
-	}
-	return out
 }

@@ -31,20 +31,27 @@ func hasEvent(events []string, prefix, field string) bool {
 	return false
 }
 
-// TestUnsupportedFieldIsNamed: a pod with a resize policy (not supported
-// yet) runs without it, and says so: a Warning event and a status message
-// name the field.
+// TestUnsupportedFieldIsNamed: a pod with a field the agent does not
+// honour (a container's Windows options) runs without it, and says so: a
+// Warning event and a status message name the field, and only it: the
+// resize policy beside it is honoured (in-place resize), so not named.
 func TestUnsupportedFieldIsNamed(t *testing.T) {
 	h := start(t, 131)
 	mustCreate(t, h, NewPod("probed", h.NodeName, func(p *corev1.Pod) {
+		p.Spec.Containers[0].SecurityContext = &corev1.SecurityContext{WindowsOptions: &corev1.WindowsSecurityContextOptions{}}
 		p.Spec.Containers[0].ResizePolicy = []corev1.ContainerResizePolicy{{ResourceName: corev1.ResourceCPU, RestartPolicy: corev1.NotRequired}}
 	}))
 	runUntil(t, h, "probed Running", time.Minute, func() bool { return PodIs(h, "default", "probed", corev1.PodRunning, true) })
-	const field = "spec.containers[0].resizePolicy"
-	if ev := eventsAbout(h, "default", "probed"); !hasEvent(ev, "Warning UnsupportedPodField: ", field) {
+	const field = "spec.containers[0].securityContext.windowsOptions"
+	ev := eventsAbout(h, "default", "probed")
+	if !hasEvent(ev, "Warning UnsupportedPodField: ", field) {
 		t.Errorf("no Warning UnsupportedPodField event naming %s; events: %q", field, ev)
 	}
-	if p, _ := APIPod(h, "default", "probed"); !strings.Contains(p.Status.Message, field) {
-		t.Errorf("status message %q does not name %s", p.Status.Message, field)
+	if hasEvent(ev, "Warning UnsupportedPodField: ", "resizePolicy") {
+		t.Errorf("a Warning UnsupportedPodField event names the honoured resizePolicy; events: %q", ev)
+	}
+	p, _ := APIPod(h, "default", "probed")
+	if !strings.Contains(p.Status.Message, field) || strings.Contains(p.Status.Message, "resizePolicy") {
+		t.Errorf("status message %q: want it to name %s and not resizePolicy", p.Status.Message, field)
 	}
 }

@@ -18,7 +18,7 @@ import (
 	"github.com/lockstep-dev/lockstep/fakecri/podnet"
 	"github.com/lockstep-dev/lockstep/fakecri/streamserver"
 	"github.com/lockstep-dev/lockstep/node/real/daemon"
-	"github.com/lockstep-dev/lockstep/scenarios"
+	"github.com/lockstep-dev/lockstep/node/regress"
 )
 
 // newNodeCommand runs the node agent as a daemon.
@@ -36,7 +36,7 @@ in-process fake runtime (the demo). Flags are named like the kubelet's; a
 set the same options, and flags override it.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := refuseRegressionBuild(scenarios.RegressionTags()); err != nil {
+			if err := refuseRegressionBuild(regress.Tags()); err != nil {
 				return err
 			}
 			if err := resolveNodeOptions(cmd.Flags(), &o); err != nil {

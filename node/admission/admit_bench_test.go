@@ -29,9 +29,10 @@ func benchCandidate() *corev1.Pod {
 	return pod
 }
 
-// BenchmarkAdmitToNode is the decision on one more pod (binding a host
-// port) beside N admitted pods given as a list: O(N) per decision.
-func BenchmarkAdmitToNode(b *testing.B) {
+// BenchmarkAdmitOverList is the decision on one more pod (binding a host
+// port) beside N admitted pods given as a list, their Usage summed for
+// each decision: O(N) per decision.
+func BenchmarkAdmitOverList(b *testing.B) {
 	for _, n := range []int{100, 1000, 10000} {
 		b.Run(fmt.Sprintf("N=%d", n), func(b *testing.B) {
 			admitted, node := benchPods(n)
@@ -39,7 +40,7 @@ func BenchmarkAdmitToNode(b *testing.B) {
 			b.ReportAllocs()
 			b.ResetTimer()
 			for range b.N {
-				if d := AdmitToNode(pod, node, admitted); !d.Admitted() {
+				if d := AdmitBeside(pod, node, UsageOf(admitted)); !d.Admitted() {
 					b.Fatal(d)
 				}
 			}

@@ -45,24 +45,15 @@ type Decision struct {
 // Admitted reports whether the pod may run.
 func (d Decision) Admitted() bool { return d.Reason == "" }
 
-// AdmitToNode decides, as the kubelet's predicate admission, whether pod
+// AdmitBeside decides, as the kubelet's predicate admission, whether pod
 // may run on node beside the pods already admitted (running, not
-// terminating). The checks run in the kubelet's order and the first
+// terminating), given as their Usage (an Admitted set keeps it; UsageOf
+// sums a list). The checks run in the kubelet's order and the first
 // failure is the verdict: the kubernetes.io/os pod label, spec.os,
 // resources (pod count, cpu, memory, ephemeral-storage, then other
 // resources the node has), required node affinity and nodeSelector, node
 // name, host ports, then untolerated NoExecute taints (not for static
-// pods).
-//
-// It costs O(len(admitted)); a caller that keeps the admitted pods'
-// Usage up to date decides with AdmitBeside instead.
-func AdmitToNode(pod *corev1.Pod, node Node, admitted []*corev1.Pod) Decision {
-	return AdmitBeside(pod, node, UsageOf(admitted))
-}
-
-// AdmitBeside is AdmitToNode beside the admitted pods' Usage: the same
-// checks in the same order, the same verdicts, at the cost of pod's own
-// requests and ports.
+// pods). It costs what pod's own requests and ports cost.
 func AdmitBeside(pod *corev1.Pod, node Node, used *Usage) Decision {
 	if d := admitOS(pod); !d.Admitted() {
 		return d
@@ -352,7 +343,7 @@ func AdmitUnderPressure(pod *corev1.Pod, qos corev1.PodQOSClass, conds []corev1.
 const ReasonEvicted = "Evicted"
 
 // AdmitResources checks only pod's requested resources against node
-// beside the pods admitted (their allocations): the part of AdmitToNode a
+// beside the pods admitted (their allocations): the part of AdmitBeside a
 // resize must pass (the pod count and placement do not change).
 func AdmitResources(pod *corev1.Pod, node Node, admitted []*corev1.Pod) Decision {
 	for _, s := range shortfalls(pod, node, UsageOf(admitted)) {

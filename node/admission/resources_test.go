@@ -38,7 +38,7 @@ func testNode() Node {
 
 // The kubelet's predicate admission, reason and message as upstream words
 // them (pkg/kubelet/lifecycle, the scheduler's plugins).
-func TestAdmitToNode(t *testing.T) {
+func TestAdmitBeside(t *testing.T) {
 	one := podReq("a", rl("cpu", "1500m", "memory", "1Gi"))
 	cases := []struct {
 		name     string
@@ -103,8 +103,8 @@ func TestAdmitToNode(t *testing.T) {
 			if tc.node != nil {
 				tc.node(&n)
 			}
-			if diff := cmp.Diff(tc.want, AdmitToNode(tc.pod, n, tc.admitted)); diff != "" {
-				t.Errorf("AdmitToNode (-want +got):\n%s", diff)
+			if diff := cmp.Diff(tc.want, AdmitBeside(tc.pod, n, UsageOf(tc.admitted))); diff != "" {
+				t.Errorf("AdmitBeside (-want +got):\n%s", diff)
 			}
 		})
 	}

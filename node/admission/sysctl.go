@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/lockstep-dev/lockstep/node/podutil"
 )
 
 // ReasonSysctlForbidden is the reason of a pod that failed admission
@@ -75,25 +77,6 @@ func kernelAtLeast(have, want string) bool {
 	return ok && (hMa > wMa || hMa == wMa && hMi >= wMi)
 }
 
-// NormalizeSysctl writes a sysctl name with '.' separators: a name whose
-// first separator is '/' ("net/ipv4/conf/eno2.100/rp_filter") has its '/'
-// and '.' swapped ("net.ipv4.conf.eno2/100.rp_filter").
-func NormalizeSysctl(name string) string {
-	i := strings.IndexAny(name, "./")
-	if i < 0 || name[i] == '.' {
-		return name
-	}
-	return strings.Map(func(r rune) rune {
-		switch r {
-		case '.':
-			return '/'
-		case '/':
-			return '.'
-		}
-		return r
-	}, name)
-}
-
 // namespaceOf tells which namespace a (normalized) sysctl or prefix is in.
 func namespaceOf(name string) sysctlNamespace {
 	switch name {
@@ -126,7 +109,7 @@ type SysctlAllowlist struct {
 func NewSysctlAllowlist(patterns []string) (*SysctlAllowlist, error) {
 	w := &SysctlAllowlist{names: map[string]sysctlNamespace{}, prefixes: map[string]sysctlNamespace{}}
 	for _, p := range patterns {
-		name := NormalizeSysctl(p)
+		name := podutil.NormalizeSysctl(p)
 		prefixed := false
 		if i := strings.IndexByte(name, '*'); i >= 0 {
 			name, prefixed = name[:i], true
@@ -153,7 +136,7 @@ func (w *SysctlAllowlist) Admit(pod *corev1.Pod) string {
 	}
 	hostUsers := pod.Spec.HostUsers == nil || *pod.Spec.HostUsers
 	for _, s := range pod.Spec.SecurityContext.Sysctls {
-		if err := w.check(NormalizeSysctl(s.Name), pod.Spec.HostNetwork, pod.Spec.HostIPC, hostUsers); err != nil {
+		if err := w.check(podutil.NormalizeSysctl(s.Name), pod.Spec.HostNetwork, pod.Spec.HostIPC, hostUsers); err != nil {
 			return "forbidden sysctl: " + err.Error()
 		}
 	}

@@ -8,19 +8,27 @@
 // weaken a pod's protection is never ignored: until its feature is built
 // the pod must fail admission instead (the last such field, hostUsers:
 // false, is built: node/userns; the refusal list went with it, and a
-// feature that needs one again brings it back with its first field). The
-// container security context is honoured in full (node/podspec).
+// feature that needs one again brings it back with its first field).
 //
-// Each category is one list (ignoredPodFields, ignoredContainerFields,
-// ignoredVolumeFields). The issue that builds a feature removes its fields
-// from these lists, and their table tests, in the same change.
+// What is supported is derived from what is built, so the two cannot
+// drift: the security context's fields are flagged unless podspec lists
+// them as honoured (podspec.HonouredPodSecurityFields, whose test proves
+// each one changes a CRI config), and the other optional fields
+// (optionalPodFields, optionalContainerFields) unless the package that
+// builds them lists them (runtimesync.HonouredContainerFields). Volumes
+// have their own list (ignoredVolumeFields).
 package admission
 
 import (
 	"fmt"
+	"reflect"
+	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/lockstep-dev/lockstep/node/podspec"
+	"github.com/lockstep-dev/lockstep/node/runtimesync"
 )
 
 // Event and status reasons.
@@ -45,16 +53,25 @@ func (u Unsupported) WarningMessage() string {
 	return "lockstep does not support these pod fields yet and runs the pod without them: " + strings.Join(u.Ignored, ", ")
 }
 
-// Check returns the fields of pod the agent does not honour.
+// Check returns the fields of pod the agent does not honour: those of
+// the fields below that no agent package says it honours, and every field
+// of the pod's and containers' security contexts that podspec does not
+// honour (podspec.HonouredPodSecurityFields and
+// HonouredContainerSecurityFields: a field Kubernetes adds is flagged
+// until it is built), in spec order.
 func Check(pod *corev1.Pod) Unsupported {
 	var u Unsupported
 	spec := &pod.Spec
-	for _, r := range ignoredPodFields() {
+	for _, r := range optionalPodFields() {
 		if r.set(spec) {
 			u.Ignored = append(u.Ignored, "spec."+r.path)
 		}
 	}
+	if spec.SecurityContext != nil {
+		u.Ignored = append(u.Ignored, unhonoured("spec.securityContext.", spec.SecurityContext, podSecurityHonoured())...)
+	}
 	u.Ignored = append(u.Ignored, ignoredVolumeFields(spec)...)
+	honoured := runtimesync.HonouredContainerFields()
 	for _, group := range []struct {
 		name string
 		list []corev1.Container
@@ -62,14 +79,40 @@ func Check(pod *corev1.Pod) Unsupported {
 		for i := range group.list {
 			c := &group.list[i]
 			prefix := fmt.Sprintf("spec.%s[%d].", group.name, i)
-			for _, r := range ignoredContainerFields(group.name == "initContainers") {
-				if r.set(c) {
+			for _, r := range optionalContainerFields() {
+				if r.set(c) && !slices.Contains(honoured, r.path) {
 					u.Ignored = append(u.Ignored, prefix+r.path)
 				}
+			}
+			if c.SecurityContext != nil {
+				u.Ignored = append(u.Ignored, unhonoured(prefix+"securityContext.", c.SecurityContext, podspec.HonouredContainerSecurityFields())...)
 			}
 		}
 	}
 	return u
+}
+
+// podSecurityHonoured are the pod securityContext fields the agent
+// honours: podspec's, and fsGroupChangePolicy, which the volume manager
+// honours as upstream does for the volume types it supports (by applying
+// none: they are written afresh; see node/volume's setOwnership).
+func podSecurityHonoured() []string {
+	return append(podspec.HonouredPodSecurityFields(), "fsGroupChangePolicy")
+}
+
+// unhonoured lists, as prefix + JSON name, the fields set in sc (a
+// pointer to a security context) that honoured does not name, in
+// declaration order.
+func unhonoured(prefix string, sc any, honoured []string) []string {
+	v := reflect.ValueOf(sc).Elem()
+	var out []string
+	for i := range v.NumField() {
+		name, _, _ := strings.Cut(v.Type().Field(i).Tag.Get("json"), ",")
+		if !v.Field(i).IsZero() && !slices.Contains(honoured, name) {
+			out = append(out, prefix+name)
+		}
+	}
+	return out
 }
 
 // podRule finds one pod-level field in use.
@@ -84,29 +127,23 @@ type containerRule struct {
 	set  func(*corev1.Container) bool
 }
 
-// ignoredPodFields are the pod-level fields a pod runs without.
-func ignoredPodFields() []podRule {
-	psc := func(f func(*corev1.PodSecurityContext) bool) func(*corev1.PodSpec) bool {
-		return func(s *corev1.PodSpec) bool { return s.SecurityContext != nil && f(s.SecurityContext) }
-	}
+// optionalPodFields are the pod-level fields (outside the security
+// context and volumes) of features no agent package builds yet: a pod
+// runs without them.
+func optionalPodFields() []podRule {
 	return []podRule{
 		{"resourceClaims", func(s *corev1.PodSpec) bool { return len(s.ResourceClaims) > 0 }},
-		{"securityContext.seLinuxChangePolicy", psc(func(c *corev1.PodSecurityContext) bool { return c.SELinuxChangePolicy != nil })},
-		{"securityContext.windowsOptions", psc(func(c *corev1.PodSecurityContext) bool { return c.WindowsOptions != nil })},
 	}
 }
 
-// ignoredContainerFields are the container fields a pod runs without
-// (init says whether the container is an init container).
-func ignoredContainerFields(init bool) []containerRule {
-	csc := func(f func(*corev1.SecurityContext) bool) func(*corev1.Container) bool {
-		return func(c *corev1.Container) bool { return c.SecurityContext != nil && f(c.SecurityContext) }
-	}
-	rules := []containerRule{
+// optionalContainerFields are the container fields (outside the security
+// context) of features an agent package may build: those its package
+// does not list as honoured (runtimesync.HonouredContainerFields) are
+// ignored.
+func optionalContainerFields() []containerRule {
+	return []containerRule{
 		{"volumeDevices", func(c *corev1.Container) bool { return len(c.VolumeDevices) > 0 }},
 		{"resizePolicy", func(c *corev1.Container) bool { return len(c.ResizePolicy) > 0 }},
 		{"resources.claims", func(c *corev1.Container) bool { return len(c.Resources.Claims) > 0 }},
-		{"securityContext.windowsOptions", csc(func(s *corev1.SecurityContext) bool { return s.WindowsOptions != nil })},
 	}
-	return rules
 }

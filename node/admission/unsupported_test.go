@@ -1,11 +1,16 @@
 package admission
 
 import (
+	"reflect"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/lockstep-dev/lockstep/node/podspec"
 )
 
 func ptr[T any](v T) *T { return &v }
@@ -118,8 +123,9 @@ func TestCheck(t *testing.T) {
 		{name: "volumeMounts", mutate: side(func(c *corev1.Container) { c.VolumeMounts = []corev1.VolumeMount{{Name: "v"}} })},
 		{name: "volumeDevices", mutate: side(func(c *corev1.Container) { c.VolumeDevices = []corev1.VolumeDevice{{Name: "v"}} }), ignored: []string{c1 + "volumeDevices"}},
 		{name: "restartPolicyRules are honoured", mutate: side(func(c *corev1.Container) { c.RestartPolicyRules = []corev1.ContainerRestartRule{{}} })},
-		{name: "resizePolicy", mutate: side(func(c *corev1.Container) { c.ResizePolicy = []corev1.ContainerResizePolicy{{ResourceName: "cpu"}} }),
-			ignored: []string{c1 + "resizePolicy"}},
+		{name: "resizePolicy is honoured (runtimesync), not flagged", mutate: side(func(c *corev1.Container) {
+			c.ResizePolicy = []corev1.ContainerResizePolicy{{ResourceName: "cpu", RestartPolicy: corev1.RestartContainer}}
+		})},
 		{name: "resource claims", mutate: side(func(c *corev1.Container) { c.Resources.Claims = []corev1.ResourceClaim{{Name: "gpu"}} }),
 			ignored: []string{c1 + "resources.claims"}},
 		{name: "hugepages", mutate: side(func(c *corev1.Container) {
@@ -182,5 +188,56 @@ func TestMessages(t *testing.T) {
 	}
 	if (Unsupported{}).WarningMessage() != "" {
 		t.Error("messages of a pod with nothing unsupported must be empty")
+	}
+}
+
+// TestCheckFlagsEverySecurityFieldNotHonoured: every field of the pod's
+// and a container's security context that podspec does not list as
+// honoured (fsGroupChangePolicy aside, the volume manager's) is flagged
+// when set, and no honoured one is, whatever fields Kubernetes adds.
+func TestCheckFlagsEverySecurityFieldNotHonoured(t *testing.T) {
+	set := func(v reflect.Value) {
+		switch v.Kind() {
+		case reflect.Pointer:
+			v.Set(reflect.New(v.Type().Elem()))
+		case reflect.Slice:
+			v.Set(reflect.MakeSlice(v.Type(), 1, 1))
+		default:
+			t.Fatalf("a security context field of kind %s: teach the test to set it", v.Kind())
+		}
+	}
+	for _, tc := range []struct {
+		what     string
+		sc       func(*corev1.Pod) reflect.Value
+		prefix   string
+		honoured []string
+	}{
+		{"pod", func(p *corev1.Pod) reflect.Value {
+			p.Spec.SecurityContext = &corev1.PodSecurityContext{}
+			return reflect.ValueOf(p.Spec.SecurityContext).Elem()
+		}, "spec.securityContext.", append(podspec.HonouredPodSecurityFields(), "fsGroupChangePolicy")},
+		{"container", func(p *corev1.Pod) reflect.Value {
+			p.Spec.Containers[1].SecurityContext = &corev1.SecurityContext{}
+			return reflect.ValueOf(p.Spec.Containers[1].SecurityContext).Elem()
+		}, "spec.containers[1].securityContext.", podspec.HonouredContainerSecurityFields()},
+	} {
+		fields := reflect.TypeFor[corev1.PodSecurityContext]()
+		if tc.what == "container" {
+			fields = reflect.TypeFor[corev1.SecurityContext]()
+		}
+		for i := range fields.NumField() {
+			name, _, _ := strings.Cut(fields.Field(i).Tag.Get("json"), ",")
+			t.Run(tc.what+" "+name, func(t *testing.T) {
+				p := basePod()
+				set(tc.sc(p).Field(i))
+				var want []string
+				if !slices.Contains(tc.honoured, name) {
+					want = []string{tc.prefix + name}
+				}
+				if diff := cmp.Diff(Unsupported{Ignored: want}, Check(p)); diff != "" {
+					t.Errorf("Check (-want +got):\n%s", diff)
+				}
+			})
+		}
 	}
 }

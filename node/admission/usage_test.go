@@ -98,7 +98,7 @@ func listConflicts(pods []*corev1.Pod, w hostPort) bool {
 }
 
 // An Admitted set kept up to date through admissions, resizes and
-// removals decides as AdmitToNode over the list of the pods it holds, and
+// removals decides as AdmitBeside over the Usage of the list of the pods it holds, and
 // its Usage counts what summing and walking that list gives.
 func TestAdmittedDecidesAsTheList(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
@@ -157,8 +157,8 @@ func TestAdmittedDecidesAsTheList(t *testing.T) {
 				}
 			}
 			pod := genPod(t, "candidate")
-			if diff := cmp.Diff(AdmitToNode(pod, node, list), AdmitBeside(pod, node, u)); diff != "" {
-				t.Fatalf("step %d: AdmitBeside differs from AdmitToNode over the list (-list +usage):\n%s", step, diff)
+			if diff := cmp.Diff(AdmitBeside(pod, node, UsageOf(list)), AdmitBeside(pod, node, u)); diff != "" {
+				t.Fatalf("step %d: AdmitBeside over the kept Usage differs from over the list's (-list +usage):\n%s", step, diff)
 			}
 		}
 	})

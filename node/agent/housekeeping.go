@@ -68,7 +68,7 @@ func (a *Agent) housekeeping(ctx context.Context, gc bool) {
 				a.d.Log.Warn("removing a finished pod's containers failed; will retry", "uid", string(uid), "error", err.Error())
 				continue
 			}
-			if err := a.pleg.UpdatePod(ctx, uid); err != nil {
+			if err := a.pleg.RefreshPod(ctx, uid); err != nil {
 				continue
 			}
 		}

@@ -188,7 +188,7 @@ func (a *Agent) readNode() (*corev1.Node, bool) {
 
 // admit decides whether a pod new to the agent may run, as the kubelet's
 // admission: under node pressure (the eviction manager's conditions), then
-// against the node (admission.AdmitToNode) beside the pods admitted
+// against the node (admission.AdmitBeside) beside the pods admitted
 // before it. A refused pod is remembered: its sync fails it (Failed, the
 // reason and message) and starts nothing. Pods already terminal or being
 // deleted are not admitted (they will not run) and count for nothing.
@@ -252,7 +252,7 @@ func (a *Agent) admit(pod *corev1.Pod) {
 }
 
 // admitToNode decides on pod against node beside what the admitted pods
-// use (admission.AdmitToNode, at the cost of the pod's own size).
+// use (admission.AdmitBeside, at the cost of the pod's own size).
 func (a *Agent) admitToNode(pod *corev1.Pod, node admission.Node) admission.Decision {
 	a.mu.Lock()
 	defer a.mu.Unlock()

@@ -146,7 +146,7 @@ func (a *Agent) finishResize(ctx context.Context, pod *corev1.Pod, st *podstate.
 	}
 	view := st
 	if resized {
-		if err := a.pleg.UpdatePod(ctx, pod.UID); err == nil {
+		if err := a.pleg.RefreshPod(ctx, pod.UID); err == nil {
 			if fresh, ok := a.pleg.Cache().Get(pod.UID); ok {
 				view = fresh
 			}

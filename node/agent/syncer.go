@@ -178,7 +178,7 @@ func (a *Agent) SyncTerminatingPod(ctx context.Context, uid types.UID, pod *core
 	if err := a.exec.KillPod(ctx, pod, a.withUnseen(uid, st), grace); err != nil {
 		return err
 	}
-	if err := a.pleg.UpdatePod(ctx, uid); err != nil {
+	if err := a.pleg.RefreshPod(ctx, uid); err != nil {
 		return fmt.Errorf("refresh terminating pod %s: %w", uid, err)
 	}
 	after, _ := a.pleg.Cache().Get(uid)

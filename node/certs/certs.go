@@ -103,8 +103,6 @@ type Manager struct {
 
 	mu   sync.Mutex
 	cert *tls.Certificate
-	// rotations counts the certificates installed by this manager.
-	rotations int
 	// unhealthy: the last request to the apiserver got no answer (a
 	// network error), as opposed to an answer, even an error status.
 	unhealthy bool
@@ -133,13 +131,6 @@ func (m *Manager) Current() *tls.Certificate {
 		return nil
 	}
 	return m.cert
-}
-
-// Rotations is how many certificates this manager has installed.
-func (m *Manager) Rotations() int {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.rotations
 }
 
 // ServerHealthy reports whether the apiserver answered the manager's last
@@ -373,7 +364,6 @@ func (m *Manager) install(name string, certPEM, keyPEM []byte) error {
 	}
 	m.mu.Lock()
 	m.cert = stored
-	m.rotations++
 	m.mu.Unlock()
 	m.log.Info("certificate installed", "csr", name, "notBefore", stored.Leaf.NotBefore, "notAfter", stored.Leaf.NotAfter)
 	if m.cfg.OnChange != nil {
@@ -381,7 +371,3 @@ func (m *Manager) install(name string, certPEM, keyPEM []byte) error {
 	}
 	return nil
 }
-
-// IsDenied reports whether err is a denied or failed request (no point
-// retrying the same request).
-func IsDenied(err error) bool { return errors.Is(err, ErrDenied) || errors.Is(err, ErrFailed) }

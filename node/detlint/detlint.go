@@ -1,6 +1,11 @@
 // Package detlint is the determinism lint: it parses the agent's Go files
-// and reports every construct that would let time, randomness or scheduling
-// escape the injected world (node/deps). Only the real-world subtree
+// and reports every construct that would let time, randomness, scheduling
+// or I/O escape the injected world (node/deps): the clock, timers and
+// contexts that cancel on their own, randomness, goroutines, channels and
+// select, the operating system (package os and its process, signal and
+// user packages, syscall) and the network's I/O (dialing, listening, name
+// lookups, HTTP clients and servers; net's pure helpers such as
+// JoinHostPort and net.IP stay allowed). Only the real-world subtree
 // (node/real) is exempt from the construct rules; test files are not
 // checked. The lint is run by this package's tests, so `go test ./...`
 // fails when the contract erodes.
@@ -12,7 +17,7 @@ import (
 	"go/parser"
 	"go/token"
 	"io/fs"
-	"os"
+	pathpkg "path"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -48,6 +53,36 @@ var forbiddenCalls = map[string]map[string]string{
 	"sync": {
 		"WaitGroup": "deps.Tasks and a deps.Signal", "Cond": "a deps.Signal", "NewCond": "a deps.Signal",
 	},
+	"net":      netIO("deps.ProbeNetwork, or another deps port that node/real implements"),
+	"net/http": httpIO("deps.ProbeNetwork, or another deps port that node/real implements; node/real serves HTTP"),
+}
+
+// netIO names net's members that reach the network or the host's
+// interfaces, each with what to use instead.
+func netIO(instead string) map[string]string {
+	out := map[string]string{}
+	for _, name := range []string{
+		"Dial", "DialTimeout", "DialIP", "DialTCP", "DialUDP", "DialUnix", "Dialer",
+		"Listen", "ListenPacket", "ListenIP", "ListenTCP", "ListenUDP", "ListenUnix", "ListenUnixgram", "ListenMulticastUDP", "ListenConfig",
+		"FileConn", "FileListener", "FilePacketConn", "Pipe",
+		"Resolver", "DefaultResolver", "LookupAddr", "LookupCNAME", "LookupHost", "LookupIP", "LookupMX", "LookupNS", "LookupPort", "LookupSRV", "LookupTXT",
+		"Interfaces", "InterfaceAddrs", "InterfaceByIndex", "InterfaceByName",
+	} {
+		out[name] = instead
+	}
+	return out
+}
+
+// httpIO names net/http's members that make requests or serve them.
+func httpIO(instead string) map[string]string {
+	out := map[string]string{}
+	for _, name := range []string{
+		"Get", "Head", "Post", "PostForm", "Client", "DefaultClient", "Transport", "DefaultTransport",
+		"ListenAndServe", "ListenAndServeTLS", "Serve", "ServeTLS", "Server",
+	} {
+		out[name] = instead
+	}
+	return out
 }
 
 // forbiddenImports are packages agent code may not import at all.
@@ -56,40 +91,45 @@ var forbiddenImports = map[string]string{
 	"math/rand/v2":                 "randomness comes from deps.Rand",
 	"crypto/rand":                  "randomness comes from deps.Rand",
 	"github.com/benbjohnson/clock": "time comes from deps.Clock; only node/real makes clock.New()",
+	"os":                           "files go through deps.Files, processes through the runtime; only node/real touches the operating system",
+	"os/exec":                      "the agent starts no process; only node/real touches the operating system",
+	"os/signal":                    "signals are node/real's (cmd wires them in)",
+	"os/user":                      "users are the runtime's and the image's; only node/real touches the operating system",
+	"syscall":                      "only node/real touches the operating system",
 }
 
 // Config says what to check.
 type Config struct {
-	// Root is the directory of the node tree.
+	// Files is the node tree (the lint itself does no I/O: its test
+	// passes os.DirFS).
+	Files fs.FS
+	// Root names the node tree in findings (file positions are
+	// Root/<path in Files>).
 	Root string
 	// Exempt lists directories, relative to Root, whose files may use the
 	// forbidden constructs (the real world).
 	Exempt []string
 }
 
-// Check lints every non-test Go file under cfg.Root.
+// Check lints every non-test Go file of cfg.Files.
 func Check(cfg Config) ([]Finding, error) {
 	var out []Finding
-	err := filepath.WalkDir(cfg.Root, func(path string, d fs.DirEntry, err error) error {
+	err := fs.WalkDir(cfg.Files, ".", func(rel string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
-		if d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+		if d.IsDir() || !strings.HasSuffix(rel, ".go") || strings.HasSuffix(rel, "_test.go") {
 			return nil
 		}
-		rel, err := filepath.Rel(cfg.Root, path)
-		if err != nil {
-			return err
-		}
-		src, err := os.ReadFile(path)
+		src, err := fs.ReadFile(cfg.Files, rel)
 		if err != nil {
 			return err
 		}
 		exempt := slices.ContainsFunc(cfg.Exempt, func(dir string) bool {
-			return rel == dir || strings.HasPrefix(rel, dir+string(filepath.Separator))
+			return rel == dir || strings.HasPrefix(rel, pathpkg.Clean(dir)+"/")
 		})
-		fs, err := CheckSource(path, src, exempt)
-		out = append(out, fs...)
+		found, err := CheckSource(filepath.Join(cfg.Root, filepath.FromSlash(rel)), src, exempt)
+		out = append(out, found...)
 		return err
 	})
 	return out, err
@@ -122,7 +162,7 @@ func CheckSource(filename string, src []byte, exempt bool) ([]Finding, error) {
 			c.report(imp, "import", fmt.Sprintf("import of %s: %s", path, why))
 		}
 		if _, watched := forbiddenCalls[path]; watched {
-			name := path
+			name := pathpkg.Base(path)
 			if imp.Name != nil {
 				name = imp.Name.Name
 			}

@@ -1,10 +1,12 @@
 package detlint
 
 import (
+	"os"
 	"path/filepath"
 	"runtime"
 	"strings"
 	"testing"
+	"testing/fstest"
 
 	"github.com/google/go-cmp/cmp"
 )
@@ -14,7 +16,7 @@ import (
 func TestNodeTreeIsDeterministic(t *testing.T) {
 	_, file, _, _ := runtime.Caller(0)
 	root := filepath.Dir(filepath.Dir(file))
-	findings, err := Check(Config{Root: root, Exempt: []string{"real"}})
+	findings, err := Check(Config{Files: os.DirFS(root), Root: root, Exempt: []string{"real"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -59,7 +61,23 @@ func TestCatchesEachConstruct(t *testing.T) {
 		{"sync.Cond", `import "sync"; var c = sync.NewCond(nil)`, []string{"sync"}},
 		{"imports sim", `import "github.com/lockstep-dev/lockstep/sim/kernel"; var _ = kernel.New`, []string{"layering"}},
 		{"imports real", `import "github.com/lockstep-dev/lockstep/node/real/world"; var _ = world.Clock`, []string{"layering"}},
+		{"os", `import "os"; func f() { _, _ = os.ReadFile("x") }`, []string{"import"}},
+		{"os/exec", `import "os/exec"; var _ = exec.Command`, []string{"import"}},
+		{"os/signal", `import "os/signal"; var _ = signal.Notify`, []string{"import"}},
+		{"os/user", `import "os/user"; var _ = user.Current`, []string{"import"}},
+		{"syscall", `import "syscall"; var _ = syscall.Kill`, []string{"import"}},
+		{"net.Dial", `import "net"; func f() { _, _ = net.Dial("tcp", "x:1") }`, []string{"net"}},
+		{"net.Dialer", `import "net"; var d net.Dialer`, []string{"net"}},
+		{"net.Listen", `import "net"; func f() { _, _ = net.Listen("tcp", ":0") }`, []string{"net"}},
+		{"net.LookupHost", `import "net"; func f() { _, _ = net.LookupHost("x") }`, []string{"net"}},
+		{"net.Interfaces", `import "net"; func f() { _, _ = net.Interfaces() }`, []string{"net"}},
+		{"http.Get", `import "net/http"; func f() { _, _ = http.Get("http://x") }`, []string{"net/http"}},
+		{"http.Client", `import "net/http"; var c = &http.Client{}`, []string{"net/http"}},
+		{"http.DefaultClient", `import "net/http"; var c = http.DefaultClient`, []string{"net/http"}},
+		{"http.ListenAndServe", `import "net/http"; func f() { _ = http.ListenAndServe(":0", nil) }`, []string{"net/http"}},
+		{"aliased net/http", `import h "net/http"; var s h.Server`, []string{"net/http"}},
 		{"allowed", `import ("context"; "sync"; "time"); var mu sync.Mutex; func f(ctx context.Context, d time.Duration) time.Time { return time.Time{}.Add(d) }`, nil},
+		{"allowed net helpers", `import ("net"; "net/http"; "net/url"); var _ = net.JoinHostPort; var _ net.IP = net.ParseIP("::1"); var _ http.Handler; var _ = url.Parse`, nil},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -106,5 +124,29 @@ func TestFindingNamesFileAndLine(t *testing.T) {
 	want := []Finding{{Pos: "node/x/y.go:6:2", Rule: "time", Msg: "time.Sleep: use deps.Tasks.Sleep"}}
 	if diff := cmp.Diff(want, findings); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
+	}
+}
+
+// TestCheckWalksTheTree: Check reads the tree it is given, names files
+// below Root, exempts the real world's directory and skips test files.
+func TestCheckWalksTheTree(t *testing.T) {
+	osUser := "package p\n\nimport \"os\"\n\nvar _ = os.Getpid\n"
+	tree := fstest.MapFS{
+		"agent/a.go":      {Data: []byte(osUser)},
+		"agent/a_test.go": {Data: []byte(osUser)},
+		"real/osfiles.go": {Data: []byte(osUser)},
+		"realm/b.go":      {Data: []byte(osUser)}, // not below real/
+	}
+	findings, err := Check(Config{Files: tree, Root: "node", Exempt: []string{"real"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, f := range findings {
+		got = append(got, f.Pos+" "+f.Rule)
+	}
+	want := []string{filepath.Join("node", "agent", "a.go") + ":3:8 import", filepath.Join("node", "realm", "b.go") + ":3:8 import"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("findings (-want +got):\n%s", diff)
 	}
 }

@@ -32,6 +32,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/lockstep-dev/lockstep/node/deps"
+	"github.com/lockstep-dev/lockstep/node/podutil"
 )
 
 // DefaultGrace is how long the resource of a disconnected plugin stays in
@@ -492,8 +493,8 @@ func (m *Manager) allocateResource(ctx context.Context, pod *corev1.Pod, c *core
 // sidecar's are its own for the pod's life); m.mu held.
 func (m *Manager) initDevices(pod *corev1.Pod, r string, ids []string) []string {
 	inits := map[string]bool{}
-	for _, ic := range pod.Spec.InitContainers {
-		if ic.RestartPolicy == nil || *ic.RestartPolicy != corev1.ContainerRestartPolicyAlways {
+	for i := range pod.Spec.InitContainers {
+		if ic := &pod.Spec.InitContainers[i]; !podutil.IsSidecar(ic) {
 			inits[ic.Name] = true
 		}
 	}

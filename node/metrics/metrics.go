@@ -14,8 +14,8 @@
 // *Metrics and then does nothing.
 //
 // The kubelet serves the prober_* metrics on /metrics/probes and the rest
-// on /metrics: NewWithProbes keeps the two apart; New puts everything on
-// one registry.
+// on /metrics: NewWithProbes keeps the two apart (pass one registry twice
+// to put everything on it).
 package metrics
 
 import (
@@ -159,15 +159,11 @@ var (
 	_ nodestatus.Observer  = (*Metrics)(nil)
 )
 
-// New returns the agent's metrics, all registered on reg (the prober_*
-// metrics too). It panics if reg already holds a metric of the same name:
-// give each agent a fresh prometheus.NewRegistry().
-func New(reg prometheus.Registerer) *Metrics {
-	return NewWithProbes(reg, reg)
-}
-
-// NewWithProbes is New with the prober_* metrics registered on probes
-// instead, as the kubelet serves them on /metrics/probes.
+// NewWithProbes returns the agent's metrics, registered on reg but for
+// the prober_* metrics, registered on probes, as the kubelet serves them
+// on /metrics/probes (reg and probes may be the same registry). It panics
+// if a registry already holds a metric of the same name: give each agent
+// fresh ones (prometheus.NewRegistry()).
 func NewWithProbes(reg, probes prometheus.Registerer) *Metrics {
 	m := &Metrics{
 		nodeName: prometheus.NewGaugeVec(prometheus.GaugeOpts{

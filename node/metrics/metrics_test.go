@@ -47,7 +47,7 @@ func newWorld(t *testing.T) *world {
 		NewSignal: func(name string) fakecri.Signal { return k.NewSignal(name) },
 	})
 	reg := prometheus.NewRegistry()
-	return &world{k: k, rt: rt, fs: fs, reg: reg, m: metrics.New(reg)}
+	return &world{k: k, rt: rt, fs: fs, reg: reg, m: metrics.NewWithProbes(reg, reg)}
 }
 
 // run runs fn as a simulated task and the world until it is idle.
@@ -289,7 +289,7 @@ func TestNilMetricsIsSafe(t *testing.T) {
 
 func TestSetRunning(t *testing.T) {
 	reg := prometheus.NewRegistry()
-	m := metrics.New(reg)
+	m := metrics.NewWithProbes(reg, reg)
 	names := []string{metrics.RunningPods, metrics.RunningContainers}
 	compare(t, reg, `
 kubelet_running_containers{container_state="created"} 0
@@ -356,7 +356,7 @@ func TestCountRunning(t *testing.T) {
 
 func TestNodeNameAndProbes(t *testing.T) {
 	reg := prometheus.NewRegistry()
-	m := metrics.New(reg)
+	m := metrics.NewWithProbes(reg, reg)
 	m.SetNodeName("old")
 	m.SetNodeName("node-1")
 	target := metrics.ProbeTarget{Namespace: "ns", Pod: "web", PodUID: "u1", Container: "app"}

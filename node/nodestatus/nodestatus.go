@@ -17,7 +17,6 @@ package nodestatus
 
 import (
 	"context"
-	cri "k8s.io/cri-api/pkg/apis"
 	"log/slog"
 	"sync"
 	"time"
@@ -25,6 +24,7 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/lockstep-dev/lockstep/node/deps"
 )
@@ -178,6 +178,21 @@ const (
 	leaseBackoffMax     = 7 * time.Second
 )
 
+// Runtime is what the node status manager reads of the CRI runtime: its
+// status (conditions and handlers) and its version. The whole
+// cri.RuntimeService is one.
+type Runtime interface {
+	Status(ctx context.Context, verbose bool) (*runtimeapi.StatusResponse, error)
+	Version(ctx context.Context, apiVersion string) (*runtimeapi.VersionResponse, error)
+}
+
+// ImageLister is what the node status manager reads of the CRI image
+// service: the images, for status.images. The whole
+// cri.ImageManagerService is one.
+type ImageLister interface {
+	ListImages(ctx context.Context, filter *runtimeapi.ImageFilter) ([]*runtimeapi.Image, error)
+}
+
 // Ports are the parts of the outside world the node status manager reads
 // and writes.
 type Ports struct {
@@ -188,9 +203,9 @@ type Ports struct {
 	// Events records events on the node; nil records none.
 	Events deps.EventSink
 	// Runtime answers the runtime's status, version and handlers.
-	Runtime cri.RuntimeService
+	Runtime Runtime
 	// Images lists the node's images for status.images; nil reports none.
-	Images cri.ImageManagerService
+	Images ImageLister
 	// Machine reports capacity and usage.
 	Machine deps.Machine
 	// Metrics counts registration attempts; nil counts none.

@@ -41,7 +41,7 @@ type waiter struct {
 
 // podCache implements Cache. Entries only move forward in time: a status
 // older than the one held is dropped, so a slow relist cannot undo a newer
-// UpdatePod.
+// RefreshPod.
 type podCache struct {
 	tasks  deps.Tasks
 	onMiss func(ctx context.Context, uid types.UID, minTime time.Time)

@@ -129,7 +129,7 @@ func (p *PLEG) refreshOnMiss(ctx context.Context, uid types.UID, minTime time.Ti
 			return
 		}
 	}
-	if err := p.UpdatePod(ctx, uid); err != nil {
+	if err := p.RefreshPod(ctx, uid); err != nil {
 		p.log.Debug("pleg: refresh for a waiting reader failed", "pod", uid, "err", err)
 	}
 }

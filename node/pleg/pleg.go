@@ -58,7 +58,7 @@
 // runs every EventedRelistPeriod (300 s) to catch anything missed (events
 // dropped by the runtime), and right after every (re)subscription. While
 // events flow, the global timestamp moves only at those rare full relists,
-// so a GetNewerThan that would wait refreshes its pod itself (UpdatePod)
+// so a GetNewerThan that would wait refreshes its pod itself (RefreshPod)
 // instead. While a pod waits for a retry, and when the stream fails, the
 // PLEG relists every RelistPeriod again, the latter until a new
 // subscription succeeds (retried with a backoff from RelistPeriod to
@@ -75,7 +75,6 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
-	cri "k8s.io/cri-api/pkg/apis"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/lockstep-dev/lockstep/node/deps"
@@ -197,7 +196,7 @@ type PLEG struct {
 	clock  deps.Clock
 	tasks  deps.Tasks
 	log    *slog.Logger
-	rt     cri.RuntimeService
+	rt     Runtime
 	source deps.ContainerEvents // nil: no runtime events
 	cache  *podCache
 	events *deps.Inbox[Event]
@@ -217,9 +216,20 @@ type PLEG struct {
 	evented     bool
 }
 
+// Runtime is what the PLEG reads of the CRI runtime: the sandbox and
+// container lists it relists (all of them, or one pod's by label) and the
+// statuses of the objects whose state changed. deps.Core's Runtime (the
+// whole cri.RuntimeService) is one.
+type Runtime interface {
+	ListPodSandbox(ctx context.Context, filter *runtimeapi.PodSandboxFilter) ([]*runtimeapi.PodSandbox, error)
+	ListContainers(ctx context.Context, filter *runtimeapi.ContainerFilter) ([]*runtimeapi.Container, error)
+	PodSandboxStatus(ctx context.Context, podSandboxID string, verbose bool) (*runtimeapi.PodSandboxStatusResponse, error)
+	ContainerStatus(ctx context.Context, containerID string, verbose bool) (*runtimeapi.ContainerStatusResponse, error)
+}
+
 // New returns a PLEG reading rt (and, in evented mode, events). Start runs it; Relist does one
 // relist by hand.
-func New(d deps.Core, rt cri.RuntimeService, events deps.ContainerEvents, cfg Config) *PLEG {
+func New(d deps.Core, rt Runtime, events deps.ContainerEvents, cfg Config) *PLEG {
 	cfg = cfg.withDefaults()
 	log := d.Log
 	if log == nil {

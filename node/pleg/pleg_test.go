@@ -469,7 +469,7 @@ func TestHungPodDoesNotStallTheLoop(t *testing.T) {
 	}
 }
 
-func TestUpdatePod(t *testing.T) {
+func TestRefreshPod(t *testing.T) {
 	w := newWorld(t, 9, Config{})
 	twoPods(w.rt)
 	w.relist()
@@ -478,23 +478,23 @@ func TestUpdatePod(t *testing.T) {
 	w.rt.setState("a-side", exited)
 	w.rt.statusLog = nil
 	var err error
-	w.do(func(ctx context.Context) { err = w.p.UpdatePod(ctx, "a") })
+	w.do(func(ctx context.Context) { err = w.p.RefreshPod(ctx, "a") })
 	if err != nil {
 		t.Fatal(err)
 	}
 	st, _ := w.p.Cache().Get("a")
 	if c, _ := st.Latest("side"); c.State != podstate.ContainerExited || !st.Timestamp.Equal(at(500*time.Millisecond)) {
-		t.Errorf("UpdatePod left %+v", st)
+		t.Errorf("RefreshPod left %+v", st)
 	}
 	if diff := cmp.Diff([]string{"sb-a-0", "a-app-0", "a-app-1", "a-side"}, w.rt.statusLog); diff != "" {
-		t.Errorf("UpdatePod status calls (-want +got):\n%s", diff)
+		t.Errorf("RefreshPod status calls (-want +got):\n%s", diff)
 	}
 	// An older status never replaces a newer one.
 	w.p.cache.set(&podstate.PodStatus{UID: "a", Timestamp: at(100 * time.Millisecond), Sandboxes: []podstate.Sandbox{{ID: "old"}}})
 	if got, _ := w.p.Cache().Get("a"); got != st {
 		t.Errorf("an older status replaced a newer one")
 	}
-	// UpdatePod did not touch the relist state: the next relist still
+	// RefreshPod did not touch the relist state: the next relist still
 	// reports the change.
 	w.advance(500 * time.Millisecond)
 	w.relist()
@@ -503,7 +503,7 @@ func TestUpdatePod(t *testing.T) {
 	}
 	// A pod the runtime does not know: a tombstone, dropped by the next
 	// global stamp.
-	w.do(func(ctx context.Context) { err = w.p.UpdatePod(ctx, "gone") })
+	w.do(func(ctx context.Context) { err = w.p.RefreshPod(ctx, "gone") })
 	if _, ok := w.p.Cache().Get("gone"); ok || err != nil {
 		t.Errorf("unknown pod: Get ok=%v, err=%v", ok, err)
 	}

@@ -179,7 +179,7 @@ func (p *PLEG) probe(ctx context.Context, uid types.UID) {
 		if p.tasks.Sleep(ctx, retry.Next()) != nil {
 			return
 		}
-		if err := p.UpdatePod(ctx, uid); err == nil {
+		if err := p.RefreshPod(ctx, uid); err == nil {
 			p.triggers.Put(trigger{kind: podResponsive, uid: uid})
 			return
 		}
@@ -217,11 +217,11 @@ func (p *PLEG) refreshPod(ctx context.Context, uid types.UID, ts time.Time) erro
 	return nil
 }
 
-// UpdatePod refreshes one pod's cache entry now, from a listing filtered by
+// RefreshPod refreshes one pod's cache entry now, from a listing filtered by
 // its UID label (for a caller that just acted on the pod and wants fresh
 // state). It does not touch the relist state: the next relist still reports
 // the changes as events.
-func (p *PLEG) UpdatePod(ctx context.Context, uid types.UID) error {
+func (p *PLEG) RefreshPod(ctx context.Context, uid types.UID) error {
 	ts := p.clock.Now()
 	sandboxes, containers, err := p.listPod(ctx, uid)
 	if err != nil {

@@ -12,14 +12,6 @@ import (
 	"github.com/lockstep-dev/lockstep/node/podutil"
 )
 
-// ContainerConfig returns the config of a new instance of container c of
-// the pod (a regular, init or sidecar container): restartCount is the
-// instance's attempt number, podIPs the sandbox's IPs from its status. It
-// is ContainerConfigWith with just those two options; see there.
-func ContainerConfig(pod *corev1.Pod, c *corev1.Container, restartCount int, podIPs []string, node NodeInfo) (*runtimeapi.ContainerConfig, error) {
-	return ContainerConfigWith(pod, c, ContainerOptions{RestartCount: restartCount, PodIPs: podIPs}, node)
-}
-
 // ContainerConfigWith returns the config of a new instance of container c
 // of the pod, given everything the rest of the agent contributes in opts.
 //

@@ -236,7 +236,7 @@ func TestEnvSourceErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		pod := testPod(func(p *corev1.Pod) { p.Spec.Containers = []corev1.Container{tt.c} })
-		_, err := ContainerConfig(pod, &pod.Spec.Containers[0], 0, nil, testNode())
+		_, err := ContainerConfigWith(pod, &pod.Spec.Containers[0], ContainerOptions{}, testNode())
 		if err == nil || err.Error() != tt.wantErr {
 			t.Errorf("%s: err = %v\nwant %s", tt.name, err, tt.wantErr)
 		}

@@ -58,62 +58,6 @@ func effectiveRequests(c *corev1.Container) corev1.ResourceList {
 	return out
 }
 
-// QOSClass returns a pod's quality-of-service class as upstream computes
-// it: pod.Status.QOSClass when the apiserver set it (it never changes);
-// else, when the pod sets pod-level cpu or memory (spec.resources), from
-// those alone; else from each init and regular container's cpu and memory.
-// A set of requirements is BestEffort with no cpu or memory request or
-// limit, Guaranteed when both have equal non-zero requests and limits, and
-// Burstable otherwise; the pod is Burstable as soon as one container is,
-// or when BestEffort and Guaranteed containers mix. Requests default to
-// limits (see effectiveRequests).
-func QOSClass(pod *corev1.Pod) corev1.PodQOSClass {
-	if pod.Status.QOSClass != "" {
-		return pod.Status.QOSClass
-	}
-	if resourcehelper.IsPodLevelResourcesSet(pod) {
-		return requirementsQOS(pod.Spec.Resources.Requests, pod.Spec.Resources.Limits)
-	}
-	var qos corev1.PodQOSClass
-	for _, list := range [][]corev1.Container{pod.Spec.InitContainers, pod.Spec.Containers} {
-		for i := range list {
-			switch cq := requirementsQOS(effectiveRequests(&list[i]), list[i].Resources.Limits); {
-			case cq == corev1.PodQOSBurstable:
-				return cq
-			case qos == "":
-				qos = cq
-			case qos != cq:
-				return corev1.PodQOSBurstable
-			}
-		}
-	}
-	if qos == "" {
-		return corev1.PodQOSBestEffort
-	}
-	return qos
-}
-
-// requirementsQOS is the class of one set of requests and limits.
-func requirementsQOS(requests, limits corev1.ResourceList) corev1.PodQOSClass {
-	var qos corev1.PodQOSClass
-	for _, name := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory} {
-		req, lim := requests[name], limits[name]
-		rq := corev1.PodQOSGuaranteed
-		switch {
-		case !req.Equal(lim):
-			return corev1.PodQOSBurstable
-		case req.IsZero():
-			rq = corev1.PodQOSBestEffort
-		}
-		if qos == "" {
-			qos = rq
-		} else if qos != rq {
-			return corev1.PodQOSBurstable
-		}
-	}
-	return qos
-}
-
 // linuxResources returns a container's cgroup settings:
 //
 //   - CpuShares: requests.cpu in millicores × 1024 / 1000, within [2, 262144];

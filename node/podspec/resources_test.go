@@ -92,7 +92,7 @@ func TestLinuxResources(t *testing.T) {
 			if got := QOSClass(pod); got != tt.wantQOS {
 				t.Errorf("QOSClass = %s, want %s", got, tt.wantQOS)
 			}
-			cfg, err := ContainerConfig(pod, &pod.Spec.Containers[0], 0, nil, node)
+			cfg, err := ContainerConfigWith(pod, &pod.Spec.Containers[0], ContainerOptions{}, node)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -14,9 +14,8 @@ import (
 // (generateLinuxContainerResources, calculateLinuxResources,
 // GetHugepageLimitsFromResources, getCPULimit/getMemoryLimit),
 // kuberuntime_sandbox_linux.go (calculateSandboxResources,
-// convertOverheadToLinuxResources) and pkg/apis/core/v1/helper/qos
-// (ComputePodQOS with PodLevelResources and its kubelet QoS fix, both on
-// by default in 1.37).
+// convertOverheadToLinuxResources). The QoS class's cases are in
+// qos_test.go.
 
 func podWith(containers []corev1.Container, edit func(*corev1.PodSpec)) *corev1.Pod {
 	p := &corev1.Pod{Spec: corev1.PodSpec{Containers: containers}}
@@ -33,40 +32,6 @@ func ctr(name string, req, lim corev1.ResourceList) corev1.Container {
 
 func podLevel(req, lim corev1.ResourceList) func(*corev1.PodSpec) {
 	return func(s *corev1.PodSpec) { s.Resources = &corev1.ResourceRequirements{Requests: req, Limits: lim} }
-}
-
-func TestQOSClassUpstream(t *testing.T) {
-	always := corev1.ContainerRestartPolicyAlways
-	for _, tc := range []struct {
-		name string
-		pod  *corev1.Pod
-		want corev1.PodQOSClass
-	}{
-		{"no containers' resources", podWith([]corev1.Container{ctr("a", nil, nil)}, nil), corev1.PodQOSBestEffort},
-		{"guaranteed and best-effort containers mix", podWith([]corev1.Container{
-			ctr("a", nil, rl("cpu", "1", "memory", "1Gi")), ctr("b", nil, nil)}, nil), corev1.PodQOSBurstable},
-		{"cpu guaranteed, memory unset", podWith([]corev1.Container{ctr("a", nil, rl("cpu", "1"))}, nil), corev1.PodQOSBurstable},
-		{"only ephemeral-storage: best effort", podWith([]corev1.Container{ctr("a", rl("ephemeral-storage", "1Gi"), nil)}, nil), corev1.PodQOSBestEffort},
-		{"guaranteed sidecar and app", podWith([]corev1.Container{ctr("a", nil, rl("cpu", "1", "memory", "1Gi"))}, func(s *corev1.PodSpec) {
-			side := ctr("side", nil, rl("cpu", "100m", "memory", "64Mi"))
-			side.RestartPolicy = &always
-			s.InitContainers = []corev1.Container{side}
-		}), corev1.PodQOSGuaranteed},
-		{"pod-level guaranteed, containers unset", podWith([]corev1.Container{ctr("a", nil, nil)},
-			podLevel(rl("cpu", "1", "memory", "1Gi"), rl("cpu", "1", "memory", "1Gi"))), corev1.PodQOSGuaranteed},
-		{"pod-level burstable wins over guaranteed containers", podWith([]corev1.Container{ctr("a", nil, rl("cpu", "1", "memory", "1Gi"))},
-			podLevel(rl("cpu", "1"), rl("cpu", "2", "memory", "2Gi"))), corev1.PodQOSBurstable},
-		{"pod-level with only hugepages counts, and is best effort", podWith([]corev1.Container{ctr("a", nil, rl("cpu", "1", "memory", "1Gi"))},
-			podLevel(nil, rl("hugepages-2Mi", "4Mi"))), corev1.PodQOSBestEffort},
-		{"pod-level with only an extended resource does not count", podWith([]corev1.Container{ctr("a", nil, rl("cpu", "1", "memory", "1Gi"))},
-			podLevel(nil, rl("example.com/gpu", "1"))), corev1.PodQOSGuaranteed},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			if got := QOSClass(tc.pod); got != tc.want {
-				t.Errorf("QOSClass = %s, want %s", got, tc.want)
-			}
-		})
-	}
 }
 
 func TestLinuxResourcesUpstream(t *testing.T) {

@@ -9,8 +9,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
-	"github.com/lockstep-dev/lockstep/node/admission"
 	"github.com/lockstep-dev/lockstep/node/podstate"
+	"github.com/lockstep-dev/lockstep/node/podutil"
 )
 
 const (
@@ -249,7 +249,7 @@ func sandboxSysctls(pod *corev1.Pod) map[string]string {
 		return out
 	}
 	for _, s := range pod.Spec.SecurityContext.Sysctls {
-		out[admission.NormalizeSysctl(s.Name)] = s.Value
+		out[podutil.NormalizeSysctl(s.Name)] = s.Value
 	}
 	return out
 }

@@ -207,7 +207,7 @@ func TestNamespaceOptions(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		c, err := ContainerConfig(pod, &pod.Spec.Containers[0], 0, nil, testNode())
+		c, err := ContainerConfigWith(pod, &pod.Spec.Containers[0], ContainerOptions{}, testNode())
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -133,7 +133,7 @@ func probedContainers(pod *corev1.Pod) []*corev1.Container {
 	var out []*corev1.Container
 	for i := range pod.Spec.InitContainers {
 		c := &pod.Spec.InitContainers[i]
-		if c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways {
+		if podutil.IsSidecar(c) {
 			out = append(out, c)
 		}
 	}

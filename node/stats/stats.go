@@ -27,7 +27,6 @@ import (
 	"google.golang.org/grpc/status"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
-	cri "k8s.io/cri-api/pkg/apis"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	statsv1alpha1 "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
 
@@ -102,10 +101,28 @@ func (s Sample) Summary(nodeName string, pods []*corev1.Pod) *statsv1alpha1.Summ
 		statssummary.LocalUsage{Volumes: s.VolumeUsage, Logs: s.LogsUsage, NodeCPU: s.NodeCPU})
 }
 
+// Runtime is what a Provider reads of the CRI runtime: the sandboxes and
+// containers, and their stats (all at once, or one container's where the
+// list lacks it). The whole cri.RuntimeService is one.
+type Runtime interface {
+	ListPodSandbox(ctx context.Context, filter *runtimeapi.PodSandboxFilter) ([]*runtimeapi.PodSandbox, error)
+	ListContainers(ctx context.Context, filter *runtimeapi.ContainerFilter) ([]*runtimeapi.Container, error)
+	ListPodSandboxStats(ctx context.Context, filter *runtimeapi.PodSandboxStatsFilter) ([]*runtimeapi.PodSandboxStats, error)
+	ListContainerStats(ctx context.Context, filter *runtimeapi.ContainerStatsFilter) ([]*runtimeapi.ContainerStats, error)
+	ContainerStats(ctx context.Context, containerID string) (*runtimeapi.ContainerStats, error)
+}
+
+// ImageFS is what a Provider reads of the CRI image service: the image
+// filesystem's usage. The whole cri.ImageManagerService is one.
+type ImageFS interface {
+	ImageFsInfo(ctx context.Context) (*runtimeapi.ImageFsInfoResponse, error)
+}
+
 // Ports are what a Provider reads.
 type Ports struct {
-	Runtime cri.RuntimeService
-	Images  cri.ImageManagerService
+	Runtime Runtime
+	// Images reports the image filesystem; nil reports none.
+	Images  ImageFS
 	Machine deps.Machine
 	// Pods lists the managed pods whose local storage is measured; nil
 	// lists none.

@@ -117,11 +117,6 @@ func listMessage(what string, names []string) string {
 	return fmt.Sprintf("%s: [%s]", what, strings.Join(names, " "))
 }
 
-// initialized reports whether the pod's initialization is complete.
-func initialized(pod *corev1.Pod, initStatuses, statuses []corev1.ContainerStatus) bool {
-	return len(pendingInit(pod, initStatuses, statuses)) == 0
-}
-
 // pendingInit names the init containers that keep the pod from being
 // initialized: regular init containers that have not exited 0 and sidecars
 // that have not started. Once any regular container has run the pod stays

@@ -10,13 +10,13 @@
 package status
 
 import (
-	"fmt"
 	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/lockstep-dev/lockstep/node/podspec"
 	"github.com/lockstep-dev/lockstep/node/podstate"
 	"github.com/lockstep-dev/lockstep/node/podutil"
 )
@@ -36,13 +36,6 @@ const DefaultRuntimeType = "cri"
 // CreateContainerError, CreateContainerConfigError, …).
 type Waiting struct {
 	Reason, Message string
-}
-
-// BackOffMessage is the message of a CrashLoopBackOff waiting state:
-// "back-off 20s restarting failed container=x pod=ns/name(uid)".
-func BackOffMessage(d time.Duration, container string, pod *corev1.Pod) string {
-	return fmt.Sprintf("back-off %s restarting failed container=%s pod=%s/%s(%s)",
-		d, container, pod.Namespace, pod.Name, pod.UID)
 }
 
 // Probes gives the latest readiness and startup results of a container
@@ -82,7 +75,7 @@ func Generate(pod *corev1.Pod, rs *podstate.PodStatus, waiting map[string]Waitin
 
 	var s corev1.PodStatus
 	s.ObservedGeneration = pod.Generation
-	s.QOSClass = QOSClass(pod)
+	s.QOSClass = podspec.QOSClass(pod)
 
 	// A container not yet created waits as ContainerCreating, or as
 	// PodInitializing in a pod with init containers (init containers

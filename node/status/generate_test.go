@@ -2,7 +2,6 @@ package status
 
 import (
 	"testing"
-	"time"
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
@@ -214,10 +213,7 @@ func TestInitContainersInOrder(t *testing.T) {
 
 func TestCrashLoopBackOffStatus(t *testing.T) {
 	pod := newPod(corev1.RestartPolicyAlways, "app")
-	msg := BackOffMessage(20*time.Second, "app", pod)
-	if want := "back-off 20s restarting failed container=app pod=ns/web(uid-web)"; msg != want {
-		t.Errorf("BackOffMessage = %q, want %q", msg, want)
-	}
+	msg := "back-off 20s restarting failed container=app pod=ns/web(uid-web)" // runtimesync's, passed through
 	rs := world(true,
 		exited("app", "c1", 0, 1, 2, 1, ""),
 		exited("app", "c2", 1, 12, 13, 2, ""),
@@ -626,54 +622,33 @@ func TestCheckTransition(t *testing.T) {
 
 func mustQ(s string) resource.Quantity { return resource.MustParse(s) }
 
-func TestQOSClass(t *testing.T) {
-	res := func(req, lim map[corev1.ResourceName]string) corev1.ResourceRequirements {
-		r := corev1.ResourceRequirements{}
-		for k, v := range req {
-			if r.Requests == nil {
-				r.Requests = corev1.ResourceList{}
-			}
-			r.Requests[k] = mustQ(v)
-		}
-		for k, v := range lim {
-			if r.Limits == nil {
-				r.Limits = corev1.ResourceList{}
-			}
-			r.Limits[k] = mustQ(v)
-		}
-		return r
-	}
-	cpu, mem := corev1.ResourceCPU, corev1.ResourceMemory
-	both := map[corev1.ResourceName]string{cpu: "1", mem: "1Gi"}
+// TestGenerateReportsTheQOSClass: the status reports the class podspec's
+// one rule gives (upstream's GetPodQOS): the class the status already
+// carries is kept, and a pod with pod-level limits only is Guaranteed, as
+// its requests default to them.
+func TestGenerateReportsTheQOSClass(t *testing.T) {
+	both := corev1.ResourceList{corev1.ResourceCPU: mustQ("1"), corev1.ResourceMemory: mustQ("1Gi")}
 	tests := []struct {
 		name string
-		rs   []corev1.ResourceRequirements
+		edit func(*corev1.Pod)
 		want corev1.PodQOSClass
 	}{
-		{"nothing", []corev1.ResourceRequirements{{}, {}}, corev1.PodQOSBestEffort},
-		{"limits only, both", []corev1.ResourceRequirements{res(nil, both)}, corev1.PodQOSGuaranteed},
-		{"equal requests and limits", []corev1.ResourceRequirements{res(both, both), res(both, both)}, corev1.PodQOSGuaranteed},
-		{"one container without", []corev1.ResourceRequirements{res(both, both), {}}, corev1.PodQOSBurstable},
-		{"requests below limits", []corev1.ResourceRequirements{res(map[corev1.ResourceName]string{cpu: "500m", mem: "1Gi"}, both)}, corev1.PodQOSBurstable},
-		{"cpu limit only", []corev1.ResourceRequirements{res(nil, map[corev1.ResourceName]string{cpu: "1"})}, corev1.PodQOSBurstable},
-		{"zero requests", []corev1.ResourceRequirements{res(map[corev1.ResourceName]string{cpu: "0"}, nil)}, corev1.PodQOSBestEffort},
+		{"no resources", func(*corev1.Pod) {}, corev1.PodQOSBestEffort},
+		{"container limits only", func(p *corev1.Pod) { p.Spec.Containers[0].Resources.Limits = both }, corev1.PodQOSGuaranteed},
+		{"pod-level limits only", func(p *corev1.Pod) { p.Spec.Resources = &corev1.ResourceRequirements{Limits: both} }, corev1.PodQOSGuaranteed},
+		{"the status's class is kept", func(p *corev1.Pod) {
+			p.Spec.Containers[0].Resources.Limits = both
+			p.Status.QOSClass = corev1.PodQOSBestEffort
+		}, corev1.PodQOSBestEffort},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			pod := newPod(corev1.RestartPolicyAlways)
-			for i, r := range tc.rs {
-				pod.Spec.Containers = append(pod.Spec.Containers, corev1.Container{Name: itoa(int32(i)), Resources: r})
-			}
-			if got := QOSClass(pod); got != tc.want {
-				t.Errorf("QOSClass = %s, want %s", got, tc.want)
+			pod := newPod(corev1.RestartPolicyAlways, "a")
+			tc.edit(pod)
+			if got := Generate(pod, world(true, running("a", "ca", 0, 1)), nil, nil, node, at(5)).QOSClass; got != tc.want {
+				t.Errorf("reported QOSClass = %s, want %s", got, tc.want)
 			}
 		})
-	}
-	pod := newPod(corev1.RestartPolicyAlways, "a")
-	r := res(nil, both)
-	pod.Spec.Resources = &r
-	if got := QOSClass(pod); got != corev1.PodQOSGuaranteed {
-		t.Errorf("pod-level limits: QOSClass = %s, want Guaranteed", got)
 	}
 }
 

@@ -338,7 +338,7 @@ func (m *Manager) runWriter(ctx context.Context) {
 			}
 			continue
 		}
-		m.syncPod(ctx, uid)
+		m.writePod(ctx, uid)
 		m.finish(uid)
 	}
 }
@@ -379,9 +379,9 @@ type snapshot struct {
 // errGone means the pod this status belongs to no longer exists in the API.
 var errGone = errors.New("pod is gone from the API")
 
-// syncPod writes the newest status of one pod if the API's differs, then
+// writePod writes the newest status of one pod if the API's differs, then
 // deletes the pod if it is deletable.
-func (m *Manager) syncPod(ctx context.Context, uid types.UID) {
+func (m *Manager) writePod(ctx context.Context, uid types.UID) {
 	m.mu.Lock()
 	e := m.pods[uid]
 	if e == nil || e.done || m.d.Clock.Now().Before(e.notBefore) {

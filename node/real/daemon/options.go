@@ -367,9 +367,6 @@ func (o *Options) CertDirectory() string {
 	return filepath.Join(o.RootDir, "pki")
 }
 
-// SocketPath returns the file system path of a unix endpoint.
-func SocketPath(ep string) string { return strings.TrimPrefix(ep, "unix://") }
-
 // ParallelImagePulls is the images.Config.ParallelPulls the options ask
 // for: 1 when pulls are serialized, else MaxParallelImagePulls, or -1 (no
 // limit) when it is unset.
