@@ -12,7 +12,8 @@
 #   flock /tmp/e2e.lock make diff-kubelet
 #   DIFF_SCENARIOS='crash-*' flock /tmp/e2e.lock hack/diff-kubelet/run.sh
 # Settings: DIFF_SCENARIOS (glob(s) of scenario names, default all),
-# DIFF_PARALLEL (scenarios run at once, default 6), DIFF_OUT (output dir,
+# DIFF_PARALLEL (scenarios run at once, default 6), DIFF_NETWORK (0: no
+# served pod network, the network scenarios skipped; default on), DIFF_OUT (output dir,
 # default /tmp/lockstep-diff-kubelet-<timestamp>), DIFF_KUBELET_V /
 # DIFF_LOCKSTEP_V (log levels, 2), E2E_DIR (/tmp/lockstep-diff-kubelet).
 set -uo pipefail
@@ -119,10 +120,18 @@ cmdfile() { local n=$1; shift; printf '%s\n' "$@" > "$procs/$n.cmd"; }
 # The fake runtimes: the same images and registry on both (a missing image,
 # one that needs the pull secret's credentials); the imagefs mountpoint they
 # report must exist (the kubelet asks cAdvisor about it).
+# Each serves its sandboxes' scripted HTTP/TCP/gRPC endpoints on a loopback
+# range of its own (the kubelet's pods 127.88.x, lockstep's 127.89.x) and
+# host-network pods' on the node IP, so both agents' real probers and hook
+# handlers reach them (DIFF_NETWORK=0: no pod network, the network
+# scenarios skipped).
+declare -A pod_net=([kubelet]=127.88.0.0/16 [lockstep]=127.89.0.0/16)
 for a in kubelet lockstep; do
   mkdir -p "$E2E_DIR/$a/imagefs"
+  net_args=(--pod-network="${pod_net[$a]}" --host-network-address="$node_ip")
+  [[ ${DIFF_NETWORK:-1} == 0 ]] && net_args=()
   cmdfile "fakecri-$a" "$E2E_DIR/bin/fakecri" --listen="unix://$E2E_DIR/$a/fakecri.sock" \
-    --imagefs-mountpoint="$E2E_DIR/$a/imagefs" \
+    --imagefs-mountpoint="$E2E_DIR/$a/imagefs" "${net_args[@]}" \
     --fail-pull=registry.example/missing:1 --registry-auth=registry.example/private:1=diff:s3cret
 done
 
@@ -198,6 +207,6 @@ cp "$kdir/config.yaml" "$out/kubelet-config.yaml"; cp "$procs"/*.cmd "$out"/
 log "=== run the catalogue"
 "$E2E_DIR/bin/diff-driver" -dir "$E2E_DIR" -kubeconfig "$E2E_DIR/admin.kubeconfig" \
   -catalogue "$here/scenarios" -scenarios "${DIFF_SCENARIOS:-*}" -parallel "${DIFF_PARALLEL:-6}" \
-  -out "$out" -logs "$LOG_DIR" ${DIFF_NETWORK:+-network} &
+  -out "$out" -logs "$LOG_DIR" -network="$([[ ${DIFF_NETWORK:-1} == 0 ]] && echo false || echo true)" &
 echo $! > "$PID_DIR/driver"
 wait "$(cat "$PID_DIR/driver")"

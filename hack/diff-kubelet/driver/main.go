@@ -41,7 +41,7 @@ func main() {
 	parallel := flag.Int("parallel", 6, "scenarios run at once (exclusive ones run alone)")
 	outDir := flag.String("out", "", "output dir (table.md, report.html, recordings.json)")
 	logs := flag.String("logs", "", "dir for the processes' logs")
-	network := flag.Bool("network", false, "run the scenarios that probe over the network (the fake runtime must serve pod endpoints on loopback addresses)")
+	network := flag.Bool("network", true, "run the scenarios that probe or hook over the network (the fake runtimes serve pod endpoints on loopback addresses); false skips them")
 	flag.Parse()
 	if err := run(*dir, *kubeconfig, *catalogue, *globs, *parallel, *outDir, *logs, *network); err != nil {
 		log.Fatalf("diff-kubelet: %v", err)
@@ -57,7 +57,7 @@ func run(dir, kubeconfig, catalogue, globs string, parallel int, outDir, logs st
 	var skipped []*Outcome
 	for _, s := range all {
 		if s.Network && !network {
-			skipped = append(skipped, &Outcome{Scenario: s, Skipped: "network probes: needs the fake runtime's loopback pod addresses (-network)"})
+			skipped = append(skipped, &Outcome{Scenario: s, Skipped: "network probes and hooks: the fake runtimes serve no pod network (-network=false, DIFF_NETWORK=0)"})
 			continue
 		}
 		scenarios = append(scenarios, s)
@@ -89,7 +89,8 @@ func run(dir, kubeconfig, catalogue, globs string, parallel int, outDir, logs st
 		if err != nil {
 			return err
 		}
-		h.sides[i] = &side{agent: agent, node: node, runtime: rv, manifests: filepath.Join(dir, agent, "manifests")}
+		h.sides[i] = &side{agent: agent, node: node, runtime: rv, manifests: filepath.Join(dir, agent, "manifests"),
+			localVolumes: filepath.Join(dir, agent, "local-volumes")}
 		h.rec.watchNode(node)
 	}
 	informerStop := make(chan struct{})

@@ -32,6 +32,9 @@ type side struct {
 	node      string
 	runtime   *runtimeView
 	manifests string
+	// localVolumes holds the host directories of its local
+	// PersistentVolumes.
+	localVolumes string
 }
 
 // suffix is the namespace suffix of the side's copy of a scenario.
@@ -74,7 +77,7 @@ func (h *harness) run(ctx context.Context, s *Scenario) *Outcome {
 	began := time.Now()
 	out := &Outcome{Scenario: s}
 	ns := func(sd *side) string { return s.Name + sd.suffix() }
-	err := both(func(_ int, sd *side) error { return h.prepare(ctx, s, ns(sd)) }, h.sides)
+	err := both(func(_ int, sd *side) error { return h.prepare(ctx, s, sd, ns(sd)) }, h.sides)
 	if err != nil {
 		out.Error = err.Error()
 		return out
@@ -127,8 +130,9 @@ func (h *harness) run(ctx context.Context, s *Scenario) *Outcome {
 	return out
 }
 
-// prepare creates the namespace and the scenario's objects.
-func (h *harness) prepare(ctx context.Context, s *Scenario, ns string) error {
+// prepare creates the namespace and the scenario's objects (the side's
+// copies of its local PersistentVolumes bound to their claims).
+func (h *harness) prepare(ctx context.Context, s *Scenario, sd *side, ns string) error {
 	_, err := h.client.CoreV1().Namespaces().Create(ctx, &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
 	if err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("create namespace %s: %w", ns, err)
@@ -148,7 +152,7 @@ func (h *harness) prepare(ctx context.Context, s *Scenario, ns string) error {
 			return fmt.Errorf("create object in %s: %w", ns, err)
 		}
 	}
-	return nil
+	return h.createVolumeAndClaim(ctx, s, sd, ns)
 }
 
 // createPods creates the filler pods, the pods (bound to the side's node)
@@ -401,7 +405,7 @@ func (h *harness) cleanup(ctx context.Context, s *Scenario, sd *side, ns string)
 			return err
 		}
 		if len(pods.Items) == 0 {
-			return nil
+			return h.deleteVolumesAndClaims(ctx, s, ns)
 		}
 		for _, p := range pods.Items {
 			_ = h.client.CoreV1().Pods(ns).Delete(ctx, p.Name, metav1.DeleteOptions{GracePeriodSeconds: &zero})
