@@ -77,7 +77,7 @@ func (a *Agent) SyncPod(ctx context.Context, pod *corev1.Pod, lastSync time.Time
 		}
 		rz.Error, resized = a.resizeInPlace(ctx, run, st)
 	}
-	res, syncErr := a.exec.SyncPod(ctx, run, st, terminal, a.unhealthy(pod), a.probes.ForPod(pod, st).Started)
+	res, syncErr := a.exec.Execute(ctx, run, st, terminal, a.unhealthy(pod), a.probes.ForPod(pod, st).Started)
 	a.expect(pod.UID, res.Started)
 	view := st
 	if !terminal {

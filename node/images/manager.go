@@ -10,7 +10,6 @@ import (
 
 	"google.golang.org/grpc/status"
 	corev1 "k8s.io/api/core/v1"
-	cri "k8s.io/cri-api/pkg/apis"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/lockstep-dev/lockstep/node/backoff"
@@ -45,12 +44,18 @@ type Config struct {
 // Ports are what a Manager acts on.
 type Ports struct {
 	// Images inspects and pulls images.
-	Images cri.ImageManagerService
+	Images Runtime
 	// Secrets reads the pods' imagePullSecrets; nil: pulls go without
 	// credentials.
 	Secrets deps.SecretAPI
 	// Events records the image events; nil records none.
 	Events deps.EventSink
+}
+
+// Runtime is the part of CRI's ImageService a Manager calls.
+type Runtime interface {
+	ImageStatus(ctx context.Context, image *runtimeapi.ImageSpec, verbose bool) (*runtimeapi.ImageStatusResponse, error)
+	PullImage(ctx context.Context, image *runtimeapi.ImageSpec, auth *runtimeapi.AuthConfig, podSandboxConfig *runtimeapi.PodSandboxConfig) (string, error)
 }
 
 // Error is why a container's image is not there: Reason is its waiting

@@ -211,7 +211,7 @@ func TestExecutorStartHooks(t *testing.T) {
 	d.Files = w.fs
 	e := runtimesync.NewExecutor(d.Core, runtimesync.Ports{Runtime: d.Runtime, Images: d.Images, Files: d.Files, Events: d.API.Events}, runtimesync.Config{Node: podspec.NodeInfo{NodeName: "n"}, Observer: w.m})
 	sync := func(ctx context.Context, pod *corev1.Pod) error {
-		_, err := e.SyncPod(ctx, pod, &podstate.PodStatus{UID: pod.UID}, false, nil, nil)
+		_, err := e.Execute(ctx, pod, &podstate.PodStatus{UID: pod.UID}, false, nil, nil)
 		return err
 	}
 	var errs []error

@@ -1,9 +1,25 @@
-// Package runtimesync brings the runtime in line with one pod's spec: a pure
-// ComputeActions decides what to kill, create and start from the spec and
-// the runtime's view of the pod (podstate), and an Executor carries the
-// actions out through CRI: kill the sandbox if needed, kill unwanted
-// containers, create the sandbox, the next init container, the regular
-// containers. It also kills whole pods with a grace period.
+// Package runtimesync brings the runtime in line with one pod's spec.
+//
+// The decisions are pure. ComputeActions decides what to kill, create and
+// start from the spec and the runtime's view of the pod (podstate). A Plan
+// (NewPlan) turns those actions into the whole of one sync, in the shape
+// of etcd raft's Ready/Advance: Next returns what to do now (the events to
+// record, the container starts to report to the Observer, and the next
+// call, an Op: a CRI call with its arguments), Report hands the call's
+// outcome back, and the plan decides what follows from it (a failed
+// sandbox makes every container wait in ContainerCreating and ends the
+// sync; a failed image, config, create or start makes that container wait
+// with the kubelet's reason and a Failed event; a failed postStart hook
+// adds a kill of the new instance). Result then holds the waiting reasons,
+// the containers started and the sandbox.
+//
+// The Executor only executes: Execute steps a Plan, makes each call
+// through the narrow ports it declares (Runtime, Images) and reports its
+// outcome, recording the plan's events; it chooses no reason, event or
+// refusal. The testdata/plan transcripts show the plans: a pod, a runtime
+// view and scripted outcomes in, every step out. The Executor also kills
+// whole pods with a grace period (KillPod), resizes containers in place
+// and collects garbage.
 package runtimesync
 
 import (

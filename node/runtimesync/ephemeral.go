@@ -7,18 +7,28 @@ import (
 	"github.com/lockstep-dev/lockstep/node/podstate"
 )
 
-// targetNamespace puts ephemeral container index of pod into the process
-// namespace of its targetContainerName's running instance, as upstream
-// does when the pod's containers each have their own process namespace
-// (no shareProcessNamespace, no hostPID). Without a running target it
-// keeps its own.
-func targetNamespace(cfg *runtimeapi.ContainerConfig, pod *corev1.Pod, st *podstate.PodStatus, index int) {
+// targetID is the running instance of the targetContainerName of
+// ephemeral container index of pod, whose process namespace it joins;
+// "" when it names none or that one does not run.
+func targetID(pod *corev1.Pod, st *podstate.PodStatus, index int) string {
 	target := pod.Spec.EphemeralContainers[index].TargetContainerName
 	if target == "" {
-		return
+		return ""
 	}
 	latest, ok := st.Latest(target)
 	if !ok || latest.State != podstate.ContainerRunning {
+		return ""
+	}
+	return latest.ID
+}
+
+// joinTarget puts an ephemeral container's config into the process
+// namespace of container instance target, as upstream does when the
+// pod's containers each have their own process namespace (no
+// shareProcessNamespace, no hostPID). With no target ("") it keeps its
+// own.
+func joinTarget(cfg *runtimeapi.ContainerConfig, target string) {
+	if target == "" {
 		return
 	}
 	ns := cfg.GetLinux().GetSecurityContext().GetNamespaceOptions()
@@ -26,5 +36,5 @@ func targetNamespace(cfg *runtimeapi.ContainerConfig, pod *corev1.Pod, st *podst
 		return
 	}
 	ns.Pid = runtimeapi.NamespaceMode_TARGET
-	ns.TargetId = latest.ID
+	ns.TargetId = target
 }

@@ -33,7 +33,7 @@ func TestTargetNamespace(t *testing.T) {
 	}
 	for _, tc := range cases {
 		c := cfg(tc.pid)
-		targetNamespace(c, pod, tc.st, tc.index)
+		joinTarget(c, targetID(pod, tc.st, tc.index))
 		ns := c.Linux.SecurityContext.NamespaceOptions
 		if ns.Pid != tc.wantPid || ns.TargetId != tc.wantID {
 			t.Errorf("%s: pid %v target %q, want %v %q", tc.name, ns.Pid, ns.TargetId, tc.wantPid, tc.wantID)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	cri "k8s.io/cri-api/pkg/apis"
 	"log/slog"
 	"sync"
 	"time"
@@ -18,7 +17,6 @@ import (
 	"github.com/lockstep-dev/lockstep/node/deps"
 	"github.com/lockstep-dev/lockstep/node/images"
 	"github.com/lockstep-dev/lockstep/node/lifecycle"
-	"github.com/lockstep-dev/lockstep/node/objcache"
 	"github.com/lockstep-dev/lockstep/node/podspec"
 	"github.com/lockstep-dev/lockstep/node/podstate"
 	"github.com/lockstep-dev/lockstep/node/podutil"
@@ -74,55 +72,6 @@ type Observer interface {
 	ObserveContainerStart(init bool, code string)
 }
 
-// Ports are the parts of the outside world an Executor acts on.
-type Ports struct {
-	// Runtime runs sandboxes and containers.
-	Runtime cri.RuntimeService
-	// Images pulls and inspects images.
-	Images cri.ImageManagerService
-	// Files keeps pod log directories and container log symlinks; nil
-	// keeps none.
-	Files deps.Files
-	// Events records events on pods; nil records none.
-	Events deps.EventSink
-	// ConfigMaps and Secrets feed containers' environments; nil: a pod
-	// that needs them waits in CreateContainerConfigError.
-	ConfigMaps deps.ConfigMapAPI
-	Secrets    deps.SecretAPI
-	// Services is the watched cache of every service, for the service
-	// environment variables; nil (standalone): containers get none.
-	Services *servicecache.Cache
-	// Objects is the watched cache of the configMaps and secrets the
-	// pods reference: environments read it first and GET (ConfigMaps,
-	// Secrets) only what it does not hold yet; nil: always GET.
-	Objects *objcache.Cache
-	// RuntimeClasses resolves runtimeClassName into a CRI handler.
-	RuntimeClasses deps.RuntimeClassAPI
-	// UserNamespaces gives hostUsers: false pods their user namespace
-	// (node/userns); nil: such pods' sandboxes fail.
-	UserNamespaces UserNamespaces
-	// ProbeNet carries the HTTP GETs of lifecycle hooks; nil: HTTP hooks
-	// fail.
-	ProbeNet deps.ProbeNetwork
-	// Devices hands containers their device plugin devices
-	// (node/devicemanager); nil: no container gets any.
-	Devices Devices
-}
-
-// Devices allocates containers' device plugin devices.
-type Devices interface {
-	// Allocate returns what c's config must hold to use its devices (the
-	// same devices for every instance); nil when it uses none.
-	Allocate(ctx context.Context, pod *corev1.Pod, c *corev1.Container) (*deps.DeviceAllocation, error)
-}
-
-// UserNamespaces allocates pods' user namespaces (node/userns).
-type UserNamespaces interface {
-	// Allocate returns the pod's user namespace, the same for its whole
-	// life.
-	Allocate(uid types.UID) (*runtimeapi.UserNamespace, error)
-}
-
 // Executor carries out a pod's actions through CRI.
 type Executor struct {
 	d      deps.Core
@@ -155,203 +104,160 @@ func NewExecutor(d deps.Core, ports Ports, cfg Config) *Executor {
 	}
 }
 
-// Result reports what a sync did and why containers wait.
-type Result struct {
-	Actions Actions
-	// Waiting maps container names to why they are not running.
-	Waiting map[string]Waiting
-	// Started lists the containers started, in order.
-	Started []Started
-	// SandboxID is the sandbox the pod's containers run in after the sync.
-	SandboxID string
-	// ActionTaken reports that the runtime was changed.
-	ActionTaken bool
-}
-
-// Started is a container instance a sync started.
-type Started struct {
-	Name string
-	ID   string
-}
-
 // PodLogger returns d.Log with the pod's namespace/name and UID.
 func PodLogger(l *slog.Logger, pod *corev1.Pod) *slog.Logger {
 	return l.With("pod", pod.Namespace+"/"+pod.Name, "uid", string(pod.UID))
 }
 
-// SyncPod computes and executes the actions for pod. Unhealthy reports
-// containers whose liveness or startup probe failed (nil: none); started
-// reports whether a running instance has passed its startup probe (nil:
-// running means started).
-func (e *Executor) SyncPod(ctx context.Context, pod *corev1.Pod, st *podstate.PodStatus, terminal bool,
+// Execute carries out the sync of pod (NewPlan): it makes the plan's
+// calls in turn, records its events and observations, and reports each
+// call's outcome back. Unhealthy reports containers whose liveness or
+// startup probe failed (nil: none); started reports whether a running
+// instance has passed its startup probe (nil: running means started).
+func (e *Executor) Execute(ctx context.Context, pod *corev1.Pod, st *podstate.PodStatus, terminal bool,
 	unhealthy func(string) (ProbeKill, bool), started func(string) bool) (Result, error) {
-	log := PodLogger(e.d.Log, pod)
-	acts := ComputeActions(Inputs{
+	plan := NewPlan(Inputs{
 		Pod: pod, Status: st, Terminal: terminal, Now: e.d.Clock.Now(),
 		Backoff: e.crash, Hash: podspec.ContainerHash, Unhealthy: unhealthy, Started: started, Node: e.cfg.Node,
 		Resizing: e.cfg.Resized != nil && e.cfg.Resized(pod.UID),
 	})
-	res := Result{Actions: acts, Waiting: map[string]Waiting{}}
-	for name, w := range acts.Waiting {
-		res.Waiting[name] = w
-		if w.Reason == podutil.ReasonCrashLoopBackOff {
-			e.event(pod, name, corev1.EventTypeWarning, "BackOff", "Back-off restarting failed container "+name)
-		}
-	}
-	grace := podutil.GracePeriod(pod)
-	if acts.KillPod {
-		res.ActionTaken = true
-		if err := e.KillPod(ctx, pod, st, grace); err != nil {
-			return res, fmt.Errorf("kill pod %s/%s before re-creating it: %w", pod.Namespace, pod.Name, err)
-		}
-	} else {
-		var errs []error
-		for _, k := range acts.Kill {
-			res.ActionTaken = true
-			log.Info("killing container", "container", k.Name, "id", k.ID, "reason", k.Reason)
-			msg, kgrace := k.Message, grace
-			if msg == "" {
-				msg = fmt.Sprintf("Stopping container %s: %s", k.Name, k.Reason)
-			}
-			if k.Grace != nil {
-				kgrace = *k.Grace
-			}
-			e.event(pod, k.Name, corev1.EventTypeNormal, "Killing", msg)
-			victim := podstate.Container{ID: k.ID, Name: k.Name, State: podstate.ContainerRunning}
-			if c, ok := st.Instance(k.ID); ok {
-				victim = c
-			}
-			if err := e.killContainer(ctx, pod, victim, sandboxIP(st, victim.SandboxID), kgrace, nil); err != nil {
-				errs = append(errs, fmt.Errorf("kill container %q of pod %s/%s: %w", k.Name, pod.Namespace, pod.Name, err))
-				continue
-			}
-			if k.Remove {
-				stale := podstate.Container{ID: k.ID, Name: k.Name}
-				if c, ok := st.Instance(k.ID); ok {
-					stale = c
-				}
-				if err := e.removeContainer(ctx, podspec.RefOf(pod), stale); err != nil {
-					errs = append(errs, fmt.Errorf("remove stale container %q (%s) of pod %s/%s: %w", k.Name, k.ID, pod.Namespace, pod.Name, err))
-				}
-			}
-		}
-		if err := errors.Join(errs...); err != nil {
-			return res, err
-		}
-	}
-	if acts.InitFailed || terminal || len(acts.Start) == 0 && !acts.CreateSandbox {
-		res.SandboxID = acts.SandboxID
-		return res, nil
-	}
-
-	sandboxID, attempt := acts.SandboxID, acts.Attempt
-	var podIPs []string
-	if sb, ok := st.LatestSandbox(); ok && !acts.CreateSandbox {
-		attempt = sb.Attempt
-		if sb.IP != "" {
-			podIPs = []string{sb.IP}
-		}
-	}
-	sbConfig, err := podspec.SandboxConfig(pod, attempt, e.cfg.Node, e.cgroupParent(pod))
-	if err != nil {
-		return res, fmt.Errorf("sandbox config of pod %s/%s: %w", pod.Namespace, pod.Name, err)
-	}
-	if acts.CreateSandbox {
-		res.ActionTaken = true
-		log.Info("creating sandbox", "attempt", attempt, "reason", acts.SandboxReason)
-		if e.ports.Files != nil {
-			if err := e.ports.Files.MkdirAll(sbConfig.LogDirectory); err != nil {
-				return res, fmt.Errorf("create log directory %s of pod %s/%s: %w", sbConfig.LogDirectory, pod.Namespace, pod.Name, err)
-			}
-		}
-		var handler string
-		if handler, err = e.runtimeHandler(ctx, pod); err == nil {
-			if err = e.userNamespace(ctx, pod, sbConfig, handler, true); err == nil {
-				sandboxID, err = e.ports.Runtime.RunPodSandbox(ctx, sbConfig, handler)
-			}
+	r := &run{e: e, pod: pod, st: st, log: PodLogger(e.d.Log, pod)}
+	for {
+		step := plan.Next()
+		for _, ev := range step.Events {
+			e.event(pod, ev.Container, ev.Type, ev.Reason, ev.Message)
 		}
 		if obs := e.cfg.Observer; obs != nil {
-			obs.ObservePodSandboxStart(err)
-		}
-		if err != nil {
-			e.event(pod, "", corev1.EventTypeWarning, "FailedCreatePodSandBox", fmt.Sprintf("Failed to create pod sandbox: %v", err))
-			for _, s := range acts.Start {
-				res.Waiting[s.Name] = Waiting{Reason: podutil.ReasonContainerCreating}
+			for _, o := range step.Observe {
+				obs.ObserveContainerStart(o.Init, o.Code)
 			}
-			return res, fmt.Errorf("create sandbox of pod %s/%s: %w", pod.Namespace, pod.Name, err)
 		}
-		if sst, err := e.ports.Runtime.PodSandboxStatus(ctx, sandboxID, false); err == nil && sst.GetStatus().GetNetwork().GetIp() != "" {
-			podIPs = []string{sst.GetStatus().GetNetwork().GetIp()}
+		if step.Op == nil {
+			return plan.Result()
 		}
-	} else if err := e.userNamespace(ctx, pod, sbConfig, "", false); err != nil {
-		return res, err // the running sandbox's namespace, for its new containers
+		plan.Report(r.do(ctx, step.Op))
 	}
-	res.SandboxID = sandboxID
+}
 
-	var errs []error
-	for _, s := range acts.Start {
-		c := containerSpec(pod, s)
-		if c == nil {
-			continue
-		}
-		res.ActionTaken = true
-		if w, err := e.ensureImage(ctx, pod, c, sbConfig); w != nil {
-			e.observeStart(s, w.Reason)
-			res.Waiting[s.Name] = *w
-			if err != nil {
-				errs = append(errs, err)
-			}
-			continue
-		}
-		cfg, err := e.containerConfig(ctx, pod, c, s.RestartCount, podIPs)
-		if err == nil && s.Ephemeral {
-			targetNamespace(cfg, pod, st, s.Index)
-		}
-		if err == nil && podspec.WantsUserNamespace(pod) {
-			podspec.SetUserNamespace(nil, cfg, sbConfig.GetLinux().GetSecurityContext().GetNamespaceOptions().GetUsernsOptions())
-		}
+// run is one sync being carried out: the pod, its runtime view, and the
+// configs built for the calls that follow.
+type run struct {
+	e       *Executor
+	pod     *corev1.Pod
+	st      *podstate.PodStatus
+	log     *slog.Logger
+	sandbox *runtimeapi.PodSandboxConfig
+	config  *runtimeapi.ContainerConfig
+}
+
+// do makes one call of a plan and returns its outcome.
+func (r *run) do(ctx context.Context, op Op) Outcome {
+	e, pod := r.e, r.pod
+	switch op := op.(type) {
+	case KillPodOp:
+		return Outcome{Err: e.KillPod(ctx, pod, r.st, op.Grace)}
+	case KillContainerOp:
+		r.log.Info("killing container", "container", op.Name, "id", op.ID, "reason", op.Reason)
+		victim := podstate.Container{ID: op.ID, Name: op.Name, State: podstate.ContainerRunning}
+		return Outcome{Err: e.killContainer(ctx, pod, victim, op.PodIP, op.Grace, nil)}
+	case RemoveContainerOp:
+		return Outcome{Err: e.removeContainer(ctx, podspec.RefOf(pod), podstate.Container{ID: op.ID, Name: op.Name, RestartCount: op.RestartCount})}
+	case SandboxConfigOp:
+		var err error
+		r.sandbox, err = podspec.SandboxConfig(pod, op.Attempt, e.cfg.Node, e.cgroupParent(pod))
+		return Outcome{Err: err}
+	case LogDirectoryOp:
+		return Outcome{Err: e.mkdir(op.Path)}
+	case RunPodSandboxOp:
+		r.log.Info("creating sandbox", "attempt", op.Attempt, "reason", op.Reason)
+		id, err := e.runPodSandbox(ctx, pod, r.sandbox)
+		return Outcome{ID: id, Err: err}
+	case SandboxStatusOp:
+		st, err := e.ports.Runtime.PodSandboxStatus(ctx, op.ID, false)
+		return Outcome{IP: st.GetStatus().GetNetwork().GetIp(), Err: err}
+	case UserNamespaceOp:
+		return Outcome{Err: e.userNamespace(ctx, pod, r.sandbox, "", false)}
+	case EnsureImageOp:
+		_, err := e.images.EnsureImage(ctx, pod, containerSpec(pod, op.Container), r.sandbox)
+		return Outcome{Err: err}
+	case ContainerConfigOp:
+		var err error
+		r.config, err = e.fullContainerConfig(ctx, pod, op, r.sandbox)
+		return Outcome{Err: err}
+	case CreateContainerOp:
+		return r.createContainer(ctx, op)
+	case StartContainerOp:
+		err := e.ports.Runtime.StartContainer(ctx, op.ID)
 		if err == nil {
-			err = e.prepareMounts(pod, podIPs, cfg)
+			r.log.Info("started container", "container", op.Container.Name, "id", op.ID, "restartCount", op.Container.RestartCount)
 		}
-		if err == nil {
-			e.pinCPUs(pod, cfg)
-		}
-		if err != nil {
-			res.Waiting[s.Name] = Waiting{Reason: podutil.ReasonCreateContainerConfigError, Message: err.Error()}
-			e.observeStart(s, podutil.ReasonCreateContainerConfigError)
-			e.event(pod, s.Name, corev1.EventTypeWarning, "Failed", "Error: "+err.Error())
-			errs = append(errs, err)
-			continue
-		}
-		id, err := e.ports.Runtime.CreateContainer(ctx, sandboxID, cfg, sbConfig)
-		if err != nil {
-			res.Waiting[s.Name] = Waiting{Reason: podutil.ReasonCreateContainerError, Message: err.Error()}
-			e.observeStart(s, podutil.ReasonCreateContainerError)
-			e.event(pod, s.Name, corev1.EventTypeWarning, "Failed", "Error: "+err.Error())
-			errs = append(errs, fmt.Errorf("create container %q of pod %s/%s: %w", s.Name, pod.Namespace, pod.Name, err))
-			continue
-		}
-		e.event(pod, s.Name, corev1.EventTypeNormal, "Created", "Created container "+s.Name)
-		e.linkLog(podspec.RefOf(pod), s.Name, id, s.RestartCount)
-		if err := e.ports.Runtime.StartContainer(ctx, id); err != nil {
-			res.Waiting[s.Name] = Waiting{Reason: podutil.ReasonRunContainerError, Message: err.Error()}
-			e.observeStart(s, podutil.ReasonRunContainerError)
-			e.event(pod, s.Name, corev1.EventTypeWarning, "Failed", "Error: "+err.Error())
-			errs = append(errs, fmt.Errorf("start container %q of pod %s/%s: %w", s.Name, pod.Namespace, pod.Name, err))
-			continue
-		}
-		log.Info("started container", "container", s.Name, "id", id, "restartCount", s.RestartCount)
-		e.event(pod, s.Name, corev1.EventTypeNormal, "Started", "Started container "+s.Name)
-		res.Started = append(res.Started, Started{Name: s.Name, ID: id})
-		if w, err := e.postStart(ctx, pod, c, id, podIPs, grace); err != nil {
-			e.observeStart(s, w.Reason)
-			res.Waiting[s.Name] = *w
-			errs = append(errs, err)
-			continue
-		}
-		e.observeStart(s, "")
+		return Outcome{Err: err}
+	case PostStartOp:
+		return r.postStart(ctx, op)
 	}
-	return res, errors.Join(errs...)
+	panic(fmt.Sprintf("runtimesync: unknown op %T", op))
+}
+
+// createContainer creates a container instance and links its log.
+func (r *run) createContainer(ctx context.Context, op CreateContainerOp) Outcome {
+	id, err := r.e.ports.Runtime.CreateContainer(ctx, op.SandboxID, r.config, r.sandbox)
+	if err == nil {
+		r.e.linkLog(podspec.RefOf(r.pod), op.Container.Name, id, op.Container.RestartCount)
+	}
+	return Outcome{ID: id, Err: err}
+}
+
+// postStart runs a container's postStart hook.
+func (r *run) postStart(ctx context.Context, op PostStartOp) Outcome {
+	c := containerSpec(r.pod, op.Container)
+	msg, err := r.e.hooks.Run(ctx, lifecycle.PostStart(c), lifecycle.Target{Pod: r.pod, Container: c, ContainerID: op.ID, PodIP: op.PodIP})
+	if err != nil {
+		r.log.Warn("postStart hook failed", "container", c.Name, "id", op.ID, "err", err)
+	}
+	return Outcome{Err: err, Message: msg, Canceled: ctx.Err()}
+}
+
+// runPodSandbox resolves the pod's runtime handler and user namespace and
+// runs its sandbox, telling the Observer.
+func (e *Executor) runPodSandbox(ctx context.Context, pod *corev1.Pod, sb *runtimeapi.PodSandboxConfig) (string, error) {
+	var id string
+	handler, err := e.runtimeHandler(ctx, pod)
+	if err == nil {
+		if err = e.userNamespace(ctx, pod, sb, handler, true); err == nil {
+			id, err = e.ports.Runtime.RunPodSandbox(ctx, sb, handler)
+		}
+	}
+	if obs := e.cfg.Observer; obs != nil {
+		obs.ObservePodSandboxStart(err)
+	}
+	return id, err
+}
+
+// mkdir creates a directory (nothing without a Files port).
+func (e *Executor) mkdir(path string) error {
+	if e.ports.Files == nil {
+		return nil
+	}
+	return e.ports.Files.MkdirAll(path)
+}
+
+// fullContainerConfig builds the config of the container op starts: its
+// own (containerConfig), the process namespace it targets, the sandbox's
+// user namespace, its subPath directories and hosts file, its cpuset.
+func (e *Executor) fullContainerConfig(ctx context.Context, pod *corev1.Pod, op ContainerConfigOp, sb *runtimeapi.PodSandboxConfig) (*runtimeapi.ContainerConfig, error) {
+	cfg, err := e.containerConfig(ctx, pod, containerSpec(pod, op.Container), op.Container.RestartCount, op.PodIPs)
+	if err != nil {
+		return nil, err
+	}
+	joinTarget(cfg, op.TargetID)
+	if podspec.WantsUserNamespace(pod) {
+		podspec.SetUserNamespace(nil, cfg, sb.GetLinux().GetSecurityContext().GetNamespaceOptions().GetUsernsOptions())
+	}
+	if err := e.prepareMounts(pod, op.PodIPs, cfg); err != nil {
+		return nil, err
+	}
+	e.pinCPUs(pod, cfg)
+	return cfg, nil
 }
 
 // containerConfig builds the config of a new instance of c, with the user
@@ -527,13 +433,6 @@ func (e *Executor) runtimeHandler(ctx context.Context, pod *corev1.Pod) (string,
 	return rc.Handler, nil
 }
 
-// observeStart tells the Observer, if any, how starting s ended.
-func (e *Executor) observeStart(s ContainerStart, code string) {
-	if obs := e.cfg.Observer; obs != nil {
-		obs.ObserveContainerStart(s.Init, code)
-	}
-}
-
 // containerSpec is the spec of the container s starts (nil if the pod no
 // longer has it at that index); an ephemeral container's common part.
 func containerSpec(pod *corev1.Pod, s ContainerStart) *corev1.Container {
@@ -553,25 +452,6 @@ func containerSpec(pod *corev1.Pod, s ContainerStart) *corev1.Container {
 		return nil
 	}
 	return &list[s.Index]
-}
-
-// ensureImage makes sure c's image is present per its pull policy (see
-// node/images). When the container cannot start now it returns the
-// waiting reason and an error, so that the pod is synced again after the
-// worker's back-off period (as upstream: a pull back-off is retried at the
-// first sync after it ends).
-func (e *Executor) ensureImage(ctx context.Context, pod *corev1.Pod, c *corev1.Container, sb *runtimeapi.PodSandboxConfig) (*Waiting, error) {
-	_, err := e.images.EnsureImage(ctx, pod, c, sb)
-	if err == nil {
-		return nil, nil
-	}
-	w := &Waiting{Reason: podutil.ReasonErrImagePull, Message: err.Error()}
-	var ierr *images.Error
-	if errors.As(err, &ierr) {
-		w = &Waiting{Reason: ierr.Reason, Message: ierr.Message}
-		e.event(pod, c.Name, corev1.EventTypeWarning, "Failed", "Error: "+ierr.Reason)
-	}
-	return w, fmt.Errorf("image %q for container %q of pod %s/%s: %w", c.Image, c.Name, pod.Namespace, pod.Name, err)
 }
 
 // KillPod stops every container of the pod in parallel, each with the
@@ -634,39 +514,6 @@ func (e *Executor) KillPod(ctx context.Context, pod *corev1.Pod, st *podstate.Po
 		}
 	}
 	return nil
-}
-
-// postStart runs c's postStart hook, if any, on its new instance id. When
-// the hook fails the instance is killed (it restarts under its back-off)
-// and the container waits with reason PostStartHookError.
-func (e *Executor) postStart(ctx context.Context, pod *corev1.Pod, c *corev1.Container, id string, podIPs []string, grace int64) (*Waiting, error) {
-	h := lifecycle.PostStart(c)
-	if h == nil {
-		return nil, nil
-	}
-	ip := ""
-	if len(podIPs) > 0 {
-		ip = podIPs[0]
-	}
-	msg, err := e.hooks.Run(ctx, h, lifecycle.Target{Pod: pod, Container: c, ContainerID: id, PodIP: ip})
-	if err == nil {
-		return nil, nil
-	}
-	if cerr := ctx.Err(); cerr != nil {
-		// The sync was called off (the pod is being deleted): the hook did
-		// not fail, it was cut; the termination stops the container.
-		return &Waiting{Reason: podutil.ReasonContainerCreating},
-			fmt.Errorf("postStart hook of container %q of pod %s/%s cut: %w", c.Name, pod.Namespace, pod.Name, cerr)
-	}
-	PodLogger(e.d.Log, pod).Warn("postStart hook failed", "container", c.Name, "id", id, "err", err)
-	e.event(pod, c.Name, corev1.EventTypeWarning, lifecycle.ReasonFailedPostStartHook, lifecycle.MessageFailedPostStart)
-	e.event(pod, c.Name, corev1.EventTypeNormal, "Killing", lifecycle.ReasonFailedPostStartHook)
-	err = fmt.Errorf("postStart hook of container %q of pod %s/%s: %w", c.Name, pod.Namespace, pod.Name, err)
-	victim := podstate.Container{ID: id, Name: c.Name, State: podstate.ContainerRunning}
-	if kerr := e.killContainer(ctx, pod, victim, ip, grace, nil); kerr != nil {
-		err = errors.Join(err, fmt.Errorf("kill container %q of pod %s/%s after its postStart hook failed: %w", c.Name, pod.Namespace, pod.Name, kerr))
-	}
-	return &Waiting{Reason: podutil.ReasonPostStartHookError, Message: msg}, err
 }
 
 // killContainer stops instance c of pod within grace seconds: its preStop

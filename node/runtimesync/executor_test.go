@@ -1,0 +1,290 @@
+package runtimesync
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/lockstep-dev/lockstep/node/podstate"
+	"github.com/lockstep-dev/lockstep/sim/kernel"
+)
+
+// recordingRuntime is the Executor's narrow ports (Runtime, Images)
+// recording every call, one line each; fail makes the first call of a
+// method fail with its error. Images are present; new sandboxes and
+// containers are numbered.
+type recordingRuntime struct {
+	calls []string
+	fail  map[string]error
+	next  int
+}
+
+func (r *recordingRuntime) record(method, format string, args ...any) error {
+	r.calls = append(r.calls, method+" "+fmt.Sprintf(format, args...))
+	err := r.fail[method]
+	delete(r.fail, method)
+	return err
+}
+
+func (r *recordingRuntime) newID(prefix string) string {
+	r.next++
+	return fmt.Sprintf("%s%d", prefix, r.next)
+}
+
+func (r *recordingRuntime) RunPodSandbox(_ context.Context, c *runtimeapi.PodSandboxConfig, handler string) (string, error) {
+	if err := r.record("RunPodSandbox", "%s attempt=%d handler=%q", c.GetMetadata().GetName(), c.GetMetadata().GetAttempt(), handler); err != nil {
+		return "", err
+	}
+	return r.newID("sb"), nil
+}
+
+func (r *recordingRuntime) PodSandboxStatus(_ context.Context, id string, _ bool) (*runtimeapi.PodSandboxStatusResponse, error) {
+	if err := r.record("PodSandboxStatus", "%s", id); err != nil {
+		return nil, err
+	}
+	return &runtimeapi.PodSandboxStatusResponse{Status: &runtimeapi.PodSandboxStatus{Id: id,
+		Network: &runtimeapi.PodSandboxNetworkStatus{Ip: "10.0.0.7"}}}, nil
+}
+
+func (r *recordingRuntime) StopPodSandbox(_ context.Context, id string) error {
+	return r.record("StopPodSandbox", "%s", id)
+}
+
+func (r *recordingRuntime) RemovePodSandbox(_ context.Context, id string) error {
+	return r.record("RemovePodSandbox", "%s", id)
+}
+
+func (r *recordingRuntime) CreateContainer(_ context.Context, sandbox string, c *runtimeapi.ContainerConfig, _ *runtimeapi.PodSandboxConfig) (string, error) {
+	if err := r.record("CreateContainer", "%s attempt=%d in %s image=%s", c.GetMetadata().GetName(), c.GetMetadata().GetAttempt(), sandbox, c.GetImage().GetImage()); err != nil {
+		return "", err
+	}
+	return r.newID("c"), nil
+}
+
+func (r *recordingRuntime) StartContainer(_ context.Context, id string) error {
+	return r.record("StartContainer", "%s", id)
+}
+
+func (r *recordingRuntime) StopContainer(_ context.Context, id string, timeout int64) error {
+	return r.record("StopContainer", "%s timeout=%d", id, timeout)
+}
+
+func (r *recordingRuntime) RemoveContainer(_ context.Context, id string) error {
+	return r.record("RemoveContainer", "%s", id)
+}
+
+func (r *recordingRuntime) UpdateContainerResources(_ context.Context, id string, _ *runtimeapi.ContainerResources) error {
+	return r.record("UpdateContainerResources", "%s", id)
+}
+
+func (r *recordingRuntime) ContainerStats(_ context.Context, id string) (*runtimeapi.ContainerStats, error) {
+	return nil, r.record("ContainerStats", "%s", id)
+}
+
+func (r *recordingRuntime) ExecSync(_ context.Context, id string, cmd []string, _ time.Duration) ([]byte, []byte, error) {
+	return nil, nil, r.record("ExecSync", "%s %v", id, cmd)
+}
+
+func (r *recordingRuntime) Status(context.Context, bool) (*runtimeapi.StatusResponse, error) {
+	return &runtimeapi.StatusResponse{}, r.record("Status", "")
+}
+
+func (r *recordingRuntime) ImageStatus(_ context.Context, spec *runtimeapi.ImageSpec, _ bool) (*runtimeapi.ImageStatusResponse, error) {
+	if err := r.record("ImageStatus", "%s", spec.GetImage()); err != nil {
+		return nil, err
+	}
+	return &runtimeapi.ImageStatusResponse{Image: &runtimeapi.Image{Id: "sha256:" + spec.GetImage()}}, nil
+}
+
+func (r *recordingRuntime) PullImage(_ context.Context, spec *runtimeapi.ImageSpec, _ *runtimeapi.AuthConfig, _ *runtimeapi.PodSandboxConfig) (string, error) {
+	return "sha256:" + spec.GetImage(), r.record("PullImage", "%s", spec.GetImage())
+}
+
+// recordedEvents records events and observed starts, one line each.
+type recordedEvents struct{ lines []string }
+
+func (r *recordedEvents) Event(obj *corev1.ObjectReference, eventType, reason, message string) {
+	r.lines = append(r.lines, fmt.Sprintf("%s %s %s: %s", obj.FieldPath, eventType, reason, message))
+}
+
+func (r *recordedEvents) ObservePodSandboxStart(err error) {
+	r.lines = append(r.lines, fmt.Sprintf("observe sandbox err=%v", err))
+}
+
+func (r *recordedEvents) ObserveContainerStart(init bool, code string) {
+	r.lines = append(r.lines, fmt.Sprintf("observe container init=%v code=%q", init, code))
+}
+
+// TestExecutorCalls runs Execute against the recording runtime and checks
+// the CRI calls it made for each plan, the events and observations it
+// recorded, and the result the plan's outcomes gave.
+func TestExecutorCalls(t *testing.T) {
+	pod := func(mod func(*corev1.Pod)) *corev1.Pod {
+		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "ns", UID: "uid-1"}}
+		p.Spec.Containers = []corev1.Container{{Name: "app", Image: "busybox:1.36"}}
+		if mod != nil {
+			mod(p)
+		}
+		return p
+	}
+	running := &podstate.PodStatus{UID: "uid-1", Name: "web", Namespace: "ns",
+		Sandboxes: []podstate.Sandbox{{ID: "sb0", State: podstate.SandboxReady, IP: "10.0.0.1"}}}
+	const appField = "spec.containers{app}"
+	cases := []struct {
+		name       string
+		pod        *corev1.Pod
+		st         *podstate.PodStatus
+		fail       map[string]error
+		wantCalls  []string
+		wantEvents []string
+		wantResult Result
+		wantErr    string
+	}{
+		{
+			name: "new pod: a sandbox, its IP, the image, the container",
+			pod:  pod(nil), st: &podstate.PodStatus{UID: "uid-1"},
+			wantCalls: []string{
+				"RunPodSandbox web attempt=0 handler=\"\"", "PodSandboxStatus sb1",
+				"ImageStatus busybox:1.36", "ImageStatus busybox:1.36",
+				"CreateContainer app attempt=0 in sb1 image=busybox:1.36", "StartContainer c2",
+			},
+			wantEvents: []string{
+				"observe sandbox err=<nil>",
+				appField + " Normal Pulled: Container image \"busybox:1.36\" already present on machine",
+				appField + " Normal Created: Created container app",
+				appField + " Normal Started: Started container app",
+				"observe container init=false code=\"\"",
+			},
+			wantResult: Result{SandboxID: "sb1", Started: []Started{{Name: "app", ID: "c2"}}},
+		},
+		{
+			name: "the sandbox fails: the container waits, nothing else is called",
+			pod:  pod(nil), st: &podstate.PodStatus{UID: "uid-1"},
+			fail:      map[string]error{"RunPodSandbox": errors.New("no network")},
+			wantCalls: []string{"RunPodSandbox web attempt=0 handler=\"\""},
+			wantEvents: []string{
+				"observe sandbox err=no network",
+				" Warning FailedCreatePodSandBox: Failed to create pod sandbox: no network",
+			},
+			wantResult: Result{Waiting: map[string]Waiting{"app": {Reason: "ContainerCreating"}}},
+			wantErr:    "create sandbox of pod ns/web: no network",
+		},
+		{
+			name: "a stale created instance: stopped, removed, the next attempt started",
+			pod:  pod(nil),
+			st: func() *podstate.PodStatus {
+				st := *running
+				st.Containers = []podstate.Container{{ID: "old", Name: "app", State: podstate.ContainerCreated, RestartCount: 1, Hash: "x"}}
+				return &st
+			}(),
+			wantCalls: []string{
+				"StopContainer old timeout=30", "RemoveContainer old",
+				"ImageStatus busybox:1.36", "ImageStatus busybox:1.36",
+				"CreateContainer app attempt=2 in sb0 image=busybox:1.36", "StartContainer c1",
+			},
+			wantEvents: []string{
+				appField + " Normal Killing: Stopping container app: created but never started",
+				appField + " Normal Pulled: Container image \"busybox:1.36\" already present on machine",
+				appField + " Normal Created: Created container app",
+				appField + " Normal Started: Started container app",
+				"observe container init=false code=\"\"",
+			},
+			wantResult: Result{SandboxID: "sb0", Started: []Started{{Name: "app", ID: "c1"}}},
+		},
+		{
+			name: "the pull fails: ErrImagePull, no container created",
+			pod:  pod(func(p *corev1.Pod) { p.Spec.Containers[0].ImagePullPolicy = corev1.PullAlways }), st: running,
+			fail:      map[string]error{"PullImage": errors.New("manifest unknown")},
+			wantCalls: []string{"PullImage busybox:1.36"},
+			wantEvents: []string{
+				appField + " Normal Pulling: Pulling image \"busybox:1.36\"",
+				appField + " Warning Failed: Failed to pull image \"busybox:1.36\": manifest unknown",
+				appField + " Warning Failed: Error: ErrImagePull",
+				"observe container init=false code=\"ErrImagePull\"",
+			},
+			wantResult: Result{SandboxID: "sb0", Waiting: map[string]Waiting{"app": {Reason: "ErrImagePull", Message: "manifest unknown"}}},
+			wantErr:    `image "busybox:1.36" for container "app" of pod ns/web: ErrImagePull: manifest unknown`,
+		},
+		{
+			name: "CreateContainer fails: CreateContainerError",
+			pod:  pod(nil), st: running,
+			fail: map[string]error{"CreateContainer": errors.New("no space left")},
+			wantCalls: []string{
+				"ImageStatus busybox:1.36", "ImageStatus busybox:1.36",
+				"CreateContainer app attempt=0 in sb0 image=busybox:1.36",
+			},
+			wantEvents: []string{
+				appField + " Normal Pulled: Container image \"busybox:1.36\" already present on machine",
+				appField + " Warning Failed: Error: no space left",
+				"observe container init=false code=\"CreateContainerError\"",
+			},
+			wantResult: Result{SandboxID: "sb0", Waiting: map[string]Waiting{"app": {Reason: "CreateContainerError", Message: "no space left"}}},
+			wantErr:    `create container "app" of pod ns/web: no space left`,
+		},
+		{
+			name: "the postStart hook fails: the new instance is killed",
+			pod: pod(func(p *corev1.Pod) {
+				p.Spec.Containers[0].Lifecycle = &corev1.Lifecycle{PostStart: &corev1.LifecycleHandler{Exec: &corev1.ExecAction{Command: []string{"setup"}}}}
+			}),
+			st:   running,
+			fail: map[string]error{"ExecSync": errors.New("no such file")},
+			wantCalls: []string{
+				"ImageStatus busybox:1.36", "ImageStatus busybox:1.36",
+				"CreateContainer app attempt=0 in sb0 image=busybox:1.36", "StartContainer c1",
+				"ExecSync c1 [setup]", "StopContainer c1 timeout=30",
+			},
+			wantEvents: []string{
+				appField + " Normal Pulled: Container image \"busybox:1.36\" already present on machine",
+				appField + " Normal Created: Created container app",
+				appField + " Normal Started: Started container app",
+				appField + " Warning FailedPostStartHook: PostStartHook failed",
+				appField + " Normal Killing: FailedPostStartHook",
+				"observe container init=false code=\"PostStartHookError\"",
+			},
+			wantResult: Result{SandboxID: "sb0", Started: []Started{{Name: "app", ID: "c1"}}, Waiting: map[string]Waiting{"app": {
+				Reason:  "PostStartHookError",
+				Message: `Exec lifecycle hook ([setup]) for Container "app" in Pod "web_ns(uid-1)" failed - error: exec probe in container c1: no such file, message: ""`}}},
+			wantErr: `postStart hook of container "app" of pod ns/web: exec probe in container c1: no such file`,
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			k := kernel.New(kernel.Config{Seed: 1})
+			t.Cleanup(k.Close)
+			rt := &recordingRuntime{fail: tc.fail}
+			rec := &recordedEvents{}
+			e := NewExecutor(k.Deps().Core, Ports{Runtime: rt, Images: rt, Events: rec}, Config{Observer: rec})
+			var res Result
+			var err error
+			done := false
+			k.Tasks().Go("execute", func() {
+				res, err = e.Execute(context.Background(), tc.pod, tc.st, false, nil, nil)
+				done = true
+			})
+			if rerr := k.RunUntil(func() bool { return done }, time.Minute); rerr != nil {
+				t.Fatal(rerr)
+			}
+			if diff := cmp.Diff(tc.wantCalls, rt.calls); diff != "" {
+				t.Errorf("CRI calls (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tc.wantEvents, rec.lines); diff != "" {
+				t.Errorf("events and observations (-want +got):\n%s", diff)
+			}
+			res.Actions = Actions{}
+			if diff := cmp.Diff(tc.wantResult, res, cmpopts.EquateEmpty()); diff != "" {
+				t.Errorf("result (-want +got):\n%s", diff)
+			}
+			if got := fmt.Sprint(err); tc.wantErr != "" && got != tc.wantErr || tc.wantErr == "" && err != nil {
+				t.Errorf("error %v, want %q", err, tc.wantErr)
+			}
+		})
+	}
+}
