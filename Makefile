@@ -4,7 +4,7 @@ PKGS     := ./...
 BIN      := bin/lockstep
 SEED     ?= 1
 
-.PHONY: all build test test-race-scenarios test-race-rest test-scenarios lint bench bench-compare sim run run-fakecri e2e bench-real conformance diff-kubelet clean regress
+.PHONY: all build test test-race-scenarios test-race-rest test-scenarios lint bench bench-compare sim run run-fakecri e2e bench-real conformance diff-kubelet diff-kubelet-real clean regress
 
 all: build
 
@@ -140,9 +140,14 @@ conformance:
 ## at once, each its own node on its own fake runtime, one kube-apiserver;
 ## prints a table of differences, keeps an HTML report (as root, under the
 ## machine lock: flock /tmp/e2e.lock make diff-kubelet; not in make test).
-## DIFF_SCENARIOS='crash-* probe-*' runs a subset; see hack/diff-kubelet/README.md
+## DIFF_SCENARIOS='crash-* probe-*' runs a subset; DIFF_LANE=containerd (or
+## make diff-kubelet-real) runs the scenarios that need a real runtime on
+## containerd, the kubelet then lockstep; see hack/diff-kubelet/README.md
 diff-kubelet:
 	hack/diff-kubelet/run.sh
+
+diff-kubelet-real:
+	DIFF_LANE=containerd hack/diff-kubelet/run.sh
 
 clean:
 	rm -rf bin

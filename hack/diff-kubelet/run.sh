@@ -11,8 +11,16 @@
 # Usage:
 #   flock /tmp/e2e.lock make diff-kubelet
 #   DIFF_SCENARIOS='crash-*' flock /tmp/e2e.lock hack/diff-kubelet/run.sh
+#   DIFF_LANE=containerd flock /tmp/e2e.lock make diff-kubelet
+# DIFF_LANE=containerd is the second lane: the scenarios that need a real
+# runtime (default: $containerd_scenarios below) on containerd (make e2e's
+# hack/e2e/start-containerd.sh, its local busybox and pause images), both
+# agents on the one containerd, one after the other: the kubelet runs them
+# all, is stopped and containerd emptied, then lockstep runs them; the
+# recordings are compared as in the fake lane.
 # Settings: DIFF_SCENARIOS (glob(s) of scenario names, default all),
-# DIFF_PARALLEL (scenarios run at once, default 6), DIFF_OUT (output dir,
+# DIFF_PARALLEL (scenarios run at once, default 6), DIFF_NETWORK (0: no
+# served pod network, the network scenarios skipped; default on), DIFF_OUT (output dir,
 # default /tmp/lockstep-diff-kubelet-<timestamp>), DIFF_KUBELET_V /
 # DIFF_LOCKSTEP_V (log levels, 2), E2E_DIR (/tmp/lockstep-diff-kubelet).
 set -uo pipefail
@@ -84,6 +92,21 @@ set -e
 remove_cgroups
 rm -rf "$E2E_DIR"; mkdir -p "$LOG_DIR" "$PID_DIR" "$E2E_DIR/bin" "$out"
 
+lane=${DIFF_LANE:-fake}
+containerd_scenarios='recursive-readonly fsgroup-local-pv etc-hosts resolv-conf downward-api-volume volume-contents security-context logs-previous'
+case $lane in
+fake) ;;
+containerd)
+  log "=== containerd lane: install and start containerd (hack/e2e)"
+  "$e2e/install-containerd.sh"
+  "$e2e/start-containerd.sh"
+  # The scenarios name busybox (docker.io/library/busybox:latest): the
+  # local image stands in for it (no registry is reachable).
+  ctr -a "$CONTAINERD_SOCK" -n k8s.io images tag --force docker.io/library/busybox:e2e docker.io/library/busybox:latest >&2
+  ;;
+*) echo "diff-kubelet: DIFF_LANE=$lane: want fake or containerd" >&2; exit 1 ;;
+esac
+
 log "=== build lockstep, fakecri, the driver; control plane and kubelet (cached)"
 (cd "$repo" && go build -o "$E2E_DIR/bin/lockstep" ./cmd/lockstep && go build -o "$E2E_DIR/bin/fakecri" ./cmd/fakecri &&
   go build -o "$E2E_DIR/bin/diff-driver" ./hack/diff-kubelet/driver)
@@ -119,14 +142,30 @@ cmdfile() { local n=$1; shift; printf '%s\n' "$@" > "$procs/$n.cmd"; }
 # The fake runtimes: the same images and registry on both (a missing image,
 # one that needs the pull secret's credentials); the imagefs mountpoint they
 # report must exist (the kubelet asks cAdvisor about it).
+# Each serves its sandboxes' scripted HTTP/TCP/gRPC endpoints on a loopback
+# range of its own (the kubelet's pods 127.88.x, lockstep's 127.89.x) and
+# host-network pods' on the node IP, so both agents' real probers and hook
+# handlers reach them (DIFF_NETWORK=0: no pod network, the network
+# scenarios skipped).
+declare -A pod_net=([kubelet]=127.88.0.0/16 [lockstep]=127.89.0.0/16)
 for a in kubelet lockstep; do
+  [[ $lane == fake ]] || break
   mkdir -p "$E2E_DIR/$a/imagefs"
+  net_args=(--pod-network="${pod_net[$a]}" --host-network-address="$node_ip")
+  [[ ${DIFF_NETWORK:-1} == 0 ]] && net_args=()
   cmdfile "fakecri-$a" "$E2E_DIR/bin/fakecri" --listen="unix://$E2E_DIR/$a/fakecri.sock" \
-    --imagefs-mountpoint="$E2E_DIR/$a/imagefs" \
+    --imagefs-mountpoint="$E2E_DIR/$a/imagefs" "${net_args[@]}" \
     --fail-pull=registry.example/missing:1 --registry-auth=registry.example/private:1=diff:s3cret
 done
 
 kport=$(free_port); lport=$(free_port)
+# Each agent's runtime: its own fake runtime, or the one containerd.
+declare -A runtime_sock=([kubelet]="$E2E_DIR/kubelet/fakecri.sock" [lockstep]="$E2E_DIR/lockstep/fakecri.sock")
+pause_image=registry.k8s.io/pause:3.10
+if [[ $lane == containerd ]]; then
+  runtime_sock=([kubelet]="$CONTAINERD_SOCK" [lockstep]="$CONTAINERD_SOCK")
+  pause_image=docker.io/library/pause:e2e
+fi
 kdir="$E2E_DIR/kubelet"
 mkdir -p "$kdir/manifests" "$kdir/pods" "$E2E_DIR/lockstep/manifests"
 # The upstream kubelet: cgroupfs on cgroup v1 without systemd, its own
@@ -145,8 +184,8 @@ authentication:
   webhook: {enabled: true}
   x509: {clientCAFile: $pki/ca.crt}
 authorization: {mode: Webhook}
-containerRuntimeEndpoint: unix://$kdir/fakecri.sock
-imageServiceEndpoint: unix://$kdir/fakecri.sock
+containerRuntimeEndpoint: unix://${runtime_sock[kubelet]}
+imageServiceEndpoint: unix://${runtime_sock[kubelet]}
 cgroupDriver: cgroupfs
 cgroupRoot: /diff-kubelet
 cgroupsPerQOS: true
@@ -178,7 +217,7 @@ cmdfile kubelet "$kubelet_bin" --config="$kdir/config.yaml" --kubeconfig="$E2E_D
   --v="${DIFF_KUBELET_V:-2}"
 ldir="$E2E_DIR/lockstep"
 cmdfile lockstep "$E2E_DIR/bin/lockstep" node --kubeconfig="$E2E_DIR/node.kubeconfig" \
-  --container-runtime-endpoint="unix://$ldir/fakecri.sock" \
+  --container-runtime-endpoint="unix://${runtime_sock[lockstep]}" \
   --hostname-override="$lockstep_node" --node-ip="$node_ip" --address="$node_ip" --port="$lport" --read-only-port=0 \
   --authorization-mode=Webhook --client-ca-file="$pki/ca.crt" \
   --root-dir="$ldir/root" --pod-logs-dir="$ldir/pods" --container-logs-dir="$ldir/containers" \
@@ -188,7 +227,7 @@ cmdfile lockstep "$E2E_DIR/bin/lockstep" node --kubeconfig="$E2E_DIR/node.kubeco
   --eviction-hard='memory.available<1Mi,nodefs.available<1%,nodefs.inodesFree<1%,imagefs.available<1%,imagefs.inodesFree<1%' \
   --max-pods=110 --serialize-image-pulls=true --sync-frequency=1m --node-status-update-frequency=10s \
   --resolv-conf=/etc/resolv.conf --cluster-dns="$cluster_dns" --cluster-domain=cluster.local \
-  --pod-infra-container-image=registry.k8s.io/pause:3.10 \
+  --pod-infra-container-image="$pause_image" \
   --v="${DIFF_LOCKSTEP_V:-2}"
 
 log "=== the commands the driver runs (kubelet config: $kdir/config.yaml)"
@@ -197,7 +236,9 @@ cp "$kdir/config.yaml" "$out/kubelet-config.yaml"; cp "$procs"/*.cmd "$out"/
 
 log "=== run the catalogue"
 "$E2E_DIR/bin/diff-driver" -dir "$E2E_DIR" -kubeconfig "$E2E_DIR/admin.kubeconfig" \
-  -catalogue "$here/scenarios" -scenarios "${DIFF_SCENARIOS:-*}" -parallel "${DIFF_PARALLEL:-6}" \
-  -out "$out" -logs "$LOG_DIR" ${DIFF_NETWORK:+-network} &
+  -catalogue "$here/scenarios" -parallel "${DIFF_PARALLEL:-6}" \
+  -scenarios "${DIFF_SCENARIOS:-$([[ $lane == containerd ]] && echo "$containerd_scenarios" || echo '*')}" \
+  -containerd "$([[ $lane == containerd ]] && echo "$CONTAINERD_SOCK")" \
+  -out "$out" -logs "$LOG_DIR" -network="$([[ ${DIFF_NETWORK:-1} == 0 ]] && echo false || echo true)" &
 echo $! > "$PID_DIR/driver"
 wait "$(cat "$PID_DIR/driver")"

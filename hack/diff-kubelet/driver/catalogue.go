@@ -42,18 +42,27 @@ type Scenario struct {
 	Tolerance Duration `json:"tolerance,omitempty"`
 	// Network scenarios probe or hook over the network (HTTP, TCP, gRPC):
 	// they need the fake runtime to serve each sandbox's endpoints on its
-	// own loopback address, and are skipped without -network (a pod IP
-	// outside loopback must never be dialled from this machine).
+	// own loopback address (run.sh's default), and are skipped with
+	// -network=false (a pod IP outside loopback is never dialled from this
+	// machine). Their probed ports must be scripted or declared: any other
+	// port refuses.
 	Network bool `json:"network,omitempty"`
 	// RealRuntime marks a scenario whose difference only shows on a real
 	// runtime (recorded on the fake runtime all the same).
 	RealRuntime string `json:"realRuntime,omitempty"`
 }
 
-// Object is a ConfigMap or Secret.
+// Object is a ConfigMap, a Secret, or a local PersistentVolume with its
+// claim. The driver gives each side's copy of a PersistentVolume its own
+// name (<namespace>-<name>), a host directory of its own as its local
+// path, and a node affinity to that side's node; a claim whose
+// volumeName names a scenario's volume is bound to that copy by hand, as
+// the PV controller (not run here) would bind it.
 type Object struct {
-	ConfigMap *v1.ConfigMap `json:"configMap,omitempty"`
-	Secret    *v1.Secret    `json:"secret,omitempty"`
+	ConfigMap             *v1.ConfigMap             `json:"configMap,omitempty"`
+	Secret                *v1.Secret                `json:"secret,omitempty"`
+	PersistentVolume      *v1.PersistentVolume      `json:"persistentVolume,omitempty"`
+	PersistentVolumeClaim *v1.PersistentVolumeClaim `json:"persistentVolumeClaim,omitempty"`
 }
 
 // Action is one step at a time since the scenario's start.
@@ -187,6 +196,29 @@ func (s *Scenario) validate() error {
 			(a.Do == "exec" && len(a.Command) == 0) || (a.Do == "ephemeral" && a.Ephemeral == nil) ||
 			((a.Do == "patch" || a.Do == "resize" || a.Do == "patch-status") && len(a.Patch) == 0) {
 			return fmt.Errorf("action %d: %s lacks its argument", i, a.Do)
+		}
+	}
+	volumes := map[string]bool{}
+	for i, o := range s.Objects {
+		n := 0
+		for _, set := range []bool{o.ConfigMap != nil, o.Secret != nil, o.PersistentVolume != nil, o.PersistentVolumeClaim != nil} {
+			if set {
+				n++
+			}
+		}
+		if n != 1 {
+			return fmt.Errorf("object %d: want exactly one of configMap, secret, persistentVolume, persistentVolumeClaim", i)
+		}
+		if pv := o.PersistentVolume; pv != nil {
+			if pv.Name == "" || pv.Spec.Local == nil {
+				return fmt.Errorf("object %d: a persistentVolume needs a name and spec.local (the driver sets its path)", i)
+			}
+			volumes[pv.Name] = true
+		}
+	}
+	for i, o := range s.Objects {
+		if c := o.PersistentVolumeClaim; c != nil && (c.Name == "" || !volumes[c.Spec.VolumeName]) {
+			return fmt.Errorf("object %d: a persistentVolumeClaim needs a name and a volumeName naming one of the scenario's persistentVolumes", i)
 		}
 	}
 	if s.Fill > 0 {

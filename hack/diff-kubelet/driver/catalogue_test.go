@@ -44,6 +44,10 @@ func TestParseScenario(t *testing.T) {
 		{name: "exec-no-cmd", yaml: "summary: s\nduration: 10s\npods: [{metadata: {name: p}}]\nactions: [{at: 1s, do: exec, pod: p}]", wantErr: "lacks its argument"},
 		{name: "dup", yaml: "summary: s\nduration: 10s\npods: [{metadata: {name: p}}]\nstatic: [{metadata: {name: p}}]", wantErr: "twice"},
 		{name: "bad-duration", yaml: "summary: s\nduration: soon", wantErr: "invalid duration"},
+		{name: "pv-and-claim", yaml: "summary: s\nduration: 10s\nobjects: [{persistentVolume: {metadata: {name: v}, spec: {local: {path: /x}}}}, {persistentVolumeClaim: {metadata: {name: c}, spec: {volumeName: v}}}]"},
+		{name: "claim-unknown-volume", yaml: "summary: s\nduration: 10s\nobjects: [{persistentVolumeClaim: {metadata: {name: c}, spec: {volumeName: v}}}]", wantErr: "naming one of the scenario's persistentVolumes"},
+		{name: "pv-not-local", yaml: "summary: s\nduration: 10s\nobjects: [{persistentVolume: {metadata: {name: v}}}]", wantErr: "spec.local"},
+		{name: "two-kinds", yaml: "summary: s\nduration: 10s\nobjects: [{configMap: {metadata: {name: a}}, secret: {metadata: {name: b}}}]", wantErr: "exactly one"},
 	} {
 		s, err := parseScenario(tc.name, []byte(tc.yaml))
 		if tc.wantErr != "" {

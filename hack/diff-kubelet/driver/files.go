@@ -180,11 +180,11 @@ func describeHostPath(b *strings.Builder, path, indent string) {
 		return
 	}
 	if !fi.IsDir() {
-		fmt.Fprintf(b, "%sfile mode=%v uid=%s\n", indent, fi.Mode().Perm(), ownerOf(fi))
+		fmt.Fprintf(b, "%sfile mode=%v uid=%s\n", indent, modeOf(fi), ownerOf(fi))
 		writeContent(b, path, indent+"| ")
 		return
 	}
-	fmt.Fprintf(b, "%sdir mode=%v uid=%s\n", indent, fi.Mode().Perm(), ownerOf(fi))
+	fmt.Fprintf(b, "%sdir mode=%v uid=%s\n", indent, modeOf(fi), ownerOf(fi))
 	n := 0
 	_ = filepath.WalkDir(path, func(p string, d os.DirEntry, err error) error {
 		if err != nil || p == path {
@@ -206,13 +206,19 @@ func describeHostPath(b *strings.Builder, path, indent string) {
 			return nil
 		}
 		if fi.IsDir() {
-			fmt.Fprintf(b, "%s%s/ mode=%v\n", indent, rel, fi.Mode().Perm())
+			fmt.Fprintf(b, "%s%s/ mode=%v\n", indent, rel, modeOf(fi))
 			return nil
 		}
-		fmt.Fprintf(b, "%s%s mode=%v uid=%s\n", indent, rel, fi.Mode().Perm(), ownerOf(fi))
+		fmt.Fprintf(b, "%s%s mode=%v uid=%s\n", indent, rel, modeOf(fi), ownerOf(fi))
 		writeContent(b, p, indent+"| ")
 		return nil
 	})
+}
+
+// modeOf is a file's permission bits with its setuid, setgid and sticky
+// bits (an fsGroup sets a volume directory's setgid bit).
+func modeOf(fi os.FileInfo) os.FileMode {
+	return fi.Mode() & (os.ModePerm | os.ModeSetuid | os.ModeSetgid | os.ModeSticky)
 }
 
 func writeContent(b *strings.Builder, path, indent string) {

@@ -41,14 +41,15 @@ func main() {
 	parallel := flag.Int("parallel", 6, "scenarios run at once (exclusive ones run alone)")
 	outDir := flag.String("out", "", "output dir (table.md, report.html, recordings.json)")
 	logs := flag.String("logs", "", "dir for the processes' logs")
-	network := flag.Bool("network", false, "run the scenarios that probe over the network (the fake runtime must serve pod endpoints on loopback addresses)")
+	network := flag.Bool("network", true, "run the scenarios that probe or hook over the network (the fake runtimes serve pod endpoints on loopback addresses); false skips them")
+	containerd := flag.String("containerd", "", "the containerd lane: this CRI socket (a real runtime both agents use, one after the other: the kubelet runs the scenarios, then lockstep) instead of a fake runtime per agent at once")
 	flag.Parse()
-	if err := run(*dir, *kubeconfig, *catalogue, *globs, *parallel, *outDir, *logs, *network); err != nil {
+	if err := run(*dir, *kubeconfig, *catalogue, *globs, *parallel, *outDir, *logs, *network, *containerd); err != nil {
 		log.Fatalf("diff-kubelet: %v", err)
 	}
 }
 
-func run(dir, kubeconfig, catalogue, globs string, parallel int, outDir, logs string, network bool) error {
+func run(dir, kubeconfig, catalogue, globs string, parallel int, outDir, logs string, network bool, containerd string) error {
 	all, err := loadCatalogue(catalogue, globs)
 	if err != nil {
 		return err
@@ -57,7 +58,7 @@ func run(dir, kubeconfig, catalogue, globs string, parallel int, outDir, logs st
 	var skipped []*Outcome
 	for _, s := range all {
 		if s.Network && !network {
-			skipped = append(skipped, &Outcome{Scenario: s, Skipped: "network probes: needs the fake runtime's loopback pod addresses (-network)"})
+			skipped = append(skipped, &Outcome{Scenario: s, Skipped: "network probes and hooks: the fake runtimes serve no pod network (-network=false, DIFF_NETWORK=0)"})
 			continue
 		}
 		scenarios = append(scenarios, s)
@@ -78,18 +79,22 @@ func run(dir, kubeconfig, catalogue, globs string, parallel int, outDir, logs st
 	defer h.procs.stopAll()
 	for i, agent := range []string{"kubelet", "lockstep"} {
 		node := map[string]string{"kubelet": KubeletNode, "lockstep": LockstepNode}[agent]
-		sock := filepath.Join(dir, agent, "fakecri.sock")
-		if err := h.procs.start("fakecri-" + agent); err != nil {
-			return err
-		}
-		if err := waitForFile(ctx, sock, 20*time.Second); err != nil {
-			return fmt.Errorf("fake runtime of %s: %w", agent, err)
+		sock := containerd
+		if containerd == "" {
+			sock = filepath.Join(dir, agent, "fakecri.sock")
+			if err := h.procs.start("fakecri-" + agent); err != nil {
+				return err
+			}
+			if err := waitForFile(ctx, sock, 20*time.Second); err != nil {
+				return fmt.Errorf("fake runtime of %s: %w", agent, err)
+			}
 		}
 		rv, err := dialRuntime(sock)
 		if err != nil {
 			return err
 		}
-		h.sides[i] = &side{agent: agent, node: node, runtime: rv, manifests: filepath.Join(dir, agent, "manifests")}
+		h.sides[i] = &side{agent: agent, node: node, runtime: rv, manifests: filepath.Join(dir, agent, "manifests"),
+			localVolumes: filepath.Join(dir, agent, "local-volumes")}
 		h.rec.watchNode(node)
 	}
 	informerStop := make(chan struct{})
@@ -97,15 +102,21 @@ func run(dir, kubeconfig, catalogue, globs string, parallel int, outDir, logs st
 	h.rec.startInformers(client, []string{KubeletNode, LockstepNode}, informerStop)
 
 	runStart := time.Now()
-	if err := both(func(_ int, sd *side) error { return h.procs.start(sd.agent) }, h.sides); err != nil {
-		return err
+	var outcomes []*Outcome
+	if containerd != "" {
+		if outcomes, err = h.runOneAfterTheOther(ctx, scenarios, parallel); err != nil {
+			return err
+		}
+	} else {
+		if err := both(func(_ int, sd *side) error { return h.procs.start(sd.agent) }, h.sides); err != nil {
+			return err
+		}
+		if err := both(func(_ int, sd *side) error { return h.waitReady(ctx, sd, runStart) }, h.sides); err != nil {
+			return err
+		}
+		log.Printf("both nodes Ready after %.1f s; running %d scenarios", time.Since(runStart).Seconds(), len(scenarios))
+		outcomes = h.runAll(ctx, scenarios, parallel, h.run)
 	}
-	if err := both(func(_ int, sd *side) error { return h.waitReady(ctx, sd, runStart) }, h.sides); err != nil {
-		return err
-	}
-	log.Printf("both nodes Ready after %.1f s; running %d scenarios", time.Since(runStart).Seconds(), len(scenarios))
-
-	outcomes := h.runAll(ctx, scenarios, parallel)
 	outcomes = append(append(outcomes, skipped...), h.nodeOutcome())
 	catalogueWall := time.Since(runStart)
 	if err := writeOutputs(outDir, outcomes, catalogueWall); err != nil {
@@ -154,7 +165,7 @@ func (h *harness) waitReady(ctx context.Context, sd *side, since time.Time) erro
 
 // runAll runs the shared scenarios, parallel at a time, then the
 // exclusive ones one by one.
-func (h *harness) runAll(ctx context.Context, scenarios []*Scenario, parallel int) []*Outcome {
+func (h *harness) runAll(ctx context.Context, scenarios []*Scenario, parallel int, run func(context.Context, *Scenario) *Outcome) []*Outcome {
 	var shared, exclusive []*Scenario
 	for _, s := range scenarios {
 		if s.Exclusive {
@@ -176,7 +187,7 @@ func (h *harness) runAll(ctx context.Context, scenarios []*Scenario, parallel in
 		go func() {
 			defer func() { <-sem; wg.Done() }()
 			log.Printf("scenario %s: start", s.Name)
-			o := h.run(ctx, s)
+			o := run(ctx, s)
 			log.Printf("scenario %s: %d differences (%.0f s)", s.Name, len(o.Differences), o.Wall)
 			mu.Lock()
 			outcomes = append(outcomes, o)
@@ -189,7 +200,7 @@ func (h *harness) runAll(ctx context.Context, scenarios []*Scenario, parallel in
 			break
 		}
 		log.Printf("scenario %s (alone): start", s.Name)
-		o := h.run(ctx, s)
+		o := run(ctx, s)
 		log.Printf("scenario %s: %d differences (%.0f s)", s.Name, len(o.Differences), o.Wall)
 		outcomes = append(outcomes, o)
 	}

@@ -32,6 +32,9 @@ type side struct {
 	node      string
 	runtime   *runtimeView
 	manifests string
+	// localVolumes holds the host directories of its local
+	// PersistentVolumes.
+	localVolumes string
 }
 
 // suffix is the namespace suffix of the side's copy of a scenario.
@@ -57,11 +60,15 @@ type Outcome struct {
 	Wall        float64      `json:"wallSeconds"`
 }
 
-// both runs f for each side at once and joins their errors.
+// both runs f for each side at once (a nil side is skipped: the
+// containerd lane runs one side at a time) and joins their errors.
 func both(f func(i int, s *side) error, sides [2]*side) error {
 	var wg sync.WaitGroup
 	errs := make([]error, 2)
 	for i, s := range sides {
+		if s == nil {
+			continue
+		}
 		wg.Add(1)
 		go func() { defer wg.Done(); errs[i] = f(i, s) }()
 	}
@@ -69,25 +76,44 @@ func both(f func(i int, s *side) error, sides [2]*side) error {
 	return errors.Join(errs...)
 }
 
-// run runs one scenario on both nodes and compares what they showed.
+// run runs one scenario on both nodes at once and compares what they
+// showed.
 func (h *harness) run(ctx context.Context, s *Scenario) *Outcome {
 	began := time.Now()
 	out := &Outcome{Scenario: s}
-	ns := func(sd *side) string { return s.Name + sd.suffix() }
-	err := both(func(_ int, sd *side) error { return h.prepare(ctx, s, ns(sd)) }, h.sides)
+	recs, err := h.record(ctx, s, h.sides)
 	if err != nil {
 		out.Error = err.Error()
 		return out
 	}
-	for _, sd := range h.sides {
-		h.rec.begin(sd.node, ns(sd))
+	out.Kubelet, out.Lockstep = recs[0], recs[1]
+	out.Differences = compareRecordings(&out.Kubelet, &out.Lockstep, s.Tolerance.Duration)
+	out.Wall = time.Since(began).Seconds()
+	return out
+}
+
+// record runs one scenario on the given sides at once (a nil side is not
+// run) and returns each side's recording.
+func (h *harness) record(ctx context.Context, s *Scenario, sides [2]*side) ([2]Recording, error) {
+	var recs [2]Recording
+	ns := func(sd *side) string { return s.Name + sd.suffix() }
+	err := both(func(_ int, sd *side) error { return h.prepare(ctx, s, sd, ns(sd)) }, sides)
+	if err != nil {
+		return recs, err
+	}
+	for _, sd := range sides {
+		if sd != nil {
+			h.rec.begin(sd.node, ns(sd))
+		}
 	}
 	start := time.Now()
-	err = both(func(_ int, sd *side) error { return h.createPods(ctx, s, sd, ns(sd)) }, h.sides)
+	err = both(func(_ int, sd *side) error { return h.createPods(ctx, s, sd, ns(sd)) }, sides)
 	if err != nil {
 		log.Printf("%s: create: %v", s.Name, err)
-		for _, sd := range h.sides {
-			h.rec.addResult(ns(sd), "create", err.Error())
+		for _, sd := range sides {
+			if sd != nil {
+				h.rec.addResult(ns(sd), "create", err.Error())
+			}
 		}
 	}
 	for i, a := range s.Actions {
@@ -98,7 +124,7 @@ func (h *harness) run(ctx context.Context, s *Scenario) *Outcome {
 			}
 		}
 		if a.Do == "restart-agent" {
-			_ = both(func(_ int, sd *side) error { return h.procs.restart(sd.agent) }, h.sides)
+			_ = both(func(_ int, sd *side) error { return h.procs.restart(sd.agent) }, sides)
 			continue
 		}
 		label := fmt.Sprintf("action %d (%s %s at %v)", i, a.Do, a.Pod, a.At)
@@ -111,7 +137,7 @@ func (h *harness) run(ctx context.Context, s *Scenario) *Outcome {
 				h.rec.addResult(ns(sd), label, text)
 			}
 			return nil
-		}, h.sides)
+		}, sides)
 	}
 	if d := time.Until(start.Add(s.Duration.Duration)); d > 0 {
 		select {
@@ -119,16 +145,19 @@ func (h *harness) run(ctx context.Context, s *Scenario) *Outcome {
 		case <-time.After(d):
 		}
 	}
-	_ = both(func(_ int, sd *side) error { h.snapshot(ctx, s, sd, ns(sd), "end"); return nil }, h.sides)
-	out.Kubelet, out.Lockstep = h.rec.end(ns(h.sides[0])), h.rec.end(ns(h.sides[1]))
-	out.Differences = compareRecordings(&out.Kubelet, &out.Lockstep, s.Tolerance.Duration)
-	_ = both(func(_ int, sd *side) error { return h.cleanup(ctx, s, sd, ns(sd)) }, h.sides)
-	out.Wall = time.Since(began).Seconds()
-	return out
+	_ = both(func(_ int, sd *side) error { h.snapshot(ctx, s, sd, ns(sd), "end"); return nil }, sides)
+	for i, sd := range sides {
+		if sd != nil {
+			recs[i] = h.rec.end(ns(sd))
+		}
+	}
+	_ = both(func(_ int, sd *side) error { return h.cleanup(ctx, s, sd, ns(sd)) }, sides)
+	return recs, nil
 }
 
-// prepare creates the namespace and the scenario's objects.
-func (h *harness) prepare(ctx context.Context, s *Scenario, ns string) error {
+// prepare creates the namespace and the scenario's objects (the side's
+// copies of its local PersistentVolumes bound to their claims).
+func (h *harness) prepare(ctx context.Context, s *Scenario, sd *side, ns string) error {
 	_, err := h.client.CoreV1().Namespaces().Create(ctx, &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
 	if err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("create namespace %s: %w", ns, err)
@@ -148,7 +177,7 @@ func (h *harness) prepare(ctx context.Context, s *Scenario, ns string) error {
 			return fmt.Errorf("create object in %s: %w", ns, err)
 		}
 	}
-	return nil
+	return h.createVolumeAndClaim(ctx, s, sd, ns)
 }
 
 // createPods creates the filler pods, the pods (bound to the side's node)
@@ -401,7 +430,7 @@ func (h *harness) cleanup(ctx context.Context, s *Scenario, sd *side, ns string)
 			return err
 		}
 		if len(pods.Items) == 0 {
-			return nil
+			return h.deleteVolumesAndClaims(ctx, s, ns)
 		}
 		for _, p := range pods.Items {
 			_ = h.client.CoreV1().Pods(ns).Delete(ctx, p.Name, metav1.DeleteOptions{GracePeriodSeconds: &zero})
