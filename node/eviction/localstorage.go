@@ -13,6 +13,7 @@ import (
 	"github.com/lockstep-dev/lockstep/node/admission"
 	"github.com/lockstep-dev/lockstep/node/podutil"
 	"github.com/lockstep-dev/lockstep/node/stats"
+	"github.com/lockstep-dev/lockstep/node/volume/plugin"
 )
 
 // The local-storage limit signals, as kubelet_evictions labels them.
@@ -133,17 +134,27 @@ func CheckLocalStorage(pod *corev1.Pod, ps PodStorage, dedicatedImageFs bool) (L
 func emptyDirOverLimit(pod *corev1.Pod, ps PodStorage) (LocalStorageViolation, bool) {
 	for i := range pod.Spec.Volumes {
 		v := &pod.Spec.Volumes[i]
-		if v.EmptyDir == nil || v.EmptyDir.SizeLimit == nil || v.EmptyDir.SizeLimit.Sign() <= 0 {
+		limit := volumeStorage(v).SizeLimit
+		if limit == nil || limit.Sign() <= 0 {
 			continue
 		}
 		used, ok := ps.Volumes[v.Name]
-		if !ok || resource.NewQuantity(used, resource.BinarySI).Cmp(*v.EmptyDir.SizeLimit) <= 0 {
+		if !ok || resource.NewQuantity(used, resource.BinarySI).Cmp(*limit) <= 0 {
 			continue
 		}
 		return LocalStorageViolation{Signal: SignalEmptyDirFsLimit,
-			Message: fmt.Sprintf("Usage of EmptyDir volume %q exceeds the limit %q. ", v.Name, v.EmptyDir.SizeLimit.String())}, true
+			Message: fmt.Sprintf("Usage of EmptyDir volume %q exceeds the limit %q. ", v.Name, limit.String())}, true
 	}
 	return LocalStorageViolation{}, false
+}
+
+// volumeStorage is how v's usage counts, as its plugin says (nothing for
+// an unsupported type).
+func volumeStorage(v *corev1.Volume) plugin.Storage {
+	if p, ok := plugin.For(v); ok {
+		return p.Storage(v)
+	}
+	return plugin.Storage{}
 }
 
 func podOverLimit(pod *corev1.Pod, ps PodStorage) (LocalStorageViolation, bool) {
@@ -157,7 +168,7 @@ func podOverLimit(pod *corev1.Pod, ps PodStorage) (LocalStorageViolation, bool) 
 	}
 	for i := range pod.Spec.Volumes {
 		v := &pod.Spec.Volumes[i]
-		if v.EmptyDir != nil && v.EmptyDir.Medium != corev1.StorageMediumMemory {
+		if volumeStorage(v).EvictionLocal {
 			total += ps.Volumes[v.Name]
 		}
 	}

@@ -29,6 +29,7 @@ import (
 	"github.com/lockstep-dev/lockstep/node/backoff"
 	"github.com/lockstep-dev/lockstep/node/deps"
 	"github.com/lockstep-dev/lockstep/node/podspec"
+	"github.com/lockstep-dev/lockstep/node/volume/plugin"
 )
 
 // SyncWait bounds how long WaitConfigMap and WaitSecret wait for a new
@@ -158,7 +159,7 @@ func podKeys(pod *corev1.Pod) []objKey {
 		}
 	}
 	for i := range pod.Spec.Volumes {
-		add(podspec.VolumeSources(&pod.Spec.Volumes[i]))
+		add(plugin.References(&pod.Spec.Volumes[i]))
 	}
 	for i := range pod.Spec.InitContainers {
 		add(podspec.EnvSources(&pod.Spec.InitContainers[i]))
@@ -297,7 +298,7 @@ func (c *Cache) Secret(namespace, name string) (*corev1.Secret, bool) {
 // ChangedSince reports whether an object volume v of a pod in namespace
 // reads has changed after t.
 func (c *Cache) ChangedSince(namespace string, v *corev1.Volume, t time.Time) bool {
-	cms, secs := podspec.VolumeSources(v)
+	cms, secs := plugin.References(v)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for _, n := range cms {

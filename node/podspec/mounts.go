@@ -9,6 +9,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/lockstep-dev/lockstep/node/volume/plugin"
 )
 
 // DefaultRootDir is the agent's root directory when NodeInfo.RootDir is
@@ -16,20 +18,16 @@ import (
 const DefaultRootDir = "/var/lib/lockstep"
 
 // The volume plugins' directory names below a pod's volumes directory, as
-// the upstream kubelet spells them ("/" escaped as "~"). A hostPath volume
-// has no directory of its own: it is the host's path. A
-// persistentVolumeClaim volume's directory is a symbolic link to the
-// path of the local or hostPath PersistentVolume bound to its claim (the
-// runtime resolves it when it binds the mount); upstream bind-mounts the
-// volume there instead, under the PersistentVolume's name.
+// the upstream kubelet spells them: aliases of the registry's
+// (node/volume/plugin), kept for the callers that name one directory.
 const (
-	PluginEmptyDir    = "kubernetes.io~empty-dir"
-	PluginConfigMap   = "kubernetes.io~configmap"
-	PluginSecret      = "kubernetes.io~secret"
-	PluginDownwardAPI = "kubernetes.io~downward-api"
-	PluginProjected   = "kubernetes.io~projected"
-	PluginHostPath    = "kubernetes.io~host-path"
-	PluginLocalVolume = "kubernetes.io~local-volume"
+	PluginEmptyDir    = plugin.NameEmptyDir
+	PluginConfigMap   = plugin.NameConfigMap
+	PluginSecret      = plugin.NameSecret
+	PluginDownwardAPI = plugin.NameDownwardAPI
+	PluginProjected   = plugin.NameProjected
+	PluginHostPath    = plugin.NameHostPath
+	PluginLocalVolume = plugin.NameLocalVolume
 )
 
 // PodsDir returns the directory holding every pod's directory:
@@ -74,50 +72,15 @@ func terminationLogMount(c *corev1.Container, log string) *runtimeapi.Mount {
 		Propagation: runtimeapi.MountPropagation_PROPAGATION_PRIVATE}
 }
 
-// VolumePlugin names the plugin of a volume the agent supports, and
-// reports false for a volume type it does not support.
-func VolumePlugin(v *corev1.Volume) (string, bool) {
-	switch {
-	case v.EmptyDir != nil:
-		return PluginEmptyDir, true
-	case v.ConfigMap != nil:
-		return PluginConfigMap, true
-	case v.Secret != nil:
-		return PluginSecret, true
-	case v.DownwardAPI != nil:
-		return PluginDownwardAPI, true
-	case v.Projected != nil:
-		return PluginProjected, true
-	case v.HostPath != nil:
-		return PluginHostPath, true
-	case v.PersistentVolumeClaim != nil:
-		return PluginLocalVolume, true
-	}
-	return "", false
-}
-
-// VolumeDir returns where a supported volume of a pod lives on the host:
-// <root>/pods/<uid>/volumes/<plugin>/<name>, or the host path itself for
-// a hostPath volume ("" for an unsupported type).
+// VolumeDir returns where a supported volume of a pod lives on the host,
+// as its plugin says (<root>/pods/<uid>/volumes/<plugin>/<name>, or the
+// host path itself for a hostPath volume; "" for an unsupported type).
 func VolumeDir(root string, uid types.UID, v *corev1.Volume) string {
-	plugin, ok := VolumePlugin(v)
-	switch {
-	case !ok:
+	p, ok := plugin.For(v)
+	if !ok {
 		return ""
-	case plugin == PluginHostPath:
-		return filepath.Clean(v.HostPath.Path)
 	}
-	return filepath.Join(PodVolumesDir(root, uid), plugin, v.Name)
-}
-
-// readOnlyPlugin reports whether a plugin's volumes are always mounted
-// read-only (the API data volumes, as upstream).
-func readOnlyPlugin(plugin string) bool {
-	switch plugin {
-	case PluginConfigMap, PluginSecret, PluginDownwardAPI, PluginProjected:
-		return true
-	}
-	return false
+	return p.Dir(PodVolumesDir(root, uid), v)
 }
 
 // containerMounts maps a container's volumeMounts to CRI mounts, in spec
@@ -140,11 +103,11 @@ func containerMounts(pod *corev1.Pod, c *corev1.Container, podIPs []string, node
 		if !ok {
 			return nil, fmt.Errorf("volumeMount %q: no volume of that name in the pod", m.Name)
 		}
-		plugin, ok := VolumePlugin(v)
+		p, ok := plugin.For(v)
 		if !ok {
 			continue
 		}
-		host, err := mountSource(VolumeDir(node.RootDir, pod.UID, v), m, lookup)
+		host, err := mountSource(p.Dir(PodVolumesDir(node.RootDir, pod.UID), v), m, lookup)
 		if err != nil {
 			return nil, err
 		}
@@ -155,7 +118,7 @@ func containerMounts(pod *corev1.Pod, c *corev1.Container, podIPs []string, node
 		out = append(out, &runtimeapi.Mount{
 			ContainerPath: m.MountPath,
 			HostPath:      host,
-			Readonly:      m.ReadOnly || readOnlyPlugin(plugin) || v.PersistentVolumeClaim != nil && v.PersistentVolumeClaim.ReadOnly,
+			Readonly:      m.ReadOnly || p.ReadOnly(v),
 			Propagation:   prop,
 		})
 	}

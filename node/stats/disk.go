@@ -14,6 +14,7 @@ import (
 	"github.com/lockstep-dev/lockstep/node/deps"
 	"github.com/lockstep-dev/lockstep/node/podspec"
 	"github.com/lockstep-dev/lockstep/node/podstate"
+	"github.com/lockstep-dev/lockstep/node/volume/plugin"
 )
 
 // localUsage is what a sample measured of the pods' local storage through
@@ -25,7 +26,7 @@ type localUsage struct {
 	Logs    map[types.UID]map[string]FsUsage
 }
 
-// measureLocal measures the emptyDir, configMap and secret volumes and
+// measureLocal measures the volumes their plugins measure and
 // the container log directories of pods, each tree once. A tree that does
 // not exist is left out; one that cannot be measured is left out too, and
 // its error returned beside what could be (a volume the agent cannot read
@@ -69,11 +70,13 @@ func put(m map[types.UID]map[string]FsUsage, uid types.UID, name string, u FsUsa
 	m[uid][name] = u
 }
 
-// measuredVolume reports whether a volume's usage is measured: the kinds
-// whose data the node keeps on its disk for the pod (emptyDir on disk or
-// in memory, configMap, secret), as upstream's ephemeral volumes.
+// measuredVolume reports whether a volume's usage is measured, as its
+// plugin says (emptyDir on disk or in memory, configMap, secret: the
+// kinds whose data the node keeps for the pod, as upstream's ephemeral
+// volumes).
 func measuredVolume(v *corev1.Volume) bool {
-	return v.EmptyDir != nil || v.ConfigMap != nil || v.Secret != nil
+	p, ok := plugin.For(v)
+	return ok && p.Storage(v).Measured
 }
 
 // dirUsage measures dir; ok is false when it does not exist.

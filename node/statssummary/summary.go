@@ -39,6 +39,7 @@ import (
 
 	"github.com/lockstep-dev/lockstep/node/deps"
 	"github.com/lockstep-dev/lockstep/node/podstate"
+	"github.com/lockstep-dev/lockstep/node/volume/plugin"
 )
 
 // FsUsage is the space and inodes some files take.
@@ -377,10 +378,11 @@ func addLocal(ps *statsv1alpha1.PodStats, pod *corev1.Pod, local LocalUsage, now
 }
 
 // localEphemeral reports whether a volume's data counts against the
-// pod's ephemeral storage: an emptyDir on the node's disk, a configMap or
-// a gitRepo, as upstream decides.
+// pod's ephemeral storage, as its plugin says (an emptyDir on the node's
+// disk or a configMap, as upstream decides).
 func localEphemeral(v *corev1.Volume) bool {
-	return v.GitRepo != nil || v.ConfigMap != nil || (v.EmptyDir != nil && v.EmptyDir.Medium == corev1.StorageMediumDefault)
+	p, ok := plugin.For(v)
+	return ok && p.Storage(v).PodEphemeral
 }
 
 // nodeFsStats is u on the node's filesystem: its usage plus the

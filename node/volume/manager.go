@@ -17,14 +17,15 @@
 // containers' environments); projected service
 // account tokens come from node/token, renewed once 80 % of their lifetime
 // has passed; with an fsGroup, volumes get upstream's ownership
-// (ownership.go). A Secret, a projected or downwardAPI volume and an
+// (plugin/ownership.go). A Secret, a projected or downwardAPI volume and an
 // emptyDir of medium Memory are a tmpfs (deps.Mounter; sized by
 // sizeLimit), unmounted before the pod's directory is removed; without a
 // mounter they are plain directories. A persistentVolumeClaim volume
 // bound to a local or hostPath PersistentVolume (claims.go) is a link to
 // the PersistentVolume's path, resolved with one GET of the claim and one
-// of the volume. The volume types listed by podspec.VolumePlugin are the
-// only ones set up.
+// of the volume. Each volume type is a plugin of node/volume/plugin, the
+// registry of the types set up; the manager reaches them through
+// plugin.For and gives them its ports as a plugin.Host (host.go).
 package volume
 
 import (
@@ -45,6 +46,7 @@ import (
 	"github.com/lockstep-dev/lockstep/node/objcache"
 	"github.com/lockstep-dev/lockstep/node/podspec"
 	"github.com/lockstep-dev/lockstep/node/token"
+	"github.com/lockstep-dev/lockstep/node/volume/plugin"
 )
 
 // Defaults of Config's zero fields.
@@ -393,7 +395,8 @@ func (m *Manager) reconcilePod(ctx context.Context, pod *corev1.Pod) {
 	now := m.clock.Now()
 	for i := range pod.Spec.Volumes {
 		v := &pod.Spec.Volumes[i]
-		if _, ok := podspec.VolumePlugin(v); !ok {
+		p, ok := plugin.For(v)
+		if !ok {
 			continue
 		}
 		key := volKey(pod.UID, v.Name)
@@ -403,9 +406,7 @@ func (m *Manager) reconcilePod(ctx context.Context, pod *corev1.Pod) {
 			st = &volState{}
 			m.vols[key] = st
 		}
-		// A claim's volume is resolved once per agent life, as upstream's
-		// populator processes a pod's claims once.
-		due := st.refreshed.IsZero() || v.PersistentVolumeClaim == nil &&
+		due := st.refreshed.IsZero() || !p.ResolveOnce(v) &&
 			(now.Sub(st.refreshed) >= m.cfg.ResyncPeriod || m.watched.ChangedSince(pod.Namespace, v, st.refreshed))
 		backingOff := st.err != nil && m.retry.Remaining(key, time.Time{}, st.failedAt, now) > 0
 		m.mu.Unlock()

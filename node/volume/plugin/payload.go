@@ -1,4 +1,4 @@
-package volume
+package plugin
 
 import (
 	"fmt"
@@ -9,8 +9,6 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
-
-	"github.com/lockstep-dev/lockstep/node/podspec"
 )
 
 // defaultMode is the mode of a published file when the volume sets none
@@ -32,7 +30,8 @@ type File struct {
 type Payload map[string]File
 
 // sources is what a payload is computed from: the objects the volume
-// references (nil when missing) and the node's facts for downward values.
+// references (nil when missing), the downward API values of the pod and
+// the user that owns its projected tokens.
 type sources struct {
 	configMaps map[string]*corev1.ConfigMap
 	secrets    map[string]*corev1.Secret
@@ -43,7 +42,10 @@ type sources struct {
 	// clusterTrustBundle sources, by source index (nil: an optional
 	// source that matched nothing, published empty).
 	trustAnchors map[int][]byte
-	node         podspec.NodeInfo
+	// downward is the value of a downwardAPI item of the pod.
+	downward func(item *corev1.DownwardAPIVolumeFile) (string, error)
+	// fsUser owns the projected tokens and trust anchors (nil: root).
+	fsUser *int64
 }
 
 // modeOf returns an item's mode, else the volume's default, else 0644.
@@ -136,10 +138,10 @@ func (p Payload) secret(name string, sec *corev1.Secret, items []corev1.KeyToPat
 	return p.keyed("secret", name, sec.Data, items, def, optional != nil && *optional)
 }
 
-// downward publishes downwardAPI items of pod into p.
-func (p Payload) downward(pod *corev1.Pod, items []corev1.DownwardAPIVolumeFile, def *int32, node podspec.NodeInfo) error {
+// downward publishes downwardAPI items into p, their values from value.
+func (p Payload) downward(items []corev1.DownwardAPIVolumeFile, def *int32, value func(*corev1.DownwardAPIVolumeFile) (string, error)) error {
 	for i := range items {
-		v, err := podspec.DownwardAPIValue(pod, &items[i], node)
+		v, err := value(&items[i])
 		if err != nil {
 			return fmt.Errorf("downwardAPI item %q: %w", items[i].Path, err)
 		}
@@ -150,38 +152,13 @@ func (p Payload) downward(pod *corev1.Pod, items []corev1.DownwardAPIVolumeFile,
 	return nil
 }
 
-// payloadOf computes the content of an API data volume of pod (configMap,
-// secret, downwardAPI or projected) from src.
-func payloadOf(pod *corev1.Pod, v *corev1.Volume, src sources) (Payload, error) {
-	p := Payload{}
-	var err error
-	switch {
-	case v.ConfigMap != nil:
-		s := v.ConfigMap
-		err = p.configMap(s.Name, src.configMaps[s.Name], s.Items, s.DefaultMode, s.Optional)
-	case v.Secret != nil:
-		s := v.Secret
-		err = p.secret(s.SecretName, src.secrets[s.SecretName], s.Items, s.DefaultMode, s.Optional)
-	case v.DownwardAPI != nil:
-		err = p.downward(pod, v.DownwardAPI.Items, v.DownwardAPI.DefaultMode, src.node)
-	case v.Projected != nil:
-		err = p.projected(pod, v.Projected, src)
-	default:
-		return nil, fmt.Errorf("volume %q is not an API data volume", v.Name)
-	}
-	if err != nil {
-		return nil, err
-	}
-	return p, nil
-}
-
 // projected publishes every supported source of a projected volume: a
 // serviceAccountToken source publishes the token fetched for it, as
 // upstream: owned by the user all the pod's containers run as (if one),
 // mode 0600 when there is such a user or an fsGroup (the ownership step
 // then makes it group-readable); a clusterTrustBundle source publishes its
 // trust anchors the same way. A podCertificate source never gets here
-// (fetch refuses it).
+// (fetchProjected refuses it).
 func (p Payload) projected(pod *corev1.Pod, pv *corev1.ProjectedVolumeSource, src sources) error {
 	def := pv.DefaultMode
 	for i, s := range pv.Sources {
@@ -192,14 +169,14 @@ func (p Payload) projected(pod *corev1.Pod, pv *corev1.ProjectedVolumeSource, sr
 		case s.Secret != nil:
 			err = p.secret(s.Secret.Name, src.secrets[s.Secret.Name], s.Secret.Items, def, s.Secret.Optional)
 		case s.DownwardAPI != nil:
-			err = p.downward(pod, s.DownwardAPI.Items, def, src.node)
+			err = p.downward(s.DownwardAPI.Items, def, src.downward)
 		case s.ServiceAccountToken != nil:
-			mode, owner := ownedMode(pod, def)
+			mode, owner := ownedMode(pod, def, src.fsUser)
 			if err = p.addOwned(s.ServiceAccountToken.Path, []byte(src.tokens[i]), mode, owner); err != nil {
 				err = fmt.Errorf("serviceAccountToken %q: %w", s.ServiceAccountToken.Path, err)
 			}
 		case s.ClusterTrustBundle != nil:
-			mode, owner := ownedMode(pod, def)
+			mode, owner := ownedMode(pod, def, src.fsUser)
 			if err = p.addOwned(s.ClusterTrustBundle.Path, src.trustAnchors[i], mode, owner); err != nil {
 				err = fmt.Errorf("clusterTrustBundle %q: %w", s.ClusterTrustBundle.Path, err)
 			}
@@ -212,15 +189,11 @@ func (p Payload) projected(pod *corev1.Pod, pv *corev1.ProjectedVolumeSource, sr
 }
 
 // ownedMode is the mode and owner of a projected token or trust bundle,
-// as upstream: owned by the user all the pod's containers run as (if
-// one), mode 0600 when there is such a user or an fsGroup, else the
+// as upstream: owned by the user all the pod's containers run as (owner,
+// if one), mode 0600 when there is such a user or an fsGroup, else the
 // volume's default mode.
-func ownedMode(pod *corev1.Pod, def *int32) (fs.FileMode, *int64) {
+func ownedMode(pod *corev1.Pod, def *int32, owner *int64) (fs.FileMode, *int64) {
 	mode := modeOf(nil, def)
-	var owner *int64
-	if uid, ok := podspec.FSUser(pod); ok {
-		owner = &uid
-	}
 	if owner != nil || fsGroup(pod) != nil {
 		mode = 0o600
 	}

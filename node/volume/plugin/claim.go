@@ -1,4 +1,4 @@
-package volume
+package plugin
 
 import (
 	"context"
@@ -10,37 +10,68 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 )
 
-// claimReady reports whether a persistentVolumeClaim volume is set up:
-// its directory is a link to a path that exists.
-func (m *Manager) claimReady(dir string) bool {
-	if _, err := m.files.Readlink(dir); err != nil {
-		return false
-	}
-	return m.stat(dir) != nil
+// NameLocalVolume is the directory name of a persistentVolumeClaim
+// volume: upstream's local volume plugin's. The directory is a symbolic
+// link to the path of the local or hostPath PersistentVolume bound to the
+// claim (the runtime resolves it when it binds the mount); upstream
+// bind-mounts the volume there instead, under the PersistentVolume's
+// name.
+const NameLocalVolume = "kubernetes.io~local-volume"
+
+// claim is the persistentVolumeClaim plugin, for claims bound to a local
+// or hostPath PersistentVolume.
+type claim struct{}
+
+func (claim) Name() string                          { return NameLocalVolume }
+func (claim) CanSupport(v *corev1.Volume) bool      { return v.PersistentVolumeClaim != nil }
+func (claim) ReadOnly(v *corev1.Volume) bool        { return v.PersistentVolumeClaim.ReadOnly }
+func (claim) IgnoredFields(*corev1.Volume) []string { return nil } // the PersistentVolume's type is known only once read: SetUp fails one that is not local or hostPath
+func (claim) Storage(*corev1.Volume) Storage        { return Storage{} }
+
+func (claim) References(*corev1.Volume) ([]string, []string) { return noRefs() }
+
+// ResolveOnce: a claim's volume is resolved once per agent life, as
+// upstream's populator processes a pod's claims once.
+func (claim) ResolveOnce(*corev1.Volume) bool { return true }
+
+func (p claim) Dir(volumesDir string, v *corev1.Volume) string {
+	return inPodDir(volumesDir, p, v)
 }
 
-// setUpClaim sets up a persistentVolumeClaim volume, as upstream's
+// IsSetUp: the directory is a link to a path that exists.
+func (claim) IsSetUp(h *Host, _ *corev1.Pod, _ *corev1.Volume, dir string) bool {
+	if _, err := h.Files.Readlink(dir); err != nil {
+		return false
+	}
+	return stat(h, dir) != nil
+}
+
+// TearDown: removing the pod's directory removes the link, not the
+// PersistentVolume's data.
+func (claim) TearDown(*Host, string) error { return nil }
+
+// SetUp sets up a persistentVolumeClaim volume, as upstream's
 // desired-state populator and the local and hostPath plugins do: it reads
 // the claim and the PersistentVolume bound to it (one GET each), checks
 // that the volume is a local or hostPath one that points back at the
 // claim, checks its path, and links the volume's directory to that path.
-func (m *Manager) setUpClaim(ctx context.Context, pod *corev1.Pod, v *corev1.Volume, dir string) (bool, error) {
-	target, err := m.claimPath(ctx, pod.Namespace, v.PersistentVolumeClaim.ClaimName)
+func (claim) SetUp(ctx context.Context, h *Host, pod *corev1.Pod, v *corev1.Volume, dir string) (bool, error) {
+	target, err := claimPath(ctx, h, pod.Namespace, v.PersistentVolumeClaim.ClaimName)
 	if err != nil {
 		return false, err
 	}
-	if old, err := m.files.Readlink(dir); err == nil {
+	if old, err := h.Files.Readlink(dir); err == nil {
 		if old == target {
 			return false, nil
 		}
-		if err := m.files.Remove(dir); err != nil {
+		if err := h.Files.Remove(dir); err != nil {
 			return false, fmt.Errorf("replace link %s: %w", dir, err)
 		}
 	}
-	if err := m.files.MkdirAll(path.Dir(dir)); err != nil {
+	if err := h.Files.MkdirAll(path.Dir(dir)); err != nil {
 		return false, err
 	}
-	if err := m.files.Symlink(target, dir); err != nil {
+	if err := h.Files.Symlink(target, dir); err != nil {
 		return false, fmt.Errorf("link %s to %s: %w", dir, target, err)
 	}
 	return true, nil
@@ -48,12 +79,12 @@ func (m *Manager) setUpClaim(ctx context.Context, pod *corev1.Pod, v *corev1.Vol
 
 // claimPath returns the host path of the local or hostPath
 // PersistentVolume bound to claim namespace/name, checked.
-func (m *Manager) claimPath(ctx context.Context, namespace, name string) (string, error) {
+func claimPath(ctx context.Context, h *Host, namespace, name string) (string, error) {
 	claim := fmt.Sprintf("%s/%s", namespace, name)
-	if m.claims == nil {
+	if h.Claims == nil {
 		return "", fmt.Errorf("persistentvolumeclaim %q: the agent has no apiserver to read it from", claim)
 	}
-	pvc, err := m.claims.GetPersistentVolumeClaim(ctx, namespace, name)
+	pvc, err := h.Claims.GetPersistentVolumeClaim(ctx, namespace, name)
 	switch {
 	case apierrors.IsNotFound(err):
 		return "", fmt.Errorf("persistentvolumeclaim %q not found", claim)
@@ -62,7 +93,7 @@ func (m *Manager) claimPath(ctx context.Context, namespace, name string) (string
 	case pvc.Status.Phase != corev1.ClaimBound || pvc.Spec.VolumeName == "":
 		return "", fmt.Errorf("persistentvolumeclaim %q is not bound (phase %q, spec.volumeName %q)", claim, pvc.Status.Phase, pvc.Spec.VolumeName)
 	}
-	pv, err := m.claims.GetPersistentVolume(ctx, pvc.Spec.VolumeName)
+	pv, err := h.Claims.GetPersistentVolume(ctx, pvc.Spec.VolumeName)
 	switch {
 	case apierrors.IsNotFound(err):
 		return "", fmt.Errorf("persistentvolume %q of claim %q not found", pvc.Spec.VolumeName, claim)
@@ -76,16 +107,16 @@ func (m *Manager) claimPath(ctx context.Context, namespace, name string) (string
 	switch {
 	case pv.Spec.Local != nil:
 		p := path.Clean(pv.Spec.Local.Path)
-		if info := m.stat(p); info == nil {
+		if info := stat(h, p); info == nil {
 			return "", fmt.Errorf("local persistentvolume %q of claim %q: path %s does not exist", pv.Name, claim, p)
 		}
 		return p, nil
 	case pv.Spec.HostPath != nil:
 		p := path.Clean(pv.Spec.HostPath.Path)
-		if _, err := m.setUpHostPath(p, pv.Spec.HostPath.Type); err != nil {
+		if _, err := setUpHostPath(h, p, pv.Spec.HostPath.Type); err != nil {
 			return "", fmt.Errorf("hostPath persistentvolume %q of claim %q: %w", pv.Name, claim, err)
 		}
-		if m.stat(p) == nil {
+		if stat(h, p) == nil {
 			return "", fmt.Errorf("hostPath persistentvolume %q of claim %q: path %s does not exist", pv.Name, claim, p)
 		}
 		return p, nil

@@ -1,4 +1,4 @@
-package volume
+package plugin
 
 import (
 	"bytes"
@@ -28,15 +28,15 @@ var errPodCertificate = errors.New("podCertificate projected volume sources (Pod
 // (then the file is empty). The certificates are deduplicated and sorted
 // (upstream shuffles them once per kubelet start; sorting keeps the file
 // unchanged across restarts, so no needless republication).
-func (m *Manager) trustAnchors(ctx context.Context, src *corev1.ClusterTrustBundleProjection) ([]byte, error) {
+func trustAnchors(ctx context.Context, h *Host, src *corev1.ClusterTrustBundleProjection) ([]byte, error) {
 	optional := src.Optional != nil && *src.Optional
-	if m.trustBundles == nil {
+	if h.TrustBundles == nil {
 		return nil, errors.New("clusterTrustBundle: the agent has no apiserver to read it from")
 	}
 	var bundles []*certificatesv1.ClusterTrustBundle
 	switch {
 	case src.Name != nil:
-		b, err := m.trustBundles.GetClusterTrustBundle(ctx, *src.Name)
+		b, err := h.TrustBundles.GetClusterTrustBundle(ctx, *src.Name)
 		switch {
 		case apierrors.IsNotFound(err) && optional:
 			return nil, nil
@@ -49,7 +49,7 @@ func (m *Manager) trustAnchors(ctx context.Context, src *corev1.ClusterTrustBund
 		if err != nil {
 			return nil, fmt.Errorf("while parsing label selector: %w", err)
 		}
-		all, err := m.trustBundles.ListClusterTrustBundles(ctx, *src.SignerName)
+		all, err := h.TrustBundles.ListClusterTrustBundles(ctx, *src.SignerName)
 		if err != nil {
 			return nil, fmt.Errorf("while listing ClusterTrustBundles of signer %q: %w", *src.SignerName, err)
 		}
