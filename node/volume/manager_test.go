@@ -34,7 +34,11 @@ type world struct {
 	m     *volume.Manager
 }
 
-func newWorld(t *testing.T) *world {
+func newWorld(t *testing.T) *world { t.Helper(); return newWorldWith(t, false) }
+
+// newWorldWith is newWorld, with the simulator's tmpfs mounts when
+// mounts is set (else memory-backed volumes are plain directories).
+func newWorldWith(t *testing.T, mounts bool) *world {
 	t.Helper()
 	k := kernel.New(kernel.Config{Seed: 7})
 	t.Cleanup(k.Close)
@@ -42,6 +46,9 @@ func newWorld(t *testing.T) *world {
 		api: apiserver.New(apiserver.Config{Clock: k, Tasks: k.Tasks(), Rand: k.Rand(), Log: k.Logger(), Node: "n1"})}
 	d := k.Deps()
 	d.Files = w.files
+	if mounts {
+		d.Mounts = memfs.NewMounts(w.files)
+	}
 	d.API = deps.API{Pods: w.api, Events: apiserver.NewRecorder(w.api, k, corev1.EventSource{Component: "kubelet", Host: "n1"}), ConfigMaps: w.api, Secrets: w.api}
 	w.m = volume.New(d.Core, volume.Ports{Files: d.Files, Mounts: d.Mounts, Objects: d.API.Objects(), Claims: w.api, TrustBundles: w.api, Events: d.API.Events}, volume.Config{Node: podspec.NodeInfo{RootDir: root, NodeName: "n1"}})
 	ctx, cancel := k.WithCancel(context.Background())

@@ -7,6 +7,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"syscall"
 
 	"github.com/lockstep-dev/lockstep/node/deps"
 )
@@ -88,6 +89,21 @@ func (FS) Stat(path string) (fs.FileInfo, error) { return os.Stat(path) }
 
 // Lchown sets the owner of path, not following a final symbolic link.
 func (FS) Lchown(path string, uid, gid int) error { return os.Lchown(path, uid, gid) }
+
+// Owner returns the user and group owning path (following links) and
+// whether it could be read (the volume plugins' fsGroupChangePolicy
+// OnRootMismatch check).
+func (FS) Owner(path string) (uid, gid int, ok bool) {
+	info, err := os.Stat(path)
+	if err != nil {
+		return 0, 0, false
+	}
+	st, isStat := info.Sys().(*syscall.Stat_t)
+	if !isStat {
+		return 0, 0, false
+	}
+	return int(st.Uid), int(st.Gid), true
+}
 
 // Chmod sets the permission, setgid and sticky bits of path.
 func (FS) Chmod(path string, mode fs.FileMode) error {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 )
 
 // apiData is an API data type (configMap, secret, downwardAPI,
@@ -60,7 +61,9 @@ func (p apiDataPlugin) TearDown(h *Host, dir string) error {
 }
 
 // setUpAPIData fetches a volume's sources, computes its content and
-// publishes it atomically (mounting its tmpfs first when memory-backed);
+// publishes it atomically in a directory set up as an emptyDir's (mode
+// 0777, a tmpfs when memory-backed: upstream wraps these volumes in an
+// emptyDir, medium Memory but for configMap's);
 // the new content gets the pod's fsGroup before it is published (the
 // whole volume, as upstream: the first write also creates files outside
 // the timestamped directory).
@@ -77,6 +80,9 @@ func setUpAPIData(ctx context.Context, h *Host, p apiData, pod *corev1.Pod, v *c
 	if err != nil {
 		return false, err
 	}
+	if err := worldWritable(h, dir); err != nil {
+		return false, err
+	}
 	setPerms := func() error {
 		if gid := fsGroup(pod); gid != nil {
 			return setOwnership(h, dir, *gid, true)
@@ -87,10 +93,24 @@ func setUpAPIData(ctx context.Context, h *Host, p apiData, pod *corev1.Pod, v *c
 	return mountedNow || wrote, err
 }
 
-// fetchObjects reads the configMaps and secrets named (a missing one is
-// nil in the result: the payload decides whether that is fatal) and sets
-// the pod's downward API values and file user.
-func fetchObjects(ctx context.Context, h *Host, pod *corev1.Pod, cms, secs []string) (sources, error) {
+// objRef names a configMap or secret a volume reads; optional: its
+// volume (or every projected source naming it) may do without it.
+type objRef struct {
+	name     string
+	optional bool
+}
+
+// isTrue reports whether an optional flag is set.
+func isTrue(b *bool) bool { return b != nil && *b }
+
+// fetchObjects reads the configMaps and secrets named and sets the pod's
+// downward API values and file user. A missing object is nil in the
+// result (the payload decides whether that is fatal), and so is an
+// optional one the apiserver refuses to show (Forbidden: the node
+// authorizer's answer for an object it cannot relate to the node, as for
+// one that does not exist), so that an optional volume sets up empty
+// with no FailedMount, as upstream's.
+func fetchObjects(ctx context.Context, h *Host, pod *corev1.Pod, cms, secs []objRef) (sources, error) {
 	src := sources{configMaps: map[string]*corev1.ConfigMap{}, secrets: map[string]*corev1.Secret{},
 		tokens: map[int]string{}, trustAnchors: map[int][]byte{},
 		downward: func(item *corev1.DownwardAPIVolumeFile) (string, error) { return h.DownwardAPIValue(pod, item) }}
@@ -100,19 +120,28 @@ func fetchObjects(ctx context.Context, h *Host, pod *corev1.Pod, cms, secs []str
 	if len(cms)+len(secs) > 0 && h.Objects == nil {
 		return src, errors.New("the agent has no apiserver to read configmaps and secrets from")
 	}
-	for _, name := range cms {
-		cm, err := h.Objects.ConfigMap(ctx, pod.Namespace, name)
-		if err != nil {
-			return src, fmt.Errorf("get configmap %q: %w", name, err)
+	for _, ref := range cms {
+		cm, err := h.Objects.ConfigMap(ctx, pod.Namespace, ref.name)
+		if err := missingOptional(ref, err); err != nil {
+			return src, fmt.Errorf("get configmap %q: %w", ref.name, err)
 		}
-		src.configMaps[name] = cm
+		src.configMaps[ref.name] = cm
 	}
-	for _, name := range secs {
-		sec, err := h.Objects.Secret(ctx, pod.Namespace, name)
-		if err != nil {
-			return src, fmt.Errorf("get secret %q: %w", name, err)
+	for _, ref := range secs {
+		sec, err := h.Objects.Secret(ctx, pod.Namespace, ref.name)
+		if err := missingOptional(ref, err); err != nil {
+			return src, fmt.Errorf("get secret %q: %w", ref.name, err)
 		}
-		src.secrets[name] = sec
+		src.secrets[ref.name] = sec
 	}
 	return src, nil
+}
+
+// missingOptional is err of reading ref, nil when ref is optional and
+// err says the object cannot be had (not found or forbidden).
+func missingOptional(ref objRef, err error) error {
+	if ref.optional && (apierrors.IsNotFound(err) || apierrors.IsForbidden(err)) {
+		return nil
+	}
+	return err
 }

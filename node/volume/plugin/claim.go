@@ -55,15 +55,24 @@ func (claim) TearDown(*Host, string) error { return nil }
 // the claim and the PersistentVolume bound to it (one GET each), checks
 // that the volume is a local or hostPath one that points back at the
 // claim, checks its path, and links the volume's directory to that path.
+// Before the first link of a pod's volume, a local PersistentVolume
+// mounted read-write is given to the pod's fsGroup, as upstream's local
+// plugin does on its first mount (see ownLocalVolume).
 func (claim) SetUp(ctx context.Context, h *Host, pod *corev1.Pod, v *corev1.Volume, dir string) (bool, error) {
-	target, err := claimPath(ctx, h, pod.Namespace, v.PersistentVolumeClaim.ClaimName)
+	target, local, err := claimPath(ctx, h, pod.Namespace, v.PersistentVolumeClaim.ClaimName)
 	if err != nil {
 		return false, err
 	}
-	if old, err := h.Files.Readlink(dir); err == nil {
-		if old == target {
-			return false, nil
+	old, err := h.Files.Readlink(dir)
+	if err == nil && old == target {
+		return false, nil
+	}
+	if local && !v.PersistentVolumeClaim.ReadOnly {
+		if err := ownLocalVolume(h, pod, target); err != nil {
+			return false, err
 		}
+	}
+	if err == nil {
 		if err := h.Files.Remove(dir); err != nil {
 			return false, fmt.Errorf("replace link %s: %w", dir, err)
 		}
@@ -78,50 +87,51 @@ func (claim) SetUp(ctx context.Context, h *Host, pod *corev1.Pod, v *corev1.Volu
 }
 
 // claimPath returns the host path of the local or hostPath
-// PersistentVolume bound to claim namespace/name, checked.
-func claimPath(ctx context.Context, h *Host, namespace, name string) (string, error) {
+// PersistentVolume bound to claim namespace/name, checked, and whether it
+// is a local one.
+func claimPath(ctx context.Context, h *Host, namespace, name string) (target string, local bool, err error) {
 	claim := fmt.Sprintf("%s/%s", namespace, name)
 	if h.Claims == nil {
-		return "", fmt.Errorf("persistentvolumeclaim %q: the agent has no apiserver to read it from", claim)
+		return "", false, fmt.Errorf("persistentvolumeclaim %q: the agent has no apiserver to read it from", claim)
 	}
 	pvc, err := h.Claims.GetPersistentVolumeClaim(ctx, namespace, name)
 	switch {
 	case apierrors.IsNotFound(err):
-		return "", fmt.Errorf("persistentvolumeclaim %q not found", claim)
+		return "", false, fmt.Errorf("persistentvolumeclaim %q not found", claim)
 	case err != nil:
-		return "", fmt.Errorf("persistentvolumeclaim %q: %w", claim, err)
+		return "", false, fmt.Errorf("persistentvolumeclaim %q: %w", claim, err)
 	case pvc.Status.Phase != corev1.ClaimBound || pvc.Spec.VolumeName == "":
-		return "", fmt.Errorf("persistentvolumeclaim %q is not bound (phase %q, spec.volumeName %q)", claim, pvc.Status.Phase, pvc.Spec.VolumeName)
+		return "", false, fmt.Errorf("persistentvolumeclaim %q is not bound (phase %q, spec.volumeName %q)", claim, pvc.Status.Phase, pvc.Spec.VolumeName)
 	}
 	pv, err := h.Claims.GetPersistentVolume(ctx, pvc.Spec.VolumeName)
 	switch {
 	case apierrors.IsNotFound(err):
-		return "", fmt.Errorf("persistentvolume %q of claim %q not found", pvc.Spec.VolumeName, claim)
+		return "", false, fmt.Errorf("persistentvolume %q of claim %q not found", pvc.Spec.VolumeName, claim)
 	case err != nil:
-		return "", fmt.Errorf("persistentvolume %q of claim %q: %w", pvc.Spec.VolumeName, claim, err)
+		return "", false, fmt.Errorf("persistentvolume %q of claim %q: %w", pvc.Spec.VolumeName, claim, err)
 	case pv.Spec.ClaimRef == nil || pv.Spec.ClaimRef.UID != pvc.UID:
-		return "", fmt.Errorf("persistentvolume %q is not bound to claim %q (its claimRef points elsewhere)", pv.Name, claim)
+		return "", false, fmt.Errorf("persistentvolume %q is not bound to claim %q (its claimRef points elsewhere)", pv.Name, claim)
 	case pv.Spec.VolumeMode != nil && *pv.Spec.VolumeMode == corev1.PersistentVolumeBlock:
-		return "", fmt.Errorf("persistentvolume %q of claim %q: volumeMode Block is not supported by lockstep", pv.Name, claim)
+		return "", false, fmt.Errorf("persistentvolume %q of claim %q: volumeMode Block is not supported by lockstep", pv.Name, claim)
 	}
 	switch {
 	case pv.Spec.Local != nil:
 		p := path.Clean(pv.Spec.Local.Path)
 		if info := stat(h, p); info == nil {
-			return "", fmt.Errorf("local persistentvolume %q of claim %q: path %s does not exist", pv.Name, claim, p)
+			return "", false, fmt.Errorf("local persistentvolume %q of claim %q: path %s does not exist", pv.Name, claim, p)
 		}
-		return p, nil
+		return p, true, nil
 	case pv.Spec.HostPath != nil:
 		p := path.Clean(pv.Spec.HostPath.Path)
 		if _, err := setUpHostPath(h, p, pv.Spec.HostPath.Type); err != nil {
-			return "", fmt.Errorf("hostPath persistentvolume %q of claim %q: %w", pv.Name, claim, err)
+			return "", false, fmt.Errorf("hostPath persistentvolume %q of claim %q: %w", pv.Name, claim, err)
 		}
 		if stat(h, p) == nil {
-			return "", fmt.Errorf("hostPath persistentvolume %q of claim %q: path %s does not exist", pv.Name, claim, p)
+			return "", false, fmt.Errorf("hostPath persistentvolume %q of claim %q: path %s does not exist", pv.Name, claim, p)
 		}
-		return p, nil
+		return p, false, nil
 	}
-	return "", errors.New(unsupportedVolumeMessage(pv, claim))
+	return "", false, errors.New(unsupportedVolumeMessage(pv, claim))
 }
 
 // unsupportedVolumeMessage says which plugin a PersistentVolume needs
@@ -144,4 +154,23 @@ func unsupportedVolumeMessage(pv *corev1.PersistentVolume, claim string) string 
 		plugin = "kubernetes.io/cephfs"
 	}
 	return fmt.Sprintf("persistentvolume %q of claim %q: volume plugin %s is not supported by lockstep (only local and hostPath persistent volumes are)", pv.Name, claim, plugin)
+}
+
+// ownLocalVolume gives a local PersistentVolume's path to the pod's
+// fsGroup (nothing without one) as upstream's SetVolumeOwnership does,
+// honouring fsGroupChangePolicy: OnRootMismatch skips the walk when the
+// path's root already has the group, group rwx and setgid.
+func ownLocalVolume(h *Host, pod *corev1.Pod, dir string) error {
+	gid := fsGroup(pod)
+	if gid == nil {
+		return nil
+	}
+	if sc := pod.Spec.SecurityContext; sc.FSGroupChangePolicy != nil && *sc.FSGroupChangePolicy == corev1.FSGroupChangeOnRootMismatch &&
+		!rootNeedsOwnership(h, dir, *gid) {
+		return nil
+	}
+	if err := setOwnership(h, dir, *gid, false); err != nil {
+		return fmt.Errorf("local persistentvolume path %s: %w", dir, err)
+	}
+	return nil
 }

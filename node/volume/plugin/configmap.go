@@ -29,7 +29,7 @@ func (configMap) Storage(*corev1.Volume) Storage {
 }
 
 func (configMap) fetch(ctx context.Context, h *Host, pod *corev1.Pod, v *corev1.Volume) (sources, error) {
-	return fetchObjects(ctx, h, pod, []string{v.ConfigMap.Name}, nil)
+	return fetchObjects(ctx, h, pod, []objRef{{v.ConfigMap.Name, isTrue(v.ConfigMap.Optional)}}, nil)
 }
 
 func (configMap) payload(_ *corev1.Pod, v *corev1.Volume, src sources) (Payload, error) {

@@ -67,14 +67,8 @@ func (p emptyDir) SetUp(_ context.Context, h *Host, pod *corev1.Pod, v *corev1.V
 	if _, err := ensureDir(h, dir, memory, size); err != nil {
 		return false, err
 	}
-	// 0777, keeping the bits the directory has (a tmpfs root is sticky,
-	// as upstream's emptyDir on medium Memory is).
-	info, err := h.Files.Stat(dir)
-	if err != nil {
-		return false, fmt.Errorf("stat %s: %w", dir, err)
-	}
-	if err := h.Files.Chmod(dir, info.Mode()&(fs.ModeSetgid|fs.ModeSticky)|emptyDirMode); err != nil {
-		return false, fmt.Errorf("chmod %s: %w", dir, err)
+	if err := worldWritable(h, dir); err != nil {
+		return false, err
 	}
 	if gid := fsGroup(pod); gid != nil {
 		if err := setOwnership(h, dir, *gid, false); err != nil {
@@ -82,6 +76,21 @@ func (p emptyDir) SetUp(_ context.Context, h *Host, pod *corev1.Pod, v *corev1.V
 		}
 	}
 	return true, nil
+}
+
+// worldWritable gives a volume's directory mode 0777, keeping its setgid
+// and sticky bits (a tmpfs root is sticky, as upstream's emptyDir on
+// medium Memory is), as upstream's emptyDir setupDir does; the API data
+// volumes, which upstream wraps in an emptyDir, get it too.
+func worldWritable(h *Host, dir string) error {
+	info, err := h.Files.Stat(dir)
+	if err != nil {
+		return fmt.Errorf("stat %s: %w", dir, err)
+	}
+	if err := h.Files.Chmod(dir, info.Mode()&(fs.ModeSetgid|fs.ModeSticky)|emptyDirMode); err != nil {
+		return fmt.Errorf("chmod %s: %w", dir, err)
+	}
+	return nil
 }
 
 // IsSetUp: the directory has mode 0777, setgid when the pod has an

@@ -32,9 +32,10 @@ func fsGroup(pod *corev1.Pod) *int64 {
 // and group, each directory that and search and setgid. The walk is
 // post-order, as upstream's; an entry that cannot be changed is logged and
 // skipped, as upstream does, and only a directory that cannot be read
-// fails. upstream applies no fsGroupChangePolicy to these types (it
-// passes none for emptyDir, configMap, secret, downwardAPI and projected
-// volumes, whose files are new at each write), so neither does this.
+// fails. upstream applies no fsGroupChangePolicy to emptyDir, configMap,
+// secret, downwardAPI and projected volumes (their files are new at each
+// write), so neither does this; a local PersistentVolume's caller honours
+// it (ownLocalVolume, rootNeedsOwnership).
 func setOwnership(h *Host, dir string, gid int64, readOnly bool) error {
 	mask := rwMask
 	if readOnly {
@@ -81,4 +82,28 @@ func own(h *Host, p string, isDir bool, gid int, mask fs.FileMode) error {
 		h.Log.Warn("changing a volume file's mode failed", "path", p, "error", err.Error())
 	}
 	return nil
+}
+
+// ownerReader is a Files port that can say who owns a path (the
+// simulator's memfs, the daemon's osfiles).
+type ownerReader interface {
+	Owner(path string) (uid, gid int, ok bool)
+}
+
+// rootNeedsOwnership reports whether a volume's root directory lacks what
+// setOwnership gives it (group gid, group rwx and setgid), as upstream's
+// requiresPermissionChange decides for OnRootMismatch: anything it cannot
+// read (a port that cannot say the owner, a file) needs the walk.
+func rootNeedsOwnership(h *Host, dir string, gid int64) bool {
+	owners, ok := h.Files.(ownerReader)
+	if !ok {
+		return true
+	}
+	_, g, ok := owners.Owner(dir)
+	info, err := h.Files.Stat(dir)
+	if !ok || err != nil || int64(g) != gid || !info.IsDir() {
+		return true
+	}
+	want := rwMask | execMask
+	return info.Mode().Perm()&want != want || info.Mode()&fs.ModeSetgid == 0
 }

@@ -45,7 +45,7 @@ func (projected) References(v *corev1.Volume) (configMaps, secrets []string) {
 // fetch reads the sources' objects, and the service account tokens and
 // trust anchors the sources ask for.
 func (p projected) fetch(ctx context.Context, h *Host, pod *corev1.Pod, v *corev1.Volume) (sources, error) {
-	cms, secs := References(v)
+	cms, secs := projectedRefs(v.Projected)
 	src, err := fetchObjects(ctx, h, pod, cms, secs)
 	if err != nil {
 		return src, err
@@ -74,6 +74,29 @@ func (p projected) fetch(ctx context.Context, h *Host, pod *corev1.Pod, v *corev
 func (projected) payload(pod *corev1.Pod, v *corev1.Volume, src sources) (Payload, error) {
 	p := Payload{}
 	return p, p.projected(pod, v.Projected, src)
+}
+
+// projectedRefs are the configMaps and secrets of a projected volume's
+// sources, sorted; one is optional when every source naming it is.
+func projectedRefs(pv *corev1.ProjectedVolumeSource) (cms, secs []objRef) {
+	cmOpt, secOpt := map[string]bool{}, map[string]bool{}
+	for _, s := range pv.Sources {
+		if s.ConfigMap != nil {
+			opt, seen := cmOpt[s.ConfigMap.Name]
+			cmOpt[s.ConfigMap.Name] = isTrue(s.ConfigMap.Optional) && (opt || !seen)
+		}
+		if s.Secret != nil {
+			opt, seen := secOpt[s.Secret.Name]
+			secOpt[s.Secret.Name] = isTrue(s.Secret.Optional) && (opt || !seen)
+		}
+	}
+	for _, name := range sortedKeys(cmOpt) {
+		cms = append(cms, objRef{name, cmOpt[name]})
+	}
+	for _, name := range sortedKeys(secOpt) {
+		secs = append(secs, objRef{name, secOpt[name]})
+	}
+	return cms, secs
 }
 
 // tokenRequest is the TokenRequest of a serviceAccountToken projection:

@@ -26,7 +26,7 @@ func (secret) References(v *corev1.Volume) ([]string, []string) {
 func (secret) Storage(*corev1.Volume) Storage { return Storage{Measured: true} }
 
 func (secret) fetch(ctx context.Context, h *Host, pod *corev1.Pod, v *corev1.Volume) (sources, error) {
-	return fetchObjects(ctx, h, pod, nil, []string{v.Secret.SecretName})
+	return fetchObjects(ctx, h, pod, nil, []objRef{{v.Secret.SecretName, isTrue(v.Secret.Optional)}})
 }
 
 func (secret) payload(_ *corev1.Pod, v *corev1.Volume, src sources) (Payload, error) {
