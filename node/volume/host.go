@@ -12,8 +12,9 @@ import (
 	"github.com/lockstep-dev/lockstep/node/volume/plugin"
 )
 
-// host is what the plugins act on: the manager's ports.
-func (m *Manager) host() *plugin.Host {
+// newHost is what the plugins act on: the manager's ports (built once, in
+// New).
+func (m *Manager) newHost() *plugin.Host {
 	h := &plugin.Host{
 		Files: m.files, Mounts: m.mounts, Log: m.log, Now: m.clock.Now,
 		Tokens: m.tokens, Claims: m.claims, TrustBundles: m.trustBundles,
@@ -70,7 +71,7 @@ func (m *Manager) volumeDir(pod *corev1.Pod, v *corev1.Volume) (plugin.Plugin, s
 // (an unsupported one: nothing to wait for, admission names it).
 func (m *Manager) isSetUp(pod *corev1.Pod, v *corev1.Volume) bool {
 	p, dir, ok := m.volumeDir(pod, v)
-	return !ok || p.IsSetUp(m.host(), pod, v, dir)
+	return !ok || p.IsSetUp(m.host, pod, v, dir)
 }
 
 // setUp sets up (or refreshes) one volume of a pod and reports whether it
@@ -80,13 +81,12 @@ func (m *Manager) setUp(ctx context.Context, pod *corev1.Pod, v *corev1.Volume) 
 	if !ok {
 		return false, nil
 	}
-	return p.SetUp(ctx, m.host(), pod, v, dir)
+	return p.SetUp(ctx, m.host, pod, v, dir)
 }
 
 // unmountAll tears down every volume of a pod found on disk (each
 // plugin's directory), before the pod's directory goes.
 func (m *Manager) unmountAll(uid types.UID) error {
-	h := m.host()
 	for _, p := range plugin.All() {
 		pdir := path.Join(podspec.PodVolumesDir(m.cfg.Node.RootDir, uid), p.Name())
 		entries, err := m.files.ReadDir(pdir)
@@ -94,7 +94,7 @@ func (m *Manager) unmountAll(uid types.UID) error {
 			continue
 		}
 		for _, e := range entries {
-			if err := p.TearDown(h, path.Join(pdir, e.Name())); err != nil {
+			if err := p.TearDown(m.host, path.Join(pdir, e.Name())); err != nil {
 				return err
 			}
 		}

@@ -94,8 +94,10 @@ type Manager struct {
 	tokens       *token.Manager
 	events       deps.EventSink
 	cfg          Config
-	wake         deps.Signal
-	retry        *backoff.Backoff
+	// host is the plugins' view of the ports above.
+	host  *plugin.Host
+	wake  deps.Signal
+	retry *backoff.Backoff
 
 	mu        sync.Mutex
 	desired   map[types.UID]*corev1.Pod
@@ -174,6 +176,7 @@ func New(d deps.Core, ports Ports, cfg Config) *Manager {
 	if m.watched == nil {
 		m.watched = objcache.New(d, nil) // holds nothing: every read GETs
 	}
+	m.host = m.newHost()
 	m.watched.OnChange(m.wakeAll)
 	return m
 }
