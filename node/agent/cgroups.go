@@ -7,12 +7,12 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/lockstep-dev/lockstep/node/activepods"
 	"github.com/lockstep-dev/lockstep/node/cgroups"
 	"github.com/lockstep-dev/lockstep/node/deps"
 	"github.com/lockstep-dev/lockstep/node/nodestatus"
 	"github.com/lockstep-dev/lockstep/node/podspec"
 	"github.com/lockstep-dev/lockstep/node/podstate"
-	"github.com/lockstep-dev/lockstep/node/podutil"
 	"github.com/lockstep-dev/lockstep/node/podworkers"
 )
 
@@ -53,7 +53,7 @@ func (a *Agent) ensurePodCgroup(pod *corev1.Pod) error {
 	if err := a.cgroups.Start(); err != nil {
 		return fmt.Errorf("pod %s/%s: %w", pod.Namespace, pod.Name, err)
 	}
-	err := a.cgroups.EnsurePod(pod, podspec.QOSClass(pod), a.activePods)
+	err := a.cgroups.EnsurePod(pod, podspec.QOSClass(pod), a.holdingResources)
 	if err == nil {
 		return nil
 	}
@@ -64,18 +64,19 @@ func (a *Agent) ensurePodCgroup(pod *corev1.Pod) error {
 	return fmt.Errorf("ensure the cgroup of pod %s/%s: %w", pod.Namespace, pod.Name, err)
 }
 
-// activePods are the pods whose requests count in the QoS cgroups: those
-// a source wants that are not refused and whose worker has not finished,
-// with the resources they were allocated.
-func (a *Agent) activePods() []*corev1.Pod {
-	var out []*corev1.Pod
-	for _, pod := range a.merger.Pods() {
-		if podutil.IsMirrorPod(pod) || a.workers.IsFinished(pod.UID) || podutil.IsTerminal(pod.Status.Phase) || a.refused(pod) {
-			continue
-		}
-		out = append(out, a.alloc.Allocated(pod))
+// holdingResources are the pods whose requests count in the QoS cgroups
+// and which may hold CPUs, memory and devices (activepods.HoldingResources).
+func (a *Agent) holdingResources() []*corev1.Pod { return activepods.HoldingResources(a.podSets()) }
+
+// podSets are the facts the active pod sets are computed from.
+func (a *Agent) podSets() activepods.Sources {
+	return activepods.Sources{
+		Desired: a.merger, Workers: a.workers, Admitted: a.admittedUnordered, Refused: a.refused, Allocated: a.alloc.Allocated,
+		Phase: func(uid types.UID) (corev1.PodPhase, bool) {
+			s, ok := a.status.PodStatus(uid)
+			return s.Phase, ok
+		},
 	}
-	return out
 }
 
 // removePodCgroup removes a terminated pod's cgroup and gives its share
@@ -91,7 +92,7 @@ func (a *Agent) removePodCgroup(uid types.UID) {
 		// deleting 2,000 pods in make bench-compare).
 		return
 	}
-	if err := a.cgroups.UpdateQOS(a.activePods()); err != nil {
+	if err := a.cgroups.UpdateQOS(a.holdingResources()); err != nil {
 		a.d.Log.Warn("updating the QoS cgroups failed", "error", err.Error())
 	}
 }
@@ -103,7 +104,7 @@ func (a *Agent) cgroupHousekeeping() {
 	if !a.cgroups.Enabled() {
 		return
 	}
-	if err := a.cgroups.UpdateQOS(a.activePods()); err != nil {
+	if err := a.cgroups.UpdateQOS(a.holdingResources()); err != nil {
 		a.d.Log.Warn("updating the QoS cgroups failed", "error", err.Error())
 	}
 	removed, err := a.cgroups.RemoveOrphans(a.mayRunPod)

@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/lockstep-dev/lockstep/node/activepods"
 	"github.com/lockstep-dev/lockstep/node/admission"
 	"github.com/lockstep-dev/lockstep/node/deps"
 	"github.com/lockstep-dev/lockstep/node/eviction"
@@ -230,7 +231,7 @@ func (a *Agent) admit(pod *corev1.Pod) {
 			}
 		}
 		if d.Admitted() && a.devices != nil {
-			if reason, msg, ok := a.devices.Admit(pod, a.activePods); !ok {
+			if reason, msg, ok := a.devices.Admit(pod, a.holdingResources); !ok {
 				d = admission.Decision{Reason: reason, Message: msg}
 			}
 		}
@@ -281,19 +282,20 @@ func (a *Agent) preempt(pod *corev1.Pod, victims []*corev1.Pod) {
 // measures their volumes and logs.
 type admittedPodList struct{ a *Agent }
 
-// ActivePods are the admitted pods, oldest first.
+// ActivePods are the admitted pods, oldest first (activepods.Admitted).
 func (l admittedPodList) ActivePods() []*corev1.Pod { return l.a.admittedPods() }
 
 // admittedPods are the pods admitted and still counting against the node
-// (not terminating), oldest first: O(N log N), for the callers that need
-// the pods themselves (preemption, eviction, resize, stats), not for an
-// admission that fits.
-func (a *Agent) admittedPods() []*corev1.Pod {
+// (not terminating), oldest first (activepods.Admitted): O(N log N), for
+// the callers that need the pods themselves (preemption, eviction,
+// resize, stats), not for an admission that fits.
+func (a *Agent) admittedPods() []*corev1.Pod { return activepods.Admitted(a.podSets()) }
+
+// admittedUnordered are the admitted pods in no particular order.
+func (a *Agent) admittedUnordered() []*corev1.Pod {
 	a.mu.Lock()
-	out := a.admitted.Pods()
-	a.mu.Unlock()
-	podutil.SortByCreation(out)
-	return out
+	defer a.mu.Unlock()
+	return a.admitted.Pods()
 }
 
 // forgetAdmission drops a pod that stopped counting against the node (it
@@ -320,26 +322,9 @@ func (a *Agent) admissionRejection(uid types.UID) (admission.Decision, bool) {
 // evictionPods is the agent's side of the eviction manager.
 type evictionPods struct{ a *Agent }
 
-// ActivePods are the admitted pods still syncing, not terminal, in
-// creation order.
-func (p evictionPods) ActivePods() []*corev1.Pod {
-	a := p.a
-	var out []*corev1.Pod
-	for _, pod := range a.admittedPods() {
-		cur, ok := a.merger.Pod(pod.UID)
-		if !ok || cur.DeletionTimestamp != nil {
-			continue
-		}
-		if st, ok := a.workers.State(pod.UID); !ok || st != podworkers.Syncing {
-			continue
-		}
-		if s, ok := a.status.PodStatus(pod.UID); ok && podutil.IsTerminal(s.Phase) {
-			continue
-		}
-		out = append(out, cur)
-	}
-	return out
-}
+// ActivePods are the pods the eviction manager may evict
+// (activepods.Evictable).
+func (p evictionPods) ActivePods() []*corev1.Pod { return activepods.Evictable(p.a.podSets()) }
 
 // Evict stops the pod with grace and fails it with the eviction's
 // message and condition (see SyncTerminatingPod).

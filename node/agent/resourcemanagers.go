@@ -93,7 +93,7 @@ func (a *Agent) releaseResources(pod *corev1.Pod) {
 // resourceHousekeeping gives back the memory of pods no longer active
 // (the CPU manager's reconcile loop does so for CPUs).
 func (a *Agent) resourceHousekeeping() {
-	a.resources.memory.ReleaseStale(a.activePods())
+	a.resources.memory.ReleaseStale(a.holdingResources())
 }
 
 // cpuPods is the agent's side of the CPU manager's reconcile loop.
@@ -104,7 +104,7 @@ func (p cpuPods) ActivePods() ([]*corev1.Pod, bool) {
 	if !p.a.merger.AllSeen() {
 		return nil, false
 	}
-	return p.a.activePods(), true
+	return p.a.holdingResources(), true
 }
 
 // RunningContainers are the running containers in the runtime's view.

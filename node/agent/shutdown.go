@@ -4,30 +4,17 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/lockstep-dev/lockstep/node/podutil"
-	"github.com/lockstep-dev/lockstep/node/podworkers"
+	"github.com/lockstep-dev/lockstep/node/activepods"
 )
 
 // shutdownPods is the agent's side of graceful node shutdown: the pods it
 // stops are those the eviction manager may evict, stopped the same way.
 type shutdownPods struct{ a *Agent }
 
-// ActivePods are the pods whose containers may still run: syncing, or
-// terminating (being deleted or evicted, maybe with a longer grace period
-// than the shutdown allows), oldest first.
+// ActivePods are the pods whose containers may still run
+// (activepods.MayRunContainers).
 func (p shutdownPods) ActivePods() []*corev1.Pod {
-	a := p.a
-	var out []*corev1.Pod
-	for _, uid := range a.workers.UIDs() {
-		if st, ok := a.workers.State(uid); !ok || st == podworkers.Terminated {
-			continue
-		}
-		if pod, ok := a.merger.Pod(uid); ok && !podutil.IsMirrorPod(pod) {
-			out = append(out, pod)
-		}
-	}
-	podutil.SortByCreation(out)
-	return out
+	return activepods.MayRunContainers(p.a.podSets())
 }
 
 // Kill stops the pod with grace and fails it as the shutdown says (see
