@@ -31,6 +31,7 @@ import (
 	"github.com/lockstep-dev/lockstep/node/objcache"
 	"github.com/lockstep-dev/lockstep/node/oomwatch"
 	"github.com/lockstep-dev/lockstep/node/pleg"
+	"github.com/lockstep-dev/lockstep/node/podadmit"
 	"github.com/lockstep-dev/lockstep/node/podsource"
 	"github.com/lockstep-dev/lockstep/node/podspec"
 	"github.com/lockstep-dev/lockstep/node/podutil"
@@ -42,6 +43,7 @@ import (
 	"github.com/lockstep-dev/lockstep/node/stats"
 	"github.com/lockstep-dev/lockstep/node/status"
 	"github.com/lockstep-dev/lockstep/node/termmsg"
+	"github.com/lockstep-dev/lockstep/node/unseen"
 	"github.com/lockstep-dev/lockstep/node/userns"
 	"github.com/lockstep-dev/lockstep/node/volume"
 )
@@ -169,25 +171,14 @@ type Agent struct {
 
 	mu       sync.Mutex
 	lastLoop time.Time
-	expected map[types.UID]map[string]expectation // containers started, not yet seen in the cache
-	// unsupported is what was last reported about each pod's unsupported
-	// fields (see checkUnsupported).
-	unsupported map[types.UID]string
+	// unseen are the containers started, not yet seen in the runtime's view.
+	unseen *unseen.Tracker
 	// sysctls decides which sysctls pods may set.
 	sysctls *admission.SysctlAllowlist
-	// admitted are the pods admitted that still count against the node,
-	// with what they use of it; rejected the pods admission refused;
-	// evicted the pods the eviction manager evicted or admission preempted
-	// (see pressure.go).
-	admitted *admission.Admitted
-	rejected map[types.UID]admission.Decision
-	// nodeRead is the Node admission last read from the API, at
-	// nodeReadAt, or last received from its watch (see admissionNode).
-	nodeRead   *corev1.Node
-	nodeReadAt time.Time
-	evicted    map[types.UID]stopNote
-	// pendingResizes are the pods whose resize is deferred.
-	pendingResizes map[types.UID]bool
+	// book is the admission state: the pods admitted, refused, stopped,
+	// with a deferred resize; nodeView the Node admission decides against.
+	book     *podadmit.Book
+	nodeView *podadmit.NodeView
 }
 
 // New builds an agent over d. Nothing runs until Start. It fails when a
@@ -252,17 +243,14 @@ func New(d deps.Deps, cfg Config) (*Agent, error) {
 			ConfigMaps: d.API.ConfigMaps, Secrets: d.API.Secrets, Objects: objects, Services: services, RuntimeClasses: d.API.RuntimeClasses,
 			ProbeNet: d.ProbeNet, UserNamespaces: usernsPort(users), Devices: devicesPort(devices),
 		}, cfg.RuntimeSync),
-		expected:  map[types.UID]map[string]expectation{},
+		unseen:    unseen.New(),
 		sysctls:   sysctlAllowlist(d, cfg.AllowedUnsafeSysctls),
 		cgroups:   pods,
-		admitted:  admission.NewAdmitted(),
-		rejected:  map[types.UID]admission.Decision{},
-		evicted:   map[types.UID]stopNote{},
+		book:      podadmit.NewBook(),
+		nodeView:  podadmit.NewNodeView(d.Core, cfg.NodeName, d.API.NodeWatch, d.API.Nodes),
 		alloc:     alloc,
 		resources: resources,
 		devices:   devices,
-
-		pendingResizes: map[types.UID]bool{},
 	}
 	a.stats = stats.New(d.Core, stats.Ports{Runtime: d.Runtime, Images: d.Images, Machine: d.Machine, Disk: d.Disk, Pods: admittedPodList{a}, Network: cfg.PodNetwork},
 		stats.Config{Period: cfg.Eviction.Period, RootDir: cfg.Node.RootDir, PodLogsRoot: cfg.Node.PodLogsRoot})
@@ -347,8 +335,8 @@ func (a *Agent) Start(ctx context.Context) {
 		a.logs.Start(ctx)
 	}
 	oomwatch.Start(ctx, a.d.Core, a.d.OOMKills, a.d.API.Events, a.cfg.NodeName)
-	if a.d.API.NodeWatch != nil {
-		a.d.Tasks.Go("node watch", func() { a.watchNode(ctx) })
+	if a.nodeView.Watched() {
+		a.d.Tasks.Go("node watch", func() { a.nodeView.Run(ctx) })
 	}
 	a.shutdown.Start(ctx)
 	if a.node != nil {

@@ -71,7 +71,7 @@ func (a *Agent) holdingResources() []*corev1.Pod { return activepods.HoldingReso
 // podSets are the facts the active pod sets are computed from.
 func (a *Agent) podSets() activepods.Sources {
 	return activepods.Sources{
-		Desired: a.merger, Workers: a.workers, Admitted: a.admittedUnordered, Refused: a.refused, Allocated: a.alloc.Allocated,
+		Desired: a.merger, Workers: a.workers, Admitted: a.book.Admitted, Refused: a.refused, Allocated: a.alloc.Allocated,
 		Phase: func(uid types.UID) (corev1.PodPhase, bool) {
 			s, ok := a.status.PodStatus(uid)
 			return s.Phase, ok

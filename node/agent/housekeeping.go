@@ -77,11 +77,8 @@ func (a *Agent) housekeeping(ctx context.Context, gc bool) {
 		}
 		a.status.RemovePod(uid)
 		a.exec.ForgetPod(string(uid))
-		a.mu.Lock()
-		delete(a.expected, uid)
-		delete(a.rejected, uid)
-		delete(a.evicted, uid)
-		a.mu.Unlock()
+		a.unseen.Forget(uid)
+		a.book.Forget(uid)
 		a.d.Log.Info("pod removed", "uid", string(uid))
 	}
 	if gc {

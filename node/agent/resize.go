@@ -2,7 +2,6 @@ package agent
 
 import (
 	"context"
-	"maps"
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
@@ -65,13 +64,13 @@ func (a *Agent) allocate(pod *corev1.Pod, prev []corev1.PodCondition) (*corev1.P
 		return pod, status.Resize{}
 	}
 	if !allocation.Requested(pod, allocated) {
-		a.setPendingResize(pod.UID, false)
+		a.book.SetPendingResize(pod.UID, false)
 		return allocated, status.Resize{}
 	}
 	others := slices.DeleteFunc(a.admittedPods(), func(p *corev1.Pod) bool { return p.UID == pod.UID })
 	v := allocation.Decide(pod, allocated, a.admissionNode(), others)
 	if !v.Allocate {
-		a.setPendingResize(pod.UID, v.Reason == allocation.ReasonDeferred)
+		a.book.SetPendingResize(pod.UID, v.Reason == allocation.ReasonDeferred)
 		if !pendingAlready(prev, v.Reason, pod.Generation) {
 			kind, typ := allocation.EventResizeDeferred, corev1.EventTypeWarning
 			if v.Reason == allocation.ReasonInfeasible {
@@ -86,12 +85,8 @@ func (a *Agent) allocate(pod *corev1.Pod, prev []corev1.PodCondition) (*corev1.P
 		a.d.Log.Warn("checkpointing a pod's resize failed; will retry", "pod", pod.Namespace+"/"+pod.Name, "error", err.Error())
 		return allocated, status.Resize{}
 	}
-	a.mu.Lock()
-	if _, ok := a.admitted.Pod(pod.UID); ok {
-		a.admitted.Set(pod) // what it uses of the node changed
-	}
-	a.mu.Unlock()
-	a.setPendingResize(pod.UID, false)
+	a.book.Resized(pod) // what it uses of the node changed
+	a.book.SetPendingResize(pod.UID, false)
 	a.podEvent(pod, corev1.EventTypeNormal, allocation.EventResizeStarted, allocation.EventMessage("Pod resize started", pod, pod.Generation, ""))
 	a.d.Log.Info("pod resize accepted", "pod", pod.Namespace+"/"+pod.Name, "generation", pod.Generation)
 	// A resize may have freed room for one that waits.
@@ -184,29 +179,12 @@ func sameCondition(prev []corev1.PodCondition, c corev1.PodCondition) bool {
 	return false
 }
 
-// setPendingResize records whether pod uid has a deferred resize (woken
-// when another pod frees resources).
-func (a *Agent) setPendingResize(uid types.UID, pending bool) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if pending {
-		a.pendingResizes[uid] = true
-	} else {
-		delete(a.pendingResizes, uid)
-	}
-}
-
 // wakePendingResizes syncs the pods whose resize was deferred (but
 // except), so that each is admitted again now that resources may have
 // freed up.
 func (a *Agent) wakePendingResizes(except types.UID) {
-	a.mu.Lock()
-	uids := slices.Sorted(maps.Keys(a.pendingResizes))
-	a.mu.Unlock()
-	for _, uid := range uids {
-		if uid != except {
-			a.WakePod(uid)
-		}
+	for _, uid := range a.book.PendingResizes(except) {
+		a.WakePod(uid)
 	}
 }
 

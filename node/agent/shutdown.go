@@ -5,6 +5,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/lockstep-dev/lockstep/node/activepods"
+	"github.com/lockstep-dev/lockstep/node/podadmit"
 )
 
 // shutdownPods is the agent's side of graceful node shutdown: the pods it
@@ -21,7 +22,7 @@ func (p shutdownPods) ActivePods() []*corev1.Pod {
 // SyncTerminatingPod).
 func (p shutdownPods) Kill(pod *corev1.Pod, grace int64, reason, message string, cond corev1.PodCondition) {
 	cond.ObservedGeneration = pod.Generation
-	p.a.stopAndFail(pod, &grace, stopNote{reason: reason, message: message, condition: cond})
+	p.a.stopAndFail(pod, &grace, podadmit.StopNote{Reason: reason, Message: message, Condition: cond})
 }
 
 // PodCleanedUp reports whether none of the pod's containers runs.

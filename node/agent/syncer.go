@@ -3,8 +3,6 @@ package agent
 import (
 	"context"
 	"fmt"
-	"maps"
-	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -16,11 +14,8 @@ import (
 	"github.com/lockstep-dev/lockstep/node/podworkers"
 	"github.com/lockstep-dev/lockstep/node/runtimesync"
 	"github.com/lockstep-dev/lockstep/node/status"
+	"github.com/lockstep-dev/lockstep/node/unseen"
 )
-
-// expectationTimeout bounds how long a started container may stay missing
-// from the runtime's view before the agent stops waiting for it.
-const expectationTimeout = time.Minute
 
 var _ podworkers.Syncer = (*Agent)(nil)
 
@@ -175,7 +170,7 @@ func (a *Agent) SyncTerminatingPod(ctx context.Context, uid types.UID, pod *core
 	if err != nil {
 		return fmt.Errorf("wait for the runtime view of terminating pod %s: %w", uid, err)
 	}
-	if err := a.exec.KillPod(ctx, pod, a.withUnseen(uid, st), grace); err != nil {
+	if err := a.exec.KillPod(ctx, pod, a.unseen.WithUnseen(uid, st), grace); err != nil {
 		return err
 	}
 	if err := a.pleg.RefreshPod(ctx, uid); err != nil {
@@ -210,10 +205,8 @@ func (a *Agent) SyncTerminatingPod(ctx context.Context, uid types.UID, pod *core
 // SyncTerminatedPod finishes a stopped pod: a deleted API pod may now be
 // removed from the API.
 func (a *Agent) SyncTerminatedPod(_ context.Context, uid types.UID, pod *corev1.Pod) error {
-	a.mu.Lock()
-	delete(a.expected, uid)
-	a.mu.Unlock()
-	a.forgetUnsupported(uid)
+	a.unseen.Forget(uid)
+	a.book.ForgetUnsupported(uid)
 	a.volumes.RemovePod(uid)
 	if a.userns != nil {
 		a.userns.Release(uid)
@@ -254,75 +247,23 @@ func (a *Agent) nodeAddrs() status.NodeAddrs {
 	return status.NodeAddrs{HostIP: a.cfg.Node.HostIP, HostIPs: a.cfg.Node.HostIPs, RuntimeType: a.cfg.RuntimeType}
 }
 
-// expectation is a container instance this agent started and has not yet
-// seen in the runtime's view.
-type expectation struct {
-	id    string
-	since time.Time
-}
-
-// expect records containers just started, until the runtime view shows them.
+// expect records the containers just started (res.Started) until the
+// runtime's view shows them.
 func (a *Agent) expect(uid types.UID, started []runtimesync.Started) {
-	if len(started) == 0 {
-		return
-	}
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	m := a.expected[uid]
-	if m == nil {
-		m = map[string]expectation{}
-		a.expected[uid] = m
-	}
+	cs := make([]unseen.Container, 0, len(started))
 	for _, s := range started {
-		m[s.Name] = expectation{id: s.ID, since: a.d.Clock.Now()}
+		cs = append(cs, unseen.Container{Name: s.Name, ID: s.ID})
 	}
-}
-
-// withUnseen returns st plus, in state unknown, the containers this agent
-// started that st does not show yet (a lagging view): a terminating pod
-// stops them too, by ID, so none runs on unseen after the pod terminated
-// (with its volumes torn down).
-func (a *Agent) withUnseen(uid types.UID, st *podstate.PodStatus) *podstate.PodStatus {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	m := a.expected[uid]
-	if len(m) == 0 {
-		return st
-	}
-	out := *st
-	out.Containers = slices.Clone(st.Containers)
-	for _, name := range slices.Sorted(maps.Keys(m)) {
-		e := m[name]
-		if _, ok := st.Instance(e.id); !ok {
-			out.Containers = append(out.Containers, podstate.Container{ID: e.id, Name: name, State: podstate.ContainerUnknown})
-		}
-	}
-	return &out
+	a.unseen.Expect(uid, a.d.Clock.Now(), cs...)
 }
 
 // viewIsStale reports whether st lacks a container this agent started
-// (and forgets the expectations st satisfies).
+// (unseen.Tracker.Stale), logging those it gives up waiting for.
 func (a *Agent) viewIsStale(pod *corev1.Pod, st *podstate.PodStatus) bool {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	m := a.expected[pod.UID]
-	stale := false
-	for _, name := range slices.Sorted(maps.Keys(m)) {
-		e := m[name]
-		found := slices.ContainsFunc(st.Containers, func(c podstate.Container) bool { return c.ID == e.id })
-		switch {
-		case found:
-			delete(m, name)
-		case a.d.Clock.Since(e.since) > expectationTimeout:
-			a.d.Log.Warn("started container never showed up in the runtime",
-				"pod", pod.Namespace+"/"+pod.Name, "uid", string(pod.UID), "container", name, "id", e.id)
-			delete(m, name)
-		default:
-			stale = true
-		}
-	}
-	if len(m) == 0 {
-		delete(a.expected, pod.UID)
+	stale, givenUp := a.unseen.Stale(pod.UID, st, a.d.Clock.Now())
+	for _, c := range givenUp {
+		a.d.Log.Warn("started container never showed up in the runtime",
+			"pod", pod.Namespace+"/"+pod.Name, "uid", string(pod.UID), "container", c.Name, "id", c.ID)
 	}
 	return stale
 }
