@@ -130,7 +130,10 @@ func TestUnsupportedChanged(t *testing.T) {
 func is(n *corev1.Node) func() *corev1.Node { return func() *corev1.Node { return n } }
 
 func unasked(t *testing.T) func() *corev1.Node {
-	return func() *corev1.Node { t.Errorf("a Node source was asked after an earlier one knew the Node"); return nil }
+	return func() *corev1.Node {
+		t.Errorf("a Node source was asked after an earlier one knew the Node")
+		return nil
+	}
 }
 
 func TestAdmissionNode(t *testing.T) {
