@@ -41,7 +41,7 @@ func newCgroups(d deps.Deps, cfg Config) *cgroups.Manager {
 // startCgroups sets up kubepods and the QoS cgroups; a failure is logged
 // and the first pod sync tries again.
 func (a *Agent) startCgroups() {
-	if err := a.cgroups.Start(); err != nil {
+	if err := a.cm.cgroups.Start(); err != nil {
 		a.d.Log.Warn("setting up the kubepods cgroups failed; pods will retry", "error", err.Error())
 	}
 }
@@ -50,10 +50,10 @@ func (a *Agent) startCgroups() {
 // before its sandbox is created; a failure is a Warning event
 // FailedToCreatePodContainer and a failed sync, retried.
 func (a *Agent) ensurePodCgroup(pod *corev1.Pod) error {
-	if err := a.cgroups.Start(); err != nil {
+	if err := a.cm.cgroups.Start(); err != nil {
 		return fmt.Errorf("pod %s/%s: %w", pod.Namespace, pod.Name, err)
 	}
-	err := a.cgroups.EnsurePod(pod, podspec.QOSClass(pod), a.holdingResources)
+	err := a.cm.cgroups.EnsurePod(pod, podspec.QOSClass(pod), a.holdingResources)
 	if err == nil {
 		return nil
 	}
@@ -71,7 +71,7 @@ func (a *Agent) holdingResources() []*corev1.Pod { return activepods.HoldingReso
 // podSets are the facts the active pod sets are computed from.
 func (a *Agent) podSets() activepods.Sources {
 	return activepods.Sources{
-		Desired: a.merger, Workers: a.workers, Admitted: a.book.Admitted, Refused: a.refused, Allocated: a.alloc.Allocated,
+		Desired: a.merger, Workers: a.workers, Admitted: a.admission.book.Admitted, Refused: a.refused, Allocated: a.cm.alloc.Allocated,
 		Phase: func(uid types.UID) (corev1.PodPhase, bool) {
 			s, ok := a.status.PodStatus(uid)
 			return s.Phase, ok
@@ -82,17 +82,17 @@ func (a *Agent) podSets() activepods.Sources {
 // removePodCgroup removes a terminated pod's cgroup and gives its share
 // back to the QoS cgroups; a failure is left to housekeeping.
 func (a *Agent) removePodCgroup(uid types.UID) {
-	if err := a.cgroups.RemovePod(uid); err != nil {
+	if err := a.cm.cgroups.RemovePod(uid); err != nil {
 		a.d.Log.Warn("removing a terminated pod's cgroup failed; housekeeping will retry", "uid", string(uid), "error", err.Error())
 	}
-	if !a.cgroups.Enabled() {
+	if !a.cm.cgroups.Enabled() {
 		// No QoS cgroups to resize (--cgroups-per-qos=false): do not list
 		// every active pod for nothing at each pod's end (a burst of N
 		// terminations listed N pods N times: 56 % of lockstep's CPU
 		// deleting 2,000 pods in make bench-compare).
 		return
 	}
-	if err := a.cgroups.UpdateQOS(a.holdingResources()); err != nil {
+	if err := a.cm.cgroups.UpdateQOS(a.holdingResources()); err != nil {
 		a.d.Log.Warn("updating the QoS cgroups failed", "error", err.Error())
 	}
 }
@@ -101,13 +101,13 @@ func (a *Agent) removePodCgroup(uid types.UID) {
 // pods that can no longer run: no source wants them or their worker has
 // finished, and nothing of theirs runs in the runtime.
 func (a *Agent) cgroupHousekeeping() {
-	if !a.cgroups.Enabled() {
+	if !a.cm.cgroups.Enabled() {
 		return
 	}
-	if err := a.cgroups.UpdateQOS(a.holdingResources()); err != nil {
+	if err := a.cm.cgroups.UpdateQOS(a.holdingResources()); err != nil {
 		a.d.Log.Warn("updating the QoS cgroups failed", "error", err.Error())
 	}
-	removed, err := a.cgroups.RemoveOrphans(a.mayRunPod)
+	removed, err := a.cm.cgroups.RemoveOrphans(a.mayRunPod)
 	for _, uid := range removed {
 		a.d.Log.Info("orphaned pod cgroup removed", "uid", string(uid))
 	}

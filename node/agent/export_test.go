@@ -11,7 +11,7 @@ import (
 // does, and reports whether the pod is admitted.
 func (a *Agent) AdmitForTest(pod *corev1.Pod) bool {
 	a.admit(pod)
-	return a.book.IsAdmitted(pod.UID)
+	return a.admission.book.IsAdmitted(pod.UID)
 }
 
 // ForgetAdmissionForTest drops pod uid from the admitted pods, as its
@@ -22,6 +22,6 @@ func (a *Agent) ForgetAdmissionForTest(uid types.UID) { a.forgetAdmission(uid) }
 // admission that admits it records), to set up a node with many pods
 // cheaply.
 func (a *Agent) SeedAdmittedForTest(pod *corev1.Pod) {
-	a.book.Record(pod, admission.Decision{})
+	a.admission.book.Record(pod, admission.Decision{})
 	a.recordAllocation(pod)
 }

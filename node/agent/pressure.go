@@ -61,16 +61,16 @@ func (a *Agent) admissionNode() admission.Node {
 		maxPods = nodestatus.DefaultMaxPods
 	}
 	facts := podadmit.NodeFacts{Name: a.cfg.NodeName, Allocatable: a.cfg.Node.Allocatable, MaxPods: maxPods}
-	if a.devices != nil {
-		facts.Devices = a.devices.AdmissionAllocatable()
+	if a.cm.devices != nil {
+		facts.Devices = a.cm.devices.AdmissionAllocatable()
 	}
 	written := func() *corev1.Node {
-		if a.node == nil {
+		if a.node.status == nil {
 			return nil
 		}
-		return a.node.Node()
+		return a.node.status.Node()
 	}
-	return podadmit.AdmissionNode(facts, a.registeredLabels, a.nodeView.Current, written)
+	return podadmit.AdmissionNode(facts, a.registeredLabels, a.admission.node.Current, written)
 }
 
 // registeredLabels are the labels the node registers with.
@@ -90,20 +90,20 @@ func (a *Agent) registeredLabels() map[string]string {
 // starts nothing. Pods already terminal or being deleted are not admitted
 // (they will not run) and count for nothing.
 func (a *Agent) admit(pod *corev1.Pod) {
-	if !a.book.NeedsDecision(pod) {
+	if !a.admission.book.NeedsDecision(pod) {
 		return
 	}
 	// Admitted with the resources it was allocated before (a restarted
 	// agent): a resize it had deferred is not accepted by the way.
-	pod = a.alloc.Allocated(pod)
+	pod = a.cm.alloc.Allocated(pod)
 	steps := podadmit.Steps{
-		Pressure: a.evictions.Conditions(), ShuttingDown: a.shutdown.ShuttingDown(),
-		Node: a.admissionNode, FreshNode: a.nodeView.Read, Fits: a.book.Fits, Admitted: a.admittedPods,
+		Pressure: a.node.evictions.Conditions(), ShuttingDown: a.node.shutdown.ShuttingDown(),
+		Node: a.admissionNode, FreshNode: a.admission.node.Read, Fits: a.admission.book.Fits, Admitted: a.admittedPods,
 		Preempt: a.preempt, Resources: a.admitResources,
 	}
-	if a.devices != nil {
+	if a.cm.devices != nil {
 		steps.Devices = func(pod *corev1.Pod) admission.Decision {
-			if reason, msg, ok := a.devices.Admit(pod, a.holdingResources); !ok {
+			if reason, msg, ok := a.cm.devices.Admit(pod, a.holdingResources); !ok {
 				return admission.Decision{Reason: reason, Message: msg}
 			}
 			return admission.Decision{}
@@ -113,7 +113,7 @@ func (a *Agent) admit(pod *corev1.Pod) {
 	if !d.Admitted() {
 		a.d.Log.Info("pod refused admission", "pod", pod.Namespace+"/"+pod.Name, "uid", string(pod.UID), "reason", d.Reason, "message", d.Message)
 	}
-	a.book.Record(pod, d)
+	a.admission.book.Record(pod, d)
 	if d.Admitted() {
 		a.recordAllocation(pod)
 	}
@@ -153,7 +153,7 @@ func (a *Agent) admittedPods() []*corev1.Pod { return activepods.Admitted(a.podS
 // forgetAdmission drops a pod that stopped counting against the node (it
 // is terminating).
 func (a *Agent) forgetAdmission(uid types.UID) {
-	if a.book.Release(uid) {
+	if a.admission.book.Release(uid) {
 		// Its resources are free again: deferred resizes may fit now.
 		a.wakePendingResizes(uid)
 	}
@@ -175,7 +175,7 @@ func (p evictionPods) Evict(pod *corev1.Pod, grace int64, message string, cond c
 // stopAndFail stops an admitted pod (with grace, nil: its own) and fails
 // it as note says (see SyncTerminatingPod).
 func (a *Agent) stopAndFail(pod *corev1.Pod, grace *int64, note podadmit.StopNote) {
-	a.book.Stop(pod.UID, note)
+	a.admission.book.Stop(pod.UID, note)
 	a.workers.UpdatePod(podworkers.Work{Type: podworkers.Kill, UID: pod.UID, Pod: pod, GracePeriod: grace, Reason: strings.ToLower(note.Reason)})
 }
 
@@ -188,7 +188,7 @@ func (p evictionPods) PodCleanedUp(uid types.UID) bool {
 // evictedStatus returns s failed by the eviction or preemption of pod, if
 // it was evicted or preempted.
 func (a *Agent) evictedStatus(uid types.UID, s corev1.PodStatus) (corev1.PodStatus, bool) {
-	n, ok := a.book.Stopped(uid)
+	n, ok := a.admission.book.Stopped(uid)
 	if !ok {
 		return s, false
 	}
@@ -207,7 +207,7 @@ func (r reclaimer) ReclaimContainers(ctx context.Context) error {
 // through the image garbage collector: never a pinned one or the sandbox
 // image, none younger than the minimum age.
 func (r reclaimer) ReclaimImages(ctx context.Context) error {
-	return r.a.images.DeleteUnused(ctx)
+	return r.a.node.images.DeleteUnused(ctx)
 }
 
 // livePodStatuses are the runtime views of the pods still syncing (whose

@@ -12,9 +12,9 @@ import (
 // stops are those the eviction manager may evict, stopped the same way.
 type shutdownPods struct{ a *Agent }
 
-// ActivePods are the pods whose containers may still run
+// MayRunContainers are the pods whose containers may still run
 // (activepods.MayRunContainers).
-func (p shutdownPods) ActivePods() []*corev1.Pod {
+func (p shutdownPods) MayRunContainers() []*corev1.Pod {
 	return activepods.MayRunContainers(p.a.podSets())
 }
 
@@ -33,11 +33,11 @@ func (p shutdownPods) PodCleanedUp(uid types.UID) bool { return evictionPods(p).
 type nodeSyncer struct{ a *Agent }
 
 func (n nodeSyncer) SyncNow() {
-	if n.a.node != nil {
-		n.a.node.SyncNow()
+	if n.a.node.status != nil {
+		n.a.node.status.SyncNow()
 	}
 }
 
 // ShuttingDown reports whether the node is shutting down (graceful node
 // shutdown under way).
-func (a *Agent) ShuttingDown() bool { return a.shutdown.ShuttingDown() }
+func (a *Agent) ShuttingDown() bool { return a.node.shutdown.ShuttingDown() }

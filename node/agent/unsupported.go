@@ -16,7 +16,7 @@ import (
 func (a *Agent) checkUnsupported(pod *corev1.Pod) admission.Unsupported {
 	u := admission.Check(pod)
 	key := strings.Join(u.Ignored, ",")
-	if !a.book.UnsupportedChanged(pod.UID, key) || a.d.API.Events == nil {
+	if !a.admission.book.UnsupportedChanged(pod.UID, key) || a.d.API.Events == nil {
 		return u
 	}
 	ref := &corev1.ObjectReference{Kind: "Pod", APIVersion: "v1", Namespace: pod.Namespace, Name: pod.Name, UID: pod.UID}

@@ -23,8 +23,8 @@ func (a *Agent) waitForVolumes(ctx context.Context, pod *corev1.Pod) error {
 	if podutil.IsTerminal(prev.Status.Phase) {
 		return nil
 	}
-	a.volumes.AddPod(pod)
-	err := a.volumes.WaitForPod(ctx, pod)
+	a.pods.volumes.AddPod(pod)
+	err := a.pods.volumes.WaitForPod(ctx, pod)
 	if err == nil || ctx.Err() != nil {
 		return err
 	}
