@@ -12,12 +12,17 @@
 //   - HoldingResources: the desired pods not refused whose worker has not
 //     finished, as allocated (what the QoS cgroups, the CPU, memory and
 //     device managers keep resources for).
+//
+// Two predicates say what housekeeping may clean up: MayRun (a pod's
+// cgroup, devices and allocation stay while it may run) and Known (its
+// volume and user namespace directories stay while any part knows it).
 package activepods
 
 import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/lockstep-dev/lockstep/node/podstate"
 	"github.com/lockstep-dev/lockstep/node/podutil"
 	"github.com/lockstep-dev/lockstep/node/podworkers"
 )
@@ -49,6 +54,8 @@ type Sources struct {
 	Allocated func(*corev1.Pod) *corev1.Pod
 	// Phase is the phase the status manager last computed for the pod.
 	Phase func(uid types.UID) (corev1.PodPhase, bool)
+	// Runtime is the runtime's view of the pod (the PLEG cache).
+	Runtime func(uid types.UID) (*podstate.PodStatus, bool)
 }
 
 // Admitted are the pods admission counts against the node, oldest first.
@@ -110,4 +117,47 @@ func HoldingResources(s Sources) []*corev1.Pod {
 		out = append(out, s.Allocated(pod))
 	}
 	return out
+}
+
+// MayRun reports whether pod uid may still have processes or start some:
+// its worker has not both terminated and finished, or it has no worker
+// yet and a source wants it, or the runtime still runs something of it (a
+// ready sandbox or a running container).
+func MayRun(s Sources, uid types.UID) bool {
+	if state, ok := s.Workers.State(uid); ok {
+		if state != podworkers.Terminated || !s.Workers.IsFinished(uid) {
+			return true
+		}
+	} else if _, desired := s.Desired.Pod(uid); desired {
+		return true
+	}
+	st, ok := s.Runtime(uid)
+	return ok && runsSomething(st)
+}
+
+// runsSomething reports whether the runtime's view of a pod shows a ready
+// sandbox or a running container.
+func runsSomething(st *podstate.PodStatus) bool {
+	if len(st.Running()) > 0 {
+		return true
+	}
+	for _, sb := range st.Sandboxes {
+		if sb.State == podstate.SandboxReady {
+			return true
+		}
+	}
+	return false
+}
+
+// Known reports whether some part of the agent still has pod uid: a
+// source wants it, a worker owns it, or the runtime holds something of it.
+func Known(s Sources, uid types.UID) bool {
+	if _, ok := s.Desired.Pod(uid); ok {
+		return true
+	}
+	if _, ok := s.Workers.State(uid); ok {
+		return true
+	}
+	_, ok := s.Runtime(uid)
+	return ok
 }

@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/lockstep-dev/lockstep/node/podstate"
 	"github.com/lockstep-dev/lockstep/node/podutil"
 	"github.com/lockstep-dev/lockstep/node/podworkers"
 )
@@ -28,6 +29,7 @@ type fakePod struct {
 	admitted bool
 	refused  bool
 	status   corev1.PodPhase // the status manager's phase ("" none)
+	runtime  string          // "" nothing, "running", "ready-sandbox", "exited"
 }
 
 type fakeNode struct{ pods []fakePod }
@@ -122,6 +124,22 @@ func (n fakeNode) sources() Sources {
 			f, _ := n.find(uid)
 			return f.status, f.status != ""
 		},
+		Runtime: func(uid types.UID) (*podstate.PodStatus, bool) {
+			f, _ := n.find(uid)
+			st := &podstate.PodStatus{UID: uid}
+			switch f.runtime {
+			case "":
+				return nil, false
+			case "running":
+				st.Containers = []podstate.Container{{ID: "c", State: podstate.ContainerRunning}}
+			case "ready-sandbox":
+				st.Sandboxes = []podstate.Sandbox{{ID: "s", State: podstate.SandboxReady}}
+			case "exited":
+				st.Sandboxes = []podstate.Sandbox{{ID: "s", State: podstate.SandboxNotReady}}
+				st.Containers = []podstate.Container{{ID: "c", State: podstate.ContainerExited}}
+			}
+			return st, true
+		},
 	}
 }
 
@@ -171,5 +189,35 @@ func TestSets(t *testing.T) {
 				t.Errorf("%s (-want +got):\n%s", tt.set, diff)
 			}
 		})
+	}
+}
+
+func TestMayRunAndKnown(t *testing.T) {
+	tests := []struct {
+		pod       fakePod
+		wantRun   bool
+		wantKnown bool
+	}{
+		{fakePod{name: "syncing", desired: true, worker: "syncing"}, true, true},
+		{fakePod{name: "terminating, not desired", worker: "terminating"}, true, true},
+		{fakePod{name: "terminated, not finished", worker: "terminated"}, true, true},
+		{fakePod{name: "finished, desired", desired: true, worker: "terminated", finished: true}, false, true},
+		{fakePod{name: "finished, still running in the runtime", worker: "terminated", finished: true, runtime: "running"}, true, true},
+		{fakePod{name: "finished, a ready sandbox left", worker: "terminated", finished: true, runtime: "ready-sandbox"}, true, true},
+		{fakePod{name: "finished, only exited containers", worker: "terminated", finished: true, runtime: "exited"}, false, true},
+		{fakePod{name: "desired, no worker yet", desired: true}, true, true},
+		{fakePod{name: "only in the runtime, exited", runtime: "exited"}, false, true},
+		{fakePod{name: "only in the runtime, running", runtime: "running"}, true, true},
+		{fakePod{name: "nowhere"}, false, false},
+	}
+	for _, tt := range tests {
+		node := fakeNode{pods: []fakePod{tt.pod}}
+		uid := types.UID(tt.pod.name)
+		if got := MayRun(node.sources(), uid); got != tt.wantRun {
+			t.Errorf("%s: MayRun = %v, want %v", tt.pod.name, got, tt.wantRun)
+		}
+		if got := Known(node.sources(), uid); got != tt.wantKnown {
+			t.Errorf("%s: Known = %v, want %v", tt.pod.name, got, tt.wantKnown)
+		}
 	}
 }

@@ -12,8 +12,6 @@ import (
 	"github.com/lockstep-dev/lockstep/node/deps"
 	"github.com/lockstep-dev/lockstep/node/nodestatus"
 	"github.com/lockstep-dev/lockstep/node/podspec"
-	"github.com/lockstep-dev/lockstep/node/podstate"
-	"github.com/lockstep-dev/lockstep/node/podworkers"
 )
 
 // ReasonFailedToCreatePodContainer is upstream's event reason when a pod's
@@ -76,6 +74,7 @@ func (a *Agent) podSets() activepods.Sources {
 			s, ok := a.status.PodStatus(uid)
 			return s.Phase, ok
 		},
+		Runtime: a.pleg.Cache().Get,
 	}
 }
 
@@ -117,31 +116,5 @@ func (a *Agent) cgroupHousekeeping() {
 }
 
 // mayRunPod reports whether the pod may still have processes or start
-// some: a source wants it and its worker has not finished (or it has no
-// worker yet), its worker is still terminating, or the runtime still runs
-// something of it.
-func (a *Agent) mayRunPod(uid types.UID) bool {
-	if state, ok := a.workers.State(uid); ok {
-		if state != podworkers.Terminated || !a.workers.IsFinished(uid) {
-			return true
-		}
-	} else if _, desired := a.merger.Pod(uid); desired {
-		return true
-	}
-	st, ok := a.pleg.Cache().Get(uid)
-	return ok && runsSomething(st)
-}
-
-// runsSomething reports whether the runtime's view of a pod shows a ready
-// sandbox or a running container.
-func runsSomething(st *podstate.PodStatus) bool {
-	if len(st.Running()) > 0 {
-		return true
-	}
-	for _, sb := range st.Sandboxes {
-		if sb.State == podstate.SandboxReady {
-			return true
-		}
-	}
-	return false
-}
+// some (activepods.MayRun): its cgroup, devices and allocation stay.
+func (a *Agent) mayRunPod(uid types.UID) bool { return activepods.MayRun(a.podSets(), uid) }

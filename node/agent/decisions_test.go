@@ -10,7 +10,6 @@ import (
 
 	"github.com/lockstep-dev/lockstep/node/admission"
 	"github.com/lockstep-dev/lockstep/node/podsource"
-	"github.com/lockstep-dev/lockstep/node/podstate"
 	"github.com/lockstep-dev/lockstep/node/podutil"
 	"github.com/lockstep-dev/lockstep/node/podworkers"
 	"github.com/lockstep-dev/lockstep/node/status"
@@ -158,25 +157,6 @@ func TestResizeConditionHelpers(t *testing.T) {
 	}
 	if !resizing(corev1.PodStatus{Conditions: prev}) || resizing(corev1.PodStatus{Conditions: prev[:1]}) {
 		t.Errorf("resizing does not follow the PodResizeInProgress condition")
-	}
-}
-
-func TestRunsSomething(t *testing.T) {
-	tests := []struct {
-		name string
-		st   podstate.PodStatus
-		want bool
-	}{
-		{"nothing", podstate.PodStatus{}, false},
-		{"a running container", podstate.PodStatus{Containers: []podstate.Container{{State: podstate.ContainerRunning}}}, true},
-		{"only exited containers", podstate.PodStatus{Containers: []podstate.Container{{State: podstate.ContainerExited}}}, false},
-		{"a ready sandbox", podstate.PodStatus{Sandboxes: []podstate.Sandbox{{State: podstate.SandboxReady}}}, true},
-		{"a stopped sandbox", podstate.PodStatus{Sandboxes: []podstate.Sandbox{{State: podstate.SandboxNotReady}}}, false},
-	}
-	for _, tt := range tests {
-		if got := runsSomething(&tt.st); got != tt.want {
-			t.Errorf("%s: runsSomething = %v, want %v", tt.name, got, tt.want)
-		}
 	}
 }
 
