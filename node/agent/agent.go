@@ -17,7 +17,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/lockstep-dev/lockstep/node/admission"
-	"github.com/lockstep-dev/lockstep/node/allocation"
 	"github.com/lockstep-dev/lockstep/node/cgroups"
 	"github.com/lockstep-dev/lockstep/node/cpumanager"
 	"github.com/lockstep-dev/lockstep/node/deps"
@@ -31,6 +30,7 @@ import (
 	"github.com/lockstep-dev/lockstep/node/objcache"
 	"github.com/lockstep-dev/lockstep/node/oomwatch"
 	"github.com/lockstep-dev/lockstep/node/pleg"
+	"github.com/lockstep-dev/lockstep/node/podadmit"
 	"github.com/lockstep-dev/lockstep/node/podsource"
 	"github.com/lockstep-dev/lockstep/node/podspec"
 	"github.com/lockstep-dev/lockstep/node/podutil"
@@ -42,6 +42,7 @@ import (
 	"github.com/lockstep-dev/lockstep/node/stats"
 	"github.com/lockstep-dev/lockstep/node/status"
 	"github.com/lockstep-dev/lockstep/node/termmsg"
+	"github.com/lockstep-dev/lockstep/node/unseen"
 	"github.com/lockstep-dev/lockstep/node/userns"
 	"github.com/lockstep-dev/lockstep/node/volume"
 )
@@ -123,11 +124,15 @@ type Config struct {
 	DevicePluginDir string
 }
 
-// Agent is one node agent.
+// Agent is one node agent: the pod sources, the pod workers and what they
+// sync with, and the parts grouped by concern (admission, the container
+// manager, the per-pod managers, the node-level managers).
 type Agent struct {
 	d   deps.Deps
 	cfg Config
 
+	// updates carries the sources' pod updates to the SyncLoop; merger
+	// is the one store of the pods the sources want.
 	updates *deps.Inbox[podsource.Update]
 	merger  *podsource.Merger
 	pleg    *pleg.PLEG
@@ -135,7 +140,29 @@ type Agent struct {
 	workers *podworkers.PodWorkers
 	exec    *runtimesync.Executor
 	status  *status.Manager
-	node    *nodestatus.Manager
+	// unseen are the containers started, not yet seen in the runtime's view.
+	unseen *unseen.Tracker
+
+	admission admitting
+	cm        containerManager
+	pods      podParts
+	node      nodeParts
+	loop      loopTimes
+}
+
+// admitting is what decides whether a pod may run.
+type admitting struct {
+	// book is the admission state: the pods admitted, refused, stopped,
+	// with a deferred resize.
+	book *podadmit.Book
+	// node is the Node admission decides against.
+	node *podadmit.NodeView
+	// sysctls decides which sysctls pods may set.
+	sysctls *admission.SysctlAllowlist
+}
+
+// podParts are the managers a pod's sync uses beside the executor.
+type podParts struct {
 	volumes *volume.Manager
 	// objects is the watched cache of the configMaps and secrets pods
 	// reference, shared by volumes and environments.
@@ -145,15 +172,15 @@ type Agent struct {
 	services *servicecache.Cache
 	// userns allocates hostUsers: false pods' user namespaces (nil
 	// without files: such pods fail).
-	userns  *userns.Manager
-	probes  *prober.Manager
-	cgroups *cgroups.Manager
-	// alloc holds the pods' allocated resources (checkpointed).
-	alloc *allocation.Store
-	// resources are the CPU, memory and topology managers.
-	resources resourceManagers
-	// devices is the device plugin manager (nil without a registry).
-	devices *devicemanager.Manager
+	userns *userns.Manager
+	probes *prober.Manager
+}
+
+// nodeParts are the node-level managers.
+type nodeParts struct {
+	// status registers the Node and writes its status and lease (nil
+	// without an apiserver).
+	status *nodestatus.Manager
 	// evictions is the eviction manager; stats its sampler.
 	evictions *eviction.Manager
 	stats     *stats.Provider
@@ -164,36 +191,58 @@ type Agent struct {
 	images *imagegc.Manager
 	// logs rotates the running containers' logs.
 	logs *logrotate.Manager
+}
 
-	startTime time.Time
-
-	mu       sync.Mutex
-	lastLoop time.Time
-	expected map[types.UID]map[string]expectation // containers started, not yet seen in the cache
-	// unsupported is what was last reported about each pod's unsupported
-	// fields (see checkUnsupported).
-	unsupported map[types.UID]string
-	// sysctls decides which sysctls pods may set.
-	sysctls *admission.SysctlAllowlist
-	// admitted are the pods admitted that still count against the node,
-	// with what they use of it; rejected the pods admission refused;
-	// evicted the pods the eviction manager evicted or admission preempted
-	// (see pressure.go).
-	admitted *admission.Admitted
-	rejected map[types.UID]admission.Decision
-	// nodeRead is the Node admission last read from the API, at
-	// nodeReadAt, or last received from its watch (see admissionNode).
-	nodeRead   *corev1.Node
-	nodeReadAt time.Time
-	evicted    map[types.UID]stopNote
-	// pendingResizes are the pods whose resize is deferred.
-	pendingResizes map[types.UID]bool
+// loopTimes are when the agent started and the SyncLoop last ran.
+type loopTimes struct {
+	mu    sync.Mutex
+	start time.Time
+	last  time.Time
 }
 
 // New builds an agent over d. Nothing runs until Start. It fails when a
 // resource manager cannot start (a CPU manager checkpoint that does not
 // fit its policy or the machine).
 func New(d deps.Deps, cfg Config) (*Agent, error) {
+	cfg = withDefaults(d, cfg)
+	cm, err := newContainerManager(d, &cfg)
+	if err != nil {
+		return nil, err
+	}
+	d = instrumented(d, &cfg)
+	pods := podParts{objects: objcache.New(d.Core, d.API.ObjectWatches)}
+	if d.API.Services != nil {
+		pods.services = servicecache.New(d.Core, d.API.Services)
+	}
+	cm.devices = newDevices(d, cfg)
+	pods.userns = newUserNamespaces(d, cfg)
+	a := &Agent{
+		d: d, cfg: cfg, cm: cm, pods: pods,
+		updates: deps.NewInbox[podsource.Update](d.Tasks, "config updates"),
+		pleg:    pleg.New(d.Core, d.Runtime, d.RuntimeEvents, cfg.PLEG),
+		queue:   podworkers.NewWorkQueue(d.Clock),
+		exec:    newExecutor(d, cfg, pods, cm.devices),
+		admission: admitting{
+			book: podadmit.NewBook(), node: podadmit.NewNodeView(d.Core, cfg.NodeName, d.API.NodeWatch, d.API.Nodes),
+			sysctls: sysctlAllowlist(d, cfg.AllowedUnsafeSysctls),
+		},
+		unseen: unseen.New(),
+	}
+	a.node = a.newNodeParts()
+	a.pods.probes = a.newProber()
+	volumes := cfg.Volumes
+	volumes.Node = cfg.Node
+	a.pods.volumes = volume.New(d.Core, volume.Ports{Files: d.Files, Mounts: d.Mounts, Objects: d.API.Objects(), Cache: pods.objects, Tokens: d.API.Tokens, Claims: d.API.Claims, TrustBundles: d.API.TrustBundles, Events: d.API.Events}, volumes)
+	a.merger = podsource.NewMerger(d.Core, a.sourceNames(), a.updates)
+	a.status = status.NewManager(d.Core, d.API.Pods, a.merger, cfg.Status)
+	a.node.status = a.newNodeStatus()
+	return a, nil
+}
+
+// withDefaults fills cfg's zero durations with the kubelet's defaults and
+// what the machine says about the node (allocatable less the hard
+// eviction reserve, memory capacity, huge pages) into cfg.Node.
+func withDefaults(d deps.Deps, cfg Config) Config {
 	if cfg.SyncFrequency <= 0 {
 		cfg.SyncFrequency = time.Minute
 	}
@@ -215,108 +264,99 @@ func New(d deps.Deps, cfg Config) (*Agent, error) {
 	if d.Files != nil {
 		cfg.PLEG.Messages = termmsg.New(d.Files)
 	}
-	alloc := newAllocations(d, cfg)
-	cfg.RuntimeSync.Resized = alloc.Resized
-	pods := newCgroups(d, cfg)
-	cfg.RuntimeSync.CgroupParent = func(pod *corev1.Pod) string { return pods.CgroupParent(pod, podspec.QOSClass(pod)) }
-	resources, err := newResourceManagers(d, cfg)
-	if err != nil {
-		return nil, err
-	}
-	cfg.RuntimeSync.ContainerCPUSet = resources.cpuSet
-	if m := cfg.Metrics; m != nil {
-		d.Runtime = metrics.InstrumentRuntime(d.Runtime, m, d.Clock)
-		d.Images = metrics.InstrumentImages(d.Images, m, d.Clock)
-		cfg.PLEG.Observer = m
-		cfg.RuntimeSync.Observer = m
-		m.SetNodeName(cfg.NodeName)
-	}
-	objects := objcache.New(d.Core, d.API.ObjectWatches)
-	var services *servicecache.Cache
-	if d.API.Services != nil {
-		services = servicecache.New(d.Core, d.API.Services)
-	}
-	devices := newDevices(d, cfg)
-	users := newUserNamespaces(d, cfg)
-	a := &Agent{
-		d:        d,
-		objects:  objects,
-		services: services,
-		userns:   users,
-		cfg:      cfg,
-		updates:  deps.NewInbox[podsource.Update](d.Tasks, "config updates"),
-		pleg:     pleg.New(d.Core, d.Runtime, d.RuntimeEvents, cfg.PLEG),
-		queue:    podworkers.NewWorkQueue(d.Clock),
-		exec: runtimesync.NewExecutor(d.Core, runtimesync.Ports{
-			Runtime: d.Runtime, Images: d.Images, Files: d.Files, Events: d.API.Events,
-			ConfigMaps: d.API.ConfigMaps, Secrets: d.API.Secrets, Objects: objects, Services: services, RuntimeClasses: d.API.RuntimeClasses,
-			ProbeNet: d.ProbeNet, UserNamespaces: usernsPort(users), Devices: devicesPort(devices),
-		}, cfg.RuntimeSync),
-		expected:  map[types.UID]map[string]expectation{},
-		sysctls:   sysctlAllowlist(d, cfg.AllowedUnsafeSysctls),
-		cgroups:   pods,
-		admitted:  admission.NewAdmitted(),
-		rejected:  map[types.UID]admission.Decision{},
-		evicted:   map[types.UID]stopNote{},
-		alloc:     alloc,
-		resources: resources,
-		devices:   devices,
+	return cfg
+}
 
-		pendingResizes: map[types.UID]bool{},
+// instrumented wraps the runtime and image services in the metrics and
+// points the PLEG's and executor's observers at them (cfg.Metrics nil: d
+// as it is).
+func instrumented(d deps.Deps, cfg *Config) deps.Deps {
+	m := cfg.Metrics
+	if m == nil {
+		return d
 	}
-	a.stats = stats.New(d.Core, stats.Ports{Runtime: d.Runtime, Images: d.Images, Machine: d.Machine, Disk: d.Disk, Pods: admittedPodList{a}, Network: cfg.PodNetwork},
+	d.Runtime = metrics.InstrumentRuntime(d.Runtime, m, d.Clock)
+	d.Images = metrics.InstrumentImages(d.Images, m, d.Clock)
+	cfg.PLEG.Observer = m
+	cfg.RuntimeSync.Observer = m
+	m.SetNodeName(cfg.NodeName)
+	return d
+}
+
+// newExecutor builds the runtime sync executor over the agent's ports.
+func newExecutor(d deps.Deps, cfg Config, pods podParts, devices *devicemanager.Manager) *runtimesync.Executor {
+	return runtimesync.NewExecutor(d.Core, runtimesync.Ports{
+		Runtime: d.Runtime, Images: d.Images, Files: d.Files, Events: d.API.Events,
+		ConfigMaps: d.API.ConfigMaps, Secrets: d.API.Secrets, Objects: pods.objects, Services: pods.services, RuntimeClasses: d.API.RuntimeClasses,
+		ProbeNet: d.ProbeNet, UserNamespaces: usernsPort(pods.userns), Devices: devicesPort(devices),
+	}, cfg.RuntimeSync)
+}
+
+// newNodeParts builds the node-level managers but the node status (which
+// needs the pod sources): the stats sampler, image GC, log rotation, the
+// eviction manager and graceful shutdown.
+func (a *Agent) newNodeParts() nodeParts {
+	d, cfg := a.d, a.cfg
+	var n nodeParts
+	n.stats = stats.New(d.Core, stats.Ports{Runtime: d.Runtime, Images: d.Images, Machine: d.Machine, Disk: d.Disk, Pods: admittedPodList{a}, Network: cfg.PodNetwork},
 		stats.Config{Period: cfg.Eviction.Period, RootDir: cfg.Node.RootDir, PodLogsRoot: cfg.Node.PodLogsRoot})
-	a.images = newImageGC(d, cfg)
-	a.logs = logrotate.New(d.Core, d.Runtime, d.Files, cfg.LogRotation)
-	ep := eviction.Ports{Stats: a.stats, Pods: evictionPods{a}, Reclaim: reclaimer{a}, Events: d.API.Events, MemoryThreshold: d.MemoryThreshold}
+	n.images = newImageGC(d, cfg)
+	n.logs = logrotate.New(d.Core, d.Runtime, d.Files, cfg.LogRotation)
+	ep := eviction.Ports{Stats: n.stats, Pods: evictionPods{a}, Reclaim: reclaimer{a}, Events: d.API.Events, MemoryThreshold: d.MemoryThreshold}
 	if cfg.Metrics != nil {
 		ep.Metrics = cfg.Metrics
 	}
-	a.evictions = eviction.New(d.Core, ep, cfg.Eviction, cfg.NodeName, cfg.Node.Allocatable.Memory().Value())
-	cfg.NodeStatus.Pressure = a.evictions
-	a.shutdown = shutdown.New(d.Core, shutdown.Ports{Notifier: d.Shutdown, Pods: shutdownPods{a}, Status: nodeSyncer{a}, Events: d.API.Events},
+	n.evictions = eviction.New(d.Core, ep, cfg.Eviction, cfg.NodeName, cfg.Node.Allocatable.Memory().Value())
+	n.shutdown = shutdown.New(d.Core, shutdown.Ports{Notifier: d.Shutdown, Pods: shutdownPods{a}, Status: nodeSyncer{a}, Events: d.API.Events},
 		cfg.ShutdownGroups, cfg.NodeName)
-	cfg.NodeStatus.Shutdown = a.shutdown
-	a.probes = a.newProber()
+	return n
+}
+
+// sourceNames are the pod sources the agent has.
+func (a *Agent) sourceNames() []string {
 	var sources []string
-	if d.API.Pods != nil {
+	if a.d.API.Pods != nil {
 		sources = append(sources, podsource.SourceAPI)
 	}
-	if cfg.ManifestDir != "" {
+	if a.cfg.ManifestDir != "" {
 		sources = append(sources, podsource.SourceFile)
 	}
 	if a.httpSource() {
 		sources = append(sources, podsource.SourceHTTP)
 	}
-	cfg.Volumes.Node = cfg.Node
-	a.volumes = volume.New(d.Core, volume.Ports{Files: d.Files, Mounts: d.Mounts, Objects: d.API.Objects(), Cache: objects, Tokens: d.API.Tokens, Claims: d.API.Claims, TrustBundles: d.API.TrustBundles, Events: d.API.Events}, cfg.Volumes)
-	a.merger = podsource.NewMerger(d.Core, sources, a.updates)
-	a.status = status.NewManager(d.Core, d.API.Pods, a.merger, cfg.Status)
-	if d.API.Nodes != nil && d.API.Leases != nil {
-		nc := cfg.NodeStatus
-		nc.NodeName = cfg.NodeName
-		if devices != nil {
-			nc.Devices = devices
-		}
-		if nc.NodeIP == "" {
-			nc.NodeIP = cfg.Node.HostIP
-		}
-		if nc.SecondaryNodeIP == "" && len(cfg.Node.HostIPs) > 1 {
-			nc.SecondaryNodeIP = cfg.Node.HostIPs[1]
-		}
-		np := nodestatus.Ports{Nodes: d.API.Nodes, Leases: d.API.Leases, Events: d.API.Events, Runtime: d.Runtime, Images: d.Images, Machine: d.Machine}
-		if cfg.Metrics != nil {
-			np.Metrics = cfg.Metrics
-		}
-		a.node = nodestatus.New(d.Core, np, nc, plegHealth{a.pleg})
+	return sources
+}
+
+// newNodeStatus builds the node status manager (nil without an apiserver
+// to write the Node and its lease to).
+func (a *Agent) newNodeStatus() *nodestatus.Manager {
+	d, cfg := a.d, a.cfg
+	if d.API.Nodes == nil || d.API.Leases == nil {
+		return nil
 	}
-	return a, nil
+	nc := cfg.NodeStatus
+	nc.NodeName = cfg.NodeName
+	nc.Pressure, nc.Shutdown = a.node.evictions, a.node.shutdown
+	if a.cm.devices != nil {
+		nc.Devices = a.cm.devices
+	}
+	if nc.NodeIP == "" {
+		nc.NodeIP = cfg.Node.HostIP
+	}
+	if nc.SecondaryNodeIP == "" && len(cfg.Node.HostIPs) > 1 {
+		nc.SecondaryNodeIP = cfg.Node.HostIPs[1]
+	}
+	np := nodestatus.Ports{Nodes: d.API.Nodes, Leases: d.API.Leases, Events: d.API.Events, Runtime: d.Runtime, Images: d.Images, Machine: d.Machine}
+	if cfg.Metrics != nil {
+		np.Metrics = cfg.Metrics
+	}
+	return nodestatus.New(d.Core, np, nc, plegHealth{a.pleg})
 }
 
 // Start launches the agent's tasks; they stop when ctx ends.
 func (a *Agent) Start(ctx context.Context) {
-	a.startTime = a.d.Clock.Now()
-	a.lastLoop = a.startTime
+	a.loop.start = a.d.Clock.Now()
+	a.loop.last = a.loop.start
 	a.d.Log.Info("starting agent")
 	wc := podworkers.Config{ResyncInterval: a.cfg.SyncFrequency}
 	if a.cfg.Metrics != nil {
@@ -324,35 +364,35 @@ func (a *Agent) Start(ctx context.Context) {
 	}
 	a.workers = podworkers.New(ctx, a.d.Core, a, a.queue, wc)
 	a.startCgroups()
-	if a.devices != nil {
-		a.devices.Start(ctx)
+	if a.cm.devices != nil {
+		a.cm.devices.Start(ctx)
 	}
 	a.pleg.Start(ctx)
-	a.objects.Start(ctx)
-	if a.services != nil {
-		a.services.Start(ctx)
+	a.pods.objects.Start(ctx)
+	if a.pods.services != nil {
+		a.pods.services.Start(ctx)
 	}
-	a.volumes.Start(ctx)
-	a.probes.Start(ctx)
-	a.resources.cpus.Start(ctx, cpuPods{a})
+	a.pods.volumes.Start(ctx)
+	a.pods.probes.Start(ctx)
+	a.cm.cpus.Start(ctx, cpuPods{a})
 	// Local storage limits are enforced with or without thresholds, as
 	// the kubelet's localStorageCapacityIsolation (default true).
 	if a.d.Machine != nil {
-		a.evictions.Start(ctx)
+		a.node.evictions.Start(ctx)
 	}
 	if a.d.Machine != nil {
-		a.images.Start(ctx)
+		a.node.images.Start(ctx)
 	}
 	if a.d.Files != nil {
-		a.logs.Start(ctx)
+		a.node.logs.Start(ctx)
 	}
 	oomwatch.Start(ctx, a.d.Core, a.d.OOMKills, a.d.API.Events, a.cfg.NodeName)
-	if a.d.API.NodeWatch != nil {
-		a.d.Tasks.Go("node watch", func() { a.watchNode(ctx) })
+	if a.admission.node.Watched() {
+		a.d.Tasks.Go("node watch", func() { a.admission.node.Run(ctx) })
 	}
-	a.shutdown.Start(ctx)
-	if a.node != nil {
-		a.node.Start(ctx)
+	a.node.shutdown.Start(ctx)
+	if a.node.status != nil {
+		a.node.status.Start(ctx)
 	}
 	if a.d.API.Pods != nil {
 		a.status.Start(ctx)
@@ -392,9 +432,9 @@ func (a *Agent) manifestError(file string, err error) {
 
 // LastLoop is when the SyncLoop last ran (for /healthz).
 func (a *Agent) LastLoop() time.Time {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return a.lastLoop
+	a.loop.mu.Lock()
+	defer a.loop.mu.Unlock()
+	return a.loop.last
 }
 
 // WakePod asks for a sync of the pod now: probe verdict changes wake the
@@ -413,19 +453,19 @@ func (h plegHealth) PLEGHealthy() (bool, error) { return h.p.Healthy() }
 // NodeReady reports the node's Ready condition as the agent computes it
 // (true without an apiserver, where there is no node object).
 func (a *Agent) NodeReady() (bool, string, string) {
-	if a.node == nil {
+	if a.node.status == nil {
 		return true, "", ""
 	}
-	return a.node.Ready()
+	return a.node.status.Ready()
 }
 
 // NodeRegistration says why the Node is not registered yet (nil once it
 // is, and without an apiserver).
 func (a *Agent) NodeRegistration() error {
-	if a.node == nil {
+	if a.node.status == nil {
 		return nil
 	}
-	return a.node.RegistrationError()
+	return a.node.status.RegistrationError()
 }
 
 // PLEGHealthy reports the PLEG's health.
@@ -439,7 +479,7 @@ func (a *Agent) SourcesSeen() bool { return a.merger.AllSeen() }
 func (a *Agent) Pods() []*corev1.Pod { return a.merger.Pods() }
 
 // ProbeWorkers is the number of running probe workers.
-func (a *Agent) ProbeWorkers() int { return a.probes.Workers() }
+func (a *Agent) ProbeWorkers() int { return a.pods.probes.Workers() }
 
 // PodStatus returns the status the agent last computed for a pod.
 func (a *Agent) PodStatus(uid types.UID) (corev1.PodStatus, bool) { return a.status.PodStatus(uid) }
@@ -462,41 +502,54 @@ func (a *Agent) handleUpdate(u podsource.Update) {
 		podutil.SortByCreation(u.Pods)
 	}
 	for _, pod := range u.Pods {
-		if podutil.IsMirrorPod(pod) {
-			continue // the static pod it mirrors is what runs
+		w, ok := workFor(u.Op, u.Source, pod)
+		if !ok {
+			continue
 		}
-		switch u.Op {
-		case podsource.OpAdd:
-			if pod.DeletionTimestamp != nil {
-				a.workers.UpdatePod(podworkers.Work{Type: podworkers.Kill, UID: pod.UID, Pod: pod, Reason: "deleted"})
-				continue
-			}
+		if w.Type == podworkers.Create {
 			a.admit(pod)
-			a.workers.UpdatePod(podworkers.Work{Type: podworkers.Create, UID: pod.UID, Pod: pod})
-		case podsource.OpUpdate:
-			a.workers.UpdatePod(podworkers.Work{Type: podworkers.Update, UID: pod.UID, Pod: pod})
-		case podsource.OpDelete:
-			a.workers.UpdatePod(podworkers.Work{Type: podworkers.Kill, UID: pod.UID, Pod: pod, Reason: "deleted"})
-			if a.workers.IsFinished(pod.UID) && !podutil.IsStaticPod(pod) {
-				// Terminated before the user deleted it (a Job-like pod
-				// that finished): its worker has nothing more to do, so
-				// the deletion completes here.
-				a.deleteIfDeleted(pod.UID)
-			}
-		case podsource.OpRemove:
-			a.workers.UpdatePod(podworkers.Work{Type: podworkers.Kill, UID: pod.UID, Pod: pod,
-				GracePeriod: removedGrace(u.Source), Reason: "removed from " + u.Source})
-		case podsource.OpReconcile:
-			// A change the workers need not see (status, resource
-			// version): the merger, the one store of desired pods,
-			// already holds the new object. Except when another writer
-			// changed a readiness gate's condition: the worker must
-			// recompute Ready from it.
-			if status.NeedsReadinessReconcile(pod) {
-				a.workers.UpdatePod(podworkers.Work{Type: podworkers.Update, UID: pod.UID, Pod: pod})
-			}
+		}
+		a.workers.UpdatePod(w)
+		if u.Op == podsource.OpDelete && a.workers.IsFinished(pod.UID) && !podutil.IsStaticPod(pod) {
+			// Terminated before the user deleted it (a Job-like pod that
+			// finished): its worker has nothing more to do, so the
+			// deletion completes here.
+			a.deleteIfDeleted(pod.UID)
 		}
 	}
+}
+
+// workFor is the work a config update (op, from source) asks of pod's
+// worker; ok is false when it asks none: a mirror pod (the static pod it
+// mirrors is what runs), or a change the workers need not see (status,
+// resource version: the merger, the one store of desired pods, already
+// holds the new object), except when another writer changed a readiness
+// gate's condition (the worker must recompute Ready from it). A pod added
+// already being deleted is killed, not created.
+func workFor(op podsource.Op, source string, pod *corev1.Pod) (podworkers.Work, bool) {
+	if podutil.IsMirrorPod(pod) {
+		return podworkers.Work{}, false
+	}
+	kill := podworkers.Work{Type: podworkers.Kill, UID: pod.UID, Pod: pod, Reason: "deleted"}
+	switch op {
+	case podsource.OpAdd:
+		if pod.DeletionTimestamp != nil {
+			return kill, true
+		}
+		return podworkers.Work{Type: podworkers.Create, UID: pod.UID, Pod: pod}, true
+	case podsource.OpUpdate:
+		return podworkers.Work{Type: podworkers.Update, UID: pod.UID, Pod: pod}, true
+	case podsource.OpDelete:
+		return kill, true
+	case podsource.OpRemove:
+		kill.GracePeriod, kill.Reason = removedGrace(source), "removed from "+source
+		return kill, true
+	case podsource.OpReconcile:
+		if status.NeedsReadinessReconcile(pod) {
+			return podworkers.Work{Type: podworkers.Update, UID: pod.UID, Pod: pod}, true
+		}
+	}
+	return podworkers.Work{}, false
 }
 
 // removedGrace is the grace period override for a pod gone from source:
@@ -527,9 +580,9 @@ func (a *Agent) tickLoop(ctx context.Context) {
 	t := a.d.Tasks.NewTicker("sync tick", a.cfg.SyncTick)
 	defer t.Stop()
 	for t.Wait(ctx) == nil {
-		a.mu.Lock()
-		a.lastLoop = a.d.Clock.Now()
-		a.mu.Unlock()
+		a.loop.mu.Lock()
+		a.loop.last = a.d.Clock.Now()
+		a.loop.mu.Unlock()
 		for _, uid := range a.queue.GetDue() {
 			a.workers.Requeue(uid)
 		}
@@ -540,4 +593,4 @@ func (a *Agent) tickLoop(ctx context.Context) {
 // Stats is the node's stats sampler: the eviction manager's cycles (or,
 // without eviction thresholds, its own loop) keep its latest sample fresh
 // for the stats endpoints.
-func (a *Agent) Stats() *stats.Provider { return a.stats }
+func (a *Agent) Stats() *stats.Provider { return a.node.stats }

@@ -7,13 +7,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/lockstep-dev/lockstep/node/activepods"
 	"github.com/lockstep-dev/lockstep/node/cgroups"
 	"github.com/lockstep-dev/lockstep/node/deps"
 	"github.com/lockstep-dev/lockstep/node/nodestatus"
 	"github.com/lockstep-dev/lockstep/node/podspec"
-	"github.com/lockstep-dev/lockstep/node/podstate"
-	"github.com/lockstep-dev/lockstep/node/podutil"
-	"github.com/lockstep-dev/lockstep/node/podworkers"
 )
 
 // ReasonFailedToCreatePodContainer is upstream's event reason when a pod's
@@ -41,7 +39,7 @@ func newCgroups(d deps.Deps, cfg Config) *cgroups.Manager {
 // startCgroups sets up kubepods and the QoS cgroups; a failure is logged
 // and the first pod sync tries again.
 func (a *Agent) startCgroups() {
-	if err := a.cgroups.Start(); err != nil {
+	if err := a.cm.cgroups.Start(); err != nil {
 		a.d.Log.Warn("setting up the kubepods cgroups failed; pods will retry", "error", err.Error())
 	}
 }
@@ -50,10 +48,10 @@ func (a *Agent) startCgroups() {
 // before its sandbox is created; a failure is a Warning event
 // FailedToCreatePodContainer and a failed sync, retried.
 func (a *Agent) ensurePodCgroup(pod *corev1.Pod) error {
-	if err := a.cgroups.Start(); err != nil {
+	if err := a.cm.cgroups.Start(); err != nil {
 		return fmt.Errorf("pod %s/%s: %w", pod.Namespace, pod.Name, err)
 	}
-	err := a.cgroups.EnsurePod(pod, podspec.QOSClass(pod), a.activePods)
+	err := a.cm.cgroups.EnsurePod(pod, podspec.QOSClass(pod), a.holdingResources)
 	if err == nil {
 		return nil
 	}
@@ -64,34 +62,36 @@ func (a *Agent) ensurePodCgroup(pod *corev1.Pod) error {
 	return fmt.Errorf("ensure the cgroup of pod %s/%s: %w", pod.Namespace, pod.Name, err)
 }
 
-// activePods are the pods whose requests count in the QoS cgroups: those
-// a source wants that are not refused and whose worker has not finished,
-// with the resources they were allocated.
-func (a *Agent) activePods() []*corev1.Pod {
-	var out []*corev1.Pod
-	for _, pod := range a.merger.Pods() {
-		if podutil.IsMirrorPod(pod) || a.workers.IsFinished(pod.UID) || podutil.IsTerminal(pod.Status.Phase) || a.refused(pod) {
-			continue
-		}
-		out = append(out, a.alloc.Allocated(pod))
+// holdingResources are the pods whose requests count in the QoS cgroups
+// and which may hold CPUs, memory and devices (activepods.HoldingResources).
+func (a *Agent) holdingResources() []*corev1.Pod { return activepods.HoldingResources(a.podSets()) }
+
+// podSets are the facts the active pod sets are computed from.
+func (a *Agent) podSets() activepods.Sources {
+	return activepods.Sources{
+		Desired: a.merger, Workers: a.workers, Admitted: a.admission.book.Admitted, Refused: a.refused, Allocated: a.cm.alloc.Allocated,
+		Phase: func(uid types.UID) (corev1.PodPhase, bool) {
+			s, ok := a.status.PodStatus(uid)
+			return s.Phase, ok
+		},
+		Runtime: a.pleg.Cache().Get,
 	}
-	return out
 }
 
 // removePodCgroup removes a terminated pod's cgroup and gives its share
 // back to the QoS cgroups; a failure is left to housekeeping.
 func (a *Agent) removePodCgroup(uid types.UID) {
-	if err := a.cgroups.RemovePod(uid); err != nil {
+	if err := a.cm.cgroups.RemovePod(uid); err != nil {
 		a.d.Log.Warn("removing a terminated pod's cgroup failed; housekeeping will retry", "uid", string(uid), "error", err.Error())
 	}
-	if !a.cgroups.Enabled() {
+	if !a.cm.cgroups.Enabled() {
 		// No QoS cgroups to resize (--cgroups-per-qos=false): do not list
 		// every active pod for nothing at each pod's end (a burst of N
 		// terminations listed N pods N times: 56 % of lockstep's CPU
 		// deleting 2,000 pods in make bench-compare).
 		return
 	}
-	if err := a.cgroups.UpdateQOS(a.activePods()); err != nil {
+	if err := a.cm.cgroups.UpdateQOS(a.holdingResources()); err != nil {
 		a.d.Log.Warn("updating the QoS cgroups failed", "error", err.Error())
 	}
 }
@@ -100,13 +100,13 @@ func (a *Agent) removePodCgroup(uid types.UID) {
 // pods that can no longer run: no source wants them or their worker has
 // finished, and nothing of theirs runs in the runtime.
 func (a *Agent) cgroupHousekeeping() {
-	if !a.cgroups.Enabled() {
+	if !a.cm.cgroups.Enabled() {
 		return
 	}
-	if err := a.cgroups.UpdateQOS(a.activePods()); err != nil {
+	if err := a.cm.cgroups.UpdateQOS(a.holdingResources()); err != nil {
 		a.d.Log.Warn("updating the QoS cgroups failed", "error", err.Error())
 	}
-	removed, err := a.cgroups.RemoveOrphans(a.mayRunPod)
+	removed, err := a.cm.cgroups.RemoveOrphans(a.mayRunPod)
 	for _, uid := range removed {
 		a.d.Log.Info("orphaned pod cgroup removed", "uid", string(uid))
 	}
@@ -116,31 +116,5 @@ func (a *Agent) cgroupHousekeeping() {
 }
 
 // mayRunPod reports whether the pod may still have processes or start
-// some: a source wants it and its worker has not finished (or it has no
-// worker yet), its worker is still terminating, or the runtime still runs
-// something of it.
-func (a *Agent) mayRunPod(uid types.UID) bool {
-	if state, ok := a.workers.State(uid); ok {
-		if state != podworkers.Terminated || !a.workers.IsFinished(uid) {
-			return true
-		}
-	} else if _, desired := a.merger.Pod(uid); desired {
-		return true
-	}
-	st, ok := a.pleg.Cache().Get(uid)
-	return ok && runsSomething(st)
-}
-
-// runsSomething reports whether the runtime's view of a pod shows a ready
-// sandbox or a running container.
-func runsSomething(st *podstate.PodStatus) bool {
-	if len(st.Running()) > 0 {
-		return true
-	}
-	for _, sb := range st.Sandboxes {
-		if sb.State == podstate.SandboxReady {
-			return true
-		}
-	}
-	return false
-}
+// some (activepods.MayRun): its cgroup, devices and allocation stay.
+func (a *Agent) mayRunPod(uid types.UID) bool { return activepods.MayRun(a.podSets(), uid) }

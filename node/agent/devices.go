@@ -26,10 +26,10 @@ func devicesPort(m *devicemanager.Manager) runtimesync.Devices {
 
 // deviceHousekeeping frees the devices of pods that can no longer run.
 func (a *Agent) deviceHousekeeping() {
-	if a.devices == nil {
+	if a.cm.devices == nil {
 		return
 	}
-	for _, uid := range a.devices.FreeOrphans(a.mayRunPod) {
+	for _, uid := range a.cm.devices.FreeOrphans(a.mayRunPod) {
 		a.d.Log.Info("devices of a pod that can no longer run freed", "uid", string(uid))
 	}
 }

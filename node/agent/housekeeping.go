@@ -60,29 +60,9 @@ func (a *Agent) housekeeping(ctx context.Context, gc bool) {
 			}
 			continue
 		}
-		if !a.workers.IsFinished(uid) {
-			continue // still terminating
+		if a.workers.IsFinished(uid) { // else still terminating
+			a.removeFinished(ctx, uid)
 		}
-		if st, ok := a.pleg.Cache().Get(uid); ok {
-			if err := a.exec.RemovePod(ctx, st); err != nil {
-				a.d.Log.Warn("removing a finished pod's containers failed; will retry", "uid", string(uid), "error", err.Error())
-				continue
-			}
-			if err := a.pleg.RefreshPod(ctx, uid); err != nil {
-				continue
-			}
-		}
-		if err := a.workers.Forget(uid); err != nil {
-			continue
-		}
-		a.status.RemovePod(uid)
-		a.exec.ForgetPod(string(uid))
-		a.mu.Lock()
-		delete(a.expected, uid)
-		delete(a.rejected, uid)
-		delete(a.evicted, uid)
-		a.mu.Unlock()
-		a.d.Log.Info("pod removed", "uid", string(uid))
 	}
 	if gc {
 		if err := a.exec.CollectGarbage(ctx, live); err != nil {
@@ -90,18 +70,46 @@ func (a *Agent) housekeeping(ctx context.Context, gc bool) {
 		}
 	}
 	a.deleteOrphanedMirrors(ctx, mirrors)
-	a.volumes.CleanupOrphans(a.knownPod)
-	if a.userns != nil {
-		a.userns.CleanupOrphans(a.knownPod)
+	a.pods.volumes.CleanupOrphans(a.knownPod)
+	if a.pods.userns != nil {
+		a.pods.userns.CleanupOrphans(a.knownPod)
 	}
 	a.cgroupHousekeeping()
-	if err := a.alloc.RemoveOrphans(a.mayRunPod); err != nil {
+	if err := a.cm.alloc.RemoveOrphans(a.mayRunPod); err != nil {
 		a.d.Log.Warn("forgetting orphaned pod allocations failed; will retry", "error", err.Error())
 	}
 	a.resourceHousekeeping()
 	a.deviceHousekeeping()
 	a.reportRunning()
-	// Orphans: runtime pods no source wants and no worker owns.
+	a.killOrphans(known)
+}
+
+// removeFinished removes a finished pod no source wants: its runtime
+// objects, its worker, its status and what the agent kept of it; a
+// failure leaves it for the next housekeeping.
+func (a *Agent) removeFinished(ctx context.Context, uid types.UID) {
+	if st, ok := a.pleg.Cache().Get(uid); ok {
+		if err := a.exec.RemovePod(ctx, st); err != nil {
+			a.d.Log.Warn("removing a finished pod's containers failed; will retry", "uid", string(uid), "error", err.Error())
+			return
+		}
+		if err := a.pleg.RefreshPod(ctx, uid); err != nil {
+			return
+		}
+	}
+	if err := a.workers.Forget(uid); err != nil {
+		return
+	}
+	a.status.RemovePod(uid)
+	a.exec.ForgetPod(string(uid))
+	a.unseen.Forget(uid)
+	a.admission.book.Forget(uid)
+	a.d.Log.Info("pod removed", "uid", string(uid))
+}
+
+// killOrphans kills the runtime pods no source wants and no worker owns
+// (known: the pods with a worker), at once.
+func (a *Agent) killOrphans(known map[types.UID]bool) {
 	for _, uid := range a.pleg.Cache().UIDs() {
 		if known[uid] {
 			continue

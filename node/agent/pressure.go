@@ -2,26 +2,20 @@ package agent
 
 import (
 	"context"
-	"errors"
-	"fmt"
-	"io"
-	"maps"
 	"strings"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/lockstep-dev/lockstep/node/activepods"
 	"github.com/lockstep-dev/lockstep/node/admission"
 	"github.com/lockstep-dev/lockstep/node/deps"
 	"github.com/lockstep-dev/lockstep/node/eviction"
 	"github.com/lockstep-dev/lockstep/node/nodestatus"
-	"github.com/lockstep-dev/lockstep/node/podspec"
+	"github.com/lockstep-dev/lockstep/node/podadmit"
 	"github.com/lockstep-dev/lockstep/node/podstate"
-	"github.com/lockstep-dev/lockstep/node/podutil"
 	"github.com/lockstep-dev/lockstep/node/podworkers"
-	"github.com/lockstep-dev/lockstep/node/shutdown"
 	"github.com/lockstep-dev/lockstep/node/status"
 )
 
@@ -57,206 +51,72 @@ func withEvictionReserve(machine deps.Machine, nc nodestatus.Config, ts []evicti
 	return reserved
 }
 
-// nodeMaxAge is how old admission's view of the Node's labels and taints
-// may be when the Node is not watched (API.NodeWatch nil): older, the Node
-// is read again before a pod is admitted. Node status writes are patches
-// that read nothing, so without this a taint or label an administrator
-// sets would never be seen. Idle, no read is made; under churn at most one
-// per period.
-const nodeMaxAge = 10 * time.Second
-
-// nodeWatchRetry is how long the node watch waits before it opens again
-// after a failure (a watch the apiserver closed normally reopens at once).
-const nodeWatchRetry = time.Second
-
-// watchNode keeps admission's copy of the Node current from a watch of
-// it, as the kubelet's node informer does, until ctx ends.
-func (a *Agent) watchNode(ctx context.Context) {
-	for ctx.Err() == nil {
-		err := a.followNode(ctx)
-		if ctx.Err() != nil {
-			return
-		}
-		if errors.Is(err, io.EOF) {
-			continue
-		}
-		a.d.Log.Warn("node watch failed; opening it again", "node", a.cfg.NodeName, "error", err.Error(), "retry", nodeWatchRetry)
-		if a.d.Tasks.Sleep(ctx, nodeWatchRetry) != nil {
-			return
-		}
-	}
-}
-
-// followNode opens one watch of the Node and records each state it
-// reports until the watch ends.
-func (a *Agent) followNode(ctx context.Context) error {
-	w, err := a.d.API.NodeWatch.WatchNode(ctx, a.cfg.NodeName)
-	if err != nil {
-		return fmt.Errorf("watch node %s: %w", a.cfg.NodeName, err)
-	}
-	defer w.Stop()
-	for {
-		n, err := w.Next(ctx)
-		if err != nil {
-			return err
-		}
-		if n == nil { // not registered yet, or deleted
-			continue
-		}
-		a.mu.Lock()
-		a.nodeRead, a.nodeReadAt = n, a.d.Clock.Now()
-		a.mu.Unlock()
-	}
-}
-
-// admissionNode is the node as admission sees it: the Node from its watch
-// (or, unwatched, read from the API at most nodeMaxAge ago) for labels
-// and taints, else the one the node status last wrote, else the labels
-// the node registers with.
+// admissionNode is the node as admission sees it (podadmit.AdmissionNode):
+// the Node from its watch (or, unwatched, read from the API at most a
+// moment ago) for labels and taints, else the one the node status last
+// wrote, else the labels the node registers with.
 func (a *Agent) admissionNode() admission.Node {
-	n := admission.Node{Name: a.cfg.NodeName, Allocatable: a.cfg.Node.Allocatable}
-	if n.Allocatable == nil {
-		n.Allocatable = corev1.ResourceList{}
-	}
 	maxPods := a.cfg.NodeStatus.MaxPods
 	if maxPods <= 0 {
 		maxPods = nodestatus.DefaultMaxPods
 	}
-	n.Allocatable = n.Allocatable.DeepCopy()
-	n.Allocatable[corev1.ResourcePods] = *resource.NewQuantity(int64(maxPods), resource.DecimalSI)
-	if a.devices != nil {
-		maps.Copy(n.Allocatable, a.devices.AdmissionAllocatable())
+	facts := podadmit.NodeFacts{Name: a.cfg.NodeName, Allocatable: a.cfg.Node.Allocatable, MaxPods: maxPods}
+	if a.cm.devices != nil {
+		facts.Devices = a.cm.devices.AdmissionAllocatable()
 	}
-	if node := a.currentNode(); node != nil {
-		n.Labels, n.Taints = node.Labels, node.Spec.Taints
-		return n
-	}
-	if a.node != nil {
-		if node := a.node.Node(); node != nil {
-			n.Labels, n.Taints = node.Labels, node.Spec.Taints
-			return n
+	written := func() *corev1.Node {
+		if a.node.status == nil {
+			return nil
 		}
+		return a.node.status.Node()
 	}
+	return podadmit.AdmissionNode(facts, a.registeredLabels, a.admission.node.Current, written)
+}
+
+// registeredLabels are the labels the node registers with.
+func (a *Agent) registeredLabels() map[string]string {
 	var info deps.MachineInfo
 	if a.d.Machine != nil {
 		info, _ = a.d.Machine.Info(context.Background())
 	}
 	nc := a.cfg.NodeStatus
 	nc.NodeName = a.cfg.NodeName
-	n.Labels = nodestatus.Labels(nc, info)
-	return n
+	return nodestatus.Labels(nc, info)
 }
 
-// nodeReadTimeout bounds admission's read of the Node.
-const nodeReadTimeout = 5 * time.Second
-
-// currentNode is the Node as its watch last reported it, or, when it is
-// not watched, as read from the API at most nodeMaxAge ago (reading it
-// again when it is older); nil when none is known.
-func (a *Agent) currentNode() *corev1.Node {
-	now := a.d.Clock.Now()
-	a.mu.Lock()
-	node, at := a.nodeRead, a.nodeReadAt
-	a.mu.Unlock()
-	if a.d.API.NodeWatch != nil || (node != nil && now.Sub(at) < nodeMaxAge) {
-		return node
-	}
-	fresh, ok := a.readNode()
-	if !ok {
-		return node
-	}
-	return fresh
-}
-
-// readNode reads the Node from the API now and keeps it for admission.
-func (a *Agent) readNode() (*corev1.Node, bool) {
-	if a.d.API.Nodes == nil {
-		return nil, false
-	}
-	ctx, cancel := a.d.Clock.WithTimeout(context.Background(), nodeReadTimeout)
-	defer cancel()
-	n, err := a.d.API.Nodes.GetNode(ctx, a.cfg.NodeName)
-	if err != nil {
-		a.d.Log.Warn("admission could not read the node; deciding on the last one read", "error", err.Error())
-		return nil, false
-	}
-	a.mu.Lock()
-	a.nodeRead, a.nodeReadAt = n, a.d.Clock.Now()
-	a.mu.Unlock()
-	return n, true
-}
-
-// admit decides whether a pod new to the agent may run, as the kubelet's
-// admission: under node pressure (the eviction manager's conditions), then
-// against the node (admission.AdmitBeside) beside the pods admitted
-// before it. A refused pod is remembered: its sync fails it (Failed, the
-// reason and message) and starts nothing. Pods already terminal or being
-// deleted are not admitted (they will not run) and count for nothing.
+// admit decides whether a pod new to the agent may run
+// (podadmit.Decide) and records the decision. A refused pod is
+// remembered: its sync fails it (Failed, the reason and message) and
+// starts nothing. Pods already terminal or being deleted are not admitted
+// (they will not run) and count for nothing.
 func (a *Agent) admit(pod *corev1.Pod) {
-	if podutil.IsTerminal(pod.Status.Phase) || pod.DeletionTimestamp != nil {
-		return
-	}
-	a.mu.Lock()
-	_, seen := a.admitted.Pod(pod.UID)
-	_, refused := a.rejected[pod.UID]
-	a.mu.Unlock()
-	if seen || refused {
+	if !a.admission.book.NeedsDecision(pod) {
 		return
 	}
 	// Admitted with the resources it was allocated before (a restarted
 	// agent): a resize it had deferred is not accepted by the way.
-	pod = a.alloc.Allocated(pod)
-	d := admission.AdmitUnderPressure(pod, podspec.QOSClass(pod), a.evictions.Conditions())
-	if a.shutdown.ShuttingDown() {
-		d = admission.Decision{Reason: shutdown.NotAdmittedReason, Message: shutdown.NotAdmittedMessage}
+	pod = a.cm.alloc.Allocated(pod)
+	steps := podadmit.Steps{
+		Pressure: a.node.evictions.Conditions(), ShuttingDown: a.node.shutdown.ShuttingDown(),
+		Node: a.admissionNode, FreshNode: a.admission.node.Read, Fits: a.admission.book.Fits, Admitted: a.admittedPods,
+		Preempt: a.preempt, Resources: a.admitResources,
 	}
-	if d.Admitted() {
-		node := a.admissionNode()
-		d = a.admitToNode(pod, node)
-		if d.Reason == admission.ReasonNodeAffinity || d.Reason == admission.ReasonTaintToleration {
-			// The watched (or read) Node may be a moment behind its labels
-			// and taints: read it now and decide again, as the kubelet
-			// does before refusing a pod for its node affinity.
-			if fresh, ok := a.readNode(); ok {
-				node.Labels, node.Taints = fresh.Labels, fresh.Spec.Taints
-				d = a.admitToNode(pod, node)
+	if a.cm.devices != nil {
+		steps.Devices = func(pod *corev1.Pod) admission.Decision {
+			if reason, msg, ok := a.cm.devices.Admit(pod, a.holdingResources); !ok {
+				return admission.Decision{Reason: reason, Message: msg}
 			}
-		}
-		if !d.Admitted() {
-			// Only a pod that does not fit needs the admitted pods listed.
-			if victims, ok := admission.PodsToPreempt(pod, podspec.QOSClass, node, a.admittedPods()); ok {
-				a.preempt(pod, victims)
-				d = admission.Decision{}
-			}
-		}
-		if d.Admitted() && a.devices != nil {
-			if reason, msg, ok := a.devices.Admit(pod, a.activePods); !ok {
-				d = admission.Decision{Reason: reason, Message: msg}
-			}
-		}
-		if d.Admitted() {
-			d = a.admitResources(pod)
+			return admission.Decision{}
 		}
 	}
+	d := podadmit.Decide(pod, steps)
 	if !d.Admitted() {
 		a.d.Log.Info("pod refused admission", "pod", pod.Namespace+"/"+pod.Name, "uid", string(pod.UID), "reason", d.Reason, "message", d.Message)
-		a.mu.Lock()
-		a.rejected[pod.UID] = d
-		a.mu.Unlock()
-		return
 	}
-	a.mu.Lock()
-	a.admitted.Set(pod)
-	a.mu.Unlock()
-	a.recordAllocation(pod)
-}
-
-// admitToNode decides on pod against node beside what the admitted pods
-// use (admission.AdmitBeside, at the cost of the pod's own size).
-func (a *Agent) admitToNode(pod *corev1.Pod, node admission.Node) admission.Decision {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return admission.AdmitBeside(pod, node, a.admitted.Usage())
+	a.admission.book.Record(pod, d)
+	if d.Admitted() {
+		a.recordAllocation(pod)
+	}
 }
 
 // preempt stops the admitted victims so that the critical pod fits, as
@@ -273,7 +133,7 @@ func (a *Agent) preempt(pod *corev1.Pod, victims []*corev1.Pod) {
 		}
 		cond := corev1.PodCondition{Type: corev1.DisruptionTarget, Status: corev1.ConditionTrue,
 			Reason: corev1.PodReasonTerminationByKubelet, Message: admission.PreemptedConditionMessage, ObservedGeneration: v.Generation}
-		a.stopAndFail(v, nil, stopNote{reason: admission.ReasonPreempting, message: admission.PreemptedMessage, condition: cond})
+		a.stopAndFail(v, nil, podadmit.StopNote{Reason: admission.ReasonPreempting, Message: admission.PreemptedMessage, Condition: cond})
 	}
 }
 
@@ -281,80 +141,42 @@ func (a *Agent) preempt(pod *corev1.Pod, victims []*corev1.Pod) {
 // measures their volumes and logs.
 type admittedPodList struct{ a *Agent }
 
-// ActivePods are the admitted pods, oldest first.
+// ActivePods are the admitted pods, oldest first (activepods.Admitted).
 func (l admittedPodList) ActivePods() []*corev1.Pod { return l.a.admittedPods() }
 
 // admittedPods are the pods admitted and still counting against the node
-// (not terminating), oldest first: O(N log N), for the callers that need
-// the pods themselves (preemption, eviction, resize, stats), not for an
-// admission that fits.
-func (a *Agent) admittedPods() []*corev1.Pod {
-	a.mu.Lock()
-	out := a.admitted.Pods()
-	a.mu.Unlock()
-	podutil.SortByCreation(out)
-	return out
-}
+// (not terminating), oldest first (activepods.Admitted): O(N log N), for
+// the callers that need the pods themselves (preemption, eviction,
+// resize, stats), not for an admission that fits.
+func (a *Agent) admittedPods() []*corev1.Pod { return activepods.Admitted(a.podSets()) }
 
 // forgetAdmission drops a pod that stopped counting against the node (it
 // is terminating).
 func (a *Agent) forgetAdmission(uid types.UID) {
-	a.mu.Lock()
-	was := a.admitted.Remove(uid)
-	delete(a.pendingResizes, uid)
-	a.mu.Unlock()
-	if was {
+	if a.admission.book.Release(uid) {
 		// Its resources are free again: deferred resizes may fit now.
 		a.wakePendingResizes(uid)
 	}
 }
 
-// admissionRejection is why admission refused pod, if it did.
-func (a *Agent) admissionRejection(uid types.UID) (admission.Decision, bool) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	d, ok := a.rejected[uid]
-	return d, ok
-}
-
 // evictionPods is the agent's side of the eviction manager.
 type evictionPods struct{ a *Agent }
 
-// ActivePods are the admitted pods still syncing, not terminal, in
-// creation order.
-func (p evictionPods) ActivePods() []*corev1.Pod {
-	a := p.a
-	var out []*corev1.Pod
-	for _, pod := range a.admittedPods() {
-		cur, ok := a.merger.Pod(pod.UID)
-		if !ok || cur.DeletionTimestamp != nil {
-			continue
-		}
-		if st, ok := a.workers.State(pod.UID); !ok || st != podworkers.Syncing {
-			continue
-		}
-		if s, ok := a.status.PodStatus(pod.UID); ok && podutil.IsTerminal(s.Phase) {
-			continue
-		}
-		out = append(out, cur)
-	}
-	return out
-}
+// ActivePods are the pods the eviction manager may evict
+// (activepods.Evictable).
+func (p evictionPods) ActivePods() []*corev1.Pod { return activepods.Evictable(p.a.podSets()) }
 
 // Evict stops the pod with grace and fails it with the eviction's
 // message and condition (see SyncTerminatingPod).
 func (p evictionPods) Evict(pod *corev1.Pod, grace int64, message string, cond corev1.PodCondition) {
-	p.a.stopAndFail(pod, &grace, stopNote{reason: eviction.Reason, message: message, condition: cond})
+	p.a.stopAndFail(pod, &grace, podadmit.StopNote{Reason: eviction.Reason, Message: message, Condition: cond})
 }
 
 // stopAndFail stops an admitted pod (with grace, nil: its own) and fails
 // it as note says (see SyncTerminatingPod).
-func (a *Agent) stopAndFail(pod *corev1.Pod, grace *int64, note stopNote) {
-	a.mu.Lock()
-	a.evicted[pod.UID] = note
-	a.admitted.Remove(pod.UID)
-	a.mu.Unlock()
-	a.workers.UpdatePod(podworkers.Work{Type: podworkers.Kill, UID: pod.UID, Pod: pod, GracePeriod: grace, Reason: strings.ToLower(note.reason)})
+func (a *Agent) stopAndFail(pod *corev1.Pod, grace *int64, note podadmit.StopNote) {
+	a.admission.book.Stop(pod.UID, note)
+	a.workers.UpdatePod(podworkers.Work{Type: podworkers.Kill, UID: pod.UID, Pod: pod, GracePeriod: grace, Reason: strings.ToLower(note.Reason)})
 }
 
 // PodCleanedUp reports whether none of the pod's containers runs.
@@ -363,23 +185,14 @@ func (p evictionPods) PodCleanedUp(uid types.UID) bool {
 	return !ok || len(st.Running()) == 0
 }
 
-// stopNote is how the status of a pod the agent stopped (evicted,
-// preempted) says so.
-type stopNote struct {
-	reason, message string
-	condition       corev1.PodCondition
-}
-
 // evictedStatus returns s failed by the eviction or preemption of pod, if
 // it was evicted or preempted.
 func (a *Agent) evictedStatus(uid types.UID, s corev1.PodStatus) (corev1.PodStatus, bool) {
-	a.mu.Lock()
-	n, ok := a.evicted[uid]
-	a.mu.Unlock()
+	n, ok := a.admission.book.Stopped(uid)
 	if !ok {
 		return s, false
 	}
-	return status.Fail(s, n.reason, n.message, n.condition, a.d.Clock.Now()), true
+	return status.Fail(s, n.Reason, n.Message, n.Condition, a.d.Clock.Now()), true
 }
 
 // reclaimer frees node-level resources for the eviction manager.
@@ -394,7 +207,7 @@ func (r reclaimer) ReclaimContainers(ctx context.Context) error {
 // through the image garbage collector: never a pinned one or the sandbox
 // image, none younger than the minimum age.
 func (r reclaimer) ReclaimImages(ctx context.Context) error {
-	return r.a.images.DeleteUnused(ctx)
+	return r.a.node.images.DeleteUnused(ctx)
 }
 
 // livePodStatuses are the runtime views of the pods still syncing (whose

@@ -45,7 +45,7 @@ func (a *Agent) newProber() *prober.Manager {
 // instance fail its liveness or startup probe?
 func (a *Agent) unhealthy(pod *corev1.Pod) func(string) (runtimesync.ProbeKill, bool) {
 	return func(id string) (runtimesync.ProbeKill, bool) {
-		name, t, grace, failed := a.probes.Failed(pod, id)
+		name, t, grace, failed := a.pods.probes.Failed(pod, id)
 		if !failed {
 			return runtimesync.ProbeKill{}, false
 		}

@@ -2,7 +2,6 @@ package agent
 
 import (
 	"context"
-	"maps"
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
@@ -33,7 +32,7 @@ func newAllocations(d deps.Deps, cfg Config) *allocation.Store {
 // recordAllocation records an admitted pod's allocation; the checkpoint
 // is written by flushAllocations before the pod's containers are made.
 func (a *Agent) recordAllocation(pod *corev1.Pod) {
-	if err := a.alloc.Set(pod); err != nil {
+	if err := a.cm.alloc.Set(pod); err != nil {
 		a.d.Log.Warn("checkpointing a pod's allocation failed", "pod", pod.Namespace+"/"+pod.Name, "error", err.Error())
 	}
 }
@@ -44,7 +43,7 @@ func (a *Agent) recordAllocation(pod *corev1.Pod) {
 // allocation of every container it made. The admissions of a burst are
 // written together.
 func (a *Agent) flushAllocations(pod *corev1.Pod) {
-	if err := a.alloc.Flush(); err != nil {
+	if err := a.cm.alloc.Flush(); err != nil {
 		a.d.Log.Warn("checkpointing the pod allocations failed", "pod", pod.Namespace+"/"+pod.Name, "error", err.Error())
 	}
 }
@@ -57,21 +56,21 @@ func (a *Agent) flushAllocations(pod *corev1.Pod) {
 // ResizeDeferred or ResizeInfeasible once per reason and generation). It
 // returns the pod to run: pod carrying its allocation.
 func (a *Agent) allocate(pod *corev1.Pod, prev []corev1.PodCondition) (*corev1.Pod, status.Resize) {
-	allocated := a.alloc.Allocated(pod)
-	if !a.alloc.Has(pod.UID) {
+	allocated := a.cm.alloc.Allocated(pod)
+	if !a.cm.alloc.Has(pod.UID) {
 		// Admitted by an agent that checkpointed nothing: the spec is
 		// the allocation.
 		a.recordAllocation(pod)
 		return pod, status.Resize{}
 	}
 	if !allocation.Requested(pod, allocated) {
-		a.setPendingResize(pod.UID, false)
+		a.admission.book.SetPendingResize(pod.UID, false)
 		return allocated, status.Resize{}
 	}
 	others := slices.DeleteFunc(a.admittedPods(), func(p *corev1.Pod) bool { return p.UID == pod.UID })
 	v := allocation.Decide(pod, allocated, a.admissionNode(), others)
 	if !v.Allocate {
-		a.setPendingResize(pod.UID, v.Reason == allocation.ReasonDeferred)
+		a.admission.book.SetPendingResize(pod.UID, v.Reason == allocation.ReasonDeferred)
 		if !pendingAlready(prev, v.Reason, pod.Generation) {
 			kind, typ := allocation.EventResizeDeferred, corev1.EventTypeWarning
 			if v.Reason == allocation.ReasonInfeasible {
@@ -82,16 +81,12 @@ func (a *Agent) allocate(pod *corev1.Pod, prev []corev1.PodCondition) (*corev1.P
 		}
 		return allocated, status.Resize{PendingReason: v.Reason, PendingMessage: v.Message}
 	}
-	if err := a.alloc.SetResized(pod); err != nil {
+	if err := a.cm.alloc.SetResized(pod); err != nil {
 		a.d.Log.Warn("checkpointing a pod's resize failed; will retry", "pod", pod.Namespace+"/"+pod.Name, "error", err.Error())
 		return allocated, status.Resize{}
 	}
-	a.mu.Lock()
-	if _, ok := a.admitted.Pod(pod.UID); ok {
-		a.admitted.Set(pod) // what it uses of the node changed
-	}
-	a.mu.Unlock()
-	a.setPendingResize(pod.UID, false)
+	a.admission.book.Resized(pod) // what it uses of the node changed
+	a.admission.book.SetPendingResize(pod.UID, false)
 	a.podEvent(pod, corev1.EventTypeNormal, allocation.EventResizeStarted, allocation.EventMessage("Pod resize started", pod, pod.Generation, ""))
 	a.d.Log.Info("pod resize accepted", "pod", pod.Namespace+"/"+pod.Name, "generation", pod.Generation)
 	// A resize may have freed room for one that waits.
@@ -116,10 +111,10 @@ func pendingAlready(prev []corev1.PodCondition, reason string, generation int64)
 // the sync, gives the pod cgroup its final (smaller) limits. It returns
 // the failure's message ("" : none) and whether it changed anything.
 func (a *Agent) resizeInPlace(ctx context.Context, pod *corev1.Pod, st *podstate.PodStatus) (errMsg string, changed bool) {
-	if !a.alloc.Resized(pod.UID) {
+	if !a.cm.alloc.Resized(pod.UID) {
 		return "", false
 	}
-	if err := a.cgroups.GrowPod(pod, podspec.QOSClass(pod)); err != nil {
+	if err := a.cm.cgroups.GrowPod(pod, podspec.QOSClass(pod)); err != nil {
 		return err.Error(), false
 	}
 	updates := a.exec.PlanResize(pod, st)
@@ -140,7 +135,7 @@ func (a *Agent) resizeInPlace(ctx context.Context, pod *corev1.Pod, st *podstate
 // the resize is still in progress. It returns the view to report.
 func (a *Agent) finishResize(ctx context.Context, pod *corev1.Pod, st *podstate.PodStatus, rz *status.Resize, resized bool) *podstate.PodStatus {
 	if rz.Error == "" {
-		if err := a.cgroups.SetPod(pod, podspec.QOSClass(pod)); err != nil {
+		if err := a.cm.cgroups.SetPod(pod, podspec.QOSClass(pod)); err != nil {
 			rz.Error = err.Error()
 		}
 	}
@@ -152,7 +147,7 @@ func (a *Agent) finishResize(ctx context.Context, pod *corev1.Pod, st *podstate.
 			}
 		}
 	}
-	rz.InProgress = a.alloc.Resized(pod.UID) && a.exec.ResizeInProgress(pod, view)
+	rz.InProgress = a.cm.alloc.Resized(pod.UID) && a.exec.ResizeInProgress(pod, view)
 	return view
 }
 
@@ -184,29 +179,12 @@ func sameCondition(prev []corev1.PodCondition, c corev1.PodCondition) bool {
 	return false
 }
 
-// setPendingResize records whether pod uid has a deferred resize (woken
-// when another pod frees resources).
-func (a *Agent) setPendingResize(uid types.UID, pending bool) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if pending {
-		a.pendingResizes[uid] = true
-	} else {
-		delete(a.pendingResizes, uid)
-	}
-}
-
 // wakePendingResizes syncs the pods whose resize was deferred (but
 // except), so that each is admitted again now that resources may have
 // freed up.
 func (a *Agent) wakePendingResizes(except types.UID) {
-	a.mu.Lock()
-	uids := slices.Sorted(maps.Keys(a.pendingResizes))
-	a.mu.Unlock()
-	for _, uid := range uids {
-		if uid != except {
-			a.WakePod(uid)
-		}
+	for _, uid := range a.admission.book.PendingResizes(except) {
+		a.WakePod(uid)
 	}
 }
 

@@ -7,12 +7,44 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/lockstep-dev/lockstep/node/admission"
+	"github.com/lockstep-dev/lockstep/node/allocation"
+	"github.com/lockstep-dev/lockstep/node/cgroups"
 	"github.com/lockstep-dev/lockstep/node/cpumanager"
 	"github.com/lockstep-dev/lockstep/node/deps"
+	"github.com/lockstep-dev/lockstep/node/devicemanager"
 	"github.com/lockstep-dev/lockstep/node/memorymanager"
 	"github.com/lockstep-dev/lockstep/node/podspec"
 	"github.com/lockstep-dev/lockstep/node/topologymanager"
 )
+
+// containerManager is what upstream's container manager holds: the pod
+// and QoS cgroups, the pods' allocations (checkpointed), the CPU, memory
+// and topology managers and the device plugin manager.
+type containerManager struct {
+	cgroups *cgroups.Manager
+	alloc   *allocation.Store
+	resourceManagers
+	// devices is the device plugin manager (nil without a registry).
+	devices *devicemanager.Manager
+}
+
+// newContainerManager builds the container manager but its device
+// manager, and points the executor's config at it (the allocated
+// resources, the pod cgroups' parent, the containers' cpusets).
+func newContainerManager(d deps.Deps, cfg *Config) (containerManager, error) {
+	cm := containerManager{alloc: newAllocations(d, *cfg)}
+	cfg.RuntimeSync.Resized = cm.alloc.Resized
+	cm.cgroups = newCgroups(d, *cfg)
+	pods := cm.cgroups
+	cfg.RuntimeSync.CgroupParent = func(pod *corev1.Pod) string { return pods.CgroupParent(pod, podspec.QOSClass(pod)) }
+	rm, err := newResourceManagers(d, *cfg)
+	if err != nil {
+		return cm, err
+	}
+	cm.resourceManagers = rm
+	cfg.RuntimeSync.ContainerCPUSet = rm.cpuSet
+	return cm, nil
+}
 
 // resourceManagers are the CPU, memory and topology managers.
 type resourceManagers struct {
@@ -81,30 +113,31 @@ func (rm resourceManagers) cpuSet(pod *corev1.Pod, container string) (cpus, mems
 // admitResources places the pod's containers on CPUs and NUMA nodes; a
 // pod that cannot get them is refused as the kubelet refuses it.
 func (a *Agent) admitResources(pod *corev1.Pod) admission.Decision {
-	return a.resources.topology.Admit(pod, a.resources.cpus, a.resources.memory)
+	return a.cm.topology.Admit(pod, a.cm.cpus, a.cm.memory)
 }
 
 // releaseResources gives back a finished pod's CPUs and memory.
 func (a *Agent) releaseResources(pod *corev1.Pod) {
-	a.resources.cpus.Release(pod)
-	a.resources.memory.Release(pod)
+	a.cm.cpus.Release(pod)
+	a.cm.memory.Release(pod)
 }
 
 // resourceHousekeeping gives back the memory of pods no longer active
 // (the CPU manager's reconcile loop does so for CPUs).
 func (a *Agent) resourceHousekeeping() {
-	a.resources.memory.ReleaseStale(a.activePods())
+	a.cm.memory.ReleaseStale(a.holdingResources())
 }
 
 // cpuPods is the agent's side of the CPU manager's reconcile loop.
 type cpuPods struct{ a *Agent }
 
-// ActivePods are the pods that may hold CPUs, once every source spoke.
-func (p cpuPods) ActivePods() ([]*corev1.Pod, bool) {
+// HoldingResources are the pods that may hold CPUs, once every source
+// spoke.
+func (p cpuPods) HoldingResources() ([]*corev1.Pod, bool) {
 	if !p.a.merger.AllSeen() {
 		return nil, false
 	}
-	return p.a.activePods(), true
+	return p.a.holdingResources(), true
 }
 
 // RunningContainers are the running containers in the runtime's view.

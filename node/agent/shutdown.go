@@ -4,37 +4,25 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/lockstep-dev/lockstep/node/podutil"
-	"github.com/lockstep-dev/lockstep/node/podworkers"
+	"github.com/lockstep-dev/lockstep/node/activepods"
+	"github.com/lockstep-dev/lockstep/node/podadmit"
 )
 
 // shutdownPods is the agent's side of graceful node shutdown: the pods it
 // stops are those the eviction manager may evict, stopped the same way.
 type shutdownPods struct{ a *Agent }
 
-// ActivePods are the pods whose containers may still run: syncing, or
-// terminating (being deleted or evicted, maybe with a longer grace period
-// than the shutdown allows), oldest first.
-func (p shutdownPods) ActivePods() []*corev1.Pod {
-	a := p.a
-	var out []*corev1.Pod
-	for _, uid := range a.workers.UIDs() {
-		if st, ok := a.workers.State(uid); !ok || st == podworkers.Terminated {
-			continue
-		}
-		if pod, ok := a.merger.Pod(uid); ok && !podutil.IsMirrorPod(pod) {
-			out = append(out, pod)
-		}
-	}
-	podutil.SortByCreation(out)
-	return out
+// MayRunContainers are the pods whose containers may still run
+// (activepods.MayRunContainers).
+func (p shutdownPods) MayRunContainers() []*corev1.Pod {
+	return activepods.MayRunContainers(p.a.podSets())
 }
 
 // Kill stops the pod with grace and fails it as the shutdown says (see
 // SyncTerminatingPod).
 func (p shutdownPods) Kill(pod *corev1.Pod, grace int64, reason, message string, cond corev1.PodCondition) {
 	cond.ObservedGeneration = pod.Generation
-	p.a.stopAndFail(pod, &grace, stopNote{reason: reason, message: message, condition: cond})
+	p.a.stopAndFail(pod, &grace, podadmit.StopNote{Reason: reason, Message: message, Condition: cond})
 }
 
 // PodCleanedUp reports whether none of the pod's containers runs.
@@ -45,11 +33,11 @@ func (p shutdownPods) PodCleanedUp(uid types.UID) bool { return evictionPods(p).
 type nodeSyncer struct{ a *Agent }
 
 func (n nodeSyncer) SyncNow() {
-	if n.a.node != nil {
-		n.a.node.SyncNow()
+	if n.a.node.status != nil {
+		n.a.node.status.SyncNow()
 	}
 }
 
 // ShuttingDown reports whether the node is shutting down (graceful node
 // shutdown under way).
-func (a *Agent) ShuttingDown() bool { return a.shutdown.ShuttingDown() }
+func (a *Agent) ShuttingDown() bool { return a.node.shutdown.ShuttingDown() }

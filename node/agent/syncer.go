@@ -3,8 +3,6 @@ package agent
 import (
 	"context"
 	"fmt"
-	"maps"
-	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -16,19 +14,19 @@ import (
 	"github.com/lockstep-dev/lockstep/node/podworkers"
 	"github.com/lockstep-dev/lockstep/node/runtimesync"
 	"github.com/lockstep-dev/lockstep/node/status"
+	"github.com/lockstep-dev/lockstep/node/unseen"
 )
-
-// expectationTimeout bounds how long a started container may stay missing
-// from the runtime's view before the agent stops waiting for it.
-const expectationTimeout = time.Minute
 
 var _ podworkers.Syncer = (*Agent)(nil)
 
 // since is the oldest runtime view a step may act on: after the worker's
 // last action, and never from before this agent started.
-func (a *Agent) since(lastSync time.Time) time.Time {
-	if lastSync.Before(a.startTime) {
-		return a.startTime
+func (a *Agent) since(lastSync time.Time) time.Time { return oldestView(lastSync, a.loop.start) }
+
+// oldestView is the later of lastSync and start.
+func oldestView(lastSync, start time.Time) time.Time {
+	if lastSync.Before(start) {
+		return start
 	}
 	return lastSync
 }
@@ -71,13 +69,13 @@ func (a *Agent) SyncPod(ctx context.Context, pod *corev1.Pod, lastSync time.Time
 	if !terminal {
 		run, rz = a.allocate(pod, prev.Status.Conditions)
 		a.flushAllocations(pod)
-		a.probes.AddPod(pod)
+		a.pods.probes.AddPod(pod)
 		if err := a.ensurePodCgroup(run); err != nil {
 			return podworkers.SyncResult{}, err
 		}
 		rz.Error, resized = a.resizeInPlace(ctx, run, st)
 	}
-	res, syncErr := a.exec.Execute(ctx, run, st, terminal, a.unhealthy(pod), a.probes.ForPod(pod, st).Started)
+	res, syncErr := a.exec.Execute(ctx, run, st, terminal, a.unhealthy(pod), a.pods.probes.ForPod(pod, st).Started)
 	a.expect(pod.UID, res.Started)
 	view := st
 	if !terminal {
@@ -89,7 +87,7 @@ func (a *Agent) SyncPod(ctx context.Context, pod *corev1.Pod, lastSync time.Time
 		waiting[name] = status.Waiting{Reason: w.Reason, Message: w.Message}
 	}
 	now := a.d.Clock.Now()
-	s := withUnsupportedMessage(status.Generate(prev, st, waiting, a.probes.ForPod(pod, st), a.nodeAddrs(), now), unsupported)
+	s := withUnsupportedMessage(status.Generate(prev, st, waiting, a.pods.probes.ForPod(pod, st), a.nodeAddrs(), now), unsupported)
 	if !terminal {
 		s = a.resizeStatus(run, prev.Status.Conditions, s, rz, view)
 	}
@@ -97,18 +95,25 @@ func (a *Agent) SyncPod(ctx context.Context, pod *corev1.Pod, lastSync time.Time
 		a.cfg.Metrics.ObservePodStartDuration(now.Sub(pod.CreationTimestamp.Time))
 	}
 	a.status.SetPodStatus(pod, s)
-	out := podworkers.SyncResult{Terminal: podutil.IsTerminal(s.Phase), RequeueAfter: res.Actions.RetryAfter}
-	if resizing(s) && (out.RequeueAfter == 0 || out.RequeueAfter > a.cfg.SyncTick) {
-		// Look again soon: the resize completes (or is retried) then.
-		out.RequeueAfter = a.cfg.SyncTick
+	return syncResult(pod, s, res.Actions.RetryAfter, a.cfg.SyncTick, now), syncErr
+}
+
+// syncResult is what a sync that wrote status s tells pod's worker: whether
+// the pod is terminal, and when to sync again (0: at the resync period):
+// the executor's retry, within a tick while a resize is in progress (it
+// completes, or is retried, then), and no later than the pod's active
+// deadline.
+func syncResult(pod *corev1.Pod, s corev1.PodStatus, retry, tick time.Duration, now time.Time) podworkers.SyncResult {
+	out := podworkers.SyncResult{Terminal: podutil.IsTerminal(s.Phase), RequeueAfter: retry}
+	if resizing(s) && (out.RequeueAfter == 0 || out.RequeueAfter > tick) {
+		out.RequeueAfter = tick
 	}
 	if s.StartTime != nil && !out.Terminal {
-		// Wake at the active deadline, if it comes before the next sync.
 		if left, ok := status.ActiveDeadline(pod, &s.StartTime.Time, now); ok && (out.RequeueAfter == 0 || left < out.RequeueAfter) {
 			out.RequeueAfter = max(left, time.Millisecond)
 		}
 	}
-	return out, syncErr
+	return out
 }
 
 // pastDeadline reports whether pod (carrying its cached status) has run
@@ -133,7 +138,7 @@ func (a *Agent) deadlineExceeded(pod, prev *corev1.Pod, st *podstate.PodStatus) 
 	a.d.Log.Info("pod exceeded its active deadline", "pod", pod.Namespace+"/"+pod.Name, "uid", string(pod.UID),
 		"activeDeadlineSeconds", *pod.Spec.ActiveDeadlineSeconds)
 	now := a.d.Clock.Now()
-	s := status.Generate(prev, st, nil, a.probes.ForPod(pod, st), a.nodeAddrs(), now)
+	s := status.Generate(prev, st, nil, a.pods.probes.ForPod(pod, st), a.nodeAddrs(), now)
 	a.status.SetPodStatus(pod, status.DeadlineExceeded(prev, s, st, now))
 	return podworkers.SyncResult{Terminal: true}
 }
@@ -160,7 +165,7 @@ func (a *Agent) otherStaticInstance(pod *corev1.Pod) (types.UID, bool) {
 // SyncTerminatingPod stops every container of the pod within the grace
 // period and confirms nothing still runs.
 func (a *Agent) SyncTerminatingPod(ctx context.Context, uid types.UID, pod *corev1.Pod, grace int64, lastSync time.Time) error {
-	a.probes.Terminating(uid)
+	a.pods.probes.Terminating(uid)
 	a.forgetAdmission(uid)
 	if pod != nil {
 		// An evicted pod is Failed (reason Evicted) before its containers
@@ -175,7 +180,7 @@ func (a *Agent) SyncTerminatingPod(ctx context.Context, uid types.UID, pod *core
 	if err != nil {
 		return fmt.Errorf("wait for the runtime view of terminating pod %s: %w", uid, err)
 	}
-	if err := a.exec.KillPod(ctx, pod, a.withUnseen(uid, st), grace); err != nil {
+	if err := a.exec.KillPod(ctx, pod, a.unseen.WithUnseen(uid, st), grace); err != nil {
 		return err
 	}
 	if err := a.pleg.RefreshPod(ctx, uid); err != nil {
@@ -201,8 +206,8 @@ func (a *Agent) SyncTerminatingPod(ctx context.Context, uid types.UID, pod *core
 	}
 	prev := a.status.WithCachedStatus(pod)
 	now := a.d.Clock.Now()
-	s := status.Generate(prev, after, nil, a.probes.ForPod(pod, after), a.nodeAddrs(), now)
-	s = status.WithResources(s, a.alloc.Allocated(pod), after)
+	s := status.Generate(prev, after, nil, a.pods.probes.ForPod(pod, after), a.nodeAddrs(), now)
+	s = status.WithResources(s, a.cm.alloc.Allocated(pod), after)
 	a.status.SetPodStatus(pod, status.Terminate(prev, s, now))
 	return nil
 }
@@ -210,20 +215,18 @@ func (a *Agent) SyncTerminatingPod(ctx context.Context, uid types.UID, pod *core
 // SyncTerminatedPod finishes a stopped pod: a deleted API pod may now be
 // removed from the API.
 func (a *Agent) SyncTerminatedPod(_ context.Context, uid types.UID, pod *corev1.Pod) error {
-	a.mu.Lock()
-	delete(a.expected, uid)
-	a.mu.Unlock()
-	a.forgetUnsupported(uid)
-	a.volumes.RemovePod(uid)
-	if a.userns != nil {
-		a.userns.Release(uid)
+	a.unseen.Forget(uid)
+	a.admission.book.ForgetUnsupported(uid)
+	a.pods.volumes.RemovePod(uid)
+	if a.pods.userns != nil {
+		a.pods.userns.Release(uid)
 	}
-	a.probes.RemovePod(uid)
+	a.pods.probes.RemovePod(uid)
 	a.removePodCgroup(uid)
-	if a.devices != nil {
-		a.devices.Free(uid)
+	if a.cm.devices != nil {
+		a.cm.devices.Free(uid)
 	}
-	if err := a.alloc.Remove(uid); err != nil {
+	if err := a.cm.alloc.Remove(uid); err != nil {
 		a.d.Log.Warn("forgetting a terminated pod's allocation failed; housekeeping will retry", "uid", string(uid), "error", err.Error())
 	}
 	if pod != nil {
@@ -254,75 +257,23 @@ func (a *Agent) nodeAddrs() status.NodeAddrs {
 	return status.NodeAddrs{HostIP: a.cfg.Node.HostIP, HostIPs: a.cfg.Node.HostIPs, RuntimeType: a.cfg.RuntimeType}
 }
 
-// expectation is a container instance this agent started and has not yet
-// seen in the runtime's view.
-type expectation struct {
-	id    string
-	since time.Time
-}
-
-// expect records containers just started, until the runtime view shows them.
+// expect records the containers just started (res.Started) until the
+// runtime's view shows them.
 func (a *Agent) expect(uid types.UID, started []runtimesync.Started) {
-	if len(started) == 0 {
-		return
-	}
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	m := a.expected[uid]
-	if m == nil {
-		m = map[string]expectation{}
-		a.expected[uid] = m
-	}
+	cs := make([]unseen.Container, 0, len(started))
 	for _, s := range started {
-		m[s.Name] = expectation{id: s.ID, since: a.d.Clock.Now()}
+		cs = append(cs, unseen.Container{Name: s.Name, ID: s.ID})
 	}
-}
-
-// withUnseen returns st plus, in state unknown, the containers this agent
-// started that st does not show yet (a lagging view): a terminating pod
-// stops them too, by ID, so none runs on unseen after the pod terminated
-// (with its volumes torn down).
-func (a *Agent) withUnseen(uid types.UID, st *podstate.PodStatus) *podstate.PodStatus {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	m := a.expected[uid]
-	if len(m) == 0 {
-		return st
-	}
-	out := *st
-	out.Containers = slices.Clone(st.Containers)
-	for _, name := range slices.Sorted(maps.Keys(m)) {
-		e := m[name]
-		if _, ok := st.Instance(e.id); !ok {
-			out.Containers = append(out.Containers, podstate.Container{ID: e.id, Name: name, State: podstate.ContainerUnknown})
-		}
-	}
-	return &out
+	a.unseen.Expect(uid, a.d.Clock.Now(), cs...)
 }
 
 // viewIsStale reports whether st lacks a container this agent started
-// (and forgets the expectations st satisfies).
+// (unseen.Tracker.Stale), logging those it gives up waiting for.
 func (a *Agent) viewIsStale(pod *corev1.Pod, st *podstate.PodStatus) bool {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	m := a.expected[pod.UID]
-	stale := false
-	for _, name := range slices.Sorted(maps.Keys(m)) {
-		e := m[name]
-		found := slices.ContainsFunc(st.Containers, func(c podstate.Container) bool { return c.ID == e.id })
-		switch {
-		case found:
-			delete(m, name)
-		case a.d.Clock.Since(e.since) > expectationTimeout:
-			a.d.Log.Warn("started container never showed up in the runtime",
-				"pod", pod.Namespace+"/"+pod.Name, "uid", string(pod.UID), "container", name, "id", e.id)
-			delete(m, name)
-		default:
-			stale = true
-		}
-	}
-	if len(m) == 0 {
-		delete(a.expected, pod.UID)
+	stale, givenUp := a.unseen.Stale(pod.UID, st, a.d.Clock.Now())
+	for _, c := range givenUp {
+		a.d.Log.Warn("started container never showed up in the runtime",
+			"pod", pod.Namespace+"/"+pod.Name, "uid", string(pod.UID), "container", c.Name, "id", c.ID)
 	}
 	return stale
 }

@@ -41,10 +41,10 @@ func sysctlAllowlist(d deps.Deps, unsafe []string) *admission.SysctlAllowlist {
 // (resources, node, pressure) or a sysctl the node does not allow ("" when
 // it may run).
 func (a *Agent) rejection(pod *corev1.Pod) (reason, message string) {
-	if d, ok := a.admissionRejection(pod.UID); ok {
+	if d, ok := a.admission.book.Refusal(pod.UID); ok {
 		return d.Reason, d.Message
 	}
-	if msg := a.sysctls.Admit(pod); msg != "" {
+	if msg := a.admission.sysctls.Admit(pod); msg != "" {
 		return admission.ReasonSysctlForbidden, msg
 	}
 	return "", ""

@@ -4,7 +4,6 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/lockstep-dev/lockstep/node/admission"
 	"github.com/lockstep-dev/lockstep/node/podworkers"
@@ -17,14 +16,7 @@ import (
 func (a *Agent) checkUnsupported(pod *corev1.Pod) admission.Unsupported {
 	u := admission.Check(pod)
 	key := strings.Join(u.Ignored, ",")
-	a.mu.Lock()
-	if a.unsupported == nil {
-		a.unsupported = map[types.UID]string{}
-	}
-	reported := a.unsupported[pod.UID] == key
-	a.unsupported[pod.UID] = key
-	a.mu.Unlock()
-	if reported || a.d.API.Events == nil {
+	if !a.admission.book.UnsupportedChanged(pod.UID, key) || a.d.API.Events == nil {
 		return u
 	}
 	ref := &corev1.ObjectReference{Kind: "Pod", APIVersion: "v1", Namespace: pod.Namespace, Name: pod.Name, UID: pod.UID}
@@ -53,11 +45,4 @@ func withUnsupportedMessage(s corev1.PodStatus, u admission.Unsupported) corev1.
 		s.Message = msg
 	}
 	return s
-}
-
-// forgetUnsupported drops what was reported for a finished pod.
-func (a *Agent) forgetUnsupported(uid types.UID) {
-	a.mu.Lock()
-	delete(a.unsupported, uid)
-	a.mu.Unlock()
 }

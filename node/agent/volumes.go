@@ -7,6 +7,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/lockstep-dev/lockstep/node/activepods"
 	"github.com/lockstep-dev/lockstep/node/podstate"
 	"github.com/lockstep-dev/lockstep/node/podutil"
 	"github.com/lockstep-dev/lockstep/node/status"
@@ -23,8 +24,8 @@ func (a *Agent) waitForVolumes(ctx context.Context, pod *corev1.Pod) error {
 	if podutil.IsTerminal(prev.Status.Phase) {
 		return nil
 	}
-	a.volumes.AddPod(pod)
-	err := a.volumes.WaitForPod(ctx, pod)
+	a.pods.volumes.AddPod(pod)
+	err := a.pods.volumes.WaitForPod(ctx, pod)
 	if err == nil || ctx.Err() != nil {
 		return err
 	}
@@ -45,16 +46,7 @@ func (a *Agent) waitForVolumes(ctx context.Context, pod *corev1.Pod) error {
 	return fmt.Errorf("volumes of pod %s/%s: %w", pod.Namespace, pod.Name, err)
 }
 
-// knownPod reports whether some part of the agent still has a pod: a
-// source wants it, a worker owns it, or the runtime holds something of
-// it. The volume manager never cleans up a known pod's directory.
-func (a *Agent) knownPod(uid types.UID) bool {
-	if _, ok := a.merger.Pod(uid); ok {
-		return true
-	}
-	if _, ok := a.workers.State(uid); ok {
-		return true
-	}
-	_, ok := a.pleg.Cache().Get(uid)
-	return ok
-}
+// knownPod reports whether some part of the agent still has a pod
+// (activepods.Known). The volume manager never cleans up a known pod's
+// directory.
+func (a *Agent) knownPod(uid types.UID) bool { return activepods.Known(a.podSets(), uid) }

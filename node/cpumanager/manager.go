@@ -72,10 +72,11 @@ type Container struct {
 
 // Pods tells the reconcile loop what runs.
 type Pods interface {
-	// ActivePods are the pods that hold or may hold CPUs (admitted, not
-	// finished); ok is false until every pod source has been seen, when
-	// nothing may be taken for stale.
-	ActivePods() (pods []*corev1.Pod, ok bool)
+	// HoldingResources are the pods that hold or may hold CPUs (desired,
+	// not refused, not finished: activepods.HoldingResources); ok is false
+	// until every pod source has been seen, when nothing may be taken for
+	// stale.
+	HoldingResources() (pods []*corev1.Pod, ok bool)
 	// RunningContainers lists the running containers of the pods.
 	RunningContainers() []Container
 }
@@ -303,7 +304,7 @@ func (m *Manager) Start(ctx context.Context, pods Pods) {
 // running container's cpuset to what it should be (its exclusive CPUs or
 // the shared pool) where it was not set so yet.
 func (m *Manager) Reconcile(ctx context.Context, pods Pods) {
-	if active, ok := pods.ActivePods(); ok {
+	if active, ok := pods.HoldingResources(); ok {
 		m.releaseStale(active)
 	}
 	running := pods.RunningContainers()

@@ -87,8 +87,8 @@ type pods struct {
 	running []Container
 }
 
-func (p pods) ActivePods() ([]*corev1.Pod, bool) { return p.active, p.ready }
-func (p pods) RunningContainers() []Container    { return p.running }
+func (p pods) HoldingResources() ([]*corev1.Pod, bool) { return p.active, p.ready }
+func (p pods) RunningContainers() []Container          { return p.running }
 
 func TestAdmitAssignsAndReleases(t *testing.T) {
 	f := newFixture()

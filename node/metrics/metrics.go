@@ -166,104 +166,29 @@ var (
 // fresh ones (prometheus.NewRegistry()).
 func NewWithProbes(reg, probes prometheus.Registerer) *Metrics {
 	m := &Metrics{
-		nodeName: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: NodeName,
-			Help: "The node's name, as a label; the value is always 1.",
-		}, []string{"node"}),
-		podStartDuration: prometheus.NewHistogram(prometheus.HistogramOpts{
-			Name:    PodStartDuration,
-			Help:    "Seconds from the agent first seeing a pod to the pod running.",
-			Buckets: podStartBuckets,
-		}),
-		podWorkerDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name:    PodWorkerDuration,
-			Help:    "Seconds a pod worker step took, by operation type (create, update, sync, kill, terminated).",
-			Buckets: prometheus.DefBuckets,
-		}, []string{"operation_type"}),
-		relistDuration: prometheus.NewHistogram(prometheus.HistogramOpts{
-			Name:    PLEGRelistDuration,
-			Help:    "Seconds a PLEG relist took.",
-			Buckets: prometheus.DefBuckets,
-		}),
-		relistInterval: prometheus.NewHistogram(prometheus.HistogramOpts{
-			Name:    PLEGRelistInterval,
-			Help:    "Seconds between the starts of successive PLEG relists.",
-			Buckets: prometheus.DefBuckets,
-		}),
-		plegLastSeen: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: PLEGLastSeen,
-			Help: "Unix time in seconds of the last PLEG relist whose lists succeeded.",
-		}),
-		runningPods: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: RunningPods,
-			Help: "Pods with a ready pod sandbox.",
-		}),
-		runningContainers: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: RunningContainers,
-			Help: "Containers in the runtime, by container state.",
-		}, []string{"container_state"}),
-		runtimeOps: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: RuntimeOperations,
-			Help: "CRI calls made, by operation type.",
-		}, []string{"operation_type"}),
-		runtimeDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name:    RuntimeOperationsDuration,
-			Help:    "Seconds CRI calls took, by operation type.",
-			Buckets: runtimeBuckets,
-		}, []string{"operation_type"}),
-		runtimeErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: RuntimeOperationsErrors,
-			Help: "CRI calls that failed, by operation type.",
-		}, []string{"operation_type"}),
-		startedPods: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: StartedPods,
-			Help: "Pod sandboxes the agent tried to start.",
-		}),
-		startedPodsErrors: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: StartedPodsErrors,
-			Help: "Pod sandboxes the agent failed to start.",
-		}),
-		startedCtrs: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: StartedContainers,
-			Help: "Containers the agent tried to start, by container type.",
-		}, []string{"container_type"}),
-		startedCtrsErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: StartedContainersErrors,
-			Help: "Containers the agent failed to start, by container type and reason.",
-		}, []string{"container_type", "code"}),
-		probeTotal: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: ProberProbeTotal,
-			Help: "Liveness, readiness and startup probes run, by result.",
-		}, []string{"probe_type", "result", "container", "pod", "namespace", "pod_uid"}),
-		probeDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name:    ProberProbeDurationSeconds,
-			Help:    "Seconds a probe took to answer.",
-			Buckets: prometheus.DefBuckets,
-		}, []string{"probe_type", "container", "pod", "namespace"}),
-		evictions: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: Evictions,
-			Help: "Cumulative number of pod evictions by eviction signal.",
-		}, []string{"eviction_signal"}),
-		imageGC: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: ImageGarbageCollectedTotal,
-			Help: "Total number of images garbage collected by the kubelet, whether through disk usage or image age.",
-		}, []string{"reason"}),
-		podWorkerSteps: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: PodWorkerSteps,
-			Help: "Pod worker steps run, by pod and operation type (create, update, sync, kill, terminated); a pod's series are dropped when its worker is forgotten.",
-		}, []string{"namespace", "pod", "pod_uid", "operation_type"}),
-		evictionCycles: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: EvictionCycles,
-			Help: "Eviction manager cycles that evaluated a stats sample (local storage limits and eviction thresholds).",
-		}),
-		cpuReconciles: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: CPUManagerReconciles,
-			Help: "CPU manager reconcile passes over the running containers' cpusets (static policy).",
-		}),
-		nodeRegistrations: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: NodeRegistrationAttempts,
-			Help: "Attempts to register the Node, or with --register-node=false to find the Node an administrator creates.",
-		}),
+		nodeName:          gaugeVec(NodeName, "The node's name, as a label; the value is always 1.", "node"),
+		podStartDuration:  histogram(PodStartDuration, "Seconds from the agent first seeing a pod to the pod running.", podStartBuckets),
+		podWorkerDuration: histogramVec(PodWorkerDuration, "Seconds a pod worker step took, by operation type (create, update, sync, kill, terminated).", prometheus.DefBuckets, "operation_type"),
+		relistDuration:    histogram(PLEGRelistDuration, "Seconds a PLEG relist took.", prometheus.DefBuckets),
+		relistInterval:    histogram(PLEGRelistInterval, "Seconds between the starts of successive PLEG relists.", prometheus.DefBuckets),
+		plegLastSeen:      gauge(PLEGLastSeen, "Unix time in seconds of the last PLEG relist whose lists succeeded."),
+		runningPods:       gauge(RunningPods, "Pods with a ready pod sandbox."),
+		runningContainers: gaugeVec(RunningContainers, "Containers in the runtime, by container state.", "container_state"),
+		runtimeOps:        counterVec(RuntimeOperations, "CRI calls made, by operation type.", "operation_type"),
+		runtimeDuration:   histogramVec(RuntimeOperationsDuration, "Seconds CRI calls took, by operation type.", runtimeBuckets, "operation_type"),
+		runtimeErrors:     counterVec(RuntimeOperationsErrors, "CRI calls that failed, by operation type.", "operation_type"),
+		startedPods:       counter(StartedPods, "Pod sandboxes the agent tried to start."),
+		startedPodsErrors: counter(StartedPodsErrors, "Pod sandboxes the agent failed to start."),
+		startedCtrs:       counterVec(StartedContainers, "Containers the agent tried to start, by container type.", "container_type"),
+		startedCtrsErrors: counterVec(StartedContainersErrors, "Containers the agent failed to start, by container type and reason.", "container_type", "code"),
+		probeTotal:        counterVec(ProberProbeTotal, "Liveness, readiness and startup probes run, by result.", "probe_type", "result", "container", "pod", "namespace", "pod_uid"),
+		probeDuration:     histogramVec(ProberProbeDurationSeconds, "Seconds a probe took to answer.", prometheus.DefBuckets, "probe_type", "container", "pod", "namespace"),
+		evictions:         counterVec(Evictions, "Cumulative number of pod evictions by eviction signal.", "eviction_signal"),
+		imageGC:           counterVec(ImageGarbageCollectedTotal, "Total number of images garbage collected by the kubelet, whether through disk usage or image age.", "reason"),
+		podWorkerSteps:    counterVec(PodWorkerSteps, "Pod worker steps run, by pod and operation type (create, update, sync, kill, terminated); a pod's series are dropped when its worker is forgotten.", "namespace", "pod", "pod_uid", "operation_type"),
+		evictionCycles:    counter(EvictionCycles, "Eviction manager cycles that evaluated a stats sample (local storage limits and eviction thresholds)."),
+		cpuReconciles:     counter(CPUManagerReconciles, "CPU manager reconcile passes over the running containers' cpusets (static policy)."),
+		nodeRegistrations: counter(NodeRegistrationAttempts, "Attempts to register the Node, or with --register-node=false to find the Node an administrator creates."),
 	}
 	reg.MustRegister(
 		m.nodeName, m.podStartDuration, m.podWorkerDuration,
@@ -277,6 +202,32 @@ func NewWithProbes(reg, probes prometheus.Registerer) *Metrics {
 	probes.MustRegister(m.probeTotal, m.probeDuration)
 	m.SetRunning(0, nil)
 	return m
+}
+
+// counter, counterVec, gauge, gaugeVec, histogram and histogramVec make
+// the collectors NewWithProbes registers, one line each.
+func counter(name, help string) prometheus.Counter {
+	return prometheus.NewCounter(prometheus.CounterOpts{Name: name, Help: help})
+}
+
+func counterVec(name, help string, labels ...string) *prometheus.CounterVec {
+	return prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help}, labels)
+}
+
+func gauge(name, help string) prometheus.Gauge {
+	return prometheus.NewGauge(prometheus.GaugeOpts{Name: name, Help: help})
+}
+
+func gaugeVec(name, help string, labels ...string) *prometheus.GaugeVec {
+	return prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: name, Help: help}, labels)
+}
+
+func histogram(name, help string, buckets []float64) prometheus.Histogram {
+	return prometheus.NewHistogram(prometheus.HistogramOpts{Name: name, Help: help, Buckets: buckets})
+}
+
+func histogramVec(name, help string, buckets []float64, labels ...string) *prometheus.HistogramVec {
+	return prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: name, Help: help, Buckets: buckets}, labels)
 }
 
 // Handler serves g's metrics in the Prometheus exposition formats. A

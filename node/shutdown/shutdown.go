@@ -118,8 +118,9 @@ func PodGrace(g Group, pod *corev1.Pod) int64 {
 
 // Pods is the agent's side of the shutdown.
 type Pods interface {
-	// ActivePods are the pods still running (admitted, not terminal).
-	ActivePods() []*corev1.Pod
+	// MayRunContainers are the pods whose containers may still run
+	// (syncing or terminating), oldest first (activepods.MayRunContainers).
+	MayRunContainers() []*corev1.Pod
 	// Kill stops pod with grace (seconds) and fails it with reason and
 	// message, adding cond.
 	Kill(pod *corev1.Pod, grace int64, reason, message string, cond corev1.PodCondition)
@@ -228,7 +229,7 @@ func (m *Manager) run(ctx context.Context) {
 
 // killPods stops the active pods group by group.
 func (m *Manager) killPods(ctx context.Context) {
-	groups := Assign(m.groups, m.ports.Pods.ActivePods())
+	groups := Assign(m.groups, m.ports.Pods.MayRunContainers())
 	for i, g := range m.groups {
 		pods := groups[i]
 		if len(pods) == 0 {

@@ -85,7 +85,7 @@ func (w *world) Inhibit(_ context.Context, d time.Duration) error {
 }
 func (w *world) Next(ctx context.Context) (bool, error) { return w.events.Get(ctx) }
 func (w *world) Release() error                         { w.note("release"); return nil }
-func (w *world) ActivePods() []*corev1.Pod              { return w.pods }
+func (w *world) MayRunContainers() []*corev1.Pod        { return w.pods }
 func (w *world) SyncNow()                               { w.note("node status") }
 func (w *world) PodCleanedUp(uid types.UID) bool        { return w.done[uid] }
 

@@ -56,7 +56,7 @@ func DefaultCgroupOptions() CgroupOptions {
 }
 
 // validateCgroups checks the cgroup options; bad formats the error.
-func (o *Options) validateCgroups(bad func(key string, value any, rule string) error) error {
+func (o *Options) validateCgroups(bad badOption) error {
 	c := o.Cgroups
 	if _, err := cgroups.ParseDriver(c.CgroupDriver); err != nil {
 		return bad("cgroup-driver", c.CgroupDriver, "must be cgroupfs or systemd")
@@ -151,7 +151,7 @@ func (c CgroupOptions) Config() cgroups.Config {
 }
 
 // applyCgroups copies the file's cgroup fields with set (see Apply).
-func applyCgroups(c *kubeletv1beta1.KubeletConfiguration, o *Options, set func(field, flag string, apply func())) {
+func applyCgroups(c *kubeletv1beta1.KubeletConfiguration, o *Options, set setter) {
 	set("cgroupsPerQOS", "cgroups-per-qos", func() {
 		if c.CgroupsPerQOS != nil {
 			o.Cgroups.CgroupsPerQOS = *c.CgroupsPerQOS

@@ -118,6 +118,28 @@ func (cf *ConfigFile) Apply(o *Options, flagSet func(flag string) bool) {
 	set("podLogsDir", "pod-logs-dir", func() { o.PodLogsRoot = c.PodLogsDir })
 	set("syncFrequency", "sync-frequency", func() { o.SyncFrequency = c.SyncFrequency.Duration })
 	set("fileCheckFrequency", "file-check-frequency", func() { o.FileCheckFrequency = c.FileCheckFrequency.Duration })
+	applyServing(c, o, set)
+	applyPodDefaults(c, o, set)
+	applyRuntimeAndAPI(c, o, set)
+	applyCgroups(c, o, set)
+	applyCPUManager(c, o, set)
+	applyMemoryManager(c, o, set)
+	applyNodeAndEviction(c, o, set)
+	applyGC(c, o, set)
+	if cf.Set["authentication.anonymous.enabled"] && c.Authentication.Anonymous.Enabled != nil && *c.Authentication.Anonymous.Enabled {
+		cf.Ignored = append(cf.Ignored, "authentication.anonymous.enabled (anonymous access is always off)")
+	}
+	if cf.Set["authentication.webhook.enabled"] && c.Authentication.Webhook.Enabled != nil && !*c.Authentication.Webhook.Enabled {
+		cf.Ignored = append(cf.Ignored, "authentication.webhook.enabled=false (token authentication is on whenever --kubeconfig is given)")
+	}
+}
+
+// setter applies one config file field unless its flag was given.
+type setter func(field, flag string, apply func())
+
+// applyServing applies the server's settings: address, ports, TLS,
+// certificates, authentication and authorization.
+func applyServing(c *kubeletv1beta1.KubeletConfiguration, o *Options, set setter) {
 	set("address", "address", func() { o.Address = c.Address })
 	set("port", "port", func() { o.Port = c.Port })
 	set("readOnlyPort", "read-only-port", func() { o.ReadOnlyPort = c.ReadOnlyPort })
@@ -132,6 +154,11 @@ func (cf *ConfigFile) Apply(o *Options, flagSet func(flag string) bool) {
 			o.EnableProfilingHandler = *c.EnableProfilingHandler
 		}
 	})
+}
+
+// applyPodDefaults applies what every pod gets from the node: DNS,
+// sysctls, seccomp, OOM kill mode, the resolver file.
+func applyPodDefaults(c *kubeletv1beta1.KubeletConfiguration, o *Options, set setter) {
 	set("clusterDomain", "cluster-domain", func() { o.ClusterDomain = c.ClusterDomain })
 	set("clusterDNS", "cluster-dns", func() { o.ClusterDNS = c.ClusterDNS })
 	set("allowedUnsafeSysctls", "allowed-unsafe-sysctls", func() { o.AllowedUnsafeSysctls = c.AllowedUnsafeSysctls })
@@ -146,6 +173,12 @@ func (cf *ConfigFile) Apply(o *Options, flagSet func(flag string) bool) {
 			o.ResolvConf = *c.ResolverConfig
 		}
 	})
+}
+
+// applyRuntimeAndAPI applies the runtime's timeout and endpoints, image
+// pulls, the pod count, node status periods, the apiserver and event
+// rates and the verbosity.
+func applyRuntimeAndAPI(c *kubeletv1beta1.KubeletConfiguration, o *Options, set setter) {
 	set("runtimeRequestTimeout", "runtime-request-timeout", func() { o.RuntimeRequestTimeout = c.RuntimeRequestTimeout.Duration })
 	set("maxPods", "max-pods", func() { o.MaxPods = c.MaxPods })
 	set("nodeStatusUpdateFrequency", "node-status-update-frequency", func() { o.NodeStatusUpdateFrequency = c.NodeStatusUpdateFrequency.Duration })
@@ -176,9 +209,11 @@ func (cf *ConfigFile) Apply(o *Options, flagSet func(flag string) bool) {
 		}
 	})
 	set("logging.verbosity", "v", func() { o.Verbosity = int(c.Logging.Verbosity) })
-	applyCgroups(c, o, set)
-	applyCPUManager(c, o, set)
-	applyMemoryManager(c, o, set)
+}
+
+// applyNodeAndEviction applies the node's registration, eviction, the
+// HTTP static pod source, node status images and graceful shutdown.
+func applyNodeAndEviction(c *kubeletv1beta1.KubeletConfiguration, o *Options, set setter) {
 	set("registerNode", "register-node", func() { o.RegisterNode = c.RegisterNode == nil || *c.RegisterNode })
 	set("registerWithTaints", "register-with-taints", func() {
 		o.RegisterWithTaints = nil
@@ -215,11 +250,4 @@ func (cf *ConfigFile) Apply(o *Options, flagSet func(flag string) bool) {
 			o.ShutdownGracePeriodByPodPriority = append(o.ShutdownGracePeriodByPodPriority, ShutdownGroup{Priority: g.Priority, GracePeriodSeconds: g.ShutdownGracePeriodSeconds})
 		}
 	})
-	applyGC(c, o, set)
-	if cf.Set["authentication.anonymous.enabled"] && c.Authentication.Anonymous.Enabled != nil && *c.Authentication.Anonymous.Enabled {
-		cf.Ignored = append(cf.Ignored, "authentication.anonymous.enabled (anonymous access is always off)")
-	}
-	if cf.Set["authentication.webhook.enabled"] && c.Authentication.Webhook.Enabled != nil && !*c.Authentication.Webhook.Enabled {
-		cf.Ignored = append(cf.Ignored, "authentication.webhook.enabled=false (token authentication is on whenever --kubeconfig is given)")
-	}
 }

@@ -86,7 +86,7 @@ func (g GCOptions) LogRotation() (logrotate.Config, error) {
 }
 
 // validateGC checks the options, naming the flag at fault.
-func (o *Options) validateGC(bad func(flag string, v any, why string) error) error {
+func (o *Options) validateGC(bad badOption) error {
 	g := o.GC
 	if err := g.ImageGC().Policy.Validate(); err != nil {
 		return bad("image-gc-high-threshold", fmt.Sprintf("%d/%d", g.ImageGCHighThresholdPercent, g.ImageGCLowThresholdPercent), err.Error())
@@ -105,7 +105,7 @@ func (o *Options) validateGC(bad func(flag string, v any, why string) error) err
 
 // applyGC takes the image GC and log rotation fields of a configuration
 // file (flags win).
-func applyGC(c *kubeletv1beta1.KubeletConfiguration, o *Options, set func(field, flag string, apply func())) {
+func applyGC(c *kubeletv1beta1.KubeletConfiguration, o *Options, set setter) {
 	set("imageGCHighThresholdPercent", "image-gc-high-threshold", func() {
 		if c.ImageGCHighThresholdPercent != nil {
 			o.GC.ImageGCHighThresholdPercent = *c.ImageGCHighThresholdPercent

@@ -18,7 +18,7 @@ type ShutdownGroup struct {
 }
 
 // validateModes checks the start-up mode and shutdown options.
-func (o *Options) validateModes(bad func(key string, value any, rule string) error) error {
+func (o *Options) validateModes(bad badOption) error {
 	switch {
 	case o.NodeStatusMaxImages < -1:
 		return bad("node-status-max-images", o.NodeStatusMaxImages, "must be -1 (no cap) or more")

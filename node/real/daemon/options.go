@@ -218,12 +218,32 @@ func (o *Options) describe(key string, value any) string {
 
 var dns1123 = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`)
 
+// badOption makes the error of one invalid option.
+type badOption func(key string, value any, rule string) error
+
 // Validate checks every option and returns one error line naming the flag
-// or config field, its value and the allowed range.
+// or config field, its value and the allowed range (the first invalid
+// option, in the order below).
 func (o *Options) Validate() error {
 	bad := func(key string, value any, rule string) error {
 		return fmt.Errorf("invalid %s: %s", o.describe(key, value), rule)
 	}
+	checks := []func(badOption) error{
+		o.validateNumbers, o.validateNamesAndPaths, o.validateModes, o.validateEviction,
+		o.validateGC, o.validateCgroups, o.validateCPUManager, o.validateMemoryManager,
+		o.validateNode, o.validateEndpoints,
+	}
+	for _, check := range checks {
+		if err := check(bad); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// validateNumbers checks the durations, counts, ports, rates and the
+// verbosity.
+func (o *Options) validateNumbers(bad badOption) error {
 	positive := []struct {
 		key string
 		d   time.Duration
@@ -264,6 +284,14 @@ func (o *Options) Validate() error {
 		return bad("event-burst", o.EventBurst, "must be 0 or more")
 	case o.Verbosity < 0 || o.Verbosity > 10:
 		return bad("v", o.Verbosity, "must be between 0 and 10")
+	}
+	return nil
+}
+
+// validateNamesAndPaths checks the addresses, names, paths, certificate
+// options and the authorization mode.
+func (o *Options) validateNamesAndPaths(bad badOption) error {
+	switch {
 	case net.ParseIP(o.Address) == nil:
 		return bad("address", o.Address, "must be an IP address such as 0.0.0.0 or 127.0.0.1")
 	case o.NodeName != "" && (len(o.NodeName) > 253 || !dns1123.MatchString(o.NodeName)):
@@ -293,9 +321,12 @@ func (o *Options) Validate() error {
 	case o.AuthorizationMode == "Webhook" && o.Kubeconfig == "" && o.origin["authorization-mode"] != "":
 		return bad("authorization-mode", o.AuthorizationMode, "Webhook needs --kubeconfig (standalone mode has no apiserver to ask)")
 	}
-	if err := o.validateModes(bad); err != nil {
-		return err
-	}
+	return nil
+}
+
+// validateEviction checks the eviction options and the allowed unsafe
+// sysctls (what admission and eviction decide with).
+func (o *Options) validateEviction(bad badOption) error {
 	if _, err := o.EvictionThresholds(); err != nil {
 		return bad("eviction-hard", o.EvictionHard, err.Error())
 	}
@@ -308,18 +339,12 @@ func (o *Options) Validate() error {
 	if _, err := admission.NewSysctlAllowlist(o.AllowedUnsafeSysctls); err != nil {
 		return bad("allowed-unsafe-sysctls", o.AllowedUnsafeSysctls, err.Error())
 	}
-	if err := o.validateGC(bad); err != nil {
-		return err
-	}
-	if err := o.validateCgroups(bad); err != nil {
-		return err
-	}
-	if err := o.validateCPUManager(bad); err != nil {
-		return err
-	}
-	if err := o.validateMemoryManager(bad); err != nil {
-		return err
-	}
+	return nil
+}
+
+// validateNode checks what the node registers with: labels, taints and
+// addresses.
+func (o *Options) validateNode(bad badOption) error {
 	if err := ValidateNodeLabels(o.NodeLabels); err != nil {
 		return bad("node-labels", o.NodeLabels, err.Error())
 	}
@@ -329,6 +354,12 @@ func (o *Options) Validate() error {
 	if _, err := ParseNodeIPs(o.NodeIP); err != nil {
 		return bad("node-ip", o.NodeIP, err.Error())
 	}
+	return nil
+}
+
+// validateEndpoints checks the runtime and image endpoints and the
+// cluster DNS addresses.
+func (o *Options) validateEndpoints(bad badOption) error {
 	if err := validEndpoint(o.RuntimeEndpoint, true); err != nil {
 		return bad("container-runtime-endpoint", o.RuntimeEndpoint, err.Error())
 	}

@@ -42,7 +42,7 @@ func DefaultCPUManagerOptions() CPUManagerOptions {
 
 // validateCPUManager checks the CPU manager options; bad formats the
 // error. (The policy's own checks against the machine run at start.)
-func (o *Options) validateCPUManager(bad func(key string, value any, rule string) error) error {
+func (o *Options) validateCPUManager(bad badOption) error {
 	c := o.CPUManager
 	switch c.Policy {
 	case cpumanager.PolicyNone, cpumanager.PolicyStatic:
@@ -90,7 +90,7 @@ func (o *Options) CPUManagerConfig() cpumanager.Config {
 
 // applyCPUManager copies the file's CPU manager fields with set (see
 // Apply).
-func applyCPUManager(c *kubeletv1beta1.KubeletConfiguration, o *Options, set func(field, flag string, apply func())) {
+func applyCPUManager(c *kubeletv1beta1.KubeletConfiguration, o *Options, set setter) {
 	set("cpuManagerPolicy", "cpu-manager-policy", func() { o.CPUManager.Policy = c.CPUManagerPolicy })
 	set("cpuManagerPolicyOptions", "cpu-manager-policy-options", func() { o.CPUManager.PolicyOptions = c.CPUManagerPolicyOptions })
 	set("cpuManagerReconcilePeriod", "cpu-manager-reconcile-period", func() { o.CPUManager.ReconcilePeriod = c.CPUManagerReconcilePeriod.Duration })
@@ -150,7 +150,7 @@ func parseReservedMemory(values []string) (map[int]uint64, error) {
 }
 
 // validateMemoryManager checks the memory and topology manager options.
-func (o *Options) validateMemoryManager(bad func(key string, value any, rule string) error) error {
+func (o *Options) validateMemoryManager(bad badOption) error {
 	c := o.MemoryManager
 	if c.Policy != memorymanager.PolicyNone && c.Policy != memorymanager.PolicyStatic {
 		return bad("memory-manager-policy", c.Policy, "must be None or Static")
@@ -175,7 +175,7 @@ func (o *Options) MemoryManagerConfig() memorymanager.Config {
 
 // applyMemoryManager copies the file's memory and topology manager
 // fields with set (see Apply).
-func applyMemoryManager(c *kubeletv1beta1.KubeletConfiguration, o *Options, set func(field, flag string, apply func())) {
+func applyMemoryManager(c *kubeletv1beta1.KubeletConfiguration, o *Options, set setter) {
 	set("memoryManagerPolicy", "memory-manager-policy", func() { o.MemoryManager.Policy = c.MemoryManagerPolicy })
 	set("reservedMemory", "reserved-memory", func() {
 		o.MemoryManager.ReservedMemory = nil

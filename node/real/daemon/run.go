@@ -129,43 +129,97 @@ func prepare(ctx context.Context, o Options, rt Runtime, log *slog.Logger, fail 
 			n.close()
 		}
 	}()
-	nodeName, err := resolveNodeName(o.NodeName)
+	id, err := identify(o)
 	if err != nil {
 		return nil, err
 	}
-	given, err := ParseNodeIPs(o.NodeIP)
-	if err != nil {
-		return nil, fmt.Errorf("invalid --node-ip=%s: %w", o.NodeIP, err)
-	}
-	ips, err := chooseNodeIPs(given, nodeName, hostIPSources())
-	if err != nil {
-		return nil, err
-	}
-	nodeIPs := make([]string, len(ips))
-	for i, ip := range ips {
-		nodeIPs[i] = ip.String()
-	}
-	nodeIP, secondaryIP := nodeIPs[0], ""
-	if len(nodeIPs) > 1 {
-		secondaryIP = nodeIPs[1]
-	}
-	taints, err := ParseTaints(o.RegisterWithTaints)
-	if err != nil {
-		return nil, fmt.Errorf("invalid --register-with-taints: %w", err)
-	}
-	log = log.With("node", nodeName)
+	log = log.With("node", id.name)
 	for _, dir := range []string{o.RootDir, o.PodLogsRoot, o.ContainerLogsDir} {
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return nil, fmt.Errorf("create directory %s: %w", dir, err)
 		}
 	}
+	d, mach, err := n.localDeps(ctx, o, rt, log)
+	if err != nil {
+		return nil, err
+	}
+	reg, probeReg := prometheus.NewRegistry(), prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	// client-go keeps its request hooks in package variables: registered
+	// once per process, before the first request.
+	clientmetrics.Register(metrics.NewRESTClient(reg).Hooks())
+	cs, err := n.connect(ctx, o, &d, id, log, fail)
+	if err != nil {
+		return nil, err
+	}
+	cfg, err := agentConfig(o, rt, id, mach, hostResolver(o, log), metrics.NewWithProbes(reg, probeReg))
+	if err != nil {
+		return nil, err
+	}
+	a, err := agent.New(d, cfg)
+	if err != nil {
+		return nil, err
+	}
+	n.a, n.d, n.name, n.ips, n.reg, n.probeReg, n.cs, n.log = a, d, id.name, id.ips, reg, probeReg, cs, log
+	return n, nil
+}
+
+// identity is who the node is: its name, addresses and registration
+// taints, from the options and the host.
+type identity struct {
+	name string
+	ips  []netip.Addr
+	// addrs are ips as strings; the first is the node IP, the second (if
+	// any) the secondary one.
+	addrs  []string
+	taints []corev1.Taint
+}
+
+// identify resolves the node's name and addresses and parses its taints.
+func identify(o Options) (identity, error) {
+	name, err := resolveNodeName(o.NodeName)
+	if err != nil {
+		return identity{}, err
+	}
+	given, err := ParseNodeIPs(o.NodeIP)
+	if err != nil {
+		return identity{}, fmt.Errorf("invalid --node-ip=%s: %w", o.NodeIP, err)
+	}
+	ips, err := chooseNodeIPs(given, name, hostIPSources())
+	if err != nil {
+		return identity{}, err
+	}
+	id := identity{name: name, ips: ips, addrs: make([]string, len(ips))}
+	for i, ip := range ips {
+		id.addrs[i] = ip.String()
+	}
+	if id.taints, err = ParseTaints(o.RegisterWithTaints); err != nil {
+		return identity{}, fmt.Errorf("invalid --register-with-taints: %w", err)
+	}
+	return id, nil
+}
+
+// secondaryIP is the node's second address ("": none).
+func (id identity) secondaryIP() string {
+	if len(id.addrs) > 1 {
+		return id.addrs[1]
+	}
+	return ""
+}
+
+// localDeps builds the agent's ports to this host: the clock and tasks,
+// the runtime, the machine, files, mounts, probes, cgroups, graceful
+// shutdown, memory threshold and OOM notifications, and the device plugin
+// registry (served until ctx ends). What must be closed with the node is
+// added to n's closers.
+func (n *node) localDeps(ctx context.Context, o Options, rt Runtime, log *slog.Logger) (deps.Deps, *machine.Machine, error) {
 	mach := machine.New(machine.Options{RootDir: o.RootDir})
 	info, err := mach.Info(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("read the machine: %w", err)
+		return deps.Deps{}, nil, fmt.Errorf("read the machine: %w", err)
 	}
 	if !info.CgroupV2 && o.SingleProcessOOMKill != nil && !*o.SingleProcessOOMKill {
-		return nil, fmt.Errorf("invalid %s: this host runs cgroup v1, where an OOM kill always kills a single process; leave singleProcessOOMKill unset or true",
+		return deps.Deps{}, nil, fmt.Errorf("invalid %s: this host runs cgroup v1, where an OOM kill always kills a single process; leave singleProcessOOMKill unset or true",
 			o.describe("single-process-oom-kill", false))
 	}
 	d := deps.Deps{
@@ -182,11 +236,29 @@ func prepare(ctx context.Context, o Options, rt Runtime, log *slog.Logger, fail 
 		log.Info("graceful node shutdown is off (shutdownGracePeriod is 0)")
 	}
 	if err := checkCgroupDriver(ctx, rt.Runtime, o); err != nil {
-		return nil, err
+		return deps.Deps{}, nil, err
 	}
 	if d.Cgroups, err = cgroupPort(o); err != nil {
-		return nil, err
+		return deps.Deps{}, nil, err
 	}
+	n.notifiers(&d, info, log)
+	plugins := deviceplugin.NewRegistry(devicePluginDir(o))
+	go func() {
+		if err := plugins.Serve(ctx); err != nil {
+			log.Error("device plugin registration stopped; no device plugin can register", "error", err.Error())
+		}
+	}()
+	d.DevicePlugins = plugins
+	return d, mach, nil
+}
+
+// devicePluginDir is where device plugins register and their allocations
+// are checkpointed.
+func devicePluginDir(o Options) string { return filepath.Join(o.RootDir, "device-plugins") }
+
+// notifiers gives d the memory threshold notifier and the kernel's OOM
+// kill reports, where the host has them (closed with the node).
+func (n *node) notifiers(d *deps.Deps, info deps.MachineInfo, log *slog.Logger) {
 	if mn, err := memoryNotifier(info); err != nil {
 		log.Warn("no memory threshold notifier: memory pressure is seen at the eviction manager's periodic cycles", "error", err.Error())
 	} else {
@@ -194,92 +266,95 @@ func prepare(ctx context.Context, o Options, rt Runtime, log *slog.Logger, fail 
 		n.closers = append(n.closers, func() { mn.Close() })
 		d.MemoryThreshold = mn
 	}
-	devicePluginDir := filepath.Join(o.RootDir, "device-plugins")
-	plugins := deviceplugin.NewRegistry(devicePluginDir)
-	go func() {
-		if err := plugins.Serve(ctx); err != nil {
-			log.Error("device plugin registration stopped; no device plugin can register", "error", err.Error())
-		}
-	}()
-	d.DevicePlugins = plugins
 	if kmsg, err := machine.OpenKmsg(""); err != nil {
 		log.Warn("kernel OOM kills will not be reported as SystemOOM events", "error", err.Error())
 	} else {
 		n.closers = append(n.closers, func() { kmsg.Close() })
 		d.OOMKills = kmsg
 	}
+}
 
-	reg, probeReg := prometheus.NewRegistry(), prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	// client-go keeps its request hooks in package variables: registered
-	// once per process, before the first request.
-	clientmetrics.Register(metrics.NewRESTClient(reg).Hooks())
-	var cs kubernetes.Interface
-	if o.Kubeconfig != "" {
-		j, err := join(ctx, d.Core, o, nodeName, log)
-		if err != nil {
+// connect joins the cluster when there is a kubeconfig (bootstrapping and
+// rotating the client certificate, and the serving one with
+// --rotate-server-certificates), gives d its apiserver ports and returns
+// the clientset (nil standalone).
+func (n *node) connect(ctx context.Context, o Options, d *deps.Deps, id identity, log *slog.Logger, fail context.CancelCauseFunc) (kubernetes.Interface, error) {
+	if o.Kubeconfig == "" {
+		log.Info("no --kubeconfig: running standalone (static pods only)", "manifests", o.ManifestPath)
+		return nil, nil
+	}
+	j, err := join(ctx, d.Core, o, id.name, log)
+	if err != nil {
+		return nil, err
+	}
+	rc := j.config
+	if j.rotator != nil {
+		d.Tasks.Go("client certificate rotation", func() { j.rotator.Run(ctx) })
+		go watchClientCert(ctx, j.rotator, log, fail)
+	}
+	eventQPS := float32(o.EventQPS)
+	if eventQPS == 0 {
+		eventQPS = -1 // eventRecordQPS 0: no limit
+	}
+	kc, err := kube.NewForConfig(rc, float32(o.APIQPS), int(o.APIBurst), kube.Options{NodeName: id.name, EventQPS: eventQPS, EventBurst: int(o.EventBurst)})
+	if err != nil {
+		return nil, fmt.Errorf("apiserver client from %s: %w", o.Kubeconfig, err)
+	}
+	n.closers = append(n.closers, kc.Shutdown)
+	d.API = kc.API()
+	cs, err := kubernetes.NewForConfig(rc)
+	if err != nil {
+		return nil, fmt.Errorf("apiserver client from %s: %w", o.Kubeconfig, err)
+	}
+	log.Info("connected to the apiserver", "host", rc.Host)
+	if o.RotateServerCertificates {
+		if n.serving, err = servingCerts(d.Core, o, cs, id.name, netIPs(id.ips)); err != nil {
 			return nil, err
 		}
-		rc := j.config
-		if j.rotator != nil {
-			d.Tasks.Go("client certificate rotation", func() { j.rotator.Run(ctx) })
-			go watchClientCert(ctx, j.rotator, log, fail)
-		}
-		eventQPS := float32(o.EventQPS)
-		if eventQPS == 0 {
-			eventQPS = -1 // eventRecordQPS 0: no limit
-		}
-		kc, err := kube.NewForConfig(rc, float32(o.APIQPS), int(o.APIBurst), kube.Options{NodeName: nodeName, EventQPS: eventQPS, EventBurst: int(o.EventBurst)})
-		if err != nil {
-			return nil, fmt.Errorf("apiserver client from %s: %w", o.Kubeconfig, err)
-		}
-		n.closers = append(n.closers, kc.Shutdown)
-		d.API = kc.API()
-		if cs, err = kubernetes.NewForConfig(rc); err != nil {
-			return nil, fmt.Errorf("apiserver client from %s: %w", o.Kubeconfig, err)
-		}
-		log.Info("connected to the apiserver", "host", rc.Host)
-		if o.RotateServerCertificates {
-			if n.serving, err = servingCerts(d.Core, o, cs, nodeName, netIPs(ips)); err != nil {
-				return nil, err
-			}
-			d.Tasks.Go("serving certificate rotation", func() { n.serving.Run(ctx) })
-		}
-	} else {
-		log.Info("no --kubeconfig: running standalone (static pods only)", "manifests", o.ManifestPath)
+		d.Tasks.Go("serving certificate rotation", func() { n.serving.Run(ctx) })
 	}
+	return cs, nil
+}
 
-	var hostDNS podspec.ResolvConf
-	if o.ResolvConf != "" {
-		if data, err := os.ReadFile(o.ResolvConf); err == nil {
-			hostDNS = podspec.ParseResolvConf(data)
-		} else {
-			log.Warn("cannot read the host resolver configuration; Default DNS pods get an empty one", "file", o.ResolvConf, "error", err.Error())
-		}
+// hostResolver is the host's resolver configuration (--resolv-conf), what
+// Default DNS pods get; unreadable, they get an empty one.
+func hostResolver(o Options, log *slog.Logger) podspec.ResolvConf {
+	if o.ResolvConf == "" {
+		return podspec.ResolvConf{}
 	}
-	m := metrics.NewWithProbes(reg, probeReg)
+	data, err := os.ReadFile(o.ResolvConf)
+	if err != nil {
+		log.Warn("cannot read the host resolver configuration; Default DNS pods get an empty one", "file", o.ResolvConf, "error", err.Error())
+		return podspec.ResolvConf{}
+	}
+	return podspec.ParseResolvConf(data)
+}
+
+// agentConfig is the agent's configuration from the options, the node's
+// identity and its machine.
+func agentConfig(o Options, rt Runtime, id identity, mach *machine.Machine, hostDNS podspec.ResolvConf, m *metrics.Metrics) (agent.Config, error) {
 	thresholds, err := o.EvictionThresholds()
 	if err != nil {
-		return nil, fmt.Errorf("eviction thresholds: %w", err)
+		return agent.Config{}, fmt.Errorf("eviction thresholds: %w", err)
 	}
 	logRotation, err := o.GC.LogRotation()
 	if err != nil {
-		return nil, fmt.Errorf("container log rotation: %w", err)
+		return agent.Config{}, fmt.Errorf("container log rotation: %w", err)
 	}
-	a, err := agent.New(d, agent.Config{
+	return agent.Config{
 		Metrics: m,
 		ImageGC: o.GC.ImageGC(), LogRotation: logRotation,
 		Eviction: eviction.Config{
 			Thresholds: thresholds, MaxPodGracePeriod: int64(o.EvictionMaxPodGracePeriod),
 			PressureTransitionPeriod: o.EvictionPressureTransitionPeriod,
 		},
-		NodeName: nodeName, ManifestDir: o.ManifestPath, DevicePluginDir: devicePluginDir,
+		NodeName: id.name, ManifestDir: o.ManifestPath, DevicePluginDir: devicePluginDir(o),
 		ManifestURL: o.ManifestURL, ManifestURLHeader: o.ManifestURLHeader, HTTPCheckFrequency: o.HTTPCheckFrequency,
 		ShutdownGroups:       o.ShutdownGroups(),
 		AllowedUnsafeSysctls: o.AllowedUnsafeSysctls,
 		FileCheckFrequency:   o.FileCheckFrequency, SyncFrequency: o.SyncFrequency,
 		Node: podspec.NodeInfo{
-			NodeName: nodeName, HostIP: nodeIP, HostIPs: nodeIPs, ClusterDNS: o.ClusterDNS, ClusterDomain: o.ClusterDomain,
+			NodeName: id.name, HostIP: id.addrs[0], HostIPs: id.addrs, ClusterDNS: o.ClusterDNS, ClusterDomain: o.ClusterDomain,
 			ResolverConfig: o.ResolvConf, HostDNS: hostDNS, PodLogsRoot: o.PodLogsRoot,
 			ContainerLogsDir: o.ContainerLogsDir, RootDir: o.RootDir,
 			SeccompDefault: o.SeccompDefault, SeccompProfileRoot: filepath.Join(o.RootDir, "seccomp"),
@@ -298,19 +373,14 @@ func prepare(ctx context.Context, o Options, rt Runtime, log *slog.Logger, fail 
 		CPUManager:    o.CPUManagerConfig(),
 		MemoryManager: o.MemoryManagerConfig(), TopologyManagerPolicy: o.MemoryManager.TopologyPolicy,
 		NodeStatus: nodestatus.Config{
-			NodeIP: nodeIP, SecondaryNodeIP: secondaryIP, KubeletPort: o.Port, MaxPods: int(o.MaxPods), AgentVersion: Version,
-			Labels: o.NodeLabels, Taints: taints, NoRegister: !o.RegisterNode, Unschedulable: !o.RegisterSchedulable,
+			NodeIP: id.addrs[0], SecondaryNodeIP: id.secondaryIP(), KubeletPort: o.Port, MaxPods: int(o.MaxPods), AgentVersion: Version,
+			Labels: o.NodeLabels, Taints: id.taints, NoRegister: !o.RegisterNode, Unschedulable: !o.RegisterSchedulable,
 			MaxImages:             int(o.NodeStatusMaxImages),
 			StatusUpdateFrequency: o.NodeStatusUpdateFrequency, StatusReportFrequency: o.NodeStatusReportFrequency,
 			LeaseDuration: time.Duration(o.NodeLeaseDurationSeconds) * time.Second,
 			Reserved:      o.NodeReserved(),
 		},
-	})
-	if err != nil {
-		return nil, err
-	}
-	n.a, n.d, n.name, n.ips, n.reg, n.probeReg, n.cs, n.log = a, d, nodeName, ips, reg, probeReg, cs, log
-	return n, nil
+	}, nil
 }
 
 // serve starts the agent and its HTTP server and runs until ctx ends.

@@ -72,14 +72,11 @@ func NewCadvisor(src Source, log *slog.Logger) prometheus.Collector {
 // running container's, and each pod sandbox's network (container "POD").
 func cadvisorMetrics(d cadvisorDescs, s stats.Sample, pods []*corev1.Pod) []prometheus.Metric {
 	var out metrics
-	add := func(desc *prometheus.Desc, t int64, typ prometheus.ValueType, v float64, labels ...string) {
-		out.add(desc, unixNano(t), typ, v, labels...)
-	}
 	if s.Machine.CPUs > 0 {
-		add(d.machineCores, 0, prometheus.GaugeValue, float64(s.Machine.CPUs))
+		out.put(d.machineCores, 0, prometheus.GaugeValue, float64(s.Machine.CPUs))
 	}
 	if s.Machine.MemoryBytes > 0 {
-		add(d.machineMemory, 0, prometheus.GaugeValue, float64(s.Machine.MemoryBytes))
+		out.put(d.machineMemory, 0, prometheus.GaugeValue, float64(s.Machine.MemoryBytes))
 	}
 	byUID := make(map[types.UID]*corev1.Pod, len(pods))
 	for _, p := range pods {
@@ -95,69 +92,85 @@ func cadvisorMetrics(d cadvisorDescs, s stats.Sample, pods []*corev1.Pod) []prom
 		if c.GetState() != runtimeapi.ContainerState_CONTAINER_RUNNING || cs == nil {
 			continue
 		}
-		lbl := c.GetLabels()
-		name := lbl[podstate.LabelContainerName]
-		pod := byUID[types.UID(lbl[podstate.LabelPodUID])]
-		spec := containerSpec(pod, name)
-		image := c.GetImage().GetImage()
-		if spec != nil && spec.Image != "" {
-			image = spec.Image
-		}
-		labels := []string{name, c.GetId(), image, c.GetId(), lbl[podstate.LabelPodNamespace], lbl[podstate.LabelPodName]}
-		if cpu := cs.GetCpu(); cpu.GetUsageCoreNanoSeconds() != nil {
-			add(d.cpu, cpu.GetTimestamp(), prometheus.CounterValue, seconds(cpu.GetUsageCoreNanoSeconds().GetValue()), append(labels, "total")...)
-		}
-		if m := cs.GetMemory(); m != nil {
-			if m.GetWorkingSetBytes() != nil {
-				add(d.workingSet, m.GetTimestamp(), prometheus.GaugeValue, float64(m.GetWorkingSetBytes().GetValue()), labels...)
-			}
-			if m.GetUsageBytes() != nil {
-				add(d.usage, m.GetTimestamp(), prometheus.GaugeValue, float64(m.GetUsageBytes().GetValue()), labels...)
-			}
-			if m.GetRssBytes() != nil {
-				add(d.rss, m.GetTimestamp(), prometheus.GaugeValue, float64(m.GetRssBytes().GetValue()), labels...)
-			}
-		}
-		if l := cs.GetWritableLayer(); l != nil {
-			dev := l.GetFsId().GetMountpoint()
-			add(d.fsUsage, l.GetTimestamp(), prometheus.GaugeValue, float64(l.GetUsedBytes().GetValue()), append(labels, dev)...)
-			if l.GetInodesUsed() != nil {
-				add(d.fsInodes, l.GetTimestamp(), prometheus.GaugeValue, float64(l.GetInodesUsed().GetValue()), append(labels, dev)...)
-			}
-		}
-		if spec != nil {
-			add(d.memLimit, 0, prometheus.GaugeValue, float64(spec.Resources.Limits.Memory().Value()), labels...)
-			if cpu := spec.Resources.Limits.Cpu(); !cpu.IsZero() {
-				add(d.cpuQuota, 0, prometheus.GaugeValue, float64(cgroups.MilliCPUToQuota(cpu.MilliValue())), labels...)
-			}
-			add(d.cpuPeriod, 0, prometheus.GaugeValue, 100000, labels...)
-			add(d.cpuShares, 0, prometheus.GaugeValue, float64(cgroups.MilliCPUToShares(spec.Resources.Requests.Cpu().MilliValue())), labels...)
-		}
-		if created := c.GetCreatedAt(); created > 0 {
-			add(d.start, 0, prometheus.GaugeValue, float64(created)/float64(time.Second), labels...)
-		}
-		add(d.lastSeen, 0, prometheus.GaugeValue, float64(now)/float64(time.Second), labels...)
+		out.container(d, c, cs, byUID, now)
 	}
 	for _, sb := range s.SandboxStats {
-		net := sb.GetLinux().GetNetwork()
-		if net == nil {
-			continue
-		}
-		a := sb.GetAttributes()
-		labels := []string{"POD", a.GetId(), "", a.GetId(), a.GetMetadata().GetNamespace(), a.GetMetadata().GetName()}
-		ifaces := net.GetInterfaces()
-		if len(ifaces) == 0 && net.GetDefaultInterface() != nil {
-			ifaces = []*runtimeapi.NetworkInterfaceUsage{net.GetDefaultInterface()}
-		}
-		for _, i := range ifaces {
-			il := append(append([]string{}, labels...), i.GetName())
-			add(d.rxBytes, net.GetTimestamp(), prometheus.CounterValue, float64(i.GetRxBytes().GetValue()), il...)
-			add(d.txBytes, net.GetTimestamp(), prometheus.CounterValue, float64(i.GetTxBytes().GetValue()), il...)
-			add(d.rxErrors, net.GetTimestamp(), prometheus.CounterValue, float64(i.GetRxErrors().GetValue()), il...)
-			add(d.txErrors, net.GetTimestamp(), prometheus.CounterValue, float64(i.GetTxErrors().GetValue()), il...)
-		}
+		out.sandboxNetwork(d, sb)
 	}
 	return out
+}
+
+// put appends one sample of desc at t (Unix nanoseconds; zero: none).
+func (out *metrics) put(desc *prometheus.Desc, t int64, typ prometheus.ValueType, v float64, labels ...string) {
+	out.add(desc, unixNano(t), typ, v, labels...)
+}
+
+// container appends the samples of one running container c with its
+// stats cs (and its spec in its pod, if known).
+func (out *metrics) container(d cadvisorDescs, c *runtimeapi.Container, cs *runtimeapi.ContainerStats, byUID map[types.UID]*corev1.Pod, now int64) {
+	lbl := c.GetLabels()
+	name := lbl[podstate.LabelContainerName]
+	pod := byUID[types.UID(lbl[podstate.LabelPodUID])]
+	spec := containerSpec(pod, name)
+	image := c.GetImage().GetImage()
+	if spec != nil && spec.Image != "" {
+		image = spec.Image
+	}
+	labels := []string{name, c.GetId(), image, c.GetId(), lbl[podstate.LabelPodNamespace], lbl[podstate.LabelPodName]}
+	if cpu := cs.GetCpu(); cpu.GetUsageCoreNanoSeconds() != nil {
+		out.put(d.cpu, cpu.GetTimestamp(), prometheus.CounterValue, seconds(cpu.GetUsageCoreNanoSeconds().GetValue()), append(labels, "total")...)
+	}
+	if m := cs.GetMemory(); m != nil {
+		if m.GetWorkingSetBytes() != nil {
+			out.put(d.workingSet, m.GetTimestamp(), prometheus.GaugeValue, float64(m.GetWorkingSetBytes().GetValue()), labels...)
+		}
+		if m.GetUsageBytes() != nil {
+			out.put(d.usage, m.GetTimestamp(), prometheus.GaugeValue, float64(m.GetUsageBytes().GetValue()), labels...)
+		}
+		if m.GetRssBytes() != nil {
+			out.put(d.rss, m.GetTimestamp(), prometheus.GaugeValue, float64(m.GetRssBytes().GetValue()), labels...)
+		}
+	}
+	if l := cs.GetWritableLayer(); l != nil {
+		dev := l.GetFsId().GetMountpoint()
+		out.put(d.fsUsage, l.GetTimestamp(), prometheus.GaugeValue, float64(l.GetUsedBytes().GetValue()), append(labels, dev)...)
+		if l.GetInodesUsed() != nil {
+			out.put(d.fsInodes, l.GetTimestamp(), prometheus.GaugeValue, float64(l.GetInodesUsed().GetValue()), append(labels, dev)...)
+		}
+	}
+	if spec != nil {
+		out.put(d.memLimit, 0, prometheus.GaugeValue, float64(spec.Resources.Limits.Memory().Value()), labels...)
+		if cpu := spec.Resources.Limits.Cpu(); !cpu.IsZero() {
+			out.put(d.cpuQuota, 0, prometheus.GaugeValue, float64(cgroups.MilliCPUToQuota(cpu.MilliValue())), labels...)
+		}
+		out.put(d.cpuPeriod, 0, prometheus.GaugeValue, 100000, labels...)
+		out.put(d.cpuShares, 0, prometheus.GaugeValue, float64(cgroups.MilliCPUToShares(spec.Resources.Requests.Cpu().MilliValue())), labels...)
+	}
+	if created := c.GetCreatedAt(); created > 0 {
+		out.put(d.start, 0, prometheus.GaugeValue, float64(created)/float64(time.Second), labels...)
+	}
+	out.put(d.lastSeen, 0, prometheus.GaugeValue, float64(now)/float64(time.Second), labels...)
+}
+
+// sandboxNetwork appends the network samples of one pod sandbox.
+func (out *metrics) sandboxNetwork(d cadvisorDescs, sb *runtimeapi.PodSandboxStats) {
+	net := sb.GetLinux().GetNetwork()
+	if net == nil {
+		return
+	}
+	a := sb.GetAttributes()
+	labels := []string{"POD", a.GetId(), "", a.GetId(), a.GetMetadata().GetNamespace(), a.GetMetadata().GetName()}
+	ifaces := net.GetInterfaces()
+	if len(ifaces) == 0 && net.GetDefaultInterface() != nil {
+		ifaces = []*runtimeapi.NetworkInterfaceUsage{net.GetDefaultInterface()}
+	}
+	for _, i := range ifaces {
+		il := append(append([]string{}, labels...), i.GetName())
+		out.put(d.rxBytes, net.GetTimestamp(), prometheus.CounterValue, float64(i.GetRxBytes().GetValue()), il...)
+		out.put(d.txBytes, net.GetTimestamp(), prometheus.CounterValue, float64(i.GetTxBytes().GetValue()), il...)
+		out.put(d.rxErrors, net.GetTimestamp(), prometheus.CounterValue, float64(i.GetRxErrors().GetValue()), il...)
+		out.put(d.txErrors, net.GetTimestamp(), prometheus.CounterValue, float64(i.GetTxErrors().GetValue()), il...)
+	}
 }
 
 // containerSpec returns pod's container (regular, init or ephemeral) of

@@ -1,0 +1,71 @@
+package podadmit
+
+import (
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/lockstep-dev/lockstep/node/admission"
+	"github.com/lockstep-dev/lockstep/node/podspec"
+	"github.com/lockstep-dev/lockstep/node/shutdown"
+)
+
+// Steps are the parts of the node the admission chain asks, in order.
+type Steps struct {
+	// Pressure are the node's pressure conditions (the eviction manager's).
+	Pressure []corev1.NodeConditionType
+	// ShuttingDown: graceful node shutdown is under way.
+	ShuttingDown bool
+	// Node is the node as admission sees it (NodeView.AdmissionNode).
+	Node func() admission.Node
+	// FreshNode reads the Node from the API now (ok false: it could not).
+	FreshNode func() (*corev1.Node, bool)
+	// Fits decides on the pod against node beside the admitted pods
+	// (Book.Fits).
+	Fits func(pod *corev1.Pod, node admission.Node) admission.Decision
+	// Admitted are the admitted pods, oldest first (preemption's victims
+	// are chosen among them).
+	Admitted func() []*corev1.Pod
+	// Preempt stops the victims so that pod fits.
+	Preempt func(pod *corev1.Pod, victims []*corev1.Pod)
+	// Devices allocates the pod's devices (nil: no device manager).
+	Devices func(pod *corev1.Pod) admission.Decision
+	// Resources places the pod's containers on CPUs and NUMA nodes.
+	Resources func(pod *corev1.Pod) admission.Decision
+}
+
+// Decide is the kubelet's admission of a pod new to the node, in its
+// order: node pressure, then (unless shutting down, which refuses every
+// pod) the node's labels, taints and resources beside the admitted pods,
+// read again from the API before refusing for node affinity or taints (the
+// copy may be a moment behind); a pod that does not fit may preempt
+// admitted pods (critical pods only); then devices, then CPUs and memory.
+func Decide(pod *corev1.Pod, s Steps) admission.Decision {
+	d := admission.AdmitUnderPressure(pod, podspec.QOSClass(pod), s.Pressure)
+	if s.ShuttingDown {
+		d = admission.Decision{Reason: shutdown.NotAdmittedReason, Message: shutdown.NotAdmittedMessage}
+	}
+	if !d.Admitted() {
+		return d
+	}
+	node := s.Node()
+	d = s.Fits(pod, node)
+	if d.Reason == admission.ReasonNodeAffinity || d.Reason == admission.ReasonTaintToleration {
+		if fresh, ok := s.FreshNode(); ok {
+			node.Labels, node.Taints = fresh.Labels, fresh.Spec.Taints
+			d = s.Fits(pod, node)
+		}
+	}
+	if !d.Admitted() {
+		// Only a pod that does not fit needs the admitted pods listed.
+		victims, ok := admission.PodsToPreempt(pod, podspec.QOSClass, node, s.Admitted())
+		if !ok {
+			return d
+		}
+		s.Preempt(pod, victims)
+	}
+	if s.Devices != nil {
+		if d := s.Devices(pod); !d.Admitted() {
+			return d
+		}
+	}
+	return s.Resources(pod)
+}
