@@ -67,3 +67,75 @@ func TestFidelityVolumeMountStatuses(t *testing.T) {
 		}
 	}
 }
+
+// TestFidelityReadinessGateMessage (S6): a pod whose readiness gate has no
+// condition is not Ready, with upstream's message for it.
+func TestFidelityReadinessGateMessage(t *testing.T) {
+	h := start(t, 2702)
+	mustCreate(t, h, NewPod("gated", h.NodeName, func(p *corev1.Pod) {
+		p.Spec.ReadinessGates = []corev1.PodReadinessGate{{ConditionType: "example.com/ready"}}
+	}))
+	runUntil(t, h, "the pod runs", time.Minute, func() bool { return PodIs(h, "default", "gated", corev1.PodRunning, false) })
+	runUntil(t, h, "its containers are ready", time.Minute, func() bool {
+		p, _ := APIPod(h, "default", "gated")
+		return p != nil && conditionOf(p.Status, corev1.ContainersReady).Status == corev1.ConditionTrue
+	})
+	p, _ := APIPod(h, "default", "gated")
+	got := conditionOf(p.Status, corev1.PodReady)
+	want := corev1.PodCondition{Status: corev1.ConditionFalse, Reason: "ReadinessGatesNotReady",
+		Message: `corresponding condition of pod readiness gate "example.com/ready" does not exist.`}
+	if diff := cmp.Diff(want, corev1.PodCondition{Status: got.Status, Reason: got.Reason, Message: got.Message}); diff != "" {
+		t.Errorf("Ready (-want +got):\n%s", diff)
+	}
+}
+
+// conditionOf returns the condition of type c in s (the zero condition
+// when there is none).
+func conditionOf(s corev1.PodStatus, c corev1.PodConditionType) corev1.PodCondition {
+	for _, x := range s.Conditions {
+		if x.Type == c {
+			return x
+		}
+	}
+	return corev1.PodCondition{}
+}
+
+// TestFidelityEphemeralStartedUnset (S9): an ephemeral container's status
+// never sets started, while it waits, runs or after it exited, in any
+// status the agent writes.
+func TestFidelityEphemeralStartedUnset(t *testing.T) {
+	h := start(t, 2703)
+	mustCreate(t, h, NewPod("target", h.NodeName))
+	runUntil(t, h, "the pod runs", time.Minute, func() bool { return PodIs(h, "default", "target", corev1.PodRunning, true) })
+	p, _ := APIPod(h, "default", "target")
+	p.Spec.EphemeralContainers = []corev1.EphemeralContainer{{EphemeralContainerCommon: corev1.EphemeralContainerCommon{
+		Name: "debug", Image: "busybox", ImagePullPolicy: corev1.PullIfNotPresent,
+		Env: []corev1.EnvVar{{Name: "FAKECRI_EXIT_AFTER", Value: "3s"}, {Name: "FAKECRI_EXIT_CODE", Value: "3"}},
+	}}}
+	if _, err := h.API.User().UpdateEphemeralContainers(p); err != nil {
+		t.Fatal(err)
+	}
+	runUntil(t, h, "the ephemeral container exited", time.Minute, func() bool {
+		p, _ := APIPod(h, "default", "target")
+		return len(p.Status.EphemeralContainerStatuses) == 1 && p.Status.EphemeralContainerStatuses[0].State.Terminated != nil
+	})
+	seen := map[string]bool{}
+	for _, s := range agentStatuses(h, "target") {
+		for _, cs := range s.EphemeralContainerStatuses {
+			state := "waiting"
+			switch {
+			case cs.State.Running != nil:
+				state = "running"
+			case cs.State.Terminated != nil:
+				state = "terminated"
+			}
+			seen[state] = true
+			if cs.Started != nil {
+				t.Errorf("ephemeral container %s: started = %v, want unset", state, *cs.Started)
+			}
+		}
+	}
+	if !seen["running"] || !seen["terminated"] {
+		t.Errorf("states written: %v, want running and terminated among them", seen)
+	}
+}

@@ -171,13 +171,14 @@ func (g *generator) statuses(specs []corev1.Container, prev []corev1.ContainerSt
 }
 
 // ephemeralStatuses returns one status per ephemeral container, in spec
-// order: like a regular container's, never ready (ephemeral containers
-// have no probes and serve nothing).
+// order: like a regular container's, never ready and with started unset
+// (ephemeral containers have no probes and serve nothing; upstream's
+// prober sets started and ready for init and regular containers only).
 func (g *generator) ephemeralStatuses(prev []corev1.ContainerStatus) []corev1.ContainerStatus {
 	specs := EphemeralSpecs(g.pod)
 	out := g.statuses(specs, prev, false, podutil.ReasonContainerCreating)
 	for i := range out {
-		out[i].Ready = false
+		out[i].Ready, out[i].Started = false, nil
 	}
 	return out
 }

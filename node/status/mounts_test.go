@@ -5,6 +5,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/lockstep-dev/lockstep/node/podstate"
 )
 
 func TestRecursiveReadOnlyResolution(t *testing.T) {
@@ -77,6 +79,28 @@ func TestVolumeMountsInEveryStatus(t *testing.T) {
 	} {
 		if diff := cmp.Diff(want, mounts(s)); diff != "" {
 			t.Errorf("%s: volumeMounts (-want +got):\n%s", name, diff)
+		}
+	}
+}
+
+// TestEphemeralStartedUnset: an ephemeral container's status never sets
+// started, waiting, running or terminated (upstream's prober sets it for
+// init and regular containers only).
+func TestEphemeralStartedUnset(t *testing.T) {
+	pod := newPod(corev1.RestartPolicyAlways, "app")
+	pod.Spec.EphemeralContainers = []corev1.EphemeralContainer{{EphemeralContainerCommon: corev1.EphemeralContainerCommon{Name: "debug", Image: "busybox"}}}
+	for name, rs := range map[string]*podstate.PodStatus{
+		"waiting":    world(true, running("app", "c1", 0, 1)),
+		"running":    world(true, running("app", "c1", 0, 1), running("debug", "d1", 0, 2)),
+		"terminated": world(true, running("app", "c1", 0, 1), exited("debug", "d1", 0, 2, 3, 3, "")),
+	} {
+		s := Generate(pod, rs, nil, nil, node, at(5))
+		if got := s.EphemeralContainerStatuses[0].Started; got != nil {
+			t.Errorf("%s: started = %v, want unset", name, *got)
+		}
+		s = Terminate(pod, s, at(6))
+		if got := s.EphemeralContainerStatuses[0].Started; got != nil {
+			t.Errorf("%s, terminated pod: started = %v, want unset", name, *got)
 		}
 	}
 }
