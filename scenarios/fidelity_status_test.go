@@ -139,3 +139,39 @@ func TestFidelityEphemeralStartedUnset(t *testing.T) {
 		t.Errorf("states written: %v, want running and terminated among them", seen)
 	}
 }
+
+// TestFidelityRejectedPodStatus (S2, S5): a pod the node refuses at
+// admission gets upstream's rejectPod status in every write: phase
+// Failed, the reason, "Pod was rejected: " and admission's message, the
+// QoS class, the pod's generation as observed and a start time; no
+// conditions, no container statuses and no host IP. The Warning event
+// carries admission's message alone.
+func TestFidelityRejectedPodStatus(t *testing.T) {
+	h := start(t, 2704)
+	mustCreate(t, h, NewPod("sel", h.NodeName, func(p *corev1.Pod) {
+		p.Spec.NodeSelector = map[string]string{"disk": "nvme"}
+	}))
+	runUntil(t, h, "the pod is refused", time.Minute, func() bool { return PodIs(h, "default", "sel", corev1.PodFailed, false) })
+	if err := h.K.RunFor(30 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	const msg = "Predicate NodeAffinity failed: node(s) didn't match Pod's node affinity/selector"
+	writes := agentStatuses(h, "sel")
+	if len(writes) == 0 {
+		t.Fatal("the agent wrote no status")
+	}
+	for i, s := range writes {
+		if s.StartTime == nil {
+			t.Errorf("write %d: no start time", i+1)
+		}
+		s.StartTime = nil
+		want := corev1.PodStatus{Phase: corev1.PodFailed, Reason: "NodeAffinity", Message: "Pod was rejected: " + msg,
+			QOSClass: corev1.PodQOSBestEffort, ObservedGeneration: 1}
+		if diff := cmp.Diff(want, s); diff != "" {
+			t.Errorf("status write %d of %d (-want +got):\n%s", i+1, len(writes), diff)
+		}
+	}
+	if ev := eventsAbout(h, "default", "sel"); !hasEvent(ev, "Warning NodeAffinity: ", msg) {
+		t.Errorf("no Warning NodeAffinity event with admission's message; events: %q", ev)
+	}
+}
