@@ -175,3 +175,53 @@ func TestFidelityRejectedPodStatus(t *testing.T) {
 		t.Errorf("no Warning NodeAffinity event with admission's message; events: %q", ev)
 	}
 }
+
+// TestFidelityNodeConditionsAndEvents (N2, E11): the node's conditions
+// carry the kubelet's messages, and the node's events are the kubelet's:
+// Starting "Starting kubelet.", then one "Node <node> status is now: …"
+// per condition the registering status sets, in the kubelet's order.
+func TestFidelityNodeConditionsAndEvents(t *testing.T) {
+	h := start(t, 2705)
+	runUntil(t, h, "the node is Ready", time.Minute, func() bool {
+		nodes := h.API.User().Nodes()
+		if len(nodes) != 1 {
+			return false
+		}
+		for _, c := range nodes[0].Status.Conditions {
+			if c.Type == corev1.NodeReady && c.Status == corev1.ConditionTrue {
+				return true
+			}
+		}
+		return false
+	})
+	if err := h.K.RunFor(10 * time.Second); err != nil { // the events' recorder sends them
+		t.Fatal(err)
+	}
+	got := map[corev1.NodeConditionType]string{}
+	for _, c := range h.API.User().Nodes()[0].Status.Conditions {
+		got[c.Type] = string(c.Status) + " " + c.Reason + ": " + c.Message
+	}
+	want := map[corev1.NodeConditionType]string{
+		corev1.NodeMemoryPressure: "False KubeletHasSufficientMemory: kubelet has sufficient memory available",
+		corev1.NodeDiskPressure:   "False KubeletHasNoDiskPressure: kubelet has no disk pressure",
+		corev1.NodePIDPressure:    "False KubeletHasSufficientPID: kubelet has sufficient PID available",
+		corev1.NodeReady:          "True KubeletReady: kubelet is posting ready status",
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("node conditions (-want +got):\n%s", diff)
+	}
+	var events []string
+	for _, e := range h.API.User().Events() {
+		if e.Object.Kind == "Node" {
+			events = append(events, e.Type+" "+e.Reason+": "+e.Message)
+		}
+	}
+	status := func(reason string) string {
+		return "Normal " + reason + ": Node " + h.NodeName + " status is now: " + reason
+	}
+	wantEvents := []string{"Normal Starting: Starting kubelet.", status("NodeHasSufficientMemory"), status("NodeHasNoDiskPressure"),
+		status("NodeHasSufficientPID"), status("NodeReady")}
+	if diff := cmp.Diff(wantEvents, events); diff != "" {
+		t.Errorf("node events (-want +got):\n%s", diff)
+	}
+}

@@ -295,16 +295,18 @@ func buildStatus(cfg Config, old *corev1.NodeStatus, f facts) corev1.NodeStatus 
 		s.Features = f.features
 	}
 
+	// The condition messages are the kubelet's words (nodestatus/setters.go):
+	// users, dashboards and alerts match on them.
 	for _, c := range []corev1.NodeCondition{
 		pressureCondition(corev1.NodeMemoryPressure, f.memoryPressure,
-			ReasonInsufficientMemory, "lockstep has insufficient memory available",
-			ReasonSufficientMemory, "lockstep has sufficient memory available"),
+			ReasonInsufficientMemory, "kubelet has insufficient memory available",
+			ReasonSufficientMemory, "kubelet has sufficient memory available"),
 		pressureCondition(corev1.NodeDiskPressure, f.diskPressure,
-			ReasonDiskPressure, "lockstep has disk pressure",
-			ReasonNoDiskPressure, "lockstep has no disk pressure"),
+			ReasonDiskPressure, "kubelet has disk pressure",
+			ReasonNoDiskPressure, "kubelet has no disk pressure"),
 		pressureCondition(corev1.NodePIDPressure, f.pidPressure,
-			ReasonInsufficientPID, "lockstep has insufficient PID available",
-			ReasonSufficientPID, "lockstep has sufficient PID available"),
+			ReasonInsufficientPID, "kubelet has insufficient PID available",
+			ReasonSufficientPID, "kubelet has sufficient PID available"),
 		{Type: corev1.NodeReady, Status: conditionStatus(f.ready.ready), Reason: f.ready.reason(), Message: f.ready.message},
 	} {
 		s.Conditions = setCondition(s.Conditions, c, now)
@@ -359,10 +361,10 @@ func withoutHeartbeats(s *corev1.NodeStatus) *corev1.NodeStatus {
 	return s
 }
 
-// readyCondition returns the Ready condition of s, if any.
-func readyCondition(s *corev1.NodeStatus) *corev1.NodeCondition {
+// findCondition returns the condition of type t in s, if any.
+func findCondition(s *corev1.NodeStatus, t corev1.NodeConditionType) *corev1.NodeCondition {
 	for i := range s.Conditions {
-		if s.Conditions[i].Type == corev1.NodeReady {
+		if s.Conditions[i].Type == t {
 			return &s.Conditions[i]
 		}
 	}

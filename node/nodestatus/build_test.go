@@ -205,10 +205,10 @@ func TestNewNode(t *testing.T) {
 		return corev1.NodeCondition{Type: typ, Status: s, Reason: reason, Message: msg, LastHeartbeatTime: now, LastTransitionTime: now}
 	}
 	wantConds := []corev1.NodeCondition{
-		cond(corev1.NodeMemoryPressure, corev1.ConditionFalse, "KubeletHasSufficientMemory", "lockstep has sufficient memory available"),
-		cond(corev1.NodeDiskPressure, corev1.ConditionFalse, "KubeletHasNoDiskPressure", "lockstep has no disk pressure"),
-		cond(corev1.NodePIDPressure, corev1.ConditionFalse, "KubeletHasSufficientPID", "lockstep has sufficient PID available"),
-		cond(corev1.NodeReady, corev1.ConditionTrue, "KubeletReady", "lockstep is posting ready status"),
+		cond(corev1.NodeMemoryPressure, corev1.ConditionFalse, "KubeletHasSufficientMemory", "kubelet has sufficient memory available"),
+		cond(corev1.NodeDiskPressure, corev1.ConditionFalse, "KubeletHasNoDiskPressure", "kubelet has no disk pressure"),
+		cond(corev1.NodePIDPressure, corev1.ConditionFalse, "KubeletHasSufficientPID", "kubelet has sufficient PID available"),
+		cond(corev1.NodeReady, corev1.ConditionTrue, "KubeletReady", "kubelet is posting ready status"),
 	}
 	if diff := cmp.Diff(wantConds, n.Status.Conditions); diff != "" {
 		t.Errorf("conditions (-want +got):\n%s", diff)
