@@ -6,6 +6,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/lockstep-dev/lockstep/sim/apiserver"
 	"github.com/lockstep-dev/lockstep/sim/harness"
@@ -209,6 +210,14 @@ func TestFidelityNodeConditionsAndEvents(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("node conditions (-want +got):\n%s", diff)
+	}
+	// N3: ephemeral-storage in the kubelet's form, a decimal quantity
+	// (cAdvisor's byte count: "107374182400", not "100Gi").
+	node := h.API.User().Nodes()[0]
+	for name, list := range map[string]corev1.ResourceList{"capacity": node.Status.Capacity, "allocatable": node.Status.Allocatable} {
+		if q := list[corev1.ResourceEphemeralStorage]; q.Format != resource.DecimalSI {
+			t.Errorf("%s ephemeral-storage %s in format %s, want %s", name, q.String(), q.Format, resource.DecimalSI)
+		}
 	}
 	var events []string
 	for _, e := range h.API.User().Events() {

@@ -162,7 +162,10 @@ func newNode(cfg Config, f facts) *corev1.Node {
 
 // Capacity is the node's capacity from its machine facts: cpu and memory
 // from info, pods maxPods, ephemeral-storage the node filesystem's size
-// (left out when fsCapacity is 0, unknown).
+// (left out when fsCapacity is 0, unknown). Each quantity has the
+// kubelet's format: ephemeral-storage a decimal byte count, as cAdvisor's
+// EphemeralStorageCapacityFromFsInfo writes it ("270553174016", not
+// "264212084Ki").
 func Capacity(info deps.MachineInfo, fsCapacity uint64, maxPods int) corev1.ResourceList {
 	c := corev1.ResourceList{
 		corev1.ResourceCPU:    *resource.NewQuantity(int64(info.CPUs), resource.DecimalSI),
@@ -170,7 +173,7 @@ func Capacity(info deps.MachineInfo, fsCapacity uint64, maxPods int) corev1.Reso
 		corev1.ResourcePods:   *resource.NewQuantity(int64(maxPods), resource.DecimalSI),
 	}
 	if fsCapacity > 0 {
-		c[corev1.ResourceEphemeralStorage] = *resource.NewQuantity(int64(fsCapacity), resource.BinarySI)
+		c[corev1.ResourceEphemeralStorage] = *resource.NewQuantity(int64(fsCapacity), resource.DecimalSI)
 	}
 	for _, pool := range info.HugePages {
 		size := resource.NewQuantity(int64(pool.PageSizeBytes), resource.BinarySI)

@@ -47,10 +47,10 @@ func TestRegistersNode(t *testing.T) {
 	if diff := gocmp.Diff(wantLabels, n.Labels); diff != "" {
 		t.Errorf("labels (-want +got):\n%s", diff)
 	}
-	if diff := gocmp.Diff(map[string]string{"cpu": "4", "memory": "8Gi", "pods": "110", "ephemeral-storage": "100Gi"}, quantities(n.Status.Capacity)); diff != "" {
+	if diff := gocmp.Diff(map[string]string{"cpu": "4", "memory": "8Gi", "pods": "110", "ephemeral-storage": "107374182400"}, quantities(n.Status.Capacity)); diff != "" {
 		t.Errorf("capacity (-want +got):\n%s", diff)
 	}
-	if diff := gocmp.Diff(map[string]string{"cpu": "3500m", "memory": "7Gi", "pods": "110", "ephemeral-storage": "100Gi"}, quantities(n.Status.Allocatable)); diff != "" {
+	if diff := gocmp.Diff(map[string]string{"cpu": "3500m", "memory": "7Gi", "pods": "110", "ephemeral-storage": "107374182400"}, quantities(n.Status.Allocatable)); diff != "" {
 		t.Errorf("allocatable (-want +got):\n%s", diff)
 	}
 	wantInfo := corev1.NodeSystemInfo{
@@ -136,7 +136,7 @@ func TestAdoptsExistingNode(t *testing.T) {
 	if diff := gocmp.Diff(existing.Labels, n.Labels); diff != "" {
 		t.Errorf("labels of the adopted node changed (-want +got):\n%s", diff)
 	}
-	if diff := gocmp.Diff(map[string]string{"cpu": "4", "memory": "8Gi", "pods": "110", "ephemeral-storage": "100Gi", "example.com/gpu": "2"}, quantities(n.Status.Capacity)); diff != "" {
+	if diff := gocmp.Diff(map[string]string{"cpu": "4", "memory": "8Gi", "pods": "110", "ephemeral-storage": "107374182400", "example.com/gpu": "2"}, quantities(n.Status.Capacity)); diff != "" {
 		t.Errorf("capacity (-want +got):\n%s", diff)
 	}
 	var types []corev1.NodeConditionType
