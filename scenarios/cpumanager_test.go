@@ -138,7 +138,7 @@ func TestFullPCPUsOnlyRejects(t *testing.T) {
 		return PodIs(h, "default", "odd", corev1.PodFailed, false) && PodIs(h, "default", "even", corev1.PodRunning, true)
 	})
 	got, _ := APIPod(h, "default", "odd")
-	want := "SMT Alignment Error: requested 3 cpus not multiple cpus per core = 2"
+	want := "Pod was rejected: SMT Alignment Error: requested 3 cpus not multiple cpus per core = 2"
 	if got.Status.Reason != cpumanager.ReasonSMTAlignmentError || got.Status.Message != want {
 		t.Errorf("odd: reason %q message %q; want %q %q", got.Status.Reason, got.Status.Message, cpumanager.ReasonSMTAlignmentError, want)
 	}

@@ -95,7 +95,7 @@ func TestDevicePluginLifecycle(t *testing.T) {
 	// As the kubelet: the resource check against allocatable (which
 	// holds the devices) refuses it before the device manager is asked.
 	b, _ := APIPod(h, "default", "b")
-	if want := "Node didn't have enough resource: example.com/foo, requested: 3, used: 2, capacity: 4"; b.Status.Reason != "OutOfexample.com/foo" || b.Status.Message != want {
+	if want := "Pod was rejected: Node didn't have enough resource: example.com/foo, requested: 3, used: 2, capacity: 4"; b.Status.Reason != "OutOfexample.com/foo" || b.Status.Message != want {
 		t.Errorf("pod b status = %q %q, want OutOfexample.com/foo %q", b.Status.Reason, b.Status.Message, want)
 	}
 	mustCreate(t, h, NewPod("c", h.NodeName, Devices("app", DeviceResource, 1), Devices("web", DeviceResource, 1)))

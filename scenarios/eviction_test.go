@@ -144,8 +144,8 @@ func TestAdmissionRejections(t *testing.T) {
 		got[n] = p.Status.Reason + ": " + p.Status.Message
 	}
 	want := map[string]string{
-		"g5":  "OutOfmemory: Node didn't have enough resource: memory, requested: 1572864000, used: 7864320000, capacity: 8485076992",
-		"be1": "OutOfpods: Node didn't have enough resource: pods, requested: 1, used: 6, capacity: 6",
+		"g5":  "OutOfmemory: Pod was rejected: Node didn't have enough resource: memory, requested: 1572864000, used: 7864320000, capacity: 8485076992",
+		"be1": "OutOfpods: Pod was rejected: Node didn't have enough resource: pods, requested: 1, used: 6, capacity: 6",
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("rejections (-want +got):\n%s", diff)
@@ -161,7 +161,7 @@ func TestAdmissionRejections(t *testing.T) {
 		return PodIs(h, "default", "be-late", corev1.PodFailed, false) && PodIs(h, "default", "burstable-late", corev1.PodRunning, false)
 	})
 	p, _ := APIPod(h, "default", "be-late")
-	if p.Status.Reason != "Evicted" || p.Status.Message != "The node had condition: [MemoryPressure]. " {
+	if p.Status.Reason != "Evicted" || p.Status.Message != "Pod was rejected: The node had condition: [MemoryPressure]. " {
 		t.Errorf("BestEffort pod under memory pressure: %q %q", p.Status.Reason, p.Status.Message)
 	}
 }

@@ -63,7 +63,7 @@ func TestTopologyManagerAlignsCPUsAndMemory(t *testing.T) {
 			got := cpuSets(h, wide)["app"]
 			if p, _ := APIPod(h, "default", "wide"); p.Status.Phase == corev1.PodFailed {
 				got = p.Status.Reason
-				if p.Status.Message != topologymanager.MessageTopologyAffinityError {
+				if p.Status.Message != "Pod was rejected: "+topologymanager.MessageTopologyAffinityError {
 					t.Errorf("refusal message %q", p.Status.Message)
 				}
 			}

@@ -107,7 +107,7 @@ func TestGracefulNodeShutdown(t *testing.T) {
 			t.Errorf("pod %s DisruptionTarget: %+v", n, dt)
 		}
 	}
-	if p, _ := APIPod(h, "default", late.Name); p.Status.Phase != corev1.PodFailed || p.Status.Reason != shutdown.NotAdmittedReason || p.Status.Message != shutdown.NotAdmittedMessage {
+	if p, _ := APIPod(h, "default", late.Name); p.Status.Phase != corev1.PodFailed || p.Status.Reason != shutdown.NotAdmittedReason || p.Status.Message != "Pod was rejected: "+shutdown.NotAdmittedMessage {
 		t.Errorf("pod created during the shutdown: %s %q %q, want Failed %s", p.Status.Phase, p.Status.Reason, p.Status.Message, shutdown.NotAdmittedReason)
 	}
 	h.CancelShutdown()

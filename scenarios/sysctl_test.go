@@ -53,7 +53,7 @@ func TestSysctls(t *testing.T) {
 	}
 	p, _ := APIPod(h, "default", "forbidden")
 	const msg = `forbidden sysctl: "kernel.sem" not allowlisted`
-	if p.Status.Reason != "SysctlForbidden" || p.Status.Message != msg {
+	if p.Status.Reason != "SysctlForbidden" || p.Status.Message != "Pod was rejected: "+msg {
 		t.Errorf("forbidden: reason %q message %q, want SysctlForbidden %q", p.Status.Reason, p.Status.Message, msg)
 	}
 	if n := len(Sandboxes(h, bad.UID)); n != 0 {

@@ -82,7 +82,7 @@ func TestAdmissionCountsResizesAndDepartures(t *testing.T) {
 
 	create(cpuPod("b", h.NodeName, 600)) // fitted beside a before its resize
 	settle("b Failed", phase("b", corev1.PodFailed))
-	want := "Failed OutOfcpu: Node didn't have enough resource: cpu, requested: 600, used: 1500, capacity: 2000"
+	want := "Failed OutOfcpu: Pod was rejected: Node didn't have enough resource: cpu, requested: 600, used: 1500, capacity: 2000"
 	if diff := cmp.Diff(want, outcome(t, h, "b")); diff != "" {
 		t.Errorf("b beside a resized (-want +got):\n%s", diff)
 	}

@@ -34,7 +34,7 @@ func (a *Agent) refuse(pod *corev1.Pod, reason, message string) podworkers.SyncR
 		ref := &corev1.ObjectReference{Kind: "Pod", APIVersion: "v1", Namespace: pod.Namespace, Name: pod.Name, UID: pod.UID}
 		a.d.API.Events.Event(ref, corev1.EventTypeWarning, reason, message)
 	}
-	a.status.SetPodStatus(pod, status.Reject(prev, reason, message, a.nodeAddrs(), a.d.Clock.Now()))
+	a.status.SetPodStatus(pod, status.Reject(prev, reason, message, a.d.Clock.Now()))
 	return podworkers.SyncResult{Terminal: true}
 }
 

@@ -90,12 +90,15 @@ type Value struct {
 	Percentage float64
 }
 
-// Amount is the value against a capacity.
+// Amount is the value against a capacity. A percentage counts at the
+// kubelet's precision, a float32 (its ThresholdValue.Percentage), so that
+// the amounts, and the allocatable they are taken from, are the kubelet's
+// to the byte (10% of 270553174016 bytes is 403 bytes more than a tenth).
 func (v Value) Amount(capacity int64) int64 {
 	if v.Quantity != nil {
 		return v.Quantity.Value()
 	}
-	return int64(float64(capacity) * v.Percentage)
+	return int64(float64(capacity) * float64(float32(v.Percentage)))
 }
 
 // String is the value as configured ("100Mi", "10%").

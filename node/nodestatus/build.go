@@ -162,7 +162,10 @@ func newNode(cfg Config, f facts) *corev1.Node {
 
 // Capacity is the node's capacity from its machine facts: cpu and memory
 // from info, pods maxPods, ephemeral-storage the node filesystem's size
-// (left out when fsCapacity is 0, unknown).
+// (left out when fsCapacity is 0, unknown). Each quantity has the
+// kubelet's format: ephemeral-storage a decimal byte count, as cAdvisor's
+// EphemeralStorageCapacityFromFsInfo writes it ("270553174016", not
+// "264212084Ki").
 func Capacity(info deps.MachineInfo, fsCapacity uint64, maxPods int) corev1.ResourceList {
 	c := corev1.ResourceList{
 		corev1.ResourceCPU:    *resource.NewQuantity(int64(info.CPUs), resource.DecimalSI),
@@ -170,7 +173,7 @@ func Capacity(info deps.MachineInfo, fsCapacity uint64, maxPods int) corev1.Reso
 		corev1.ResourcePods:   *resource.NewQuantity(int64(maxPods), resource.DecimalSI),
 	}
 	if fsCapacity > 0 {
-		c[corev1.ResourceEphemeralStorage] = *resource.NewQuantity(int64(fsCapacity), resource.BinarySI)
+		c[corev1.ResourceEphemeralStorage] = *resource.NewQuantity(int64(fsCapacity), resource.DecimalSI)
 	}
 	for _, pool := range info.HugePages {
 		size := resource.NewQuantity(int64(pool.PageSizeBytes), resource.BinarySI)
@@ -295,16 +298,18 @@ func buildStatus(cfg Config, old *corev1.NodeStatus, f facts) corev1.NodeStatus 
 		s.Features = f.features
 	}
 
+	// The condition messages are the kubelet's words (nodestatus/setters.go):
+	// users, dashboards and alerts match on them.
 	for _, c := range []corev1.NodeCondition{
 		pressureCondition(corev1.NodeMemoryPressure, f.memoryPressure,
-			ReasonInsufficientMemory, "lockstep has insufficient memory available",
-			ReasonSufficientMemory, "lockstep has sufficient memory available"),
+			ReasonInsufficientMemory, "kubelet has insufficient memory available",
+			ReasonSufficientMemory, "kubelet has sufficient memory available"),
 		pressureCondition(corev1.NodeDiskPressure, f.diskPressure,
-			ReasonDiskPressure, "lockstep has disk pressure",
-			ReasonNoDiskPressure, "lockstep has no disk pressure"),
+			ReasonDiskPressure, "kubelet has disk pressure",
+			ReasonNoDiskPressure, "kubelet has no disk pressure"),
 		pressureCondition(corev1.NodePIDPressure, f.pidPressure,
-			ReasonInsufficientPID, "lockstep has insufficient PID available",
-			ReasonSufficientPID, "lockstep has sufficient PID available"),
+			ReasonInsufficientPID, "kubelet has insufficient PID available",
+			ReasonSufficientPID, "kubelet has sufficient PID available"),
 		{Type: corev1.NodeReady, Status: conditionStatus(f.ready.ready), Reason: f.ready.reason(), Message: f.ready.message},
 	} {
 		s.Conditions = setCondition(s.Conditions, c, now)
@@ -359,10 +364,10 @@ func withoutHeartbeats(s *corev1.NodeStatus) *corev1.NodeStatus {
 	return s
 }
 
-// readyCondition returns the Ready condition of s, if any.
-func readyCondition(s *corev1.NodeStatus) *corev1.NodeCondition {
+// findCondition returns the condition of type t in s, if any.
+func findCondition(s *corev1.NodeStatus, t corev1.NodeConditionType) *corev1.NodeCondition {
 	for i := range s.Conditions {
-		if s.Conditions[i].Type == corev1.NodeReady {
+		if s.Conditions[i].Type == t {
 			return &s.Conditions[i]
 		}
 	}

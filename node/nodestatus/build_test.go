@@ -182,10 +182,10 @@ func TestNewNode(t *testing.T) {
 	if diff := cmp.Diff(wantLabels, n.Labels); diff != "" {
 		t.Errorf("labels (-want +got):\n%s", diff)
 	}
-	if diff := cmp.Diff(map[string]string{"cpu": "4", "memory": "8Gi", "pods": "110", "ephemeral-storage": "100Gi"}, quantities(n.Status.Capacity)); diff != "" {
+	if diff := cmp.Diff(map[string]string{"cpu": "4", "memory": "8Gi", "pods": "110", "ephemeral-storage": "107374182400"}, quantities(n.Status.Capacity)); diff != "" {
 		t.Errorf("capacity (-want +got):\n%s", diff)
 	}
-	if diff := cmp.Diff(map[string]string{"cpu": "3500m", "memory": "7Gi", "pods": "110", "ephemeral-storage": "100Gi"}, quantities(n.Status.Allocatable)); diff != "" {
+	if diff := cmp.Diff(map[string]string{"cpu": "3500m", "memory": "7Gi", "pods": "110", "ephemeral-storage": "107374182400"}, quantities(n.Status.Allocatable)); diff != "" {
 		t.Errorf("allocatable (-want +got):\n%s", diff)
 	}
 	wantInfo := corev1.NodeSystemInfo{
@@ -205,10 +205,10 @@ func TestNewNode(t *testing.T) {
 		return corev1.NodeCondition{Type: typ, Status: s, Reason: reason, Message: msg, LastHeartbeatTime: now, LastTransitionTime: now}
 	}
 	wantConds := []corev1.NodeCondition{
-		cond(corev1.NodeMemoryPressure, corev1.ConditionFalse, "KubeletHasSufficientMemory", "lockstep has sufficient memory available"),
-		cond(corev1.NodeDiskPressure, corev1.ConditionFalse, "KubeletHasNoDiskPressure", "lockstep has no disk pressure"),
-		cond(corev1.NodePIDPressure, corev1.ConditionFalse, "KubeletHasSufficientPID", "lockstep has sufficient PID available"),
-		cond(corev1.NodeReady, corev1.ConditionTrue, "KubeletReady", "lockstep is posting ready status"),
+		cond(corev1.NodeMemoryPressure, corev1.ConditionFalse, "KubeletHasSufficientMemory", "kubelet has sufficient memory available"),
+		cond(corev1.NodeDiskPressure, corev1.ConditionFalse, "KubeletHasNoDiskPressure", "kubelet has no disk pressure"),
+		cond(corev1.NodePIDPressure, corev1.ConditionFalse, "KubeletHasSufficientPID", "kubelet has sufficient PID available"),
+		cond(corev1.NodeReady, corev1.ConditionTrue, "KubeletReady", "kubelet is posting ready status"),
 	}
 	if diff := cmp.Diff(wantConds, n.Status.Conditions); diff != "" {
 		t.Errorf("conditions (-want +got):\n%s", diff)
@@ -243,7 +243,7 @@ func TestBuildStatusOnExisting(t *testing.T) {
 	if diff := cmp.Diff(oldCopy, &old); diff != "" {
 		t.Errorf("old status was modified (-want +got):\n%s", diff)
 	}
-	if diff := cmp.Diff(map[string]string{"cpu": "4", "memory": "8Gi", "pods": "110", "ephemeral-storage": "100Gi", "example.com/gpu": "2"}, quantities(s.Capacity)); diff != "" {
+	if diff := cmp.Diff(map[string]string{"cpu": "4", "memory": "8Gi", "pods": "110", "ephemeral-storage": "107374182400", "example.com/gpu": "2"}, quantities(s.Capacity)); diff != "" {
 		t.Errorf("capacity (-want +got):\n%s", diff)
 	}
 	if diff := cmp.Diff(old.Images, s.Images); diff != "" {

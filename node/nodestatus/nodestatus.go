@@ -279,10 +279,12 @@ func New(d deps.Core, ports Ports, cfg Config, health Health) *Manager {
 	}
 }
 
-// Start spawns the "node register+status" task: register, then the
-// status loop and, once the Node is known, the independent "node lease"
-// task. Both end with ctx.
+// Start sends the node's Starting event (the kubelet's, on its start)
+// and spawns the "node register+status" task: register, then the status
+// loop and, once the Node is known, the independent "node lease" task.
+// Both end with ctx.
 func (m *Manager) Start(ctx context.Context) {
+	m.event(corev1.EventTypeNormal, EventStarting, MessageStarting)
 	m.d.Tasks.Go("node register+status", func() { m.runStatus(ctx) })
 }
 

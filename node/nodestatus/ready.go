@@ -13,7 +13,9 @@ import (
 const (
 	ReasonReady    = "KubeletReady"
 	ReasonNotReady = "KubeletNotReady"
-	MessageReady   = "lockstep is posting ready status"
+	// MessageReady is the Ready condition's message, the kubelet's words
+	// (tools match on it).
+	MessageReady = "kubelet is posting ready status"
 	// ShutdownMessage is the NotReady cause while the node shuts down
 	// (the kubelet's words).
 	ShutdownMessage = "node is shutting down"

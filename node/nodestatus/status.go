@@ -118,7 +118,7 @@ func (m *Manager) tryRegister(ctx context.Context) error {
 	if err == nil {
 		m.registeredAs(created, f)
 		m.log.Info("node registered", "uid", created.UID)
-		m.readyEvent(nil, &created.Status)
+		m.conditionEvents(nil, &created.Status)
 		return nil
 	}
 	if !apierrors.IsAlreadyExists(err) {
@@ -306,27 +306,25 @@ func (m *Manager) tryUpdateStatus(ctx context.Context) error {
 	m.mu.Lock()
 	m.lastReport, m.written = f.now, out
 	m.mu.Unlock()
-	m.readyEvent(&node.Status, &status)
+	m.conditionEvents(&node.Status, &status)
 	return nil
 }
 
-// readyEvent logs and records a change of the Ready condition's status
-// between the written status before (nil for a new node) and after.
-func (m *Manager) readyEvent(before, after *corev1.NodeStatus) {
-	now := readyCondition(after)
-	if now == nil {
-		return
-	}
-	if before != nil {
-		if was := readyCondition(before); was != nil && was.Status == now.Status {
-			return
+// conditionEvents logs and records, as the kubelet does, the changes of
+// the node's conditions between the written status before (nil for a new
+// node) and after: "Node <node> status is now: <event>" for each pressure
+// condition that is new or changed status (NodeHasSufficientMemory,
+// NodeHasNoDiskPressure, NodeHasSufficientPID or their opposites), then
+// for a change of the Ready condition's status (NodeReady, NodeNotReady).
+func (m *Manager) conditionEvents(before, after *corev1.NodeStatus) {
+	for _, e := range conditionChanges(before, after) {
+		switch e {
+		case EventNodeReady:
+			m.log.Info("node is Ready")
+		case EventNodeNotReady:
+			now := findCondition(after, corev1.NodeReady)
+			m.log.Warn("node is NotReady", "reason", now.Reason, "message", now.Message)
 		}
+		m.event(corev1.EventTypeNormal, e, fmt.Sprintf("Node %s status is now: %s", m.cfg.NodeName, e))
 	}
-	if now.Status == corev1.ConditionTrue {
-		m.log.Info("node is Ready")
-		m.event(corev1.EventTypeNormal, "NodeReady", fmt.Sprintf("Node %s status is now: NodeReady", m.cfg.NodeName))
-		return
-	}
-	m.log.Warn("node is NotReady", "reason", now.Reason, "message", now.Message)
-	m.event(corev1.EventTypeNormal, "NodeNotReady", fmt.Sprintf("Node %s status is now: NodeNotReady", m.cfg.NodeName))
 }

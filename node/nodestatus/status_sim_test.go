@@ -47,10 +47,10 @@ func TestRegistersNode(t *testing.T) {
 	if diff := gocmp.Diff(wantLabels, n.Labels); diff != "" {
 		t.Errorf("labels (-want +got):\n%s", diff)
 	}
-	if diff := gocmp.Diff(map[string]string{"cpu": "4", "memory": "8Gi", "pods": "110", "ephemeral-storage": "100Gi"}, quantities(n.Status.Capacity)); diff != "" {
+	if diff := gocmp.Diff(map[string]string{"cpu": "4", "memory": "8Gi", "pods": "110", "ephemeral-storage": "107374182400"}, quantities(n.Status.Capacity)); diff != "" {
 		t.Errorf("capacity (-want +got):\n%s", diff)
 	}
-	if diff := gocmp.Diff(map[string]string{"cpu": "3500m", "memory": "7Gi", "pods": "110", "ephemeral-storage": "100Gi"}, quantities(n.Status.Allocatable)); diff != "" {
+	if diff := gocmp.Diff(map[string]string{"cpu": "3500m", "memory": "7Gi", "pods": "110", "ephemeral-storage": "107374182400"}, quantities(n.Status.Allocatable)); diff != "" {
 		t.Errorf("allocatable (-want +got):\n%s", diff)
 	}
 	wantInfo := corev1.NodeSystemInfo{
@@ -75,15 +75,15 @@ func TestRegistersNode(t *testing.T) {
 		got = append(got, cond{c.Type, c.Status, c.Reason, c.Message})
 	}
 	want := []cond{
-		{corev1.NodeMemoryPressure, corev1.ConditionFalse, "KubeletHasSufficientMemory", "lockstep has sufficient memory available"},
-		{corev1.NodeDiskPressure, corev1.ConditionFalse, "KubeletHasNoDiskPressure", "lockstep has no disk pressure"},
-		{corev1.NodePIDPressure, corev1.ConditionFalse, "KubeletHasSufficientPID", "lockstep has sufficient PID available"},
-		{corev1.NodeReady, corev1.ConditionTrue, "KubeletReady", "lockstep is posting ready status"},
+		{corev1.NodeMemoryPressure, corev1.ConditionFalse, "KubeletHasSufficientMemory", "kubelet has sufficient memory available"},
+		{corev1.NodeDiskPressure, corev1.ConditionFalse, "KubeletHasNoDiskPressure", "kubelet has no disk pressure"},
+		{corev1.NodePIDPressure, corev1.ConditionFalse, "KubeletHasSufficientPID", "kubelet has sufficient PID available"},
+		{corev1.NodeReady, corev1.ConditionTrue, "KubeletReady", "kubelet is posting ready status"},
 	}
 	if diff := gocmp.Diff(want, got); diff != "" {
 		t.Errorf("conditions (-want +got):\n%s", diff)
 	}
-	if ready, reason, msg := w.m.Ready(); !ready || reason != "KubeletReady" || msg != "lockstep is posting ready status" {
+	if ready, reason, msg := w.m.Ready(); !ready || reason != "KubeletReady" || msg != "kubelet is posting ready status" {
 		t.Errorf("Ready() = %v, %q, %q", ready, reason, msg)
 	}
 	if got := w.writes(apiserver.KindNode, apiserver.VerbCreate, 0); !gocmp.Equal(secs(0), got) {
@@ -91,9 +91,18 @@ func TestRegistersNode(t *testing.T) {
 	}
 	var events []string
 	for _, e := range w.srv.User().Events() {
-		events = append(events, e.Object.Kind+"/"+e.Object.Name+" "+e.Reason)
+		events = append(events, e.Object.Kind+"/"+e.Object.Name+" "+e.Type+" "+e.Reason+": "+e.Message)
 	}
-	if diff := gocmp.Diff([]string{"Node/node-a NodeReady"}, events); diff != "" {
+	// The kubelet's node events, in its order: its start, then each
+	// condition as the status that registers the node sets it.
+	wantEvents := []string{
+		"Node/node-a Normal Starting: Starting kubelet.",
+		"Node/node-a Normal NodeHasSufficientMemory: Node node-a status is now: NodeHasSufficientMemory",
+		"Node/node-a Normal NodeHasNoDiskPressure: Node node-a status is now: NodeHasNoDiskPressure",
+		"Node/node-a Normal NodeHasSufficientPID: Node node-a status is now: NodeHasSufficientPID",
+		"Node/node-a Normal NodeReady: Node node-a status is now: NodeReady",
+	}
+	if diff := gocmp.Diff(wantEvents, events); diff != "" {
 		t.Errorf("events (-want +got):\n%s", diff)
 	}
 }
@@ -127,7 +136,7 @@ func TestAdoptsExistingNode(t *testing.T) {
 	if diff := gocmp.Diff(existing.Labels, n.Labels); diff != "" {
 		t.Errorf("labels of the adopted node changed (-want +got):\n%s", diff)
 	}
-	if diff := gocmp.Diff(map[string]string{"cpu": "4", "memory": "8Gi", "pods": "110", "ephemeral-storage": "100Gi", "example.com/gpu": "2"}, quantities(n.Status.Capacity)); diff != "" {
+	if diff := gocmp.Diff(map[string]string{"cpu": "4", "memory": "8Gi", "pods": "110", "ephemeral-storage": "107374182400", "example.com/gpu": "2"}, quantities(n.Status.Capacity)); diff != "" {
 		t.Errorf("capacity (-want +got):\n%s", diff)
 	}
 	var types []corev1.NodeConditionType
@@ -248,7 +257,8 @@ func TestRuntimeDownMakesNodeNotReady(t *testing.T) {
 	for _, e := range w.srv.User().Events() {
 		reasons = append(reasons, e.Reason)
 	}
-	if diff := gocmp.Diff([]string{"NodeReady", "NodeNotReady"}, reasons); diff != "" {
+	want := []string{"Starting", "NodeHasSufficientMemory", "NodeHasNoDiskPressure", "NodeHasSufficientPID", "NodeReady", "NodeNotReady"}
+	if diff := gocmp.Diff(want, reasons); diff != "" {
 		t.Errorf("event reasons (-want +got):\n%s", diff)
 	}
 }

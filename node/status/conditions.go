@@ -187,7 +187,7 @@ func NeedsReadinessReconcile(pod *corev1.Pod) bool {
 }
 
 // unreadyGates describes the readiness gates whose conditions (among those
-// others own) are not True.
+// others own) are not True, in upstream's words.
 func unreadyGates(pod *corev1.Pod, others []corev1.PodCondition) []string {
 	var msgs []string
 	for _, g := range pod.Spec.ReadinessGates {
@@ -198,11 +198,11 @@ func unreadyGates(pod *corev1.Pod, others []corev1.PodCondition) []string {
 			}
 			found = true
 			if c.Status != corev1.ConditionTrue {
-				msgs = append(msgs, fmt.Sprintf("readiness gate %q is %s", g.ConditionType, c.Status))
+				msgs = append(msgs, fmt.Sprintf("the status of pod readiness gate %q is not \"True\", but %s", g.ConditionType, c.Status))
 			}
 		}
 		if !found {
-			msgs = append(msgs, fmt.Sprintf("readiness gate %q has no condition", g.ConditionType))
+			msgs = append(msgs, fmt.Sprintf("corresponding condition of pod readiness gate %q does not exist.", g.ConditionType))
 		}
 	}
 	return msgs

@@ -55,6 +55,10 @@ type NodeAddrs struct {
 	// RuntimeType is the ContainerID scheme ("containerd" gives
 	// "containerd://<id>"); empty means DefaultRuntimeType.
 	RuntimeType string
+	// RecursiveReadOnlyMounts says whether the runtime's handler mounts
+	// recursively read-only: it resolves each read-only mount's
+	// status.volumeMounts[].recursiveReadOnly to Enabled or Disabled.
+	RecursiveReadOnlyMounts bool
 }
 
 // Generate computes a pod's status from the runtime's view rs (nil: nothing
@@ -68,7 +72,7 @@ type NodeAddrs struct {
 // reported terminated.
 func Generate(pod *corev1.Pod, rs *podstate.PodStatus, waiting map[string]Waiting, probes Probes, node NodeAddrs, now time.Time) corev1.PodStatus {
 	prev := &pod.Status
-	g := generator{pod: pod, rs: rs, waiting: waiting, probes: probes, scheme: node.RuntimeType}
+	g := generator{pod: pod, rs: rs, waiting: waiting, probes: probes, scheme: node.RuntimeType, rro: node.RecursiveReadOnlyMounts}
 	if g.scheme == "" {
 		g.scheme = DefaultRuntimeType
 	}
@@ -148,6 +152,7 @@ type generator struct {
 	waiting map[string]Waiting
 	probes  Probes
 	scheme  string
+	rro     bool
 }
 
 // statuses returns one status per spec container, in spec order.
@@ -158,19 +163,22 @@ func (g *generator) statuses(specs []corev1.Container, prev []corev1.ContainerSt
 	out := make([]corev1.ContainerStatus, 0, len(specs))
 	for i := range specs {
 		c := &specs[i]
-		out = append(out, g.status(c, findStatus(prev, c.Name), isInit, defaultReason))
+		cs := g.status(c, findStatus(prev, c.Name), isInit, defaultReason)
+		cs.VolumeMounts = mountStatuses(c, g.rro)
+		out = append(out, cs)
 	}
 	return out
 }
 
 // ephemeralStatuses returns one status per ephemeral container, in spec
-// order: like a regular container's, never ready (ephemeral containers
-// have no probes and serve nothing).
+// order: like a regular container's, never ready and with started unset
+// (ephemeral containers have no probes and serve nothing; upstream's
+// prober sets started and ready for init and regular containers only).
 func (g *generator) ephemeralStatuses(prev []corev1.ContainerStatus) []corev1.ContainerStatus {
 	specs := EphemeralSpecs(g.pod)
 	out := g.statuses(specs, prev, false, podutil.ReasonContainerCreating)
 	for i := range out {
-		out[i].Ready = false
+		out[i].Ready, out[i].Started = false, nil
 	}
 	return out
 }

@@ -113,7 +113,7 @@ func finalizeAll(pod *corev1.Pod, s *corev1.PodStatus, prev *corev1.PodStatus) {
 		if cs.State.Waiting == nil {
 			finalize(cs, findStatus(prev.EphemeralContainerStatuses, cs.Name))
 		}
-		cs.Started = ptr(false)
+		cs.Started = nil
 		cs.Ready = false
 	}
 }
