@@ -393,7 +393,7 @@ func (m *Manager) report(tk *task, out Outcome, err error, d time.Duration) {
 	}
 	switch {
 	case err != nil:
-		m.cfg.Event(tk.pod, tk.c.Name, corev1.EventTypeWarning, "Unhealthy", fmt.Sprintf("%s probe errored: %v", t, err))
+		m.cfg.Event(tk.pod, tk.c.Name, corev1.EventTypeWarning, "Unhealthy", fmt.Sprintf("%s probe errored and resulted in unknown state: %v", t, err))
 	case out.Result == Failure:
 		m.cfg.Event(tk.pod, tk.c.Name, corev1.EventTypeWarning, "Unhealthy", fmt.Sprintf("%s probe failed: %s", t, out.Output))
 	case out.Warning:

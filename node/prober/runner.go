@@ -78,7 +78,7 @@ func (r *Runner) Run(ctx context.Context, p *corev1.Probe, timeout time.Duration
 	case r.Net == nil:
 		return Outcome{}, errors.New("no probe network")
 	case h.HTTPGet != nil:
-		return r.HTTPGet(ctx, h.HTTPGet, t, UserAgent)
+		return r.httpGet(ctx, h.HTTPGet, t, UserAgent, timeout)
 	case h.TCPSocket != nil:
 		return r.tcp(ctx, h.TCPSocket, t)
 	case h.GRPC != nil:
@@ -100,7 +100,9 @@ func (r *Runner) Exec(ctx context.Context, cmd []string, timeout time.Duration, 
 	case errors.As(err, &exit):
 		return Outcome{Result: Failure, Output: out, Err: err}, nil
 	case isTimeout(err):
-		return Outcome{Result: Failure, Output: fmt.Sprintf("command %q timed out", strings.Join(cmd, " ")), Err: err}, nil
+		// The CRI client's words (cri-client ErrCommandTimedOut and the
+		// command it wraps), which the kubelet's exec prober passes on.
+		return Outcome{Result: Failure, Output: fmt.Sprintf("command timed out: %q timed out after %s", strings.Join(cmd, " "), timeout), Err: err}, nil
 	}
 	return Outcome{}, fmt.Errorf("exec probe in container %s: %w", t.ContainerID, err)
 }
@@ -156,6 +158,12 @@ func hostOr(host, podIP string) string {
 // does. A status outside 200–399 or no response is a Failure; an error
 // means the request could not be built.
 func (r *Runner) HTTPGet(ctx context.Context, h *corev1.HTTPGetAction, t Target, userAgent string) (Outcome, error) {
+	return r.httpGet(ctx, h, t, userAgent, 0)
+}
+
+// httpGet is HTTPGet with the request's client timeout (0: ctx alone), as
+// a probe's HTTP client has one.
+func (r *Runner) httpGet(ctx context.Context, h *corev1.HTTPGetAction, t Target, userAgent string, timeout time.Duration) (Outcome, error) {
 	if r.Net == nil {
 		return Outcome{}, errors.New("no probe network")
 	}
@@ -179,7 +187,7 @@ func (r *Runner) HTTPGet(ctx context.Context, h *corev1.HTTPGetAction, t Target,
 	if err != nil {
 		return Outcome{}, fmt.Errorf("HTTP probe URL of container %q: %w", t.Container.Name, err)
 	}
-	req := deps.HTTPRequest{Header: map[string][]string{"User-Agent": {userAgent}, "Accept": {"*/*"}}}
+	req := deps.HTTPRequest{Header: map[string][]string{"User-Agent": {userAgent}, "Accept": {"*/*"}}, Timeout: timeout}
 	for _, hd := range h.HTTPHeaders {
 		name := textproto.CanonicalMIMEHeaderKey(hd.Name)
 		if name == "Host" {

@@ -157,7 +157,7 @@ func TestRunnerHandlers(t *testing.T) {
 		exec: func(_ []string, timeout time.Duration) ([]byte, error) {
 			return nil, status.Errorf(codes.DeadlineExceeded, "timed out after %s", timeout)
 		},
-		want: Outcome{Result: Failure, Output: `command "sleep 9" timed out`, Err: status.Error(codes.DeadlineExceeded, "timed out after 1s")},
+		want: Outcome{Result: Failure, Output: `command timed out: "sleep 9" timed out after 1s`, Err: status.Error(codes.DeadlineExceeded, "timed out after 1s")},
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := &Runner{Execer: tc.exec, Clock: clock.New()}

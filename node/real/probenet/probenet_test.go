@@ -2,10 +2,13 @@ package probenet
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"google.golang.org/grpc"
@@ -80,5 +83,31 @@ func TestGRPCHealth(t *testing.T) {
 	}
 	if _, err := n.GRPCHealth(context.Background(), "127.0.0.1", port, "nope"); err == nil {
 		t.Errorf("unknown service: no error")
+	}
+}
+
+// A probe GET to a target that never answers fails, after the probe's
+// timeout, with net/http's client timeout error, as the kubelet's probes
+// report it, even when ctx carries the same deadline.
+func TestHTTPGetTimeoutIsTheClientTimeout(t *testing.T) {
+	release := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		<-release
+	}))
+	defer srv.Close()
+	defer close(release)
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	_, err := New().HTTPGet(ctx, deps.HTTPRequest{URL: srv.URL + "/hang", Timeout: 200 * time.Millisecond})
+	want := fmt.Sprintf("Get %q: context deadline exceeded (Client.Timeout exceeded while awaiting headers)", srv.URL+"/hang")
+	if err == nil || err.Error() != want {
+		t.Errorf("error %v; want %q", err, want)
+	}
+
+	cctx, ccancel := context.WithCancel(context.Background())
+	time.AfterFunc(50*time.Millisecond, ccancel)
+	_, err = New().HTTPGet(cctx, deps.HTTPRequest{URL: srv.URL + "/hang", Timeout: time.Minute})
+	if !errors.Is(err, context.Canceled) {
+		t.Errorf("cancelled request: error %v; want context.Canceled", err)
 	}
 }
