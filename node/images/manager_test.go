@@ -162,7 +162,7 @@ func TestPullBackOff(t *testing.T) {
 		`+27s BackOff: Back-off pulling image "example.com/app:v1"`,
 		`+33s Pulling: Pulling image "example.com/app:v1"`,
 		`+34s Pulled: Successfully pulled image "example.com/app:v1" in 1s (1s including waiting). Image size: 20971520 bytes.`,
-		`+34s Pulled: Container image "example.com/app:v1" already present on machine`,
+		`+34s Pulled: Container image "example.com/app:v1" already present on machine and can be accessed by the pod`,
 	}
 	if diff := cmp.Diff(wantEv, w.ev.take()); diff != "" {
 		t.Errorf("events (-want +got):\n%s", diff)
@@ -193,7 +193,8 @@ func TestPolicies(t *testing.T) {
 		t.Errorf("pulls (-want +got):\n%s", diff)
 	}
 	if ev := w.ev.take(); !hasSuffix(ev, `ErrImageNeverPull: Container image "example.com/missing:v1" is not present with pull policy of Never`) ||
-		!hasSuffix(ev, `Pulling: Pulling image "example.com/new:latest"`) {
+		!hasSuffix(ev, `Pulling: Pulling image "example.com/new"`) ||
+		!hasSuffix(ev, `Pulled: Container image "busybox:latest" already present on machine and can be accessed by the pod`) {
 		t.Errorf("events: %q", ev)
 	}
 }
@@ -225,10 +226,21 @@ func TestCredentials(t *testing.T) {
 		w.ensure(pod("missing", "localhost:5000/private/app:v1", corev1.PullAlways, "absent")),
 		w.ensure(pod("both", "localhost:5000/private/app:v1", corev1.PullAlways, "wrong", "right")),
 	}
-	unauthorized := `rpc error: code = Unknown desc = failed to pull and unpack image "localhost:5000/private/app:v1": failed to resolve reference "localhost:5000/private/app:v1": pulling from host localhost:5000 failed with status code [manifests v1]: 401 Unauthorized`
+	unauthorized := `failed to pull and unpack image "localhost:5000/private/app:v1": failed to resolve reference "localhost:5000/private/app:v1": pulling from host localhost:5000 failed with status code [manifests v1]: 401 Unauthorized`
 	want := []string{"ErrImagePull: " + unauthorized, "ErrImagePull: " + unauthorized, ""}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("results (-want +got):\n%s", diff)
+	}
+	var missing []string
+	for _, e := range w.ev.take() {
+		if strings.Contains(e, images.EventMissingPullSecrets) {
+			missing = append(missing, e)
+		}
+	}
+	// Only the pod naming a secret that does not exist, after its failed pull.
+	wantMissing := []string{"+2s FailedToRetrieveImagePullSecret: Unable to retrieve some image pull secrets (absent); attempting to pull the image may not succeed."}
+	if diff := cmp.Diff(wantMissing, missing); diff != "" {
+		t.Errorf("missing secret events (-want +got):\n%s", diff)
 	}
 	var auths []string
 	for _, p := range w.rt.Pulls() {
