@@ -28,7 +28,8 @@ type containerWrite struct {
 	PodRdy  corev1.ConditionStatus
 }
 
-// watchContainer records every written status of container in pod name.
+// watchContainer records every written status of container (regular or
+// init) in pod name.
 func watchContainer(h *harness.Harness, name, container string) *[]containerWrite {
 	var out []containerWrite
 	h.API.OnWrite(func(r apiserver.Record) {
@@ -41,7 +42,7 @@ func watchContainer(h *harness.Harness, name, container string) *[]containerWrit
 				w.PodRdy = c.Status
 			}
 		}
-		for _, cs := range r.Pod.Status.ContainerStatuses {
+		for _, cs := range append(r.Pod.Status.InitContainerStatuses, r.Pod.Status.ContainerStatuses...) {
 			if cs.Name == container {
 				w.Ready = cs.Ready
 				if cs.Started != nil {
@@ -140,5 +141,58 @@ func TestFidelityAgentRestartKeepsProbedPodReady(t *testing.T) {
 				t.Errorf("restartCount %d; want 0", n)
 			}
 		})
+	}
+}
+
+// A sidecar whose startup probe had passed stays started across an agent
+// restart (upstream seeds its startup result from the status, worker.go's
+// restart case), and the app container behind it stays Ready: no
+// container is restarted.
+func TestFidelityAgentRestartKeepsSidecarStarted(t *testing.T) {
+	h := start(t, 43)
+	c := NewChecker(h)
+	proxy := watchContainer(h, "side", "proxy")
+	app := watchContainer(h, "side", "app")
+	pod := mustCreate(t, h, NewPod("side", h.NodeName,
+		Sidecar("proxy"),
+		Env("proxy", "FAKECRI_EXEC", "boot=0"),
+		WithProbe("proxy", StartupProbe, execProbe("boot", 5, 10)),
+		Env("app", "FAKECRI_EXEC", "check=0"),
+		WithProbe("app", ReadinessProbe, execProbe("check", 5, 3))))
+	restartAgentAt(t, h, 40*time.Second, 3*time.Second)
+	restartedAt := h.K.Now()
+	if err := h.K.RunFor(60 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	c.Check()
+	reportViolations(t, c)
+	for name, writes := range map[string][]containerWrite{"proxy": *proxy, "app": *app} {
+		before := 0
+		for _, w := range writes {
+			if w.At.Before(restartedAt) {
+				before++
+				continue
+			}
+			if w.Started != "true" || (name == "app" && !w.Ready) {
+				t.Errorf("%s at %v after the restart: started %s ready %v; want started (and the app ready)", name, w.At.Sub(restartedAt), w.Started, w.Ready)
+			}
+		}
+		// No write after the restart is the status staying as it was.
+		if before == 0 {
+			t.Errorf("%s: no status write before the restart", name)
+		}
+	}
+	p, _ := APIPod(h, "default", "side")
+	for _, cs := range append(p.Status.InitContainerStatuses, p.Status.ContainerStatuses...) {
+		if cs.Started == nil || !*cs.Started || !cs.Ready {
+			t.Errorf("%s at the end: started %v ready %v; want both", cs.Name, cs.Started, cs.Ready)
+		}
+	}
+	for _, name := range []string{"proxy", "app"} {
+		for _, cs := range PodContainers(h, pod.UID) {
+			if cs.Name == name && cs.Attempt != 0 {
+				t.Errorf("%s was restarted (attempt %d)", name, cs.Attempt)
+			}
+		}
 	}
 }
