@@ -2,10 +2,12 @@ package scenarios
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/lockstep-dev/lockstep/sim/apiserver"
 	"github.com/lockstep-dev/lockstep/sim/harness"
@@ -193,6 +195,42 @@ func TestFidelityAgentRestartKeepsSidecarStarted(t *testing.T) {
 			if cs.Name == name && cs.Attempt != 0 {
 				t.Errorf("%s was restarted (attempt %d)", name, cs.Attempt)
 			}
+		}
+	}
+}
+
+// gRPC probe failures read as pkg/probe/grpc words them: a port nothing
+// serves fails after the probe's timeout (the kubelet's dial blocks) with
+// "timeout: failed to connect service …", a server without the health
+// service says so, an unhealthy service names its status.
+func TestFidelityGRPCProbeTexts(t *testing.T) {
+	h := start(t, 45)
+	grpcReadiness := func(port int32) PodOption {
+		return WithProbe("app", ReadinessProbe, &corev1.Probe{
+			ProbeHandler:  corev1.ProbeHandler{GRPC: &corev1.GRPCAction{Port: port}},
+			PeriodSeconds: 5, TimeoutSeconds: 2,
+		})
+	}
+	closed := mustCreate(t, h, NewPod("closed", h.NodeName, grpcReadiness(9090)))
+	sick := mustCreate(t, h, NewPod("sick", h.NodeName, Env("app", "FAKECRI_GRPC", "9090=not_serving"), grpcReadiness(9090)))
+	if err := h.K.RunFor(30 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		uid            types.UID
+		prefix, suffix string
+	}{
+		{closed.UID, `Unhealthy Readiness probe failed: timeout: failed to connect service "`, `:9090" within 2s: context deadline exceeded`},
+		{sick.UID, `Unhealthy Readiness probe failed: service unhealthy (responded with "NOT_SERVING")`, ""},
+	} {
+		ev := eventsOf(h, tc.uid, "Unhealthy")
+		if len(ev) == 0 {
+			t.Errorf("no Unhealthy event; want %q…%q", tc.prefix, tc.suffix)
+			continue
+		}
+		msg := ev[0][:strings.LastIndex(ev[0], " x")]
+		if !strings.HasPrefix(msg, tc.prefix) || !strings.HasSuffix(msg, tc.suffix) {
+			t.Errorf("Unhealthy %q; want %q…%q", msg, tc.prefix, tc.suffix)
 		}
 	}
 }

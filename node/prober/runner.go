@@ -82,7 +82,7 @@ func (r *Runner) Run(ctx context.Context, p *corev1.Probe, timeout time.Duration
 	case h.TCPSocket != nil:
 		return r.tcp(ctx, h.TCPSocket, t)
 	case h.GRPC != nil:
-		return r.grpc(ctx, h.GRPC, t)
+		return r.grpc(ctx, h.GRPC, t, timeout)
 	}
 	return Outcome{}, errors.New("probe has no handler")
 }
@@ -256,7 +256,7 @@ func (r *Runner) tcp(ctx context.Context, h *corev1.TCPSocketAction, t Target) (
 	return Outcome{Result: Success}, nil
 }
 
-func (r *Runner) grpc(ctx context.Context, h *corev1.GRPCAction, t Target) (Outcome, error) {
+func (r *Runner) grpc(ctx context.Context, h *corev1.GRPCAction, t Target, timeout time.Duration) (Outcome, error) {
 	service := ""
 	if h.Service != nil {
 		service = *h.Service
@@ -265,13 +265,31 @@ func (r *Runner) grpc(ctx context.Context, h *corev1.GRPCAction, t Target) (Outc
 		return Outcome{}, errNoIP
 	}
 	st, err := r.Net.GRPCHealth(ctx, t.PodIP, int(h.Port), service)
-	switch {
-	case err != nil && status.Code(err) == codes.Unimplemented:
-		return Outcome{Result: Failure, Output: fmt.Sprintf("service %s:%d does not implement the grpc health protocol", t.PodIP, h.Port)}, nil
-	case err != nil:
-		return Outcome{Result: Failure, Output: err.Error()}, nil
-	case st != "SERVING":
+	if err != nil {
+		return Outcome{Result: Failure, Output: grpcFailure(err, net.JoinHostPort(t.PodIP, strconv.Itoa(int(h.Port))), timeout)}, nil
+	}
+	if st != "SERVING" {
 		return Outcome{Result: Failure, Output: fmt.Sprintf("service unhealthy (responded with %q)", st)}, nil
 	}
-	return Outcome{Result: Success, Output: "service is serving"}, nil
+	return Outcome{Result: Success, Output: "service healthy"}, nil
+}
+
+// grpcFailure words a failed gRPC health check as pkg/probe/grpc does: a
+// connection not made within the timeout (the kubelet dials blocking, so
+// a refused port ends there too), a check that did not finish, a server
+// without the health service, anything else.
+func grpcFailure(err error, addr string, timeout time.Duration) string {
+	if st, ok := status.FromError(err); ok {
+		switch st.Code() {
+		case codes.Unimplemented:
+			return "error: this server does not implement the grpc health protocol (grpc.health.v1.Health): " + st.Message()
+		case codes.DeadlineExceeded:
+			return fmt.Sprintf("timeout: health rpc did not complete within %v", timeout)
+		}
+		return fmt.Sprintf("error: health rpc probe failed: %v", err)
+	}
+	if errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Sprintf("timeout: failed to connect service %q within %v: %v", addr, timeout, context.DeadlineExceeded)
+	}
+	return fmt.Sprintf("error: failed to connect service at %q: %v", addr, err)
 }

@@ -14,6 +14,7 @@ import (
 	"strconv"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/connectivity"
 	"google.golang.org/grpc/credentials/insecure"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
@@ -106,7 +107,10 @@ func (n *Net) DialTCP(ctx context.Context, host string, port int) error {
 	return conn.Close()
 }
 
-// GRPCHealth calls grpc.health.v1.Health/Check without TLS.
+// GRPCHealth calls grpc.health.v1.Health/Check without TLS. Like the
+// kubelet's blocking dial, it waits for the connection until ctx ends (a
+// refused port is retried until then) and then fails with ctx's error; the
+// check's own error is the bare gRPC status, for the prober to word.
 func (n *Net) GRPCHealth(ctx context.Context, host string, port int, service string) (string, error) {
 	addr := net.JoinHostPort(host, strconv.Itoa(port))
 	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()),
@@ -115,9 +119,17 @@ func (n *Net) GRPCHealth(ctx context.Context, host string, port int, service str
 		return "", fmt.Errorf("gRPC probe of %s: %w", addr, err)
 	}
 	defer conn.Close()
+	for state := conn.GetState(); state != connectivity.Ready; state = conn.GetState() {
+		if state == connectivity.Idle {
+			conn.Connect()
+		}
+		if !conn.WaitForStateChange(ctx, state) {
+			return "", fmt.Errorf("connect gRPC probe of %s: %w", addr, ctx.Err())
+		}
+	}
 	resp, err := healthpb.NewHealthClient(conn).Check(ctx, &healthpb.HealthCheckRequest{Service: service})
 	if err != nil {
-		return "", fmt.Errorf("gRPC health check of %s: %w", addr, err)
+		return "", err
 	}
 	return resp.GetStatus().String(), nil
 }

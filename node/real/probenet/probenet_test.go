@@ -12,8 +12,10 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/status"
 
 	"github.com/lockstep-dev/lockstep/node/deps"
 )
@@ -81,8 +83,21 @@ func TestGRPCHealth(t *testing.T) {
 			t.Errorf("service %q: %q, %v; want %q", service, got, err, want)
 		}
 	}
-	if _, err := n.GRPCHealth(context.Background(), "127.0.0.1", port, "nope"); err == nil {
-		t.Errorf("unknown service: no error")
+	if _, err := n.GRPCHealth(context.Background(), "127.0.0.1", port, "nope"); status.Code(err) != codes.NotFound {
+		t.Errorf("unknown service: %v; want the bare NotFound status", err)
+	}
+	// A port nobody listens on: retried until ctx's deadline, as the
+	// kubelet's blocking dial, then ctx's error.
+	closed, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	closedPort := closed.Addr().(*net.TCPAddr).Port
+	closed.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	if _, err := n.GRPCHealth(ctx, "127.0.0.1", closedPort, ""); !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("refused port: %v; want context.DeadlineExceeded", err)
 	}
 }
 
