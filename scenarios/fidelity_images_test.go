@@ -66,3 +66,35 @@ func TestFidelityImageEvents(t *testing.T) {
 		}
 	}
 }
+
+// An image the agent pulled with one pod's pull secret is not another
+// pod's for the asking: a pod without the credentials pulls it itself and,
+// failing, waits in ErrImagePull/ImagePullBackOff instead of running the
+// image on the node (the kubelet's KubeletEnsureSecretPulledImages, shown
+// by diff-kubelet's image-pull-secret beside image-pull-secret-missing);
+// a pod holding the same secret runs it without pulling.
+func TestFidelityPrivateImageStaysPrivate(t *testing.T) {
+	const private = "registry.example/private:1"
+	h, c := imageHarness(t, 22, -1, fakecri.Image{Ref: private, Size: 1 << 20, Username: "diff", Password: "s3cret"})
+	h.API.User().PutSecret(RegistrySecret("regcred", "registry.example", "diff", "s3cret"))
+	owner := mustCreate(t, h, NewPod("owner", h.NodeName, Image("app", private, corev1.PullIfNotPresent), PullSecrets("regcred")))
+	checkUntil(t, h, c, "owner Running", time.Minute, func() bool { return PodIs(h, "default", "owner", corev1.PodRunning, true) })
+	other := mustCreate(t, h, NewPod("other", h.NodeName, Image("app", private, corev1.PullIfNotPresent), PullSecrets("nosuch")))
+	sibling := mustCreate(t, h, NewPod("sibling", h.NodeName, Image("app", private, corev1.PullIfNotPresent), PullSecrets("regcred")))
+	checkFor(t, h, c, 45*time.Second)
+	if !PodIs(h, "default", "sibling", corev1.PodRunning, true) {
+		t.Errorf("sibling (holding the secret the image was pulled with) is not Running")
+	}
+	if r, _ := waitingReason(h, "other"); r != "ErrImagePull" && r != "ImagePullBackOff" {
+		t.Errorf("other (without the credentials) waits %q; want ErrImagePull or ImagePullBackOff", r)
+	}
+	if n := len(pullsOf(h, owner.UID)); n != 1 {
+		t.Errorf("owner pulled %d times; want 1", n)
+	}
+	if n := len(pullsOf(h, sibling.UID)); n != 0 {
+		t.Errorf("sibling pulled %d times; want 0 (the image is its to use)", n)
+	}
+	if n := len(pullsOf(h, other.UID)); n < 2 {
+		t.Errorf("other pulled %d times in 45 s; want at least 2 (a pull, then a retry after the back-off)", n)
+	}
+}

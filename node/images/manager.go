@@ -83,8 +83,9 @@ type Manager struct {
 	gate    *Gate
 	backoff *backoff.Backoff
 
-	mu     sync.Mutex
-	failed map[string]pullFailure // by backoffKey
+	mu      sync.Mutex
+	failed  map[string]pullFailure // by backoffKey
+	records *pullRecords
 }
 
 // pullFailure is the last failed pull of an image for a pod; it stays
@@ -107,6 +108,7 @@ func New(d deps.Core, ports Ports, cfg Config) *Manager {
 		gate:    NewGate(d.Tasks, limit),
 		backoff: backoff.New(cfg.Backoff),
 		failed:  map[string]pullFailure{},
+		records: newPullRecords(),
 	}
 }
 
@@ -137,7 +139,16 @@ func (m *Manager) EnsureImage(ctx context.Context, pod *corev1.Pod, c *corev1.Co
 		ref = st.GetImage().GetId()
 		present = ref != ""
 	}
-	switch Decide(policy, present) {
+	step := Decide(policy, present)
+	if step == UsePresent && m.records.mustPull(c.Image, ref, func() []Credential { creds, _ := m.credentials(ctx, pod, image); return creds }) {
+		// Pulled by this agent with credentials the pod does not hold:
+		// the pod pulls it itself (with Never it may not, as if absent).
+		step = Pull
+		if policy == corev1.PullNever {
+			step = NeverPull
+		}
+	}
+	switch step {
 	case NeverPull:
 		msg := fmt.Sprintf("Container image %q is not present with pull policy of Never", c.Image)
 		m.event(pod, c.Name, corev1.EventTypeWarning, EventErrImageNeverPull, msg)
@@ -150,10 +161,8 @@ func (m *Manager) EnsureImage(ctx context.Context, pod *corev1.Pod, c *corev1.Co
 }
 
 // PresentMessage is the Pulled event's message for an image already on
-// the node, as the kubelet words it with KubeletEnsureSecretPulledImages
-// on (its default since v1.33). lockstep does not verify that the pod may
-// use an image another pod pulled with other credentials: every present
-// image is one the pod can use.
+// the node that the pod may use (pullRecords), as the kubelet words it
+// with KubeletEnsureSecretPulledImages on (its default since v1.33).
 func PresentMessage(image string) string {
 	return fmt.Sprintf("Container image %q already present on machine and can be accessed by the pod", image)
 }
@@ -163,6 +172,8 @@ func PresentMessage(image string) string {
 // events, messages and the back-off key use it, as the kubelet's do
 // (spec holds it with the default tag applied).
 func (m *Manager) pull(ctx context.Context, pod *corev1.Pod, container, requested string, spec *runtimeapi.ImageSpec, sb *runtimeapi.PodSandboxConfig) (string, error) {
+	m.records.intend(requested)
+	defer m.records.done(requested)
 	key := backoffKey(string(pod.UID), requested)
 	if wait, last := m.inBackoff(key); wait > 0 {
 		msg := fmt.Sprintf("Back-off pulling image %q", requested)
@@ -176,7 +187,7 @@ func (m *Manager) pull(ctx context.Context, pod *corev1.Pod, container, requeste
 		return "", fmt.Errorf("wait to pull image %q for pod %s/%s: %w", requested, pod.Namespace, pod.Name, err)
 	}
 	pullStart := m.d.Clock.Now()
-	ref, err := m.pullWith(ctx, spec, creds, sb)
+	ref, used, err := m.pullWith(ctx, spec, creds, sb)
 	var size uint64
 	if err == nil {
 		if st, serr := m.ports.Images.ImageStatus(ctx, spec, false); serr == nil {
@@ -199,6 +210,7 @@ func (m *Manager) pull(ctx context.Context, pod *corev1.Pod, container, requeste
 		m.failed[key] = f
 	}
 	m.mu.Unlock()
+	m.records.record(requested, ref, used)
 	m.event(pod, container, corev1.EventTypeNormal, EventPulled, PulledMessage(requested, pulled.Sub(pullStart), pulled.Sub(start), size))
 	return ref, nil
 }
@@ -211,27 +223,28 @@ func PulledMessage(image string, pulling, total time.Duration, size uint64) stri
 }
 
 // pullWith pulls with each credential in turn until one works (without
-// any, once anonymously); the error lists every attempt's error.
-func (m *Manager) pullWith(ctx context.Context, spec *runtimeapi.ImageSpec, creds []Credential, sb *runtimeapi.PodSandboxConfig) (string, error) {
+// any, once anonymously) and returns the one that did (nil: none); the
+// error lists every attempt's error.
+func (m *Manager) pullWith(ctx context.Context, spec *runtimeapi.ImageSpec, creds []Credential, sb *runtimeapi.PodSandboxConfig) (string, *Credential, error) {
 	if len(creds) == 0 {
 		ref, err := m.ports.Images.PullImage(ctx, spec, nil, sb)
 		if err != nil {
-			return "", errors.New(runtimeError(err))
+			return "", nil, errors.New(runtimeError(err))
 		}
-		return ref, nil
+		return ref, nil, nil
 	}
 	var errs []string
-	for _, c := range creds {
+	for i, c := range creds {
 		ref, err := m.ports.Images.PullImage(ctx, spec, &runtimeapi.AuthConfig{Username: c.Username, Password: c.Password}, sb)
 		if err == nil {
-			return ref, nil
+			return ref, &creds[i], nil
 		}
 		errs = append(errs, runtimeError(err))
 	}
 	if len(errs) == 1 {
-		return "", errors.New(errs[0])
+		return "", nil, errors.New(errs[0])
 	}
-	return "", errors.New("[" + strings.Join(errs, ", ") + "]")
+	return "", nil, errors.New("[" + strings.Join(errs, ", ") + "]")
 }
 
 // MissingSecretsMessage is the pod's warning after a failed pull when

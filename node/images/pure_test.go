@@ -202,3 +202,21 @@ func TestPulledMessage(t *testing.T) {
 		t.Errorf("got  %s\nwant %s", got, want)
 	}
 }
+
+func TestRepositoryOf(t *testing.T) {
+	for in, want := range map[string]string{
+		"busybox":                             "busybox",
+		"busybox:1.36":                        "busybox",
+		"registry.example/private:1":          "registry.example/private",
+		"localhost:5000/app":                  "localhost:5000/app",
+		"localhost:5000/app:v1":               "localhost:5000/app",
+		"busybox@sha256:" + sha256Zeroes:      "busybox",
+		"busybox:1.36@sha256:" + sha256Zeroes: "busybox",
+	} {
+		if got := repositoryOf(in); got != want {
+			t.Errorf("repositoryOf(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+const sha256Zeroes = "0000000000000000000000000000000000000000000000000000000000000000"
