@@ -119,9 +119,10 @@ func TestPrivateImageWithoutSecretBacksOff(t *testing.T) {
 		t.Errorf("phase %s, want Pending", p.Status.Phase)
 	}
 	msg := seen["ImagePullBackOff"]
-	// The runtime's error as upstream reports it: the gRPC status, without
-	// what lockstep's CRI client wraps around it.
-	pullErr := "rpc error: code = Unknown desc = failed to pull and unpack image"
+	// The runtime's error as upstream reports it: the gRPC status's
+	// message alone (its code is Unknown), as the kubelet's CRI client
+	// strips it.
+	pullErr := "failed to pull and unpack image"
 	if !strings.HasPrefix(msg, fmt.Sprintf("Back-off pulling image %q: ErrImagePull: %s", image, pullErr)) || !strings.Contains(msg, "401 Unauthorized") {
 		t.Errorf("ImagePullBackOff message %q: want the back-off naming the image and the registry's 401", msg)
 	}

@@ -81,7 +81,7 @@ func TestImagePullBackOff(t *testing.T) {
 	if !seen["ErrImagePull"] || !seen["ImagePullBackOff"] {
 		t.Errorf("waiting reasons seen %v; want ErrImagePull and ImagePullBackOff", seen)
 	}
-	wantMsg := `Back-off pulling image "example.com/flaky:v1": ErrImagePull: rpc error: code = Unknown desc = failed to pull and unpack image "example.com/flaky:v1": 503 Service Unavailable`
+	wantMsg := `Back-off pulling image "example.com/flaky:v1": ErrImagePull: failed to pull and unpack image "example.com/flaky:v1": 503 Service Unavailable`
 	if backoffMsg != wantMsg {
 		t.Errorf("ImagePullBackOff message\n got %q\nwant %q", backoffMsg, wantMsg)
 	}
@@ -98,7 +98,7 @@ func TestImagePullBackOff(t *testing.T) {
 	ev := eventsAbout(h, "default", "flaky")
 	for _, want := range []string{
 		`Normal Pulling: Pulling image "example.com/flaky:v1"`,
-		`Warning Failed: Failed to pull image "example.com/flaky:v1": rpc error: code = Unknown desc = failed to pull and unpack image "example.com/flaky:v1": 503 Service Unavailable`,
+		`Warning Failed: Failed to pull image "example.com/flaky:v1": failed to pull and unpack image "example.com/flaky:v1": 503 Service Unavailable`,
 		`Warning Failed: Error: ErrImagePull`,
 		`Normal BackOff: Back-off pulling image "example.com/flaky:v1"`,
 		`Warning Failed: Error: ImagePullBackOff`,

@@ -260,7 +260,7 @@ func TestProbeHandlers(t *testing.T) {
 	}, {
 		name: "exec timeout", env: [2]string{"FAKECRI_EXEC", "check=hang,20s:0"}, timeout: 2,
 		handler:   corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: []string{"check"}}},
-		readyFrom: 20, event: `Unhealthy Readiness probe failed: command "check" timed out`,
+		readyFrom: 20, event: `Unhealthy Readiness probe failed: command timed out: "check" timed out after 2s`,
 	}, {
 		name: "HTTP", env: [2]string{"FAKECRI_HTTP", "8080/healthz=503,20s:200"},
 		handler:   corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Port: intstr.FromInt32(8080), Path: "/healthz"}},

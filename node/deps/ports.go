@@ -3,6 +3,7 @@ package deps
 import (
 	"context"
 	"io/fs"
+	"time"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
 	certificatesv1 "k8s.io/api/certificates/v1"
@@ -292,6 +293,11 @@ type HTTPRequest struct {
 	Host string
 	// Header holds the other request headers.
 	Header map[string][]string
+	// Timeout, when set, bounds the whole request as http.Client.Timeout
+	// does (a probe's timeoutSeconds): a request that runs out of it
+	// fails with the client's timeout error, as the kubelet's probes do.
+	// The simulated network leaves it to ctx.
+	Timeout time.Duration
 }
 
 // HTTPResponse is what a probe GET got back.

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 // Credential is one user name and password for a registry, and the secret
@@ -19,6 +20,8 @@ type Credential struct {
 	Username, Password string
 	// Source is the secret's namespace/name.
 	Source string
+	// SourceUID is the secret's UID.
+	SourceUID types.UID
 }
 
 // Keyring holds registry credentials by registry key: a host (with its
@@ -69,7 +72,7 @@ func KeyringFromSecrets(secrets []*corev1.Secret) (*Keyring, error) {
 		default:
 			continue
 		}
-		if err := k.add(s.Namespace+"/"+s.Name, cfg); err != nil {
+		if err := k.add(s.Namespace+"/"+s.Name, s.UID, cfg); err != nil {
 			return nil, fmt.Errorf("pull secret %s/%s: %w", s.Namespace, s.Name, err)
 		}
 	}
@@ -78,7 +81,7 @@ func KeyringFromSecrets(secrets []*corev1.Secret) (*Keyring, error) {
 
 // add adds a docker config's registries, in key order (a map's order is
 // not the file's).
-func (k *Keyring) add(source string, cfg map[string]dockerConfigEntry) error {
+func (k *Keyring) add(source string, uid types.UID, cfg map[string]dockerConfigEntry) error {
 	registries := make([]string, 0, len(cfg))
 	for r := range cfg {
 		registries = append(registries, r)
@@ -86,7 +89,7 @@ func (k *Keyring) add(source string, cfg map[string]dockerConfigEntry) error {
 	slices.Sort(registries)
 	for _, registry := range registries {
 		e := cfg[registry]
-		cred := Credential{Username: e.Username, Password: e.Password, Source: source}
+		cred := Credential{Username: e.Username, Password: e.Password, Source: source, SourceUID: uid}
 		if e.Auth != "" {
 			u, p, err := decodeAuth(e.Auth)
 			if err != nil {

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	corev1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
@@ -24,6 +25,9 @@ const (
 	EventFailed        = "Failed"
 	EventBackOff       = "BackOff"
 	EventInspectFailed = "InspectFailed"
+	// EventMissingPullSecrets is a pod's warning that some of its
+	// imagePullSecrets could not be read when a pull failed.
+	EventMissingPullSecrets = "FailedToRetrieveImagePullSecret"
 	// EventErrImageNeverPull is also the waiting reason
 	// podutil.ReasonErrImageNeverPull.
 	EventErrImageNeverPull = "ErrImageNeverPull"
@@ -79,8 +83,9 @@ type Manager struct {
 	gate    *Gate
 	backoff *backoff.Backoff
 
-	mu     sync.Mutex
-	failed map[string]pullFailure // by backoffKey
+	mu      sync.Mutex
+	failed  map[string]pullFailure // by backoffKey
+	records *pullRecords
 }
 
 // pullFailure is the last failed pull of an image for a pod; it stays
@@ -103,6 +108,7 @@ func New(d deps.Core, ports Ports, cfg Config) *Manager {
 		gate:    NewGate(d.Tasks, limit),
 		backoff: backoff.New(cfg.Backoff),
 		failed:  map[string]pullFailure{},
+		records: newPullRecords(),
 	}
 }
 
@@ -133,34 +139,55 @@ func (m *Manager) EnsureImage(ctx context.Context, pod *corev1.Pod, c *corev1.Co
 		ref = st.GetImage().GetId()
 		present = ref != ""
 	}
-	switch Decide(policy, present) {
+	step := Decide(policy, present)
+	if step == UsePresent && m.records.mustPull(c.Image, ref, func() []Credential { creds, _ := m.credentials(ctx, pod, image); return creds }) {
+		// Pulled by this agent with credentials the pod does not hold:
+		// the pod pulls it itself (with Never it may not, as if absent).
+		step = Pull
+		if policy == corev1.PullNever {
+			step = NeverPull
+		}
+	}
+	switch step {
 	case NeverPull:
 		msg := fmt.Sprintf("Container image %q is not present with pull policy of Never", c.Image)
 		m.event(pod, c.Name, corev1.EventTypeWarning, EventErrImageNeverPull, msg)
 		return "", &Error{Reason: podutil.ReasonErrImageNeverPull, Message: msg}
 	case UsePresent:
-		m.event(pod, c.Name, corev1.EventTypeNormal, EventPulled, fmt.Sprintf("Container image %q already present on machine", c.Image))
+		m.event(pod, c.Name, corev1.EventTypeNormal, EventPulled, PresentMessage(c.Image))
 		return ref, nil
 	}
-	return m.pull(ctx, pod, c.Name, image, spec, sb)
+	return m.pull(ctx, pod, c.Name, c.Image, spec, sb)
 }
 
-// pull pulls image for a pod unless its last failure's back-off runs.
-func (m *Manager) pull(ctx context.Context, pod *corev1.Pod, container, image string, spec *runtimeapi.ImageSpec, sb *runtimeapi.PodSandboxConfig) (string, error) {
-	key := backoffKey(string(pod.UID), image)
+// PresentMessage is the Pulled event's message for an image already on
+// the node that the pod may use (pullRecords), as the kubelet words it
+// with KubeletEnsureSecretPulledImages on (its default since v1.33).
+func PresentMessage(image string) string {
+	return fmt.Sprintf("Container image %q already present on machine and can be accessed by the pod", image)
+}
+
+// pull pulls spec's image for a pod unless its last failure's back-off
+// runs. requested is the image as the container spec names it: the
+// events, messages and the back-off key use it, as the kubelet's do
+// (spec holds it with the default tag applied).
+func (m *Manager) pull(ctx context.Context, pod *corev1.Pod, container, requested string, spec *runtimeapi.ImageSpec, sb *runtimeapi.PodSandboxConfig) (string, error) {
+	m.records.intend(requested)
+	defer m.records.done(requested)
+	key := backoffKey(string(pod.UID), requested)
 	if wait, last := m.inBackoff(key); wait > 0 {
-		msg := fmt.Sprintf("Back-off pulling image %q", image)
+		msg := fmt.Sprintf("Back-off pulling image %q", requested)
 		m.event(pod, container, corev1.EventTypeNormal, EventBackOff, msg)
 		return "", &Error{Reason: podutil.ReasonImagePullBackOff, Message: msg + ": " + last}
 	}
-	m.event(pod, container, corev1.EventTypeNormal, EventPulling, fmt.Sprintf("Pulling image %q", image))
+	m.event(pod, container, corev1.EventTypeNormal, EventPulling, fmt.Sprintf("Pulling image %q", requested))
 	start := m.d.Clock.Now()
-	creds := m.credentials(ctx, pod, image)
+	creds, missing := m.credentials(ctx, pod, spec.Image)
 	if err := m.gate.Acquire(ctx); err != nil {
-		return "", fmt.Errorf("wait to pull image %q for pod %s/%s: %w", image, pod.Namespace, pod.Name, err)
+		return "", fmt.Errorf("wait to pull image %q for pod %s/%s: %w", requested, pod.Namespace, pod.Name, err)
 	}
 	pullStart := m.d.Clock.Now()
-	ref, err := m.pullWith(ctx, spec, creds, sb)
+	ref, used, err := m.pullWith(ctx, spec, creds, sb)
 	var size uint64
 	if err == nil {
 		if st, serr := m.ports.Images.ImageStatus(ctx, spec, false); serr == nil {
@@ -170,8 +197,11 @@ func (m *Manager) pull(ctx context.Context, pod *corev1.Pod, container, image st
 	pulled := m.d.Clock.Now()
 	m.gate.Release()
 	if err != nil {
-		m.event(pod, container, corev1.EventTypeWarning, EventFailed, fmt.Sprintf("Failed to pull image %q: %v", image, err))
+		m.event(pod, container, corev1.EventTypeWarning, EventFailed, fmt.Sprintf("Failed to pull image %q: %v", requested, err))
 		m.recordFailure(key, err)
+		if len(missing) > 0 {
+			m.podEvent(pod, corev1.EventTypeWarning, EventMissingPullSecrets, MissingSecretsMessage(missing))
+		}
 		return "", &Error{Reason: podutil.ReasonErrImagePull, Message: err.Error(), Err: err}
 	}
 	m.mu.Lock()
@@ -180,7 +210,8 @@ func (m *Manager) pull(ctx context.Context, pod *corev1.Pod, container, image st
 		m.failed[key] = f
 	}
 	m.mu.Unlock()
-	m.event(pod, container, corev1.EventTypeNormal, EventPulled, PulledMessage(image, pulled.Sub(pullStart), pulled.Sub(start), size))
+	m.records.record(requested, ref, used)
+	m.event(pod, container, corev1.EventTypeNormal, EventPulled, PulledMessage(requested, pulled.Sub(pullStart), pulled.Sub(start), size))
 	return ref, nil
 }
 
@@ -192,46 +223,61 @@ func PulledMessage(image string, pulling, total time.Duration, size uint64) stri
 }
 
 // pullWith pulls with each credential in turn until one works (without
-// any, once anonymously); the error lists every attempt's error.
-func (m *Manager) pullWith(ctx context.Context, spec *runtimeapi.ImageSpec, creds []Credential, sb *runtimeapi.PodSandboxConfig) (string, error) {
+// any, once anonymously) and returns the one that did (nil: none); the
+// error lists every attempt's error.
+func (m *Manager) pullWith(ctx context.Context, spec *runtimeapi.ImageSpec, creds []Credential, sb *runtimeapi.PodSandboxConfig) (string, *Credential, error) {
 	if len(creds) == 0 {
 		ref, err := m.ports.Images.PullImage(ctx, spec, nil, sb)
 		if err != nil {
-			return "", errors.New(runtimeError(err))
+			return "", nil, errors.New(runtimeError(err))
 		}
-		return ref, nil
+		return ref, nil, nil
 	}
 	var errs []string
-	for _, c := range creds {
+	for i, c := range creds {
 		ref, err := m.ports.Images.PullImage(ctx, spec, &runtimeapi.AuthConfig{Username: c.Username, Password: c.Password}, sb)
 		if err == nil {
-			return ref, nil
+			return ref, &creds[i], nil
 		}
 		errs = append(errs, runtimeError(err))
 	}
 	if len(errs) == 1 {
-		return "", errors.New(errs[0])
+		return "", nil, errors.New(errs[0])
 	}
-	return "", errors.New("[" + strings.Join(errs, ", ") + "]")
+	return "", nil, errors.New("[" + strings.Join(errs, ", ") + "]")
+}
+
+// MissingSecretsMessage is the pod's warning after a failed pull when
+// the imagePullSecrets named missing could not be read (kubelet.go's
+// syncPod).
+func MissingSecretsMessage(missing []string) string {
+	return fmt.Sprintf("Unable to retrieve some image pull secrets (%s); attempting to pull the image may not succeed.", strings.Join(missing, ", "))
 }
 
 // runtimeError is the runtime's own error text, as the kubelet reports it:
-// the gRPC status ("rpc error: code = … desc = …") without what a CRI
-// client wrapped around it.
+// the gRPC status without what a CRI client wrapped around it, and, as
+// the kubelet's CRI client does for a pull, only the status's message
+// when its code is Unknown (the code adds nothing there): "rpc error:
+// code = NotFound desc = …" but "failed to pull and unpack image …".
 func runtimeError(err error) string {
 	var gs interface{ GRPCStatus() *status.Status }
 	if errors.As(err, &gs) && gs.GRPCStatus() != nil {
-		return gs.GRPCStatus().Err().Error()
+		st := gs.GRPCStatus()
+		if st.Code() == codes.Unknown {
+			return st.Message()
+		}
+		return st.Err().Error()
 	}
 	return err.Error()
 }
 
 // credentials reads the pod's pull secrets and returns the credentials for
-// image's repository. A secret that cannot be read or parsed is skipped
-// with a warning, as the kubelet does: the pull may still work.
-func (m *Manager) credentials(ctx context.Context, pod *corev1.Pod, image string) []Credential {
+// image's repository, and the names of the secrets it could not read. A
+// secret that cannot be read or parsed is skipped with a warning, as the
+// kubelet does: the pull may still work.
+func (m *Manager) credentials(ctx context.Context, pod *corev1.Pod, image string) (creds []Credential, missing []string) {
 	if len(pod.Spec.ImagePullSecrets) == 0 || m.ports.Secrets == nil {
-		return nil
+		return nil, nil
 	}
 	var secrets []*corev1.Secret
 	for _, r := range pod.Spec.ImagePullSecrets {
@@ -242,6 +288,7 @@ func (m *Manager) credentials(ctx context.Context, pod *corev1.Pod, image string
 		if err != nil {
 			m.d.Log.Warn("unable to retrieve pull secret, the image pull may not succeed",
 				"pod", pod.Namespace+"/"+pod.Name, "secret", r.Name, "error", err.Error())
+			missing = append(missing, r.Name)
 			continue
 		}
 		secrets = append(secrets, s)
@@ -256,13 +303,13 @@ func (m *Manager) credentials(ctx context.Context, pod *corev1.Pod, image string
 	}
 	keyring, err := KeyringFromSecrets(valid)
 	if err != nil {
-		return nil
+		return nil, missing
 	}
 	ref, err := ParseReference(image)
 	if err != nil {
-		return nil
+		return nil, missing
 	}
-	return keyring.Lookup(ref.Repository())
+	return keyring.Lookup(ref.Repository()), missing
 }
 
 // inBackoff returns how long the pull of key must still wait and the last
@@ -305,10 +352,19 @@ func (m *Manager) Forget(uid string) {
 }
 
 func (m *Manager) event(pod *corev1.Pod, container, eventType, reason, message string) {
+	m.record(pod, fmt.Sprintf("spec.containers{%s}", container), eventType, reason, message)
+}
+
+// podEvent records an event on the pod itself.
+func (m *Manager) podEvent(pod *corev1.Pod, eventType, reason, message string) {
+	m.record(pod, "", eventType, reason, message)
+}
+
+func (m *Manager) record(pod *corev1.Pod, fieldPath, eventType, reason, message string) {
 	if m.ports.Events == nil {
 		return
 	}
 	ref := &corev1.ObjectReference{Kind: "Pod", APIVersion: "v1", Namespace: pod.Namespace, Name: pod.Name, UID: pod.UID,
-		FieldPath: fmt.Sprintf("spec.containers{%s}", container)}
+		FieldPath: fieldPath}
 	m.ports.Events.Event(ref, eventType, reason, message)
 }

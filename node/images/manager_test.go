@@ -162,7 +162,7 @@ func TestPullBackOff(t *testing.T) {
 		`+27s BackOff: Back-off pulling image "example.com/app:v1"`,
 		`+33s Pulling: Pulling image "example.com/app:v1"`,
 		`+34s Pulled: Successfully pulled image "example.com/app:v1" in 1s (1s including waiting). Image size: 20971520 bytes.`,
-		`+34s Pulled: Container image "example.com/app:v1" already present on machine`,
+		`+34s Pulled: Container image "example.com/app:v1" already present on machine and can be accessed by the pod`,
 	}
 	if diff := cmp.Diff(wantEv, w.ev.take()); diff != "" {
 		t.Errorf("events (-want +got):\n%s", diff)
@@ -193,7 +193,8 @@ func TestPolicies(t *testing.T) {
 		t.Errorf("pulls (-want +got):\n%s", diff)
 	}
 	if ev := w.ev.take(); !hasSuffix(ev, `ErrImageNeverPull: Container image "example.com/missing:v1" is not present with pull policy of Never`) ||
-		!hasSuffix(ev, `Pulling: Pulling image "example.com/new:latest"`) {
+		!hasSuffix(ev, `Pulling: Pulling image "example.com/new"`) ||
+		!hasSuffix(ev, `Pulled: Container image "busybox:latest" already present on machine and can be accessed by the pod`) {
 		t.Errorf("events: %q", ev)
 	}
 }
@@ -225,10 +226,21 @@ func TestCredentials(t *testing.T) {
 		w.ensure(pod("missing", "localhost:5000/private/app:v1", corev1.PullAlways, "absent")),
 		w.ensure(pod("both", "localhost:5000/private/app:v1", corev1.PullAlways, "wrong", "right")),
 	}
-	unauthorized := `rpc error: code = Unknown desc = failed to pull and unpack image "localhost:5000/private/app:v1": failed to resolve reference "localhost:5000/private/app:v1": pulling from host localhost:5000 failed with status code [manifests v1]: 401 Unauthorized`
+	unauthorized := `failed to pull and unpack image "localhost:5000/private/app:v1": failed to resolve reference "localhost:5000/private/app:v1": pulling from host localhost:5000 failed with status code [manifests v1]: 401 Unauthorized`
 	want := []string{"ErrImagePull: " + unauthorized, "ErrImagePull: " + unauthorized, ""}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("results (-want +got):\n%s", diff)
+	}
+	var missing []string
+	for _, e := range w.ev.take() {
+		if strings.Contains(e, images.EventMissingPullSecrets) {
+			missing = append(missing, e)
+		}
+	}
+	// Only the pod naming a secret that does not exist, after its failed pull.
+	wantMissing := []string{"+2s FailedToRetrieveImagePullSecret: Unable to retrieve some image pull secrets (absent); attempting to pull the image may not succeed."}
+	if diff := cmp.Diff(wantMissing, missing); diff != "" {
+		t.Errorf("missing secret events (-want +got):\n%s", diff)
 	}
 	var auths []string
 	for _, p := range w.rt.Pulls() {
@@ -285,5 +297,51 @@ func TestSerializedAndParallelPulls(t *testing.T) {
 				t.Errorf("pulls (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// TestPulledWithSecretIsThePodsWhoHoldIt: as the kubelet's
+// KubeletEnsureSecretPulledImages (default policy NeverVerifyPreloadedImages):
+// an image this agent pulled with a pull secret is used as present only by
+// pods holding the same credentials (the same secret, or another with the
+// same user and password); any other pod pulls it itself (and fails without
+// credentials), or with pull policy Never is refused as if it were absent.
+// An image pulled anonymously, or preloaded, is every pod's.
+func TestPulledWithSecretIsThePodsWhoHoldIt(t *testing.T) {
+	cfg := `{"auths":{"localhost:5000":{"username":"alice","password":"s3cret"}}}`
+	secret := func(name, uid string) *corev1.Secret {
+		return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, UID: types.UID(uid)}, Type: corev1.SecretTypeDockerConfigJson,
+			Data: map[string][]byte{corev1.DockerConfigJsonKey: []byte(cfg)}}
+	}
+	const private, public = "localhost:5000/private/app:v1", "localhost:5000/public/app:v1"
+	w := newWorld(t, images.Config{}, secrets{"ns/regcred": secret("regcred", "u1"), "ns/copy": secret("copy", "u2")},
+		fakecri.Image{Ref: private, Size: 1000, Username: "alice", Password: "s3cret"},
+		fakecri.Image{Ref: public, Size: 1000})
+	got := []string{
+		w.ensure(pod("first", private, corev1.PullIfNotPresent, "regcred")),
+		w.ensure(pod("same-secret", private, corev1.PullIfNotPresent, "regcred")),
+		w.ensure(pod("same-credentials", private, corev1.PullIfNotPresent, "copy")),
+		w.ensure(pod("none", private, corev1.PullIfNotPresent)),
+		w.ensure(pod("none-never", private, corev1.PullNever)),
+		w.ensure(pod("missing-secret", private, corev1.PullIfNotPresent, "nosuch")),
+		w.ensure(pod("anonymous", public, corev1.PullIfNotPresent)),
+		w.ensure(pod("anyone", public, corev1.PullNever)),
+		w.ensure(pod("preloaded", "busybox:latest", corev1.PullNever)),
+	}
+	unauthorized := `failed to pull and unpack image "localhost:5000/private/app:v1": failed to resolve reference "localhost:5000/private/app:v1": pulling from host localhost:5000 failed with status code [manifests v1]: 401 Unauthorized`
+	want := []string{"", "", "", "ErrImagePull: " + unauthorized,
+		`ErrImageNeverPull: Container image "localhost:5000/private/app:v1" is not present with pull policy of Never`,
+		"ErrImagePull: " + unauthorized, "", "", ""}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("results (-want +got):\n%s", diff)
+	}
+	var pulls []string
+	for _, p := range w.rt.Pulls() {
+		pulls = append(pulls, p.PodUID+" "+p.Ref+" "+p.Username)
+	}
+	// The sandbox config is nil here, so no pod UID reaches the runtime.
+	wantPulls := []string{" localhost:5000/private/app:v1 alice", " localhost:5000/private/app:v1 ", " localhost:5000/private/app:v1 ", " localhost:5000/public/app:v1 "}
+	if diff := cmp.Diff(wantPulls, pulls); diff != "" {
+		t.Errorf("pulls (-want +got):\n%s", diff)
 	}
 }

@@ -172,12 +172,25 @@ func TestRuntimeError(t *testing.T) {
 		err  error
 		want string
 	}{
-		{grpcErr, "rpc error: code = Unknown desc = failed to pull and unpack image: 401 Unauthorized"},
-		{fmt.Errorf("CRI PullImage %q: %w", "x:v1", grpcErr), "rpc error: code = Unknown desc = failed to pull and unpack image: 401 Unauthorized"},
+		{grpcErr, "failed to pull and unpack image: 401 Unauthorized"},
+		{fmt.Errorf("CRI PullImage %q: %w", "x:v1", grpcErr), "failed to pull and unpack image: 401 Unauthorized"},
+		{status.Error(codes.NotFound, "x:v1: not found"), "rpc error: code = NotFound desc = x:v1: not found"},
 		{errors.New("plain"), "plain"},
 	} {
 		if got := runtimeError(tc.err); got != tc.want {
 			t.Errorf("runtimeError(%v) = %q, want %q", tc.err, got, tc.want)
+		}
+	}
+}
+
+func TestEventMessages(t *testing.T) {
+	for _, tc := range []struct{ got, want string }{
+		{PresentMessage("busybox"), `Container image "busybox" already present on machine and can be accessed by the pod`},
+		{MissingSecretsMessage([]string{"nosuch"}), "Unable to retrieve some image pull secrets (nosuch); attempting to pull the image may not succeed."},
+		{MissingSecretsMessage([]string{"a", "b"}), "Unable to retrieve some image pull secrets (a, b); attempting to pull the image may not succeed."},
+	} {
+		if tc.got != tc.want {
+			t.Errorf("got  %s\nwant %s", tc.got, tc.want)
 		}
 	}
 }
@@ -189,3 +202,21 @@ func TestPulledMessage(t *testing.T) {
 		t.Errorf("got  %s\nwant %s", got, want)
 	}
 }
+
+func TestRepositoryOf(t *testing.T) {
+	for in, want := range map[string]string{
+		"busybox":                             "busybox",
+		"busybox:1.36":                        "busybox",
+		"registry.example/private:1":          "registry.example/private",
+		"localhost:5000/app":                  "localhost:5000/app",
+		"localhost:5000/app:v1":               "localhost:5000/app",
+		"busybox@sha256:" + sha256Zeroes:      "busybox",
+		"busybox:1.36@sha256:" + sha256Zeroes: "busybox",
+	} {
+		if got := repositoryOf(in); got != want {
+			t.Errorf("repositoryOf(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+const sha256Zeroes = "0000000000000000000000000000000000000000000000000000000000000000"

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -81,11 +82,76 @@ type Manager struct {
 	workers     map[key]*task
 	results     map[resultKey]Result
 	terminating map[types.UID]bool
+	found       map[types.UID]found
+}
+
+// found is what the API said of a pod when this manager first saw it:
+// the status an earlier agent wrote. A container instance that ran before
+// this agent started keeps it until its own probes say otherwise.
+type found struct {
+	// ready: the pod's Ready condition was True.
+	ready bool
+	// started lists, by container name, the instance the status named
+	// and whether it was started.
+	started map[string]foundContainer
+}
+
+// foundContainer is one container's entry in a found status.
+type foundContainer struct {
+	id      string
+	started bool
+}
+
+// foundOf reads pod's API status.
+func foundOf(pod *corev1.Pod) found {
+	f := found{started: map[string]foundContainer{}}
+	for _, c := range pod.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			f.ready = c.Status == corev1.ConditionTrue
+		}
+	}
+	for _, list := range [][]corev1.ContainerStatus{pod.Status.InitContainerStatuses, pod.Status.ContainerStatuses} {
+		for _, cs := range list {
+			id := cs.ContainerID
+			if i := strings.Index(id, "://"); i >= 0 {
+				id = id[i+3:]
+			}
+			f.started[cs.Name] = foundContainer{id: id, started: cs.Started != nil && *cs.Started}
+		}
+	}
+	return f
+}
+
+// foundStarted: the status the manager found named instance id of
+// container name as started.
+func (m *Manager) foundStarted(uid types.UID, name, id string) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	c, ok := m.found[uid].started[name]
+	return ok && id != "" && c.id == id && c.started
+}
+
+// foundReady: the status the manager found named instance id of
+// container name, in a Ready pod.
+func (m *Manager) foundReady(uid types.UID, name, id string) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	f := m.found[uid]
+	c, ok := f.started[name]
+	return ok && id != "" && c.id == id && f.ready
+}
+
+// beforeAgent: an instance that started at startedAt ran before this
+// manager started.
+func (m *Manager) beforeAgent(startedAt time.Time) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return !startedAt.IsZero() && !m.start.IsZero() && startedAt.Before(m.start.Add(-RestartGrace))
 }
 
 // NewManager returns a manager; Start gives it its context.
 func NewManager(cfg Config) *Manager {
-	return &Manager{cfg: cfg, workers: map[key]*task{}, results: map[resultKey]Result{}, terminating: map[types.UID]bool{}}
+	return &Manager{cfg: cfg, workers: map[key]*task{}, results: map[resultKey]Result{}, terminating: map[types.UID]bool{}, found: map[types.UID]found{}}
 }
 
 // Start records when the agent started (a worker that starts within one
@@ -105,12 +171,16 @@ func (m *Manager) Workers() int {
 }
 
 // AddPod starts the workers of pod's probes that are not running yet
-// (regular containers and sidecars).
+// (regular containers and sidecars). The first time it sees a pod it
+// keeps the pod's API status: what an earlier agent found.
 func (m *Manager) AddPod(pod *corev1.Pod) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.ctx == nil || m.terminating[pod.UID] {
 		return
+	}
+	if _, ok := m.found[pod.UID]; !ok {
+		m.found[pod.UID] = foundOf(pod)
 	}
 	for _, c := range probedContainers(pod) {
 		for _, t := range Types {
@@ -170,6 +240,7 @@ func (m *Manager) RemovePod(uid types.UID) {
 		m.forgetLocked(tk.w.id)
 	}
 	delete(m.terminating, uid)
+	delete(m.found, uid)
 }
 
 func (m *Manager) sortedKeysLocked(uid types.UID) []key {
@@ -322,7 +393,7 @@ func (m *Manager) report(tk *task, out Outcome, err error, d time.Duration) {
 	}
 	switch {
 	case err != nil:
-		m.cfg.Event(tk.pod, tk.c.Name, corev1.EventTypeWarning, "Unhealthy", fmt.Sprintf("%s probe errored: %v", t, err))
+		m.cfg.Event(tk.pod, tk.c.Name, corev1.EventTypeWarning, "Unhealthy", fmt.Sprintf("%s probe errored and resulted in unknown state: %v", t, err))
 	case out.Result == Failure:
 		m.cfg.Event(tk.pod, tk.c.Name, corev1.EventTypeWarning, "Unhealthy", fmt.Sprintf("%s probe failed: %s", t, out.Output))
 	case out.Warning:
@@ -356,36 +427,45 @@ func (m *Manager) view(k key, tk *task) (View, string) {
 	v.ID, v.StartedAt = c.ID, c.StartedAt
 	v.Running = c.State == podstate.ContainerRunning
 	v.Exited = c.State == podstate.ContainerExited
-	v.Started = m.started(tk.c, c.ID)
+	v.BeforeAgent = v.Running && m.beforeAgent(c.StartedAt)
+	v.Started = m.started(k.uid, tk.c, c.ID)
 	return v, podIP
 }
 
-// started: the instance's startup probe succeeded, or it has none.
-func (m *Manager) started(c *corev1.Container, id string) bool {
+// started: the instance's startup probe succeeded, or it has none. With
+// no verdict yet (an instance that ran before the agent started) the
+// status the agent found says.
+func (m *Manager) started(uid types.UID, c *corev1.Container, id string) bool {
 	if c.StartupProbe == nil {
 		return true
 	}
-	r, _ := m.result(id, Startup)
-	return r == Success
+	if r, ok := m.result(id, Startup); ok {
+		return r == Success
+	}
+	return m.foundStarted(uid, c.Name, id)
 }
 
 // ForPod returns the verdicts of pod's containers as status generation
 // reads them. A running instance no readiness worker has seen yet is not
-// ready, and its worker is woken to probe it at once.
+// ready, and its worker is woken to probe it at once; one that ran before
+// the agent started keeps the readiness of the status the agent found
+// until its probe gives a verdict.
 func (m *Manager) ForPod(pod *corev1.Pod, st *podstate.PodStatus) *PodResults {
 	names := map[string]*corev1.Container{}
 	for _, c := range probedContainers(pod) {
 		names[c.Name] = c
 	}
 	ids := map[string]*corev1.Container{}
+	before := map[string]bool{}
 	if st != nil {
 		for _, c := range st.Containers {
 			if spec := names[c.Name]; spec != nil {
 				ids[c.ID] = spec
+				before[c.ID] = c.State == podstate.ContainerRunning && m.beforeAgent(c.StartedAt)
 			}
 		}
 	}
-	return &PodResults{m: m, uid: pod.UID, ids: ids}
+	return &PodResults{m: m, uid: pod.UID, ids: ids, before: before}
 }
 
 // PodResults answers status generation's questions about one pod.
@@ -393,6 +473,8 @@ type PodResults struct {
 	m   *Manager
 	uid types.UID
 	ids map[string]*corev1.Container
+	// before: the instance ran before the agent started.
+	before map[string]bool
 }
 
 // Ready reports whether instance id's readiness verdict is success (true
@@ -403,15 +485,16 @@ func (p *PodResults) Ready(id string) bool {
 		return true
 	}
 	r, ok := p.m.result(id, Readiness)
-	if !ok {
-		p.m.mu.Lock()
-		tk := p.m.workers[key{p.uid, c.Name, Readiness}]
-		p.m.mu.Unlock()
-		if tk != nil {
-			tk.wake()
-		}
+	if ok {
+		return r == Success
 	}
-	return r == Success
+	p.m.mu.Lock()
+	tk := p.m.workers[key{p.uid, c.Name, Readiness}]
+	p.m.mu.Unlock()
+	if tk != nil {
+		tk.wake()
+	}
+	return p.before[id] && p.m.foundReady(p.uid, c.Name, id)
 }
 
 // Started reports whether instance id's startup probe succeeded (true for
@@ -421,7 +504,7 @@ func (p *PodResults) Started(id string) bool {
 	if c == nil {
 		return true
 	}
-	return p.m.started(c, id)
+	return p.m.started(p.uid, c, id)
 }
 
 // Failed is the runtime sync's question: did instance id fail its

@@ -78,11 +78,11 @@ func (r *Runner) Run(ctx context.Context, p *corev1.Probe, timeout time.Duration
 	case r.Net == nil:
 		return Outcome{}, errors.New("no probe network")
 	case h.HTTPGet != nil:
-		return r.HTTPGet(ctx, h.HTTPGet, t, UserAgent)
+		return r.httpGet(ctx, h.HTTPGet, t, UserAgent, timeout)
 	case h.TCPSocket != nil:
 		return r.tcp(ctx, h.TCPSocket, t)
 	case h.GRPC != nil:
-		return r.grpc(ctx, h.GRPC, t)
+		return r.grpc(ctx, h.GRPC, t, timeout)
 	}
 	return Outcome{}, errors.New("probe has no handler")
 }
@@ -100,7 +100,9 @@ func (r *Runner) Exec(ctx context.Context, cmd []string, timeout time.Duration, 
 	case errors.As(err, &exit):
 		return Outcome{Result: Failure, Output: out, Err: err}, nil
 	case isTimeout(err):
-		return Outcome{Result: Failure, Output: fmt.Sprintf("command %q timed out", strings.Join(cmd, " ")), Err: err}, nil
+		// The CRI client's words (cri-client ErrCommandTimedOut and the
+		// command it wraps), which the kubelet's exec prober passes on.
+		return Outcome{Result: Failure, Output: fmt.Sprintf("command timed out: %q timed out after %s", strings.Join(cmd, " "), timeout), Err: err}, nil
 	}
 	return Outcome{}, fmt.Errorf("exec probe in container %s: %w", t.ContainerID, err)
 }
@@ -156,6 +158,12 @@ func hostOr(host, podIP string) string {
 // does. A status outside 200–399 or no response is a Failure; an error
 // means the request could not be built.
 func (r *Runner) HTTPGet(ctx context.Context, h *corev1.HTTPGetAction, t Target, userAgent string) (Outcome, error) {
+	return r.httpGet(ctx, h, t, userAgent, 0)
+}
+
+// httpGet is HTTPGet with the request's client timeout (0: ctx alone), as
+// a probe's HTTP client has one.
+func (r *Runner) httpGet(ctx context.Context, h *corev1.HTTPGetAction, t Target, userAgent string, timeout time.Duration) (Outcome, error) {
 	if r.Net == nil {
 		return Outcome{}, errors.New("no probe network")
 	}
@@ -179,7 +187,7 @@ func (r *Runner) HTTPGet(ctx context.Context, h *corev1.HTTPGetAction, t Target,
 	if err != nil {
 		return Outcome{}, fmt.Errorf("HTTP probe URL of container %q: %w", t.Container.Name, err)
 	}
-	req := deps.HTTPRequest{Header: map[string][]string{"User-Agent": {userAgent}, "Accept": {"*/*"}}}
+	req := deps.HTTPRequest{Header: map[string][]string{"User-Agent": {userAgent}, "Accept": {"*/*"}}, Timeout: timeout}
 	for _, hd := range h.HTTPHeaders {
 		name := textproto.CanonicalMIMEHeaderKey(hd.Name)
 		if name == "Host" {
@@ -248,7 +256,7 @@ func (r *Runner) tcp(ctx context.Context, h *corev1.TCPSocketAction, t Target) (
 	return Outcome{Result: Success}, nil
 }
 
-func (r *Runner) grpc(ctx context.Context, h *corev1.GRPCAction, t Target) (Outcome, error) {
+func (r *Runner) grpc(ctx context.Context, h *corev1.GRPCAction, t Target, timeout time.Duration) (Outcome, error) {
 	service := ""
 	if h.Service != nil {
 		service = *h.Service
@@ -257,13 +265,31 @@ func (r *Runner) grpc(ctx context.Context, h *corev1.GRPCAction, t Target) (Outc
 		return Outcome{}, errNoIP
 	}
 	st, err := r.Net.GRPCHealth(ctx, t.PodIP, int(h.Port), service)
-	switch {
-	case err != nil && status.Code(err) == codes.Unimplemented:
-		return Outcome{Result: Failure, Output: fmt.Sprintf("service %s:%d does not implement the grpc health protocol", t.PodIP, h.Port)}, nil
-	case err != nil:
-		return Outcome{Result: Failure, Output: err.Error()}, nil
-	case st != "SERVING":
+	if err != nil {
+		return Outcome{Result: Failure, Output: grpcFailure(err, net.JoinHostPort(t.PodIP, strconv.Itoa(int(h.Port))), timeout)}, nil
+	}
+	if st != "SERVING" {
 		return Outcome{Result: Failure, Output: fmt.Sprintf("service unhealthy (responded with %q)", st)}, nil
 	}
-	return Outcome{Result: Success, Output: "service is serving"}, nil
+	return Outcome{Result: Success, Output: "service healthy"}, nil
+}
+
+// grpcFailure words a failed gRPC health check as pkg/probe/grpc does: a
+// connection not made within the timeout (the kubelet dials blocking, so
+// a refused port ends there too), a check that did not finish, a server
+// without the health service, anything else.
+func grpcFailure(err error, addr string, timeout time.Duration) string {
+	if st, ok := status.FromError(err); ok {
+		switch st.Code() {
+		case codes.Unimplemented:
+			return "error: this server does not implement the grpc health protocol (grpc.health.v1.Health): " + st.Message()
+		case codes.DeadlineExceeded:
+			return fmt.Sprintf("timeout: health rpc did not complete within %v", timeout)
+		}
+		return fmt.Sprintf("error: health rpc probe failed: %v", err)
+	}
+	if errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Sprintf("timeout: failed to connect service %q within %v: %v", addr, timeout, context.DeadlineExceeded)
+	}
+	return fmt.Sprintf("error: failed to connect service at %q: %v", addr, err)
 }

@@ -23,6 +23,7 @@ type fakeNet struct {
 	answers map[string]deps.HTTPResponse
 	tcp     map[string]error
 	grpc    map[string]string
+	grpcErr map[string]error
 	sent    []string
 }
 
@@ -40,7 +41,11 @@ func (n *fakeNet) DialTCP(_ context.Context, host string, port int) error {
 }
 
 func (n *fakeNet) GRPCHealth(_ context.Context, host string, port int, service string) (string, error) {
-	st, ok := n.grpc[fmt.Sprintf("%s:%d/%s", host, port, service)]
+	k := fmt.Sprintf("%s:%d/%s", host, port, service)
+	if err := n.grpcErr[k]; err != nil {
+		return "", err
+	}
+	st, ok := n.grpc[k]
 	if !ok {
 		return "", status.Error(codes.Unimplemented, "unknown service grpc.health.v1.Health")
 	}
@@ -130,7 +135,7 @@ func TestRunnerHandlers(t *testing.T) {
 		name:  "gRPC serving",
 		probe: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{GRPC: &corev1.GRPCAction{Port: 9090, Service: &svc}}},
 		net:   &fakeNet{grpc: map[string]string{"10.0.0.5:9090/db": "SERVING"}},
-		want:  Outcome{Result: Success, Output: "service is serving"},
+		want:  Outcome{Result: Success, Output: "service healthy"},
 	}, {
 		name:  "gRPC not serving",
 		probe: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{GRPC: &corev1.GRPCAction{Port: 9090}}},
@@ -140,7 +145,23 @@ func TestRunnerHandlers(t *testing.T) {
 		name:  "gRPC without the health service",
 		probe: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{GRPC: &corev1.GRPCAction{Port: 9090}}},
 		net:   &fakeNet{},
-		want:  Outcome{Result: Failure, Output: "service 10.0.0.5:9090 does not implement the grpc health protocol"},
+		want: Outcome{Result: Failure,
+			Output: "error: this server does not implement the grpc health protocol (grpc.health.v1.Health): unknown service grpc.health.v1.Health"},
+	}, {
+		name:  "gRPC not connected within the timeout (a refused port too: the kubelet dials blocking)",
+		probe: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{GRPC: &corev1.GRPCAction{Port: 9090}}},
+		net:   &fakeNet{grpcErr: map[string]error{"10.0.0.5:9090/": fmt.Errorf("connect 10.0.0.5:9090: %w", context.DeadlineExceeded)}},
+		want:  Outcome{Result: Failure, Output: `timeout: failed to connect service "10.0.0.5:9090" within 1s: context deadline exceeded`},
+	}, {
+		name:  "gRPC check not finished within the timeout",
+		probe: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{GRPC: &corev1.GRPCAction{Port: 9090}}},
+		net:   &fakeNet{grpcErr: map[string]error{"10.0.0.5:9090/": status.Error(codes.DeadlineExceeded, "context deadline exceeded")}},
+		want:  Outcome{Result: Failure, Output: "timeout: health rpc did not complete within 1s"},
+	}, {
+		name:  "gRPC check failed otherwise",
+		probe: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{GRPC: &corev1.GRPCAction{Port: 9090}}},
+		net:   &fakeNet{grpcErr: map[string]error{"10.0.0.5:9090/": status.Error(codes.NotFound, "unknown service")}},
+		want:  Outcome{Result: Failure, Output: "error: health rpc probe failed: rpc error: code = NotFound desc = unknown service"},
 	}, {
 		name:  "exec exit 0",
 		probe: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: []string{"cat", "/ok"}}}},
@@ -157,7 +178,7 @@ func TestRunnerHandlers(t *testing.T) {
 		exec: func(_ []string, timeout time.Duration) ([]byte, error) {
 			return nil, status.Errorf(codes.DeadlineExceeded, "timed out after %s", timeout)
 		},
-		want: Outcome{Result: Failure, Output: `command "sleep 9" timed out`, Err: status.Error(codes.DeadlineExceeded, "timed out after 1s")},
+		want: Outcome{Result: Failure, Output: `command timed out: "sleep 9" timed out after 1s`, Err: status.Error(codes.DeadlineExceeded, "timed out after 1s")},
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := &Runner{Execer: tc.exec, Clock: clock.New()}

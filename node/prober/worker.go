@@ -21,7 +21,15 @@ type View struct {
 	// RestartNever: the container will not be started again once it
 	// exited (its restart policies say it never runs again).
 	RestartNever bool
+	// BeforeAgent: the instance was already running before this agent
+	// started (it started more than RestartGrace before the agent did).
+	BeforeAgent bool
 }
+
+// RestartGrace is how long before the agent's start an instance must have
+// started to count as one the agent found running when it (re)started, as
+// the kubelet's kubeletRestartGracePeriod.
+const RestartGrace = 10 * time.Second
 
 // Step is what a worker decides: results to record and whether to probe.
 type Step struct {
@@ -55,7 +63,9 @@ func NewWorker(t Type, s Spec) *Worker { return &Worker{Type: t, Spec: s} }
 
 // Observe decides what to do on a wake-up. A new instance starts from the
 // initial verdict with no history (it never inherits its predecessor's
-// results); a terminating pod's liveness and startup report success and
+// results), except one that ran before the agent started: it gets no
+// verdict until its probe gives one, so the status it had before the
+// restart holds meanwhile (the Manager answers from it); a terminating pod's liveness and startup report success and
 // its readiness failure; after a liveness or startup failure the worker
 // holds until a new instance appears; liveness and readiness wait for the
 // startup probe, and the startup probe stops once it succeeded.
@@ -63,7 +73,9 @@ func (w *Worker) Observe(v View) Step {
 	var st Step
 	if v.ID != "" && v.ID != w.id {
 		st.Forget = w.id
-		st.Set, st.ID, st.Result = true, v.ID, firstVerdict(w)
+		if !(v.Running && v.BeforeAgent) {
+			st.Set, st.ID, st.Result = true, v.ID, firstVerdict(w)
+		}
 		w.id, w.onHold, w.last, w.run = v.ID, false, Unknown, 0
 	}
 	if w.id == "" {

@@ -13,7 +13,7 @@ import (
 // transcript drives a worker through lines of input and records what it
 // decided, one line per input:
 //
-//	see <id> running|exited|none [started] [terminating] [never] @<seconds>
+//	see <id> running|exited|none [unstarted] [terminating] [never] [before] @<seconds>
 //	probe success|failure|unknown
 func transcript(w *Worker, in string) string {
 	var out []string
@@ -36,6 +36,8 @@ func transcript(w *Worker, in string) string {
 					v.Terminating = true
 				case o == "never":
 					v.RestartNever = true
+				case o == "before":
+					v.BeforeAgent = true
 				case strings.HasPrefix(o, "@"):
 					var s int
 					fmt.Sscan(o[1:], &s)
@@ -218,6 +220,40 @@ see c1 exited never @10`,
 		want: `
 see c1 running @0 -> set c1=failure
 see c1 exited never @10 -> set c1=failure, stop`,
+	}, {
+		name: "readiness: an instance that ran before the agent gets no verdict until its probe gives one",
+		typ:  Readiness, spec: spec,
+		in: `
+see c1 running before @100
+probe failure
+probe failure
+probe success
+see c1 running before @110
+probe success
+probe failure
+probe failure
+probe failure`,
+		want: `
+see c1 running before @100 -> probe
+probe failure -> -
+probe failure -> -
+probe success -> -
+see c1 running before @110 -> probe
+probe success -> set c1=success
+probe failure -> -
+probe failure -> -
+probe failure -> set c1=failure`,
+	}, {
+		name: "liveness and startup: no verdict for an instance that ran before the agent; a later instance starts as usual",
+		typ:  Startup, spec: Spec{Period: 10 * time.Second, SuccessThreshold: 1, FailureThreshold: 1},
+		in: `
+see c1 running before @100
+see c1 exited before @110
+see c2 running unstarted @120`,
+		want: `
+see c1 running before @100 -> -
+see c1 exited before @110 -> set c1=failure
+see c2 running unstarted @120 -> forget c1, set c2=unknown, probe`,
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
 			got := transcript(NewWorker(tc.typ, tc.spec), tc.in)

@@ -158,7 +158,7 @@ func TestExecutorCalls(t *testing.T) {
 			},
 			wantEvents: []string{
 				"observe sandbox err=<nil>",
-				appField + " Normal Pulled: Container image \"busybox:1.36\" already present on machine",
+				appField + " Normal Pulled: Container image \"busybox:1.36\" already present on machine and can be accessed by the pod",
 				appField + " Normal Created: Created container app",
 				appField + " Normal Started: Started container app",
 				"observe container init=false code=\"\"",
@@ -192,7 +192,7 @@ func TestExecutorCalls(t *testing.T) {
 			},
 			wantEvents: []string{
 				appField + " Normal Killing: Stopping container app: created but never started",
-				appField + " Normal Pulled: Container image \"busybox:1.36\" already present on machine",
+				appField + " Normal Pulled: Container image \"busybox:1.36\" already present on machine and can be accessed by the pod",
 				appField + " Normal Created: Created container app",
 				appField + " Normal Started: Started container app",
 				"observe container init=false code=\"\"",
@@ -222,7 +222,7 @@ func TestExecutorCalls(t *testing.T) {
 				"CreateContainer app attempt=0 in sb0 image=busybox:1.36",
 			},
 			wantEvents: []string{
-				appField + " Normal Pulled: Container image \"busybox:1.36\" already present on machine",
+				appField + " Normal Pulled: Container image \"busybox:1.36\" already present on machine and can be accessed by the pod",
 				appField + " Warning Failed: Error: no space left",
 				"observe container init=false code=\"CreateContainerError\"",
 			},
@@ -242,7 +242,7 @@ func TestExecutorCalls(t *testing.T) {
 				"ExecSync c1 [setup]", "StopContainer c1 timeout=30",
 			},
 			wantEvents: []string{
-				appField + " Normal Pulled: Container image \"busybox:1.36\" already present on machine",
+				appField + " Normal Pulled: Container image \"busybox:1.36\" already present on machine and can be accessed by the pod",
 				appField + " Normal Created: Created container app",
 				appField + " Normal Started: Started container app",
 				appField + " Warning FailedPostStartHook: PostStartHook failed",

@@ -78,12 +78,16 @@ func (n probeNet) DialTCP(ctx context.Context, host string, port int) error {
 }
 
 // GRPCHealth answers from the container's FAKECRI_GRPC script, with the
-// grpc.health.v1 status name the real client reports.
+// grpc.health.v1 status name the real client reports; an endpoint that
+// does not answer fails once ctx ends.
 func (n probeNet) GRPCHealth(ctx context.Context, host string, port int, service string) (string, error) {
 	ep := fakecri.Endpoint{Addr: host, Port: port}
 	a := n.rt.AnswerGRPC(ep, service)
 	if a.Outcome != fakecri.Answered {
-		return "", n.fail(ctx, ep, a)
+		// The real probe's dial blocks, retrying a refused or unreachable
+		// address, until the probe's timeout (node/real/probenet).
+		_ = n.tasks.Sleep(ctx, 24*time.Hour)
+		return "", fmt.Errorf("connect gRPC probe of %s: %w", net.JoinHostPort(host, strconv.Itoa(port)), ctx.Err())
 	}
 	return fakecri.GRPCStatusName(a.Status), nil
 }

@@ -6,6 +6,7 @@ package probenet
 import (
 	"context"
 	"crypto/tls"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -13,6 +14,7 @@ import (
 	"strconv"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/connectivity"
 	"google.golang.org/grpc/credentials/insecure"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
@@ -46,8 +48,21 @@ func New() *Net {
 }
 
 // HTTPGet sends one GET and returns its status, Location and the start of
-// its body; redirects are left to the caller.
+// its body; redirects are left to the caller. With r.Timeout the request
+// runs under http.Client.Timeout, as the kubelet's probe client does, so
+// a hanging target fails with the client's own error ("… (Client.Timeout
+// exceeded while awaiting headers)"); ctx's deadline, the same timeout,
+// then does not race it, only ctx's cancellation ends the request early.
 func (n *Net) HTTPGet(ctx context.Context, r deps.HTTPRequest) (deps.HTTPResponse, error) {
+	client := n.client
+	if r.Timeout > 0 {
+		c := *n.client
+		c.Timeout = r.Timeout
+		client = &c
+		var stop func()
+		ctx, stop = withoutDeadline(ctx)
+		defer stop()
+	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, r.URL, nil)
 	if err != nil {
 		return deps.HTTPResponse{}, fmt.Errorf("probe request %s: %w", r.URL, err)
@@ -58,7 +73,7 @@ func (n *Net) HTTPGet(ctx context.Context, r deps.HTTPRequest) (deps.HTTPRespons
 	if r.Host != "" {
 		req.Host = r.Host
 	}
-	resp, err := n.client.Do(req)
+	resp, err := client.Do(req)
 	if err != nil {
 		return deps.HTTPResponse{}, err
 	}
@@ -68,6 +83,18 @@ func (n *Net) HTTPGet(ctx context.Context, r deps.HTTPRequest) (deps.HTTPRespons
 		return deps.HTTPResponse{}, fmt.Errorf("read probe response of %s: %w", r.URL, err)
 	}
 	return deps.HTTPResponse{StatusCode: resp.StatusCode, Location: resp.Header.Get("Location"), Body: body}, nil
+}
+
+// withoutDeadline returns a context that ends when ctx is cancelled but
+// not when its deadline passes, and a function releasing it.
+func withoutDeadline(ctx context.Context) (context.Context, func()) {
+	out, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	unhook := context.AfterFunc(ctx, func() {
+		if !errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			cancel()
+		}
+	})
+	return out, func() { unhook(); cancel() }
 }
 
 // DialTCP opens and closes a TCP connection.
@@ -80,7 +107,10 @@ func (n *Net) DialTCP(ctx context.Context, host string, port int) error {
 	return conn.Close()
 }
 
-// GRPCHealth calls grpc.health.v1.Health/Check without TLS.
+// GRPCHealth calls grpc.health.v1.Health/Check without TLS. Like the
+// kubelet's blocking dial, it waits for the connection until ctx ends (a
+// refused port is retried until then) and then fails with ctx's error; the
+// check's own error is the bare gRPC status, for the prober to word.
 func (n *Net) GRPCHealth(ctx context.Context, host string, port int, service string) (string, error) {
 	addr := net.JoinHostPort(host, strconv.Itoa(port))
 	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()),
@@ -89,9 +119,17 @@ func (n *Net) GRPCHealth(ctx context.Context, host string, port int, service str
 		return "", fmt.Errorf("gRPC probe of %s: %w", addr, err)
 	}
 	defer conn.Close()
+	for state := conn.GetState(); state != connectivity.Ready; state = conn.GetState() {
+		if state == connectivity.Idle {
+			conn.Connect()
+		}
+		if !conn.WaitForStateChange(ctx, state) {
+			return "", fmt.Errorf("connect gRPC probe of %s: %w", addr, ctx.Err())
+		}
+	}
 	resp, err := healthpb.NewHealthClient(conn).Check(ctx, &healthpb.HealthCheckRequest{Service: service})
 	if err != nil {
-		return "", fmt.Errorf("gRPC health check of %s: %w", addr, err)
+		return "", err
 	}
 	return resp.GetStatus().String(), nil
 }
