@@ -77,7 +77,7 @@ type Executor struct {
 	d      deps.Core
 	ports  Ports
 	cfg    Config
-	crash  *backoff.Backoff
+	crash  *backoff.Restarts
 	images *images.Manager
 	hooks  *lifecycle.Runner
 
@@ -96,7 +96,7 @@ type Executor struct {
 func NewExecutor(d deps.Core, ports Ports, cfg Config) *Executor {
 	return &Executor{
 		d: d, ports: ports, cfg: cfg,
-		crash:  backoff.New(cfg.CrashBackoff),
+		crash:  backoff.NewRestarts(cfg.CrashBackoff),
 		images: images.New(d, images.Ports{Images: ports.Images, Secrets: ports.Secrets, Events: ports.Events}, cfg.Images),
 		hooks:  lifecycle.New(d, ports.Runtime, ports.ProbeNet),
 

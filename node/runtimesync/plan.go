@@ -128,7 +128,8 @@ func NewPlan(in Inputs) *Plan {
 	}
 	for _, name := range slices.Sorted(maps.Keys(acts.Waiting)) {
 		if acts.Waiting[name].Reason == podutil.ReasonCrashLoopBackOff {
-			p.event(name, corev1.EventTypeWarning, "BackOff", "Back-off restarting failed container "+name)
+			p.event(name, corev1.EventTypeWarning, "BackOff",
+				fmt.Sprintf("Back-off restarting failed container %s in pod %s", name, FormatPod(in.Pod)))
 		}
 	}
 	p.planKills()
@@ -193,7 +194,7 @@ func (p *Plan) planKills() {
 	for _, k := range p.acts.Kill {
 		msg, grace := k.Message, p.grace
 		if msg == "" {
-			msg = fmt.Sprintf("Stopping container %s: %s", k.Name, k.Reason)
+			msg = fmt.Sprintf("Stopping container %s", k.Name)
 		}
 		if k.Grace != nil {
 			grace = *k.Grace
@@ -340,14 +341,14 @@ func (p *Plan) created(s ContainerStart, c *corev1.Container, o Outcome) {
 		return
 	}
 	id := o.ID
-	created := Event{s.Name, corev1.EventTypeNormal, "Created", "Created container " + s.Name}
+	created := Event{s.Name, corev1.EventTypeNormal, "Created", "Container created"}
 	p.todo = append([]task{{events: []Event{created}, op: StartContainerOp{Container: s, ID: id}, done: func(o Outcome) {
 		if o.Err != nil {
 			p.failedWith(s, podutil.ReasonRunContainerError, o.Err,
 				fmt.Errorf("start container %q of pod %s/%s: %w", s.Name, pod.Namespace, pod.Name, o.Err))
 			return
 		}
-		p.event(s.Name, corev1.EventTypeNormal, "Started", "Started container "+s.Name)
+		p.event(s.Name, corev1.EventTypeNormal, "Started", "Container started")
 		p.res.Started = append(p.res.Started, Started{Name: s.Name, ID: id})
 		if lifecycle.PostStart(c) == nil {
 			p.observe(s, "")

@@ -37,7 +37,7 @@ import (
 //	                                input: scripted outcomes, one a line
 func TestPlanTranscripts(t *testing.T) {
 	datadriven.Walk(t, "testdata/plan", func(t *testing.T, path string) {
-		env := &planEnv{now: now, backoff: backoff.New(backoff.Config{})}
+		env := &planEnv{now: now, backoff: backoff.NewRestarts(backoff.Config{})}
 		datadriven.RunTest(t, path, func(t *testing.T, d *datadriven.TestData) string {
 			out, err := env.run(d)
 			if err != nil {
@@ -55,7 +55,7 @@ type planEnv struct {
 	terminal bool
 	status   *podstate.PodStatus
 	now      time.Time
-	backoff  *backoff.Backoff
+	backoff  *backoff.Restarts
 }
 
 func (env *planEnv) run(d *datadriven.TestData) (string, error) {
