@@ -324,7 +324,7 @@ func (p *Plan) imageEnsured(s ContainerStart, c *corev1.Container, o Outcome) {
 	}
 	p.callNext(op, func(o Outcome) {
 		if o.Err != nil {
-			p.failedWith(s, podutil.ReasonCreateContainerConfigError, o.Err, o.Err)
+			p.failedWithMessage(s, podutil.ReasonCreateContainerConfigError, podspec.UserMessage(o.Err), o.Err)
 			return
 		}
 		p.callNext(CreateContainerOp{Container: s, SandboxID: p.sandboxID}, func(o Outcome) { p.created(s, c, o) })
@@ -394,8 +394,14 @@ func (p *Plan) postStarted(s ContainerStart, id string, o Outcome) {
 // failedWith makes s wait with reason (the call's error its message),
 // with the kubelet's Failed event, and records err.
 func (p *Plan) failedWith(s ContainerStart, reason string, callErr, err error) {
-	p.event(s.Name, corev1.EventTypeWarning, "Failed", "Error: "+callErr.Error())
-	p.wait(s, Waiting{Reason: reason, Message: callErr.Error()}, err)
+	p.failedWithMessage(s, reason, callErr.Error(), err)
+}
+
+// failedWithMessage makes s wait with reason and message, with the
+// kubelet's Failed event ("Error: <message>"), and records err.
+func (p *Plan) failedWithMessage(s ContainerStart, reason, message string, err error) {
+	p.event(s.Name, corev1.EventTypeWarning, "Failed", "Error: "+message)
+	p.wait(s, Waiting{Reason: reason, Message: message}, err)
 }
 
 // wait makes s wait for w, observes the failed start and records err.
