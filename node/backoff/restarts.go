@@ -57,7 +57,10 @@ func (r *Restarts) InBackOff(key string, finished, now time.Time) (time.Duration
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	e, ok := r.live(key, finished, now)
-	if !ok || now.Sub(finished) >= e.delay {
+	if !ok {
+		e.delay = firstHold(r.cfg.Initial)
+	}
+	if now.Sub(finished) >= e.delay {
 		return 0, false
 	}
 	return e.delay, true
@@ -73,7 +76,7 @@ func (r *Restarts) Next(key string, finished, now time.Time) {
 	if ok {
 		e.delay = min(2*e.delay, r.cfg.Max)
 	} else {
-		e.delay = r.cfg.Initial
+		e.delay = min(r.cfg.Initial+firstHold(r.cfg.Initial), r.cfg.Max)
 	}
 	e.restarted = now
 	r.entries[key] = e

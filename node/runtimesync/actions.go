@@ -153,12 +153,26 @@ func BackoffKey(pod *corev1.Pod, c *corev1.Container) string {
 
 // ComputeActions decides what to do for pod given the runtime's view of it.
 // It only reads its inputs, but for the back-off, which records each
-// restart it lets go (holdBackedOff): call it once per sync.
+// restart it lets go (holdBackedOff; a Plan records them only when it
+// attempts the start): call it once per sync.
 func ComputeActions(in Inputs) Actions {
 	acts := computeActions(in)
-	holdBackedOff(in, &acts)
+	for _, r := range holdBackedOff(in, &acts) {
+		r.record(in)
+	}
 	return acts
 }
+
+// restart is a start after an exit that the back-off let go: it records
+// it when the start is attempted, as the kubelet does (its doBackOff runs
+// at each start, after the kills and the sandbox: a sync that stops
+// before does not advance the back-off).
+type restart struct {
+	name, key string
+	finished  time.Time
+}
+
+func (r restart) record(in Inputs) { in.Backoff.Next(r.key, r.finished, in.Now) }
 
 // computeActions is ComputeActions before the crash-loop back-off.
 func computeActions(in Inputs) Actions {
@@ -584,14 +598,15 @@ func restartAfterFailure(in Inputs, acts *Actions, c *corev1.Container, init boo
 // would start, as the kubelet does before each start (doBackOff): one
 // with an exited instance (the newest, whichever sandbox it ran in) is
 // held while its back-off since that instance's FinishedAt lasts, and
-// waits in CrashLoopBackOff; otherwise the back-off records the restart
-// (the first one after an exit goes at once). A container with no exited
+// waits in CrashLoopBackOff; otherwise the restart is returned, for the
+// back-off to record (the first one after an exit goes at once). A container with no exited
 // instance (a first start; a running one killed for its probe or spec
 // whose earlier instances are gone) starts without touching it.
-func holdBackedOff(in Inputs, acts *Actions) {
+func holdBackedOff(in Inputs, acts *Actions) []restart {
 	if in.Backoff == nil {
-		return
+		return nil
 	}
+	var let []restart
 	kept := acts.Start[:0]
 	for _, s := range acts.Start {
 		c := containerSpec(in.Pod, s)
@@ -607,7 +622,7 @@ func holdBackedOff(in Inputs, acts *Actions) {
 		}
 		delay, held := in.Backoff.InBackOff(key, finished, in.Now)
 		if !held {
-			in.Backoff.Next(key, finished, in.Now)
+			let = append(let, restart{name: s.Name, key: key, finished: finished})
 			kept = append(kept, s)
 			continue
 		}
@@ -621,6 +636,7 @@ func holdBackedOff(in Inputs, acts *Actions) {
 		}
 	}
 	acts.Start = kept
+	return let
 }
 
 // FormatPod names a pod as the kubelet's messages do (its format.Pod):

@@ -25,6 +25,9 @@ type Plan struct {
 	in    Inputs
 	acts  Actions
 	grace int64
+	// restarts are the restarts the crash-loop back-off let go, recorded
+	// in it when their start is attempted.
+	restarts []restart
 
 	// todo is what is left to do, in order; current is the task whose
 	// call awaits its outcome.
@@ -120,8 +123,9 @@ type Started struct {
 // a container makes it wait with the kubelet's reason and the next one
 // goes on; a failed kill, sandbox or sandbox config ends the sync.
 func NewPlan(in Inputs) *Plan {
-	acts := ComputeActions(in)
-	p := &Plan{in: in, acts: acts, grace: podutil.GracePeriod(in.Pod),
+	acts := computeActions(in)
+	restarts := holdBackedOff(in, &acts)
+	p := &Plan{in: in, acts: acts, restarts: restarts, grace: podutil.GracePeriod(in.Pod),
 		res: Result{Actions: acts, Waiting: maps.Clone(acts.Waiting)}}
 	if p.res.Waiting == nil {
 		p.res.Waiting = map[string]Waiting{}
@@ -299,6 +303,11 @@ func (p *Plan) planStarts() {
 		c := containerSpec(p.in.Pod, s)
 		if c == nil {
 			continue
+		}
+		for _, r := range p.restarts {
+			if r.name == s.Name {
+				r.record(p.in)
+			}
 		}
 		p.call(EnsureImageOp{Container: s, Image: c.Image}, func(o Outcome) { p.imageEnsured(s, c, o) })
 	}
