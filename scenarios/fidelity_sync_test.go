@@ -192,3 +192,36 @@ func TestConfigErrorTextsAsUpstream(t *testing.T) {
 		t.Errorf("events of a started container (-want +got):\n%s", diff)
 	}
 }
+
+// TestRecursiveReadOnlyAsUpstream (known difference 3): on a runtime
+// whose handlers do not report recursive read-only mounts (fakecri's),
+// a mount asking for them Enabled fails its container with
+// CreateContainerConfigError in the kubelet's words, and no container is
+// created; IfPossible falls back to a plain read-only mount and runs.
+func TestRecursiveReadOnlyAsUpstream(t *testing.T) {
+	h := start(t, 30)
+	c := NewChecker(h)
+	withRRO := func(mode corev1.RecursiveReadOnlyMode) PodOption {
+		return func(p *corev1.Pod) {
+			p.Spec.Volumes = append(p.Spec.Volumes, corev1.Volume{Name: "data", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}})
+			p.Spec.Containers[0].VolumeMounts = append(p.Spec.Containers[0].VolumeMounts,
+				corev1.VolumeMount{Name: "data", MountPath: "/data", ReadOnly: true, RecursiveReadOnly: &mode})
+		}
+	}
+	rro := mustCreate(t, h, NewPod("rro", h.NodeName, withRRO(corev1.RecursiveReadOnlyEnabled)))
+	mustCreate(t, h, NewPod("ifpossible", h.NodeName, withRRO(corev1.RecursiveReadOnlyIfPossible)))
+	checked(t, h, c, 20*time.Second)
+	const want = `failed to resolve recursive read-only mode: volume "data" requested recursive read-only mode, but it is not supported by the runtime`
+	if r, msg := waitingReason(h, "rro"); r != "CreateContainerConfigError" || msg != want {
+		t.Errorf("rro waits %s %q, want CreateContainerConfigError %q", r, msg, want)
+	}
+	if events := eventsOf(h, rro.UID, "Failed"); len(events) != 1 || !hasPrefix(events[0], "Failed Error: "+want+" x") {
+		t.Errorf("rro Failed events %q, want \"Error: %s\"", events, want)
+	}
+	if cs := PodContainers(h, rro.UID); len(cs) != 0 {
+		t.Errorf("containers created for rro: %+v", cs)
+	}
+	if !PodIs(h, "default", "ifpossible", corev1.PodRunning, true) {
+		t.Errorf("ifpossible is not Running and ready")
+	}
+}

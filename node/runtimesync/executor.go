@@ -249,6 +249,9 @@ func (e *Executor) fullContainerConfig(ctx context.Context, pod *corev1.Pod, op 
 	if err != nil {
 		return nil, err
 	}
+	if err := e.applyRecursiveReadOnly(ctx, pod, containerSpec(pod, op.Container), cfg); err != nil {
+		return nil, err
+	}
 	joinTarget(cfg, op.TargetID)
 	if podspec.WantsUserNamespace(pod) {
 		podspec.SetUserNamespace(nil, cfg, sb.GetLinux().GetSecurityContext().GetNamespaceOptions().GetUsernsOptions())
