@@ -1,7 +1,6 @@
 package scenarios
 
 import (
-	"strings"
 	"testing"
 	"time"
 
@@ -62,8 +61,8 @@ func TestEnvFromConfigMapThatAppearsLater(t *testing.T) {
 		r, _ := waitingReason(h, "later")
 		return r == "CreateContainerConfigError"
 	})
-	if _, msg := waitingReason(h, "later"); !strings.Contains(msg, "configmap default/settings not found") {
-		t.Errorf("waiting message %q does not name the missing configMap", msg)
+	if _, msg := waitingReason(h, "later"); msg != `configmap "settings" not found` {
+		t.Errorf("waiting message %q, want the kubelet's %q", msg, `configmap "settings" not found`)
 	}
 	if cs := PodContainers(h, pod.UID); len(cs) != 0 {
 		t.Fatalf("containers created before the configMap exists: %+v", cs)

@@ -55,6 +55,7 @@ type Checker struct {
 	shutdown        *shutdownChecks     // see shutdown.go
 	rz              *resizeChecks       // see resize.go
 	dv              *deviceChecks       // see invariants_devices.go
+	bo              *backoffChecks      // see invariants_backoff.go
 	svc             *serviceChecks      // see invariants_services.go
 	reportedOnce    map[string]bool     // see failOnce
 	// statsChecked is the time of the last stats sample checked (stats.go).
@@ -86,6 +87,7 @@ func (c *Checker) Violations() []Violation { return c.violations }
 // no-stuck-created, previous-kept and pull-backoff.
 func (c *Checker) Check() {
 	c.checkContainers()
+	c.checkBackoff()
 	running := map[string][]string{}
 	truth := TrueContainers(c.h)
 	c.checkSuite(truth)

@@ -2,10 +2,11 @@
 // exponential retry curve (initial delay, factor, cap, jitter from
 // deps.Rand, reset) that each retry loop walks: API relists, status write
 // retries, PLEG refreshes and event subscriptions, node lease renewal and
-// registration. Backoff keeps one curve per key for restarts and image
-// pulls: CrashLoopBackOff per pod and container (10 s doubling to 300 s,
-// measured from the crashed instance's FinishedAt, reset once an instance
-// ran cleanly for 10 min) and ImagePullBackOff per pod and image.
+// registration. Restarts is CrashLoopBackOff as the kubelet keeps it, per
+// pod and container (the first restart at once, then 10 s doubling to
+// 300 s, measured from the exited instance's FinishedAt, started again
+// 10 min after the last restart). Backoff keeps one curve per key for
+// image pulls: ImagePullBackOff per pod and image.
 package backoff
 
 import (
@@ -45,6 +46,12 @@ type entry struct {
 
 // New returns an empty back-off with cfg's curve (zero fields: defaults).
 func New(cfg Config) *Backoff {
+	cfg = cfg.withDefaults()
+	return &Backoff{cfg: cfg, curve: Curve{Initial: cfg.Initial, Max: cfg.Max}, entries: map[string]*entry{}}
+}
+
+// withDefaults fills cfg's zero fields with the defaults.
+func (cfg Config) withDefaults() Config {
 	if cfg.Initial <= 0 {
 		cfg.Initial = 10 * time.Second
 	}
@@ -54,7 +61,7 @@ func New(cfg Config) *Backoff {
 	if cfg.ResetAfter <= 0 {
 		cfg.ResetAfter = 10 * time.Minute
 	}
-	return &Backoff{cfg: cfg, curve: Curve{Initial: cfg.Initial, Max: cfg.Max}, entries: map[string]*entry{}}
+	return cfg
 }
 
 // Delay returns how long after failedAt the next attempt must wait, for a

@@ -80,7 +80,7 @@ func environment(pod *corev1.Pod, c *corev1.Container, podIPs []string, node Nod
 		values[name] = value
 	}
 	for i, from := range c.EnvFrom {
-		data, err := envFromData(pod.Namespace, from, opts)
+		data, err := envFromData(from, opts)
 		if err != nil {
 			return nil, nil, fmt.Errorf("envFrom[%d]: %w", i, err)
 		}
@@ -126,7 +126,7 @@ func environment(pod *corev1.Pod, c *corev1.Container, podIPs []string, node Nod
 
 // envFromData returns the variables of one envFrom source (nil for a
 // missing optional one).
-func envFromData(namespace string, from corev1.EnvFromSource, opts ContainerOptions) (map[string]string, error) {
+func envFromData(from corev1.EnvFromSource, opts ContainerOptions) (map[string]string, error) {
 	switch {
 	case from.ConfigMapRef != nil:
 		cm, ok := opts.ConfigMaps[from.ConfigMapRef.Name]
@@ -134,7 +134,7 @@ func envFromData(namespace string, from corev1.EnvFromSource, opts ContainerOpti
 			if isTrue(from.ConfigMapRef.Optional) {
 				return nil, nil
 			}
-			return nil, fmt.Errorf("configmap %s/%s not found", namespace, from.ConfigMapRef.Name)
+			return nil, notFound("configmap", from.ConfigMapRef.Name)
 		}
 		return cm.Data, nil
 	case from.SecretRef != nil:
@@ -143,7 +143,7 @@ func envFromData(namespace string, from corev1.EnvFromSource, opts ContainerOpti
 			if isTrue(from.SecretRef.Optional) {
 				return nil, nil
 			}
-			return nil, fmt.Errorf("secret %s/%s not found", namespace, from.SecretRef.Name)
+			return nil, notFound("secret", from.SecretRef.Name)
 		}
 		data := make(map[string]string, len(sec.Data))
 		for k, v := range sec.Data {
@@ -168,28 +168,35 @@ func valueFrom(pod *corev1.Pod, c *corev1.Container, src *corev1.EnvVarSource, p
 		ref := src.ConfigMapKeyRef
 		cm, ok := opts.ConfigMaps[ref.Name]
 		if !ok {
-			return "", isTrue(ref.Optional), optionalErr(ref.Optional, fmt.Errorf("configmap %s/%s not found", pod.Namespace, ref.Name))
+			return "", isTrue(ref.Optional), optionalErr(ref.Optional, notFound("configmap", ref.Name))
 		}
 		v, ok := cm.Data[ref.Key]
 		if !ok {
-			return "", isTrue(ref.Optional), optionalErr(ref.Optional, fmt.Errorf("couldn't find key %s in ConfigMap %s/%s", ref.Key, pod.Namespace, ref.Name))
+			return "", isTrue(ref.Optional), optionalErr(ref.Optional, &ConfigError{fmt.Sprintf("couldn't find key %s in ConfigMap %s/%s", ref.Key, pod.Namespace, ref.Name)})
 		}
 		return v, false, nil
 	case src.SecretKeyRef != nil:
 		ref := src.SecretKeyRef
 		sec, ok := opts.Secrets[ref.Name]
 		if !ok {
-			return "", isTrue(ref.Optional), optionalErr(ref.Optional, fmt.Errorf("secret %s/%s not found", pod.Namespace, ref.Name))
+			return "", isTrue(ref.Optional), optionalErr(ref.Optional, notFound("secret", ref.Name))
 		}
 		v, ok := sec.Data[ref.Key]
 		if !ok {
-			return "", isTrue(ref.Optional), optionalErr(ref.Optional, fmt.Errorf("couldn't find key %s in Secret %s/%s", ref.Key, pod.Namespace, ref.Name))
+			return "", isTrue(ref.Optional), optionalErr(ref.Optional, &ConfigError{fmt.Sprintf("couldn't find key %s in Secret %s/%s", ref.Key, pod.Namespace, ref.Name)})
 		}
 		return string(v), false, nil
 	case src.FileKeyRef != nil:
 		return "", false, fmt.Errorf("fileKeyRef %s[%s]: env files are not supported yet", src.FileKeyRef.Path, src.FileKeyRef.Key)
 	}
 	return "", false, fmt.Errorf("valueFrom names no source")
+}
+
+// notFound is the kubelet's error for a configMap or secret the
+// container's environment names that does not exist (its object
+// managers' NotFound: `configmap "nosuch" not found`).
+func notFound(kind, name string) error {
+	return &ConfigError{fmt.Sprintf("%s %q not found", kind, name)}
 }
 
 // optionalErr is err unless the reference is optional.

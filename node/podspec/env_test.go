@@ -195,43 +195,48 @@ func TestResourceFieldRef(t *testing.T) {
 }
 
 // TestEnvSourceErrors: a missing required source or key is an error
-// naming it, the variable and the container (upstream
-// makeEnvironmentVariables: "couldn't find key K in ConfigMap ns/name"; a
-// missing object is the apiserver's NotFound, here "configmap ns/name not
-// found").
+// naming it, the variable and the container, whose UserMessage is the
+// kubelet's own words (makeEnvironmentVariables: "couldn't find key K in
+// ConfigMap ns/name"; a missing object is its object manager's NotFound,
+// `configmap "name" not found`).
 func TestEnvSourceErrors(t *testing.T) {
 	tests := []struct {
-		name    string
-		c       corev1.Container
-		wantErr string
+		name     string
+		c        corev1.Container
+		wantErr  string
+		wantUser string
 	}{
 		{
 			name: "configMapKeyRef",
 			c: corev1.Container{Name: "app", Env: []corev1.EnvVar{{Name: "CFG", ValueFrom: &corev1.EnvVarSource{
 				ConfigMapKeyRef: &corev1.ConfigMapKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "cm"}, Key: "k"},
 			}}}},
-			wantErr: `container "app" of pod prod/web: env "CFG": configmap prod/cm not found`,
+			wantErr:  `container "app" of pod prod/web: env "CFG": configmap "cm" not found`,
+			wantUser: `configmap "cm" not found`,
 		},
 		{
 			name: "secretKeyRef",
 			c: corev1.Container{Name: "app", Env: []corev1.EnvVar{{Name: "PW", ValueFrom: &corev1.EnvVarSource{
 				SecretKeyRef: &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "s"}, Key: "pw"},
 			}}}},
-			wantErr: `container "app" of pod prod/web: env "PW": secret prod/s not found`,
+			wantErr:  `container "app" of pod prod/web: env "PW": secret "s" not found`,
+			wantUser: `secret "s" not found`,
 		},
 		{
 			name: "envFrom configMap",
 			c: corev1.Container{Name: "app", EnvFrom: []corev1.EnvFromSource{{
 				ConfigMapRef: &corev1.ConfigMapEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "cm"}},
 			}}},
-			wantErr: `container "app" of pod prod/web: envFrom[0]: configmap prod/cm not found`,
+			wantErr:  `container "app" of pod prod/web: envFrom[0]: configmap "cm" not found`,
+			wantUser: `configmap "cm" not found`,
 		},
 		{
 			name: "bad fieldRef",
 			c: corev1.Container{Name: "app", Env: []corev1.EnvVar{{Name: "X", ValueFrom: &corev1.EnvVarSource{
 				FieldRef: &corev1.ObjectFieldSelector{FieldPath: "spec.nope"},
 			}}}},
-			wantErr: `container "app" of pod prod/web: env "X": fieldRef spec.nope is not supported`,
+			wantErr:  `container "app" of pod prod/web: env "X": fieldRef spec.nope is not supported`,
+			wantUser: `container "app" of pod prod/web: env "X": fieldRef spec.nope is not supported`,
 		},
 	}
 	for _, tt := range tests {
@@ -239,6 +244,10 @@ func TestEnvSourceErrors(t *testing.T) {
 		_, err := ContainerConfigWith(pod, &pod.Spec.Containers[0], ContainerOptions{}, testNode())
 		if err == nil || err.Error() != tt.wantErr {
 			t.Errorf("%s: err = %v\nwant %s", tt.name, err, tt.wantErr)
+			continue
+		}
+		if got := UserMessage(err); got != tt.wantUser {
+			t.Errorf("%s: UserMessage = %q, want %q", tt.name, got, tt.wantUser)
 		}
 	}
 }

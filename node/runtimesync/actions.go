@@ -45,7 +45,7 @@ type Inputs struct {
 	Terminal bool
 	Now      time.Time
 	// Backoff is the crash-loop back-off (keyed by BackoffKey).
-	Backoff *backoff.Backoff
+	Backoff *backoff.Restarts
 	// Hash hashes a container spec (the hash containers are labelled with).
 	Hash func(*corev1.Container) string
 	// Unhealthy reports a container instance whose liveness or startup
@@ -93,7 +93,7 @@ type ContainerKill struct {
 	Name   string
 	Reason string
 	// Message replaces the Killing event's message ("": "Stopping
-	// container <name>: <reason>").
+	// container <name>", the kubelet's default).
 	Message string
 	// Grace replaces the pod's grace period (a probe's own).
 	Grace *int64
@@ -152,9 +152,30 @@ func BackoffKey(pod *corev1.Pod, c *corev1.Container) string {
 }
 
 // ComputeActions decides what to do for pod given the runtime's view of it.
-// It only reads its inputs (the back-off records the failures it is asked
-// about, once each).
+// It only reads its inputs, but for the back-off, which records each
+// restart it lets go (holdBackedOff; a Plan records them only when it
+// attempts the start): call it once per sync.
 func ComputeActions(in Inputs) Actions {
+	acts := computeActions(in)
+	for _, r := range holdBackedOff(in, &acts) {
+		r.record(in)
+	}
+	return acts
+}
+
+// restart is a start after an exit that the back-off let go: it records
+// it when the start is attempted, as the kubelet does (its doBackOff runs
+// at each start, after the kills and the sandbox: a sync that stops
+// before does not advance the back-off).
+type restart struct {
+	name, key string
+	finished  time.Time
+}
+
+func (r restart) record(in Inputs) { in.Backoff.Next(r.key, r.finished, in.Now) }
+
+// computeActions is ComputeActions before the crash-loop back-off.
+func computeActions(in Inputs) Actions {
 	pod, st := in.Pod, in.Status
 	acts := Actions{Waiting: map[string]Waiting{}}
 	if in.Terminal {
@@ -356,17 +377,17 @@ func initStep(in Inputs, acts *Actions, c *corev1.Container, i int, passed bool)
 		if !podutil.RestartsAfterKill(in.Pod, c, true) {
 			return initFailed
 		}
-		restartAfterFailure(in, acts, c, true, i, latest)
+		restartAfterFailure(in, acts, c, true, i)
 	case podstate.ContainerExited:
 		switch {
 		case sidecar:
-			restartAfterFailure(in, acts, c, true, i, latest)
+			restartAfterFailure(in, acts, c, true, i)
 		case latest.ExitCode == 0:
 			return initDone
 		case !podutil.ShouldRestart(in.Pod, c, true, latest.ExitCode):
 			return initFailed
 		default:
-			restartAfterFailure(in, acts, c, true, i, latest)
+			restartAfterFailure(in, acts, c, true, i)
 		}
 	}
 	return initBusy
@@ -378,10 +399,11 @@ func initStep(in Inputs, acts *Actions, c *corev1.Container, i int, passed bool)
 func sidecarRunning(in Inputs, acts *Actions, c *corev1.Container, i int, latest podstate.Container) initOutcome {
 	if pk, failed := unhealthy(in, latest.ID); failed {
 		acts.Kill = append(acts.Kill, probeKill(latest, pk))
+		acts.Start = append(acts.Start, ContainerStart{Name: c.Name, Init: true, Index: i, RestartCount: nextCount(in.Status, c.Name)})
 		return initBusy
 	}
 	if in.Hash != nil && latest.Hash != "" && latest.Hash != in.Hash(c) {
-		acts.Kill = append(acts.Kill, ContainerKill{ID: latest.ID, Name: c.Name, Reason: "container spec changed"})
+		acts.Kill = append(acts.Kill, specChangedKill(latest))
 		acts.Start = append(acts.Start, ContainerStart{Name: c.Name, Init: true, Index: i, RestartCount: nextCount(in.Status, c.Name)})
 		return initBusy
 	}
@@ -410,17 +432,17 @@ func computeRegular(in Inputs, acts *Actions) (keep int) {
 		switch latest.State {
 		case podstate.ContainerRunning:
 			if in.Hash != nil && latest.Hash != "" && latest.Hash != in.Hash(c) {
-				acts.Kill = append(acts.Kill, ContainerKill{ID: latest.ID, Name: c.Name, Reason: "container spec changed"})
+				acts.Kill = append(acts.Kill, specChangedKill(latest))
 				acts.Start = append(acts.Start, ContainerStart{Name: c.Name, Index: i, RestartCount: nextCount(st, c.Name)})
 				continue
 			}
 			if pk, failed := unhealthy(in, latest.ID); failed {
-				// Killed now; restarted once it has exited, after its
-				// crash-loop back-off, like any failed container (so a
-				// container failing its probes at once backs off).
+				// Killed and, as its restart policies say, started again
+				// in the same sync, as the kubelet does: the back-off is
+				// judged on the instance that exited before this one.
 				acts.Kill = append(acts.Kill, probeKill(latest, pk))
 				if podutil.RestartsAfterKill(pod, c, false) {
-					keep++
+					acts.Start = append(acts.Start, ContainerStart{Name: c.Name, Index: i, RestartCount: nextCount(st, c.Name)})
 				}
 				continue
 			}
@@ -436,11 +458,11 @@ func computeRegular(in Inputs, acts *Actions) (keep int) {
 		case podstate.ContainerUnknown:
 			acts.Kill = append(acts.Kill, ContainerKill{ID: latest.ID, Name: c.Name, Reason: "state unknown"})
 			if podutil.RestartsAfterKill(pod, c, false) {
-				restartAfterFailure(in, acts, c, false, i, latest)
+				restartAfterFailure(in, acts, c, false, i)
 			}
 		case podstate.ContainerExited:
 			if podutil.ShouldRestart(pod, c, false, latest.ExitCode) {
-				restartAfterFailure(in, acts, c, false, i, latest)
+				restartAfterFailure(in, acts, c, false, i)
 			}
 		}
 	}
@@ -566,29 +588,74 @@ func initSpent(in Inputs) bool {
 	return false
 }
 
-// restartAfterFailure starts the container again unless its crash-loop
-// back-off holds it, in which case it is waiting in CrashLoopBackOff.
-func restartAfterFailure(in Inputs, acts *Actions, c *corev1.Container, init bool, index int, latest podstate.Container) {
-	name := c.Name
-	if latest.State == podstate.ContainerExited && in.Backoff != nil {
-		finished := latest.FinishedAt
-		if finished.IsZero() {
-			finished = latest.CreatedAt
+// restartAfterFailure starts the container again; its crash-loop
+// back-off may still hold it (holdBackedOff).
+func restartAfterFailure(in Inputs, acts *Actions, c *corev1.Container, init bool, index int) {
+	acts.Start = append(acts.Start, ContainerStart{Name: c.Name, Init: init, Index: index, RestartCount: nextCount(in.Status, c.Name)})
+}
+
+// holdBackedOff applies the crash-loop back-off to every container acts
+// would start, as the kubelet does before each start (doBackOff): one
+// with an exited instance (the newest, whichever sandbox it ran in) is
+// held while its back-off since that instance's FinishedAt lasts, and
+// waits in CrashLoopBackOff; otherwise the restart is returned, for the
+// back-off to record (the first one after an exit goes at once). A container with no exited
+// instance (a first start; a running one killed for its probe or spec
+// whose earlier instances are gone) starts without touching it.
+func holdBackedOff(in Inputs, acts *Actions) []restart {
+	if in.Backoff == nil {
+		return nil
+	}
+	var let []restart
+	kept := acts.Start[:0]
+	for _, s := range acts.Start {
+		c := containerSpec(in.Pod, s)
+		exited, ok := newestExited(in.Status, s.Name)
+		if s.Ephemeral || c == nil || !ok {
+			kept = append(kept, s)
+			continue
 		}
-		delay := in.Backoff.Delay(BackoffKey(in.Pod, c), latest.StartedAt, finished)
-		if remaining := finished.Add(delay).Sub(in.Now); remaining > 0 {
-			if acts.RetryAfter == 0 || remaining < acts.RetryAfter {
-				acts.RetryAfter = remaining
-			}
-			acts.Waiting[name] = Waiting{
-				Reason: podutil.ReasonCrashLoopBackOff,
-				Message: fmt.Sprintf("back-off %v restarting failed container=%s pod=%s/%s(%s)",
-					delay, name, in.Pod.Namespace, in.Pod.Name, in.Pod.UID),
-			}
-			return
+		key := BackoffKey(in.Pod, c)
+		finished := exited.FinishedAt
+		if finished.IsZero() {
+			finished = exited.CreatedAt
+		}
+		delay, held := in.Backoff.InBackOff(key, finished, in.Now)
+		if !held {
+			let = append(let, restart{name: s.Name, key: key, finished: finished})
+			kept = append(kept, s)
+			continue
+		}
+		remaining := finished.Add(delay).Sub(in.Now)
+		if acts.RetryAfter == 0 || remaining < acts.RetryAfter {
+			acts.RetryAfter = remaining
+		}
+		acts.Waiting[s.Name] = Waiting{
+			Reason:  podutil.ReasonCrashLoopBackOff,
+			Message: fmt.Sprintf("back-off %v restarting failed container=%s pod=%s", delay, s.Name, FormatPod(in.Pod)),
 		}
 	}
-	acts.Start = append(acts.Start, ContainerStart{Name: name, Init: init, Index: index, RestartCount: nextCount(in.Status, name)})
+	acts.Start = kept
+	return let
+}
+
+// FormatPod names a pod as the kubelet's messages do (its format.Pod):
+// name_namespace(uid).
+func FormatPod(pod *corev1.Pod) string {
+	return fmt.Sprintf("%s_%s(%s)", pod.Name, pod.Namespace, pod.UID)
+}
+
+// newestExited is the newest exited instance of the named container.
+func newestExited(st *podstate.PodStatus, name string) (podstate.Container, bool) {
+	if st == nil {
+		return podstate.Container{}, false
+	}
+	for _, c := range st.Containers {
+		if c.Name == name && c.State == podstate.ContainerExited {
+			return c, true
+		}
+	}
+	return podstate.Container{}, false
 }
 
 func unhealthy(in Inputs, id string) (ProbeKill, bool) {
@@ -596,6 +663,13 @@ func unhealthy(in Inputs, id string) (ProbeKill, bool) {
 		return ProbeKill{}, false
 	}
 	return in.Unhealthy(id)
+}
+
+// specChangedKill is the kill of a running instance whose container's
+// spec changed; it is started again whatever the restart policy.
+func specChangedKill(c podstate.Container) ContainerKill {
+	return ContainerKill{ID: c.ID, Name: c.Name, Reason: "container spec changed",
+		Message: fmt.Sprintf("Container %s definition changed, will be restarted", c.Name)}
 }
 
 func probeKill(c podstate.Container, pk ProbeKill) ContainerKill {

@@ -120,7 +120,7 @@ func TestComputeActionsRunsOnceNewSandbox(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			in := Inputs{Pod: tc.pod, Status: tc.status, Now: now, Backoff: backoff.New(backoff.Config{}), Hash: hash}
+			in := Inputs{Pod: tc.pod, Status: tc.status, Now: now, Backoff: backoff.NewRestarts(backoff.Config{}), Hash: hash}
 			got := ComputeActions(in)
 			if diff := cmp.Diff(tc.want, got, cmpopts.EquateEmpty()); diff != "" {
 				t.Errorf("actions (-want +got):\n%s", diff)

@@ -55,7 +55,9 @@ func TestComputeActionsSidecarsEphemeralAndRules(t *testing.T) {
 		pod      *corev1.Pod
 		status   *podstate.PodStatus
 		unstated map[string]bool // running instances whose startup probe has not succeeded
-		want     Actions
+		// restarted: as in TestComputeActions.
+		restarted map[string]time.Duration
+		want      Actions
 	}{
 		{
 			name:   "sidecar started: the next init container starts",
@@ -87,10 +89,11 @@ func TestComputeActionsSidecarsEphemeralAndRules(t *testing.T) {
 		{
 			name: "sidecar crashed just now: it waits out its back-off, the app keeps running",
 			pod:  withSidecars(testPod(always, []string{"proxy"}, "app"), "proxy"),
-			status: podStatus(sb, ctr("p1", "proxy", exited, 0, 1, time.Second),
+			status: podStatus(sb, ctr("p1", "proxy", exited, 1, 1, time.Second),
 				ctr("a1", "app", running, 0, 0, 0)),
+			restarted: map[string]time.Duration{"proxy": 3 * time.Second},
 			want: Actions{SandboxID: "sb1", RetryAfter: 9 * time.Second, Waiting: map[string]Waiting{"proxy": {Reason: "CrashLoopBackOff",
-				Message: "back-off 10s restarting failed container=proxy pod=ns/web(uid-1)"}}},
+				Message: "back-off 10s restarting failed container=proxy pod=web_ns(uid-1)"}}},
 		},
 		{
 			name: "job-like pod: the app finished, the sidecar is stopped with the pod, not restarted",
@@ -154,8 +157,9 @@ func TestComputeActionsSidecarsEphemeralAndRules(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			in := Inputs{Pod: tc.pod, Status: tc.status, Now: now, Backoff: backoff.New(backoff.Config{}), Hash: hash,
+			in := Inputs{Pod: tc.pod, Status: tc.status, Now: now, Backoff: backoff.NewRestarts(backoff.Config{}), Hash: hash,
 				Started: func(id string) bool { return !tc.unstated[id] }}
+			seedRestarts(in, tc.restarted)
 			got := ComputeActions(in)
 			if diff := cmp.Diff(tc.want, got, cmpopts.EquateEmpty()); diff != "" {
 				t.Errorf("actions (-want +got):\n%s", diff)

@@ -50,17 +50,33 @@ func podStatus(sbs []podstate.Sandbox, cs ...podstate.Container) *podstate.PodSt
 	return s
 }
 
+// seedRestarts records, for each named container, a restart after an
+// exit the given time before in.Now, so that its next exit backs off.
+func seedRestarts(in Inputs, restarted map[string]time.Duration) {
+	for name, ago := range restarted {
+		for _, s := range []ContainerStart{{Name: name}, {Name: name, Init: true}} {
+			if c := containerSpec(in.Pod, s); c != nil && c.Name == name {
+				in.Backoff.Next(BackoffKey(in.Pod, c), in.Now.Add(-ago), in.Now.Add(-ago))
+				break
+			}
+		}
+	}
+}
+
 func TestComputeActions(t *testing.T) {
 	always, onFailure, never := corev1.RestartPolicyAlways, corev1.RestartPolicyOnFailure, corev1.RestartPolicyNever
 	sb := []podstate.Sandbox{ready("sb1", 0)}
 	dead := []podstate.Sandbox{{ID: "sb1", State: podstate.SandboxNotReady, Attempt: 0}}
-	backoffMsg := "back-off 10s restarting failed container=app pod=ns/web(uid-1)"
+	backoffMsg := "back-off 10s restarting failed container=app pod=web_ns(uid-1)"
 	cases := []struct {
 		name      string
 		pod       *corev1.Pod
 		status    *podstate.PodStatus
 		terminal  bool
 		unhealthy map[string]string
+		// restarted: containers restarted after an earlier exit this long
+		// ago (their back-off has an entry: the next exit waits 10 s).
+		restarted map[string]time.Duration
 		want      Actions
 	}{
 		{
@@ -141,9 +157,15 @@ func TestComputeActions(t *testing.T) {
 			want: Actions{SandboxID: "sb1"},
 		},
 		{
-			name: "crashed just now under Always: CrashLoopBackOff",
+			name: "first exit under Always: restarted at once (no back-off entry yet, as upstream)",
 			pod:  testPod(always, nil, "app"), status: podStatus(sb, ctr("c1", "app", podstate.ContainerExited, 0, 1, time.Second)),
-			want: Actions{SandboxID: "sb1", RetryAfter: 9 * time.Second, Waiting: map[string]Waiting{"app": {"CrashLoopBackOff", backoffMsg}}},
+			want: Actions{SandboxID: "sb1", Start: []ContainerStart{{Name: "app", RestartCount: 1}}},
+		},
+		{
+			name: "crashed just now after a restart: CrashLoopBackOff",
+			pod:  testPod(always, nil, "app"), status: podStatus(sb, ctr("c1", "app", podstate.ContainerExited, 1, 1, time.Second)),
+			restarted: map[string]time.Duration{"app": 3 * time.Second},
+			want:      Actions{SandboxID: "sb1", RetryAfter: 9 * time.Second, Waiting: map[string]Waiting{"app": {"CrashLoopBackOff", backoffMsg}}},
 		},
 		{
 			name: "crashed 11 s ago under Always: restart with the next count",
@@ -203,11 +225,12 @@ func TestComputeActions(t *testing.T) {
 			want:   Actions{SandboxID: "sb1", InitFailed: true, KillPod: true},
 		},
 		{
-			name:   "init failed under Always: retried under back-off, the rest waits",
-			pod:    testPod(always, []string{"i1"}, "app"),
-			status: podStatus(sb, ctr("c1", "i1", podstate.ContainerExited, 0, 2, time.Second)),
+			name:      "init failed under Always: retried under back-off, the rest waits",
+			pod:       testPod(always, []string{"i1"}, "app"),
+			status:    podStatus(sb, ctr("c1", "i1", podstate.ContainerExited, 1, 2, time.Second)),
+			restarted: map[string]time.Duration{"i1": 3 * time.Second},
 			want: Actions{SandboxID: "sb1", RetryAfter: 9 * time.Second, Waiting: map[string]Waiting{
-				"i1":  {"CrashLoopBackOff", "back-off 10s restarting failed container=i1 pod=ns/web(uid-1)"},
+				"i1":  {"CrashLoopBackOff", "back-off 10s restarting failed container=i1 pod=web_ns(uid-1)"},
 				"app": {Reason: "PodInitializing"}}},
 		},
 		{
@@ -218,16 +241,27 @@ func TestComputeActions(t *testing.T) {
 				return p
 			}(),
 			status: podStatus(sb, ctr("c1", "app", podstate.ContainerRunning, 2, 0, 0)),
-			want: Actions{SandboxID: "sb1", Kill: []ContainerKill{{ID: "c1", Name: "app", Reason: "container spec changed"}},
+			want: Actions{SandboxID: "sb1", Kill: []ContainerKill{{ID: "c1", Name: "app", Reason: "container spec changed", Message: "Container app definition changed, will be restarted"}},
 				Start: []ContainerStart{{Name: "app", RestartCount: 3}}},
 		},
 		{
 			// Restarted by a later sync, once exited, after its back-off;
 			// the sandbox stays.
-			name: "liveness failed: kill now, restart after the exit",
+			name: "liveness failed: kill and start again in one sync (no earlier exit: no back-off)",
 			pod:  testPod(always, nil, "app"), status: podStatus(sb, ctr("c1", "app", podstate.ContainerRunning, 0, 0, 0)),
 			unhealthy: map[string]string{"c1": "liveness probe failed"},
-			want:      Actions{SandboxID: "sb1", Kill: []ContainerKill{{ID: "c1", Name: "app", Reason: "liveness probe failed", Message: "liveness probe failed"}}},
+			want: Actions{SandboxID: "sb1", Kill: []ContainerKill{{ID: "c1", Name: "app", Reason: "liveness probe failed", Message: "liveness probe failed"}},
+				Start: []ContainerStart{{Name: "app", RestartCount: 1}}},
+		},
+		{
+			name: "liveness failed again: the back-off is judged on the earlier exit (finished 30 s ago, 10 s back-off): restarted",
+			pod:  testPod(always, nil, "app"),
+			status: podStatus(sb, ctr("c2", "app", podstate.ContainerRunning, 1, 0, 0),
+				ctr("c1", "app", podstate.ContainerExited, 0, 137, 30*time.Second)),
+			unhealthy: map[string]string{"c2": "liveness probe failed"},
+			restarted: map[string]time.Duration{"app": 29 * time.Second},
+			want: Actions{SandboxID: "sb1", Kill: []ContainerKill{{ID: "c2", Name: "app", Reason: "liveness probe failed", Message: "liveness probe failed"}},
+				Start: []ContainerStart{{Name: "app", RestartCount: 2}}},
 		},
 		{
 			name: "liveness failed under Never: kill, and the pod is done",
@@ -285,7 +319,8 @@ func TestComputeActions(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			in := Inputs{Pod: tc.pod, Status: tc.status, Terminal: tc.terminal, Now: now, Backoff: backoff.New(backoff.Config{}), Hash: hash}
+			in := Inputs{Pod: tc.pod, Status: tc.status, Terminal: tc.terminal, Now: now, Backoff: backoff.NewRestarts(backoff.Config{}), Hash: hash}
+			seedRestarts(in, tc.restarted)
 			if tc.unhealthy != nil {
 				in.Unhealthy = func(id string) (ProbeKill, bool) { r, ok := tc.unhealthy[id]; return ProbeKill{Message: r}, ok }
 			}
@@ -297,15 +332,16 @@ func TestComputeActions(t *testing.T) {
 	}
 }
 
-// TestCrashLoopDelays follows one container through repeated crashes: the
-// n-th restart may not happen before 10 s·2ⁿ⁻¹ (≤ 300 s) after FinishedAt.
+// TestCrashLoopDelays follows one container through repeated crashes, as
+// upstream's curve: the first restart at once, then the n-th waits
+// 10 s·2ⁿ⁻² (≤ 300 s) after FinishedAt.
 func TestCrashLoopDelays(t *testing.T) {
 	pod := testPod(corev1.RestartPolicyAlways, nil, "app")
-	b := backoff.New(backoff.Config{})
+	b := backoff.NewRestarts(backoff.Config{})
 	sb := []podstate.Sandbox{ready("sb1", 0)}
 	finished := now
 	var delays []time.Duration
-	for restart := range 7 {
+	for restart := range 8 {
 		c := ctr("c", "app", podstate.ContainerExited, restart, 1, 0)
 		c.StartedAt, c.FinishedAt = finished.Add(-2*time.Second), finished
 		st := podStatus(sb, c)
@@ -322,7 +358,7 @@ func TestCrashLoopDelays(t *testing.T) {
 			}
 		}
 	}
-	want := []time.Duration{10, 20, 40, 80, 160, 300, 300}
+	want := []time.Duration{0, 10, 20, 40, 80, 160, 300, 300}
 	for i := range want {
 		want[i] *= time.Second
 	}
@@ -364,15 +400,17 @@ func TestBackoffKey(t *testing.T) {
 // back-off, not the old one.
 func TestImageFixEndsBackOff(t *testing.T) {
 	pod := testPod(corev1.RestartPolicyAlways, nil, "app")
-	b := backoff.New(backoff.Config{})
+	b := backoff.NewRestarts(backoff.Config{})
 	sb := []podstate.Sandbox{ready("sb1", 0)}
-	for restart := range 5 { // the back-off grows to 160 s
+	var restarted time.Time
+	for restart := range 5 { // five restarts, each well past its back-off: it grows to 160 s
 		c := ctr("c", "app", podstate.ContainerExited, restart, 1, 0)
-		c.FinishedAt = now.Add(time.Duration(restart) * time.Second)
-		ComputeActions(Inputs{Pod: pod, Status: podStatus(sb, c), Now: c.FinishedAt, Backoff: b, Hash: hash})
+		c.FinishedAt = now.Add(time.Duration(restart) * 6 * time.Minute)
+		restarted = c.FinishedAt.Add(5 * time.Minute)
+		ComputeActions(Inputs{Pod: pod, Status: podStatus(sb, c), Now: restarted, Backoff: b, Hash: hash})
 	}
-	last := ctr("c", "app", podstate.ContainerExited, 4, 1, 0)
-	last.FinishedAt = now.Add(4 * time.Second)
+	last := ctr("c", "app", podstate.ContainerExited, 5, 1, 0)
+	last.FinishedAt = restarted.Add(30 * time.Second)
 	at := last.FinishedAt.Add(11 * time.Second)
 	held := ComputeActions(Inputs{Pod: pod, Status: podStatus(sb, last), Now: at, Backoff: b, Hash: hash})
 	if held.Waiting["app"].Reason != "CrashLoopBackOff" {
@@ -381,7 +419,7 @@ func TestImageFixEndsBackOff(t *testing.T) {
 	fixed := pod.DeepCopy()
 	fixed.Spec.Containers[0].Image = "busybox:fixed"
 	got := ComputeActions(Inputs{Pod: fixed, Status: podStatus(sb, last), Now: at, Backoff: b, Hash: hash})
-	want := []ContainerStart{{Name: "app", RestartCount: 5}}
+	want := []ContainerStart{{Name: "app", RestartCount: 6}}
 	if diff := cmp.Diff(want, got.Start); diff != "" {
 		t.Errorf("starts after the image fix (-want +got):\n%s", diff)
 	}

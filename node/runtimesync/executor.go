@@ -77,7 +77,7 @@ type Executor struct {
 	d      deps.Core
 	ports  Ports
 	cfg    Config
-	crash  *backoff.Backoff
+	crash  *backoff.Restarts
 	images *images.Manager
 	hooks  *lifecycle.Runner
 
@@ -96,7 +96,7 @@ type Executor struct {
 func NewExecutor(d deps.Core, ports Ports, cfg Config) *Executor {
 	return &Executor{
 		d: d, ports: ports, cfg: cfg,
-		crash:  backoff.New(cfg.CrashBackoff),
+		crash:  backoff.NewRestarts(cfg.CrashBackoff),
 		images: images.New(d, images.Ports{Images: ports.Images, Secrets: ports.Secrets, Events: ports.Events}, cfg.Images),
 		hooks:  lifecycle.New(d, ports.Runtime, ports.ProbeNet),
 
@@ -247,6 +247,9 @@ func (e *Executor) mkdir(path string) error {
 func (e *Executor) fullContainerConfig(ctx context.Context, pod *corev1.Pod, op ContainerConfigOp, sb *runtimeapi.PodSandboxConfig) (*runtimeapi.ContainerConfig, error) {
 	cfg, err := e.containerConfig(ctx, pod, containerSpec(pod, op.Container), op.Container.RestartCount, op.PodIPs)
 	if err != nil {
+		return nil, err
+	}
+	if err := e.applyRecursiveReadOnly(ctx, pod, containerSpec(pod, op.Container), cfg); err != nil {
 		return nil, err
 	}
 	joinTarget(cfg, op.TargetID)

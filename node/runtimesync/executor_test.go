@@ -25,6 +25,8 @@ type recordingRuntime struct {
 	calls []string
 	fail  map[string]error
 	next  int
+	// handlers are the runtime handlers Status reports.
+	handlers []*runtimeapi.RuntimeHandler
 }
 
 func (r *recordingRuntime) record(method, format string, args ...any) error {
@@ -63,7 +65,13 @@ func (r *recordingRuntime) RemovePodSandbox(_ context.Context, id string) error 
 }
 
 func (r *recordingRuntime) CreateContainer(_ context.Context, sandbox string, c *runtimeapi.ContainerConfig, _ *runtimeapi.PodSandboxConfig) (string, error) {
-	if err := r.record("CreateContainer", "%s attempt=%d in %s image=%s", c.GetMetadata().GetName(), c.GetMetadata().GetAttempt(), sandbox, c.GetImage().GetImage()); err != nil {
+	rro := ""
+	for _, m := range c.GetMounts() {
+		if m.GetRecursiveReadOnly() {
+			rro += " rro=" + m.GetContainerPath()
+		}
+	}
+	if err := r.record("CreateContainer", "%s attempt=%d in %s image=%s%s", c.GetMetadata().GetName(), c.GetMetadata().GetAttempt(), sandbox, c.GetImage().GetImage(), rro); err != nil {
 		return "", err
 	}
 	return r.newID("c"), nil
@@ -94,7 +102,7 @@ func (r *recordingRuntime) ExecSync(_ context.Context, id string, cmd []string, 
 }
 
 func (r *recordingRuntime) Status(context.Context, bool) (*runtimeapi.StatusResponse, error) {
-	return &runtimeapi.StatusResponse{}, r.record("Status", "")
+	return &runtimeapi.StatusResponse{RuntimeHandlers: r.handlers}, r.record("Status", "")
 }
 
 func (r *recordingRuntime) ImageStatus(_ context.Context, spec *runtimeapi.ImageSpec, _ bool) (*runtimeapi.ImageStatusResponse, error) {
@@ -135,6 +143,12 @@ func TestExecutorCalls(t *testing.T) {
 		}
 		return p
 	}
+	rroPod := func(mode corev1.RecursiveReadOnlyMode) *corev1.Pod {
+		return pod(func(p *corev1.Pod) {
+			p.Spec.Volumes = []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}}
+			p.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "data", MountPath: "/data", ReadOnly: true, RecursiveReadOnly: &mode}}
+		})
+	}
 	running := &podstate.PodStatus{UID: "uid-1", Name: "web", Namespace: "ns",
 		Sandboxes: []podstate.Sandbox{{ID: "sb0", State: podstate.SandboxReady, IP: "10.0.0.1"}}}
 	const appField = "spec.containers{app}"
@@ -143,6 +157,7 @@ func TestExecutorCalls(t *testing.T) {
 		pod        *corev1.Pod
 		st         *podstate.PodStatus
 		fail       map[string]error
+		handlers   []*runtimeapi.RuntimeHandler
 		wantCalls  []string
 		wantEvents []string
 		wantResult Result
@@ -159,8 +174,8 @@ func TestExecutorCalls(t *testing.T) {
 			wantEvents: []string{
 				"observe sandbox err=<nil>",
 				appField + " Normal Pulled: Container image \"busybox:1.36\" already present on machine and can be accessed by the pod",
-				appField + " Normal Created: Created container app",
-				appField + " Normal Started: Started container app",
+				appField + " Normal Created: Container created",
+				appField + " Normal Started: Container started",
 				"observe container init=false code=\"\"",
 			},
 			wantResult: Result{SandboxID: "sb1", Started: []Started{{Name: "app", ID: "c2"}}},
@@ -191,10 +206,10 @@ func TestExecutorCalls(t *testing.T) {
 				"CreateContainer app attempt=2 in sb0 image=busybox:1.36", "StartContainer c1",
 			},
 			wantEvents: []string{
-				appField + " Normal Killing: Stopping container app: created but never started",
+				appField + " Normal Killing: Stopping container app",
 				appField + " Normal Pulled: Container image \"busybox:1.36\" already present on machine and can be accessed by the pod",
-				appField + " Normal Created: Created container app",
-				appField + " Normal Started: Started container app",
+				appField + " Normal Created: Container created",
+				appField + " Normal Started: Container started",
 				"observe container init=false code=\"\"",
 			},
 			wantResult: Result{SandboxID: "sb0", Started: []Started{{Name: "app", ID: "c1"}}},
@@ -230,6 +245,47 @@ func TestExecutorCalls(t *testing.T) {
 			wantErr:    `create container "app" of pod ns/web: no space left`,
 		},
 		{
+			name: "recursiveReadOnly Enabled on a runtime without it: CreateContainerConfigError in the kubelet's words",
+			pod:  rroPod(corev1.RecursiveReadOnlyEnabled), st: running,
+			handlers:  []*runtimeapi.RuntimeHandler{{Name: "", Features: &runtimeapi.RuntimeHandlerFeatures{}}},
+			wantCalls: []string{"ImageStatus busybox:1.36", "ImageStatus busybox:1.36", "Status "},
+			wantEvents: []string{
+				appField + " Normal Pulled: Container image \"busybox:1.36\" already present on machine and can be accessed by the pod",
+				appField + " Warning Failed: Error: failed to resolve recursive read-only mode: volume \"data\" requested recursive read-only mode, but it is not supported by the runtime",
+				"observe container init=false code=\"CreateContainerConfigError\"",
+			},
+			wantResult: Result{SandboxID: "sb0", Waiting: map[string]Waiting{"app": {Reason: "CreateContainerConfigError",
+				Message: `failed to resolve recursive read-only mode: volume "data" requested recursive read-only mode, but it is not supported by the runtime`}}},
+			wantErr: `container "app" of pod ns/web: failed to resolve recursive read-only mode: volume "data" requested recursive read-only mode, but it is not supported by the runtime`,
+		},
+		{
+			name: "recursiveReadOnly Enabled where the default handler supports it: mounted recursively read-only",
+			pod:  rroPod(corev1.RecursiveReadOnlyEnabled), st: running,
+			handlers: []*runtimeapi.RuntimeHandler{{Name: "", Features: &runtimeapi.RuntimeHandlerFeatures{RecursiveReadOnlyMounts: true}}},
+			wantCalls: []string{"ImageStatus busybox:1.36", "ImageStatus busybox:1.36", "Status ",
+				"CreateContainer app attempt=0 in sb0 image=busybox:1.36 rro=/data", "StartContainer c1"},
+			wantEvents: []string{
+				appField + " Normal Pulled: Container image \"busybox:1.36\" already present on machine and can be accessed by the pod",
+				appField + " Normal Created: Container created",
+				appField + " Normal Started: Container started",
+				"observe container init=false code=\"\"",
+			},
+			wantResult: Result{SandboxID: "sb0", Started: []Started{{Name: "app", ID: "c1"}}},
+		},
+		{
+			name: "recursiveReadOnly IfPossible on a runtime without it: a plain read-only mount",
+			pod:  rroPod(corev1.RecursiveReadOnlyIfPossible), st: running,
+			wantCalls: []string{"ImageStatus busybox:1.36", "ImageStatus busybox:1.36", "Status ",
+				"CreateContainer app attempt=0 in sb0 image=busybox:1.36", "StartContainer c1"},
+			wantEvents: []string{
+				appField + " Normal Pulled: Container image \"busybox:1.36\" already present on machine and can be accessed by the pod",
+				appField + " Normal Created: Container created",
+				appField + " Normal Started: Container started",
+				"observe container init=false code=\"\"",
+			},
+			wantResult: Result{SandboxID: "sb0", Started: []Started{{Name: "app", ID: "c1"}}},
+		},
+		{
 			name: "the postStart hook fails: the new instance is killed",
 			pod: pod(func(p *corev1.Pod) {
 				p.Spec.Containers[0].Lifecycle = &corev1.Lifecycle{PostStart: &corev1.LifecycleHandler{Exec: &corev1.ExecAction{Command: []string{"setup"}}}}
@@ -243,8 +299,8 @@ func TestExecutorCalls(t *testing.T) {
 			},
 			wantEvents: []string{
 				appField + " Normal Pulled: Container image \"busybox:1.36\" already present on machine and can be accessed by the pod",
-				appField + " Normal Created: Created container app",
-				appField + " Normal Started: Started container app",
+				appField + " Normal Created: Container created",
+				appField + " Normal Started: Container started",
 				appField + " Warning FailedPostStartHook: PostStartHook failed",
 				appField + " Normal Killing: FailedPostStartHook",
 				"observe container init=false code=\"PostStartHookError\"",
@@ -259,7 +315,7 @@ func TestExecutorCalls(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			k := kernel.New(kernel.Config{Seed: 1})
 			t.Cleanup(k.Close)
-			rt := &recordingRuntime{fail: tc.fail}
+			rt := &recordingRuntime{fail: tc.fail, handlers: tc.handlers}
 			rec := &recordedEvents{}
 			e := NewExecutor(k.Deps().Core, Ports{Runtime: rt, Images: rt, Events: rec}, Config{Observer: rec})
 			var res Result
@@ -286,5 +342,38 @@ func TestExecutorCalls(t *testing.T) {
 				t.Errorf("error %v, want %q", err, tc.wantErr)
 			}
 		})
+	}
+}
+
+// TestResolveRecursiveReadOnly: the kubelet's resolveRecursiveReadOnly.
+func TestResolveRecursiveReadOnly(t *testing.T) {
+	mode := func(m corev1.RecursiveReadOnlyMode) *corev1.RecursiveReadOnlyMode { return &m }
+	bidi := corev1.MountPropagationBidirectional
+	tests := []struct {
+		name     string
+		m        corev1.VolumeMount
+		supports bool
+		want     bool
+		wantErr  string
+	}{
+		{"unset", corev1.VolumeMount{Name: "v", ReadOnly: true}, true, false, ""},
+		{"Disabled", corev1.VolumeMount{Name: "v", ReadOnly: true, RecursiveReadOnly: mode(corev1.RecursiveReadOnlyDisabled)}, true, false, ""},
+		{"IfPossible, supported", corev1.VolumeMount{Name: "v", ReadOnly: true, RecursiveReadOnly: mode(corev1.RecursiveReadOnlyIfPossible)}, true, true, ""},
+		{"IfPossible, unsupported", corev1.VolumeMount{Name: "v", ReadOnly: true, RecursiveReadOnly: mode(corev1.RecursiveReadOnlyIfPossible)}, false, false, ""},
+		{"Enabled, supported", corev1.VolumeMount{Name: "v", ReadOnly: true, RecursiveReadOnly: mode(corev1.RecursiveReadOnlyEnabled)}, true, true, ""},
+		{"Enabled, unsupported", corev1.VolumeMount{Name: "v", ReadOnly: true, RecursiveReadOnly: mode(corev1.RecursiveReadOnlyEnabled)}, false, false,
+			`volume "v" requested recursive read-only mode, but it is not supported by the runtime`},
+		{"not read-only", corev1.VolumeMount{Name: "v", RecursiveReadOnly: mode(corev1.RecursiveReadOnlyIfPossible)}, true, false,
+			`volume "v" requested recursive read-only mode, but it is not read-only`},
+		{"propagation", corev1.VolumeMount{Name: "v", ReadOnly: true, MountPropagation: &bidi, RecursiveReadOnly: mode(corev1.RecursiveReadOnlyEnabled)}, true, false,
+			`volume "v" requested recursive read-only mode, but it is not compatible with propagation "Bidirectional"`},
+		{"unknown", corev1.VolumeMount{Name: "v", ReadOnly: true, RecursiveReadOnly: mode("Sometimes")}, true, false,
+			`unknown recursive read-only mode "Sometimes"`},
+	}
+	for _, tt := range tests {
+		got, err := ResolveRecursiveReadOnly(tt.m, tt.supports)
+		if got != tt.want || fmt.Sprint(err) != tt.wantErr && !(err == nil && tt.wantErr == "") {
+			t.Errorf("%s: got %v, %v; want %v, %q", tt.name, got, err, tt.want, tt.wantErr)
+		}
 	}
 }

@@ -25,6 +25,9 @@ type Plan struct {
 	in    Inputs
 	acts  Actions
 	grace int64
+	// restarts are the restarts the crash-loop back-off let go, recorded
+	// in it when their start is attempted.
+	restarts []restart
 
 	// todo is what is left to do, in order; current is the task whose
 	// call awaits its outcome.
@@ -120,15 +123,17 @@ type Started struct {
 // a container makes it wait with the kubelet's reason and the next one
 // goes on; a failed kill, sandbox or sandbox config ends the sync.
 func NewPlan(in Inputs) *Plan {
-	acts := ComputeActions(in)
-	p := &Plan{in: in, acts: acts, grace: podutil.GracePeriod(in.Pod),
+	acts := computeActions(in)
+	restarts := holdBackedOff(in, &acts)
+	p := &Plan{in: in, acts: acts, restarts: restarts, grace: podutil.GracePeriod(in.Pod),
 		res: Result{Actions: acts, Waiting: maps.Clone(acts.Waiting)}}
 	if p.res.Waiting == nil {
 		p.res.Waiting = map[string]Waiting{}
 	}
 	for _, name := range slices.Sorted(maps.Keys(acts.Waiting)) {
 		if acts.Waiting[name].Reason == podutil.ReasonCrashLoopBackOff {
-			p.event(name, corev1.EventTypeWarning, "BackOff", "Back-off restarting failed container "+name)
+			p.event(name, corev1.EventTypeWarning, "BackOff",
+				fmt.Sprintf("Back-off restarting failed container %s in pod %s", name, FormatPod(in.Pod)))
 		}
 	}
 	p.planKills()
@@ -193,7 +198,7 @@ func (p *Plan) planKills() {
 	for _, k := range p.acts.Kill {
 		msg, grace := k.Message, p.grace
 		if msg == "" {
-			msg = fmt.Sprintf("Stopping container %s: %s", k.Name, k.Reason)
+			msg = fmt.Sprintf("Stopping container %s", k.Name)
 		}
 		if k.Grace != nil {
 			grace = *k.Grace
@@ -299,6 +304,11 @@ func (p *Plan) planStarts() {
 		if c == nil {
 			continue
 		}
+		for _, r := range p.restarts {
+			if r.name == s.Name {
+				r.record(p.in)
+			}
+		}
 		p.call(EnsureImageOp{Container: s, Image: c.Image}, func(o Outcome) { p.imageEnsured(s, c, o) })
 	}
 }
@@ -323,7 +333,7 @@ func (p *Plan) imageEnsured(s ContainerStart, c *corev1.Container, o Outcome) {
 	}
 	p.callNext(op, func(o Outcome) {
 		if o.Err != nil {
-			p.failedWith(s, podutil.ReasonCreateContainerConfigError, o.Err, o.Err)
+			p.failedWithMessage(s, podutil.ReasonCreateContainerConfigError, podspec.UserMessage(o.Err), o.Err)
 			return
 		}
 		p.callNext(CreateContainerOp{Container: s, SandboxID: p.sandboxID}, func(o Outcome) { p.created(s, c, o) })
@@ -340,14 +350,14 @@ func (p *Plan) created(s ContainerStart, c *corev1.Container, o Outcome) {
 		return
 	}
 	id := o.ID
-	created := Event{s.Name, corev1.EventTypeNormal, "Created", "Created container " + s.Name}
+	created := Event{s.Name, corev1.EventTypeNormal, "Created", "Container created"}
 	p.todo = append([]task{{events: []Event{created}, op: StartContainerOp{Container: s, ID: id}, done: func(o Outcome) {
 		if o.Err != nil {
 			p.failedWith(s, podutil.ReasonRunContainerError, o.Err,
 				fmt.Errorf("start container %q of pod %s/%s: %w", s.Name, pod.Namespace, pod.Name, o.Err))
 			return
 		}
-		p.event(s.Name, corev1.EventTypeNormal, "Started", "Started container "+s.Name)
+		p.event(s.Name, corev1.EventTypeNormal, "Started", "Container started")
 		p.res.Started = append(p.res.Started, Started{Name: s.Name, ID: id})
 		if lifecycle.PostStart(c) == nil {
 			p.observe(s, "")
@@ -393,8 +403,14 @@ func (p *Plan) postStarted(s ContainerStart, id string, o Outcome) {
 // failedWith makes s wait with reason (the call's error its message),
 // with the kubelet's Failed event, and records err.
 func (p *Plan) failedWith(s ContainerStart, reason string, callErr, err error) {
-	p.event(s.Name, corev1.EventTypeWarning, "Failed", "Error: "+callErr.Error())
-	p.wait(s, Waiting{Reason: reason, Message: callErr.Error()}, err)
+	p.failedWithMessage(s, reason, callErr.Error(), err)
+}
+
+// failedWithMessage makes s wait with reason and message, with the
+// kubelet's Failed event ("Error: <message>"), and records err.
+func (p *Plan) failedWithMessage(s ContainerStart, reason, message string, err error) {
+	p.event(s.Name, corev1.EventTypeWarning, "Failed", "Error: "+message)
+	p.wait(s, Waiting{Reason: reason, Message: message}, err)
 }
 
 // wait makes s wait for w, observes the failed start and records err.

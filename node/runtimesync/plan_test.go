@@ -17,6 +17,7 @@ import (
 	"github.com/lockstep-dev/lockstep/node/backoff"
 	"github.com/lockstep-dev/lockstep/node/images"
 	"github.com/lockstep-dev/lockstep/node/lifecycle"
+	"github.com/lockstep-dev/lockstep/node/podspec"
 	"github.com/lockstep-dev/lockstep/node/podstate"
 )
 
@@ -37,7 +38,7 @@ import (
 //	                                input: scripted outcomes, one a line
 func TestPlanTranscripts(t *testing.T) {
 	datadriven.Walk(t, "testdata/plan", func(t *testing.T, path string) {
-		env := &planEnv{now: now, backoff: backoff.New(backoff.Config{})}
+		env := &planEnv{now: now, backoff: backoff.NewRestarts(backoff.Config{})}
 		datadriven.RunTest(t, path, func(t *testing.T, d *datadriven.TestData) string {
 			out, err := env.run(d)
 			if err != nil {
@@ -55,7 +56,7 @@ type planEnv struct {
 	terminal bool
 	status   *podstate.PodStatus
 	now      time.Time
-	backoff  *backoff.Backoff
+	backoff  *backoff.Restarts
 }
 
 func (env *planEnv) run(d *datadriven.TestData) (string, error) {
@@ -205,6 +206,8 @@ type outcomes []scripted
 // of one container, and RESULT one of
 //
 //	fail: MESSAGE            the call fails with MESSAGE
+//	config: MESSAGE          ContainerConfig fails with the kubelet's
+//	                         MESSAGE (a podspec.ConfigError) in context
 //	image REASON MESSAGE     EnsureImage fails with the image manager's
 //	                         REASON (ErrImagePull, ImagePullBackOff…)
 //	hook MESSAGE             PostStart: the hook fails with MESSAGE
@@ -232,6 +235,8 @@ func parseOutcomes(input string) (outcomes, error) {
 		switch rest[0] {
 		case "fail":
 			s.outcome.Err = errors.New(msg)
+		case "config":
+			s.outcome.Err = fmt.Errorf("container %q of pod ns/web: env \"X\": %w", s.container, &podspec.ConfigError{Message: msg})
 		case "image":
 			if len(rest) < 2 {
 				return nil, fmt.Errorf("outcome %q: image REASON MESSAGE", line)
@@ -251,7 +256,7 @@ func parseOutcomes(input string) (outcomes, error) {
 }
 
 func isResult(word string) bool {
-	return slices.Contains([]string{"fail", "image", "hook", "cut", "ip"}, word)
+	return slices.Contains([]string{"fail", "config", "image", "hook", "cut", "ip"}, word)
 }
 
 // take returns (and uses up) the scripted outcome of op, else success:
