@@ -132,6 +132,13 @@ func TestFoundBySweeps(t *testing.T) {
 		// before anything was written (local-storage-kept now judges only
 		// each container's latest instance: the eviction stopped those).
 		{"emptyDir eviction after its sandbox was recreated", "mixed", 7008, "sandbox-no-ip:2,0,0@168;create-storage:0,1,3@880"},
+		// A pod created 100 ms before the node's shutdown was announced:
+		// its container ran, but no relist had shown it yet, so the
+		// shutdown manager, asking the runtime cache whether the group's
+		// pods still ran, moved on to the critical group at once
+		// (shutdown-order). It now waits for the pods' kills to complete,
+		// as the kubelet's waits for killPodNow.
+		{"shutdown of a pod started since the last relist", "node-shutdown", 7009, "create-qos:3,0,0@2421;create:20,0,0@100;node-shutdown:1276,0,0@100"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			actions, err := ParseActions(tc.actions)
