@@ -53,7 +53,7 @@ test-scenarios:
 ## (the runtime refuses a second container of the same name and attempt)
 ## and 58711 (three separate guards keep a terminal phase; see
 ## docs/architecture.md). `make -j2 regress` runs two at a time.
-REGRESS_TAGS := regress_93210 regress_104648 regress_106734 regress_94829 regress_121003 regress_141473
+REGRESS_TAGS := regress_93210 regress_104648 regress_106734 regress_94829 regress_121003 regress_141473 regress_prompt
 regress: $(REGRESS_TAGS)
 
 # One re-created bug, named by its tag (not .PHONY: phony targets skip
