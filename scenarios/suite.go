@@ -62,6 +62,7 @@ func Scenarios() []Scenario {
 		devicesScenario(),
 		statsScenario(),
 		servicesScenario(),
+		watchBurstScenario(),
 	}
 }
 
