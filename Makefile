@@ -54,8 +54,9 @@ test-scenarios:
 ## and 58711 (three separate guards keep a terminal phase; see
 ## docs/architecture.md). Not an upstream bug: firstwait, lockstep's own
 ## earlier crash-loop curve (its first restart waited 10 s; issue 27),
-## caught by backoff-respected. `make -j2 regress` runs two at a time.
-REGRESS_TAGS := regress_93210 regress_104648 regress_106734 regress_94829 regress_121003 regress_141473 regress_firstwait
+## caught by backoff-respected; prompt, a lost status wake-up, caught by
+## status-prompt. `make -j2 regress` runs two at a time.
+REGRESS_TAGS := regress_93210 regress_104648 regress_106734 regress_94829 regress_121003 regress_141473 regress_firstwait regress_prompt
 regress: $(REGRESS_TAGS)
 
 # One re-created bug, named by its tag (not .PHONY: phony targets skip

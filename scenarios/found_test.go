@@ -125,6 +125,20 @@ func TestFoundBySweeps(t *testing.T) {
 		// handler and periodic loop do (one-eviction-per-cycle now counts
 		// the notifier's cycles).
 		{"notifier cycle between two periodic ones", "eviction", 0, "create-qos:2,3,0@100;create-qos:2,2,2@960;wait:0,0,0@10000;node-disk:2,0,0@100;node-memory:4,0,0@100"},
+		// An emptyDir pod's first sandbox came up without an IP: the agent
+		// replaced it, stopping the container's first instance at +1 s;
+		// the second instance wrote 8Mi and was evicted for it. The
+		// checker judged the usage as of the first instance's stop, long
+		// before anything was written (local-storage-kept now judges only
+		// each container's latest instance: the eviction stopped those).
+		{"emptyDir eviction after its sandbox was recreated", "mixed", 7008, "sandbox-no-ip:2,0,0@168;create-storage:0,1,3@880"},
+		// A pod created 100 ms before the node's shutdown was announced:
+		// its container ran, but no relist had shown it yet, so the
+		// shutdown manager, asking the runtime cache whether the group's
+		// pods still ran, moved on to the critical group at once
+		// (shutdown-order). It now waits for the pods' kills to complete,
+		// as the kubelet's waits for killPodNow.
+		{"shutdown of a pod started since the last relist", "node-shutdown", 7009, "create-qos:3,0,0@2421;create:20,0,0@100;node-shutdown:1276,0,0@100"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			actions, err := ParseActions(tc.actions)

@@ -57,6 +57,7 @@ type Checker struct {
 	dv              *deviceChecks       // see invariants_devices.go
 	bo              *backoffChecks      // see invariants_backoff.go
 	svc             *serviceChecks      // see invariants_services.go
+	prompt          *promptChecks       // see invariants_prompt.go
 	reportedOnce    map[string]bool     // see failOnce
 	// statsChecked is the time of the last stats sample checked (stats.go).
 	statsChecked time.Time
@@ -69,7 +70,7 @@ func NewChecker(h *harness.Harness) *Checker {
 		lastPhase: map[types.UID]corev1.PodPhase{}, restarts: map[string]int32{}, term: newTerminationState(), suite: newSuiteState(),
 		probes: newProbeChecks(), sidecars: newSidecarChecks(),
 		hooks: newHookChecks(), cg: newCgroupChecks(), cpus: newCPUChecks(),
-		pressure: newPressureChecks(), storage: newLocalStorageChecks(), imagegc: newImageGCChecks(), ooms: map[string]*oomKill{}, rz: newResizeChecks(), dv: newDeviceChecks()}
+		pressure: newPressureChecks(), storage: newLocalStorageChecks(), imagegc: newImageGCChecks(), ooms: map[string]*oomKill{}, rz: newResizeChecks(), dv: newDeviceChecks(), prompt: newPromptChecks()}
 	c.svc = newServiceChecks(c)
 	h.API.OnWrite(c.onWrite)
 	h.OnStopContainer(c.onShutdownStop)
@@ -112,6 +113,7 @@ func (c *Checker) Check() {
 	c.checkResize(truth)
 	c.checkDevices(truth)
 	c.checkStatsRate()
+	c.checkStatusPrompt(truth)
 	for _, ct := range truth {
 		key := string(ct.PodUID) + "/" + ct.Name
 		if ct.State == runtimeapi.ContainerState_CONTAINER_RUNNING {

@@ -60,13 +60,18 @@ func (c *Checker) onLocalStorageEviction(pod *corev1.Pod) {
 	}
 	// Judged when the agent first stopped one of its containers (its
 	// decision; usage only grows in these scenarios), as if they all ran
-	// then: by now they are stopped and their volumes may be gone.
-	at, ok := int64(0), false
-	for _, ct := range TrueContainers(c.h) {
-		if ct.PodUID != pod.UID {
-			continue
+	// then: by now they are stopped and their volumes may be gone. Only
+	// each container's latest instance counts: an earlier one was stopped
+	// before the eviction (a restart, a sandbox recreated), not by it.
+	latest := map[string]string{}
+	for _, ct := range TrueContainers(c.h) { // sorted by attempt
+		if ct.PodUID == pod.UID {
+			latest[ct.Name] = ct.ID
 		}
-		if s, asked := c.h.Runtime.TrueStopAskedAt(ct.ID); asked && (!ok || s < at) {
+	}
+	at, ok := int64(0), false
+	for _, name := range slices.Sorted(maps.Keys(latest)) {
+		if s, asked := c.h.Runtime.TrueStopAskedAt(latest[name]); asked && (!ok || s < at) {
 			at, ok = s, true
 		}
 	}

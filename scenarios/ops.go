@@ -57,6 +57,8 @@ func Ops() map[string]Op {
 		"api-flaky":           {"a percent of agent calls fail until the world heals", drawArgs(1, 50), opAPIFlaky},
 		"api-fail-writes":     {"the next a agent writes fail", drawArgs(1, 5), opAPIFailWrites},
 		"api-compact":         {"compact the API's change history", nil, opAPICompact},
+		"api-close-watch":     {"the apiserver closes the pod watches at their timeout (not a fault)", nil, opAPICloseWatch},
+		"watch-burst":         {"create a pods b ms apart, the apiserver closing the pod watches after the c-th", drawArgs(1, burstMaxPods, 0, burstMaxGap, 0, burstMaxPods), opWatchBurst},
 		"manifest":            {"static pod a: remove (b=0) its manifest, write its first version (b=1) or a new one (b=2)", drawArgs(0, len(staticNames)-1, 0, 2), opManifest},
 		"mirror-delete":       {"delete static pod a's mirror pod, with grace 0 or 30 (b)", drawArgs(0, len(staticNames)-1, 0, 1), opMirrorDelete},
 		"create-probed":       {"create a pod with probes drawn from seed a (see DrawProbedPod)", drawArgs(0, 1<<16-1), opCreateProbed},

@@ -62,6 +62,7 @@ func Scenarios() []Scenario {
 		devicesScenario(),
 		statsScenario(),
 		servicesScenario(),
+		watchBurstScenario(),
 	}
 }
 
@@ -242,7 +243,7 @@ func Invariants() []string {
 		"prestop-before-stop", "poststart-before-started", "volumes-kept", "token-valid", "client-cert-valid", "cgroups-match", "exclusive-cpus", "numa-aligned", "devices-once",
 		"eviction-order", "critical-survives", "evicted-stays-dead",
 		"one-eviction-per-cycle", "reclaim-first", "local-storage-evicted", "local-storage-kept", "pressure-conditions", "admission", "oom-reported", "stats-rate",
-		"shutdown-order", "shutdown-grace", "shutdown-not-ready",
+		"shutdown-order", "shutdown-grace", "shutdown-not-ready", "status-prompt",
 		"allocations-fit", "allocation-checkpointed", "service-env",
 		"deleted-disappears", "converges", "status-matches", "mirror-present", "resize-in-place", "resize-restarts-once", "resize-converges",
 	}

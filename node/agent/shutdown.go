@@ -6,6 +6,7 @@ import (
 
 	"github.com/lockstep-dev/lockstep/node/activepods"
 	"github.com/lockstep-dev/lockstep/node/podadmit"
+	"github.com/lockstep-dev/lockstep/node/podworkers"
 )
 
 // shutdownPods is the agent's side of graceful node shutdown: the pods it
@@ -25,8 +26,13 @@ func (p shutdownPods) Kill(pod *corev1.Pod, grace int64, reason, message string,
 	p.a.stopAndFail(pod, &grace, podadmit.StopNote{Reason: reason, Message: message, Condition: cond})
 }
 
-// PodCleanedUp reports whether none of the pod's containers runs.
-func (p shutdownPods) PodCleanedUp(uid types.UID) bool { return evictionPods(p).PodCleanedUp(uid) }
+// PodCleanedUp reports whether the pod's kill has completed: its worker
+// has stopped every container (the runtime cache may not show a container
+// started since its last relist).
+func (p shutdownPods) PodCleanedUp(uid types.UID) bool {
+	st, ok := p.a.workers.State(uid)
+	return !ok || st == podworkers.Terminated
+}
 
 // nodeSyncer writes the node status now, once the node status manager
 // exists (it has an apiserver).

@@ -124,7 +124,10 @@ type Pods interface {
 	// Kill stops pod with grace (seconds) and fails it with reason and
 	// message, adding cond.
 	Kill(pod *corev1.Pod, grace int64, reason, message string, cond corev1.PodCondition)
-	// PodCleanedUp reports whether none of the pod's containers runs.
+	// PodCleanedUp reports whether the pod's kill has completed: every
+	// container stopped by the pod's worker, as the kubelet's shutdown
+	// waits for its kill's completion, not for a runtime cache that may
+	// not have seen a container started since its last relist.
 	PodCleanedUp(uid types.UID) bool
 }
 

@@ -150,7 +150,7 @@ func (m *Manager) SetPodStatus(pod *corev1.Pod, s corev1.PodStatus) {
 	m.mu.Lock()
 	changed := m.setLocked(pod, s)
 	m.mu.Unlock()
-	if changed {
+	if changed && writeAtOnce() {
 		m.wake.Notify()
 	}
 }
