@@ -190,6 +190,8 @@ type record struct {
 	Hash       string         `json:"hash"`
 	Replay     string         `json:"replay"`
 	Plan       scenarios.Plan `json:"plan"`
+	// Unshrunk is the plan as first drawn, when Plan is its shrunk form.
+	Unshrunk *scenarios.Plan `json:"unshrunk,omitempty"`
 }
 
 func newRecord(res scenarios.Result) record {
