@@ -208,3 +208,37 @@ func sc6(t *testing.T, sc scenarios.Scenario) scenarios.Plan {
 	t.Helper()
 	return scenarios.Generate(sc, 5, scenarios.SeededDrawer(5))
 }
+
+// The records a sweep prints with --print-records are read back by merge
+// from the saved output (as kubectl logs of a shard's pod keeps it),
+// beside a record file.
+func TestSimMergeReadsRecordLinesOfLogs(t *testing.T) {
+	dir := t.TempDir()
+	var log bytes.Buffer
+	log.WriteString("sweep termination: 4 seeds\nFAIL termination seed 3: grace-honoured\n")
+	printRecordLine(&log, record{Scenario: "termination", Seed: 3, Failure: "grace-honoured", Replay: "go run -tags x ./cmd/lockstep sim run --seed 3"})
+	log.WriteString("[####] 4/4 seeds\n2026-12-07T02:00:00Z ")
+	printRecordLine(&log, record{Scenario: "termination", Seed: 4, Failure: "grace-honoured", Replay: "go run ./cmd/lockstep sim run --seed 4"})
+	if err := os.WriteFile(filepath.Join(dir, "shard-0.log"), log.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(t.TempDir(), "one.json")
+	if err := writeRecord(file, record{Scenario: "mixed", Seed: 9, Failure: "one-instance"}); err != nil {
+		t.Fatal(err)
+	}
+	out, err := lockstep(t, "sim", "merge", filepath.Join(dir, "shard-0.log"), file)
+	if !errors.Is(err, errFailed) {
+		t.Errorf("merge of failures returned %v", err)
+	}
+	for _, want := range []string{"3 failure records from 2 paths", "grace-honoured:", "termination seed 3", "termination seed 4", "mixed seed 9"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("merge report has no %q:\n%s", want, out)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(dir, "bad.log"), []byte(recordLinePrefix+"{not json\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := lockstep(t, "sim", "merge", filepath.Join(dir, "bad.log")); err == nil || !strings.Contains(err.Error(), "bad.log:1") {
+		t.Errorf("a broken record line: %v", err)
+	}
+}

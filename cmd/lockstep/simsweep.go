@@ -29,6 +29,7 @@ type sweepOptions struct {
 	shrinkTime time.Duration
 	swarm      bool
 	duration   time.Duration
+	print      bool
 	// execute runs a plan (scenarios.Execute when nil; tests replace it).
 	execute func(scenarios.Plan) scenarios.Result
 }
@@ -66,6 +67,7 @@ command that replays it. Exits non-zero if any seed failed.`,
 	f.DurationVar(&o.shrinkTime, "shrink-time", time.Minute, "wall time spent shrinking each failure at most (0: no bound)")
 	f.BoolVar(&o.swarm, "swarm", false, "draw each seed's mix of operations (swarm testing)")
 	f.DurationVar(&o.duration, "duration", 0, "start no seed after this wall time (0: run every seed)")
+	f.BoolVar(&o.print, "print-records", false, "also print each failure record on one line of standard output (`"+recordLinePrefix+"{...}`), for `sim merge` to read from saved logs")
 	return cmd
 }
 
@@ -181,6 +183,9 @@ func sweep(out, progress io.Writer, o sweepOptions) error {
 					tally[j.sc.Name].failed++
 					fmt.Fprintf(progress, "\r\033[K")
 					fmt.Fprintf(out, "FAIL %s seed %d: %s\n  replay: %s\n", j.sc.Name, j.seed, rec.Failure, rec.Replay)
+					if o.print {
+						printRecordLine(out, rec)
+					}
 				}
 				printProgress(progress, done, len(jobs), failures, time.Since(start))
 				mu.Unlock()
@@ -279,7 +284,9 @@ func newSimMergeCommand() *cobra.Command {
 		Use:   "merge DIR|FILE...",
 		Short: "Collect the failure records of many sweep shards into one report",
 		Long: `Read every failure record (*.json) in the given directories and files (e.g.
-the --out directories of the shards of a sweep, copied from the Job's pods)
+the --out directories of the shards of a sweep, copied from the Job's pods),
+or the record lines of saved logs (any other file: the lines a sweep printed
+with --print-records, e.g. kubectl logs of each shard's pod)
 and print one report grouped by broken invariant, each failure with its
 replay command. Exits non-zero if there was any failure.`,
 		Args: cobra.MinimumNArgs(1),
@@ -297,11 +304,11 @@ func merge(out io.Writer, paths []string) error {
 			files, _ = filepath.Glob(filepath.Join(p, "*.json"))
 		}
 		for _, f := range files {
-			r, err := readRecord(f)
+			rs, err := readRecords(f)
 			if err != nil {
 				return fmt.Errorf("merge: %w", err)
 			}
-			recs = append(recs, r)
+			recs = append(recs, rs...)
 		}
 	}
 	sort.Slice(recs, func(i, j int) bool {
