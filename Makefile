@@ -85,14 +85,21 @@ bench:
 bench-compare:
 	hack/bench-compare/run.sh
 
-SIM_SEEDS    ?= 1..2000
-SIM_PARALLEL ?= 2
+SIM_SEEDS     ?= 1..100000
+SIM_SCENARIOS ?= all
+SIM_DURATION  ?= 60m
+SIM_PARALLEL  ?= 2
 
-## sim: a long sweep of the `mixed` scenario over the real agent, with a
-## progress bar; failures are shrunk and saved in .sim-failures/ with their
-## replay command (SIM_SEEDS=a..b, SIM_PARALLEL=n; see `lockstep sim --help`)
+## sim: the nightly-size sweep: every scenario (SIM_SCENARIOS), taking
+## turns seed by seed over SIM_SEEDS, each seed's mix of operations
+## swarm-drawn, bounded by SIM_DURATION of wall time (no seed starts after
+## it); prints the seeds run and failed per scenario. Failures are saved
+## unshrunk at once, then shrunk (2 min at most each) in .sim-failures/
+## with their replay command (see `lockstep sim sweep --help`)
 sim:
-	$(GO) run ./cmd/lockstep sim sweep --scenario mixed --seeds $(SIM_SEEDS) --parallel $(SIM_PARALLEL)
+	$(GO) build -o bin/lockstep ./cmd/lockstep
+	bin/lockstep sim sweep --scenario $(SIM_SCENARIOS) --swarm --seeds $(SIM_SEEDS) \
+		--parallel $(SIM_PARALLEL) --duration $(SIM_DURATION) --shrink-time 2m
 
 DEMO_DIR ?= /tmp/lockstep-demo
 

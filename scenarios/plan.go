@@ -55,6 +55,10 @@ type Plan struct {
 	Seed     uint64   `json:"seed"`
 	Pods     int      `json:"pods,omitempty"`
 	Actions  []Action `json:"actions"`
+	// Swarm, when the plan was drawn from a swarm variant of its scenario
+	// (see Swarm), is that variant's mix (MixString); the plan replays
+	// from its actions alone, this says where they came from.
+	Swarm string `json:"swarm,omitempty"`
 }
 
 // ActionList is the plan's actions in compact form, separated by ';'.
@@ -100,13 +104,20 @@ func (p Plan) ReplayCommand() string {
 // fails the same way (same invariant or failure kind). It spends at most
 // budget runs.
 func Shrink(p Plan, budget int, run func(Plan) Result) (Plan, Result) {
+	return ShrinkUntil(p, budget, nil, run)
+}
+
+// ShrinkUntil is Shrink that also stops trying once stop reports true
+// (a sweep's bound on the wall time shrinking may take); the plan and
+// result are the smallest failing ones found by then. stop may be nil.
+func ShrinkUntil(p Plan, budget int, stop func() bool, run func(Plan) Result) (Plan, Result) {
 	best := run(p)
 	want := best.FailureName()
 	if want == "" {
 		return p, best
 	}
 	try := func(q Plan) bool {
-		if budget <= 0 {
+		if budget <= 0 || (stop != nil && stop()) {
 			return false
 		}
 		budget--
@@ -117,7 +128,7 @@ func Shrink(p Plan, budget int, run func(Plan) Result) (Plan, Result) {
 		p, best = q, r
 		return true
 	}
-	for changed := true; changed && budget > 0; {
+	for changed := true; changed && budget > 0 && (stop == nil || !stop()); {
 		changed = false
 		for i := len(p.Actions) - 1; i >= 0 && i < len(p.Actions); i-- {
 			q := p

@@ -140,3 +140,105 @@ func TestNodeRefusesARegressionBuild(t *testing.T) {
 		t.Errorf("a regress_94829 build is not refused: %v", err)
 	}
 }
+
+// A sweep of several scenarios, swarm-drawn, runs each at every seed and
+// tallies them; the same seed draws the same swarm plan twice.
+func TestSimSweepScenariosSwarm(t *testing.T) {
+	dir := t.TempDir()
+	out, err := lockstep(t, "sim", "sweep", "--scenario", "termination,images", "--swarm", "--seeds", "1..2",
+		"--steps", "2", "--parallel", "2", "--out", dir)
+	if err != nil {
+		t.Fatalf("sweep: %v\n%s", err, out)
+	}
+	for _, want := range []string{"x 2 scenarios, swarm-drawn", "termination           2 seeds    0 failed", "images                2 seeds    0 failed", "4 seeds, 0 failed"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("sweep output has no %q:\n%s", want, out)
+		}
+	}
+	if _, err := lockstep(t, "sim", "sweep", "--scenario", "termination,nosuch", "--seeds", "1"); err == nil || !strings.Contains(err.Error(), `unknown scenario "nosuch"`) {
+		t.Errorf("an unknown scenario in the list: %v", err)
+	}
+}
+
+// A failing seed's record is on disk, unshrunk, before shrinking starts;
+// once shrunk, the record holds the shrunk plan and the unshrunk one.
+func TestSweepSavesUnshrunkRecordFirst(t *testing.T) {
+	dir := t.TempDir()
+	sc, err := scenarios.Lookup("crash-restart")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc.Steps = 6
+	path := filepath.Join(dir, "crash-restart-5.json")
+	runs := 0
+	var first *record
+	fails := func(p scenarios.Plan) scenarios.Result {
+		runs++
+		if runs == 2 { // the first run of shrinking
+			r, err := readRecord(path)
+			if err != nil {
+				t.Errorf("no record on disk when shrinking starts: %v", err)
+			}
+			first = &r
+		}
+		// fails while the plan still has its first action
+		if len(p.Actions) > 0 && p.Actions[0] == sc6(t, sc).Actions[0] {
+			return scenarios.Result{Plan: p, Violations: []scenarios.Violation{{Invariant: "one-instance"}}}
+		}
+		return scenarios.Result{Plan: p}
+	}
+	rec, bad := sweepOne(sc, 5, sweepOptions{out: dir, shrink: 50, execute: fails})
+	if !bad {
+		t.Fatal("seed not reported failed")
+	}
+	if first == nil || len(first.Plan.Actions) != 6 || first.Unshrunk != nil {
+		t.Fatalf("record before shrinking: %+v", first)
+	}
+	saved, err := readRecord(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(saved.Plan.Actions) != 1 || saved.Unshrunk == nil || len(saved.Unshrunk.Actions) != 6 || len(rec.Plan.Actions) != 1 {
+		t.Errorf("record after shrinking: %d actions, unshrunk %v", len(saved.Plan.Actions), saved.Unshrunk)
+	}
+}
+
+// sc6 is the plan sweepOne draws for sc at seed 5.
+func sc6(t *testing.T, sc scenarios.Scenario) scenarios.Plan {
+	t.Helper()
+	return scenarios.Generate(sc, 5, scenarios.SeededDrawer(5))
+}
+
+// The records a sweep prints with --print-records are read back by merge
+// from the saved output (as kubectl logs of a shard's pod keeps it),
+// beside a record file.
+func TestSimMergeReadsRecordLinesOfLogs(t *testing.T) {
+	dir := t.TempDir()
+	var log bytes.Buffer
+	log.WriteString("sweep termination: 4 seeds\nFAIL termination seed 3: grace-honoured\n")
+	printRecordLine(&log, record{Scenario: "termination", Seed: 3, Failure: "grace-honoured", Replay: "go run -tags x ./cmd/lockstep sim run --seed 3"})
+	log.WriteString("[####] 4/4 seeds\n2026-12-07T02:00:00Z ")
+	printRecordLine(&log, record{Scenario: "termination", Seed: 4, Failure: "grace-honoured", Replay: "go run ./cmd/lockstep sim run --seed 4"})
+	if err := os.WriteFile(filepath.Join(dir, "shard-0.log"), log.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(t.TempDir(), "one.json")
+	if err := writeRecord(file, record{Scenario: "mixed", Seed: 9, Failure: "one-instance"}); err != nil {
+		t.Fatal(err)
+	}
+	out, err := lockstep(t, "sim", "merge", filepath.Join(dir, "shard-0.log"), file)
+	if !errors.Is(err, errFailed) {
+		t.Errorf("merge of failures returned %v", err)
+	}
+	for _, want := range []string{"3 failure records from 2 paths", "grace-honoured:", "termination seed 3", "termination seed 4", "mixed seed 9"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("merge report has no %q:\n%s", want, out)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(dir, "bad.log"), []byte(recordLinePrefix+"{not json\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := lockstep(t, "sim", "merge", filepath.Join(dir, "bad.log")); err == nil || !strings.Contains(err.Error(), "bad.log:1") {
+		t.Errorf("a broken record line: %v", err)
+	}
+}

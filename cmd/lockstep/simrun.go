@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -190,6 +191,8 @@ type record struct {
 	Hash       string         `json:"hash"`
 	Replay     string         `json:"replay"`
 	Plan       scenarios.Plan `json:"plan"`
+	// Unshrunk is the plan as first drawn, when Plan is its shrunk form.
+	Unshrunk *scenarios.Plan `json:"unshrunk,omitempty"`
 }
 
 func newRecord(res scenarios.Result) record {
@@ -225,6 +228,46 @@ func readRecord(path string) (record, error) {
 		return record{}, fmt.Errorf("decode failure record %s: %w", path, err)
 	}
 	return r, nil
+}
+
+// recordLinePrefix starts the line that carries a failure record in a
+// sweep's output (--print-records).
+const recordLinePrefix = "lockstep-sim-record "
+
+// printRecordLine prints r as one line of w, after recordLinePrefix.
+func printRecordLine(w io.Writer, r record) {
+	b, err := json.Marshal(r)
+	if err != nil { // a record is plain data: this does not happen
+		fmt.Fprintf(w, "%s{\"error\":%q}\n", recordLinePrefix, err.Error())
+		return
+	}
+	fmt.Fprintf(w, "%s%s\n", recordLinePrefix, b)
+}
+
+// readRecords reads the failure records of a file: a saved record (a JSON
+// object), or the record lines of a sweep's saved output.
+func readRecords(path string) ([]record, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read failure records: %w", err)
+	}
+	if t := bytes.TrimSpace(b); len(t) > 0 && t[0] == '{' {
+		r, err := readRecord(path)
+		return []record{r}, err
+	}
+	var out []record
+	for i, line := range strings.Split(string(b), "\n") {
+		_, js, ok := strings.Cut(line, recordLinePrefix)
+		if !ok {
+			continue
+		}
+		var r record
+		if err := json.Unmarshal([]byte(js), &r); err != nil {
+			return nil, fmt.Errorf("decode failure record at %s:%d: %w", path, i+1, err)
+		}
+		out = append(out, r)
+	}
+	return out, nil
 }
 
 func newSimReplayCommand() *cobra.Command {

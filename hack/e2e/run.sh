@@ -44,6 +44,8 @@ phase "build lockstep"
 (cd "$repo" && go build -o "$E2E_DIR/bin/lockstep" ./cmd/lockstep)
 phase "build control plane"
 export CONTROL_PLANE_BIN="$("$here/build-control-plane.sh")"
+phase "build controller-manager"
+export LOCKSTEP_E2E_KCM="$("$here/build-controller-manager.sh")"
 phase "build kubectl"
 export LOCKSTEP_E2E_KUBECTL="$("$here/build-kubectl.sh")"
 phase "build metrics-server"
@@ -112,5 +114,5 @@ phase "start metrics-server"
 "$here/start-metrics-server.sh"
 phase "e2e tests"
 cd "$repo"
-LOCKSTEP_E2E_DIR="$E2E_DIR" LOCKSTEP_E2E_NODE="$E2E_NODE" LOCKSTEP_E2E_PORT="$port" LOCKSTEP_E2E_NODE_IP="$node_ip" LOCKSTEP_E2E_KUBECTL="$LOCKSTEP_E2E_KUBECTL" \
+LOCKSTEP_E2E_DIR="$E2E_DIR" LOCKSTEP_E2E_NODE="$E2E_NODE" LOCKSTEP_E2E_PORT="$port" LOCKSTEP_E2E_NODE_IP="$node_ip" LOCKSTEP_E2E_KUBECTL="$LOCKSTEP_E2E_KUBECTL" LOCKSTEP_E2E_KCM="$LOCKSTEP_E2E_KCM" \
   go test -tags e2e -count=1 -v -timeout 20m ./e2e/ "$@"
