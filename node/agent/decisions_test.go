@@ -1,14 +1,19 @@
 package agent
 
 import (
+	"context"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/lockstep-dev/lockstep/node/admission"
+	"github.com/lockstep-dev/lockstep/node/deps"
+	"github.com/lockstep-dev/lockstep/node/eviction"
+	"github.com/lockstep-dev/lockstep/node/nodestatus"
 	"github.com/lockstep-dev/lockstep/node/podsource"
 	"github.com/lockstep-dev/lockstep/node/podutil"
 	"github.com/lockstep-dev/lockstep/node/podworkers"
@@ -177,5 +182,45 @@ func TestWithUnsupportedMessage(t *testing.T) {
 		if got := withUnsupportedMessage(tt.s, tt.u).Message; got != tt.want {
 			t.Errorf("%s: message %q, want %q", tt.name, got, tt.want)
 		}
+	}
+}
+
+// fakeMachine answers Info and Usage with fixed values.
+type fakeMachine struct {
+	info  deps.MachineInfo
+	usage deps.MachineUsage
+}
+
+func (m fakeMachine) Info(context.Context) (deps.MachineInfo, error)   { return m.info, nil }
+func (m fakeMachine) Usage(context.Context) (deps.MachineUsage, error) { return m.usage, nil }
+
+func TestWithEvictionReserve(t *testing.T) {
+	gi := int64(1 << 30)
+	machine := fakeMachine{info: deps.MachineInfo{MemoryBytes: uint64(8 * gi)}, usage: deps.MachineUsage{NodeFSCapacityBytes: uint64(100 * gi)}}
+	hard, err := eviction.ParseThresholds(map[string]string{"memory.available": "100Mi", "nodefs.available": "10%"}, nil, nil, nil, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := func(v int64) resource.Quantity { return *resource.NewQuantity(v, resource.BinarySI) }
+	tests := []struct {
+		name     string
+		machine  deps.Machine
+		reserved corev1.ResourceList
+		ts       []eviction.Threshold
+		want     corev1.ResourceList
+	}{
+		{"no thresholds: reserved as given", machine, corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m")}, nil,
+			corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m")}},
+		{"no machine: reserved as given", nil, nil, hard, nil},
+		{"the hard thresholds are added", machine, corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("1Gi")}, hard,
+			corev1.ResourceList{corev1.ResourceMemory: q(gi + 100<<20), corev1.ResourceEphemeralStorage: q(10 * gi)}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := withEvictionReserve(tt.machine, nodestatus.Config{Reserved: tt.reserved}, tt.ts)
+			if diff := cmp.Diff(tt.want, got, cmp.Comparer(func(a, b resource.Quantity) bool { return a.Cmp(b) == 0 })); diff != "" {
+				t.Errorf("reserved (-want +got):\n%s", diff)
+			}
+		})
 	}
 }
