@@ -1,15 +1,22 @@
 package agent
 
 import (
+	"context"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/lockstep-dev/lockstep/node/admission"
+	"github.com/lockstep-dev/lockstep/node/deps"
+	"github.com/lockstep-dev/lockstep/node/eviction"
+	"github.com/lockstep-dev/lockstep/node/nodestatus"
 	"github.com/lockstep-dev/lockstep/node/podsource"
+	"github.com/lockstep-dev/lockstep/node/podstate"
 	"github.com/lockstep-dev/lockstep/node/podutil"
 	"github.com/lockstep-dev/lockstep/node/podworkers"
 	"github.com/lockstep-dev/lockstep/node/status"
@@ -176,6 +183,128 @@ func TestWithUnsupportedMessage(t *testing.T) {
 	for _, tt := range tests {
 		if got := withUnsupportedMessage(tt.s, tt.u).Message; got != tt.want {
 			t.Errorf("%s: message %q, want %q", tt.name, got, tt.want)
+		}
+	}
+}
+
+// fakeMachine answers Info and Usage with fixed values.
+type fakeMachine struct {
+	info  deps.MachineInfo
+	usage deps.MachineUsage
+}
+
+func (m fakeMachine) Info(context.Context) (deps.MachineInfo, error)   { return m.info, nil }
+func (m fakeMachine) Usage(context.Context) (deps.MachineUsage, error) { return m.usage, nil }
+
+func TestWithEvictionReserve(t *testing.T) {
+	gi := int64(1 << 30)
+	machine := fakeMachine{info: deps.MachineInfo{MemoryBytes: uint64(8 * gi)}, usage: deps.MachineUsage{NodeFSCapacityBytes: uint64(100 * gi)}}
+	hard, err := eviction.ParseThresholds(map[string]string{"memory.available": "100Mi", "nodefs.available": "10%"}, nil, nil, nil, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := func(v int64) resource.Quantity { return *resource.NewQuantity(v, resource.BinarySI) }
+	tests := []struct {
+		name     string
+		machine  deps.Machine
+		reserved corev1.ResourceList
+		ts       []eviction.Threshold
+		want     corev1.ResourceList
+	}{
+		{"no thresholds: reserved as given", machine, corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m")}, nil,
+			corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m")}},
+		{"no machine: reserved as given", nil, nil, hard, nil},
+		{"the hard thresholds are added", machine, corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("1Gi")}, hard,
+			corev1.ResourceList{corev1.ResourceMemory: q(gi + 100<<20), corev1.ResourceEphemeralStorage: q(10 * gi)}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := withEvictionReserve(tt.machine, nodestatus.Config{Reserved: tt.reserved}, tt.ts)
+			if diff := cmp.Diff(tt.want, got, cmp.Comparer(func(a, b resource.Quantity) bool { return a.Cmp(b) == 0 })); diff != "" {
+				t.Errorf("reserved (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestMirrorDecisions(t *testing.T) {
+	static := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "kube-system", Name: "etcd-n", UID: "v2",
+		Annotations: map[string]string{podutil.AnnotationConfigSource: "file"}}}
+	mirrorOf := func(hash string, deleted bool) *corev1.Pod {
+		m := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "kube-system", Name: "etcd-n", UID: "api-uid",
+			Annotations: map[string]string{podutil.AnnotationConfigMirror: hash}}}
+		if deleted {
+			now := metav1.Now()
+			m.DeletionTimestamp = &now
+		}
+		return m
+	}
+	inPlace := []struct {
+		name   string
+		mirror *corev1.Pod
+		want   bool
+	}{
+		{"mirrors this version", mirrorOf("v2", false), true},
+		{"mirrors an older manifest", mirrorOf("v1", false), false},
+		{"deleted by a user", mirrorOf("v2", true), false},
+	}
+	for _, tt := range inPlace {
+		if got := mirrorInPlace(tt.mirror, static); got != tt.want {
+			t.Errorf("mirrorInPlace, %s: %v, want %v", tt.name, got, tt.want)
+		}
+	}
+
+	apiPod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "web",
+		Annotations: map[string]string{podutil.AnnotationConfigSource: "api"}}}
+	if diff := cmp.Diff(map[string]bool{"kube-system/etcd-n": true}, staticNames([]*corev1.Pod{static, apiPod})); diff != "" {
+		t.Errorf("staticNames (-want +got):\n%s", diff)
+	}
+
+	yes := func(types.UID) bool { return true }
+	no := func(types.UID) bool { return false }
+	orphaned := []struct {
+		name     string
+		static   map[string]bool
+		inSource func(types.UID) bool
+		running  func(types.UID) bool
+		want     bool
+	}{
+		{"its static pod is desired", map[string]bool{"kube-system/etcd-n": true}, no, no, false},
+		{"its static pod is in a source, on its way", nil, yes, no, false},
+		{"its static pod still terminates", nil, no, yes, false},
+		{"gone everywhere", nil, no, no, true},
+	}
+	for _, tt := range orphaned {
+		if got := mirrorOrphaned("kube-system/etcd-n", mirrorOf("v1", false), tt.static, tt.inSource, tt.running); got != tt.want {
+			t.Errorf("mirrorOrphaned, %s: %v, want %v", tt.name, got, tt.want)
+		}
+	}
+}
+
+func TestRunningNamesake(t *testing.T) {
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "kube-system", Name: "etcd-n", UID: "new"}}
+	running := []podstate.Container{{ID: "c", State: podstate.ContainerRunning}}
+	exited := []podstate.Container{{ID: "c", State: podstate.ContainerExited}}
+	views := map[types.UID]*podstate.PodStatus{
+		"new":          {UID: "new", Namespace: "kube-system", Name: "etcd-n", Containers: running},
+		"other-name":   {UID: "other-name", Namespace: "kube-system", Name: "apiserver-n", Containers: running},
+		"old-exited":   {UID: "old-exited", Namespace: "kube-system", Name: "etcd-n", Containers: exited},
+		"old-running":  {UID: "old-running", Namespace: "kube-system", Name: "etcd-n", Containers: running},
+		"other-ns-run": {UID: "other-ns-run", Namespace: "default", Name: "etcd-n", Containers: running},
+	}
+	view := func(uid types.UID) (*podstate.PodStatus, bool) { st, ok := views[uid]; return st, ok }
+	tests := []struct {
+		uids []types.UID
+		want types.UID
+	}{
+		{[]types.UID{"new", "other-name", "old-exited", "other-ns-run"}, ""},
+		{[]types.UID{"new", "old-exited", "old-running"}, "old-running"},
+		{[]types.UID{"gone"}, ""},
+	}
+	for _, tt := range tests {
+		got, ok := runningNamesake(pod, tt.uids, view)
+		if got != tt.want || ok != (tt.want != "") {
+			t.Errorf("runningNamesake over %v = %q, %v; want %q", tt.uids, got, ok, tt.want)
 		}
 	}
 }

@@ -139,7 +139,7 @@ func (a *Agent) ensureMirror(ctx context.Context, pod *corev1.Pod, mirrors map[s
 	}
 	log := a.d.Log.With("pod", pod.Namespace+"/"+pod.Name, "uid", string(pod.UID))
 	if existing := mirrors[pod.Namespace+"/"+pod.Name]; existing != nil {
-		if hash, _ := podsource.StaticPodUIDFromMirror(existing); hash == pod.UID && existing.DeletionTimestamp == nil {
+		if mirrorInPlace(existing, pod) {
 			return
 		}
 		if err := a.d.API.Pods.DeletePod(ctx, existing.Namespace, existing.Name, existing.UID); err != nil && !apierrors.IsNotFound(err) {
@@ -169,30 +169,31 @@ func (a *Agent) ensureMirror(ctx context.Context, pod *corev1.Pod, mirrors map[s
 	log.Info("mirror pod created")
 }
 
-// deleteOrphanedMirrors deletes the mirror pods whose static pod is gone:
-// no static pod of that full name is desired, the file source does not
-// have the one it mirrors, and no worker runs it (a static pod still
-// terminating keeps its mirror).
+// mirrorInPlace reports whether existing is the mirror pod the static pod
+// wants: it mirrors this version of the manifest (its hash is the static
+// pod's UID) and nobody deleted it.
+func mirrorInPlace(existing, static *corev1.Pod) bool {
+	hash, _ := podsource.StaticPodUIDFromMirror(existing)
+	return hash == static.UID && existing.DeletionTimestamp == nil
+}
+
+// deleteOrphanedMirrors deletes the mirror pods whose static pod is gone
+// (mirrorOrphaned).
 func (a *Agent) deleteOrphanedMirrors(ctx context.Context, mirrors map[string]*corev1.Pod) {
 	if len(mirrors) == 0 {
 		return
 	}
-	static := map[string]bool{}
-	for _, p := range a.merger.Pods() {
-		if podutil.IsStaticPod(p) {
-			static[p.Namespace+"/"+p.Name] = true
-		}
+	static := staticNames(a.merger.Pods())
+	inSource := func(hash types.UID) bool {
+		return a.merger.Has(podsource.SourceFile, hash) || a.merger.Has(podsource.SourceHTTP, hash)
+	}
+	running := func(hash types.UID) bool {
+		_, ok := a.workers.State(hash)
+		return ok && !a.workers.IsFinished(hash)
 	}
 	for _, name := range slices.Sorted(maps.Keys(mirrors)) {
 		m := mirrors[name]
-		if static[name] {
-			continue
-		}
-		hash, _ := podsource.StaticPodUIDFromMirror(m)
-		if a.merger.Has(podsource.SourceFile, hash) || a.merger.Has(podsource.SourceHTTP, hash) {
-			continue // its static pod is on its way to the pod workers
-		}
-		if _, running := a.workers.State(hash); running && !a.workers.IsFinished(hash) {
+		if !mirrorOrphaned(name, m, static, inSource, running) {
 			continue
 		}
 		if err := a.d.API.Pods.DeletePod(ctx, m.Namespace, m.Name, m.UID); err != nil && !apierrors.IsNotFound(err) {
@@ -201,6 +202,30 @@ func (a *Agent) deleteOrphanedMirrors(ctx context.Context, mirrors map[string]*c
 		}
 		a.d.Log.Info("orphaned mirror pod deleted", "pod", name)
 	}
+}
+
+// staticNames are the full names of the static pods among pods.
+func staticNames(pods []*corev1.Pod) map[string]bool {
+	out := map[string]bool{}
+	for _, p := range pods {
+		if podutil.IsStaticPod(p) {
+			out[p.Namespace+"/"+p.Name] = true
+		}
+	}
+	return out
+}
+
+// mirrorOrphaned reports whether mirror (full name name) has lost its
+// static pod: no static pod of that full name is desired (static), no
+// static source has the one it mirrors (inSource: it is on its way to the
+// pod workers), and no worker runs it (running: a static pod still
+// terminating keeps its mirror).
+func mirrorOrphaned(name string, mirror *corev1.Pod, static map[string]bool, inSource, running func(types.UID) bool) bool {
+	if static[name] {
+		return false
+	}
+	hash, _ := podsource.StaticPodUIDFromMirror(mirror)
+	return !inSource(hash) && !running(hash)
 }
 
 // reportRunning updates the running pods and containers gauges from the

@@ -150,11 +150,17 @@ func (a *Agent) otherStaticInstance(pod *corev1.Pod) (types.UID, bool) {
 	if !podutil.IsStaticPod(pod) {
 		return "", false
 	}
-	for _, uid := range a.pleg.Cache().UIDs() {
+	return runningNamesake(pod, a.pleg.Cache().UIDs(), a.pleg.Cache().Get)
+}
+
+// runningNamesake returns the first of uids (read through view) that is
+// another pod of pod's namespace and name with a running container.
+func runningNamesake(pod *corev1.Pod, uids []types.UID, view func(types.UID) (*podstate.PodStatus, bool)) (types.UID, bool) {
+	for _, uid := range uids {
 		if uid == pod.UID {
 			continue
 		}
-		st, ok := a.pleg.Cache().Get(uid)
+		st, ok := view(uid)
 		if ok && st.Name == pod.Name && st.Namespace == pod.Namespace && len(st.Running()) > 0 {
 			return uid, true
 		}

@@ -37,17 +37,11 @@ func sysctlAllowlist(d deps.Deps, unsafe []string) *admission.SysctlAllowlist {
 	return w
 }
 
-// rejection returns why pod must not run at all: admission refused it
-// (resources, node, pressure) or a sysctl the node does not allow ("" when
-// it may run).
+// rejection returns why pod must not run at all (podadmit.Book.Rejection:
+// admission refused it, or a sysctl the node does not allow; "" when it
+// may run).
 func (a *Agent) rejection(pod *corev1.Pod) (reason, message string) {
-	if d, ok := a.admission.book.Refusal(pod.UID); ok {
-		return d.Reason, d.Message
-	}
-	if msg := a.admission.sysctls.Admit(pod); msg != "" {
-		return admission.ReasonSysctlForbidden, msg
-	}
-	return "", ""
+	return a.admission.book.Rejection(pod, a.admission.sysctls)
 }
 
 // refused reports whether pod is refused at admission, for any reason: it

@@ -151,7 +151,7 @@ lockstep_pod_worker_steps_total{namespace="ns",operation_type="update",pod="p",p
 // manager's reconcile loop.
 type reconcilePods struct{}
 
-func (reconcilePods) ActivePods() ([]*corev1.Pod, bool) { return nil, true }
+func (reconcilePods) HoldingResources() ([]*corev1.Pod, bool) { return nil, true }
 func (reconcilePods) RunningContainers() []cpumanager.Container {
 	return []cpumanager.Container{{PodUID: "u1", Name: "app", ID: "c1"}}
 }

@@ -116,6 +116,19 @@ func (b *Book) Refusal(uid types.UID) (admission.Decision, bool) {
 	return d, ok
 }
 
+// Rejection is why pod must not run at all: admission refused it (its
+// recorded refusal), or it sets a sysctl sysctls does not allow; "" when
+// it may run.
+func (b *Book) Rejection(pod *corev1.Pod, sysctls *admission.SysctlAllowlist) (reason, message string) {
+	if d, ok := b.Refusal(pod.UID); ok {
+		return d.Reason, d.Message
+	}
+	if msg := sysctls.Admit(pod); msg != "" {
+		return admission.ReasonSysctlForbidden, msg
+	}
+	return "", ""
+}
+
 // Stop records that the agent stops pod uid (evicts, preempts, shuts it
 // down) as note says: it no longer counts against the node.
 func (b *Book) Stop(uid types.UID, note StopNote) {

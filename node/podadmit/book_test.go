@@ -173,3 +173,35 @@ func TestAdmissionNode(t *testing.T) {
 		t.Errorf("AdmissionNode wrote into the caller's allocatable")
 	}
 }
+
+func TestRejection(t *testing.T) {
+	sysctls, err := admission.NewSysctlAllowlist(admission.SafeSysctls(""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := NewBook()
+	refused := podOf("refused", 0, "1")
+	b.Record(refused, admission.Decision{Reason: "OutOfcpu", Message: "no cpu"})
+	unsafe := podOf("unsafe", 0, "1")
+	unsafe.Spec.SecurityContext = &corev1.PodSecurityContext{Sysctls: []corev1.Sysctl{{Name: "kernel.msgmax", Value: "1"}}}
+	refusedUnsafe := unsafe.DeepCopy()
+	refusedUnsafe.UID = refused.UID
+	tests := []struct {
+		pod        *corev1.Pod
+		wantReason string
+	}{
+		{podOf("fine", 0, "1"), ""},
+		{refused, "OutOfcpu"},
+		{unsafe, admission.ReasonSysctlForbidden},
+		{refusedUnsafe, "OutOfcpu"}, // admission's refusal comes first
+	}
+	for _, tt := range tests {
+		reason, msg := b.Rejection(tt.pod, sysctls)
+		if reason != tt.wantReason {
+			t.Errorf("%s: reason %q (%s), want %q", tt.pod.Name, reason, msg, tt.wantReason)
+		}
+		if (reason == "") != (msg == "") {
+			t.Errorf("%s: reason %q with message %q", tt.pod.Name, reason, msg)
+		}
+	}
+}
