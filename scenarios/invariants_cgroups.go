@@ -14,8 +14,8 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/lockstep-dev/lockstep/node/cgroups"
-	"github.com/lockstep-dev/lockstep/node/podspec"
 	"github.com/lockstep-dev/lockstep/node/podstate"
+	"github.com/lockstep-dev/lockstep/scenarios/refmodel"
 	"github.com/lockstep-dev/lockstep/sim/apiserver"
 )
 
@@ -89,7 +89,7 @@ func (c *Checker) checkSandboxCgroup(cfg cgroups.Config, sb *runtimeapi.PodSandb
 		}
 		return
 	}
-	want := cfg.PodName(uid, podspec.QOSClass(pod)).Path(cfg.Driver)
+	want := cfg.PodName(uid, refmodel.QOSClass(pod)).Path(cfg.Driver)
 	if parent != want {
 		report("sandbox %s of pod %s/%s has cgroup parent %q, want %q", sb.Id, pod.Namespace, pod.Name, parent, want)
 		return
@@ -171,7 +171,7 @@ func (c *Checker) cgroupsSettled(live []*corev1.Pod, static map[types.UID]string
 	var out []string
 	want := map[string]bool{}
 	for _, p := range live {
-		want[cfg.PodName(p.UID, podspec.QOSClass(p)).Path(cfg.Driver)] = true
+		want[cfg.PodName(p.UID, refmodel.QOSClass(p)).Path(cfg.Driver)] = true
 	}
 	got := map[string]bool{}
 	for _, qos := range []corev1.PodQOSClass{corev1.PodQOSGuaranteed, corev1.PodQOSBurstable, corev1.PodQOSBestEffort} {
@@ -196,16 +196,15 @@ func (c *Checker) cgroupsSettled(live []*corev1.Pod, static map[types.UID]string
 	for _, p := range live {
 		allocated = append(allocated, c.allocatedPod(p)) // the QoS cgroups count allocations
 	}
-	qos := cgroups.QOSResources(allocated, 0, 0, nil)
 	r, ok := c.h.Cgroups.Get(cfg.QOSParent(corev1.PodQOSBurstable).Path(cfg.Driver))
-	if wantShares := *qos[corev1.PodQOSBurstable].CPUShares; !ok || r.CPUShares == nil || *r.CPUShares != wantShares {
+	if wantShares := refmodel.BurstableShares(allocated); !ok || r.CPUShares == nil || *r.CPUShares != wantShares {
 		got := "unset"
 		if r.CPUShares != nil {
 			got = fmt.Sprint(*r.CPUShares)
 		}
 		var names []string
 		for _, p := range live {
-			names = append(names, p.Name+":"+string(podspec.QOSClass(p)))
+			names = append(names, p.Name+":"+string(refmodel.QOSClass(p)))
 		}
 		out = append(out, fmt.Sprintf("burstable cgroup shares %s, want %d for the live pods %v", got, wantShares, names))
 	}

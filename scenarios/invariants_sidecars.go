@@ -8,7 +8,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/lockstep-dev/lockstep/node/podstate"
-	"github.com/lockstep-dev/lockstep/node/podutil"
+	"github.com/lockstep-dev/lockstep/scenarios/refmodel"
 )
 
 // sidecarChecks is what sidecar-order remembers.
@@ -41,11 +41,11 @@ func (c *Checker) runsOnce(uid types.UID, name string) bool {
 		}
 	}
 	for i := range spec.InitContainers {
-		if spec.InitContainers[i].Name == name && podutil.IsSidecar(&spec.InitContainers[i]) {
+		if spec.InitContainers[i].Name == name && refmodel.IsSidecar(&spec.InitContainers[i]) {
 			return false
 		}
 	}
-	return podutil.RunsOnce(&corev1.Pod{Spec: *spec})
+	return refmodel.RunsOnce(&corev1.Pod{Spec: *spec})
 }
 
 // sidecarNamed reports whether name is a sidecar of pod uid's last spec.
@@ -56,7 +56,7 @@ func (s *suiteState) sidecarNamed(uid types.UID, name string) bool {
 	}
 	for i := range spec.InitContainers {
 		if spec.InitContainers[i].Name == name {
-			return podutil.IsSidecar(&spec.InitContainers[i])
+			return refmodel.IsSidecar(&spec.InitContainers[i])
 		}
 	}
 	return false
@@ -107,7 +107,7 @@ func (c *Checker) checkSidecarOrder() {
 		spec := c.suite.specs[uid]
 		for i := range spec.InitContainers {
 			side := &spec.InitContainers[i]
-			if !podutil.IsSidecar(side) {
+			if !refmodel.IsSidecar(side) {
 				continue
 			}
 			first, ok := c.sidecars.firstStart[r.ct.PodSandboxId][side.Name]
