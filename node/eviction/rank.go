@@ -35,8 +35,9 @@ func Candidates(pods []*corev1.Pod, usages Usages) []Candidate {
 //     set above the request;
 //   - pid.available: lower priority, then more processes;
 //   - disk (nodefs/imagefs bytes or inodes): pods without stats, then
-//     pods whose writable layers exceed their ephemeral-storage request;
-//     then lower priority; then the larger usage above the request.
+//     pods whose writable layers exceed their ephemeral-storage request
+//     (for inodes: their request of inodes, none); then lower priority;
+//     then the larger usage above the ephemeral-storage request.
 func Rank(signal Signal, cands []Candidate) {
 	switch signalResource(signal) {
 	case corev1.ResourceMemory:
@@ -57,14 +58,17 @@ func Rank(signal Signal, cands []Candidate) {
 			)
 		})
 	case corev1.ResourceEphemeralStorage, ResourceInodes:
-		use := diskUse
+		use, measured := diskUse, corev1.ResourceEphemeralStorage
 		if signalResource(signal) == ResourceInodes {
-			use = inodeUse
+			// Upstream holds inodes against a request of inodes (which
+			// pods do not make: any inode exceeds it), then ranks by
+			// inodes above the ephemeral-storage request.
+			use, measured = inodeUse, ResourceInodes
 		}
 		slices.SortStableFunc(cands, func(a, b Candidate) int {
 			return cmpFirst(
 				cmpTrueFirst(!a.HasStats, !b.HasStats),
-				cmpTrueFirst(exceeds(a, use, corev1.ResourceEphemeralStorage), exceeds(b, use, corev1.ResourceEphemeralStorage)),
+				cmpTrueFirst(exceeds(a, use, measured), exceeds(b, use, measured)),
 				cmp.Compare(podutil.Priority(a.Pod), podutil.Priority(b.Pod)),
 				cmp.Compare(above(b, use, corev1.ResourceEphemeralStorage), above(a, use, corev1.ResourceEphemeralStorage)),
 			)

@@ -38,8 +38,11 @@ type Candidate struct {
 // pod sets pod-level resources, else the containers' (the larger of the
 // regular containers and sidecars together and any init container beside
 // the sidecars started before it), plus the pod's overhead of the resource
-// when that total is not zero. cpu in millicores, others in units.
+// when that total is not zero. cpu in millicores, others in units. The
+// pod is read as the apiserver (or, for a static pod, the kubelet's file
+// source) defaults it: a container's missing request takes its limit.
 func Request(pod *corev1.Pod, resource corev1.ResourceName) int64 {
+	pod = withDefaultRequests(pod)
 	opts := resourcehelper.PodResourcesOptions{SkipContainerLevelResources: resourcehelper.IsPodLevelResourcesSet(pod), ExcludeOverhead: true}
 	q, ok := resourcehelper.PodRequests(pod, opts)[resource]
 	if !ok || q.IsZero() {

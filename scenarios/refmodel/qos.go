@@ -117,3 +117,21 @@ func containerDefaults(r corev1.ResourceRequirements) corev1.ResourceRequirement
 	}
 	return out
 }
+
+// withDefaultRequests is a shallow copy of pod whose containers' missing
+// requests of limited resources are set to their limits.
+func withDefaultRequests(pod *corev1.Pod) *corev1.Pod {
+	out := *pod
+	out.Spec.InitContainers = defaultContainers(pod.Spec.InitContainers)
+	out.Spec.Containers = defaultContainers(pod.Spec.Containers)
+	return &out
+}
+
+func defaultContainers(cs []corev1.Container) []corev1.Container {
+	out := make([]corev1.Container, len(cs))
+	for i, c := range cs {
+		out[i] = c
+		out[i].Resources = containerDefaults(c.Resources)
+	}
+	return out
+}
