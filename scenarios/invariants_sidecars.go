@@ -26,7 +26,7 @@ func newSidecarChecks() *sidecarChecks {
 
 // runsOnce reports whether container name of pod uid may never run a
 // second instance (never-restart): an ephemeral container never; in a pod
-// none of whose regular containers may run again (podutil.RunsOnce: a
+// none of whose regular containers may run again (refmodel.RunsOnce: a
 // restartPolicy Never pod, or every container's own policy says so),
 // every container but the sidecars. Other pods get new sandboxes, where
 // their containers run again.

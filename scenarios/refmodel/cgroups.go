@@ -35,3 +35,19 @@ func BurstableShares(active []*corev1.Pod) uint64 {
 	}
 	return MilliCPUToShares(milli)
 }
+
+// ExclusiveCPUs is how many CPUs the static CPU manager policy gives
+// container c of pod for itself: its cpu request when the pod is
+// Guaranteed and the request is a whole number of CPUs; else none (it
+// runs in the shared pool). With PodLevelResourceManagers off (its 1.37
+// default) a pod's pod-level resources change nothing here but its class.
+func ExclusiveCPUs(pod *corev1.Pod, c *corev1.Container) int {
+	if QOSClass(pod) != corev1.PodQOSGuaranteed {
+		return 0
+	}
+	q, ok := containerDefaults(c.Resources).Requests[corev1.ResourceCPU]
+	if !ok || q.MilliValue()%1000 != 0 {
+		return 0
+	}
+	return int(q.Value())
+}

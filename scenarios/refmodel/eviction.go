@@ -119,3 +119,13 @@ func trueFirst(a, b bool) int {
 	}
 	return 1
 }
+
+// AdmissionRequests is what pod requests as the kubelet's admission (and
+// the scheduler) count it: every resource the containers request as
+// defaulted, the regular containers and sidecars summed or the largest
+// init container beside the sidecars before it if more, with the pod's
+// overhead; the pod-level requests instead when it sets them.
+func AdmissionRequests(pod *corev1.Pod) corev1.ResourceList {
+	pod = withDefaultRequests(pod)
+	return resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{SkipContainerLevelResources: resourcehelper.IsPodLevelResourcesSet(pod)})
+}
