@@ -44,9 +44,22 @@ func (c *Checker) onWriteCgroups(r apiserver.Record) {
 	if r.Pod == nil || r.Pod.Annotations[corev1.MirrorPodAnnotationKey] != "" {
 		return
 	}
+	if _, seen := c.cg.pods[r.UID]; !seen && !c.cg.deleted[r.UID] {
+		c.checkQOSReported(r.Pod)
+	}
 	c.cg.pods[r.UID] = r.Pod
 	if r.Verb == apiserver.VerbDelete {
 		c.cg.deleted[r.UID] = true
+	}
+}
+
+// checkQOSReported checks qos-reported: the QoS class a pod's status
+// reports when it is first written is the class its spec gives it by the
+// reference model (later writes keep the class it was created with, even
+// when a resize would give another).
+func (c *Checker) checkQOSReported(p *corev1.Pod) {
+	if got, want := p.Status.QOSClass, refmodel.QOSClass(p); got != "" && got != want {
+		c.fail("qos-reported", "pod %s/%s reports QoS class %s, its spec gives %s", p.Namespace, p.Name, got, want)
 	}
 }
 

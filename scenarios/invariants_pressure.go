@@ -17,12 +17,14 @@ import (
 )
 
 // Slack of the pressure invariants: how long a usage must be steady for
-// the agent to have sampled it (a sample every 10 s, a node status write
-// every 10 s, plus scheduling), and how long an admission excess may last
+// the agent to have sampled it (the eviction manager samples once a cycle,
+// every 10 s, and ranks by that sample: a usage one cycle and 2 s of
+// scheduling old is in it; it was 25 s, which left most evictions
+// unchecked), and how long an admission excess may last
 // (an evicted pod's Failed status may land a moment after a new pod is
 // admitted in its place).
 const (
-	stableFor       = 25 * time.Second
+	stableFor       = 12 * time.Second
 	pressureSetIn   = 40 * time.Second
 	transitionSlack = 15 * time.Second
 	admissionSlack  = 5 * time.Second
@@ -195,8 +197,8 @@ func (c *Checker) checkEvictionOrder(pod *corev1.Pod, signal refmodel.Signal) {
 	}
 	refmodel.Rank(signal, cands)
 	if first := cands[0].Pod; first.UID != pod.UID {
-		c.fail("eviction-order", "pod %s evicted for %s (usage %+v) but %s ranks before it (usage %+v)",
-			pod.Name, signal, self, first.Name, cands[0].Usage)
+		c.fail("eviction-order", "pod %s (priority %d) evicted for %s (usage %+v) but %s (priority %d) ranks before it (usage %+v)",
+			pod.Name, refmodel.Priority(pod), signal, self, first.Name, refmodel.Priority(first), cands[0].Usage)
 	}
 }
 

@@ -45,14 +45,14 @@ func Rank(signal Signal, cands []Candidate) {
 			return cmpFirst(
 				cmpTrueFirst(!a.HasStats, !b.HasStats),
 				cmpTrueFirst(exceeds(a, memoryUse, corev1.ResourceMemory), exceeds(b, memoryUse, corev1.ResourceMemory)),
-				cmp.Compare(podutil.Priority(a.Pod), podutil.Priority(b.Pod)),
+				cmp.Compare(rankPriority(a.Pod), rankPriority(b.Pod)),
 				cmp.Compare(above(b, memoryUse, corev1.ResourceMemory), above(a, memoryUse, corev1.ResourceMemory)),
 			)
 		})
 	case ResourcePIDs:
 		slices.SortStableFunc(cands, func(a, b Candidate) int {
 			return cmpFirst(
-				cmp.Compare(podutil.Priority(a.Pod), podutil.Priority(b.Pod)),
+				cmp.Compare(rankPriority(a.Pod), rankPriority(b.Pod)),
 				cmpTrueFirst(!a.HasStats, !b.HasStats),
 				cmp.Compare(b.Usage.Processes, a.Usage.Processes),
 			)
@@ -69,7 +69,7 @@ func Rank(signal Signal, cands []Candidate) {
 			return cmpFirst(
 				cmpTrueFirst(!a.HasStats, !b.HasStats),
 				cmpTrueFirst(exceeds(a, use, measured), exceeds(b, use, measured)),
-				cmp.Compare(podutil.Priority(a.Pod), podutil.Priority(b.Pod)),
+				cmp.Compare(rankPriority(a.Pod), rankPriority(b.Pod)),
 				cmp.Compare(above(b, use, corev1.ResourceEphemeralStorage), above(a, use, corev1.ResourceEphemeralStorage)),
 			)
 		})
@@ -109,4 +109,13 @@ func cmpFirst(cs ...int) int {
 		}
 	}
 	return 0
+}
+
+// rankPriority is the pod's priority as the ranking compares it (all
+// equal in the deliberately broken build of teeth_rank.go).
+func rankPriority(pod *corev1.Pod) int32 {
+	if brokenRank {
+		return 0
+	}
+	return podutil.Priority(pod)
 }
