@@ -4,7 +4,7 @@ PKGS     := ./...
 BIN      := bin/lockstep
 SEED     ?= 1
 
-.PHONY: all build test test-race-scenarios test-race-rest test-scenarios lint bench bench-compare sim run run-fakecri e2e bench-real conformance diff-kubelet diff-kubelet-real clean regress
+.PHONY: all build test test-race-scenarios test-race-rest test-scenarios lint bench bench-compare sim run run-fakecri e2e bench-real conformance diff-kubelet diff-kubelet-real clean regress teeth
 
 all: build
 
@@ -29,7 +29,7 @@ lint:
 ## dearer); the scenario package's every test without it (30 plans a
 ## property); the regressions
 test: lint
-	@$(MAKE) --no-print-directory -j2 test-race-scenarios test-race-rest test-scenarios $(REGRESS_TAGS)
+	@$(MAKE) --no-print-directory -j2 test-race-scenarios test-race-rest test-scenarios $(REGRESS_TAGS) $(TEETH_TAGS)
 
 ## test-race-scenarios, test-race-rest: `go test -race` of the scenario
 ## package's determinism checks and properties, and of every other package
@@ -58,6 +58,12 @@ test-scenarios:
 ## status-prompt. `make -j2 regress` runs two at a time.
 REGRESS_TAGS := regress_93210 regress_104648 regress_106734 regress_94829 regress_121003 regress_141473 regress_firstwait regress_prompt
 regress: $(REGRESS_TAGS)
+
+## teeth: the checker catches deliberately broken builds of the decisions
+## it no longer takes from the agent (docs/checker.md): eviction ranking,
+## QoS class, the grace period. Same rule as regress (one tag each).
+TEETH_TAGS := regress_teeth_rank regress_teeth_qos regress_teeth_grace
+teeth: $(TEETH_TAGS)
 
 # One re-created bug, named by its tag (not .PHONY: phony targets skip
 # pattern rules).

@@ -137,6 +137,20 @@ func (r *Runtime) ErrorsPending(method string) bool {
 	return false
 }
 
+// LatencyPending reports whether injected latency for method is still to
+// be served: it slows calls only as they are made, perhaps long after it
+// was injected.
+func (r *Runtime) LatencyPending(method string) bool {
+	r.mu.Lock()
+	defer r.unlock()
+	for _, l := range r.faults.latencies {
+		if l.method == "*" || l.method == method {
+			return true
+		}
+	}
+	return false
+}
+
 // FailPull makes the next count pulls of ref (every pull when count <= 0)
 // fail like a registry error. An empty cause means "not found" (code
 // NotFound); any other cause is reported with code Unknown.

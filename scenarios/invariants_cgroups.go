@@ -14,8 +14,8 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/lockstep-dev/lockstep/node/cgroups"
-	"github.com/lockstep-dev/lockstep/node/podspec"
 	"github.com/lockstep-dev/lockstep/node/podstate"
+	"github.com/lockstep-dev/lockstep/scenarios/refmodel"
 	"github.com/lockstep-dev/lockstep/sim/apiserver"
 )
 
@@ -44,9 +44,22 @@ func (c *Checker) onWriteCgroups(r apiserver.Record) {
 	if r.Pod == nil || r.Pod.Annotations[corev1.MirrorPodAnnotationKey] != "" {
 		return
 	}
+	if _, seen := c.cg.pods[r.UID]; !seen && !c.cg.deleted[r.UID] {
+		c.checkQOSReported(r.Pod)
+	}
 	c.cg.pods[r.UID] = r.Pod
 	if r.Verb == apiserver.VerbDelete {
 		c.cg.deleted[r.UID] = true
+	}
+}
+
+// checkQOSReported checks qos-reported: the QoS class a pod's status
+// reports when it is first written is the class its spec gives it by the
+// reference model (later writes keep the class it was created with, even
+// when a resize would give another).
+func (c *Checker) checkQOSReported(p *corev1.Pod) {
+	if got, want := p.Status.QOSClass, refmodel.QOSClass(p); got != "" && got != want {
+		c.fail("qos-reported", "pod %s/%s reports QoS class %s, its spec gives %s", p.Namespace, p.Name, got, want)
 	}
 }
 
@@ -89,7 +102,7 @@ func (c *Checker) checkSandboxCgroup(cfg cgroups.Config, sb *runtimeapi.PodSandb
 		}
 		return
 	}
-	want := cfg.PodName(uid, podspec.QOSClass(pod)).Path(cfg.Driver)
+	want := cfg.PodName(uid, refmodel.QOSClass(pod)).Path(cfg.Driver)
 	if parent != want {
 		report("sandbox %s of pod %s/%s has cgroup parent %q, want %q", sb.Id, pod.Namespace, pod.Name, parent, want)
 		return
@@ -171,7 +184,7 @@ func (c *Checker) cgroupsSettled(live []*corev1.Pod, static map[types.UID]string
 	var out []string
 	want := map[string]bool{}
 	for _, p := range live {
-		want[cfg.PodName(p.UID, podspec.QOSClass(p)).Path(cfg.Driver)] = true
+		want[cfg.PodName(p.UID, refmodel.QOSClass(p)).Path(cfg.Driver)] = true
 	}
 	got := map[string]bool{}
 	for _, qos := range []corev1.PodQOSClass{corev1.PodQOSGuaranteed, corev1.PodQOSBurstable, corev1.PodQOSBestEffort} {
@@ -196,16 +209,15 @@ func (c *Checker) cgroupsSettled(live []*corev1.Pod, static map[types.UID]string
 	for _, p := range live {
 		allocated = append(allocated, c.allocatedPod(p)) // the QoS cgroups count allocations
 	}
-	qos := cgroups.QOSResources(allocated, 0, 0, nil)
 	r, ok := c.h.Cgroups.Get(cfg.QOSParent(corev1.PodQOSBurstable).Path(cfg.Driver))
-	if wantShares := *qos[corev1.PodQOSBurstable].CPUShares; !ok || r.CPUShares == nil || *r.CPUShares != wantShares {
+	if wantShares := refmodel.BurstableShares(allocated); !ok || r.CPUShares == nil || *r.CPUShares != wantShares {
 		got := "unset"
 		if r.CPUShares != nil {
 			got = fmt.Sprint(*r.CPUShares)
 		}
 		var names []string
 		for _, p := range live {
-			names = append(names, p.Name+":"+string(podspec.QOSClass(p)))
+			names = append(names, p.Name+":"+string(refmodel.QOSClass(p)))
 		}
 		out = append(out, fmt.Sprintf("burstable cgroup shares %s, want %d for the live pods %v", got, wantShares, names))
 	}

@@ -9,6 +9,7 @@ import (
 	"k8s.io/utils/cpuset"
 
 	"github.com/lockstep-dev/lockstep/node/cpumanager"
+	"github.com/lockstep-dev/lockstep/scenarios/refmodel"
 )
 
 // cpuOverlapSlack is how long past the reconcile period a container may
@@ -146,7 +147,7 @@ func (c *Checker) exclusiveCPUs(ct RuntimeContainer) int {
 	for _, list := range [][]corev1.Container{pod.Spec.InitContainers, pod.Spec.Containers} {
 		for i := range list {
 			if list[i].Name == ct.Name {
-				return cpumanager.GuaranteedCPUs(pod, &list[i])
+				return refmodel.ExclusiveCPUs(pod, &list[i])
 			}
 		}
 	}

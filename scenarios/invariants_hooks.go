@@ -7,7 +7,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/lockstep-dev/lockstep/node/podutil"
+	"github.com/lockstep-dev/lockstep/scenarios/refmodel"
 	"github.com/lockstep-dev/lockstep/sim/apiserver"
 )
 
@@ -148,7 +148,7 @@ func (c *Checker) checkHooks(containers []RuntimeContainer) {
 // specGrace is the pod's spec grace period (as last written).
 func (c *Checker) specGrace(uid types.UID) int64 {
 	if pod := c.probes.pods[uid]; pod != nil {
-		return podutil.SpecGracePeriod(pod)
+		return refmodel.SpecGracePeriod(pod)
 	}
-	return podutil.DefaultGracePeriodSeconds
+	return refmodel.DefaultGracePeriodSeconds
 }

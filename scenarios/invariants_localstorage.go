@@ -12,7 +12,7 @@ import (
 
 	"github.com/lockstep-dev/lockstep/node/eviction"
 	"github.com/lockstep-dev/lockstep/node/podspec"
-	"github.com/lockstep-dev/lockstep/node/podutil"
+	"github.com/lockstep-dev/lockstep/scenarios/refmodel"
 )
 
 // localStorageBound is how long a pod may stay over a local storage limit
@@ -55,7 +55,7 @@ func (c *Checker) onLocalStorageEviction(pod *corev1.Pod) {
 		}
 	}
 	c.pressure.evicted[pod.UID] = ids
-	if podutil.IsCriticalPod(pod) {
+	if refmodel.IsCritical(pod) {
 		c.fail("critical-survives", "critical pod %s/%s was evicted for its local storage: %s", pod.Namespace, pod.Name, pod.Status.Message)
 	}
 	// Judged when the agent first stopped one of its containers (its
@@ -92,7 +92,7 @@ func (c *Checker) checkLocalStorage() {
 	ls, now := c.storage, c.h.K.Elapsed()
 	for _, uid := range slices.Sorted(maps.Keys(c.pressure.pods)) {
 		pod := c.pressure.pods[uid]
-		if pod.DeletionTimestamp != nil || podutil.IsTerminal(pod.Status.Phase) || podutil.IsCriticalPod(pod) {
+		if pod.DeletionTimestamp != nil || refmodel.IsTerminal(pod.Status.Phase) || refmodel.IsCritical(pod) {
 			delete(ls.overSince, uid)
 			continue
 		}

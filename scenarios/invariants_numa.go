@@ -8,8 +8,8 @@ import (
 	"k8s.io/utils/cpuset"
 
 	"github.com/lockstep-dev/lockstep/node/memorymanager"
-	"github.com/lockstep-dev/lockstep/node/podspec"
 	"github.com/lockstep-dev/lockstep/node/topologymanager"
+	"github.com/lockstep-dev/lockstep/scenarios/refmodel"
 )
 
 // checkNUMA checks numa-aligned on a node under the Static memory
@@ -77,7 +77,7 @@ func (c *Checker) checkNUMA(truth []RuntimeContainer) {
 // pod the checker knows; false when the memory manager leaves it alone.
 func (c *Checker) guaranteedMemory(ct RuntimeContainer) (int64, bool) {
 	pod := c.cg.pods[ct.PodUID]
-	if pod == nil || podspec.QOSClass(pod) != corev1.PodQOSGuaranteed {
+	if pod == nil || refmodel.QOSClass(pod) != corev1.PodQOSGuaranteed {
 		return 0, false
 	}
 	for _, list := range [][]corev1.Container{pod.Spec.InitContainers, pod.Spec.Containers} {

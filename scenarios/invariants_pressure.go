@@ -11,19 +11,20 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
-	"github.com/lockstep-dev/lockstep/node/admission"
 	"github.com/lockstep-dev/lockstep/node/eviction"
-	"github.com/lockstep-dev/lockstep/node/podutil"
+	"github.com/lockstep-dev/lockstep/scenarios/refmodel"
 	"github.com/lockstep-dev/lockstep/sim/apiserver"
 )
 
 // Slack of the pressure invariants: how long a usage must be steady for
-// the agent to have sampled it (a sample every 10 s, a node status write
-// every 10 s, plus scheduling), and how long an admission excess may last
+// the agent to have sampled it (the eviction manager samples once a cycle,
+// every 10 s, and ranks by that sample: a usage one cycle and 2 s of
+// scheduling old is in it; it was 25 s, which left most evictions
+// unchecked), and how long an admission excess may last
 // (an evicted pod's Failed status may land a moment after a new pod is
 // admitted in its place).
 const (
-	stableFor       = 25 * time.Second
+	stableFor       = 12 * time.Second
 	pressureSetIn   = 40 * time.Second
 	transitionSlack = 15 * time.Second
 	admissionSlack  = 5 * time.Second
@@ -134,8 +135,8 @@ func (c *Checker) onEviction(pod *corev1.Pod) {
 		}
 	}
 	p.evicted[pod.UID] = ids
-	if podutil.IsCriticalPod(pod) {
-		c.fail("critical-survives", "critical pod %s/%s (priority %d) was evicted: %s", pod.Namespace, pod.Name, podutil.Priority(pod), pod.Status.Message)
+	if refmodel.IsCritical(pod) {
+		c.fail("critical-survives", "critical pod %s/%s (priority %d) was evicted: %s", pod.Namespace, pod.Name, refmodel.Priority(pod), pod.Status.Message)
 	}
 	// The memory threshold notifier runs a cycle at once, beside the
 	// periodic ones (as the kubelet's runs synchronize from its handler):
@@ -152,7 +153,7 @@ func (c *Checker) onEviction(pod *corev1.Pod) {
 	if signal == "" {
 		return
 	}
-	if signal == eviction.SignalNodeFsAvailable {
+	if signal == refmodel.SignalNodeFsAvailable {
 		c.checkReclaimFirst(pod)
 	}
 	c.checkEvictionOrder(pod, signal)
@@ -160,23 +161,24 @@ func (c *Checker) onEviction(pod *corev1.Pod) {
 
 // evictionSignal is the signal an eviction message names the resource of
 // (nodefs for disk).
-func evictionSignal(msg string) eviction.Signal {
+func evictionSignal(msg string) refmodel.Signal {
 	switch {
 	case strings.HasPrefix(msg, "The node was low on resource: memory."):
-		return eviction.SignalMemoryAvailable
+		return refmodel.SignalMemoryAvailable
 	case strings.HasPrefix(msg, "The node was low on resource: pids."):
-		return eviction.SignalPIDAvailable
+		return refmodel.SignalPIDAvailable
 	case strings.HasPrefix(msg, "The node was low on resource: ephemeral-storage."):
-		return eviction.SignalNodeFsAvailable
+		return refmodel.SignalNodeFsAvailable
 	}
 	return ""
 }
 
 // checkEvictionOrder: no steady pod ranks strictly before the evicted one
-// by the kubelet's ranking over the runtime's true usage. Only pods whose
+// by the reference model's ranking (refmodel.Rank) over the runtime's
+// true usage. Only pods whose
 // usage has been steady long enough for the agent to have sampled it take
 // part (a pod without stats rightly ranks first).
-func (c *Checker) checkEvictionOrder(pod *corev1.Pod, signal eviction.Signal) {
+func (c *Checker) checkEvictionOrder(pod *corev1.Pod, signal refmodel.Signal) {
 	if c.impairedWithin(stableFor) {
 		return
 	}
@@ -185,25 +187,25 @@ func (c *Checker) checkEvictionOrder(pod *corev1.Pod, signal eviction.Signal) {
 	if !ok {
 		return
 	}
-	cands := []eviction.Candidate{{Pod: pod, Usage: self, HasStats: true}}
+	cands := []refmodel.Candidate{{Pod: pod, Usage: self, HasStats: true}}
 	for _, uid := range slices.Sorted(maps.Keys(usage)) {
 		q := c.pressure.pods[uid]
-		if uid == pod.UID || q == nil || podutil.IsCriticalPod(q) || q.DeletionTimestamp != nil || podutil.IsTerminal(q.Status.Phase) {
+		if uid == pod.UID || q == nil || refmodel.IsCritical(q) || q.DeletionTimestamp != nil || refmodel.IsTerminal(q.Status.Phase) {
 			continue
 		}
-		cands = append(cands, eviction.Candidate{Pod: q, Usage: usage[uid], HasStats: true})
+		cands = append(cands, refmodel.Candidate{Pod: q, Usage: usage[uid], HasStats: true})
 	}
-	eviction.Rank(signal, cands)
+	refmodel.Rank(signal, cands)
 	if first := cands[0].Pod; first.UID != pod.UID {
-		c.fail("eviction-order", "pod %s evicted for %s (usage %+v) but %s ranks before it (usage %+v)",
-			pod.Name, signal, self, first.Name, cands[0].Usage)
+		c.fail("eviction-order", "pod %s (priority %d) evicted for %s (usage %+v) but %s (priority %d) ranks before it (usage %+v)",
+			pod.Name, refmodel.Priority(pod), signal, self, first.Name, refmodel.Priority(first), cands[0].Usage)
 	}
 }
 
 // steadyUsages are the true usages of the pods whose every container has
 // run for stableFor with a constant script (no memory growth, no init
 // containers).
-func (c *Checker) steadyUsages() eviction.Usages {
+func (c *Checker) steadyUsages() map[types.UID]refmodel.Usage {
 	now := c.h.K.Elapsed()
 	running := map[types.UID]map[string]bool{}
 	for _, ct := range TrueContainers(c.h) {
@@ -215,13 +217,13 @@ func (c *Checker) steadyUsages() eviction.Usages {
 		}
 		running[ct.PodUID][ct.Name] = true
 	}
-	out := eviction.Usages{}
+	out := map[types.UID]refmodel.Usage{}
 	for uid, names := range running {
 		pod := c.pressure.pods[uid]
 		if pod == nil || len(pod.Spec.InitContainers) > 0 || len(names) != len(pod.Spec.Containers) {
 			continue
 		}
-		var u eviction.PodUsage
+		var u refmodel.Usage
 		steady := true
 		for _, ctr := range pod.Spec.Containers {
 			env := map[string]string{}
@@ -240,7 +242,6 @@ func (c *Checker) steadyUsages() eviction.Usages {
 			u.Disk += disk
 			u.Inodes++
 			u.Processes += pids
-			u.Containers = append(u.Containers, eviction.ContainerUsage{Name: ctr.Name, Memory: mem, Disk: disk})
 		}
 		if steady {
 			out[uid] = u
@@ -293,7 +294,7 @@ func (c *Checker) onNodeConditions(n *corev1.Node) {
 	now := c.h.K.Elapsed()
 	period := c.h.AgentConfig().Eviction.PressureTransitionPeriod
 	if period <= 0 {
-		period = eviction.DefaultPressureTransitionPeriod
+		period = eviction.DefaultPressureTransitionPeriod // the agent's configured default: a setting, not a rule
 	}
 	for _, t := range pressureConds {
 		on := false
@@ -366,21 +367,22 @@ func (c *Checker) checkSignals() {
 	now := c.h.K.Elapsed()
 	cfg := c.h.AgentConfig()
 	u := c.h.Runtime.NodeUsage()
-	alloc := int64(u.MemoryCapacity) - eviction.HardMemoryReservation(cfg.Eviction.Thresholds, int64(u.MemoryCapacity))
+	ts := modelThresholds(cfg.Eviction.Thresholds)
+	alloc := int64(u.MemoryCapacity) - refmodel.HardMemoryReservation(ts, int64(u.MemoryCapacity))
 	podsWS := int64(u.MemoryWorkingSet - c.h.Runtime.Node().MemoryBase)
-	obs := eviction.Observations{
-		eviction.SignalMemoryAvailable:            {Available: int64(u.MemoryAvailable), Capacity: int64(u.MemoryCapacity)},
-		eviction.SignalAllocatableMemoryAvailable: {Available: max(alloc-podsWS, 0), Capacity: alloc},
-		eviction.SignalNodeFsAvailable:            {Available: int64(u.Nodefs.Available), Capacity: int64(u.Nodefs.Capacity)},
-		eviction.SignalNodeFsInodesFree:           {Available: int64(u.Nodefs.InodesFree), Capacity: int64(u.Nodefs.Inodes)},
-		eviction.SignalImageFsAvailable:           {Available: int64(u.Imagefs.Available), Capacity: int64(u.Imagefs.Capacity)},
-		eviction.SignalImageFsInodesFree:          {Available: int64(u.Imagefs.InodesFree), Capacity: int64(u.Imagefs.Inodes)},
-		eviction.SignalPIDAvailable:               {Available: int64(u.PIDCapacity - min(u.PIDsUsed, u.PIDCapacity)), Capacity: int64(u.PIDCapacity)},
+	obs := map[refmodel.Signal][2]int64{ // available, capacity
+		refmodel.SignalMemoryAvailable:            {int64(u.MemoryAvailable), int64(u.MemoryCapacity)},
+		refmodel.SignalAllocatableMemoryAvailable: {max(alloc-podsWS, 0), alloc},
+		refmodel.SignalNodeFsAvailable:            {int64(u.Nodefs.Available), int64(u.Nodefs.Capacity)},
+		refmodel.SignalNodeFsInodesFree:           {int64(u.Nodefs.InodesFree), int64(u.Nodefs.Inodes)},
+		refmodel.SignalImageFsAvailable:           {int64(u.Imagefs.Available), int64(u.Imagefs.Capacity)},
+		refmodel.SignalImageFsInodesFree:          {int64(u.Imagefs.InodesFree), int64(u.Imagefs.Inodes)},
+		refmodel.SignalPIDAvailable:               {int64(u.PIDCapacity - min(u.PIDsUsed, u.PIDCapacity)), int64(u.PIDCapacity)},
 	}
 	over := map[corev1.NodeConditionType]bool{}
-	for _, t := range cfg.Eviction.Thresholds {
-		if eviction.Met(t, obs, false) {
-			over[eviction.Condition(t.Signal)] = true
+	for _, t := range ts {
+		if o, ok := obs[t.Signal]; ok && t.Met(o[0], o[1]) {
+			over[refmodel.Condition(t.Signal)] = true
 		}
 	}
 	for _, t := range pressureConds {
@@ -423,7 +425,7 @@ func (c *Checker) checkAdmission(truth []RuntimeContainer) {
 		maxPods = 110
 	}
 	m := c.h.Runtime.Node()
-	allocMem := int64(m.MemoryCapacity) - eviction.HardMemoryReservation(cfg.Eviction.Thresholds, int64(m.MemoryCapacity))
+	allocMem := int64(m.MemoryCapacity) - refmodel.HardMemoryReservation(modelThresholds(cfg.Eviction.Thresholds), int64(m.MemoryCapacity))
 	allocCPU := int64(m.CPUCapacityMilli)
 	running := map[types.UID]bool{}
 	for _, ct := range truth {
@@ -435,13 +437,13 @@ func (c *Checker) checkAdmission(truth []RuntimeContainer) {
 	var cpu, mem int64
 	for uid := range running {
 		pod := p.pods[uid]
-		if pod == nil || pod.DeletionTimestamp != nil || podutil.IsTerminal(pod.Status.Phase) || podutil.IsStaticPod(pod) {
+		if pod == nil || pod.DeletionTimestamp != nil || refmodel.IsTerminal(pod.Status.Phase) || refmodel.IsStatic(pod) {
 			continue
 		}
 		n++
 		pod = c.allocatedPod(pod) // a resize the agent has not accepted does not count
-		cpu += admission.Request(pod, corev1.ResourceCPU)
-		mem += admission.Request(pod, corev1.ResourceMemory)
+		cpu += refmodel.Request(pod, corev1.ResourceCPU)
+		mem += refmodel.Request(pod, corev1.ResourceMemory)
 	}
 	if n <= maxPods && cpu <= allocCPU && mem <= allocMem {
 		p.overSince = -1
@@ -454,4 +456,14 @@ func (c *Checker) checkAdmission(truth []RuntimeContainer) {
 		p.reported["admission"] = true
 		c.fail("admission", "%d pods run (max %d) requesting %dm cpu of %dm and %d bytes of memory of %d", n, maxPods, cpu, allocCPU, mem, allocMem)
 	}
+}
+
+// modelThresholds is the agent's configured thresholds (settings, read
+// field by field) in the reference model's terms.
+func modelThresholds(ts []eviction.Threshold) []refmodel.Threshold {
+	out := make([]refmodel.Threshold, len(ts))
+	for i, t := range ts {
+		out[i] = refmodel.Threshold{Signal: refmodel.Signal(t.Signal), Quantity: t.Value.Quantity, Percentage: t.Value.Percentage, Hard: t.GracePeriod == 0}
+	}
+	return out
 }

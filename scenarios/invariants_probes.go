@@ -243,7 +243,12 @@ func (c *Checker) checkLivenessDeadline(id string, pi *probedInstance, now time.
 	if p.TerminationGracePeriodSeconds != nil {
 		grace = time.Duration(*p.TerminationGracePeriodSeconds) * time.Second
 	}
-	deadline := base + time.Duration(failures+1)*period + time.Duration(failures)*timeout + grace + probeSlack
+	// The kill itself is bounded as a deletion's is (stopBound: the grace,
+	// at least the least stop timeout, plus preStop hooks and sidecars),
+	// acted on within graceSlack (a relist and the checker's step): the
+	// probe's verdict reaches the pod worker at once.
+	deadline := base + time.Duration(failures+1)*period + time.Duration(failures)*timeout +
+		stopBound(c.probes.pods[pi.uid], int64(grace/time.Second)) + graceSlack
 	if now > deadline {
 		c.probes.reported[id] = true
 		c.fail("liveness-restarts", "container %s/%s (%s) still runs %v after its liveness endpoint started failing (deadline %v)",

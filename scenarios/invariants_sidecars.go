@@ -8,7 +8,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/lockstep-dev/lockstep/node/podstate"
-	"github.com/lockstep-dev/lockstep/node/podutil"
+	"github.com/lockstep-dev/lockstep/scenarios/refmodel"
 )
 
 // sidecarChecks is what sidecar-order remembers.
@@ -26,7 +26,7 @@ func newSidecarChecks() *sidecarChecks {
 
 // runsOnce reports whether container name of pod uid may never run a
 // second instance (never-restart): an ephemeral container never; in a pod
-// none of whose regular containers may run again (podutil.RunsOnce: a
+// none of whose regular containers may run again (refmodel.RunsOnce: a
 // restartPolicy Never pod, or every container's own policy says so),
 // every container but the sidecars. Other pods get new sandboxes, where
 // their containers run again.
@@ -41,11 +41,11 @@ func (c *Checker) runsOnce(uid types.UID, name string) bool {
 		}
 	}
 	for i := range spec.InitContainers {
-		if spec.InitContainers[i].Name == name && podutil.IsSidecar(&spec.InitContainers[i]) {
+		if spec.InitContainers[i].Name == name && refmodel.IsSidecar(&spec.InitContainers[i]) {
 			return false
 		}
 	}
-	return podutil.RunsOnce(&corev1.Pod{Spec: *spec})
+	return refmodel.RunsOnce(&corev1.Pod{Spec: *spec})
 }
 
 // sidecarNamed reports whether name is a sidecar of pod uid's last spec.
@@ -56,7 +56,7 @@ func (s *suiteState) sidecarNamed(uid types.UID, name string) bool {
 	}
 	for i := range spec.InitContainers {
 		if spec.InitContainers[i].Name == name {
-			return podutil.IsSidecar(&spec.InitContainers[i])
+			return refmodel.IsSidecar(&spec.InitContainers[i])
 		}
 	}
 	return false
@@ -107,7 +107,7 @@ func (c *Checker) checkSidecarOrder() {
 		spec := c.suite.specs[uid]
 		for i := range spec.InitContainers {
 			side := &spec.InitContainers[i]
-			if !podutil.IsSidecar(side) {
+			if !refmodel.IsSidecar(side) {
 				continue
 			}
 			first, ok := c.sidecars.firstStart[r.ct.PodSandboxId][side.Name]

@@ -131,6 +131,14 @@ func (c *Checker) RuntimeImpairedWhile(pending func() bool) {
 	c.excusePending()
 }
 
+// RuntimeSlowWhile tells the checker the runtime's calls may each take up
+// to d while pending reports true (injected latency not all served yet),
+// and the last of them up to d after: a deletion's grace counts from then.
+func (c *Checker) RuntimeSlowWhile(pending func() bool, d time.Duration) {
+	c.suite.pendingFaults = append(c.suite.pendingFaults, pendingFault{pending, func() { c.RuntimeStalled(d) }})
+	c.excusePending()
+}
+
 // APIImpairedWhile tells the checker the agent's API writes may fail
 // while pending reports true (injected failures or conflicts not yet
 // served: they hit writes only as the agent makes them), and the lease
@@ -250,7 +258,7 @@ func (c *Checker) excuseGrace() {
 		return
 	}
 	for _, d := range c.term.deletions {
-		d.deadline = max(d.deadline, until+time.Duration(d.grace)*time.Second+graceSlack)
+		d.deadline = max(d.deadline, until+d.bound+graceSlack)
 	}
 }
 

@@ -5,21 +5,26 @@ import (
 	"slices"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/lockstep-dev/lockstep/node/podsource"
 	"github.com/lockstep-dev/lockstep/node/podstate"
+	"github.com/lockstep-dev/lockstep/scenarios/refmodel"
 	"github.com/lockstep-dev/lockstep/sim/apiserver"
 )
 
-// graceSlack is how late, after the shortest grace period requested, a
-// deleted pod's containers may still run (grace-honoured): the runtime's
-// least stop time (2 s, runtimesync.MinStopTimeout, whatever the grace)
-// plus 3 s for the watch event to reach the agent, the pod cache to be
-// refreshed past the worker's last action (a relist every second) and a
-// step in flight to be cancelled.
-const graceSlack = 5 * time.Second
+// graceSlack is how late, past what the contract allows a deleted pod's
+// containers to run (stopBound), one may still be seen running
+// (grace-honoured): the agent counts the grace period from when it acts on
+// the deletion, which may wait for the pod cache to be refreshed past the
+// worker's last action (a relist every second, as upstream's pod worker
+// waits for a newer cache), plus the checker's own step (it looks every
+// 100 ms of virtual time). The watch delivers an event at once in the
+// simulator; faults that delay the agent move the deadline on their own
+// (restartSlack, excuseGrace).
+const graceSlack = time.Second + 100*time.Millisecond
 
 // restartSlack is how long a new agent has, on top of the grace period,
 // to stop a deleted pod it learns of after a restart (listing the API,
@@ -38,13 +43,47 @@ type terminationState struct {
 	clashes map[string]bool
 }
 
-// deletion is one deleted pod: the shortest grace requested and the
-// deadline its containers must be stopped by (time since the start).
+// deletion is one deleted pod: the shortest grace requested, the time its
+// containers may take to stop from when the agent acts (stopBound of that
+// grace) and the deadline they must be stopped by (time since the start).
 type deletion struct {
 	name     string
 	grace    int64
+	bound    time.Duration
 	deadline time.Duration
 	reported bool
+	// at: when the deletion was written; known: the pod's container
+	// instances that may run (those of before, and of a step already in
+	// flight), for deleted-stops; restarted: reported.
+	at        time.Duration
+	known     map[string]bool
+	restarted bool
+}
+
+// stopBound is the longest the kubelet's contract lets pod's containers
+// run once it kills them with a grace period of grace seconds: the grace
+// period, but at least the runtime's least stop timeout (the kubelet's
+// minimum grace, 2 s); a preStop hook may use up the grace and leave its
+// container that least stop timeout after it, and sidecars stop one after
+// another once the others have stopped, each given at least that timeout
+// even when no grace is left.
+func stopBound(pod *corev1.Pod, grace int64) time.Duration {
+	bound := max(time.Duration(grace)*time.Second, minStopTimeout)
+	hasPreStop := func(c *corev1.Container) bool { return c.Lifecycle != nil && c.Lifecycle.PreStop != nil }
+	for i := range pod.Spec.InitContainers {
+		if c := &pod.Spec.InitContainers[i]; refmodel.IsSidecar(c) {
+			bound += minStopTimeout
+			if hasPreStop(c) {
+				bound += minStopTimeout
+			}
+		}
+	}
+	for i := range pod.Spec.Containers {
+		if hasPreStop(&pod.Spec.Containers[i]) {
+			bound += minStopTimeout
+		}
+	}
+	return bound
 }
 
 func newTerminationState() *terminationState {
@@ -64,27 +103,36 @@ func (c *Checker) onWriteTermination(r apiserver.Record) {
 	if g := r.Pod.DeletionGracePeriodSeconds; g != nil {
 		grace = *g
 	}
-	deadline := c.h.K.Elapsed() + time.Duration(grace)*time.Second + graceSlack
+	bound := stopBound(r.Pod, grace)
+	deadline := c.h.K.Elapsed() + bound + graceSlack
 	d := c.term.deletions[r.UID]
 	if d == nil {
-		c.term.deletions[r.UID] = &deletion{name: r.Namespace + "/" + r.Name, grace: grace, deadline: deadline}
+		known := map[string]bool{}
+		for _, ct := range TrueContainers(c.h) {
+			if ct.PodUID == r.UID {
+				known[ct.ID] = true
+			}
+		}
+		c.term.deletions[r.UID] = &deletion{name: r.Namespace + "/" + r.Name, grace: grace, bound: bound, deadline: deadline,
+			at: c.h.K.Elapsed(), known: known}
 		return
 	}
-	d.grace = min(d.grace, grace)
+	d.grace, d.bound = min(d.grace, grace), min(d.bound, bound)
 	d.deadline = min(d.deadline, deadline)
 }
 
-// checkTermination checks grace-honoured and static-exclusive against the
-// runtime's truth.
+// checkTermination checks grace-honoured, deleted-stops and
+// static-exclusive against the runtime's truth.
 func (c *Checker) checkTermination(containers []RuntimeContainer) {
 	c.checkGraceHonoured(containers)
+	c.checkDeletedStops(containers)
 	c.checkStaticExclusive(containers)
 }
 
 // checkGraceHonoured: once deleted, every container of a pod is stopped no
-// later than the shortest grace period requested (plus graceSlack; after
-// an agent restart, plus restartSlack from the restart). Not checked while
-// the agent is down.
+// later than the shortest grace period requested allows (stopBound, plus
+// graceSlack; after an agent restart, plus restartSlack from the restart).
+// Not checked while the agent is down.
 func (c *Checker) checkGraceHonoured(containers []RuntimeContainer) {
 	t := c.term
 	now := c.h.K.Elapsed()
@@ -94,7 +142,7 @@ func (c *Checker) checkGraceHonoured(containers []RuntimeContainer) {
 	if n := c.h.Restarts(); n != t.restarts {
 		t.restarts = n
 		for _, d := range t.deletions {
-			d.deadline = max(d.deadline, now+time.Duration(d.grace)*time.Second+restartSlack)
+			d.deadline = max(d.deadline, now+d.bound+restartSlack)
 		}
 	}
 	for _, ct := range containers {
@@ -103,8 +151,33 @@ func (c *Checker) checkGraceHonoured(containers []RuntimeContainer) {
 			continue
 		}
 		d.reported = true
-		c.fail("grace-honoured", "container %s of pod %s (%s) still runs %v after its deadline (grace %ds requested)",
-			ct.Name, d.name, ct.PodUID, now-d.deadline, d.grace)
+		c.fail("grace-honoured", "container %s of pod %s (%s) still runs %v after its deadline (grace %ds requested, %v allowed to stop)",
+			ct.Name, d.name, ct.PodUID, now-d.deadline, d.grace, d.bound)
+	}
+}
+
+// checkDeletedStops: once a user deleted a pod, no new instance of its
+// containers is started (absence): only those that existed when it was
+// deleted, or that a step already in flight started within graceSlack of
+// it, may run. A runtime impairment around the deletion excuses an
+// instance a call held back since before it (a hung create that returns
+// late).
+func (c *Checker) checkDeletedStops(containers []RuntimeContainer) {
+	now := c.h.K.Elapsed()
+	for _, ct := range containers {
+		d := c.term.deletions[ct.PodUID]
+		if d == nil || d.known[ct.ID] || ct.State == runtimeapi.ContainerState_CONTAINER_CREATED {
+			continue
+		}
+		if now-d.at <= graceSlack || c.suite.runtimeImpaired >= d.at-graceSlack {
+			d.known[ct.ID] = true
+			continue
+		}
+		if !d.restarted {
+			d.restarted = true
+			c.fail("deleted-stops", "container %s of pod %s (%s) started as a new instance %s %v after the pod was deleted",
+				ct.Name, d.name, ct.PodUID, ct.ID, now-d.at)
+		}
 	}
 }
 

@@ -258,7 +258,16 @@ func opStaleList(r *run, a [3]int) error {
 func opCRILatency(r *run, a [3]int) error {
 	m := criMethods[pick(a[0], len(criMethods))]
 	r.impaired(m, ms(a[1])*time.Duration(max(1, a[2])))
-	return r.h.Runtime.InjectLatency(m, 0, ms(a[1]), max(1, a[2]))
+	if err := r.h.Runtime.InjectLatency(m, 0, ms(a[1]), max(1, a[2])); err != nil {
+		return err
+	}
+	if stopPath[m] {
+		// The latency slows calls only as the agent makes them (a stop
+		// perhaps long after, when a pod is deleted): a deletion's grace
+		// counts from when the last slowed call may have returned.
+		r.c.RuntimeSlowWhile(func() bool { return r.h.Runtime.LatencyPending(m) }, ms(a[1]))
+	}
+	return nil
 }
 
 func opCRIError(r *run, a [3]int) error {

@@ -12,12 +12,11 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
-	"github.com/lockstep-dev/lockstep/node/admission"
 	"github.com/lockstep-dev/lockstep/node/allocation"
 	"github.com/lockstep-dev/lockstep/node/cgroups"
 	"github.com/lockstep-dev/lockstep/node/deps"
 	"github.com/lockstep-dev/lockstep/node/podspec"
-	"github.com/lockstep-dev/lockstep/node/podutil"
+	"github.com/lockstep-dev/lockstep/scenarios/refmodel"
 	"github.com/lockstep-dev/lockstep/sim/apiserver"
 )
 
@@ -183,7 +182,7 @@ func (c *Checker) checkAllocationsFit(truth []RuntimeContainer) {
 			// ended: a restarted agent must find it.
 			c.failOnce("allocation-checkpointed", string(uid), "pod %s/%s (%s) has a running container but no allocation in the checkpoint", api.Namespace, api.Name, uid)
 		}
-		if !ok || !allocated || c.deleting(uid) || podutil.IsCriticalPod(api) {
+		if !ok || !allocated || c.deleting(uid) || refmodel.IsCritical(api) {
 			// A critical pod is admitted by preempting others, which
 			// still run for their grace period.
 			continue
@@ -193,7 +192,7 @@ func (c *Checker) checkAllocationsFit(truth []RuntimeContainer) {
 	}
 	used := corev1.ResourceList{}
 	for _, p := range pods {
-		for rn, q := range admission.PodRequests(p) {
+		for rn, q := range refmodel.AdmissionRequests(p) {
 			sum := used[rn]
 			sum.Add(q)
 			used[rn] = sum

@@ -164,6 +164,21 @@ func TestRankPIDAndDisk(t *testing.T) {
 	}
 }
 
+// Inode ranking: any inode exceeds the (absent) request of inodes, as
+// upstream's exceedDiskRequests measures inodes against it; then priority;
+// then inodes above the ephemeral-storage request. A pod that requests
+// storage is not spared the first rank for it.
+func TestRankInodes(t *testing.T) {
+	pods := []*corev1.Pod{pod("none", 0, ""), pod("hi", 10, ""), pod("lo-requests", 0, "")}
+	pods[2].Spec.Containers[0].Resources.Requests = corev1.ResourceList{corev1.ResourceEphemeralStorage: resource.MustParse("1k")}
+	usages := Usages{"none": {Inodes: 0}, "hi": {Inodes: 900}, "lo-requests": {Inodes: 5}}
+	cs := Candidates(pods, usages)
+	Rank(SignalNodeFsInodesFree, cs)
+	if diff := cmp.Diff([]string{"lo-requests", "hi", "none"}, names(cs)); diff != "" {
+		t.Errorf("inode ranking (-want +got):\n%s", diff)
+	}
+}
+
 func TestMessage(t *testing.T) {
 	p := pod("web", 0, "100Mi")
 	p.Spec.Containers = append(p.Spec.Containers, corev1.Container{Name: "side"})

@@ -35,8 +35,9 @@ func Candidates(pods []*corev1.Pod, usages Usages) []Candidate {
 //     set above the request;
 //   - pid.available: lower priority, then more processes;
 //   - disk (nodefs/imagefs bytes or inodes): pods without stats, then
-//     pods whose writable layers exceed their ephemeral-storage request;
-//     then lower priority; then the larger usage above the request.
+//     pods whose writable layers exceed their ephemeral-storage request
+//     (for inodes: their request of inodes, none); then lower priority;
+//     then the larger usage above the ephemeral-storage request.
 func Rank(signal Signal, cands []Candidate) {
 	switch signalResource(signal) {
 	case corev1.ResourceMemory:
@@ -44,28 +45,31 @@ func Rank(signal Signal, cands []Candidate) {
 			return cmpFirst(
 				cmpTrueFirst(!a.HasStats, !b.HasStats),
 				cmpTrueFirst(exceeds(a, memoryUse, corev1.ResourceMemory), exceeds(b, memoryUse, corev1.ResourceMemory)),
-				cmp.Compare(podutil.Priority(a.Pod), podutil.Priority(b.Pod)),
+				cmp.Compare(rankPriority(a.Pod), rankPriority(b.Pod)),
 				cmp.Compare(above(b, memoryUse, corev1.ResourceMemory), above(a, memoryUse, corev1.ResourceMemory)),
 			)
 		})
 	case ResourcePIDs:
 		slices.SortStableFunc(cands, func(a, b Candidate) int {
 			return cmpFirst(
-				cmp.Compare(podutil.Priority(a.Pod), podutil.Priority(b.Pod)),
+				cmp.Compare(rankPriority(a.Pod), rankPriority(b.Pod)),
 				cmpTrueFirst(!a.HasStats, !b.HasStats),
 				cmp.Compare(b.Usage.Processes, a.Usage.Processes),
 			)
 		})
 	case corev1.ResourceEphemeralStorage, ResourceInodes:
-		use := diskUse
+		use, measured := diskUse, corev1.ResourceEphemeralStorage
 		if signalResource(signal) == ResourceInodes {
-			use = inodeUse
+			// Upstream holds inodes against a request of inodes (which
+			// pods do not make: any inode exceeds it), then ranks by
+			// inodes above the ephemeral-storage request.
+			use, measured = inodeUse, ResourceInodes
 		}
 		slices.SortStableFunc(cands, func(a, b Candidate) int {
 			return cmpFirst(
 				cmpTrueFirst(!a.HasStats, !b.HasStats),
-				cmpTrueFirst(exceeds(a, use, corev1.ResourceEphemeralStorage), exceeds(b, use, corev1.ResourceEphemeralStorage)),
-				cmp.Compare(podutil.Priority(a.Pod), podutil.Priority(b.Pod)),
+				cmpTrueFirst(exceeds(a, use, measured), exceeds(b, use, measured)),
+				cmp.Compare(rankPriority(a.Pod), rankPriority(b.Pod)),
 				cmp.Compare(above(b, use, corev1.ResourceEphemeralStorage), above(a, use, corev1.ResourceEphemeralStorage)),
 			)
 		})
@@ -105,4 +109,13 @@ func cmpFirst(cs ...int) int {
 		}
 	}
 	return 0
+}
+
+// rankPriority is the pod's priority as the ranking compares it (all
+// equal in the deliberately broken build of teeth_rank.go).
+func rankPriority(pod *corev1.Pod) int32 {
+	if brokenRank {
+		return 0
+	}
+	return podutil.Priority(pod)
 }

@@ -159,6 +159,8 @@ func requirementsQOS(requests, limits corev1.ResourceList) corev1.PodQOSClass {
 		req, lim := requests[name], limits[name]
 		rq := corev1.PodQOSGuaranteed
 		switch {
+		case brokenQOS && lim.IsZero() && !req.IsZero():
+			// the deliberately broken build of teeth_qos.go
 		case !req.Equal(lim):
 			return corev1.PodQOSBurstable
 		case req.IsZero():

@@ -20,7 +20,7 @@ func SpecGracePeriod(pod *corev1.Pod) int64 {
 // deleted (it wins over the spec's), else SpecGracePeriod.
 func GracePeriod(pod *corev1.Pod) int64 {
 	if pod.DeletionGracePeriodSeconds != nil {
-		return *pod.DeletionGracePeriodSeconds
+		return *pod.DeletionGracePeriodSeconds + brokenGraceSeconds
 	}
 	return SpecGracePeriod(pod)
 }
