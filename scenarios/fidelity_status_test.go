@@ -1,6 +1,8 @@
 package scenarios
 
 import (
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -232,5 +234,52 @@ func TestFidelityNodeConditionsAndEvents(t *testing.T) {
 		status("NodeHasSufficientPID"), status("NodeReady")}
 	if diff := cmp.Diff(wantEvents, events); diff != "" {
 		t.Errorf("node events (-want +got):\n%s", diff)
+	}
+}
+
+// TestFidelityObservedGenerationAfterDelete (S5): a graceful delete bumps
+// the pod's generation; every status the agent writes after it reports
+// the new generation as observed (the status and its conditions), as
+// upstream's status manager takes it from the pod it syncs.
+func TestFidelityObservedGenerationAfterDelete(t *testing.T) {
+	h := start(t, 2706)
+	mustCreate(t, h, NewPod("web", h.NodeName, StopsAfter("app", 5*time.Second), Grace(30)))
+	runUntil(t, h, "the pod runs", time.Minute, func() bool { return PodIs(h, "default", "web", corev1.PodRunning, true) })
+	if err := h.API.User().DeletePodGracefully("default", "web", nil); err != nil {
+		t.Fatal(err)
+	}
+	var deleted bool
+	runUntil(t, h, "the pod is gone", time.Minute, func() bool { p, _ := APIPod(h, "default", "web"); return p == nil })
+	var after []string
+	for _, r := range h.API.History() {
+		if r.Kind != apiserver.KindPod || r.Name != "web" {
+			continue
+		}
+		if r.Verb == apiserver.VerbGracefulDelete {
+			deleted = true
+			if r.Pod.Generation != 2 {
+				t.Fatalf("generation after the graceful delete: %d, want 2", r.Pod.Generation)
+			}
+			continue
+		}
+		if !deleted || r.Actor != apiserver.ActorAgent || r.Verb != apiserver.VerbPatchStatus {
+			continue
+		}
+		gens := fmt.Sprintf("%s status=%d", r.Pod.Status.Phase, r.Pod.Status.ObservedGeneration)
+		for _, c := range r.Pod.Status.Conditions {
+			gens += fmt.Sprintf(" %s=%d", c.Type, c.ObservedGeneration)
+		}
+		after = append(after, gens)
+	}
+	// The container takes 5 s to stop: the first write after the delete
+	// is the Running pod observing generation 2, not its final status.
+	if len(after) < 2 || !strings.HasPrefix(after[0], "Running ") {
+		t.Errorf("writes after the delete: %q, want a Running one first, then the final one", after)
+	}
+	t.Logf("after the delete: %q", after)
+	for _, g := range after {
+		if strings.Contains(g, "=1") {
+			t.Errorf("status written after the delete observes generation 1: %s", g)
+		}
 	}
 }
