@@ -179,10 +179,11 @@ func TestFidelityRejectedPodStatus(t *testing.T) {
 	}
 }
 
-// TestFidelityNodeConditionsAndEvents (N2, E11): the node's conditions
+// TestFidelityNodeConditionsAndEvents (N2, E11, N3): the node's conditions
 // carry the kubelet's messages, and the node's events are the kubelet's:
-// Starting "Starting kubelet.", then one "Node <node> status is now: …"
-// per condition the registering status sets, in the kubelet's order.
+// Starting "Starting kubelet.", NodeAllocatableEnforced once kubepods is
+// set up, then one "Node <node> status is now: …" per condition the
+// registering status sets, in the kubelet's order.
 func TestFidelityNodeConditionsAndEvents(t *testing.T) {
 	h := start(t, 2705)
 	runUntil(t, h, "the node is Ready", time.Minute, func() bool {
@@ -230,8 +231,9 @@ func TestFidelityNodeConditionsAndEvents(t *testing.T) {
 	status := func(reason string) string {
 		return "Normal " + reason + ": Node " + h.NodeName + " status is now: " + reason
 	}
-	wantEvents := []string{"Normal Starting: Starting kubelet.", status("NodeHasSufficientMemory"), status("NodeHasNoDiskPressure"),
-		status("NodeHasSufficientPID"), status("NodeReady")}
+	wantEvents := []string{"Normal Starting: Starting kubelet.",
+		"Normal NodeAllocatableEnforced: Updated Node Allocatable limit across pods",
+		status("NodeHasSufficientMemory"), status("NodeHasNoDiskPressure"), status("NodeHasSufficientPID"), status("NodeReady")}
 	if diff := cmp.Diff(wantEvents, events); diff != "" {
 		t.Errorf("node events (-want +got):\n%s", diff)
 	}

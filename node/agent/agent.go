@@ -318,6 +318,9 @@ func (a *Agent) Start(ctx context.Context) {
 	a.startTime = a.d.Clock.Now()
 	a.lastLoop = a.startTime
 	a.d.Log.Info("starting agent")
+	if a.node != nil {
+		a.node.BirthCry()
+	}
 	wc := podworkers.Config{ResyncInterval: a.cfg.SyncFrequency}
 	if a.cfg.Metrics != nil {
 		wc.Observer = a.cfg.Metrics
