@@ -72,7 +72,8 @@ func TestFidelityVolumeMountStatuses(t *testing.T) {
 }
 
 // TestFidelityReadinessGateMessage (S6): a pod whose readiness gate has no
-// condition is not Ready, with upstream's message for it.
+// condition is not Ready, with upstream's message for it; once the gate's
+// condition is False, with upstream's message for that.
 func TestFidelityReadinessGateMessage(t *testing.T) {
 	h := start(t, 2702)
 	mustCreate(t, h, NewPod("gated", h.NodeName, func(p *corev1.Pod) {
@@ -90,6 +91,19 @@ func TestFidelityReadinessGateMessage(t *testing.T) {
 	if diff := cmp.Diff(want, corev1.PodCondition{Status: got.Status, Reason: got.Reason, Message: got.Message}); diff != "" {
 		t.Errorf("Ready (-want +got):\n%s", diff)
 	}
+
+	// A controller sets the gate's condition False: Ready stays False,
+	// its message now says why (the kubelet reconciles on the message too).
+	st := p.Status.DeepCopy()
+	st.Conditions = append(st.Conditions, corev1.PodCondition{Type: "example.com/ready", Status: corev1.ConditionFalse})
+	if _, err := h.API.User().SetPodStatus("default", "gated", *st); err != nil {
+		t.Fatal(err)
+	}
+	want.Message = `the status of pod readiness gate "example.com/ready" is not "True", but False`
+	runUntil(t, h, "Ready's message follows the gate", 30*time.Second, func() bool {
+		p, _ := APIPod(h, "default", "gated")
+		return p != nil && conditionOf(p.Status, corev1.PodReady).Message == want.Message
+	})
 }
 
 // conditionOf returns the condition of type c in s (the zero condition
