@@ -299,3 +299,28 @@ func TestFidelityObservedGenerationAfterDelete(t *testing.T) {
 		}
 	}
 }
+
+// TestFidelityUnknownEndMessage: a deleted pod whose container never
+// started (its image absent under pullPolicy Never) ends with that
+// container terminated ContainerStatusUnknown 137 and upstream's message
+// (status_manager.go TerminatePod) in the last status written.
+func TestFidelityUnknownEndMessage(t *testing.T) {
+	h := start(t, 2707)
+	mustCreate(t, h, NewPod("absent", h.NodeName, Image("app", "example.com/absent:v1", corev1.PullNever)))
+	runUntil(t, h, "the container waits for its image", time.Minute, func() bool {
+		r, _ := waitingReason(h, "absent")
+		return r == "ErrImageNeverPull"
+	})
+	if err := h.API.User().DeletePodGracefully("default", "absent", nil); err != nil {
+		t.Fatal(err)
+	}
+	runUntil(t, h, "the pod is gone", time.Minute, func() bool { p, _ := APIPod(h, "default", "absent"); return p == nil })
+	writes := agentStatuses(h, "absent")
+	last := writes[len(writes)-1]
+	got := last.ContainerStatuses[0].State.Terminated
+	want := &corev1.ContainerStateTerminated{ExitCode: 137, Reason: "ContainerStatusUnknown",
+		Message: "The container could not be located when the pod was terminated"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("the never-started container in the final status %s (-want +got):\n%s", last.Phase, diff)
+	}
+}

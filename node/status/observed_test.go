@@ -33,3 +33,25 @@ func TestObserved(t *testing.T) {
 		t.Errorf("Observed lowered the generation to %d", got)
 	}
 }
+
+// TestUnknownEndMessages: a container whose end is unknown is reported
+// with upstream's messages: one the runtime lost while running, one in
+// an unknown state, one a terminated pod never saw finish.
+func TestUnknownEndMessages(t *testing.T) {
+	pod := newPod(corev1.RestartPolicyAlways, "app")
+	running := Generate(pod, world(true, running("app", "c1", 0, 1)), nil, nil, node, at(2))
+
+	pod.Status = running
+	lost := Generate(pod, world(true), nil, nil, node, at(3))
+	if got := lost.ContainerStatuses[0].LastTerminationState.Terminated; got == nil || got.Message != MessageUnknownRunning || got.ExitCode != 137 {
+		t.Errorf("lost while running: last termination %+v, want 137 %q", got, MessageUnknownRunning)
+	}
+	unknownState := Generate(pod, world(true, unknown("app", "c1", 0, 1)), nil, nil, node, at(3))
+	if got := unknownState.ContainerStatuses[0].State.Terminated; got == nil || got.Message != MessageUnknownAtTermination {
+		t.Errorf("unknown state: %+v, want %q", got, MessageUnknownAtTermination)
+	}
+	ended := Terminate(pod, running, at(4))
+	if got := ended.ContainerStatuses[0].State.Terminated; got == nil || got.Message != MessageUnknownAtTermination || got.ExitCode != 137 {
+		t.Errorf("never seen to finish: %+v, want 137 %q", got, MessageUnknownAtTermination)
+	}
+}
