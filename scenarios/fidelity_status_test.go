@@ -265,6 +265,7 @@ func TestFidelityObservedGenerationAfterDelete(t *testing.T) {
 		t.Fatal(err)
 	}
 	var deleted bool
+	var deletedAt, firstAt time.Time
 	runUntil(t, h, "the pod is gone", time.Minute, func() bool { p, _ := APIPod(h, "default", "web"); return p == nil })
 	var after []string
 	for _, r := range h.API.History() {
@@ -272,7 +273,7 @@ func TestFidelityObservedGenerationAfterDelete(t *testing.T) {
 			continue
 		}
 		if r.Verb == apiserver.VerbGracefulDelete {
-			deleted = true
+			deleted, deletedAt = true, r.At
 			if r.Pod.Generation != 2 {
 				t.Fatalf("generation after the graceful delete: %d, want 2", r.Pod.Generation)
 			}
@@ -280,6 +281,9 @@ func TestFidelityObservedGenerationAfterDelete(t *testing.T) {
 		}
 		if !deleted || r.Actor != apiserver.ActorAgent || r.Verb != apiserver.VerbPatchStatus {
 			continue
+		}
+		if firstAt.IsZero() {
+			firstAt = r.At
 		}
 		gens := fmt.Sprintf("%s status=%d", r.Pod.Status.Phase, r.Pod.Status.ObservedGeneration)
 		for _, c := range r.Pod.Status.Conditions {
@@ -292,7 +296,9 @@ func TestFidelityObservedGenerationAfterDelete(t *testing.T) {
 	if len(after) < 2 || !strings.HasPrefix(after[0], "Running ") {
 		t.Errorf("writes after the delete: %q, want a Running one first, then the final one", after)
 	}
-	t.Logf("after the delete: %q", after)
+	if d := firstAt.Sub(deletedAt); d > 2*time.Second {
+		t.Errorf("first status write %v after the delete, want it within 2 s (the kubelet's: 0.4 s)", d)
+	}
 	for _, g := range after {
 		if strings.Contains(g, "=1") {
 			t.Errorf("status written after the delete observes generation 1: %s", g)
