@@ -330,3 +330,27 @@ func TestFidelityUnknownEndMessage(t *testing.T) {
 		t.Errorf("the never-started container in the final status %s (-want +got):\n%s", last.Phase, diff)
 	}
 }
+
+// TestFidelityNotReadyMessage (N2): a node NotReady for several causes
+// says so as the kubelet's aggregated error prints them, in brackets; for
+// one cause, without.
+func TestFidelityNotReadyMessage(t *testing.T) {
+	h := start(t, 2708)
+	ready := func() corev1.NodeCondition {
+		for _, n := range h.API.User().Nodes() {
+			for _, c := range n.Status.Conditions {
+				if c.Type == corev1.NodeReady {
+					return c
+				}
+			}
+		}
+		return corev1.NodeCondition{}
+	}
+	runUntil(t, h, "the node is Ready", time.Minute, func() bool { return ready().Status == corev1.ConditionTrue })
+	h.Runtime.SetRuntimeReady(false)
+	const notReady = "container runtime not ready: RuntimeReady=false reason:FakeRuntimeNotReady message:fakecri: runtime set not ready"
+	runUntil(t, h, "NotReady for the runtime", time.Minute, func() bool { return ready().Message == notReady })
+	runUntil(t, h, "NotReady for two causes", 2*time.Minute, func() bool {
+		return ready().Message == "[container runtime is down, "+notReady+"]"
+	})
+}
