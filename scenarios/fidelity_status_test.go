@@ -1,6 +1,8 @@
 package scenarios
 
 import (
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -70,7 +72,8 @@ func TestFidelityVolumeMountStatuses(t *testing.T) {
 }
 
 // TestFidelityReadinessGateMessage (S6): a pod whose readiness gate has no
-// condition is not Ready, with upstream's message for it.
+// condition is not Ready, with upstream's message for it; once the gate's
+// condition is False, with upstream's message for that.
 func TestFidelityReadinessGateMessage(t *testing.T) {
 	h := start(t, 2702)
 	mustCreate(t, h, NewPod("gated", h.NodeName, func(p *corev1.Pod) {
@@ -88,6 +91,19 @@ func TestFidelityReadinessGateMessage(t *testing.T) {
 	if diff := cmp.Diff(want, corev1.PodCondition{Status: got.Status, Reason: got.Reason, Message: got.Message}); diff != "" {
 		t.Errorf("Ready (-want +got):\n%s", diff)
 	}
+
+	// A controller sets the gate's condition False: Ready stays False,
+	// its message now says why (the kubelet reconciles on the message too).
+	st := p.Status.DeepCopy()
+	st.Conditions = append(st.Conditions, corev1.PodCondition{Type: "example.com/ready", Status: corev1.ConditionFalse})
+	if _, err := h.API.User().SetPodStatus("default", "gated", *st); err != nil {
+		t.Fatal(err)
+	}
+	want.Message = `the status of pod readiness gate "example.com/ready" is not "True", but False`
+	runUntil(t, h, "Ready's message follows the gate", 30*time.Second, func() bool {
+		p, _ := APIPod(h, "default", "gated")
+		return p != nil && conditionOf(p.Status, corev1.PodReady).Message == want.Message
+	})
 }
 
 // conditionOf returns the condition of type c in s (the zero condition
@@ -177,10 +193,11 @@ func TestFidelityRejectedPodStatus(t *testing.T) {
 	}
 }
 
-// TestFidelityNodeConditionsAndEvents (N2, E11): the node's conditions
+// TestFidelityNodeConditionsAndEvents (N2, E11, N3): the node's conditions
 // carry the kubelet's messages, and the node's events are the kubelet's:
-// Starting "Starting kubelet.", then one "Node <node> status is now: …"
-// per condition the registering status sets, in the kubelet's order.
+// Starting "Starting kubelet.", NodeAllocatableEnforced once kubepods is
+// set up, then one "Node <node> status is now: …" per condition the
+// registering status sets, in the kubelet's order.
 func TestFidelityNodeConditionsAndEvents(t *testing.T) {
 	h := start(t, 2705)
 	runUntil(t, h, "the node is Ready", time.Minute, func() bool {
@@ -228,9 +245,112 @@ func TestFidelityNodeConditionsAndEvents(t *testing.T) {
 	status := func(reason string) string {
 		return "Normal " + reason + ": Node " + h.NodeName + " status is now: " + reason
 	}
-	wantEvents := []string{"Normal Starting: Starting kubelet.", status("NodeHasSufficientMemory"), status("NodeHasNoDiskPressure"),
-		status("NodeHasSufficientPID"), status("NodeReady")}
+	wantEvents := []string{"Normal Starting: Starting kubelet.",
+		"Normal NodeAllocatableEnforced: Updated Node Allocatable limit across pods",
+		status("NodeHasSufficientMemory"), status("NodeHasNoDiskPressure"), status("NodeHasSufficientPID"), status("NodeReady")}
 	if diff := cmp.Diff(wantEvents, events); diff != "" {
 		t.Errorf("node events (-want +got):\n%s", diff)
 	}
+}
+
+// TestFidelityObservedGenerationAfterDelete (S5): a graceful delete bumps
+// the pod's generation; every status the agent writes after it reports
+// the new generation as observed (the status and its conditions), as
+// upstream's status manager takes it from the pod it syncs.
+func TestFidelityObservedGenerationAfterDelete(t *testing.T) {
+	h := start(t, 2706)
+	mustCreate(t, h, NewPod("web", h.NodeName, StopsAfter("app", 5*time.Second), Grace(30)))
+	runUntil(t, h, "the pod runs", time.Minute, func() bool { return PodIs(h, "default", "web", corev1.PodRunning, true) })
+	if err := h.API.User().DeletePodGracefully("default", "web", nil); err != nil {
+		t.Fatal(err)
+	}
+	var deleted bool
+	var deletedAt, firstAt time.Time
+	runUntil(t, h, "the pod is gone", time.Minute, func() bool { p, _ := APIPod(h, "default", "web"); return p == nil })
+	var after []string
+	for _, r := range h.API.History() {
+		if r.Kind != apiserver.KindPod || r.Name != "web" {
+			continue
+		}
+		if r.Verb == apiserver.VerbGracefulDelete {
+			deleted, deletedAt = true, r.At
+			if r.Pod.Generation != 2 {
+				t.Fatalf("generation after the graceful delete: %d, want 2", r.Pod.Generation)
+			}
+			continue
+		}
+		if !deleted || r.Actor != apiserver.ActorAgent || r.Verb != apiserver.VerbPatchStatus {
+			continue
+		}
+		if firstAt.IsZero() {
+			firstAt = r.At
+		}
+		gens := fmt.Sprintf("%s status=%d", r.Pod.Status.Phase, r.Pod.Status.ObservedGeneration)
+		for _, c := range r.Pod.Status.Conditions {
+			gens += fmt.Sprintf(" %s=%d", c.Type, c.ObservedGeneration)
+		}
+		after = append(after, gens)
+	}
+	// The container takes 5 s to stop: the first write after the delete
+	// is the Running pod observing generation 2, not its final status.
+	if len(after) < 2 || !strings.HasPrefix(after[0], "Running ") {
+		t.Errorf("writes after the delete: %q, want a Running one first, then the final one", after)
+	}
+	if d := firstAt.Sub(deletedAt); d > 2*time.Second {
+		t.Errorf("first status write %v after the delete, want it within 2 s (the kubelet's: 0.4 s)", d)
+	}
+	for _, g := range after {
+		if strings.Contains(g, "=1") {
+			t.Errorf("status written after the delete observes generation 1: %s", g)
+		}
+	}
+}
+
+// TestFidelityUnknownEndMessage: a deleted pod whose container never
+// started (its image absent under pullPolicy Never) ends with that
+// container terminated ContainerStatusUnknown 137 and upstream's message
+// (status_manager.go TerminatePod) in the last status written.
+func TestFidelityUnknownEndMessage(t *testing.T) {
+	h := start(t, 2707)
+	mustCreate(t, h, NewPod("absent", h.NodeName, Image("app", "example.com/absent:v1", corev1.PullNever)))
+	runUntil(t, h, "the container waits for its image", time.Minute, func() bool {
+		r, _ := waitingReason(h, "absent")
+		return r == "ErrImageNeverPull"
+	})
+	if err := h.API.User().DeletePodGracefully("default", "absent", nil); err != nil {
+		t.Fatal(err)
+	}
+	runUntil(t, h, "the pod is gone", time.Minute, func() bool { p, _ := APIPod(h, "default", "absent"); return p == nil })
+	writes := agentStatuses(h, "absent")
+	last := writes[len(writes)-1]
+	got := last.ContainerStatuses[0].State.Terminated
+	want := &corev1.ContainerStateTerminated{ExitCode: 137, Reason: "ContainerStatusUnknown",
+		Message: "The container could not be located when the pod was terminated"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("the never-started container in the final status %s (-want +got):\n%s", last.Phase, diff)
+	}
+}
+
+// TestFidelityNotReadyMessage (N2): a node NotReady for several causes
+// says so as the kubelet's aggregated error prints them, in brackets; for
+// one cause, without.
+func TestFidelityNotReadyMessage(t *testing.T) {
+	h := start(t, 2708)
+	ready := func() corev1.NodeCondition {
+		for _, n := range h.API.User().Nodes() {
+			for _, c := range n.Status.Conditions {
+				if c.Type == corev1.NodeReady {
+					return c
+				}
+			}
+		}
+		return corev1.NodeCondition{}
+	}
+	runUntil(t, h, "the node is Ready", time.Minute, func() bool { return ready().Status == corev1.ConditionTrue })
+	h.Runtime.SetRuntimeReady(false)
+	const notReady = "container runtime not ready: RuntimeReady=false reason:FakeRuntimeNotReady message:fakecri: runtime set not ready"
+	runUntil(t, h, "NotReady for the runtime", time.Minute, func() bool { return ready().Message == notReady })
+	runUntil(t, h, "NotReady for two causes", 2*time.Minute, func() bool {
+		return ready().Message == "[container runtime is down, "+notReady+"]"
+	})
 }

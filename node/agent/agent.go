@@ -358,6 +358,9 @@ func (a *Agent) Start(ctx context.Context) {
 	a.loop.start = a.d.Clock.Now()
 	a.loop.last = a.loop.start
 	a.d.Log.Info("starting agent")
+	if a.node != nil {
+		a.node.BirthCry()
+	}
 	wc := podworkers.Config{ResyncInterval: a.cfg.SyncFrequency}
 	if a.cfg.Metrics != nil {
 		wc.Observer = a.cfg.Metrics

@@ -19,7 +19,9 @@ import (
 const ReasonFailedToCreatePodContainer = "FailedToCreatePodContainer"
 
 // newCgroups builds the pod and QoS cgroup manager from the machine's
-// capacity and allocatable (read as the node status reads them).
+// capacity and allocatable (read as the node status reads them). Once it
+// has set kubepods up, the node gets the kubelet's NodeAllocatableEnforced
+// event.
 func newCgroups(d deps.Deps, cfg Config) *cgroups.Manager {
 	if d.Cgroups == nil || !cfg.Cgroups.CgroupsPerQOS {
 		return cgroups.New(d.Core, nil, cfg.Cgroups, cgroups.Node{})
@@ -33,7 +35,14 @@ func newCgroups(d deps.Deps, cfg Config) *cgroups.Manager {
 			node.Capacity, node.Allocatable = capacity, allocatable
 		}
 	}
-	return cgroups.New(d.Core, d.Cgroups, cfg.Cgroups, node)
+	m := cgroups.New(d.Core, d.Cgroups, cfg.Cgroups, node)
+	if events := d.API.Events; events != nil {
+		ref := &corev1.ObjectReference{Kind: "Node", APIVersion: "v1", Name: cfg.NodeName, UID: types.UID(cfg.NodeName)}
+		m.OnStarted(func() {
+			events.Event(ref, corev1.EventTypeNormal, cgroups.ReasonNodeAllocatableEnforced, cgroups.MessageNodeAllocatableEnforced)
+		})
+	}
+	return m
 }
 
 // startCgroups sets up kubepods and the QoS cgroups; a failure is logged

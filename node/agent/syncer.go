@@ -177,6 +177,10 @@ func (a *Agent) SyncTerminatingPod(ctx context.Context, uid types.UID, pod *core
 		// An evicted pod is Failed (reason Evicted) before its containers
 		// stop, as the kubelet writes it: a restarted agent finds it
 		// terminal and never runs it again.
+		// The status reports the generation of the pod terminated (a
+		// graceful delete bumps it), as upstream's first status write of a
+		// terminating pod does.
+		a.status.ObserveGeneration(pod)
 		prev := a.status.WithCachedStatus(pod)
 		if s, ok := a.evictedStatus(uid, prev.Status); ok && !podutil.IsTerminal(prev.Status.Phase) {
 			a.status.SetPodStatus(pod, s)

@@ -40,6 +40,13 @@ type Node struct {
 	HugePageSizes []uint64
 }
 
+// The node event the kubelet's container manager sends once it has set
+// kubepods up to the node's allocatable resources.
+const (
+	ReasonNodeAllocatableEnforced  = "NodeAllocatableEnforced"
+	MessageNodeAllocatableEnforced = "Updated Node Allocatable limit across pods"
+)
+
 // Manager keeps the kubepods hierarchy in step with the pods: the QoS
 // cgroups, one cgroup per pod, their limits, and the removal of pod
 // cgroups whose pods are gone. A nil Manager, or one whose Config has
@@ -49,6 +56,9 @@ type Manager struct {
 	port deps.Cgroups
 	cfg  Config
 	node Node
+
+	// onStarted, when set, is called once kubepods is first set up.
+	onStarted func()
 
 	mu      sync.Mutex
 	started bool
@@ -77,6 +87,14 @@ func (m *Manager) Enabled() bool { return m != nil && m.cfg.CgroupsPerQOS }
 // Config returns the manager's configuration.
 func (m *Manager) Config() Config { return m.cfg }
 
+// OnStarted sets fn to be called once, when Start first sets kubepods
+// up (the kubelet's NodeAllocatableEnforced event). Call it before Start.
+func (m *Manager) OnStarted(fn func()) {
+	if m != nil {
+		m.onStarted = fn
+	}
+}
+
 // Start creates (or updates) kubepods, limited to the node's allocatable
 // resources or capacity, and the Burstable and BestEffort cgroups
 // (BestEffort at 2 shares; Burstable's shares wait for the pods, as the
@@ -86,10 +104,20 @@ func (m *Manager) Start() error {
 	if !m.Enabled() {
 		return nil
 	}
+	first, err := m.start()
+	if first && m.onStarted != nil {
+		m.onStarted()
+	}
+	return err
+}
+
+// start is Start under the lock; it reports whether this call set the
+// hierarchy up.
+func (m *Manager) start() (bool, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.started {
-		return nil
+		return false, nil
 	}
 	rl := m.node.Capacity
 	if m.cfg.EnforcePods {
@@ -97,7 +125,7 @@ func (m *Manager) Start() error {
 	}
 	kubepods := m.cfg.Kubepods().Path(m.cfg.Driver)
 	if err := m.port.Ensure(kubepods, KubepodsResources(rl)); err != nil {
-		return fmt.Errorf("create cgroup %s: %w", kubepods, err)
+		return false, fmt.Errorf("create cgroup %s: %w", kubepods, err)
 	}
 	minShares := uint64(MinShares)
 	for _, q := range []struct {
@@ -106,11 +134,11 @@ func (m *Manager) Start() error {
 	}{{corev1.PodQOSBurstable, deps.CgroupResources{}}, {corev1.PodQOSBestEffort, deps.CgroupResources{CPUShares: &minShares}}} {
 		qos, path := q.qos, m.cfg.QOSParent(q.qos).Path(m.cfg.Driver)
 		if err := m.port.Ensure(path, q.r); err != nil {
-			return fmt.Errorf("create %s QoS cgroup %s: %w", qos, path, err)
+			return false, fmt.Errorf("create %s QoS cgroup %s: %w", qos, path, err)
 		}
 	}
 	m.started = true
-	return nil
+	return true, nil
 }
 
 // CgroupParent is the cgroup parent of the pod's sandbox (and so of its

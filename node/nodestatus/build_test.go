@@ -120,7 +120,7 @@ func TestComputeReadiness(t *testing.T) {
 		{"network not ready", runtimeHealth{lastOK: at(95), networkErr: "container runtime network not ready: x"}, nil,
 			readiness{false, "container runtime network not ready: x"}},
 		{"everything wrong, in order", runtimeHealth{lastOK: at(10), runtimeErr: "container runtime not ready: r", networkErr: "container runtime network not ready: n"}, unhealthy,
-			readiness{false, "container runtime is down, PLEG is not healthy: pleg: last successful relist was 3m0s ago; the threshold is 3m0s, container runtime not ready: r, container runtime network not ready: n"}},
+			readiness{false, "[container runtime is down, PLEG is not healthy: pleg: last successful relist was 3m0s ago; the threshold is 3m0s, container runtime not ready: r, container runtime network not ready: n]"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got := computeReadiness(at(100), tc.rt, 30*time.Second, tc.health)

@@ -48,3 +48,19 @@ func TestConditionChanges(t *testing.T) {
 		})
 	}
 }
+
+func TestAggregateMessage(t *testing.T) {
+	for _, tc := range []struct {
+		causes []string
+		want   string
+	}{
+		{[]string{"container runtime is down"}, "container runtime is down"},
+		{[]string{"a", "a"}, "a"},
+		{[]string{"container runtime is down", "node is shutting down"}, "[container runtime is down, node is shutting down]"},
+		{[]string{"a", "b", "a", "c"}, "[a, b, c]"},
+	} {
+		if got := aggregateMessage(tc.causes); got != tc.want {
+			t.Errorf("aggregateMessage(%q) = %q, want %q", tc.causes, got, tc.want)
+		}
+	}
+}

@@ -111,6 +111,7 @@ func newWorld(t *testing.T, mutate func(*nodestatus.Config)) *world {
 func (w *world) start() {
 	ctx, cancel := w.k.WithCancel(context.Background())
 	w.t.Cleanup(cancel)
+	w.m.BirthCry()
 	w.m.Start(ctx)
 }
 

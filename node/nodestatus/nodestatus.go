@@ -279,12 +279,16 @@ func New(d deps.Core, ports Ports, cfg Config, health Health) *Manager {
 	}
 }
 
-// Start sends the node's Starting event (the kubelet's, on its start)
-// and spawns the "node register+status" task: register, then the status
-// loop and, once the Node is known, the independent "node lease" task.
-// Both end with ctx.
-func (m *Manager) Start(ctx context.Context) {
+// BirthCry sends the node's Starting event, as the kubelet does first
+// thing when it starts; the agent calls it before it starts anything else.
+func (m *Manager) BirthCry() {
 	m.event(corev1.EventTypeNormal, EventStarting, MessageStarting)
+}
+
+// Start spawns the "node register+status" task: register, then the
+// status loop and, once the Node is known, the independent "node lease"
+// task. Both end with ctx.
+func (m *Manager) Start(ctx context.Context) {
 	m.d.Tasks.Go("node register+status", func() { m.runStatus(ctx) })
 }
 

@@ -3,6 +3,7 @@ package nodestatus
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -40,14 +41,6 @@ type readiness struct {
 	message string
 }
 
-// notReady adds cause to r: a ready node becomes NotReady for it alone.
-func (r readiness) notReady(cause string) readiness {
-	if r.ready {
-		return readiness{message: cause}
-	}
-	return readiness{message: r.message + ", " + cause}
-}
-
 func (r readiness) reason() string {
 	if r.ready {
 		return ReasonReady
@@ -56,9 +49,10 @@ func (r readiness) reason() string {
 }
 
 // computeReadiness decides the Ready condition at now from the runtime
-// checks and the PLEG's health (nil: healthy). Every cause found is named,
-// in a fixed order, joined by ", ".
-func computeReadiness(now time.Time, rt runtimeHealth, unhealthyAfter time.Duration, health Health) readiness {
+// checks, the PLEG's health (nil: healthy) and further causes (the node
+// shutting down). Every cause found is named, in the kubelet's order, in
+// the kubelet's form (aggregateMessage).
+func computeReadiness(now time.Time, rt runtimeHealth, unhealthyAfter time.Duration, health Health, more ...string) readiness {
 	var errs []string
 	switch {
 	case rt.lastOK.IsZero():
@@ -77,10 +71,27 @@ func computeReadiness(now time.Time, rt runtimeHealth, unhealthyAfter time.Durat
 	if rt.networkErr != "" {
 		errs = append(errs, rt.networkErr)
 	}
+	errs = append(errs, more...)
 	if len(errs) == 0 {
 		return readiness{ready: true, message: MessageReady}
 	}
-	return readiness{message: strings.Join(errs, ", ")}
+	return readiness{message: aggregateMessage(errs)}
+}
+
+// aggregateMessage is the kubelet's NotReady message for causes, as its
+// aggregated error prints them (k8s.io/apimachinery/pkg/util/errors):
+// duplicates dropped, one cause alone, several joined by ", " in brackets.
+func aggregateMessage(causes []string) string {
+	var seen []string
+	for _, c := range causes {
+		if !slices.Contains(seen, c) {
+			seen = append(seen, c)
+		}
+	}
+	if len(seen) == 1 {
+		return seen[0]
+	}
+	return "[" + strings.Join(seen, ", ") + "]"
 }
 
 // applyRuntimeStatus folds one answered CRI Status call, made at now, into
@@ -143,9 +154,9 @@ func (m *Manager) readiness() readiness {
 	m.mu.Lock()
 	rt := m.rt
 	m.mu.Unlock()
-	r := computeReadiness(m.d.Clock.Now(), rt, m.cfg.RuntimeUnhealthyAfter, m.health)
+	var more []string
 	if m.cfg.Shutdown != nil && m.cfg.Shutdown.ShuttingDown() {
-		r = r.notReady(ShutdownMessage)
+		more = append(more, ShutdownMessage)
 	}
-	return r
+	return computeReadiness(m.d.Clock.Now(), rt, m.cfg.RuntimeUnhealthyAfter, m.health, more...)
 }

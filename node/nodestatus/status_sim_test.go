@@ -282,7 +282,7 @@ func TestRuntimeConditions(t *testing.T) {
 			wantAt:   20 * time.Second,
 			wantMsg:  "container runtime not ready: RuntimeReady=false reason:FakeRuntimeNotReady message:fakecri: runtime set not ready",
 			laterAt:  40 * time.Second,
-			laterMsg: "container runtime is down, container runtime not ready: RuntimeReady=false reason:FakeRuntimeNotReady message:fakecri: runtime set not ready",
+			laterMsg: "[container runtime is down, container runtime not ready: RuntimeReady=false reason:FakeRuntimeNotReady message:fakecri: runtime set not ready]",
 		},
 		{
 			name:    "network not ready",

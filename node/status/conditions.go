@@ -166,24 +166,41 @@ func unreadyContainers(pod *corev1.Pod, s *corev1.PodStatus) []string {
 }
 
 // NeedsReadinessReconcile reports whether pod, as the API holds it, has
-// readiness gates and a Ready condition that disagrees with them: another
-// writer set or cleared a gate's condition since the agent last wrote the
-// status, so the agent must recompute Ready (as upstream's kubelet does
-// when such a status-only update arrives).
+// readiness gates and a Ready condition that disagrees with them in its
+// status or its message: another writer set or cleared a gate's condition
+// since the agent last wrote the status, so the agent must recompute Ready
+// (as upstream's kubelet does when such a status-only update arrives,
+// status_manager.go NeedToReconcilePodReadiness).
 func NeedsReadinessReconcile(pod *corev1.Pod) bool {
 	if len(pod.Spec.ReadinessGates) == 0 {
 		return false
 	}
-	status := func(t corev1.PodConditionType) corev1.ConditionStatus {
-		for _, c := range pod.Status.Conditions {
-			if c.Type == t {
-				return c.Status
+	find := func(t corev1.PodConditionType) *corev1.PodCondition {
+		for i := range pod.Status.Conditions {
+			if pod.Status.Conditions[i].Type == t {
+				return &pod.Status.Conditions[i]
 			}
 		}
-		return corev1.ConditionUnknown
+		return nil
 	}
-	want := status(corev1.ContainersReady) == corev1.ConditionTrue && len(unreadyGates(pod, pod.Status.Conditions)) == 0
-	return want != (status(corev1.PodReady) == corev1.ConditionTrue)
+	ready := find(corev1.PodReady)
+	if ready == nil {
+		return false
+	}
+	wantStatus, wantMsg := corev1.ConditionFalse, ""
+	switch crd := find(corev1.ContainersReady); {
+	case crd == nil:
+		return false
+	case crd.Status != corev1.ConditionTrue:
+		wantMsg = crd.Message
+	default:
+		if msgs := unreadyGates(pod, pod.Status.Conditions); len(msgs) > 0 {
+			wantMsg = strings.Join(msgs, ", ")
+		} else {
+			wantStatus = corev1.ConditionTrue
+		}
+	}
+	return ready.Status != wantStatus || ready.Message != wantMsg
 }
 
 // unreadyGates describes the readiness gates whose conditions (among those

@@ -21,6 +21,18 @@ import (
 	"github.com/lockstep-dev/lockstep/node/podutil"
 )
 
+// Upstream's messages for a container whose end is unknown
+// (kubelet_pods.go convertToAPIContainerStatuses, status_manager.go
+// TerminatePod), word for word: tools match on them.
+const (
+	// MessageUnknownAtTermination: the runtime no longer knows the state
+	// of a container, or the pod ended with it not seen to finish.
+	MessageUnknownAtTermination = "The container could not be located when the pod was terminated"
+	// MessageUnknownRunning: a container that was running is gone from
+	// the runtime.
+	MessageUnknownRunning = "The container could not be located when the pod was deleted.  The container used to be Running"
+)
+
 // ExitCodeUnknown is the exit code reported for a container whose final
 // state is unknown: a failure (SIGKILL's code), never a success, so a lost
 // container can never turn a Failed pod into a Succeeded one (upstream
@@ -296,7 +308,7 @@ func (g *generator) noInstance(c *corev1.Container, old *corev1.ContainerStatus,
 			cs.LastTerminationState.Terminated = &corev1.ContainerStateTerminated{
 				ExitCode:    ExitCodeUnknown,
 				Reason:      podutil.ReasonContainerStatusUnknown,
-				Message:     "the container was running and is no longer known to the runtime",
+				Message:     MessageUnknownRunning,
 				StartedAt:   old.State.Running.StartedAt,
 				ContainerID: old.ContainerID,
 			}
@@ -318,7 +330,7 @@ func (g *generator) terminated(c podstate.Container) *corev1.ContainerStateTermi
 	if c.State == podstate.ContainerUnknown {
 		t.ExitCode = ExitCodeUnknown
 		t.Reason = podutil.ReasonContainerStatusUnknown
-		t.Message = "the runtime reports the container's state as unknown"
+		t.Message = MessageUnknownAtTermination
 		return t
 	}
 	if t.Reason == "" {

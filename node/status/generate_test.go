@@ -268,7 +268,7 @@ func TestOOMKilledAndUnknown(t *testing.T) {
 		{
 			name: "unknown is a failure, never a success", c: unknown("app", "c1", 0, 1), phase: corev1.PodFailed,
 			want: corev1.ContainerStateTerminated{ExitCode: ExitCodeUnknown, Reason: podutil.ReasonContainerStatusUnknown,
-				Message: "the runtime reports the container's state as unknown", StartedAt: mt(1), ContainerID: "containerd://c1"},
+				Message: MessageUnknownAtTermination, StartedAt: mt(1), ContainerID: "containerd://c1"},
 		},
 	}
 	for _, tc := range tests {

@@ -644,3 +644,38 @@ func normalizeState(st *corev1.ContainerState) {
 }
 
 func podKey(pod *corev1.Pod) string { return pod.Namespace + "/" + pod.Name }
+
+// ObserveGeneration records that the agent now syncs pod at its current
+// generation (a graceful delete bumps it): the cached status and the
+// agent's own conditions report it as observed, and the change is written,
+// as upstream's status manager stamps the generation of the pod it is
+// given on every status. Nothing happens for a pod without a cached
+// status, one whose status is terminal, or one already at that generation.
+func (m *Manager) ObserveGeneration(pod *corev1.Pod) {
+	m.mu.Lock()
+	e := m.pods[pod.UID]
+	if e == nil || e.version == 0 || e.done || podutil.IsTerminal(e.status.Phase) || e.status.ObservedGeneration >= pod.Generation {
+		m.mu.Unlock()
+		return
+	}
+	changed := m.setLocked(pod, Observed(e.status, pod.Generation))
+	m.mu.Unlock()
+	if changed {
+		m.wake.Notify()
+	}
+}
+
+// Observed returns s observing generation: the status's observedGeneration
+// and that of the agent's own conditions (the resize conditions keep
+// theirs), never lowered.
+func Observed(s corev1.PodStatus, generation int64) corev1.PodStatus {
+	out := *s.DeepCopy()
+	out.ObservedGeneration = max(out.ObservedGeneration, generation)
+	for i := range out.Conditions {
+		c := &out.Conditions[i]
+		if IsKubeletCondition(c.Type) && !isResizeCondition(c.Type) {
+			c.ObservedGeneration = max(c.ObservedGeneration, generation)
+		}
+	}
+	return out
+}

@@ -29,117 +29,125 @@ func Phase(pod *corev1.Pod, initStatuses, statuses []corev1.ContainerStatus) cor
 // restarted whatever its policy, so stopped containers decide between
 // Succeeded and Failed.
 func phase(pod *corev1.Pod, initStatuses, statuses []corev1.ContainerStatus, terminal bool) corev1.PodPhase {
-	spec := &pod.Spec
-	pendingInit, failedInit := 0, 0
-	// final counts the stopped regular containers that will not run
-	// again (podutil.ShouldRestart: their own policy and rules, else the
-	// pod's).
-	var unknown, running, waiting, stopped, succeeded, final int
+	var n phaseCounts
+	n.countInit(pod, initStatuses)
+	n.countRegular(pod, statuses)
+	return n.decide(anyRegularStarted(pod, statuses), terminal)
+}
 
-	for i := range spec.InitContainers {
-		c := &spec.InitContainers[i]
-		cs := findStatus(initStatuses, c.Name)
+// phaseCounts tallies a pod's containers by what they mean for its phase.
+type phaseCounts struct {
+	// pendingInit counts the init containers initialization still waits
+	// for; failedInit the regular init containers that failed for good.
+	pendingInit, failedInit int
+	// unknown, running, waiting and stopped count the regular containers
+	// (and sidecars: unknown, running, waiting) by state; succeeded the
+	// stopped ones that exited 0; final the stopped ones that will not
+	// run again (podutil.ShouldRestart: their own policy and rules, else
+	// the pod's).
+	unknown, running, waiting, stopped, succeeded, final int
+}
+
+// countInit tallies the init containers. A sidecar counts for
+// initialization once it has started; a stopped sidecar does not hold the
+// pod back.
+func (n *phaseCounts) countInit(pod *corev1.Pod, statuses []corev1.ContainerStatus) {
+	for i := range pod.Spec.InitContainers {
+		c := &pod.Spec.InitContainers[i]
+		cs := findStatus(statuses, c.Name)
 		if podutil.IsSidecar(c) {
-			// A sidecar counts for initialization once it has started; a
-			// stopped sidecar does not hold the pod back.
-			switch {
-			case cs == nil:
-				pendingInit++
-				unknown++
-			case cs.State.Running != nil:
-				if cs.Started == nil || !*cs.Started {
-					pendingInit++
-				}
-				running++
-			case cs.State.Terminated != nil:
-			case cs.State.Waiting != nil:
-				if cs.LastTerminationState.Terminated == nil {
-					pendingInit++
-					waiting++
-				}
-			default:
-				pendingInit++
-				unknown++
-			}
+			n.countSidecar(cs)
 			continue
 		}
 		switch {
-		case cs == nil:
-			pendingInit++
-		case cs.State.Running != nil:
-			pendingInit++
+		case cs == nil, cs.State.Running != nil:
+			n.pendingInit++
 		case cs.State.Terminated != nil:
 			if code := cs.State.Terminated.ExitCode; code != 0 && !podutil.ShouldRestart(pod, c, true, code) {
-				failedInit++
+				n.failedInit++
 			}
-		case cs.State.Waiting != nil:
-			if t := cs.LastTerminationState.Terminated; t != nil {
-				if t.ExitCode != 0 && !podutil.ShouldRestart(pod, c, true, t.ExitCode) {
-					failedInit++
-				}
-			} else {
-				pendingInit++
+		case cs.State.Waiting != nil && cs.LastTerminationState.Terminated != nil:
+			if code := cs.LastTerminationState.Terminated.ExitCode; code != 0 && !podutil.ShouldRestart(pod, c, true, code) {
+				n.failedInit++
 			}
 		default:
-			pendingInit++
+			n.pendingInit++
 		}
 	}
+}
 
-	for i := range spec.Containers {
-		c := &spec.Containers[i]
+// countSidecar tallies a sidecar's status cs (nil: none yet).
+func (n *phaseCounts) countSidecar(cs *corev1.ContainerStatus) {
+	switch {
+	case cs == nil:
+		n.pendingInit++
+		n.unknown++
+	case cs.State.Running != nil:
+		if cs.Started == nil || !*cs.Started {
+			n.pendingInit++
+		}
+		n.running++
+	case cs.State.Terminated != nil:
+	case cs.State.Waiting != nil:
+		if cs.LastTerminationState.Terminated == nil {
+			n.pendingInit++
+			n.waiting++
+		}
+	default:
+		n.pendingInit++
+		n.unknown++
+	}
+}
+
+// countRegular tallies the regular containers.
+func (n *phaseCounts) countRegular(pod *corev1.Pod, statuses []corev1.ContainerStatus) {
+	for i := range pod.Spec.Containers {
+		c := &pod.Spec.Containers[i]
 		cs := findStatus(statuses, c.Name)
 		switch {
 		case cs == nil:
-			unknown++
+			n.unknown++
 		case cs.State.Running != nil:
-			running++
+			n.running++
 		case cs.State.Terminated != nil:
-			stopped++
+			n.stopped++
 			if cs.State.Terminated.ExitCode == 0 {
-				succeeded++
+				n.succeeded++
 			}
 			if !podutil.ShouldRestart(pod, c, false, cs.State.Terminated.ExitCode) {
-				final++
+				n.final++
+			}
+		case cs.State.Waiting != nil && cs.LastTerminationState.Terminated != nil:
+			n.stopped++
+			if !podutil.ShouldRestart(pod, c, false, cs.LastTerminationState.Terminated.ExitCode) {
+				n.final++
 			}
 		case cs.State.Waiting != nil:
-			if t := cs.LastTerminationState.Terminated; t != nil {
-				stopped++
-				if !podutil.ShouldRestart(pod, c, false, t.ExitCode) {
-					final++
-				}
-			} else {
-				waiting++
-			}
+			n.waiting++
 		default:
-			unknown++
+			n.unknown++
 		}
 	}
+}
 
-	if failedInit > 0 {
-		return corev1.PodFailed
-	}
+// decide is the phase the counts give; regularStarted says whether a
+// regular container has ever run, terminal as for phase.
+func (n *phaseCounts) decide(regularStarted, terminal bool) corev1.PodPhase {
 	switch {
-	case pendingInit > 0 && !anyRegularStarted(pod, statuses), waiting > 0:
+	case n.failedInit > 0:
+		return corev1.PodFailed
+	case n.pendingInit > 0 && !regularStarted, n.waiting > 0:
 		return corev1.PodPending
-	case running > 0 && unknown == 0:
+	case n.running > 0 && n.unknown == 0:
 		return corev1.PodRunning
-	case running == 0 && stopped > 0 && unknown == 0:
-		if terminal {
-			if stopped == succeeded {
-				return corev1.PodSucceeded
-			}
-			return corev1.PodFailed
-		}
-		switch {
-		case final < stopped: // some are restarting
-			return corev1.PodRunning
-		case stopped == succeeded:
-			return corev1.PodSucceeded
-		default:
-			return corev1.PodFailed
-		}
-	default:
+	case n.running > 0 || n.stopped == 0 || n.unknown > 0:
 		return corev1.PodPending
+	case !terminal && n.final < n.stopped: // some are restarting
+		return corev1.PodRunning
+	case n.stopped == n.succeeded:
+		return corev1.PodSucceeded
+	default:
+		return corev1.PodFailed
 	}
 }
 

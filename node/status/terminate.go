@@ -184,7 +184,7 @@ func finalize(cs *corev1.ContainerStatus, old *corev1.ContainerStatus) {
 		t := &corev1.ContainerStateTerminated{
 			ExitCode:    ExitCodeUnknown,
 			Reason:      podutil.ReasonContainerStatusUnknown,
-			Message:     "the container's final state is unknown: it was not seen to finish",
+			Message:     MessageUnknownAtTermination,
 			ContainerID: cs.ContainerID,
 		}
 		if r := cs.State.Running; r != nil {
