@@ -358,8 +358,8 @@ func (a *Agent) Start(ctx context.Context) {
 	a.loop.start = a.d.Clock.Now()
 	a.loop.last = a.loop.start
 	a.d.Log.Info("starting agent")
-	if a.node != nil {
-		a.node.BirthCry()
+	if a.node.status != nil {
+		a.node.status.BirthCry()
 	}
 	wc := podworkers.Config{ResyncInterval: a.cfg.SyncFrequency}
 	if a.cfg.Metrics != nil {
