@@ -237,9 +237,11 @@ func (c *Checker) judgeStart(n *backoffInstance) {
 // delayed n after exited, or advanced the agent's back-off unseen:
 // exited is the instance just before n, it exited of itself, in n's
 // sandbox; the world has been quiet (the same agent up, the runtime, its
-// lists and the API sound) since the container first exited; no start
+// lists and the API sound) since the container first exited, and no
+// runtime fault was injected in the run at all; no start
 // of the pod failed (a Failed event: a failed attempt advances the
-// back-off too); and there is no image to pull.
+// back-off too); and no image of it was pulled (Pulling: a pull takes its
+// time).
 func (c *Checker) quietRestart(n, prev, exited *backoffInstance) bool {
 	b := c.bo
 	if prev != exited || exited.stopAsked >= 0 || exited.sandbox != n.sandbox {
@@ -248,8 +250,14 @@ func (c *Checker) quietRestart(n, prev, exited *backoffInstance) bool {
 	if first, ok := b.firstExit[n.uid+"/"+n.name]; !ok || b.noisy >= first || b.agentSince > first {
 		return false
 	}
+	// An injected runtime fault may bite long after it was injected (a
+	// latency on the next calls of a method): any one makes the run
+	// noisy for good.
+	if len(c.suite.impairments) > 0 || c.suite.runtimeImpaired > 0 || c.suite.viewStale > 0 {
+		return false
+	}
 	for _, e := range c.h.API.User().Events() {
-		if string(e.Object.UID) == n.uid && e.Reason == "Failed" {
+		if string(e.Object.UID) == n.uid && (e.Reason == "Failed" || e.Reason == "Pulling") {
 			return false
 		}
 	}
