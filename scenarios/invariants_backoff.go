@@ -37,7 +37,7 @@ const (
 // expired), and when the restart that set it started. Built from the
 // runtime's truth only; it never asks the agent.
 type backoffChecks struct {
-	// insts: every instance seen, by ID.
+	// insts: every instance the runtime holds, by ID.
 	insts map[string]*backoffInstance
 	// judged: the instances whose start was judged.
 	judged  map[string]bool
@@ -118,17 +118,27 @@ func (c *Checker) checkBackoff() {
 		}
 	}
 	var fresh []*backoffInstance
+	present := map[string]bool{}
 	for _, ct := range c.h.Runtime.TrueContainers() {
 		in := c.backoffInstance(ct)
 		if in == nil {
 			continue
 		}
+		present[ct.Id] = true
 		if first, ok := b.firstExit[in.uid+"/"+in.name]; in.finished >= 0 && (!ok || in.finished < first) {
 			b.firstExit[in.uid+"/"+in.name] = in.finished
 		}
 		if in.started >= 0 && !b.judged[ct.Id] {
 			b.judged[ct.Id] = true
 			fresh = append(fresh, in)
+		}
+	}
+	// The agent sees only the instances the runtime still holds: a removed
+	// one (garbage-collected, or its pod gone from the node) is no exit to
+	// back off from.
+	for id := range b.insts {
+		if !present[id] {
+			delete(b.insts, id)
 		}
 	}
 	slices.SortFunc(fresh, func(x, y *backoffInstance) int { return cmp.Compare(x.started, y.started) })
