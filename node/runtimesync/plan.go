@@ -114,7 +114,8 @@ type Started struct {
 }
 
 // NewPlan decides the sync of in's pod (ComputeActions) and returns it,
-// ready for its first Step. The order: crash-loop BackOff events; the kill
+// ready for its first Step. The order: a SandboxChanged event when the
+// sandbox is replaced, crash-loop BackOff events; the kill
 // of the whole pod, or of the containers that must go (a stale Created
 // instance is removed after its kill); then, unless a kill failed or there
 // is nothing to start, the sandbox (its config, and for a new one its log
@@ -129,6 +130,11 @@ func NewPlan(in Inputs) *Plan {
 		res: Result{Actions: acts, Waiting: maps.Clone(acts.Waiting)}}
 	if p.res.Waiting == nil {
 		p.res.Waiting = map[string]Waiting{}
+	}
+	if acts.CreateSandbox && acts.KillPod {
+		// A sandbox replaces the pod's existing one (the kubelet's
+		// SyncPod, when computePodActions names a sandbox to replace).
+		p.event("", corev1.EventTypeNormal, "SandboxChanged", "Pod sandbox changed, it will be killed and re-created.")
 	}
 	for _, name := range slices.Sorted(maps.Keys(acts.Waiting)) {
 		if acts.Waiting[name].Reason == podutil.ReasonCrashLoopBackOff {
