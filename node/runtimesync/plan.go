@@ -6,6 +6,7 @@ import (
 	"maps"
 	"slices"
 
+	"google.golang.org/grpc/status"
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/lockstep-dev/lockstep/node/images"
@@ -351,7 +352,7 @@ func (p *Plan) imageEnsured(s ContainerStart, c *corev1.Container, o Outcome) {
 func (p *Plan) created(s ContainerStart, c *corev1.Container, o Outcome) {
 	pod := p.in.Pod
 	if o.Err != nil {
-		p.failedWith(s, podutil.ReasonCreateContainerError, o.Err,
+		p.failedWithMessage(s, podutil.ReasonCreateContainerError, criMessage(o.Err),
 			fmt.Errorf("create container %q of pod %s/%s: %w", s.Name, pod.Namespace, pod.Name, o.Err))
 		return
 	}
@@ -359,7 +360,7 @@ func (p *Plan) created(s ContainerStart, c *corev1.Container, o Outcome) {
 	created := Event{s.Name, corev1.EventTypeNormal, "Created", "Container created"}
 	p.todo = append([]task{{events: []Event{created}, op: StartContainerOp{Container: s, ID: id}, done: func(o Outcome) {
 		if o.Err != nil {
-			p.failedWith(s, podutil.ReasonRunContainerError, o.Err,
+			p.failedWithMessage(s, podutil.ReasonRunContainerError, criMessage(o.Err),
 				fmt.Errorf("start container %q of pod %s/%s: %w", s.Name, pod.Namespace, pod.Name, o.Err))
 			return
 		}
@@ -406,10 +407,18 @@ func (p *Plan) postStarted(s ContainerStart, id string, o Outcome) {
 	p.todo = append([]task{kill}, p.todo...)
 }
 
-// failedWith makes s wait with reason (the call's error its message),
-// with the kubelet's Failed event, and records err.
-func (p *Plan) failedWith(s ContainerStart, reason string, callErr, err error) {
-	p.failedWithMessage(s, reason, callErr.Error(), err)
+// criMessage is what the kubelet tells of a failed CRI call: the gRPC
+// status's own message (grpcstatus.FromError(err).Message()), without
+// the "rpc error: code = … desc = " prefix or lockstep's context; a
+// plain error's text.
+func criMessage(err error) string {
+	var se interface{ GRPCStatus() *status.Status }
+	if errors.As(err, &se) {
+		if st := se.GRPCStatus(); st != nil {
+			return st.Message()
+		}
+	}
+	return err.Error()
 }
 
 // failedWithMessage makes s wait with reason and message, with the
