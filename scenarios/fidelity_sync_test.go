@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/lockstep-dev/lockstep/node/podspec"
 	"github.com/lockstep-dev/lockstep/sim/harness"
 )
 
@@ -223,5 +224,54 @@ func TestRecursiveReadOnlyAsUpstream(t *testing.T) {
 	}
 	if !PodIs(h, "default", "ifpossible", corev1.PodRunning, true) {
 		t.Errorf("ifpossible is not Running and ready")
+	}
+}
+
+// TestEnvFileKeyRefAsUpstream (known difference 5): env
+// valueFrom.fileKeyRef reads the key from the file an init container
+// wrote into an emptyDir (here the test writes it into the volume's host
+// directory while the init container runs), in the kubelet's v1.37
+// format (KEY='value'); a file in another format fails the container
+// with the kubelet's "couldn't parse env file".
+func TestEnvFileKeyRefAsUpstream(t *testing.T) {
+	h := start(t, 31)
+	c := NewChecker(h)
+	envFile := func(p *corev1.Pod) {
+		p.Spec.Volumes = append(p.Spec.Volumes, corev1.Volume{Name: "config", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}})
+		p.Spec.InitContainers[0].VolumeMounts = []corev1.VolumeMount{{Name: "config", MountPath: "/config"}}
+		p.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "config", MountPath: "/config"}}
+		p.Spec.Containers[0].Env = append(p.Spec.Containers[0].Env, corev1.EnvVar{Name: "KEY", ValueFrom: &corev1.EnvVarSource{
+			FileKeyRef: &corev1.FileKeySelector{VolumeName: "config", Path: "env", Key: "KEY"}}})
+	}
+	good := mustCreate(t, h, NewPod("envfile", h.NodeName, Init("setup", 4*time.Second, 0), envFile))
+	bad := mustCreate(t, h, NewPod("badfile", h.NodeName, Init("setup", 4*time.Second, 0), envFile))
+	checked(t, h, c, 2*time.Second)
+	for pod, content := range map[*corev1.Pod]string{good: "KEY='value-from-file'\n", bad: "KEY=value-from-file\n"} {
+		path := podspec.PodVolumesDir("", pod.UID) + "/" + podspec.PluginEmptyDir + "/config/env"
+		if err := h.Files.CreateFile(path, []byte(content), 0o644); err != nil {
+			t.Fatalf("write %s: %v", path, err)
+		}
+	}
+	checked(t, h, c, 15*time.Second)
+	if !PodIs(h, "default", "envfile", corev1.PodRunning, true) {
+		t.Fatalf("envfile is not Running and ready")
+	}
+	got := "(no app container)"
+	for _, ct := range PodContainers(h, good.UID) {
+		if ct.Name == "app" {
+			cfg, _ := h.Runtime.TrueContainerConfig(ct.ID)
+			got = "(unset)"
+			for _, kv := range cfg.GetEnvs() {
+				if kv.GetKey() == "KEY" {
+					got = string(kv.GetValue())
+				}
+			}
+		}
+	}
+	if got != "value-from-file" {
+		t.Errorf("app's KEY = %q, want value-from-file", got)
+	}
+	if r, msg := waitingReason(h, "badfile"); r != "CreateContainerConfigError" || msg != "couldn't parse env file" {
+		t.Errorf("badfile waits %s %q, want CreateContainerConfigError \"couldn't parse env file\"", r, msg)
 	}
 }

@@ -37,7 +37,7 @@ const (
 // expired), and when the restart that set it started. Built from the
 // runtime's truth only; it never asks the agent.
 type backoffChecks struct {
-	// insts: every instance seen, by ID.
+	// insts: every instance the runtime holds, by ID.
 	insts map[string]*backoffInstance
 	// judged: the instances whose start was judged.
 	judged  map[string]bool
@@ -118,17 +118,27 @@ func (c *Checker) checkBackoff() {
 		}
 	}
 	var fresh []*backoffInstance
+	present := map[string]bool{}
 	for _, ct := range c.h.Runtime.TrueContainers() {
 		in := c.backoffInstance(ct)
 		if in == nil {
 			continue
 		}
+		present[ct.Id] = true
 		if first, ok := b.firstExit[in.uid+"/"+in.name]; in.finished >= 0 && (!ok || in.finished < first) {
 			b.firstExit[in.uid+"/"+in.name] = in.finished
 		}
 		if in.started >= 0 && !b.judged[ct.Id] {
 			b.judged[ct.Id] = true
 			fresh = append(fresh, in)
+		}
+	}
+	// The agent sees only the instances the runtime still holds: a removed
+	// one (garbage-collected, or its pod gone from the node) is no exit to
+	// back off from.
+	for id := range b.insts {
+		if !present[id] {
+			delete(b.insts, id)
 		}
 	}
 	slices.SortFunc(fresh, func(x, y *backoffInstance) int { return cmp.Compare(x.started, y.started) })
@@ -237,9 +247,11 @@ func (c *Checker) judgeStart(n *backoffInstance) {
 // delayed n after exited, or advanced the agent's back-off unseen:
 // exited is the instance just before n, it exited of itself, in n's
 // sandbox; the world has been quiet (the same agent up, the runtime, its
-// lists and the API sound) since the container first exited; no start
+// lists and the API sound) since the container first exited, and no
+// runtime fault was injected in the run at all; no start
 // of the pod failed (a Failed event: a failed attempt advances the
-// back-off too); and there is no image to pull.
+// back-off too); and no image of it was pulled (Pulling: a pull takes its
+// time).
 func (c *Checker) quietRestart(n, prev, exited *backoffInstance) bool {
 	b := c.bo
 	if prev != exited || exited.stopAsked >= 0 || exited.sandbox != n.sandbox {
@@ -248,8 +260,14 @@ func (c *Checker) quietRestart(n, prev, exited *backoffInstance) bool {
 	if first, ok := b.firstExit[n.uid+"/"+n.name]; !ok || b.noisy >= first || b.agentSince > first {
 		return false
 	}
+	// An injected runtime fault may bite long after it was injected (a
+	// latency on the next calls of a method): any one makes the run
+	// noisy for good.
+	if len(c.suite.impairments) > 0 || c.suite.runtimeImpaired > 0 || c.suite.viewStale > 0 {
+		return false
+	}
 	for _, e := range c.h.API.User().Events() {
-		if string(e.Object.UID) == n.uid && e.Reason == "Failed" {
+		if string(e.Object.UID) == n.uid && (e.Reason == "Failed" || e.Reason == "Pulling") {
 			return false
 		}
 	}

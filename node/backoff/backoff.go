@@ -99,9 +99,14 @@ func (b *Backoff) Remaining(key string, startedAt, failedAt, now time.Time) time
 func (b *Backoff) Forget(prefix string) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	for k := range b.entries {
+	deletePrefix(b.entries, prefix)
+}
+
+// deletePrefix deletes m's keys that start with prefix.
+func deletePrefix[V any](m map[string]V, prefix string) {
+	for k := range m {
 		if strings.HasPrefix(k, prefix) {
-			delete(b.entries, k)
+			delete(m, k)
 		}
 	}
 }

@@ -1,7 +1,6 @@
 package backoff
 
 import (
-	"strings"
 	"sync"
 	"time"
 )
@@ -86,9 +85,5 @@ func (r *Restarts) Next(key string, finished, now time.Time) {
 func (r *Restarts) Forget(prefix string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	for k := range r.entries {
-		if strings.HasPrefix(k, prefix) {
-			delete(r.entries, k)
-		}
-	}
+	deletePrefix(r.entries, prefix)
 }

@@ -16,8 +16,12 @@ type ConfigError struct {
 func (e *ConfigError) Error() string { return e.Message }
 
 // UserMessage is what the user is told of a container config error: the
-// kubelet's words (the ConfigError err wraps), else err's own text.
+// kubelet's words (the ConfigError err wraps), else err's own text ("" for
+// nil).
 func UserMessage(err error) string {
+	if err == nil {
+		return ""
+	}
 	if ce, ok := errors.AsType[*ConfigError](err); ok {
 		return ce.Message
 	}

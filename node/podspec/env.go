@@ -187,7 +187,7 @@ func valueFrom(pod *corev1.Pod, c *corev1.Container, src *corev1.EnvVarSource, p
 		}
 		return string(v), false, nil
 	case src.FileKeyRef != nil:
-		return "", false, fmt.Errorf("fileKeyRef %s[%s]: env files are not supported yet", src.FileKeyRef.Path, src.FileKeyRef.Key)
+		return fileKeyValue(src.FileKeyRef, opts)
 	}
 	return "", false, fmt.Errorf("valueFrom names no source")
 }

@@ -144,6 +144,10 @@ type ContainerOptions struct {
 	// missing from the map was not found.
 	ConfigMaps map[string]*corev1.ConfigMap
 	Secrets    map[string]*corev1.Secret
+	// EnvFiles are the files the env's fileKeyRefs name, by EnvFileKey,
+	// read from their volumes' host directories; a key missing from the
+	// map is a volume the pod does not have on the host.
+	EnvFiles map[string]EnvFile
 	// ServiceEnv are the service environment variables (see ServiceEnv).
 	ServiceEnv map[string]string
 	// ImageUser is the user the image runs as (from ImageStatus), used

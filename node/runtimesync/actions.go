@@ -373,7 +373,7 @@ func initStep(in Inputs, acts *Actions, c *corev1.Container, i int, passed bool)
 			acts.Kill = append(acts.Kill, probeKill(latest, pk))
 		}
 	case podstate.ContainerUnknown:
-		acts.Kill = append(acts.Kill, ContainerKill{ID: latest.ID, Name: c.Name, Reason: "state unknown"})
+		acts.Kill = append(acts.Kill, unknownKill(latest))
 		if !podutil.RestartsAfterKill(in.Pod, c, true) {
 			return initFailed
 		}
@@ -456,7 +456,7 @@ func computeRegular(in Inputs, acts *Actions) (keep int) {
 			acts.Kill = append(acts.Kill, staleCreated(latest))
 			acts.Start = append(acts.Start, ContainerStart{Name: c.Name, Index: i, RestartCount: nextCount(st, c.Name)})
 		case podstate.ContainerUnknown:
-			acts.Kill = append(acts.Kill, ContainerKill{ID: latest.ID, Name: c.Name, Reason: "state unknown"})
+			acts.Kill = append(acts.Kill, unknownKill(latest))
 			if podutil.RestartsAfterKill(pod, c, false) {
 				restartAfterFailure(in, acts, c, false, i)
 			}
@@ -663,6 +663,13 @@ func unhealthy(in Inputs, id string) (ProbeKill, bool) {
 		return ProbeKill{}, false
 	}
 	return in.Unhealthy(id)
+}
+
+// unknownKill is the kill of an instance in an unknown state, before it
+// is restarted, with the kubelet's message.
+func unknownKill(c podstate.Container) ContainerKill {
+	return ContainerKill{ID: c.ID, Name: c.Name, Reason: "state unknown",
+		Message: `Container is in "unknown" state, try killing it before restart`}
 }
 
 // specChangedKill is the kill of a running instance whose container's

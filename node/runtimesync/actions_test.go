@@ -307,7 +307,7 @@ func TestComputeActions(t *testing.T) {
 		{
 			name: "unknown state: kill, then restart",
 			pod:  testPod(always, nil, "app"), status: podStatus(sb, ctr("c1", "app", podstate.ContainerUnknown, 1, 0, 0)),
-			want: Actions{SandboxID: "sb1", Kill: []ContainerKill{{ID: "c1", Name: "app", Reason: "state unknown"}},
+			want: Actions{SandboxID: "sb1", Kill: []ContainerKill{{ID: "c1", Name: "app", Reason: "state unknown", Message: `Container is in "unknown" state, try killing it before restart`}},
 				Start: []ContainerStart{{Name: "app", RestartCount: 2}}},
 		},
 		{

@@ -283,6 +283,7 @@ func (e *Executor) containerConfig(ctx context.Context, pod *corev1.Pod, c *core
 	if opts.ConfigMaps, opts.Secrets, err = e.envObjects(ctx, pod, c); err != nil {
 		return nil, fmt.Errorf("container %q of pod %s/%s: %w", c.Name, pod.Namespace, pod.Name, err)
 	}
+	opts.EnvFiles = e.envFiles(pod, c)
 	if opts.ServiceEnv, err = e.serviceEnv(ctx, pod); err != nil {
 		return nil, fmt.Errorf("container %q of pod %s/%s: %w", c.Name, pod.Namespace, pod.Name, err)
 	}

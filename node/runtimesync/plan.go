@@ -6,6 +6,7 @@ import (
 	"maps"
 	"slices"
 
+	"google.golang.org/grpc/status"
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/lockstep-dev/lockstep/node/images"
@@ -114,7 +115,8 @@ type Started struct {
 }
 
 // NewPlan decides the sync of in's pod (ComputeActions) and returns it,
-// ready for its first Step. The order: crash-loop BackOff events; the kill
+// ready for its first Step. The order: a SandboxChanged event when the
+// sandbox is replaced, crash-loop BackOff events; the kill
 // of the whole pod, or of the containers that must go (a stale Created
 // instance is removed after its kill); then, unless a kill failed or there
 // is nothing to start, the sandbox (its config, and for a new one its log
@@ -129,6 +131,11 @@ func NewPlan(in Inputs) *Plan {
 		res: Result{Actions: acts, Waiting: maps.Clone(acts.Waiting)}}
 	if p.res.Waiting == nil {
 		p.res.Waiting = map[string]Waiting{}
+	}
+	if acts.CreateSandbox && acts.KillPod {
+		// A sandbox replaces the pod's existing one (the kubelet's
+		// SyncPod, when computePodActions names a sandbox to replace).
+		p.event("", corev1.EventTypeNormal, "SandboxChanged", "Pod sandbox changed, it will be killed and re-created.")
 	}
 	for _, name := range slices.Sorted(maps.Keys(acts.Waiting)) {
 		if acts.Waiting[name].Reason == podutil.ReasonCrashLoopBackOff {
@@ -345,7 +352,7 @@ func (p *Plan) imageEnsured(s ContainerStart, c *corev1.Container, o Outcome) {
 func (p *Plan) created(s ContainerStart, c *corev1.Container, o Outcome) {
 	pod := p.in.Pod
 	if o.Err != nil {
-		p.failedWith(s, podutil.ReasonCreateContainerError, o.Err,
+		p.failedWithMessage(s, podutil.ReasonCreateContainerError, criMessage(o.Err),
 			fmt.Errorf("create container %q of pod %s/%s: %w", s.Name, pod.Namespace, pod.Name, o.Err))
 		return
 	}
@@ -353,7 +360,7 @@ func (p *Plan) created(s ContainerStart, c *corev1.Container, o Outcome) {
 	created := Event{s.Name, corev1.EventTypeNormal, "Created", "Container created"}
 	p.todo = append([]task{{events: []Event{created}, op: StartContainerOp{Container: s, ID: id}, done: func(o Outcome) {
 		if o.Err != nil {
-			p.failedWith(s, podutil.ReasonRunContainerError, o.Err,
+			p.failedWithMessage(s, podutil.ReasonRunContainerError, criMessage(o.Err),
 				fmt.Errorf("start container %q of pod %s/%s: %w", s.Name, pod.Namespace, pod.Name, o.Err))
 			return
 		}
@@ -400,10 +407,18 @@ func (p *Plan) postStarted(s ContainerStart, id string, o Outcome) {
 	p.todo = append([]task{kill}, p.todo...)
 }
 
-// failedWith makes s wait with reason (the call's error its message),
-// with the kubelet's Failed event, and records err.
-func (p *Plan) failedWith(s ContainerStart, reason string, callErr, err error) {
-	p.failedWithMessage(s, reason, callErr.Error(), err)
+// criMessage is what the kubelet tells of a failed CRI call: the gRPC
+// status's own message (grpcstatus.FromError(err).Message()), without
+// the "rpc error: code = … desc = " prefix or lockstep's context; a
+// plain error's text.
+func criMessage(err error) string {
+	var se interface{ GRPCStatus() *status.Status }
+	if errors.As(err, &se) {
+		if st := se.GRPCStatus(); st != nil {
+			return st.Message()
+		}
+	}
+	return err.Error()
 }
 
 // failedWithMessage makes s wait with reason and message, with the

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/cockroachdb/datadriven"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
@@ -205,7 +207,9 @@ type outcomes []scripted
 // (RunPodSandbox, EnsureImage…), CONTAINER a container name for the ops
 // of one container, and RESULT one of
 //
-//	fail: MESSAGE            the call fails with MESSAGE
+//	fail: MESSAGE            the call fails with MESSAGE (a gRPC status
+//	                         error when it reads "rpc error: code = C
+//	                         desc = D")
 //	config: MESSAGE          ContainerConfig fails with the kubelet's
 //	                         MESSAGE (a podspec.ConfigError) in context
 //	image REASON MESSAGE     EnsureImage fails with the image manager's
@@ -234,7 +238,7 @@ func parseOutcomes(input string) (outcomes, error) {
 		msg := strings.Join(rest[1:], " ")
 		switch rest[0] {
 		case "fail":
-			s.outcome.Err = errors.New(msg)
+			s.outcome.Err = scriptedError(msg)
 		case "config":
 			s.outcome.Err = fmt.Errorf("container %q of pod ns/web: env \"X\": %w", s.container, &podspec.ConfigError{Message: msg})
 		case "image":
@@ -253,6 +257,23 @@ func parseOutcomes(input string) (outcomes, error) {
 		out = append(out, s)
 	}
 	return out, nil
+}
+
+// scriptedError is a gRPC status error for a message in its form ("rpc
+// error: code = Unknown desc = …"), as a CRI call returns, else a plain
+// one.
+func scriptedError(msg string) error {
+	rest, ok := strings.CutPrefix(msg, "rpc error: code = ")
+	name, desc, ok2 := strings.Cut(rest, " desc = ")
+	if !ok || !ok2 {
+		return errors.New(msg)
+	}
+	for c := codes.OK; c <= codes.Unauthenticated; c++ {
+		if c.String() == name {
+			return status.Error(c, desc)
+		}
+	}
+	return errors.New(msg)
 }
 
 func isResult(word string) bool {
