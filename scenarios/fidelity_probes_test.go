@@ -199,11 +199,12 @@ func TestFidelityAgentRestartKeepsSidecarStarted(t *testing.T) {
 	}
 }
 
-// gRPC probe failures read as pkg/probe/grpc words them: a port nothing
+// Network probe failures read as pkg/probe words them: a gRPC port nothing
 // serves fails after the probe's timeout (the kubelet's dial blocks) with
-// "timeout: failed to connect service …", a server without the health
-// service says so, an unhealthy service names its status.
-func TestFidelityGRPCProbeTexts(t *testing.T) {
+// "timeout: failed to connect service …", an unhealthy service names its
+// status; an HTTP endpoint that hangs fails with net/http's client
+// timeout error.
+func TestFidelityNetworkProbeTexts(t *testing.T) {
 	h := start(t, 45)
 	grpcReadiness := func(port int32) PodOption {
 		return WithProbe("app", ReadinessProbe, &corev1.Probe{
@@ -213,6 +214,8 @@ func TestFidelityGRPCProbeTexts(t *testing.T) {
 	}
 	closed := mustCreate(t, h, NewPod("closed", h.NodeName, grpcReadiness(9090)))
 	sick := mustCreate(t, h, NewPod("sick", h.NodeName, Env("app", "FAKECRI_GRPC", "9090=not_serving"), grpcReadiness(9090)))
+	hung := mustCreate(t, h, NewPod("hung", h.NodeName, Env("app", "FAKECRI_HTTP", "8080/ready=hang"),
+		WithProbe("app", ReadinessProbe, HTTPProbe(8080, "/ready", 5, 1, 3))))
 	if err := h.K.RunFor(30 * time.Second); err != nil {
 		t.Fatal(err)
 	}
@@ -222,6 +225,7 @@ func TestFidelityGRPCProbeTexts(t *testing.T) {
 	}{
 		{closed.UID, `Unhealthy Readiness probe failed: timeout: failed to connect service "`, `:9090" within 2s: context deadline exceeded`},
 		{sick.UID, `Unhealthy Readiness probe failed: service unhealthy (responded with "NOT_SERVING")`, ""},
+		{hung.UID, `Unhealthy Readiness probe failed: Get "http://`, `:8080/ready": context deadline exceeded (Client.Timeout exceeded while awaiting headers)`},
 	} {
 		ev := eventsOf(h, tc.uid, "Unhealthy")
 		if len(ev) == 0 {

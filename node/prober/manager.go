@@ -83,6 +83,10 @@ type Manager struct {
 	results     map[resultKey]Result
 	terminating map[types.UID]bool
 	found       map[types.UID]found
+	// notYetReady: instances without a readiness probe whose startup
+	// probe just passed; the next status shows them started but not
+	// ready, once.
+	notYetReady map[string]bool
 }
 
 // found is what the API said of a pod when this manager first saw it:
@@ -151,7 +155,7 @@ func (m *Manager) beforeAgent(startedAt time.Time) bool {
 
 // NewManager returns a manager; Start gives it its context.
 func NewManager(cfg Config) *Manager {
-	return &Manager{cfg: cfg, workers: map[key]*task{}, results: map[resultKey]Result{}, terminating: map[types.UID]bool{}, found: map[types.UID]found{}}
+	return &Manager{cfg: cfg, workers: map[key]*task{}, results: map[resultKey]Result{}, terminating: map[types.UID]bool{}, found: map[types.UID]found{}, notYetReady: map[string]bool{}}
 }
 
 // Start records when the agent started (a worker that starts within one
@@ -269,6 +273,7 @@ func (m *Manager) forgetLocked(id string) {
 	for _, t := range Types {
 		delete(m.results, resultKey{id, t})
 	}
+	delete(m.notYetReady, id)
 }
 
 // result returns the verdict of type t for instance id.
@@ -284,6 +289,9 @@ func (m *Manager) set(k key, id string, r Result, why string) {
 	m.mu.Lock()
 	old, ok := m.results[resultKey{id, k.typ}]
 	m.results[resultKey{id, k.typ}] = r
+	if tk := m.workers[k]; k.typ == Startup && r == Success && (!ok || old != r) && tk != nil && tk.c.ReadinessProbe == nil {
+		m.notYetReady[id] = true
+	}
 	m.mu.Unlock()
 	if ok && old == r {
 		return
@@ -367,6 +375,7 @@ func (m *Manager) apply(k key, st Step, why string) {
 	if st.Forget != "" {
 		m.mu.Lock()
 		delete(m.results, resultKey{st.Forget, k.typ})
+		delete(m.notYetReady, st.Forget)
 		m.mu.Unlock()
 	}
 	if st.Set {
@@ -481,8 +490,11 @@ type PodResults struct {
 // for a container without a readiness probe).
 func (p *PodResults) Ready(id string) bool {
 	c := p.ids[id]
-	if c == nil || c.ReadinessProbe == nil {
+	if c == nil {
 		return true
+	}
+	if c.ReadinessProbe == nil {
+		return !p.m.takeNotYetReady(p.uid, id)
 	}
 	r, ok := p.m.result(id, Readiness)
 	if ok {
@@ -495,6 +507,22 @@ func (p *PodResults) Ready(id string) bool {
 		tk.wake()
 	}
 	return p.before[id] && p.m.foundReady(p.uid, c.Name, id)
+}
+
+// takeNotYetReady: instance id's startup probe just passed and it has no
+// readiness probe. As the kubelet records a startup result in the status
+// (SetContainerStartup) before the sync that computes readiness, the
+// first status after it shows the instance started but not ready; the
+// pod is woken for the next, which shows it ready.
+func (m *Manager) takeNotYetReady(uid types.UID, id string) bool {
+	m.mu.Lock()
+	owed := m.notYetReady[id]
+	delete(m.notYetReady, id)
+	m.mu.Unlock()
+	if owed && m.cfg.Changed != nil {
+		m.cfg.Changed(uid, Readiness, Success)
+	}
+	return owed
 }
 
 // Started reports whether instance id's startup probe succeeded (true for

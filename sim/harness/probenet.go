@@ -32,6 +32,9 @@ var (
 	errNoRoute = errors.New("connect: no route to host")
 	errRefused = errors.New("connect: connection refused")
 	errReset   = errors.New("read: connection reset by peer")
+	// errClientTimeout is net/http's error for a request that ran out of
+	// http.Client.Timeout before the response headers came.
+	errClientTimeout = errors.New("context deadline exceeded (Client.Timeout exceeded while awaiting headers)")
 )
 
 // fail turns an answer that is not one into the dialer's error: an
@@ -63,7 +66,13 @@ func (n probeNet) HTTPGet(ctx context.Context, req deps.HTTPRequest) (deps.HTTPR
 	ep := fakecri.Endpoint{Addr: u.Hostname(), Port: port}
 	a := n.rt.AnswerHTTP(ep, strings.TrimPrefix(u.Path, "/"))
 	if a.Outcome != fakecri.Answered {
-		return deps.HTTPResponse{}, n.fail(ctx, ep, a)
+		// Worded as net/http's client: the URL around the dialer's error,
+		// and a request that outlives the probe's client timeout.
+		err := n.fail(ctx, ep, a)
+		if a.Outcome == fakecri.Unanswered && req.Timeout > 0 {
+			err = errClientTimeout
+		}
+		return deps.HTTPResponse{}, &url.Error{Op: "Get", URL: req.URL, Err: err}
 	}
 	return deps.HTTPResponse{StatusCode: a.Status, Location: a.Location, Body: []byte(fakecri.HTTPBody(a.Status))}, nil
 }
