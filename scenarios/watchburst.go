@@ -10,13 +10,13 @@ func watchBurstScenario() Scenario {
 	return Scenario{Name: "watch-burst",
 		Doc:      "bursts of pod creations during which the apiserver closes the pod watch at its timeout and the agent relists, the API healthy throughout: status-prompt",
 		Mix:      map[string]int{"watch-burst": 4, "create": 1, "delete": 1, "api-close-watch": 1, "wait": 2},
-		MaxSteps: 8,
+		MaxSteps: 6,
 	}
 }
 
 // Bounds of watch-burst's arguments.
 const (
-	burstMaxPods = 40
+	burstMaxPods = 20
 	burstMaxGap  = 100 // ms between two creations
 )
 
