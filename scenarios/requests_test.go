@@ -66,7 +66,10 @@ func TestAPIRequestsPerPod(t *testing.T) {
 		t.Errorf("requests of an idle node over 5 minutes (-want +got):\n%s", diff)
 	}
 
-	// Deletes: one final status patch and one delete per pod.
+	// Deletes: one delete per pod and one final status patch, plus, for a
+	// pod whose kill takes long enough, the patch that reports the
+	// delete's generation as observed before it (upstream writes it too:
+	// its status manager stamps the generation of the pod it is given).
 	before = h.API.Requests()
 	for i := range n {
 		if err := h.API.User().DeletePodGracefully("default", fmt.Sprintf("web-%02d", i), nil); err != nil {
@@ -75,10 +78,11 @@ func TestAPIRequestsPerPod(t *testing.T) {
 	}
 	runUntil(t, h, "all pods gone", 2*time.Minute, func() bool { return len(h.API.User().ListAllPods()) == 0 })
 	deleted := since(before, h.API.Requests())
-	for _, r := range []apiserver.Request{{Verb: apiserver.VerbPatchStatus, Resource: "pods"}, {Verb: apiserver.VerbDelete, Resource: "pods"}} {
-		if got := deleted[r]; got != n {
-			t.Errorf("%d %s requests to delete %d pods, want one each: %v", got, r, n, deleted)
-		}
+	if got := deleted[apiserver.Request{Verb: apiserver.VerbDelete, Resource: "pods"}]; got != n {
+		t.Errorf("%d pod deletes to delete %d pods, want one each: %v", got, n, deleted)
+	}
+	if got := deleted[apiserver.Request{Verb: apiserver.VerbPatchStatus, Resource: "pods"}]; got < n || got > 2*n {
+		t.Errorf("%d status patches to delete %d pods, want one or two each: %v", got, n, deleted)
 	}
 	if got := deleted[apiserver.Request{Verb: apiserver.VerbGet, Resource: "pods"}]; got != 0 {
 		t.Errorf("%d pod reads to delete %d pods, want none", got, n)

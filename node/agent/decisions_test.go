@@ -215,7 +215,9 @@ func TestWithEvictionReserve(t *testing.T) {
 			corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m")}},
 		{"no machine: reserved as given", nil, nil, hard, nil},
 		{"the hard thresholds are added", machine, corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("1Gi")}, hard,
-			corev1.ResourceList{corev1.ResourceMemory: q(gi + 100<<20), corev1.ResourceEphemeralStorage: q(10 * gi)}},
+			// 10 % of 100 Gi as upstream computes a percentage: a float32
+			// (0.1 is 0.100000001 there), so 160 bytes over 10 Gi
+			corev1.ResourceList{corev1.ResourceMemory: q(gi + 100<<20), corev1.ResourceEphemeralStorage: q(10*gi + 160)}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
