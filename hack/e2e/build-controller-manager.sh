@@ -1,14 +1,16 @@
 #!/usr/bin/env bash
-# Builds kube-controller-manager (v1.37.2) from the e2e tools module
-# (hack/e2e/tools, beside kube-apiserver: its go.sum already holds every
-# module it needs) and caches it under
-# $LOCKSTEP_E2E_CACHE/kcm-<sha256 of tools/go.mod+go.sum+this script>/.
+# Builds kube-controller-manager (v1.37.2) from the conformance tools module
+# (hack/conformance/tools, which builds it for make conformance; the e2e
+# tools module's go.sum lacks some of its modules, and changing that module
+# would change the control plane's cache key) and caches it under
+# $LOCKSTEP_E2E_CACHE/kcm-<sha256 of that go.mod+go.sum+this script>/.
 # e2e/simsweep_test.go runs its job controller alone, so that the Indexed
 # Job of examples/sim-sweep-job.yaml gets its pods. Prints the binary's path.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 cache_root="${LOCKSTEP_E2E_CACHE:-$HOME/.cache/lockstep-e2e}"
-hash="$(cat "$here/tools/go.mod" "$here/tools/go.sum" "$0" | sha256sum | cut -c1-16)"
+tools="$here/../conformance/tools"
+hash="$(cat "$tools/go.mod" "$tools/go.sum" "$0" | sha256sum | cut -c1-16)"
 out="$cache_root/kcm-$hash"
 if [[ -x "$out/kube-controller-manager" ]]; then
   echo "kube-controller-manager cached in $out" >&2
@@ -17,7 +19,7 @@ if [[ -x "$out/kube-controller-manager" ]]; then
 fi
 mkdir -p "$out"
 start=$SECONDS
-cd "$here/tools"
+cd "$tools"
 export GOFLAGS="-mod=readonly -buildvcs=false" GOWORK=off
 v=k8s.io/component-base/version
 ldflags="-s -w -X $v.gitVersion=v1.37.2 -X $v.gitMajor=1 -X $v.gitMinor=37 -X $v.gitTreeState=clean"
