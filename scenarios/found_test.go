@@ -139,6 +139,12 @@ func TestFoundBySweeps(t *testing.T) {
 		// (shutdown-order). It now waits for the pods' kills to complete,
 		// as the kubelet's waits for killPodNow.
 		{"shutdown of a pod started since the last relist", "node-shutdown", 7009, "create-qos:3,0,0@2421;create:20,0,0@100;node-shutdown:1276,0,0@100"},
+		// A crash-looping pod's instance exited and was shown terminated,
+		// then two more came and went and housekeeping removed it: the
+		// checker could no longer read when it had started, so could not
+		// tell that the later instance the API showed superseded it
+		// (status-prompt now keeps each instance's start with its event).
+		{"instance removed before status-prompt judged its exit", "runtime-faults", 7196, "network-not-ready:14318,0,0@19234;create:19,0,0@7998;cri-hang:8,19466,0@100;sandbox-no-ip:3,0,0@14718;cri-hang:7,21521,0@7208;delete:12,0,0@14231;create:3,0,0@1353"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			actions, err := ParseActions(tc.actions)

@@ -53,6 +53,7 @@ type promptEvent struct {
 	container string
 	id        string
 	exit      bool          // an exit, else a start
+	started   int64         // when the instance started (unix ns), kept: it may be removed before the judgment
 	at        time.Duration // when it happened, since the run began
 }
 
@@ -165,6 +166,7 @@ func (c *Checker) checkStatusPrompt(truth []RuntimeContainer) {
 // labels the agent gave the container.
 func (c *Checker) promptEventOf(ct RuntimeContainer, exit bool, at time.Duration) promptEvent {
 	ev := promptEvent{uid: ct.PodUID, container: ct.Name, id: ct.ID, exit: exit, at: at}
+	ev.started, _ = c.h.Runtime.TrueStartedAt(ct.ID)
 	if cfg, ok := c.h.Runtime.TrueContainerConfig(ct.ID); ok {
 		ev.namespace, ev.pod = cfg.GetLabels()[podstate.LabelPodNamespace], cfg.GetLabels()[podstate.LabelPodName]
 	}
@@ -269,9 +271,8 @@ func promptShown(ev promptEvent, pod *corev1.Pod, ready bool, startedAt func(str
 	}
 	if cur != ev.id {
 		// A later instance shown: its start came after ev's instance's.
-		mine, ok1 := startedAt(ev.id)
-		other, ok2 := startedAt(cur)
-		return cur != "" && ok1 && ok2 && other > mine, shown
+		other, ok := startedAt(cur)
+		return cur != "" && ev.started > 0 && ok && other > ev.started, shown
 	}
 	switch {
 	case cs.State.Terminated != nil:

@@ -22,8 +22,8 @@ func TestPromptShown(t *testing.T) {
 			State:                corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff"}},
 			LastTerminationState: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ContainerID: "containerd://" + last}}}
 	}
-	start := promptEvent{container: "app", id: "mine"}
-	exit := promptEvent{container: "app", id: "mine", exit: true}
+	start := promptEvent{container: "app", id: "mine", started: 2}
+	exit := promptEvent{container: "app", id: "mine", exit: true, started: 2}
 	for _, tc := range []struct {
 		name  string
 		ev    promptEvent
@@ -41,6 +41,7 @@ func TestPromptShown(t *testing.T) {
 		{"exit shown terminated", exit, []corev1.ContainerStatus{terminated("mine")}, false, true},
 		{"exit shown as the last state (back-off)", exit, []corev1.ContainerStatus{waitingAfter("mine")}, false, true},
 		{"exit: waiting after an older instance", exit, []corev1.ContainerStatus{waitingAfter("old")}, false, false},
+		{"exit: a later instance shown, this one removed since", promptEvent{container: "app", id: "removed", exit: true, started: 2}, []corev1.ContainerStatus{waitingAfter("new")}, false, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			pod := &corev1.Pod{Status: corev1.PodStatus{ContainerStatuses: tc.cs}}
