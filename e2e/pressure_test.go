@@ -31,7 +31,7 @@ func TestAdmissionRejectsUnmatchedNodeSelector(t *testing.T) {
 	p.Spec.NodeSelector = map[string]string{"lockstep.e2e/disk": "ssd"}
 	p = e.create(t, p)
 	got := e.waitPod(t, p, 30*time.Second, "Failed NodeAffinity", failedWith("NodeAffinity"))
-	if want := "Predicate NodeAffinity failed: node(s) didn't match Pod's node affinity/selector"; got.Status.Message != want {
+	if want := "Pod was rejected: Predicate NodeAffinity failed: node(s) didn't match Pod's node affinity/selector"; got.Status.Message != want {
 		t.Errorf("message %q, want %q", got.Status.Message, want)
 	}
 	if _, cs := e.criOf(t, string(p.UID)); len(cs) != 0 {
@@ -64,7 +64,7 @@ func TestAdmissionRejectsUntoleratedTaint(t *testing.T) {
 		}
 	}
 	t.Logf("FIGURE pod refused for a taint %v after the taint was set", time.Since(start).Round(time.Millisecond))
-	if want := "Predicate TaintToleration failed: node(s) had taints that the pod didn't tolerate"; got.Status.Message != want {
+	if want := "Pod was rejected: Predicate TaintToleration failed: node(s) had taints that the pod didn't tolerate"; got.Status.Message != want {
 		t.Errorf("message %q, want %q", got.Status.Message, want)
 	}
 	ok := e.pod("tolerating", true, sleeper)
