@@ -12,7 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
-	"github.com/lockstep-dev/lockstep/node/cpumanager"
+	"github.com/lockstep-dev/lockstep/node/cm/cpumanager"
 	"github.com/lockstep-dev/lockstep/sim/harness"
 )
 

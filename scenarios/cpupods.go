@@ -7,8 +7,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 
-	"github.com/lockstep-dev/lockstep/node/cpumanager"
-	"github.com/lockstep-dev/lockstep/node/memorymanager"
+	"github.com/lockstep-dev/lockstep/node/cm/cpumanager"
+	"github.com/lockstep-dev/lockstep/node/cm/memorymanager"
 	"github.com/lockstep-dev/lockstep/sim/harness"
 )
 

@@ -12,7 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
-	"github.com/lockstep-dev/lockstep/node/devicemanager"
+	"github.com/lockstep-dev/lockstep/node/cm/devicemanager"
 	"github.com/lockstep-dev/lockstep/node/podstate"
 	"github.com/lockstep-dev/lockstep/sim/deviceplugin"
 	"github.com/lockstep-dev/lockstep/sim/harness"

@@ -13,7 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
-	"github.com/lockstep-dev/lockstep/node/cgroups"
+	"github.com/lockstep-dev/lockstep/node/cm/cgroups"
 	"github.com/lockstep-dev/lockstep/node/podstate"
 	"github.com/lockstep-dev/lockstep/scenarios/refmodel"
 	"github.com/lockstep-dev/lockstep/sim/apiserver"

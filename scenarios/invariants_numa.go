@@ -7,8 +7,8 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/utils/cpuset"
 
-	"github.com/lockstep-dev/lockstep/node/memorymanager"
-	"github.com/lockstep-dev/lockstep/node/topologymanager"
+	"github.com/lockstep-dev/lockstep/node/cm/memorymanager"
+	"github.com/lockstep-dev/lockstep/node/cm/topologymanager"
 	"github.com/lockstep-dev/lockstep/scenarios/refmodel"
 )
 

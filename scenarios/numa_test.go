@@ -10,7 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
-	"github.com/lockstep-dev/lockstep/node/topologymanager"
+	"github.com/lockstep-dev/lockstep/node/cm/topologymanager"
 	"github.com/lockstep-dev/lockstep/sim/harness"
 )
 

@@ -13,7 +13,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/lockstep-dev/lockstep/node/allocation"
-	"github.com/lockstep-dev/lockstep/node/cgroups"
+	"github.com/lockstep-dev/lockstep/node/cm/cgroups"
 	"github.com/lockstep-dev/lockstep/node/deps"
 	"github.com/lockstep-dev/lockstep/node/podspec"
 	"github.com/lockstep-dev/lockstep/scenarios/refmodel"

@@ -9,7 +9,7 @@ import (
 
 	"pgregory.net/rapid"
 
-	"github.com/lockstep-dev/lockstep/node/topologymanager"
+	"github.com/lockstep-dev/lockstep/node/cm/topologymanager"
 	"github.com/lockstep-dev/lockstep/sim/harness"
 )
 

@@ -8,7 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/lockstep-dev/lockstep/node/activepods"
-	"github.com/lockstep-dev/lockstep/node/cgroups"
+	"github.com/lockstep-dev/lockstep/node/cm/cgroups"
 	"github.com/lockstep-dev/lockstep/node/deps"
 	"github.com/lockstep-dev/lockstep/node/nodestatus"
 	"github.com/lockstep-dev/lockstep/node/podspec"

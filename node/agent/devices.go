@@ -1,8 +1,8 @@
 package agent
 
 import (
+	"github.com/lockstep-dev/lockstep/node/cm/devicemanager"
 	"github.com/lockstep-dev/lockstep/node/deps"
-	"github.com/lockstep-dev/lockstep/node/devicemanager"
 	"github.com/lockstep-dev/lockstep/node/runtimesync"
 )
 

@@ -8,13 +8,13 @@ import (
 
 	"github.com/lockstep-dev/lockstep/node/admission"
 	"github.com/lockstep-dev/lockstep/node/allocation"
-	"github.com/lockstep-dev/lockstep/node/cgroups"
-	"github.com/lockstep-dev/lockstep/node/cpumanager"
+	"github.com/lockstep-dev/lockstep/node/cm/cgroups"
+	"github.com/lockstep-dev/lockstep/node/cm/cpumanager"
+	"github.com/lockstep-dev/lockstep/node/cm/devicemanager"
+	"github.com/lockstep-dev/lockstep/node/cm/memorymanager"
+	"github.com/lockstep-dev/lockstep/node/cm/topologymanager"
 	"github.com/lockstep-dev/lockstep/node/deps"
-	"github.com/lockstep-dev/lockstep/node/devicemanager"
-	"github.com/lockstep-dev/lockstep/node/memorymanager"
 	"github.com/lockstep-dev/lockstep/node/podspec"
-	"github.com/lockstep-dev/lockstep/node/topologymanager"
 )
 
 // containerManager is what upstream's container manager holds: the pod

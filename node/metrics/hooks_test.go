@@ -13,7 +13,7 @@ import (
 
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
-	"github.com/lockstep-dev/lockstep/node/cpumanager"
+	"github.com/lockstep-dev/lockstep/node/cm/cpumanager"
 	"github.com/lockstep-dev/lockstep/node/deps"
 	"github.com/lockstep-dev/lockstep/node/eviction"
 	"github.com/lockstep-dev/lockstep/node/metrics"

@@ -29,7 +29,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/lockstep-dev/lockstep/node/cpumanager"
+	"github.com/lockstep-dev/lockstep/node/cm/cpumanager"
 	"github.com/lockstep-dev/lockstep/node/eviction"
 	"github.com/lockstep-dev/lockstep/node/nodestatus"
 	"github.com/lockstep-dev/lockstep/node/pleg"

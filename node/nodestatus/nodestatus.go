@@ -131,7 +131,7 @@ type Config struct {
 }
 
 // Devices reports the extended resources of device plugins
-// (node/devicemanager): capacity counts every device, allocatable the
+// (node/cm/devicemanager): capacity counts every device, allocatable the
 // healthy ones; removed are resources to drop from the status (their
 // plugin has been gone past its grace; reported on every call).
 type Devices interface {

@@ -41,7 +41,7 @@ type Config struct {
 	// GC is the dead container policy; nil means DefaultGCPolicy().
 	GC *GCPolicy
 	// CgroupParent, when set, names the pod cgroup a pod's sandbox goes
-	// under (node/cgroups); nil leaves sandboxes where the runtime likes.
+	// under (node/cm/cgroups); nil leaves sandboxes where the runtime likes.
 	CgroupParent func(pod *corev1.Pod) string
 	// Resized, when set, reports the pods a resize was accepted for:
 	// only their running containers are compared with the resources
@@ -49,7 +49,7 @@ type Config struct {
 	// says so); nil: none.
 	Resized func(uid types.UID) bool
 	// ContainerCPUSet, when set, names the CPUs and memory nodes a new
-	// container of a pod runs on (node/cpumanager, node/memorymanager;
+	// container of a pod runs on (node/cm/cpumanager, node/cm/memorymanager;
 	// "" leaves either to the runtime).
 	ContainerCPUSet func(pod *corev1.Pod, container string) (cpus, mems string)
 	// Observer, when set, is told about every sandbox and container start

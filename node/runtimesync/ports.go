@@ -71,7 +71,7 @@ type Ports struct {
 	// fail.
 	ProbeNet deps.ProbeNetwork
 	// Devices hands containers their device plugin devices
-	// (node/devicemanager); nil: no container gets any.
+	// (node/cm/devicemanager); nil: no container gets any.
 	Devices Devices
 }
 

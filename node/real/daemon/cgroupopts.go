@@ -15,7 +15,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	kubeletv1beta1 "k8s.io/kubelet/config/v1beta1"
 
-	"github.com/lockstep-dev/lockstep/node/cgroups"
+	"github.com/lockstep-dev/lockstep/node/cm/cgroups"
 	"github.com/lockstep-dev/lockstep/node/deps"
 	realcgroups "github.com/lockstep-dev/lockstep/node/real/cgroups"
 )

@@ -14,9 +14,9 @@ import (
 	kubeletv1beta1 "k8s.io/kubelet/config/v1beta1"
 	"k8s.io/utils/cpuset"
 
-	"github.com/lockstep-dev/lockstep/node/cpumanager"
-	"github.com/lockstep-dev/lockstep/node/memorymanager"
-	"github.com/lockstep-dev/lockstep/node/topologymanager"
+	"github.com/lockstep-dev/lockstep/node/cm/cpumanager"
+	"github.com/lockstep-dev/lockstep/node/cm/memorymanager"
+	"github.com/lockstep-dev/lockstep/node/cm/topologymanager"
 )
 
 // CPUManagerOptions are the CPU manager's options (kubelet flags and

@@ -17,8 +17,8 @@ import (
 	"k8s.io/utils/cpuset"
 
 	"github.com/lockstep-dev/lockstep/node/admission"
+	"github.com/lockstep-dev/lockstep/node/cm/topologymanager"
 	"github.com/lockstep-dev/lockstep/node/deps"
-	"github.com/lockstep-dev/lockstep/node/topologymanager"
 	"github.com/lockstep-dev/lockstep/sim/memfs"
 )
 

@@ -12,8 +12,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/lockstep-dev/lockstep/node/cm/devicemanager"
 	"github.com/lockstep-dev/lockstep/node/deps"
-	"github.com/lockstep-dev/lockstep/node/devicemanager"
 	"github.com/lockstep-dev/lockstep/sim/deviceplugin"
 	"github.com/lockstep-dev/lockstep/sim/kernel"
 	"github.com/lockstep-dev/lockstep/sim/memfs"

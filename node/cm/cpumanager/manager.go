@@ -13,9 +13,9 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/utils/cpuset"
 
+	"github.com/lockstep-dev/lockstep/node/cm/topologymanager"
 	"github.com/lockstep-dev/lockstep/node/deps"
 	"github.com/lockstep-dev/lockstep/node/podutil"
-	"github.com/lockstep-dev/lockstep/node/topologymanager"
 )
 
 // DefaultReconcilePeriod is how often running containers' cpusets are

@@ -8,8 +8,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/cpuset"
 
+	"github.com/lockstep-dev/lockstep/node/cm/topologymanager"
 	"github.com/lockstep-dev/lockstep/node/podspec"
-	"github.com/lockstep-dev/lockstep/node/topologymanager"
 )
 
 // Policy names (--cpu-manager-policy).

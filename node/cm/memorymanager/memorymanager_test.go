@@ -13,8 +13,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/lockstep-dev/lockstep/node/cm/topologymanager"
 	"github.com/lockstep-dev/lockstep/node/deps"
-	"github.com/lockstep-dev/lockstep/node/topologymanager"
 	"github.com/lockstep-dev/lockstep/sim/memfs"
 )
 
