@@ -440,26 +440,3 @@ func sortPodIPs(ips []string, node NodeInfo) []string {
 	}
 	return out
 }
-
-// VolumeSources lists the ConfigMaps and Secrets a volume reads (its own,
-// or its projected sources'), sorted.
-func VolumeSources(v *corev1.Volume) (configMaps, secrets []string) {
-	switch {
-	case v.ConfigMap != nil:
-		configMaps = append(configMaps, v.ConfigMap.Name)
-	case v.Secret != nil:
-		secrets = append(secrets, v.Secret.SecretName)
-	case v.Projected != nil:
-		for _, s := range v.Projected.Sources {
-			if s.ConfigMap != nil {
-				configMaps = append(configMaps, s.ConfigMap.Name)
-			}
-			if s.Secret != nil {
-				secrets = append(secrets, s.Secret.Name)
-			}
-		}
-	}
-	slices.Sort(configMaps)
-	slices.Sort(secrets)
-	return slices.Compact(configMaps), slices.Compact(secrets)
-}
