@@ -9,9 +9,9 @@ source "$here/lib.sh"
 work="$E2E_DIR/images"
 rm -rf "$work" && mkdir -p "$work"
 
-# build_image NAME ENTRYPOINT_JSON CMD_JSON
+# build_image NAME ENTRYPOINT_JSON CMD_JSON [noimport]
 build_image() {
-  local name=$1 entry=$2 cmd=$3 d="$work/$1"
+  local name=$1 entry=$2 cmd=$3 import=${4:-import} d="$work/$1"
   mkdir -p "$d/rootfs/bin" "$d/rootfs/tmp" "$d/rootfs/etc" "$d/layout/blobs/sha256"
   cp /bin/busybox "$d/rootfs/bin/busybox"
   for a in $(/bin/busybox --list); do
@@ -36,11 +36,19 @@ build_image() {
     "$mdig" "$msize" "$name" > "$d/layout/index.json"
   echo '{"imageLayoutVersion":"1.0.0"}' > "$d/layout/oci-layout"
   tar -C "$d/layout" -cf "$d/$name.tar" .
-  ctr -a "$CONTAINERD_SOCK" -n k8s.io images import --no-unpack=false "$d/$name.tar" >&2 \
-    || ctr -a "$CONTAINERD_SOCK" -n k8s.io images import "$d/$name.tar" >&2
+  if [[ $import == import ]]; then
+    ctr -a "$CONTAINERD_SOCK" -n k8s.io images import --no-unpack=false "$d/$name.tar" >&2 \
+      || ctr -a "$CONTAINERD_SOCK" -n k8s.io images import "$d/$name.tar" >&2
+  fi
   rm -rf "$d/rootfs"
 }
 
 build_image busybox 'null' '["sh"]'
+# The private registry's image (hack/e2e/start-registry.sh): busybox with
+# another config, so another image ID. Were it busybox:e2e's ID, pulling it
+# with a secret would make the local busybox:e2e an image the node pulled
+# with credentials, which pods without them may not use under pull policy
+# Never (KubeletEnsureSecretPulledImages, as upstream). Not imported.
+build_image busybox-private 'null' '["/bin/sh"]' noimport
 build_image pause '["/bin/sh","-c","trap \"exit 0\" TERM INT; while :; do sleep 3600 & wait $!; done"]' 'null'
 ctr -a "$CONTAINERD_SOCK" -n k8s.io images ls -q >&2

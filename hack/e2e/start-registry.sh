@@ -2,7 +2,7 @@
 # Starts a private registry for the image pull tests: Debian's
 # docker-registry (distribution 2.8) on a free loopback port over plain
 # HTTP, with htpasswd (bcrypt) basic auth, its storage under
-# $E2E_DIR/registry; pushes the busybox OCI layout that build-images.sh made
+# $E2E_DIR/registry; pushes the busybox-private OCI layout build-images.sh made
 # as <addr>/private/busybox:e2e with skopeo; and tells containerd (whose
 # config_path is $E2E_DIR/containerd/certs.d) to reach it over HTTP.
 # Writes registry/addr, registry/user and registry/password for the tests.
@@ -35,7 +35,7 @@ done
 [[ $(curl -s -o /dev/null -w '%{http_code}' "http://$addr/v2/") == 401 ]] ||
   { log "registry did not start (or does not ask for credentials); see $LOG_DIR/registry.log"; exit 1; }
 skopeo copy --quiet --dest-tls-verify=false --dest-creds "$user:$password" \
-  "oci:$E2E_DIR/images/busybox/layout:e2e" "docker://$addr/private/busybox:e2e" >&2
+  "oci:$E2E_DIR/images/busybox-private/layout:e2e" "docker://$addr/private/busybox:e2e" >&2
 mkdir -p "$E2E_DIR/containerd/certs.d/$addr"
 cat > "$E2E_DIR/containerd/certs.d/$addr/hosts.toml" <<TOML
 server = "http://$addr"
