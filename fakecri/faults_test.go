@@ -314,3 +314,33 @@ func TestDropSandboxIPs(t *testing.T) {
 		t.Errorf("sandbox after ClearFaults has no IP")
 	}
 }
+
+// FaultsPending holds while an injected latency, error or hang waits for
+// its calls, and while lists lag the truth; it ends when they are used up
+// or turned off.
+func TestFaultsPending(t *testing.T) {
+	f := newFixture(t)
+	if f.r.FaultsPending() {
+		t.Fatal("pending with nothing injected")
+	}
+	if err := f.r.InjectLatency("ListContainers", time.Second, time.Second, 1); err != nil {
+		t.Fatal(err)
+	}
+	if !f.r.FaultsPending() || !f.r.LatencyPending("ListContainers") || f.r.LatencyPending("ListPodSandbox") {
+		t.Fatal("an unused latency on ListContainers: want pending for it alone")
+	}
+	if _, err := f.r.ListContainers(f.ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	if f.r.FaultsPending() {
+		t.Fatal("pending after the latency was used up")
+	}
+	f.r.SetListStaleness(3 * time.Second)
+	if !f.r.FaultsPending() {
+		t.Fatal("lagging lists not pending")
+	}
+	f.r.SetListStaleness(0)
+	if f.r.FaultsPending() {
+		t.Fatal("pending after staleness was turned off")
+	}
+}
