@@ -88,6 +88,7 @@ func (r *Runtime) CreateContainer(ctx context.Context, podSandboxID string, conf
 		c.logPath = filepath.Join(dir, p)
 	}
 	r.containers[c.id] = c
+	r.gen++
 	r.containerOrder = append(r.containerOrder, c)
 	r.indexContainer(c)
 	sb.containers = append(sb.containers, c)
@@ -410,6 +411,7 @@ func (r *Runtime) UpdateContainerResources(ctx context.Context, containerID stri
 	if lr := resources.GetLinux(); lr != nil {
 		c.resources = mergeResources(c.resources, lr)
 		c.limitSince = now
+		r.gen++
 	}
 	r.plan(c)
 	r.advance(now)

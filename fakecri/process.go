@@ -175,6 +175,7 @@ func (r *Runtime) nextExit() (int64, bool) {
 // start makes c RUNNING at now and schedules its script.
 func (r *Runtime) start(c *container, now int64) {
 	c.state, c.startedAt = runningState, now
+	r.gen++
 	if c.script.hasLog && c.logPath != "" {
 		c.logNext = now
 		heap.Push(&r.logs, c)
@@ -216,6 +217,7 @@ func (r *Runtime) finish(c *container, at int64, code int32, reason, message str
 	r.unschedule(c)
 	c.state, c.finishedAt = exitedState, at
 	c.exitCode, c.reason, c.message = code, reason, message
+	r.gen++
 	r.touched(c.sb)
 	r.emitContainerEvent(c, runtimeapi.ContainerEventType_CONTAINER_STOPPED_EVENT, at)
 }
@@ -225,6 +227,7 @@ func (r *Runtime) failStart(c *container, at int64, message string) {
 	r.unschedule(c)
 	c.state, c.finishedAt = exitedState, at
 	c.exitCode, c.reason, c.message = exitStartError, reasonStartError, message
+	r.gen++
 	r.touched(c.sb)
 	r.emitContainerEvent(c, runtimeapi.ContainerEventType_CONTAINER_STOPPED_EVENT, at)
 }

@@ -61,6 +61,12 @@ type Runtime struct {
 	watch    func(addr string)     // WatchAddresses' watcher
 
 	streamer streamerSlot // Exec/Attach/PortForward URLs, when served
+
+	// gen counts the changes of the state the truth views show (a
+	// container or sandbox created, started, exited, stopped, removed,
+	// resized); view caches those views at a generation (truth.go).
+	gen  uint64
+	view truthView
 }
 
 // Compile-time proof that Runtime is a CRI v1 runtime and image service.

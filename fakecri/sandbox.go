@@ -68,6 +68,7 @@ func (r *Runtime) RunPodSandbox(ctx context.Context, config *runtimeapi.PodSandb
 		sb.addr = r.cfg.NodeAddress.String()
 	}
 	r.sandboxes[sb.id] = sb
+	r.gen++
 	r.indexAddr(sb)
 	r.sandboxOrder = append(r.sandboxOrder, sb)
 	r.indexSandbox(sb)
@@ -102,6 +103,7 @@ func (r *Runtime) stopSandbox(sb *sandbox, now int64) {
 	}
 	if sb.state == readyState {
 		sb.state, sb.stoppedAt = notReady, now
+		r.gen++
 		r.emitSandboxEvent(sb, runtimeapi.ContainerEventType_CONTAINER_STOPPED_EVENT, now)
 	}
 }

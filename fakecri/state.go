@@ -157,6 +157,7 @@ func isNotFound(err error) bool {
 func (r *Runtime) dropContainer(c *container, now int64) {
 	r.unschedule(c)
 	c.removed, c.removedAt = true, now
+	r.gen++
 	delete(r.containers, c.id)
 	r.unindexContainer(c)
 	delete(r.names, c.name)
@@ -176,6 +177,7 @@ func (r *Runtime) dropContainer(c *container, now int64) {
 // dropSandbox removes sb (which has no containers left) from the live state.
 func (r *Runtime) dropSandbox(sb *sandbox, now int64) {
 	sb.removed, sb.removedAt = true, now
+	r.gen++
 	delete(r.sandboxes, sb.id)
 	r.unindexSandbox(sb)
 	r.unindexAddr(sb)

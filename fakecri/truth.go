@@ -40,6 +40,118 @@ func (r *Runtime) TrueContainers() []*runtimeapi.Container {
 	return out
 }
 
+// truthView is the truth views cached at a generation: rebuilt only
+// after the state they show has changed.
+type truthView struct {
+	containers    []*runtimeapi.Container
+	containersGen uint64
+	sandboxes     []*runtimeapi.PodSandbox
+	sandboxesGen  uint64
+}
+
+// TrueGeneration brings the runtime up to the clock's now (as every truth
+// read does) and returns its generation: a counter that moves whenever a
+// container or sandbox is created, started, exits, is stopped, removed or
+// resized, so that a checker can tell that nothing it reads from the truth
+// views has changed since it last looked.
+func (r *Runtime) TrueGeneration() uint64 {
+	r.mu.Lock()
+	defer r.unlock()
+	r.advance(r.now())
+	return r.gen
+}
+
+// TrueContainersView is TrueContainers without the copies: the list,
+// its containers and their label and annotation maps are shared with the
+// runtime and with every other caller until the next change, and must
+// not be modified. It costs nothing while the runtime is unchanged.
+func (r *Runtime) TrueContainersView() []*runtimeapi.Container {
+	r.mu.Lock()
+	defer r.unlock()
+	now := r.now()
+	r.advance(now)
+	if r.view.containers != nil && r.view.containersGen == r.gen {
+		return r.view.containers
+	}
+	out := []*runtimeapi.Container{}
+	candidates, _ := r.containersAt("", "", nil, now, false)
+	for _, c := range candidates {
+		state, visible := c.stateAt(now, false)
+		if !visible {
+			continue
+		}
+		out = append(out, &runtimeapi.Container{
+			Id:           c.id,
+			PodSandboxId: c.sb.id,
+			Metadata:     &runtimeapi.ContainerMetadata{Name: c.config.GetMetadata().GetName(), Attempt: c.config.GetMetadata().GetAttempt()},
+			Image:        &runtimeapi.ImageSpec{Image: c.imageSpec.GetImage()},
+			ImageRef:     c.imageID,
+			State:        state,
+			CreatedAt:    c.createdAt,
+			Labels:       c.config.GetLabels(),
+			Annotations:  c.config.GetAnnotations(),
+		})
+	}
+	r.view.containers, r.view.containersGen = out, r.gen
+	return out
+}
+
+// TrueSandboxesView is TrueSandboxes without the copies, shared and
+// read-only like TrueContainersView.
+func (r *Runtime) TrueSandboxesView() []*runtimeapi.PodSandbox {
+	r.mu.Lock()
+	defer r.unlock()
+	now := r.now()
+	r.advance(now)
+	if r.view.sandboxes != nil && r.view.sandboxesGen == r.gen {
+		return r.view.sandboxes
+	}
+	out := []*runtimeapi.PodSandbox{}
+	for _, sb := range r.sandboxOrder {
+		state, visible := sb.stateAt(now, false)
+		if !visible {
+			continue
+		}
+		out = append(out, &runtimeapi.PodSandbox{
+			Id:             sb.id,
+			Metadata:       sb.config.GetMetadata(),
+			State:          state,
+			CreatedAt:      sb.createdAt,
+			Labels:         sb.config.GetLabels(),
+			Annotations:    sb.config.GetAnnotations(),
+			RuntimeHandler: sb.handler,
+		})
+	}
+	r.view.sandboxes, r.view.sandboxesGen = out, r.gen
+	return out
+}
+
+// TrueContainerConfigView is TrueContainerConfig without the copy: the
+// config container id was created with, shared with the runtime (it never
+// changes), which must not be modified.
+func (r *Runtime) TrueContainerConfigView(id string) (*runtimeapi.ContainerConfig, bool) {
+	r.mu.Lock()
+	defer r.unlock()
+	c, ok := r.containers[id]
+	if !ok {
+		return nil, false
+	}
+	return c.config, true
+}
+
+// TrueSandboxConfigView is TrueSandboxConfig without the copy: the config
+// sandbox id was created with, shared with the runtime (it never
+// changes), which must not be modified.
+func (r *Runtime) TrueSandboxConfigView(id string) (*runtimeapi.PodSandboxConfig, bool) {
+	r.mu.Lock()
+	defer r.unlock()
+	sb, ok := r.sandboxes[id]
+	if !ok {
+		return nil, false
+	}
+	return sb.config, true
+}
+
 // TrueSandboxes lists every sandbox as it is at the clock's now, in
 // creation order, bypassing every injected fault, like TrueContainers. It
 // is for simulators and invariant checkers, not a CRI call: it never

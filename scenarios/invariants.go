@@ -59,6 +59,7 @@ type Checker struct {
 	svc             *serviceChecks      // see invariants_services.go
 	prompt          *promptChecks       // see invariants_prompt.go
 	reportedOnce    map[string]bool     // see failOnce
+	snap            *truthSnap          // see truth.go
 	// statsChecked is the time of the last stats sample checked (stats.go).
 	statsChecked time.Time
 }
@@ -90,7 +91,7 @@ func (c *Checker) Check() {
 	c.checkContainers()
 	c.checkBackoff()
 	running := map[string][]string{}
-	truth := TrueContainers(c.h)
+	truth := c.truth().containers
 	c.checkSuite(truth)
 	c.checkServiceEnv(truth)
 	c.checkNodeReady()

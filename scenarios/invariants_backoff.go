@@ -109,7 +109,7 @@ func (c *Checker) checkBackoff() {
 		b.noisy = now
 	}
 	sandboxed := map[string]bool{}
-	for _, sb := range c.h.Runtime.TrueSandboxes() {
+	for _, sb := range c.truth().sandboxes {
 		sandboxed[sb.Labels[podstate.LabelPodUID]] = true
 	}
 	for key := range b.entries {
@@ -119,7 +119,7 @@ func (c *Checker) checkBackoff() {
 	}
 	var fresh []*backoffInstance
 	present := map[string]bool{}
-	for _, ct := range c.h.Runtime.TrueContainers() {
+	for _, ct := range c.truth().raw {
 		in := c.backoffInstance(ct)
 		if in == nil {
 			continue
@@ -159,7 +159,7 @@ func (c *Checker) backoffInstance(ct *runtimeapi.Container) *backoffInstance {
 		in = &backoffInstance{uid: string(ref.UID), name: ct.Metadata.GetName(), sandbox: ct.PodSandboxId,
 			attempt: ct.Metadata.GetAttempt(), started: -1, finished: -1, stopAsked: -1}
 		in.key = in.uid + "/" + in.name
-		if cfg, ok := c.h.Runtime.TrueContainerConfig(ct.Id); ok {
+		if cfg, ok := c.h.Runtime.TrueContainerConfigView(ct.Id); ok {
 			in.key += "/" + cfg.GetImage().GetImage() + "/" + cfg.GetLinux().GetResources().String()
 		}
 		b.insts[ct.Id] = in

@@ -73,7 +73,7 @@ func (c *Checker) checkCgroups() {
 	if !cfg.CgroupsPerQOS {
 		return
 	}
-	for _, sb := range c.h.Runtime.TrueSandboxes() {
+	for _, sb := range c.truth().sandboxes {
 		if sb.State != runtimeapi.PodSandboxState_SANDBOX_READY || !c.h.AgentSandbox(sb.Id) {
 			continue
 		}
@@ -84,7 +84,7 @@ func (c *Checker) checkCgroups() {
 
 func (c *Checker) checkSandboxCgroup(cfg cgroups.Config, sb *runtimeapi.PodSandbox) {
 	uid := types.UID(sb.Labels[podstate.LabelPodUID])
-	sbc, _ := c.h.Runtime.TrueSandboxConfig(sb.Id)
+	sbc, _ := c.h.Runtime.TrueSandboxConfigView(sb.Id)
 	parent := sbc.GetLinux().GetCgroupParent()
 	report := func(format string, args ...any) {
 		key := sb.Id + " " + format

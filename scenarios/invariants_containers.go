@@ -59,7 +59,7 @@ func (c *Checker) checkContainers() {
 	present := map[string]bool{}
 	// latest live (not exited) instance per pod UID/container name.
 	live := map[string]*runtimeapi.Container{}
-	for _, ct := range c.h.Runtime.TrueContainers() {
+	for _, ct := range c.truth().raw {
 		present[ct.Id] = true
 		ref, err := podstate.PodRefFromLabels(ct.Labels)
 		if err != nil {
@@ -102,7 +102,7 @@ func (c *Checker) checkContainers() {
 	// pod whose manifest comes back later (same UID) starts a new life,
 	// with no previous instance to keep.
 	sandboxed := map[string]bool{}
-	for _, sb := range c.h.Runtime.TrueSandboxes() {
+	for _, sb := range c.truth().sandboxes {
 		sandboxed[sb.Labels[podstate.LabelPodUID]] = true
 	}
 	for key := range c.ctr.started {

@@ -82,7 +82,7 @@ func (c *Checker) checkDeviceHolders(p *deviceplugin.Plugin, truth []RuntimeCont
 		if ct.State != runtimeapi.ContainerState_CONTAINER_RUNNING {
 			continue
 		}
-		cfg, ok := c.h.Runtime.TrueContainerConfig(ct.ID)
+		cfg, ok := c.h.Runtime.TrueContainerConfigView(ct.ID)
 		if !ok {
 			continue
 		}

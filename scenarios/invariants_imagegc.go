@@ -57,7 +57,7 @@ func (c *Checker) checkImageGC() {
 	g := c.imagegc
 	now := c.h.K.Elapsed()
 	used := map[string]bool{}
-	for _, ct := range c.h.Runtime.TrueContainers() {
+	for _, ct := range c.truth().raw {
 		used[ct.GetImageRef()] = true
 		used[ct.GetImageId()] = true
 		used[ct.GetImage().GetImage()] = true

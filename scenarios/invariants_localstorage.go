@@ -49,7 +49,7 @@ func isLocalStorageEviction(p *corev1.Pod) bool {
 // now on none of its containers may start again (evicted-stays-dead).
 func (c *Checker) onLocalStorageEviction(pod *corev1.Pod) {
 	ids := map[string]bool{}
-	for _, ct := range TrueContainers(c.h) {
+	for _, ct := range c.truth().byPod[pod.UID] {
 		if ct.PodUID == pod.UID {
 			ids[ct.ID] = true
 		}
@@ -64,7 +64,7 @@ func (c *Checker) onLocalStorageEviction(pod *corev1.Pod) {
 	// each container's latest instance counts: an earlier one was stopped
 	// before the eviction (a restart, a sandbox recreated), not by it.
 	latest := map[string]string{}
-	for _, ct := range TrueContainers(c.h) { // sorted by attempt
+	for _, ct := range c.truth().byPod[pod.UID] { // sorted by attempt
 		if ct.PodUID == pod.UID {
 			latest[ct.Name] = ct.ID
 		}
@@ -141,7 +141,7 @@ func (c *Checker) trueStorage(pod *corev1.Pod, at int64, allRunning bool) evicti
 		}
 	}
 	running := map[string]bool{}
-	for _, ct := range TrueContainers(c.h) {
+	for _, ct := range c.truth().byPod[pod.UID] {
 		if ct.PodUID == pod.UID && ct.State == runtimeapi.ContainerState_CONTAINER_RUNNING {
 			running[ct.Name] = true
 		}

@@ -66,7 +66,7 @@ func (c *Checker) checkLogs() {
 	}
 	perFile := cfg.MaxSize + int64((cfg.Interval+time.Second)/chattyEvery)*chattyLineBytes
 	root := c.h.AgentConfig().Node.PodLogsRoot
-	for _, ct := range c.h.Runtime.TrueContainers() {
+	for _, ct := range c.truth().raw {
 		if ct.GetState() != runtimeapi.ContainerState_CONTAINER_RUNNING {
 			continue
 		}

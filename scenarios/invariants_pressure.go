@@ -129,7 +129,7 @@ func (c *Checker) onEviction(pod *corev1.Pod) {
 	p := c.pressure
 	now := c.h.K.Elapsed()
 	ids := map[string]bool{}
-	for _, ct := range TrueContainers(c.h) {
+	for _, ct := range c.truth().byPod[pod.UID] {
 		if ct.PodUID == pod.UID {
 			ids[ct.ID] = true
 		}
@@ -208,7 +208,7 @@ func (c *Checker) checkEvictionOrder(pod *corev1.Pod, signal refmodel.Signal) {
 func (c *Checker) steadyUsages() map[types.UID]refmodel.Usage {
 	now := c.h.K.Elapsed()
 	running := map[types.UID]map[string]bool{}
-	for _, ct := range TrueContainers(c.h) {
+	for _, ct := range c.truth().containers {
 		if ct.State != runtimeapi.ContainerState_CONTAINER_RUNNING || now-c.pressure.runningSince[ct.ID] < stableFor {
 			continue
 		}
@@ -348,7 +348,7 @@ func (c *Checker) checkPressure(truth []RuntimeContainer) {
 func (c *Checker) trackImages() {
 	now := c.h.K.Elapsed()
 	used := map[string]bool{}
-	for _, ct := range c.h.Runtime.TrueContainers() {
+	for _, ct := range c.truth().raw {
 		used[ct.GetImageRef()] = true
 		used[ct.GetImage().GetImage()] = true
 	}

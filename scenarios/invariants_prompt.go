@@ -167,7 +167,7 @@ func (c *Checker) checkStatusPrompt(truth []RuntimeContainer) {
 func (c *Checker) promptEventOf(ct RuntimeContainer, exit bool, at time.Duration) promptEvent {
 	ev := promptEvent{uid: ct.PodUID, container: ct.Name, id: ct.ID, exit: exit, at: at}
 	ev.started, _ = c.h.Runtime.TrueStartedAt(ct.ID)
-	if cfg, ok := c.h.Runtime.TrueContainerConfig(ct.ID); ok {
+	if cfg, ok := c.h.Runtime.TrueContainerConfigView(ct.ID); ok {
 		ev.namespace, ev.pod = cfg.GetLabels()[podstate.LabelPodNamespace], cfg.GetLabels()[podstate.LabelPodName]
 	}
 	return ev

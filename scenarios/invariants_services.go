@@ -45,7 +45,7 @@ func (c *Checker) checkServiceEnv(truth []RuntimeContainer) {
 		if _, fromAPI := c.suite.specs[rc.PodUID]; !fromAPI {
 			continue
 		}
-		cfg, ok := c.h.Runtime.TrueContainerConfig(rc.ID)
+		cfg, ok := c.h.Runtime.TrueContainerConfigView(rc.ID)
 		if !ok {
 			continue
 		}

@@ -72,7 +72,7 @@ func (c *Checker) checkSidecarOrder() {
 		at time.Time
 	}
 	var regular []started
-	for _, ct := range c.h.Runtime.TrueContainers() {
+	for _, ct := range c.truth().raw {
 		if sc.seen[ct.Id] || ct.State == runtimeapi.ContainerState_CONTAINER_CREATED {
 			continue
 		}

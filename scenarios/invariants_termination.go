@@ -108,7 +108,7 @@ func (c *Checker) onWriteTermination(r apiserver.Record) {
 	d := c.term.deletions[r.UID]
 	if d == nil {
 		known := map[string]bool{}
-		for _, ct := range TrueContainers(c.h) {
+		for _, ct := range c.truth().byPod[r.UID] {
 			if ct.PodUID == r.UID {
 				known[ct.ID] = true
 			}
@@ -184,7 +184,7 @@ func (c *Checker) checkDeletedStops(containers []RuntimeContainer) {
 // checkStaticExclusive: never two running instances (pod UIDs) of a static
 // pod's full name in the runtime.
 func (c *Checker) checkStaticExclusive(containers []RuntimeContainer) {
-	static := staticSandboxes(c.h.Runtime.TrueSandboxes())
+	static := staticSandboxes(c.truth().sandboxes)
 	byName := map[string]map[types.UID]bool{}
 	for _, ct := range containers {
 		name, ok := static[ct.PodUID]

@@ -23,7 +23,7 @@ func (c *Checker) checkVolumes(truth []RuntimeContainer) {
 		if ct.State != runtimeapi.ContainerState_CONTAINER_RUNNING {
 			continue
 		}
-		for _, m := range c.h.Runtime.TrueMounts(ct.ID) {
+		for _, m := range c.trueMounts(ct.ID) {
 			rest, ok := strings.CutPrefix(m.GetHostPath(), pods)
 			if _, sub, _ := strings.Cut(rest, "/"); !ok || !strings.HasPrefix(sub, "volumes/") {
 				continue // not a pod volume (a termination message file is not one)
@@ -69,7 +69,7 @@ func (c *Checker) checkTokens(truth []RuntimeContainer) {
 		if ct.State != runtimeapi.ContainerState_CONTAINER_RUNNING {
 			continue
 		}
-		for _, m := range c.h.Runtime.TrueMounts(ct.ID) {
+		for _, m := range c.trueMounts(ct.ID) {
 			if !strings.Contains(m.GetHostPath(), "/"+podspec.PluginProjected+"/") {
 				continue
 			}

@@ -22,7 +22,13 @@ type CgroupTree struct {
 	nodes map[string]deps.CgroupResources
 	// failRemoves: how many Remove calls still fail (FailRemoves).
 	failRemoves int
+	// gen counts the Ensure and Remove calls (Generation).
+	gen uint64
 }
+
+// Generation is a counter that moves with every Ensure and Remove: an
+// observer that saw the same generation before has nothing new to read.
+func (t *CgroupTree) Generation() uint64 { return t.gen }
 
 // FailRemoves makes the next n removals of an existing cgroup fail, as
 // when a leaked process keeps it busy.
@@ -41,6 +47,7 @@ func clean(p string) string { return path.Clean("/" + p) }
 // limits a field of r leaves nil keep their value.
 func (t *CgroupTree) Ensure(p string, r deps.CgroupResources) error {
 	p = clean(p)
+	t.gen++
 	for dir := path.Dir(p); dir != "/"; dir = path.Dir(dir) {
 		if _, ok := t.nodes[dir]; !ok {
 			t.nodes[dir] = deps.CgroupResources{}
@@ -69,6 +76,7 @@ func (t *CgroupTree) Ensure(p string, r deps.CgroupResources) error {
 // Remove implements deps.Cgroups.
 func (t *CgroupTree) Remove(p string) error {
 	p = clean(p)
+	t.gen++
 	if _, ok := t.nodes[p]; !ok {
 		return nil
 	}

@@ -26,6 +26,17 @@ type FS struct {
 	// (root otherwise).
 	modes  map[string]fs.FileMode
 	owners map[string]owner
+	// gen counts the calls that may have changed the tree.
+	gen uint64
+}
+
+// Generation is a counter that moves with every call that may change the
+// tree (a write, removal, rename, link, mode or owner change): an
+// observer that saw the same generation before has nothing new to read.
+func (f *FS) Generation() uint64 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.gen
 }
 
 // owner is who owns a path.
@@ -43,6 +54,7 @@ func New() *FS {
 func (f *FS) MkdirAll(dir string) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	f.gen++
 	f.mkdirAllLocked(dir)
 	return nil
 }
@@ -58,6 +70,7 @@ func (f *FS) WriteFile(name string, data []byte) {
 	name = path.Clean(name)
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	f.gen++
 	f.mkdirAllLocked(path.Dir(name))
 	f.files[name] = append([]byte(nil), data...)
 }
@@ -66,6 +79,7 @@ func (f *FS) WriteFile(name string, data []byte) {
 func (f *FS) Remove(name string) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	f.gen++
 	name = path.Clean(name)
 	delete(f.files, name)
 	delete(f.links, name)
@@ -78,6 +92,7 @@ func (f *FS) Remove(name string) error {
 func (f *FS) RemoveAll(name string) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	f.gen++
 	name = path.Clean(name)
 	prefix := name + "/"
 	for k := range f.files {
@@ -113,6 +128,7 @@ func (f *FS) RemoveAll(name string) error {
 func (f *FS) Symlink(target, link string) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	f.gen++
 	link = path.Clean(link)
 	if dir := path.Dir(link); dir != "/" && dir != "." && !f.dirs[dir] {
 		return &fs.PathError{Op: "symlink", Path: link, Err: fs.ErrNotExist}
@@ -285,6 +301,7 @@ func (f *FS) AppendFile(name string, data []byte) error {
 	name = path.Clean(name)
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	f.gen++
 	dir := path.Dir(name)
 	if parent := path.Dir(dir); parent != "/" && parent != "." && !f.dirs[parent] {
 		return &fs.PathError{Op: "open", Path: name, Err: fs.ErrNotExist}

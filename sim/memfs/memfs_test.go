@@ -129,3 +129,40 @@ func TestTreeUsage(t *testing.T) {
 		t.Errorf("TreeUsage of a missing dir: %v", err)
 	}
 }
+
+// TestGenerationMovesWithEveryChange checks that every kind of change
+// moves the generation and that reads leave it alone.
+func TestGenerationMovesWithEveryChange(t *testing.T) {
+	f := New()
+	changes := []struct {
+		name string
+		do   func() error
+	}{
+		{"MkdirAll", func() error { return f.MkdirAll("/a/b") }},
+		{"WriteFile", func() error { f.WriteFile("/a/b/f", []byte("x")); return nil }},
+		{"AppendFile", func() error { return f.AppendFile("/a/b/f", []byte("y")) }},
+		{"CreateFile", func() error { return f.CreateFile("/a/b/g", []byte("z"), 0o644) }},
+		{"Rename", func() error { return f.Rename("/a/b/g", "/a/b/h") }},
+		{"Chmod", func() error { return f.Chmod("/a/b/h", 0o600) }},
+		{"Lchown", func() error { return f.Lchown("/a/b/h", 1, 1) }},
+		{"Symlink", func() error { return f.Symlink("/a/b/h", "/a/l") }},
+		{"Remove", func() error { return f.Remove("/a/l") }},
+		{"RemoveAll", func() error { return f.RemoveAll("/a") }},
+	}
+	for _, ch := range changes {
+		before := f.Generation()
+		if err := ch.do(); err != nil {
+			t.Fatalf("%s: %v", ch.name, err)
+		}
+		if f.Generation() == before {
+			t.Errorf("%s left the generation at %d", ch.name, before)
+		}
+		g := f.Generation()
+		f.Exists("/a/b/f")
+		_, _ = f.ReadFile("/a/b/f")
+		_, _, _ = f.TreeUsage("/")
+		if f.Generation() != g {
+			t.Errorf("reads after %s moved the generation", ch.name)
+		}
+	}
+}

@@ -12,6 +12,7 @@ func (f *FS) CreateFile(name string, data []byte, perm fs.FileMode) error {
 	name = path.Clean(name)
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	f.gen++
 	if dir := path.Dir(name); dir != "/" && dir != "." && !f.dirs[dir] {
 		return &fs.PathError{Op: "open", Path: name, Err: fs.ErrNotExist}
 	}
@@ -33,6 +34,7 @@ func (f *FS) Rename(from, to string) error {
 	from, to = path.Clean(from), path.Clean(to)
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	f.gen++
 	if dir := path.Dir(to); dir != "/" && dir != "." && !f.dirs[dir] {
 		return &fs.PathError{Op: "rename", Path: to, Err: fs.ErrNotExist}
 	}
@@ -113,6 +115,7 @@ func (f *FS) Lchown(name string, uid, gid int) error {
 	name = path.Clean(name)
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	f.gen++
 	if !f.hasFile(name) && !f.hasLink(name) && !f.dirs[name] {
 		return &fs.PathError{Op: "lchown", Path: name, Err: fs.ErrNotExist}
 	}
@@ -132,6 +135,7 @@ func (f *FS) Lchown(name string, uid, gid int) error {
 func (f *FS) Chmod(name string, mode fs.FileMode) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	f.gen++
 	r := f.resolveLocked(name)
 	if !f.hasFile(r) && !f.dirs[r] {
 		return &fs.PathError{Op: "chmod", Path: name, Err: fs.ErrNotExist}
