@@ -169,6 +169,7 @@ func (r *Runtime) noteStopAsked(id string) {
 	defer r.unlock()
 	if c, ok := r.containers[id]; ok && c.stopAskedAt == 0 {
 		c.stopAskedAt = r.now()
+		r.gen++
 	}
 }
 
@@ -204,6 +205,7 @@ func (r *Runtime) StopContainer(ctx context.Context, containerID string, timeout
 	}
 	if c.termAt == 0 {
 		c.termAt = now
+		r.gen++
 	}
 	grace := int64(math.MaxInt64)
 	if timeout < math.MaxInt64/int64(time.Second) {

@@ -65,6 +65,7 @@ func (r *Runtime) SetNodeMemoryUsage(bytes uint64) {
 	r.mu.Lock()
 	defer r.unlock()
 	r.node.MemoryBase = bytes
+	r.gen++
 }
 
 // SetNodeModel replaces the node model (capacities and base usages).
@@ -72,6 +73,7 @@ func (r *Runtime) SetNodeModel(m NodeModel) {
 	r.mu.Lock()
 	defer r.unlock()
 	r.node = m
+	r.gen++
 }
 
 // nodeUsage sums base, containers and images at now. Caller holds r.mu and
@@ -132,6 +134,7 @@ func (r *Runtime) SetNodeDiskUsage(nodefs, imagefs uint64) {
 	r.mu.Lock()
 	defer r.unlock()
 	r.node.NodefsBase, r.node.ImagefsBase = nodefs, imagefs
+	r.gen++
 }
 
 // SetNodePIDUsage sets how many processes run outside containers.
@@ -139,6 +142,7 @@ func (r *Runtime) SetNodePIDUsage(pids uint64) {
 	r.mu.Lock()
 	defer r.unlock()
 	r.node.PIDBase = pids
+	r.gen++
 }
 
 // Node returns the node model (capacities and bases).

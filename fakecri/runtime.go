@@ -62,9 +62,11 @@ type Runtime struct {
 
 	streamer streamerSlot // Exec/Attach/PortForward URLs, when served
 
-	// gen counts the changes of the state the truth views show (a
+	// gen counts the changes of the state the truth reads show (a
 	// container or sandbox created, started, exited, stopped, removed,
-	// resized); view caches those views at a generation (truth.go).
+	// resized, first asked to stop or sent SIGTERM, the node model set);
+	// view caches the
+	// truth views at a generation (truth.go).
 	gen  uint64
 	view truthView
 }

@@ -52,7 +52,8 @@ type truthView struct {
 // TrueGeneration brings the runtime up to the clock's now (as every truth
 // read does) and returns its generation: a counter that moves whenever a
 // container or sandbox is created, started, exits, is stopped, removed or
-// resized, so that a checker can tell that nothing it reads from the truth
+// resized, or a container is first asked to stop or sent SIGTERM (what
+// TrueStopAskedAt and TrueStopRequested report), so that a checker can tell that nothing it reads from the truth
 // views has changed since it last looked.
 func (r *Runtime) TrueGeneration() uint64 {
 	r.mu.Lock()

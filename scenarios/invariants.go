@@ -60,6 +60,18 @@ type Checker struct {
 	prompt          *promptChecks       // see invariants_prompt.go
 	reportedOnce    map[string]bool     // see failOnce
 	snap            *truthSnap          // see truth.go
+	sched           schedule            // see schedule.go
+	// apiGen counts the apiserver's committed writes (inputs.api);
+	// nodes are the API's nodes as of nodesGen (apiNodes).
+	apiGen   uint64
+	nodes    []*corev1.Node
+	nodesGen uint64
+	// tokensExpire: the earliest expiry of the tokens token-valid last
+	// found valid (zero: none), when it must look again.
+	tokensExpire time.Time
+	// Exhaustive runs every invariant family at every check, as before
+	// the schedule (for tests that compare both).
+	Exhaustive bool
 	// statsChecked is the time of the last stats sample checked (stats.go).
 	statsChecked time.Time
 }
@@ -85,36 +97,66 @@ func (c *Checker) fail(inv, format string, args ...any) {
 // Violations returns what was seen so far.
 func (c *Checker) Violations() []Violation { return c.violations }
 
-// Check inspects the runtime's true state: one-instance, never-restart,
-// no-stuck-created, previous-kept and pull-backoff.
+// Check inspects the runtime's true state: every invariant family that
+// reads it, each only when what it reads changed since it last ran or a
+// deadline of its came (schedule.go, and docs/checker.md "When
+// invariants are evaluated"); Exhaustive runs every family every time.
 func (c *Checker) Check() {
+	c.sched.in = c.inputsNow()
 	c.checkContainers()
 	c.checkBackoff()
-	running := map[string][]string{}
 	truth := c.truth().containers
 	c.checkSuite(truth)
-	c.checkServiceEnv(truth)
+	if c.due("service-env", readsRuntime, false) {
+		c.checkServiceEnv(truth)
+	}
 	c.checkNodeReady()
-	c.checkTermination(truth)
-	c.checkVolumes(truth)
-	c.checkTokens(truth)
+	if c.due("termination", readsRuntime|readsAPI|readsAgent, c.graceDeadlinePassed(), c.suite.runtimeImpaired) {
+		c.checkTermination(truth)
+	}
+	if c.due("volumes", readsRuntime|readsFiles, false) {
+		c.checkVolumes(truth)
+	}
+	if c.due("tokens", readsRuntime|readsAPI|readsFiles, c.tokenExpired()) {
+		c.tokensExpire = time.Time{}
+		c.checkTokens(truth)
+	}
+	c.evaluate("probes") // endpoints' health moves with time
 	c.checkProbes(truth)
-	c.checkSidecarOrder()
+	if c.due("sidecars", readsRuntime, false) {
+		c.checkSidecarOrder()
+	}
+	c.evaluate("pulls")
 	c.checkPulls()
+	c.evaluate("imagegc") // last use is stamped with the time
 	c.checkImageGC()
 	c.checkLogs()
-	c.checkHooks(truth)
+	if c.due("hooks", readsRuntime|readsAPI|readsAgent, false, c.suite.runtimeImpaired) {
+		c.checkHooks(truth)
+	}
 	c.checkCgroups()
+	c.evaluate("cpus")
 	c.checkCPUs(truth)
+	c.evaluate("numa")
 	c.checkNUMA(truth)
 	c.checkPressure(truth)
 	c.checkLocalStorage()
 	c.checkOOM(truth)
+	c.evaluate("shutdown")
 	c.checkShutdown()
-	c.checkResize(truth)
+	if c.due("resize", readsRuntime|readsAPI, false, durOf(c.allocationsGen())) {
+		c.checkResize(truth)
+	}
+	c.evaluate("devices")
 	c.checkDevices(truth)
+	c.evaluate("stats-rate")
 	c.checkStatsRate()
+	c.evaluate("status-prompt")
 	c.checkStatusPrompt(truth)
+	if !c.due("instances", readsRuntime|readsAPI, false) {
+		return
+	}
+	running := map[string][]string{}
 	for _, ct := range truth {
 		key := string(ct.PodUID) + "/" + ct.Name
 		if ct.State == runtimeapi.ContainerState_CONTAINER_RUNNING {
@@ -141,6 +183,8 @@ func (c *Checker) Check() {
 
 // onWrite checks pod statuses as the apiserver commits them.
 func (c *Checker) onWrite(r apiserver.Record) {
+	c.apiGen++
+	c.evaluate("on-write")
 	c.onWritePressure(r)
 	c.onWriteOOM(r)
 	if r.Kind != apiserver.KindPod || r.Pod == nil {

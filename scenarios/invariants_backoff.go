@@ -108,6 +108,11 @@ func (c *Checker) checkBackoff() {
 		now <= max(c.suite.runtimeImpaired, c.suite.viewStale, c.suite.leaseExcused) {
 		b.noisy = now
 	}
+	c.evaluate("backoff")
+	// The model learns only from instances that change in the runtime.
+	if !c.changed("backoff", readsRuntime, false) {
+		return
+	}
 	sandboxed := map[string]bool{}
 	for _, sb := range c.truth().sandboxes {
 		sandboxed[sb.Labels[podstate.LabelPodUID]] = true

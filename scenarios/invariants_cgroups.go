@@ -14,6 +14,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/lockstep-dev/lockstep/node/cm/cgroups"
+	"github.com/lockstep-dev/lockstep/node/deps"
 	"github.com/lockstep-dev/lockstep/node/podstate"
 	"github.com/lockstep-dev/lockstep/scenarios/refmodel"
 	"github.com/lockstep-dev/lockstep/sim/apiserver"
@@ -33,6 +34,18 @@ type cgroupChecks struct {
 	// orphanSince: when a pod cgroup was first seen outliving its pod.
 	orphanSince map[string]time.Duration
 	reported    map[string]bool
+	// foreign: a ready sandbox was not the agent's at the last check.
+	foreign bool
+	// passed: per sandbox, what its cgroup last passed with.
+	passed map[string]cgroupPass
+}
+
+// cgroupPass is a sandbox cgroup that passed cgroups-match: the same pod
+// object with the same allocations and the same limits passes again.
+type cgroupPass struct {
+	pod    *corev1.Pod
+	allocs uint64
+	got    deps.CgroupResources
 }
 
 func newCgroupChecks() *cgroupChecks {
@@ -73,13 +86,27 @@ func (c *Checker) checkCgroups() {
 	if !cfg.CgroupsPerQOS {
 		return
 	}
-	for _, sb := range c.truth().sandboxes {
-		if sb.State != runtimeapi.PodSandboxState_SANDBOX_READY || !c.h.AgentSandbox(sb.Id) {
-			continue
+	// A sandbox's cgroup is judged again when the sandboxes, the pods,
+	// the cgroup tree or the allocations changed (or a ready sandbox was
+	// not known as the agent's yet).
+	if c.due("cgroups", readsRuntime|readsAPI|readsCgroups, c.cg.foreign, durOf(c.allocationsGen())) {
+		c.cg.foreign = false
+		for _, sb := range c.truth().sandboxes {
+			if sb.State != runtimeapi.PodSandboxState_SANDBOX_READY {
+				continue
+			}
+			if !c.h.AgentSandbox(sb.Id) {
+				c.cg.foreign = true
+				continue
+			}
+			c.checkSandboxCgroup(cfg, sb)
 		}
-		c.checkSandboxCgroup(cfg, sb)
 	}
-	c.checkOrphanCgroups(cfg)
+	now := c.h.K.Elapsed()
+	paused := c.h.Agent() == nil || c.suite.runtimeImpaired > now
+	if c.due("cgroups-orphans", readsRuntime|readsAPI|readsCgroups, c.orphanDeadlinePassed(), durOf(paused)) {
+		c.checkOrphanCgroups(cfg)
+	}
 }
 
 func (c *Checker) checkSandboxCgroup(cfg cgroups.Config, sb *runtimeapi.PodSandbox) {
@@ -112,9 +139,16 @@ func (c *Checker) checkSandboxCgroup(cfg cgroups.Config, sb *runtimeapi.PodSandb
 		report("pod %s/%s runs (sandbox %s) but its cgroup %s does not exist", pod.Namespace, pod.Name, sb.Id, want)
 		return
 	}
+	if p, ok := c.cg.passed[sb.Id]; ok && p.pod == pod && p.allocs == c.allocationsGen() && sameCgroup(p.got, got) {
+		return
+	}
 	choices := c.podCgroupChoices(pod)
 	for _, ok := range choices {
 		if cmp.Equal(ok, got, cmpopts.EquateEmpty()) {
+			if c.cg.passed == nil {
+				c.cg.passed = map[string]cgroupPass{}
+			}
+			c.cg.passed[sb.Id] = cgroupPass{pod: pod, allocs: c.allocationsGen(), got: got}
 			return
 		}
 	}

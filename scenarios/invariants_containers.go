@@ -55,6 +55,11 @@ func (c *Checker) checkContainers() {
 	if c.ctr == nil {
 		c.ctr = newContainerChecks()
 	}
+	// An instance left Created is judged against the time at every check.
+	if !c.due("containers", readsRuntime|readsAPI|readsFiles, len(c.ctr.createdSince) > 0,
+		c.suite.runtimeImpaired, c.suite.viewStale, c.suite.listLag) {
+		return
+	}
 	now := c.h.K.Elapsed()
 	present := map[string]bool{}
 	// latest live (not exited) instance per pod UID/container name.
@@ -77,12 +82,12 @@ func (c *Checker) checkContainers() {
 		} else {
 			c.checkCreated(ct, key, now)
 		}
-		log := podspec.ContainerLogFile("", ref, name, int(ct.Metadata.GetAttempt()))
-		if c.h.Files.Exists(log) {
-			if c.ctr.started[key] == nil {
-				c.ctr.started[key] = map[string]startedInstance{}
-			}
-			if s, seen := c.ctr.started[key][ct.Id]; !seen || s.startedAt == 0 {
+		if s, seen := c.ctr.started[key][ct.Id]; !seen || s.startedAt == 0 {
+			// Not known to have started yet: its log tells.
+			if log := podspec.ContainerLogFile("", ref, name, int(ct.Metadata.GetAttempt())); c.h.Files.Exists(log) {
+				if c.ctr.started[key] == nil {
+					c.ctr.started[key] = map[string]startedInstance{}
+				}
 				at, _ := c.h.Runtime.TrueStartedAt(ct.Id)
 				c.ctr.started[key][ct.Id] = startedInstance{attempt: ct.Metadata.GetAttempt(), log: log, startedAt: at}
 			}

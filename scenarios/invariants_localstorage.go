@@ -89,10 +89,11 @@ func (c *Checker) onLocalStorageEviction(pod *corev1.Pod) {
 // local storage limit is evicted within localStorageBound
 // (local-storage-evicted), unless a fault excuses the delay.
 func (c *Checker) checkLocalStorage() {
+	c.evaluate("local-storage")
 	ls, now := c.storage, c.h.K.Elapsed()
 	for _, uid := range slices.Sorted(maps.Keys(c.pressure.pods)) {
 		pod := c.pressure.pods[uid]
-		if pod.DeletionTimestamp != nil || refmodel.IsTerminal(pod.Status.Phase) || refmodel.IsCritical(pod) {
+		if pod.DeletionTimestamp != nil || refmodel.IsTerminal(pod.Status.Phase) || refmodel.IsCritical(pod) || !hasLocalStorageLimit(pod) {
 			delete(ls.overSince, uid)
 			continue
 		}

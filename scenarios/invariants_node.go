@@ -49,6 +49,7 @@ func (c *Checker) healReady() {
 // answers its Status and list calls, the node is Ready. A pod whose status
 // calls hang (upstream #94829) must not make it NotReady.
 func (c *Checker) checkNodeReady() {
+	c.evaluate("node-ready")
 	now := c.h.K.Elapsed()
 	if r := c.h.Restarts(); c.h.Agent() == nil || r != c.ready.restarts {
 		c.ready.restarts = r
@@ -59,7 +60,7 @@ func (c *Checker) checkNodeReady() {
 		c.ready.reported = false
 		return
 	}
-	cond := nodeReadyCondition(c.h.API.User().Nodes(), c.h.NodeName)
+	cond := nodeReadyCondition(c.apiNodes(), c.h.NodeName)
 	if cond == nil || cond.Status == corev1.ConditionTrue {
 		c.ready.reported = false
 		return

@@ -29,7 +29,12 @@ type oomKill struct {
 // write).
 func (c *Checker) checkOOM(truth []RuntimeContainer) {
 	now := c.h.K.Elapsed()
-	for _, ct := range truth {
+	c.evaluate("oom")
+	exits := truth
+	if !c.changed("oom", readsRuntime, false) {
+		exits = nil // no exit since the last look
+	}
+	for _, ct := range exits {
 		if ct.State != runtimeapi.ContainerState_CONTAINER_EXITED || c.ooms[ct.ID] != nil {
 			continue
 		}

@@ -328,20 +328,27 @@ func (c *Checker) checkPressure(truth []RuntimeContainer) {
 	if c.h.Restarts() != p.agentN {
 		p.agentN, p.agentSince = c.h.Restarts(), now
 	}
-	for _, ct := range truth {
-		if ct.State == runtimeapi.ContainerState_CONTAINER_RUNNING {
-			if _, ok := p.runningSince[ct.ID]; !ok {
-				p.runningSince[ct.ID] = now
+	if c.due("evicted", readsRuntime|readsAPI, false) {
+		for _, ct := range truth {
+			if ct.State == runtimeapi.ContainerState_CONTAINER_RUNNING {
+				if _, ok := p.runningSince[ct.ID]; !ok {
+					p.runningSince[ct.ID] = now
+				}
+			}
+			if ids := p.evicted[ct.PodUID]; ids != nil && !ids[ct.ID] && !p.reported[ct.ID] {
+				p.reported[ct.ID] = true
+				c.fail("evicted-stays-dead", "evicted pod %s got a new container %s (%s)", ct.PodUID, ct.Name, ct.ID)
 			}
 		}
-		if ids := p.evicted[ct.PodUID]; ids != nil && !ids[ct.ID] && !p.reported[ct.ID] {
-			p.reported[ct.ID] = true
-			c.fail("evicted-stays-dead", "evicted pod %s got a new container %s (%s)", ct.PodUID, ct.Name, ct.ID)
-		}
 	}
+	c.evaluate("pressure") // the signals move with time
 	c.trackImages()
 	c.checkSignals()
-	c.checkAdmission(truth)
+	// Admission is judged again when the pods, the runtime or the
+	// allocations changed, and at every check while it is exceeded.
+	if c.due("admission", readsRuntime|readsAPI, p.overSince >= 0, durOf(c.allocationsGen())) {
+		c.checkAdmission(truth)
+	}
 }
 
 // trackImages records when each image was last used by a container.

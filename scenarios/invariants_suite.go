@@ -244,8 +244,12 @@ func (c *Checker) onWriteSuite(r apiserver.Record) {
 // checkSuite runs the checks of this file against the runtime's truth.
 func (c *Checker) checkSuite(truth []RuntimeContainer) {
 	c.excuseGrace()
-	c.checkSigtermFirst(truth)
+	if c.due("sigterm-first", readsRuntime|readsAPI, false) {
+		c.checkSigtermFirst(truth)
+	}
+	c.evaluate("lease-fresh")
 	c.checkLeaseFresh()
+	c.evaluate("client-cert")
 	c.checkClientCert()
 }
 

@@ -75,6 +75,9 @@ func (c *Checker) checkTokens(truth []RuntimeContainer) {
 			}
 			for _, tok := range simTokens(c.h.Files, m.GetHostPath()) {
 				r := c.h.API.User().ReviewToken(tok)
+				if r.Known && !r.Expired && (c.tokensExpire.IsZero() || r.Expires.Before(c.tokensExpire)) {
+					c.tokensExpire = r.Expires
+				}
 				bad := ""
 				switch {
 				case !r.Known:

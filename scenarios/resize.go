@@ -109,6 +109,10 @@ type resizeChecks struct {
 	judged  map[string]bool
 	// prev: each pod's allocation before its last change.
 	prev map[types.UID]allocation.PodResources
+	// filesGen: the files' generation the checkpoint was last read at;
+	// allocsGen counts the changes of allocs (allocationsGen).
+	filesGen, allocsGen uint64
+	read                bool
 }
 
 func newResizeChecks() *resizeChecks {
@@ -161,7 +165,7 @@ func (c *Checker) checkResize(truth []RuntimeContainer) {
 // neither being deleted nor terminal has its allocation in the checkpoint.
 func (c *Checker) checkAllocationsFit(truth []RuntimeContainer) {
 	c.refreshAllocations()
-	nodes := c.h.API.User().Nodes()
+	nodes := c.apiNodes()
 	if len(nodes) == 0 {
 		return
 	}
@@ -213,12 +217,18 @@ func (c *Checker) refreshAllocations() {
 	if root == "" {
 		root = podspec.DefaultRootDir
 	}
+	if g := c.h.Files.Generation(); c.rz.read && g == c.rz.filesGen {
+		return // no file changed since
+	} else {
+		c.rz.read, c.rz.filesGen = true, g
+	}
 	store := allocation.NewStore(c.h.Files, root)
 	data, err := c.h.Files.ReadFile(store.Path())
 	if err != nil || string(data) == string(c.rz.checkpoint) {
 		return
 	}
 	c.rz.checkpoint = data
+	c.rz.allocsGen++
 	if err := store.Load(); err != nil {
 		c.failOnce("allocations-fit", "corrupt", "the allocation checkpoint cannot be read: %v", err)
 		return

@@ -23,6 +23,13 @@ type Options struct {
 	Trace io.Writer
 	// Settle is the healed time at the end (default 3 minutes).
 	Settle time.Duration
+	// Exhaustive evaluates every invariant at every check instead of
+	// when what it reads changed (Checker.Exhaustive): slower, with the
+	// same verdicts.
+	Exhaustive bool
+	// Evaluated, when set, receives the checker's evaluation counts at
+	// the end (Checker.Evaluated).
+	Evaluated func(map[string]int)
 }
 
 // Result is what one run of a plan showed.
@@ -104,6 +111,7 @@ func Execute(plan Plan, o Options) Result {
 	}
 	h.StartAgent()
 	r := &run{h: h, c: NewChecker(h), deleted: map[string]bool{}, manifests: map[string]bool{}, manifestDir: "/etc/kubernetes/manifests"}
+	r.c.Exhaustive = o.Exhaustive
 	res.Err = r.execute(plan, o)
 	if res.Err == nil {
 		res.Err = r.settleStatuses()
@@ -114,6 +122,9 @@ func Execute(plan Plan, o Options) Result {
 	}
 	for _, v := range res.Violations {
 		h.K.Record("violation", trace.F("invariant", v.Invariant), trace.F("detail", v.Detail))
+	}
+	if o.Evaluated != nil {
+		o.Evaluated(r.c.Evaluated())
 	}
 	res.Hash, res.Events = h.K.Trace().Hash(), h.K.Trace().Events()
 	res.Elapsed, res.Steps, res.Restarts = h.K.Elapsed(), h.K.Steps(), h.Restarts()
