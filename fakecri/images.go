@@ -40,6 +40,8 @@ type imageStore struct {
 	size     uint64            // sum of image sizes
 	inodes   uint64            // sum of image inodes
 	seq      uint64
+	// gen counts the images' arrivals and removals (TrueImagesView).
+	gen uint64
 }
 
 // init makes the maps.
@@ -64,6 +66,7 @@ func (s *imageStore) add(ref string, spec Image) *image {
 	s.seq++
 	img := &image{id: digestOf("config", ref), size: spec.Size, inodes: spec.Inodes, pinned: spec.Pinned, user: spec.User, seq: s.seq}
 	s.byID[img.id] = img
+	s.gen++
 	s.order = append(s.order, img)
 	s.size = addSatU(s.size, img.size)
 	s.inodes = addSatU(s.inodes, img.inodes)
@@ -88,6 +91,7 @@ func (s *imageStore) remove(img *image) {
 		delete(s.byRef, ref)
 	}
 	delete(s.byID, img.id)
+	s.gen++
 	s.order = slices.DeleteFunc(s.order, func(o *image) bool { return o == img })
 	s.size -= img.size
 	s.inodes -= img.inodes

@@ -47,6 +47,8 @@ type truthView struct {
 	containersGen uint64
 	sandboxes     []*runtimeapi.PodSandbox
 	sandboxesGen  uint64
+	images        []*runtimeapi.Image
+	imagesGen     uint64
 }
 
 // TrueGeneration brings the runtime up to the clock's now (as every truth
@@ -327,6 +329,23 @@ func (r *Runtime) TrueExecs(id string) []ExecRecord {
 		return nil
 	}
 	return slices.Clone(c.execs)
+}
+
+// TrueImagesView is TrueImages without the copies, shared and read-only
+// like TrueContainersView; it costs nothing until an image arrives or is
+// removed.
+func (r *Runtime) TrueImagesView() []*runtimeapi.Image {
+	r.mu.Lock()
+	defer r.unlock()
+	if r.view.images != nil && r.view.imagesGen == r.images.gen {
+		return r.view.images
+	}
+	out := make([]*runtimeapi.Image, 0, len(r.images.order))
+	for _, img := range r.images.order {
+		out = append(out, &runtimeapi.Image{Id: img.id, RepoTags: img.repoTags, RepoDigests: img.repoDigests, Size: img.size, Pinned: img.pinned})
+	}
+	r.view.images, r.view.imagesGen = out, r.images.gen
+	return out
 }
 
 // TrueImages lists the images present, in the order they arrived,

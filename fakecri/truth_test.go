@@ -19,6 +19,9 @@ func TestTruthViews(t *testing.T) {
 		if diff := cmp.Diff(f.r.TrueContainers(), f.r.TrueContainersView(), protocmp.Transform()); diff != "" {
 			t.Errorf("%s: containers view differs from TrueContainers (-copy +view):\n%s", when, diff)
 		}
+		if diff := cmp.Diff(f.r.TrueImages(), f.r.TrueImagesView(), protocmp.Transform()); diff != "" {
+			t.Errorf("%s: images view differs from TrueImages (-copy +view):\n%s", when, diff)
+		}
 		if diff := cmp.Diff(f.r.TrueSandboxes(), f.r.TrueSandboxesView(), protocmp.Transform()); diff != "" {
 			t.Errorf("%s: sandboxes view differs from TrueSandboxes (-copy +view):\n%s", when, diff)
 		}

@@ -56,13 +56,8 @@ func (g *imageGCChecks) seenUsed(id string, period time.Duration) bool {
 func (c *Checker) checkImageGC() {
 	g := c.imagegc
 	now := c.h.K.Elapsed()
-	used := map[string]bool{}
-	for _, ct := range c.truth().raw {
-		used[ct.GetImageRef()] = true
-		used[ct.GetImageId()] = true
-		used[ct.GetImage().GetImage()] = true
-	}
-	present := c.h.Runtime.TrueImages()
+	used := c.truth().imagesUsed()
+	present := c.h.Runtime.TrueImagesView()
 	for _, img := range present {
 		if _, ok := g.firstSeen[img.GetId()]; !ok {
 			g.firstSeen[img.GetId()] = now

@@ -271,7 +271,7 @@ func (c *Checker) checkReclaimFirst(pod *corev1.Pod) {
 	now := c.h.K.Elapsed()
 	gc := c.h.AgentConfig().ImageGC
 	minAge := gc.EffectivePolicy().MinAge
-	for _, img := range c.h.Runtime.TrueImages() {
+	for _, img := range c.h.Runtime.TrueImagesView() {
 		if img.GetPinned() {
 			continue
 		}
@@ -354,12 +354,8 @@ func (c *Checker) checkPressure(truth []RuntimeContainer) {
 // trackImages records when each image was last used by a container.
 func (c *Checker) trackImages() {
 	now := c.h.K.Elapsed()
-	used := map[string]bool{}
-	for _, ct := range c.truth().raw {
-		used[ct.GetImageRef()] = true
-		used[ct.GetImage().GetImage()] = true
-	}
-	for _, img := range c.h.Runtime.TrueImages() {
+	used := c.truth().imagesUsed()
+	for _, img := range c.h.Runtime.TrueImagesView() {
 		if used[img.GetId()] || slices.ContainsFunc(img.GetRepoTags(), func(t string) bool { return used[t] }) {
 			c.pressure.imageUsed[img.GetId()] = now
 		}

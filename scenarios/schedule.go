@@ -43,7 +43,7 @@ type schedule struct {
 	// last ran with.
 	in   inputs
 	last map[string]familyKey
-	// evaluated counts evaluations by invariant name.
+	// evaluated counts evaluations by family (Evaluated names them).
 	evaluated map[string]int
 }
 
@@ -106,13 +106,7 @@ func (c *Checker) evaluate(family string) {
 	if c.sched.evaluated == nil {
 		c.sched.evaluated = map[string]int{}
 	}
-	names, ok := families[family]
-	if !ok {
-		names = []string{family}
-	}
-	for _, n := range names {
-		c.sched.evaluated[n]++
-	}
+	c.sched.evaluated[family]++
 }
 
 // due reports whether family must run at this check: when it never ran,
@@ -163,9 +157,15 @@ func (c *Checker) changed(family string, reads int, force bool, extra ...time.Du
 // family runs when what it reads changed, or a deadline of its came
 // (docs/checker.md, "When invariants are evaluated").
 func (c *Checker) Evaluated() map[string]int {
-	out := make(map[string]int, len(c.sched.evaluated))
-	for k, v := range c.sched.evaluated {
-		out[k] = v
+	out := map[string]int{}
+	for family, n := range c.sched.evaluated {
+		names, ok := families[family]
+		if !ok {
+			names = []string{family}
+		}
+		for _, name := range names {
+			out[name] += n
+		}
 	}
 	return out
 }

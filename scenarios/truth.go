@@ -18,6 +18,22 @@ type truthSnap struct {
 	containers []RuntimeContainer
 	byPod      map[types.UID][]RuntimeContainer
 	sandboxes  []*runtimeapi.PodSandbox
+	// used: the image references and IDs the containers use (imagesUsed).
+	used map[string]bool
+}
+
+// imagesUsed is the set of image references (as created, and resolved)
+// and IDs of every container of the snapshot, whatever its state.
+func (s *truthSnap) imagesUsed() map[string]bool {
+	if s.used == nil {
+		s.used = map[string]bool{}
+		for _, ct := range s.raw {
+			s.used[ct.GetImageRef()] = true
+			s.used[ct.GetImageId()] = true
+			s.used[ct.GetImage().GetImage()] = true
+		}
+	}
+	return s.used
 }
 
 // truth returns the runtime's truth now. Like every truth read it first
