@@ -91,12 +91,17 @@ func (c *Checker) onLocalStorageEviction(pod *corev1.Pod) {
 func (c *Checker) checkLocalStorage() {
 	c.evaluate("local-storage")
 	ls, now := c.storage, c.h.K.Elapsed()
-	for _, uid := range slices.Sorted(maps.Keys(c.pressure.pods)) {
-		pod := c.pressure.pods[uid]
+	var active []types.UID // those that may be over a limit, judged in UID order
+	for uid, pod := range c.pressure.pods {
 		if pod.DeletionTimestamp != nil || refmodel.IsTerminal(pod.Status.Phase) || refmodel.IsCritical(pod) || !hasLocalStorageLimit(pod) {
 			delete(ls.overSince, uid)
 			continue
 		}
+		active = append(active, uid)
+	}
+	slices.Sort(active)
+	for _, uid := range active {
+		pod := c.pressure.pods[uid]
 		v, over := c.localStorageOver(pod)
 		if !over {
 			delete(ls.overSince, uid)
