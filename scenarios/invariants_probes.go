@@ -191,6 +191,10 @@ func (c *Checker) checkProbes(truth []RuntimeContainer) {
 			continue
 		}
 		running[ct.ID] = true
+		if spec := c.containerSpec(ct.PodUID, ct.Name); spec == nil ||
+			spec.LivenessProbe == nil && spec.ReadinessProbe == nil && spec.StartupProbe == nil {
+			continue // nothing to sample: no probe judges it
+		}
 		if pi := c.sample(ct.ID, ct.PodUID, ct.Name, now); pi != nil {
 			c.checkLivenessDeadline(ct.ID, pi, now)
 		}

@@ -90,7 +90,11 @@ func (c *Checker) checkStatusPrompt(truth []RuntimeContainer) {
 	if c.h.Runtime.FaultsPending() {
 		p.faultsSeen, p.everFaulty = now, true
 	}
-	for _, ct := range truth {
+	changes := truth
+	if !c.changed("status-prompt", readsRuntime, false) {
+		changes = nil // no start or exit since the last look
+	}
+	for _, ct := range changes {
 		if ct.State == runtimeapi.ContainerState_CONTAINER_CREATED || ct.State == runtimeapi.ContainerState_CONTAINER_UNKNOWN {
 			continue
 		}
