@@ -41,6 +41,12 @@ type Result struct {
 	Steps   uint64
 	// Restarts counts agent starts.
 	Restarts int
+	// FaultsFired is how many times each of the agent's fault points
+	// fired, by name (nil when the plan has no fault points).
+	FaultsFired map[string]int
+	// Evaluated is how many times each invariant was evaluated, by name
+	// (nil while the checker does not count them; see evaluated).
+	Evaluated map[string]int
 }
 
 // Failed reports whether the run broke an invariant or failed.
@@ -92,6 +98,9 @@ func Execute(plan Plan, o Options) Result {
 	res := Result{Plan: plan}
 	hc := harness.Config{Seed: plan.Seed, Trace: o.Trace, Replay: func(uint64) string { return plan.ReplayCommand() },
 		Runtime: fakecri.Config{Registry: propertyRegistry()}}
+	if plan.Faults {
+		hc.Faults = harness.DrawFaults(FaultSeed(plan.Seed))
+	}
 	sc, lookupErr := Lookup(plan.Scenario)
 	if lookupErr == nil && sc.Configure != nil {
 		sc.Configure(&hc)
@@ -117,8 +126,21 @@ func Execute(plan Plan, o Options) Result {
 	}
 	res.Hash, res.Events = h.K.Trace().Hash(), h.K.Trace().Events()
 	res.Elapsed, res.Steps, res.Restarts = h.K.Elapsed(), h.K.Steps(), h.Restarts()
+	res.FaultsFired, res.Evaluated = h.FaultsFired(), r.evaluated()
 	return res
 }
+
+// FaultSeed is the seed a plan's fault points are drawn from: apart from
+// the plan's own draws and its swarm variant's.
+func FaultSeed(seed uint64) uint64 { return seed ^ 0xb0661f_fa17 }
+
+// evaluated is how many times each invariant was evaluated in this run,
+// for `sim sweep --coverage`.
+//
+// TODO(lead, issue 28): once the checker's speed-up lands with
+// (*Checker).Evaluated, return r.c.Evaluated() here; until then the
+// sweep's coverage says the invariants were not counted.
+func (r *run) evaluated() map[string]int { return nil }
 
 func (r *run) execute(plan Plan, o Options) error {
 	kinds := PodKinds()
