@@ -586,7 +586,11 @@ func (a *Agent) tickLoop(ctx context.Context) {
 		a.loop.mu.Lock()
 		a.loop.last = a.d.Clock.Now()
 		a.loop.mu.Unlock()
-		for _, uid := range a.queue.GetDue() {
+		due := a.queue.GetDue()
+		if len(due) > 1 && a.d.Fault(deps.FaultQueueReversed) {
+			slices.Reverse(due)
+		}
+		for _, uid := range due {
 			a.workers.Requeue(uid)
 		}
 

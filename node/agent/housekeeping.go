@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/lockstep-dev/lockstep/node/deps"
 	"github.com/lockstep-dev/lockstep/node/metrics"
 	"github.com/lockstep-dev/lockstep/node/podsource"
 	"github.com/lockstep-dev/lockstep/node/podstate"
@@ -31,6 +32,9 @@ func (a *Agent) housekeepingLoop(ctx context.Context) {
 			continue // orphans are only orphans once every source has spoken
 		}
 		gc := lastGC.IsZero() || a.d.Clock.Since(lastGC) >= containerGCPeriod
+		if gc && a.d.Fault(deps.FaultContainerGCDeferred) {
+			gc = false // late by one housekeeping period
+		}
 		if gc {
 			lastGC = a.d.Clock.Now()
 		}

@@ -1,5 +1,10 @@
 package deps
 
+import (
+	"context"
+	"fmt"
+)
+
 // Fault points (FoundationDB's BUGGIFY): places in the agent's own code
 // where the simulator may make a rare but legal path happen — a
 // checkpoint write that fails, a status write whose reply is lost, a
@@ -21,9 +26,9 @@ const (
 	// FaultStatusWriteReplyLost: a pod status patch was applied but its
 	// reply was lost, so the status manager retries it.
 	FaultStatusWriteReplyLost Point = iota + 1
-	// FaultStatusResyncExtra: the status manager's batch resync runs at
-	// once, as when its timer and a write coincide.
-	FaultStatusResyncExtra
+	// FaultStatusResyncReversed: the status manager's batch resync queues
+	// the pods in reverse order.
+	FaultStatusResyncReversed
 	// FaultLeaseReplyLost: a lease renewal was applied but its reply was
 	// lost.
 	FaultLeaseReplyLost
@@ -58,9 +63,39 @@ const (
 	// FaultDeviceCheckpointFails: the device manager's checkpoint write
 	// fails.
 	FaultDeviceCheckpointFails
-	// FaultObjectCacheMiss: a configMap or secret cache entry is dropped
-	// and read again from the API.
-	FaultObjectCacheMiss
+	// FaultObjectWatchClosed: the apiserver closes a configMap or secret
+	// watch after an event.
+	FaultObjectWatchClosed
+	// FaultVolumeSetUpFails: a volume's set-up fails once (a transient
+	// mount or write error) and is retried after its back-off.
+	FaultVolumeSetUpFails
+	// FaultTokenRefreshEarly: a service account token still fresh is
+	// requested again.
+	FaultTokenRefreshEarly
+	// FaultServiceWatchClosed: the apiserver closes the services watch
+	// after an event.
+	FaultServiceWatchClosed
+	// FaultPullReplyLost: an image pull succeeds in the runtime but its
+	// reply is lost.
+	FaultPullReplyLost
+	// FaultStatusRewrite: a pod's status is queued for writing again
+	// right after a write.
+	FaultStatusRewrite
+	// FaultContainerGCDeferred: the dead containers' collection runs one
+	// housekeeping period late.
+	FaultContainerGCDeferred
+	// FaultManifestDirUnreadable: a scan of the static pod directory
+	// fails with an I/O error.
+	FaultManifestDirUnreadable
+	// FaultStatsSampleSkipped: a stats sample's calls time out; the
+	// previous sample stays.
+	FaultStatsSampleSkipped
+	// FaultImageGCLate: an image collection round runs one period late.
+	FaultImageGCLate
+	// FaultLogRotationLate: a log rotation round runs one period late.
+	FaultLogRotationLate
+	// FaultEvictionTickLate: an eviction cycle runs one period late.
+	FaultEvictionTickLate
 	// numPoints is one past the last point.
 	numPoints
 )
@@ -78,7 +113,7 @@ type PointInfo struct {
 func pointTable() [numPoints]PointInfo {
 	return [numPoints]PointInfo{
 		FaultStatusWriteReplyLost:  {Name: "status-write-reply-lost", Package: "node/status", Event: "a pod status patch is applied but its reply is lost (timeout, connection reset); the manager retries"},
-		FaultStatusResyncExtra:     {Name: "status-resync-extra", Package: "node/status", Event: "the batch resync runs early, as when its timer fires beside a write"},
+		FaultStatusResyncReversed:  {Name: "status-resync-reversed", Package: "node/status", Event: "the batch resync writes the pods in another order (it promises none)"},
 		FaultLeaseReplyLost:        {Name: "lease-reply-lost", Package: "node/nodestatus", Event: "a lease renewal is applied but its reply is lost; the next update conflicts and re-reads"},
 		FaultNodeStatusReplyLost:   {Name: "node-status-reply-lost", Package: "node/nodestatus", Event: "a node status patch is applied but its reply is lost; the sync retries"},
 		FaultWatchEventRepeated:    {Name: "watch-event-repeated", Package: "node/podsource", Event: "a pod watch event is delivered twice (an informer's resync delivers an unchanged object)"},
@@ -91,7 +126,18 @@ func pointTable() [numPoints]PointInfo {
 		FaultMemoryCheckpointFails: {Name: "memory-checkpoint-fails", Package: "node/cm/memorymanager", Event: "the memory manager's checkpoint write fails"},
 		FaultMemoryCheckpointTorn:  {Name: "memory-checkpoint-torn", Package: "node/cm/memorymanager", Event: "the memory manager's checkpoint write is torn"},
 		FaultDeviceCheckpointFails: {Name: "device-checkpoint-fails", Package: "node/cm/devicemanager", Event: "the device manager's checkpoint write fails"},
-		FaultObjectCacheMiss:       {Name: "object-cache-miss", Package: "node/objcache", Event: "a configMap or secret cache entry is evicted and read again from the API"},
+		FaultObjectWatchClosed:     {Name: "object-watch-closed", Package: "node/objcache", Event: "the apiserver closes a configMap or secret watch (its timeout); the cache watches again and is sent the object again"},
+		FaultVolumeSetUpFails:      {Name: "volume-setup-fails", Package: "node/volume", Event: "a volume's set-up fails once (a transient mount or write error); retried after its back-off"},
+		FaultTokenRefreshEarly:     {Name: "token-refresh-early", Package: "node/token", Event: "a service account token is requested again while the one held is fresh"},
+		FaultServiceWatchClosed:    {Name: "service-watch-closed", Package: "node/servicecache", Event: "the apiserver closes the services watch (its timeout); the cache resumes it"},
+		FaultPullReplyLost:         {Name: "pull-reply-lost", Package: "node/images", Event: "an image pull completes in the runtime but its reply is lost (timeout); ErrImagePull, back-off, retry"},
+		FaultStatusRewrite:         {Name: "status-rewrite", Package: "node/status", Event: "a pod's status is compared and written again at once (a resync beside a write)"},
+		FaultContainerGCDeferred:   {Name: "container-gc-deferred", Package: "node/agent", Event: "the dead containers' collection runs one housekeeping period late (a busy node)"},
+		FaultManifestDirUnreadable: {Name: "manifest-dir-unreadable", Package: "node/podsource", Event: "a scan of the static pod directory fails with an I/O error; the pods read before stay"},
+		FaultStatsSampleSkipped:    {Name: "stats-sample-skipped", Package: "node/stats", Event: "a stats sample's calls time out; the previous sample stays one period longer"},
+		FaultImageGCLate:           {Name: "image-gc-late", Package: "node/imagegc", Event: "an image collection round runs one period late"},
+		FaultLogRotationLate:       {Name: "log-rotation-late", Package: "node/logrotate", Event: "a log rotation round runs one period late"},
+		FaultEvictionTickLate:      {Name: "eviction-tick-late", Package: "node/eviction", Event: "an eviction cycle runs one period late (the housekeeping tick was busy)"},
 	}
 }
 
@@ -113,6 +159,13 @@ func (p Point) String() string {
 		return "unknown-fault-point"
 	}
 	return pointTable()[p].Name
+}
+
+// Err is the error a call fails with when point p fires where a reply is
+// lost or a call times out: a deadline exceeded, as a real client sees
+// it, naming the point.
+func (p Point) Err() error {
+	return fmt.Errorf("fault point %s: %w", p, context.DeadlineExceeded)
 }
 
 // Faults is the simulator's side of the fault points: Fire reports

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/lockstep-dev/lockstep/node/backoff"
+	"github.com/lockstep-dev/lockstep/node/deps"
 )
 
 // runLease is the "node lease" task: it renews the lease every
@@ -76,6 +77,9 @@ func (m *Manager) renewLease(ctx context.Context) error {
 	cctx, cancel := m.d.Clock.WithTimeout(ctx, m.timeout)
 	l, err := m.ports.Leases.UpdateLease(cctx, m.newLease(base))
 	cancel()
+	if err == nil && m.d.Fault(deps.FaultLeaseReplyLost) {
+		l, err = nil, deps.FaultLeaseReplyLost.Err()
+	}
 	if err != nil {
 		if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
 			m.lease = nil

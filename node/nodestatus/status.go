@@ -9,6 +9,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
 	"github.com/lockstep-dev/lockstep/node/backoff"
+	"github.com/lockstep-dev/lockstep/node/deps"
 )
 
 // runStatus is the "node register+status" task: it registers the node,
@@ -298,6 +299,9 @@ func (m *Manager) tryUpdateStatus(ctx context.Context) error {
 	cctx, cancel := m.d.Clock.WithTimeout(ctx, m.timeout)
 	out, err := m.ports.Nodes.PatchNodeStatus(cctx, m.cfg.NodeName, patch)
 	cancel()
+	if err == nil && m.d.Fault(deps.FaultNodeStatusReplyLost) {
+		out, err = nil, deps.FaultNodeStatusReplyLost.Err()
+	}
 	if err != nil {
 		// The base stays: had the failed patch applied, the next patch
 		// from the same base sets the same fields again.

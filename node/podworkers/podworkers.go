@@ -471,6 +471,12 @@ func (p *PodWorkers) step(ctx context.Context, w *worker, state State, pod *core
 		if res.RequeueAfter > 0 && res.RequeueAfter < delay {
 			delay = res.RequeueAfter
 		}
+		if p.d.Fault(deps.FaultSyncErrorAfterWork) {
+			// As a sync that failed late: retried after the back-off,
+			// never later than it would have been.
+			log.Warn("sync failed; will retry", "error", deps.FaultSyncErrorAfterWork.Err().Error())
+			return Syncing, min(delay, p.jitter(p.cfg.BackoffPeriod))
+		}
 		return Syncing, delay
 	case Terminating:
 		if err := p.syncer.SyncTerminatingPod(ctx, w.uid, pod, grace, lastSync); err != nil {

@@ -340,6 +340,9 @@ func (m *Manager) runWriter(ctx context.Context) {
 		}
 		m.writePod(ctx, uid)
 		m.finish(uid)
+		if m.d.Fault(deps.FaultStatusRewrite) {
+			m.enqueue(uid)
+		}
 	}
 }
 
@@ -357,6 +360,9 @@ func (m *Manager) runResync(ctx context.Context) {
 			}
 		}
 		slices.Sort(uids)
+		if m.d.Fault(deps.FaultStatusResyncReversed) {
+			slices.Reverse(uids)
+		}
 		for _, uid := range uids {
 			m.enqueueLocked(uid)
 		}
@@ -484,6 +490,9 @@ func (m *Manager) writeStatus(ctx context.Context, snap snapshot) (adopted *core
 	rctx, cancel := m.d.Clock.WithTimeout(ctx, m.cfg.RequestTimeout)
 	out, err := m.api.PatchPodStatus(rctx, api.Namespace, api.Name, patch)
 	cancel()
+	if err == nil && m.d.Fault(deps.FaultStatusWriteReplyLost) {
+		out, err = nil, deps.FaultStatusWriteReplyLost.Err()
+	}
 	static := podutil.IsStaticPod(pod)
 	switch {
 	case err == nil:

@@ -81,6 +81,7 @@ type Config struct {
 
 // Manager is the volume manager.
 type Manager struct {
+	core    deps.Core // for its fault points
 	clock   deps.Clock
 	tasks   deps.Tasks
 	log     *slog.Logger
@@ -165,7 +166,7 @@ func New(d deps.Core, ports Ports, cfg Config) *Manager {
 		cfg.Backoff.Max = 2*time.Minute + 2*time.Second
 	}
 	m := &Manager{
-		clock: d.Clock, tasks: d.Tasks, log: d.Log.With("component", "volumes"), files: ports.Files, mounts: ports.Mounts,
+		core: d, clock: d.Clock, tasks: d.Tasks, log: d.Log.With("component", "volumes"), files: ports.Files, mounts: ports.Mounts,
 		objects: ports.Objects, claims: ports.Claims, trustBundles: ports.TrustBundles, tokens: token.New(d, ports.Tokens), events: ports.Events, cfg: cfg,
 		wake:    d.Tasks.NewSignal("volume reconciler wake"),
 		retry:   backoff.New(cfg.Backoff),
@@ -417,6 +418,9 @@ func (m *Manager) reconcilePod(ctx context.Context, pod *corev1.Pod) {
 			continue
 		}
 		changed, err := m.setUp(ctx, pod, v)
+		if err == nil && m.core.Fault(deps.FaultVolumeSetUpFails) {
+			changed, err = false, fmt.Errorf("set up volume %q: %w", v.Name, deps.FaultVolumeSetUpFails.Err())
+		}
 		m.record(pod, v, key, changed, err)
 	}
 	m.mu.Lock()
