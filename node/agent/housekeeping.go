@@ -31,6 +31,9 @@ func (a *Agent) housekeepingLoop(ctx context.Context) {
 		if !a.merger.AllSeen() {
 			continue // orphans are only orphans once every source has spoken
 		}
+		if a.d.Fault(deps.FaultHousekeepingLate) {
+			continue // this round late by one period (a busy node)
+		}
 		gc := lastGC.IsZero() || a.d.Clock.Since(lastGC) >= containerGCPeriod
 		if gc && a.d.Fault(deps.FaultContainerGCDeferred) {
 			gc = false // late by one housekeeping period

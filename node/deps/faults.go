@@ -49,20 +49,6 @@ const (
 	// FaultPLEGSpuriousEvent: a relist reports a pod changed that did
 	// not.
 	FaultPLEGSpuriousEvent
-	// FaultCPUCheckpointFails: the CPU manager's checkpoint write fails.
-	FaultCPUCheckpointFails
-	// FaultCPUCheckpointTorn: the CPU manager's checkpoint write is torn
-	// (the temporary file half written, never renamed).
-	FaultCPUCheckpointTorn
-	// FaultMemoryCheckpointFails: the memory manager's checkpoint write
-	// fails.
-	FaultMemoryCheckpointFails
-	// FaultMemoryCheckpointTorn: the memory manager's checkpoint write is
-	// torn.
-	FaultMemoryCheckpointTorn
-	// FaultDeviceCheckpointFails: the device manager's checkpoint write
-	// fails.
-	FaultDeviceCheckpointFails
 	// FaultObjectWatchClosed: the apiserver closes a configMap or secret
 	// watch after an event.
 	FaultObjectWatchClosed
@@ -87,15 +73,43 @@ const (
 	// FaultManifestDirUnreadable: a scan of the static pod directory
 	// fails with an I/O error.
 	FaultManifestDirUnreadable
-	// FaultStatsSampleSkipped: a stats sample's calls time out; the
-	// previous sample stays.
-	FaultStatsSampleSkipped
 	// FaultImageGCLate: an image collection round runs one period late.
 	FaultImageGCLate
 	// FaultLogRotationLate: a log rotation round runs one period late.
 	FaultLogRotationLate
 	// FaultEvictionTickLate: an eviction cycle runs one period late.
 	FaultEvictionTickLate
+	// FaultLeaseRenewLate: a lease renewal runs one interval late.
+	FaultLeaseRenewLate
+	// FaultRegisterReplyLost: the node's registration is applied but its
+	// reply is lost.
+	FaultRegisterReplyLost
+	// FaultDeleteReplyLost: a finished pod's final delete is applied but
+	// its reply is lost.
+	FaultDeleteReplyLost
+	// FaultHousekeepingLate: a housekeeping round runs one period late.
+	FaultHousekeepingLate
+	// FaultCleanupErrorAfterWork: a terminated pod's clean-up did its
+	// work but reports an error, so it is retried after a back-off.
+	FaultCleanupErrorAfterWork
+	// FaultVolumeResyncEarly: a volume set up already is set up again
+	// before its resync period.
+	FaultVolumeResyncEarly
+	// FaultAllocationCheckpointFails: the pod allocation checkpoint's
+	// write fails.
+	FaultAllocationCheckpointFails
+	// FaultAllocationCheckpointTorn: the pod allocation checkpoint's
+	// write is torn (the temporary file half written, never renamed).
+	FaultAllocationCheckpointTorn
+	// FaultNodeStatusReportEarly: the node's status is reported before
+	// its report is due, unchanged.
+	FaultNodeStatusReportEarly
+	// FaultLeaseReread: the lease as last written is forgotten and read
+	// again before the renewal.
+	FaultLeaseReread
+	// FaultMachineInfoReread: the machine's information is read again
+	// for a node status.
+	FaultMachineInfoReread
 	// numPoints is one past the last point.
 	numPoints
 )
@@ -112,32 +126,37 @@ type PointInfo struct {
 // pointTable is the catalogue, indexed by Point.
 func pointTable() [numPoints]PointInfo {
 	return [numPoints]PointInfo{
-		FaultStatusWriteReplyLost:  {Name: "status-write-reply-lost", Package: "node/status", Event: "a pod status patch is applied but its reply is lost (timeout, connection reset); the manager retries"},
-		FaultStatusResyncReversed:  {Name: "status-resync-reversed", Package: "node/status", Event: "the batch resync writes the pods in another order (it promises none)"},
-		FaultLeaseReplyLost:        {Name: "lease-reply-lost", Package: "node/nodestatus", Event: "a lease renewal is applied but its reply is lost; the next update conflicts and re-reads"},
-		FaultNodeStatusReplyLost:   {Name: "node-status-reply-lost", Package: "node/nodestatus", Event: "a node status patch is applied but its reply is lost; the sync retries"},
-		FaultWatchEventRepeated:    {Name: "watch-event-repeated", Package: "node/podsource", Event: "a pod watch event is delivered twice (an informer's resync delivers an unchanged object)"},
-		FaultWatchClosed:           {Name: "watch-closed", Package: "node/podsource", Event: "the apiserver closes the pod watch (timeout, restart); the source relists"},
-		FaultQueueReversed:         {Name: "queue-reversed", Package: "node/agent", Event: "pods due together are synced in another order (the work queue promises no order)"},
-		FaultSyncErrorAfterWork:    {Name: "sync-error-after-work", Package: "node/podworkers", Event: "a sync does its work but reports an error (a late CRI error), so it is retried after a back-off"},
-		FaultPLEGSpuriousEvent:     {Name: "pleg-spurious-event", Package: "node/pleg", Event: "a relist reports a pod changed that did not (a timestamp or sandbox update the pod does not show)"},
-		FaultCPUCheckpointFails:    {Name: "cpu-checkpoint-fails", Package: "node/cm/cpumanager", Event: "the CPU manager's checkpoint write fails (disk full, I/O error)"},
-		FaultCPUCheckpointTorn:     {Name: "cpu-checkpoint-torn", Package: "node/cm/cpumanager", Event: "the CPU manager's checkpoint write is torn: the temporary file half written, never renamed"},
-		FaultMemoryCheckpointFails: {Name: "memory-checkpoint-fails", Package: "node/cm/memorymanager", Event: "the memory manager's checkpoint write fails"},
-		FaultMemoryCheckpointTorn:  {Name: "memory-checkpoint-torn", Package: "node/cm/memorymanager", Event: "the memory manager's checkpoint write is torn"},
-		FaultDeviceCheckpointFails: {Name: "device-checkpoint-fails", Package: "node/cm/devicemanager", Event: "the device manager's checkpoint write fails"},
-		FaultObjectWatchClosed:     {Name: "object-watch-closed", Package: "node/objcache", Event: "the apiserver closes a configMap or secret watch (its timeout); the cache watches again and is sent the object again"},
-		FaultVolumeSetUpFails:      {Name: "volume-setup-fails", Package: "node/volume", Event: "a volume's set-up fails once (a transient mount or write error); retried after its back-off"},
-		FaultTokenRefreshEarly:     {Name: "token-refresh-early", Package: "node/token", Event: "a service account token is requested again while the one held is fresh"},
-		FaultServiceWatchClosed:    {Name: "service-watch-closed", Package: "node/servicecache", Event: "the apiserver closes the services watch (its timeout); the cache resumes it"},
-		FaultPullReplyLost:         {Name: "pull-reply-lost", Package: "node/images", Event: "an image pull completes in the runtime but its reply is lost (timeout); ErrImagePull, back-off, retry"},
-		FaultStatusRewrite:         {Name: "status-rewrite", Package: "node/status", Event: "a pod's status is compared and written again at once (a resync beside a write)"},
-		FaultContainerGCDeferred:   {Name: "container-gc-deferred", Package: "node/agent", Event: "the dead containers' collection runs one housekeeping period late (a busy node)"},
-		FaultManifestDirUnreadable: {Name: "manifest-dir-unreadable", Package: "node/podsource", Event: "a scan of the static pod directory fails with an I/O error; the pods read before stay"},
-		FaultStatsSampleSkipped:    {Name: "stats-sample-skipped", Package: "node/stats", Event: "a stats sample's calls time out; the previous sample stays one period longer"},
-		FaultImageGCLate:           {Name: "image-gc-late", Package: "node/imagegc", Event: "an image collection round runs one period late"},
-		FaultLogRotationLate:       {Name: "log-rotation-late", Package: "node/logrotate", Event: "a log rotation round runs one period late"},
-		FaultEvictionTickLate:      {Name: "eviction-tick-late", Package: "node/eviction", Event: "an eviction cycle runs one period late (the housekeeping tick was busy)"},
+		FaultStatusWriteReplyLost:      {Name: "status-write-reply-lost", Package: "node/status", Event: "a pod status patch is applied but its reply is lost (timeout, connection reset); the manager retries"},
+		FaultStatusResyncReversed:      {Name: "status-resync-reversed", Package: "node/status", Event: "the batch resync writes the pods in another order (it promises none)"},
+		FaultLeaseReplyLost:            {Name: "lease-reply-lost", Package: "node/nodestatus", Event: "a lease renewal is applied but its reply is lost; the next update conflicts and re-reads"},
+		FaultNodeStatusReplyLost:       {Name: "node-status-reply-lost", Package: "node/nodestatus", Event: "a node status patch is applied but its reply is lost; the sync retries"},
+		FaultWatchEventRepeated:        {Name: "watch-event-repeated", Package: "node/podsource", Event: "a pod watch event is delivered twice (an informer's resync delivers an unchanged object)"},
+		FaultWatchClosed:               {Name: "watch-closed", Package: "node/podsource", Event: "the apiserver closes the pod watch (timeout, restart); the source relists"},
+		FaultQueueReversed:             {Name: "queue-reversed", Package: "node/agent", Event: "pods due together are synced in another order (the work queue promises no order)"},
+		FaultSyncErrorAfterWork:        {Name: "sync-error-after-work", Package: "node/podworkers", Event: "a sync does its work but reports an error (a late CRI error), so it is retried after a back-off"},
+		FaultPLEGSpuriousEvent:         {Name: "pleg-spurious-event", Package: "node/pleg", Event: "a relist reports a pod changed that did not (a timestamp or sandbox update the pod does not show)"},
+		FaultObjectWatchClosed:         {Name: "object-watch-closed", Package: "node/objcache", Event: "the apiserver closes a configMap or secret watch (its timeout); the cache watches again and is sent the object again"},
+		FaultVolumeSetUpFails:          {Name: "volume-setup-fails", Package: "node/volume", Event: "a volume's set-up fails once (a transient mount or write error); retried after its back-off"},
+		FaultTokenRefreshEarly:         {Name: "token-refresh-early", Package: "node/token", Event: "a service account token is requested again while the one held is fresh"},
+		FaultServiceWatchClosed:        {Name: "service-watch-closed", Package: "node/servicecache", Event: "the apiserver closes the services watch (its timeout); the cache resumes it"},
+		FaultPullReplyLost:             {Name: "pull-reply-lost", Package: "node/images", Event: "an image pull completes in the runtime but its reply is lost (timeout); ErrImagePull, back-off, retry"},
+		FaultStatusRewrite:             {Name: "status-rewrite", Package: "node/status", Event: "a pod's status is compared and written again at once (a resync beside a write)"},
+		FaultContainerGCDeferred:       {Name: "container-gc-deferred", Package: "node/agent", Event: "the dead containers' collection runs one housekeeping period late (a busy node)"},
+		FaultManifestDirUnreadable:     {Name: "manifest-dir-unreadable", Package: "node/podsource", Event: "a scan of the static pod directory fails with an I/O error; the pods read before stay"},
+		FaultImageGCLate:               {Name: "image-gc-late", Package: "node/imagegc", Event: "an image collection round runs one period late"},
+		FaultLogRotationLate:           {Name: "log-rotation-late", Package: "node/logrotate", Event: "a log rotation round runs one period late"},
+		FaultEvictionTickLate:          {Name: "eviction-tick-late", Package: "node/eviction", Event: "an eviction cycle runs one period late (the housekeeping tick was busy)"},
+		FaultLeaseRenewLate:            {Name: "lease-renew-late", Package: "node/nodestatus", Event: "a lease renewal runs one interval late (well within the lease's duration)"},
+		FaultRegisterReplyLost:         {Name: "register-reply-lost", Package: "node/nodestatus", Event: "the Node's creation is applied but its reply is lost; the retry finds it exists and adopts it"},
+		FaultDeleteReplyLost:           {Name: "delete-reply-lost", Package: "node/status", Event: "a finished pod's final delete is applied but its reply is lost; the retry finds it gone"},
+		FaultHousekeepingLate:          {Name: "housekeeping-late", Package: "node/agent", Event: "a housekeeping round runs one period late (a busy node)"},
+		FaultCleanupErrorAfterWork:     {Name: "cleanup-error-after-work", Package: "node/podworkers", Event: "a terminated pod's clean-up does its work but reports an error; retried after a back-off"},
+		FaultVolumeResyncEarly:         {Name: "volume-resync-early", Package: "node/volume", Event: "a volume is set up again before its resync period (its object's watch event)"},
+		FaultAllocationCheckpointFails: {Name: "allocation-checkpoint-fails", Package: "node/allocation", Event: "the pod allocation checkpoint's write fails (disk full, I/O error); the old file stays"},
+		FaultAllocationCheckpointTorn:  {Name: "allocation-checkpoint-torn", Package: "node/allocation", Event: "the pod allocation checkpoint's write is torn: the temporary file half written, never renamed (a crash mid-write)"},
+		FaultNodeStatusReportEarly:     {Name: "node-status-report-early", Package: "node/nodestatus", Event: "the node's status is reported unchanged before its report is due (as after an agent restart)"},
+		FaultLeaseReread:               {Name: "lease-reread", Package: "node/nodestatus", Event: "the lease is read again before its renewal (as by a restarted agent)"},
+		FaultMachineInfoReread:         {Name: "machine-info-reread", Package: "node/nodestatus", Event: "the machine's information is read again for a node status (as cadvisor refreshes it)"},
 	}
 }
 

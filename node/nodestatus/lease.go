@@ -20,7 +20,9 @@ func (m *Manager) runLease(ctx context.Context) {
 	tk := m.d.Tasks.NewTicker("node lease renew", m.cfg.LeaseRenewInterval)
 	defer tk.Stop()
 	for {
-		m.syncLease(ctx)
+		if !m.d.Fault(deps.FaultLeaseRenewLate) { // late: renewed at the next tick, well within the lease's duration
+			m.syncLease(ctx)
+		}
 		if tk.Wait(ctx) != nil {
 			return
 		}
@@ -53,6 +55,9 @@ func (m *Manager) syncLease(ctx context.Context) {
 // one, or after a conflict, it reads the lease, creating it if missing.
 func (m *Manager) renewLease(ctx context.Context) error {
 	name := LeaseNamespace + "/" + m.cfg.NodeName
+	if m.lease != nil && m.d.Fault(deps.FaultLeaseReread) {
+		m.lease = nil // read again, as a restarted agent does
+	}
 	base := m.lease
 	if base == nil {
 		cctx, cancel := m.d.Clock.WithTimeout(ctx, m.timeout)

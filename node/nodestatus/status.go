@@ -116,6 +116,9 @@ func (m *Manager) tryRegister(ctx context.Context) error {
 	cctx, cancel := m.d.Clock.WithTimeout(ctx, m.timeout)
 	created, err := m.ports.Nodes.CreateNode(cctx, node)
 	cancel()
+	if err == nil && m.d.Fault(deps.FaultRegisterReplyLost) {
+		return fmt.Errorf("register node %q: %w", m.cfg.NodeName, deps.FaultRegisterReplyLost.Err())
+	}
 	if err == nil {
 		m.registeredAs(created, f)
 		m.log.Info("node registered", "uid", created.UID)
@@ -171,6 +174,9 @@ func (m *Manager) gather(ctx context.Context) (facts, error) {
 	m.mu.Lock()
 	info, ver := m.info, m.runtimeVer
 	m.mu.Unlock()
+	if info != nil && m.d.Fault(deps.FaultMachineInfoReread) {
+		info = nil // read again, as the kubelet's cadvisor does
+	}
 	if info == nil {
 		cctx, cancel := m.d.Clock.WithTimeout(ctx, m.timeout)
 		i, err := m.ports.Machine.Info(cctx)
@@ -289,6 +295,9 @@ func (m *Manager) tryUpdateStatus(ctx context.Context) error {
 	m.mu.Unlock()
 
 	status := buildStatus(m.cfg, &node.Status, f)
+	if !due && m.d.Fault(deps.FaultNodeStatusReportEarly) {
+		due = true // reported early, as after a restart of the agent
+	}
 	if !due && !statusChanged(&node.Status, &status) {
 		return nil
 	}

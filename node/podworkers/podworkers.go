@@ -495,6 +495,10 @@ func (p *PodWorkers) step(ctx context.Context, w *worker, state State, pod *core
 			log.Warn("finishing a terminated pod failed; will retry", "error", err.Error())
 			return Terminated, p.jitter(p.cfg.BackoffPeriod)
 		}
+		if p.d.Fault(deps.FaultCleanupErrorAfterWork) {
+			log.Warn("finishing a terminated pod failed; will retry", "error", deps.FaultCleanupErrorAfterWork.Err().Error())
+			return Terminated, p.jitter(p.cfg.BackoffPeriod)
+		}
 		p.mu.Lock()
 		w.finished = true
 		if w.fullName != "" {

@@ -211,10 +211,7 @@ func (p *Provider) Start(ctx context.Context) {
 		t := p.d.Tasks.NewTicker("stats sample", p.cfg.Period)
 		defer t.Stop()
 		for {
-			if p.d.Fault(deps.FaultStatsSampleSkipped) {
-				// The sample's calls timed out: the previous one stays.
-				p.log.Warn("stats sample failed", "error", deps.FaultStatsSampleSkipped.Err().Error())
-			} else if _, err := p.Refresh(ctx); err != nil && ctx.Err() == nil {
+			if _, err := p.Refresh(ctx); err != nil && ctx.Err() == nil {
 				p.log.Warn("stats sample failed", "error", err.Error())
 			}
 			if t.Wait(ctx) != nil {

@@ -414,6 +414,9 @@ func (m *Manager) reconcilePod(ctx context.Context, pod *corev1.Pod) {
 			(now.Sub(st.refreshed) >= m.cfg.ResyncPeriod || m.watched.ChangedSince(pod.Namespace, v, st.refreshed))
 		backingOff := st.err != nil && m.retry.Remaining(key, time.Time{}, st.failedAt, now) > 0
 		m.mu.Unlock()
+		if !due && !backingOff && m.core.Fault(deps.FaultVolumeResyncEarly) {
+			due = true // set up again, as the periodic resync does
+		}
 		if backingOff || !due && m.isSetUp(pod, v) {
 			continue
 		}

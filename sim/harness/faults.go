@@ -18,10 +18,11 @@ type FaultRates map[deps.Point]int
 
 // DrawFaults draws, swarm style, which fault points one seed turns on and
 // at what rate: each point is on with probability 3/4, its rate one of
-// 1/2, 1/4, 1/8, 1/16. The draw is from seed alone (its own generator,
+// 1, 1/2, 1/4, 1/8 (a rate of 1 fires at every call after one that did
+// not fire). The draw is from seed alone (its own generator,
 // not the kernel's), so the same seed turns on the same points.
 func DrawFaults(seed uint64) FaultRates {
-	choices := [...]int{2, 4, 8, 16} // from every other call to one in 16
+	choices := [...]int{1, 2, 4, 8} // from every other call (never twice running) to one in 8
 	r := rand.New(rand.NewPCG(seed, 0xb0_661f_7))
 	rates := FaultRates{}
 	for _, p := range deps.Points() {
@@ -55,6 +56,8 @@ type faultPoints struct {
 	r     *rand.Rand
 	fired map[deps.Point]int
 	last  map[deps.Point]bool // fired at its previous call
+	// onFire is told of every firing (OnFaultPoint).
+	onFire func(deps.Point)
 }
 
 func newFaultPoints(k *kernel.Kernel, seed uint64, rates FaultRates) *faultPoints {
@@ -73,8 +76,21 @@ func (f *faultPoints) Fire(p deps.Point) bool {
 	if fire {
 		f.fired[p]++
 		f.k.Record("fault-point", trace.F("point", p.String()))
+		if f.onFire != nil {
+			f.onFire(p)
+		}
 	}
 	return fire
+}
+
+// OnFaultPoint calls fn each time one of the agent's fault points fires,
+// in the agent's task, before the point's rare path runs (a checker
+// learns of the faults that stand for the world's); a no-op without
+// fault points.
+func (h *Harness) OnFaultPoint(fn func(deps.Point)) {
+	if h.faults != nil {
+		h.faults.onFire = fn
+	}
 }
 
 // FaultsFired is how many times each fault point fired in this run, by

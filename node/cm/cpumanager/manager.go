@@ -281,16 +281,7 @@ func (m *Manager) State() State {
 // save writes the checkpoint; a failure is logged (the state in memory
 // stays right, the next change writes it again).
 func (m *Manager) save() {
-	write := m.store.write
-	switch {
-	case m.d.Fault(deps.FaultCPUCheckpointFails):
-		write = func(string, State) error {
-			return fmt.Errorf("write %s: %w", m.store.path, deps.FaultCPUCheckpointFails.Err())
-		}
-	case m.d.Fault(deps.FaultCPUCheckpointTorn):
-		write = m.store.writeTorn
-	}
-	if err := write(m.cfg.Policy, m.state); err != nil {
+	if err := m.store.write(m.cfg.Policy, m.state); err != nil {
 		m.d.Log.Warn("writing the CPU manager checkpoint failed", "error", err.Error())
 	}
 }

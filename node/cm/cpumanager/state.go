@@ -131,11 +131,6 @@ func (st store) write(policy string, s State) error {
 	return statefile.Write(st.files, st.path, encode(policy, s), 0o644)
 }
 
-// writeTorn is write cut short (a fault point): the old checkpoint stays.
-func (st store) writeTorn(policy string, s State) error {
-	return statefile.WriteTorn(st.files, st.path, encode(policy, s), 0o644)
-}
-
 func sortedUIDs(s *State) []types.UID { return slices.Sorted(maps.Keys(s.Assignments)) }
 
 func sortedNames(m map[string]cpuset.CPUSet) []string { return slices.Sorted(maps.Keys(m)) }

@@ -623,11 +623,7 @@ func (m *Manager) checkpoint() {
 		}
 	}
 	m.mu.Unlock()
-	write := writeCheckpoint
-	if m.d.Fault(deps.FaultDeviceCheckpointFails) {
-		write = func(deps.Files, string, checkpointData) error { return deps.FaultDeviceCheckpointFails.Err() }
-	}
-	if err := write(m.ports.Files, m.cfg.Dir, data); err != nil {
+	if err := writeCheckpoint(m.ports.Files, m.cfg.Dir, data); err != nil {
 		m.d.Log.Warn("device checkpoint not written", "error", err.Error())
 	}
 }

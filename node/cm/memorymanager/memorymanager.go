@@ -396,14 +396,7 @@ func (m *Manager) validate(saved map[string]nodeState) error {
 }
 
 func (m *Manager) save() {
-	write := m.write
-	switch {
-	case m.d.Fault(deps.FaultMemoryCheckpointFails):
-		write = func() error { return fmt.Errorf("write %s: %w", m.path, deps.FaultMemoryCheckpointFails.Err()) }
-	case m.d.Fault(deps.FaultMemoryCheckpointTorn):
-		write = func() error { return statefile.WriteTorn(m.files, m.path, m.encode(), 0o644) }
-	}
-	if err := write(); err != nil {
+	if err := m.write(); err != nil {
 		m.d.Log.Warn("writing the memory manager checkpoint failed", "error", err.Error())
 	}
 }
