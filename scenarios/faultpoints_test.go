@@ -1,10 +1,13 @@
 package scenarios
 
 import (
+	"os"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/lockstep-dev/lockstep/node/deps"
 	"github.com/lockstep-dev/lockstep/node/regress"
 )
 
@@ -78,5 +81,20 @@ func TestReplayCommandTurnsFaultsOn(t *testing.T) {
 	want = "go run ./cmd/lockstep sim run --scenario mixed --seed 4 --faults --plan 'wait:0,0,0@100'"
 	if got := p.ReplayCommand(); got != want {
 		t.Errorf("ReplayCommand() = %q, want %q", got, want)
+	}
+}
+
+// TestFaultPointsDocumented: docs/checker.md's table has a row for every
+// fault point, with its package.
+func TestFaultPointsDocumented(t *testing.T) {
+	b, err := os.ReadFile("../docs/checker.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := string(b)
+	for _, p := range deps.Points() {
+		if row := "| `" + p.Name + "` | `" + p.Package + "` |"; !strings.Contains(doc, row) {
+			t.Errorf("docs/checker.md has no row %q", row)
+		}
 	}
 }

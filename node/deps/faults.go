@@ -133,7 +133,7 @@ func pointTable() [numPoints]PointInfo {
 		FaultWatchEventRepeated:        {Name: "watch-event-repeated", Package: "node/podsource", Event: "a pod watch event is delivered twice (an informer's resync delivers an unchanged object)"},
 		FaultWatchClosed:               {Name: "watch-closed", Package: "node/podsource", Event: "the apiserver closes the pod watch (timeout, restart); the source relists"},
 		FaultQueueReversed:             {Name: "queue-reversed", Package: "node/agent", Event: "pods due together are synced in another order (the work queue promises no order)"},
-		FaultSyncErrorAfterWork:        {Name: "sync-error-after-work", Package: "node/podworkers", Event: "a sync does its work but reports an error (a late CRI error), so it is retried after a back-off"},
+		FaultSyncErrorAfterWork:        {Name: "sync-error-after-work", Package: "node/podworkers", Event: "a sync does its work but reports an error (a late CRI error); retried after the back-off, never later than its next sync"},
 		FaultPLEGSpuriousEvent:         {Name: "pleg-spurious-event", Package: "node/pleg", Event: "a relist reports a pod changed that did not (a timestamp or sandbox update the pod does not show)"},
 		FaultObjectWatchClosed:         {Name: "object-watch-closed", Package: "node/objcache", Event: "the apiserver closes a configMap or secret watch (its timeout); the cache watches again and is sent the object again"},
 		FaultVolumeSetUpFails:          {Name: "volume-setup-fails", Package: "node/volume", Event: "a volume's set-up fails once (a transient mount or write error); retried after its back-off"},
