@@ -53,7 +53,7 @@ func (c *coverage) print(out io.Writer, invariants []string) {
 		if n == 0 {
 			mark, never = "  NEVER FIRED", append(never, p.Name)
 		}
-		fmt.Fprintf(out, "  %-26s %-24s %7d times %5d runs%s\n", p.Name, p.Package, n, c.firedRuns[p.Name], mark)
+		fmt.Fprintf(out, "  %-28s %-22s %7d times %5d runs%s\n", p.Name, p.Package, n, c.firedRuns[p.Name], mark)
 	}
 	fmt.Fprintf(out, "fault points: %d of %d fired", len(deps.Points())-len(never), len(deps.Points()))
 	if len(never) > 0 {
@@ -72,7 +72,7 @@ func (c *coverage) print(out io.Writer, invariants []string) {
 		if n == 0 {
 			mark, never = "  NEVER EVALUATED", append(never, inv)
 		}
-		fmt.Fprintf(out, "  %-26s %9d%s\n", inv, n, mark)
+		fmt.Fprintf(out, "  %-28s %9d%s\n", inv, n, mark)
 	}
 	fmt.Fprintf(out, "invariants: %d of %d evaluated", len(invariants)-len(never), len(invariants))
 	if len(never) > 0 {
