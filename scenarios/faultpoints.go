@@ -12,13 +12,15 @@ import (
 // API for each firing, as it does for the operations' injected write
 // failures (opAPIFailWrites: 10 s a failure). The status manager retries
 // a lost status write after its back-off, so what the pod shows next
-// reaches the API late, as after any failed write. Lost replies the agent
-// retries at once (the lease's, the node status's, the registration's)
-// delay nothing the checker bounds and are not listed.
+// reaches the API late, as after any failed write; a lost registration
+// reply is retried after the registration's back-off, which delays the
+// lease. Lost replies the agent retries at once (the lease's, the node
+// status's) delay nothing the checker bounds and are not listed.
 func apiFaultPoints() map[deps.Point]time.Duration {
 	return map[deps.Point]time.Duration{
 		deps.FaultStatusWriteReplyLost: 10 * time.Second,
 		deps.FaultDeleteReplyLost:      10 * time.Second,
+		deps.FaultRegisterReplyLost:    10 * time.Second,
 	}
 }
 

@@ -575,6 +575,9 @@ func (a *Agent) plegLoop(ctx context.Context) {
 		}
 		if pod, ok := a.merger.Pod(ev.UID); ok {
 			a.workers.UpdatePod(podworkers.Work{Type: podworkers.Sync, UID: ev.UID, Pod: pod})
+			if a.d.Fault(deps.FaultPLEGEventRepeated) {
+				a.workers.UpdatePod(podworkers.Work{Type: podworkers.Sync, UID: ev.UID, Pod: pod})
+			}
 		}
 	}
 }
@@ -592,6 +595,9 @@ func (a *Agent) tickLoop(ctx context.Context) {
 		}
 		for _, uid := range due {
 			a.workers.Requeue(uid)
+			if a.d.Fault(deps.FaultRequeueRepeated) {
+				a.workers.Requeue(uid)
+			}
 		}
 
 	}

@@ -75,8 +75,6 @@ const (
 	FaultManifestDirUnreadable
 	// FaultImageGCLate: an image collection round runs one period late.
 	FaultImageGCLate
-	// FaultLogRotationLate: a log rotation round runs one period late.
-	FaultLogRotationLate
 	// FaultEvictionTickLate: an eviction cycle runs one period late.
 	FaultEvictionTickLate
 	// FaultLeaseRenewLate: a lease renewal runs one interval late.
@@ -110,6 +108,12 @@ const (
 	// FaultMachineInfoReread: the machine's information is read again
 	// for a node status.
 	FaultMachineInfoReread
+	// FaultPLEGEventRepeated: a pod's PLEG event is handed to its worker
+	// twice.
+	FaultPLEGEventRepeated
+	// FaultRequeueRepeated: a pod due in the work queue is handed to its
+	// worker twice.
+	FaultRequeueRepeated
 	// numPoints is one past the last point.
 	numPoints
 )
@@ -144,7 +148,6 @@ func pointTable() [numPoints]PointInfo {
 		FaultContainerGCDeferred:       {Name: "container-gc-deferred", Package: "node/agent", Event: "the dead containers' collection runs one housekeeping period late (a busy node)"},
 		FaultManifestDirUnreadable:     {Name: "manifest-dir-unreadable", Package: "node/podsource", Event: "a scan of the static pod directory fails with an I/O error; the pods read before stay"},
 		FaultImageGCLate:               {Name: "image-gc-late", Package: "node/imagegc", Event: "an image collection round runs one period late"},
-		FaultLogRotationLate:           {Name: "log-rotation-late", Package: "node/logrotate", Event: "a log rotation round runs one period late"},
 		FaultEvictionTickLate:          {Name: "eviction-tick-late", Package: "node/eviction", Event: "an eviction cycle runs one period late (the housekeeping tick was busy)"},
 		FaultLeaseRenewLate:            {Name: "lease-renew-late", Package: "node/nodestatus", Event: "a lease renewal runs one interval late (well within the lease's duration)"},
 		FaultRegisterReplyLost:         {Name: "register-reply-lost", Package: "node/nodestatus", Event: "the Node's creation is applied but its reply is lost; the retry finds it exists and adopts it"},
@@ -157,6 +160,8 @@ func pointTable() [numPoints]PointInfo {
 		FaultNodeStatusReportEarly:     {Name: "node-status-report-early", Package: "node/nodestatus", Event: "the node's status is reported unchanged before its report is due (as after an agent restart)"},
 		FaultLeaseReread:               {Name: "lease-reread", Package: "node/nodestatus", Event: "the lease is read again before its renewal (as by a restarted agent)"},
 		FaultMachineInfoReread:         {Name: "machine-info-reread", Package: "node/nodestatus", Event: "the machine's information is read again for a node status (as cadvisor refreshes it)"},
+		FaultPLEGEventRepeated:         {Name: "pleg-event-repeated", Package: "node/agent", Event: "a pod's lifecycle event reaches its worker twice (a relist and a runtime event saying the same)"},
+		FaultRequeueRepeated:           {Name: "requeue-repeated", Package: "node/agent", Event: "a pod due for a resync is handed to its worker twice (a tick and an event together)"},
 	}
 }
 

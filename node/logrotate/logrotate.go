@@ -193,9 +193,6 @@ func (m *Manager) Start(ctx context.Context) {
 		t := m.d.Tasks.NewTicker("log rotation", m.cfg.Interval)
 		defer t.Stop()
 		for t.Wait(ctx) == nil {
-			if m.d.Fault(deps.FaultLogRotationLate) {
-				continue // this round late: the next tick checks
-			}
 			if err := m.enqueueRunning(ctx); err != nil && ctx.Err() == nil {
 				m.log.Warn("listing containers for log rotation failed", "error", err.Error())
 			}

@@ -20,7 +20,9 @@ func (m *Manager) runLease(ctx context.Context) {
 	tk := m.d.Tasks.NewTicker("node lease renew", m.cfg.LeaseRenewInterval)
 	defer tk.Stop()
 	for {
-		if !m.d.Fault(deps.FaultLeaseRenewLate) { // late: renewed at the next tick, well within the lease's duration
+		// Late: renewed at the next tick, well within the lease's
+		// duration (a lease not yet created is never late).
+		if m.lease == nil || !m.d.Fault(deps.FaultLeaseRenewLate) {
 			m.syncLease(ctx)
 		}
 		if tk.Wait(ctx) != nil {

@@ -38,11 +38,11 @@ type fakePods struct {
 	rv    int
 	calls []call
 
-	failures  int           // the next n patches fail with an internal error
-	lost      int           // the next n patches apply, but their reply is lost (a timeout)
+	failures int // the next n patches fail with an internal error
+	lost     int // the next n patches apply, but their reply is lost (a timeout)
 	// lagging are the watch's copies of pods while it lags behind the
 	// store (by UID; absent: the watch is up to date).
-	lagging map[types.UID]*corev1.Pod
+	lagging   map[types.UID]*corev1.Pod
 	latency   time.Duration // every patch takes this long
 	inFlight  int
 	maxFlight int
