@@ -59,6 +59,11 @@ type Plan struct {
 	// (see Swarm), is that variant's mix (MixString); the plan replays
 	// from its actions alone, this says where they came from.
 	Swarm string `json:"swarm,omitempty"`
+	// Faults turns the agent's fault points on, which and at what rate
+	// drawn from the seed (harness.DrawFaults of FaultSeed): plans drawn
+	// by Generate have them; a plan written by hand (or recorded before
+	// fault points) runs without, as it always did.
+	Faults bool `json:"faults,omitempty"`
 }
 
 // ActionList is the plan's actions in compact form, separated by ';'.
@@ -96,7 +101,11 @@ func (p Plan) ReplayCommand() string {
 	if t := regress.Tags(); len(t) > 0 {
 		tags = " -tags " + strings.Join(t, ",") // the same deliberately broken build
 	}
-	return fmt.Sprintf("go run%s ./cmd/lockstep sim run --scenario %s --seed %d%s --plan '%s'", tags, p.Scenario, p.Seed, pods, p.ActionList())
+	faults := ""
+	if p.Faults {
+		faults = " --faults"
+	}
+	return fmt.Sprintf("go run%s ./cmd/lockstep sim run --scenario %s --seed %d%s%s --plan '%s'", tags, p.Scenario, p.Seed, pods, faults, p.ActionList())
 }
 
 // Shrink makes a failing plan smaller: it drops actions one at a time,

@@ -13,6 +13,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/lockstep-dev/lockstep/fakecri"
+	"github.com/lockstep-dev/lockstep/node/deps"
 	"github.com/lockstep-dev/lockstep/sim/harness"
 	"github.com/lockstep-dev/lockstep/sim/trace"
 )
@@ -48,6 +49,12 @@ type Result struct {
 	Steps   uint64
 	// Restarts counts agent starts.
 	Restarts int
+	// FaultsFired is how many times each of the agent's fault points
+	// fired, by name (nil when the plan has no fault points).
+	FaultsFired map[string]int
+	// Evaluated is how many times each invariant was evaluated, by name
+	// (nil while the checker does not count them; see evaluated).
+	Evaluated map[string]int
 }
 
 // Failed reports whether the run broke an invariant or failed.
@@ -99,6 +106,9 @@ func Execute(plan Plan, o Options) Result {
 	res := Result{Plan: plan}
 	hc := harness.Config{Seed: plan.Seed, Trace: o.Trace, Replay: func(uint64) string { return plan.ReplayCommand() },
 		Runtime: fakecri.Config{Registry: propertyRegistry()}}
+	if plan.Faults {
+		hc.Faults = harness.DrawFaults(FaultSeed(plan.Seed))
+	}
 	sc, lookupErr := Lookup(plan.Scenario)
 	if lookupErr == nil && sc.Configure != nil {
 		sc.Configure(&hc)
@@ -112,6 +122,7 @@ func Execute(plan Plan, o Options) Result {
 	h.StartAgent()
 	r := &run{h: h, c: NewChecker(h), deleted: map[string]bool{}, manifests: map[string]bool{}, manifestDir: "/etc/kubernetes/manifests"}
 	r.c.Exhaustive = o.Exhaustive
+	h.OnFaultPoint(func(p deps.Point) { excuseFaultPoint(r.c, p) })
 	res.Err = r.execute(plan, o)
 	if res.Err == nil {
 		res.Err = r.settleStatuses()
@@ -128,8 +139,17 @@ func Execute(plan Plan, o Options) Result {
 	}
 	res.Hash, res.Events = h.K.Trace().Hash(), h.K.Trace().Events()
 	res.Elapsed, res.Steps, res.Restarts = h.K.Elapsed(), h.K.Steps(), h.Restarts()
+	res.FaultsFired, res.Evaluated = h.FaultsFired(), r.evaluated()
 	return res
 }
+
+// FaultSeed is the seed a plan's fault points are drawn from: apart from
+// the plan's own draws and its swarm variant's.
+func FaultSeed(seed uint64) uint64 { return seed ^ 0xb0661f_fa17 }
+
+// evaluated is how many times each invariant was evaluated in this run,
+// for `sim sweep --coverage`.
+func (r *run) evaluated() map[string]int { return r.c.Evaluated() }
 
 func (r *run) execute(plan Plan, o Options) error {
 	kinds := PodKinds()

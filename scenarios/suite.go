@@ -208,7 +208,7 @@ func Generate(sc Scenario, seed uint64, d Drawer) Plan {
 	if maxSteps == 0 {
 		maxSteps = 25
 	}
-	p := Plan{Scenario: sc.Name, Seed: seed}
+	p := Plan{Scenario: sc.Name, Seed: seed, Faults: true}
 	steps := sc.Steps
 	if steps <= 0 {
 		steps = d.Int("steps", 1, maxSteps)

@@ -70,7 +70,7 @@ func TestActionListRoundTrips(t *testing.T) {
 	if diff := cmp.Diff(plan.Actions, got); diff != "" {
 		t.Errorf("action list did not round-trip (-want +got):\n%s", diff)
 	}
-	if !strings.HasPrefix(plan.ReplayCommand(), "go run ./cmd/lockstep sim run --scenario mixed --seed 9 --plan '") {
+	if !strings.HasPrefix(plan.ReplayCommand(), "go run ./cmd/lockstep sim run --scenario mixed --seed 9 --faults --plan '") {
 		t.Errorf("replay command %q", plan.ReplayCommand())
 	}
 }

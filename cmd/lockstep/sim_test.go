@@ -187,7 +187,7 @@ func TestSweepSavesUnshrunkRecordFirst(t *testing.T) {
 		}
 		return scenarios.Result{Plan: p}
 	}
-	rec, bad := sweepOne(sc, 5, sweepOptions{out: dir, shrink: 50, execute: fails})
+	rec, bad, _ := sweepOne(sc, 5, sweepOptions{out: dir, shrink: 50, execute: fails})
 	if !bad {
 		t.Fatal("seed not reported failed")
 	}

@@ -54,6 +54,7 @@ type runOptions struct {
 	htmlPath  string
 	record    string
 	shrink    bool
+	faults    bool
 }
 
 func newSimRunCommand() *cobra.Command {
@@ -84,6 +85,7 @@ and exits non-zero.`,
 	f.StringVar(&o.htmlPath, "html", "", "write a self-contained HTML timeline of the run to this file")
 	f.StringVar(&o.record, "record", "", "on failure, save the failure record (for `sim replay`) to this file")
 	f.BoolVar(&o.shrink, "shrink", false, "on failure, shrink the plan before reporting it")
+	f.BoolVar(&o.faults, "faults", false, "with --plan: turn the agent's fault points on, drawn from the seed (a drawn plan always has them)")
 	return cmd
 }
 
@@ -97,7 +99,7 @@ func (o runOptions) makePlan() (scenarios.Plan, error) {
 		if err != nil {
 			return scenarios.Plan{}, fmt.Errorf("--plan: %w", err)
 		}
-		return scenarios.Plan{Scenario: sc.Name, Seed: o.seed, Pods: o.pods, Actions: actions}, nil
+		return scenarios.Plan{Scenario: sc.Name, Seed: o.seed, Pods: o.pods, Actions: actions, Faults: o.faults}, nil
 	}
 	sc.Steps = o.steps
 	p := scenarios.Generate(sc, o.seed, scenarios.SeededDrawer(o.seed))

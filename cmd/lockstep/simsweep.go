@@ -30,6 +30,7 @@ type sweepOptions struct {
 	swarm      bool
 	duration   time.Duration
 	print      bool
+	coverage   bool
 	// execute runs a plan (scenarios.Execute when nil; tests replace it).
 	execute func(scenarios.Plan) scenarios.Result
 }
@@ -44,7 +45,11 @@ func newSimSweepCommand() *cobra.Command {
 share a range). --scenario takes one name, a comma-separated list, or "all";
 the scenarios take turns seed by seed. --swarm draws, per seed, which of a
 scenario's operations are left out and how much each kept one weighs (swarm
-testing), so a sweep reaches states a fixed mix never does. --duration bounds
+testing), so a sweep reaches states a fixed mix never does. Every drawn plan
+turns on a seed-drawn set of the agent's fault points; --coverage prints, after
+the sweep, how many times each point fired and in how many seeds (flagging the
+points that never fired) and how many times each invariant was evaluated.
+--duration bounds
 the sweep's wall time: no seed is started after it (those not run are
 counted). A progress line shows seeds/s, failures so far and the ETA.
 
@@ -67,6 +72,7 @@ command that replays it. Exits non-zero if any seed failed.`,
 	f.DurationVar(&o.shrinkTime, "shrink-time", time.Minute, "wall time spent shrinking each failure at most (0: no bound)")
 	f.BoolVar(&o.swarm, "swarm", false, "draw each seed's mix of operations (swarm testing)")
 	f.DurationVar(&o.duration, "duration", 0, "start no seed after this wall time (0: run every seed)")
+	f.BoolVar(&o.coverage, "coverage", false, "after the sweep, print how often each fault point fired and each invariant was evaluated")
 	f.BoolVar(&o.print, "print-records", false, "also print each failure record on one line of standard output (`"+recordLinePrefix+"{...}`), for `sim merge` to read from saved logs")
 	return cmd
 }
@@ -168,15 +174,17 @@ func sweep(out, progress io.Writer, o sweepOptions) error {
 		tally[sc.Name] = &sweepTally{}
 	}
 	done, failures, start := 0, 0, time.Now()
+	cov := newCoverage()
 	var wg sync.WaitGroup
 	for range max(o.parallel, 1) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			for j := range work {
-				rec, bad := sweepOne(j.sc, j.seed, o)
+				rec, bad, res := sweepOne(j.sc, j.seed, o)
 				mu.Lock()
 				done++
+				cov.add(res)
 				tally[j.sc.Name].run++
 				if bad {
 					failures++
@@ -203,6 +211,9 @@ func sweep(out, progress io.Writer, o sweepOptions) error {
 	fmt.Fprintln(progress)
 	printTally(out, scs, tally, len(jobs)-done, time.Since(start))
 	fmt.Fprintf(out, "%d seeds, %d failed, %v\n", done, failures, time.Since(start).Round(time.Millisecond))
+	if o.coverage {
+		cov.print(out, scenarios.Invariants())
+	}
 	if failures > 0 {
 		return errFailed
 	}
@@ -224,8 +235,9 @@ func printTally(out io.Writer, scs []scenarios.Scenario, tally map[string]*sweep
 }
 
 // sweepOne runs one seed; on failure it saves the unshrunk record at once,
-// then shrinks the plan within the sweep's bounds and saves it again.
-func sweepOne(sc scenarios.Scenario, seed uint64, o sweepOptions) (record, bool) {
+// then shrinks the plan within the sweep's bounds and saves it again. It
+// also returns the first run's result (for --coverage).
+func sweepOne(sc scenarios.Scenario, seed uint64, o sweepOptions) (record, bool, scenarios.Result) {
 	drawn := sc
 	if o.swarm {
 		drawn = scenarios.Swarm(sc, scenarios.SeededDrawer(scenarios.SwarmSeed(seed)))
@@ -241,16 +253,16 @@ func sweepOne(sc scenarios.Scenario, seed uint64, o sweepOptions) (record, bool)
 	}
 	res := execute(plan)
 	if !res.Failed() {
-		return record{}, false
+		return record{}, false, res
 	}
 	path := filepath.Join(o.out, fmt.Sprintf("%s-%d.json", sc.Name, seed))
 	rec := newRecord(res)
 	if err := writeRecord(path, rec); err != nil {
 		rec.Error += "; " + err.Error()
-		return rec, true
+		return rec, true, res
 	}
 	if o.shrink <= 0 {
-		return rec, true
+		return rec, true, res
 	}
 	var stop func() bool
 	if o.shrinkTime > 0 {
@@ -259,14 +271,14 @@ func sweepOne(sc scenarios.Scenario, seed uint64, o sweepOptions) (record, bool)
 	}
 	_, shrunk := scenarios.ShrinkUntil(plan, o.shrink, stop, execute)
 	if len(shrunk.Plan.Actions) == len(plan.Actions) && shrunk.Plan.Pods == plan.Pods {
-		return rec, true
+		return rec, true, res
 	}
 	srec := newRecord(shrunk)
 	srec.Unshrunk = &plan
 	if err := writeRecord(path, srec); err != nil {
 		srec.Error += "; " + err.Error()
 	}
-	return srec, true
+	return srec, true, res
 }
 
 // printProgress draws the progress line: a bar, seeds/s, failures, ETA.

@@ -575,6 +575,9 @@ func (a *Agent) plegLoop(ctx context.Context) {
 		}
 		if pod, ok := a.merger.Pod(ev.UID); ok {
 			a.workers.UpdatePod(podworkers.Work{Type: podworkers.Sync, UID: ev.UID, Pod: pod})
+			if a.d.Fault(deps.FaultPLEGEventRepeated) {
+				a.workers.UpdatePod(podworkers.Work{Type: podworkers.Sync, UID: ev.UID, Pod: pod})
+			}
 		}
 	}
 }
@@ -586,8 +589,15 @@ func (a *Agent) tickLoop(ctx context.Context) {
 		a.loop.mu.Lock()
 		a.loop.last = a.d.Clock.Now()
 		a.loop.mu.Unlock()
-		for _, uid := range a.queue.GetDue() {
+		due := a.queue.GetDue()
+		if len(due) > 1 && a.d.Fault(deps.FaultQueueReversed) {
+			slices.Reverse(due)
+		}
+		for _, uid := range due {
 			a.workers.Requeue(uid)
+			if a.d.Fault(deps.FaultRequeueRepeated) {
+				a.workers.Requeue(uid)
+			}
 		}
 
 	}

@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/lockstep-dev/lockstep/node/deps"
 	"github.com/lockstep-dev/lockstep/node/metrics"
 	"github.com/lockstep-dev/lockstep/node/podsource"
 	"github.com/lockstep-dev/lockstep/node/podstate"
@@ -30,7 +31,13 @@ func (a *Agent) housekeepingLoop(ctx context.Context) {
 		if !a.merger.AllSeen() {
 			continue // orphans are only orphans once every source has spoken
 		}
+		if a.d.Fault(deps.FaultHousekeepingLate) {
+			continue // this round late by one period (a busy node)
+		}
 		gc := lastGC.IsZero() || a.d.Clock.Since(lastGC) >= containerGCPeriod
+		if gc && a.d.Fault(deps.FaultContainerGCDeferred) {
+			gc = false // late by one housekeeping period
+		}
 		if gc {
 			lastGC = a.d.Clock.Now()
 		}

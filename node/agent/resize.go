@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"fmt"
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
@@ -22,7 +23,7 @@ func newAllocations(d deps.Deps, cfg Config) *allocation.Store {
 	if root == "" {
 		root = podspec.DefaultRootDir
 	}
-	s := allocation.NewStore(d.Files, root)
+	s := allocation.NewStore(d.Files, root).WithFaults(d.Core)
 	if err := s.Load(); err != nil {
 		d.Log.Warn("the pod allocation checkpoint could not be read; allocations start from the pods' specs", "error", err.Error())
 	}
@@ -42,10 +43,21 @@ func (a *Agent) recordAllocation(pod *corev1.Pod) {
 // anything sized by the allocation, so a restarted agent finds the
 // allocation of every container it made. The admissions of a burst are
 // written together.
-func (a *Agent) flushAllocations(pod *corev1.Pod) {
-	if err := a.cm.alloc.Flush(); err != nil {
-		a.d.Log.Warn("checkpointing the pod allocations failed", "pod", pod.Namespace+"/"+pod.Name, "error", err.Error())
+//
+// When the write fails and pod's own allocation is not in the file, the
+// sync fails (retried after its back-off) before making anything: a
+// container must not run with an allocation a restarted agent could not
+// find. Other pods' allocations wait for the next write.
+func (a *Agent) flushAllocations(pod *corev1.Pod) error {
+	err := a.cm.alloc.Flush()
+	if err == nil {
+		return nil
 	}
+	if !a.cm.alloc.Written(pod.UID) {
+		return fmt.Errorf("checkpoint the allocation of pod %s/%s before making anything sized by it: %w", pod.Namespace, pod.Name, err)
+	}
+	a.d.Log.Warn("checkpointing the pod allocations failed", "pod", pod.Namespace+"/"+pod.Name, "error", err.Error())
+	return nil
 }
 
 // allocate is the resize step of a running pod's sync, as the kubelet's

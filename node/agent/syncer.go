@@ -68,7 +68,9 @@ func (a *Agent) SyncPod(ctx context.Context, pod *corev1.Pod, lastSync time.Time
 	run, rz, resized := pod, status.Resize{}, false
 	if !terminal {
 		run, rz = a.allocate(pod, prev.Status.Conditions)
-		a.flushAllocations(pod)
+		if err := a.flushAllocations(pod); err != nil {
+			return podworkers.SyncResult{}, err
+		}
 		a.pods.probes.AddPod(pod)
 		if err := a.ensurePodCgroup(run); err != nil {
 			return podworkers.SyncResult{}, err

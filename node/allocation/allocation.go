@@ -80,6 +80,7 @@ func Apply(pod *corev1.Pod, alloc PodResources) (*corev1.Pod, bool) {
 type Store struct {
 	files deps.Files
 	path  string
+	core  deps.Core // for its fault points (WithFaults)
 
 	mu   sync.Mutex
 	pods map[types.UID]PodResources
@@ -91,8 +92,9 @@ type Store struct {
 	// not N²).
 	encoded map[types.UID][]byte
 	// dirty is set when the allocations changed since the file was last
-	// written.
-	dirty bool
+	// written; unwritten are the pods whose allocation changed since.
+	dirty     bool
+	unwritten map[types.UID]bool
 	// writes counts the checkpoint writes (Writes).
 	writes int
 }
@@ -109,7 +111,23 @@ type checkpoint struct {
 // NewStore returns a store checkpointed to <rootDir>/allocated_pods_state
 // (files nil: in memory). Call Load before use.
 func NewStore(files deps.Files, rootDir string) *Store {
-	return &Store{files: files, path: path.Join(rootDir, CheckpointFile), pods: map[types.UID]PodResources{}, resized: map[types.UID]bool{}, encoded: map[types.UID][]byte{}}
+	return &Store{files: files, path: path.Join(rootDir, CheckpointFile), pods: map[types.UID]PodResources{}, resized: map[types.UID]bool{}, encoded: map[types.UID][]byte{},
+		unwritten: map[types.UID]bool{}}
+}
+
+// WithFaults gives the store the fault points of core (a checkpoint write
+// that fails or is torn) and returns it.
+func (s *Store) WithFaults(core deps.Core) *Store {
+	s.core = core
+	return s
+}
+
+// Written reports whether pod uid's allocation, as last set, is in the
+// checkpoint file (or was never set).
+func (s *Store) Written(uid types.UID) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return !s.unwritten[uid]
 }
 
 // Path is the checkpoint file's path.
@@ -184,6 +202,16 @@ func (s *Store) Flush() error {
 	if !s.dirty {
 		return nil
 	}
+	switch {
+	case s.core.Fault(deps.FaultAllocationCheckpointFails):
+		return fmt.Errorf("write the pod allocations: write %s: %w", s.path, deps.FaultAllocationCheckpointFails.Err())
+	case s.files != nil && s.core.Fault(deps.FaultAllocationCheckpointTorn):
+		data, err := s.encodeLocked(nil)
+		if err == nil {
+			err = statefile.WriteTorn(s.files, s.path, data, 0o600)
+		}
+		return fmt.Errorf("write the pod allocations: %w", err)
+	}
 	if err := s.writeLocked(); err != nil {
 		return fmt.Errorf("write the pod allocations: %w", err)
 	}
@@ -223,7 +251,7 @@ func (s *Store) set(pod *corev1.Pod, resized bool) error {
 	}
 	s.pods[pod.UID] = alloc
 	delete(s.encoded, pod.UID)
-	s.dirty = true
+	s.dirty, s.unwritten[pod.UID] = true, true
 	if !resized {
 		return nil // written by the next Flush
 	}
@@ -287,6 +315,7 @@ func (s *Store) UIDs() []types.UID {
 func (s *Store) writeLocked() error {
 	if s.files == nil {
 		s.dirty = false
+		clear(s.unwritten)
 		return nil
 	}
 	var resized []types.UID
@@ -303,6 +332,7 @@ func (s *Store) writeLocked() error {
 		return err
 	}
 	s.dirty = false
+	clear(s.unwritten)
 	s.writes++
 	return nil
 }

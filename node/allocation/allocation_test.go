@@ -12,6 +12,7 @@ import (
 
 	"github.com/lockstep-dev/lockstep/node/admission"
 	"github.com/lockstep-dev/lockstep/node/allocation"
+	"github.com/lockstep-dev/lockstep/node/deps"
 	"github.com/lockstep-dev/lockstep/sim/memfs"
 )
 
@@ -175,5 +176,59 @@ func TestStoreFlushWritesABurstOnce(t *testing.T) {
 	}
 	if d := cmp.Diff(want[50:], after.UIDs()); d != "" {
 		t.Errorf("pods in the checkpoint after 50 removals and housekeeping (-want +got):\n%s", d)
+	}
+}
+
+// firing fires the fault points it holds, each once.
+type firing map[deps.Point]bool
+
+func (f firing) Fire(p deps.Point) bool {
+	fire := f[p]
+	delete(f, p)
+	return fire
+}
+
+// TestFlushFailedOrTornKeepsTheOldFile: a checkpoint write that fails or
+// is torn (fault points) leaves the file as it was and the pod's
+// allocation unwritten (Written false); the next Flush writes it.
+func TestFlushFailedOrTornKeepsTheOldFile(t *testing.T) {
+	for _, p := range []deps.Point{deps.FaultAllocationCheckpointFails, deps.FaultAllocationCheckpointTorn} {
+		t.Run(p.String(), func(t *testing.T) {
+			fs := memfs.New()
+			faults := firing{}
+			s := allocation.NewStore(fs, "/var/lib/lockstep").WithFaults(deps.Core{Faults: faults})
+			if err := s.Set(pod("a", "100m")); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.Flush(); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.Set(pod("b", "200m")); err != nil {
+				t.Fatal(err)
+			}
+			if !s.Written("a") || s.Written("b") {
+				t.Fatalf("Written before the flush: a %v, b %v; want true, false", s.Written("a"), s.Written("b"))
+			}
+			faults[p] = true
+			if err := s.Flush(); err == nil {
+				t.Fatal("Flush reported no error")
+			}
+			if s.Written("b") {
+				t.Error("b counts as written after a failed flush")
+			}
+			next := allocation.NewStore(fs, "/var/lib/lockstep")
+			if err := next.Load(); err != nil {
+				t.Fatalf("the file after a failed or torn write: %v", err)
+			}
+			if d := cmp.Diff([]types.UID{"a"}, next.UIDs()); d != "" {
+				t.Errorf("pods in the file after a failed write (-want +got):\n%s", d)
+			}
+			if err := s.Flush(); err != nil {
+				t.Fatal(err)
+			}
+			if !s.Written("b") {
+				t.Error("b unwritten after a good flush")
+			}
+		})
 	}
 }

@@ -24,6 +24,9 @@ type Core struct {
 	Tasks Tasks
 	// Log is the structured logger; in the simulator it writes the trace.
 	Log *slog.Logger
+	// Faults turns the agent's fault points on (see Fault); nil in
+	// production, where every point is a nil check.
+	Faults Faults
 }
 
 // Deps is the complete injected world handed to the agent, which gives

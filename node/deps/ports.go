@@ -173,6 +173,10 @@ type PodAPI interface {
 	ListPods(ctx context.Context, nodeName, notOlderThan string) ([]*corev1.Pod, string, error)
 	// WatchPods watches pods bound to nodeName after resourceVersion.
 	WatchPods(ctx context.Context, nodeName, resourceVersion string) (PodWatch, error)
+	// GetPod reads a pod as the apiserver holds it now (a consistent
+	// read, not a cache's): the status manager's base after a write
+	// whose outcome it does not know.
+	GetPod(ctx context.Context, namespace, name string) (*corev1.Pod, error)
 	// PatchPodStatus applies patch, a strategic-merge patch of the pod's
 	// status subresource that carries metadata.uid as a precondition: a
 	// pod of that name with another UID fails with a conflict, a missing

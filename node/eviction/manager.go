@@ -129,6 +129,9 @@ func (m *Manager) Start(ctx context.Context) {
 		t := m.d.Tasks.NewTicker("eviction", m.cfg.Period)
 		defer t.Stop()
 		for t.Wait(ctx) == nil {
+			if m.d.Fault(deps.FaultEvictionTickLate) {
+				continue // this cycle late by one period
+			}
 			wake.Notify()
 		}
 	})

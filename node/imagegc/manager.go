@@ -172,7 +172,9 @@ func (m *Manager) Start(ctx context.Context) {
 		t := m.d.Tasks.NewTicker("image gc", m.cfg.Period)
 		defer t.Stop()
 		for {
-			if m.cfg.Policy.Disabled() {
+			if m.d.Fault(deps.FaultImageGCLate) {
+				// This round is late: the next tick collects.
+			} else if m.cfg.Policy.Disabled() {
 				if _, err := m.candidates(ctx, m.d.Clock.Now()); err != nil && ctx.Err() == nil {
 					m.log.Warn("image detection failed", "error", err.Error())
 				}

@@ -188,6 +188,9 @@ func (m *Manager) pull(ctx context.Context, pod *corev1.Pod, container, requeste
 	}
 	pullStart := m.d.Clock.Now()
 	ref, used, err := m.pullWith(ctx, spec, creds, sb)
+	if err == nil && m.d.Fault(deps.FaultPullReplyLost) {
+		ref, used, err = "", nil, errors.New(runtimeError(deps.FaultPullReplyLost.Err()))
+	}
 	var size uint64
 	if err == nil {
 		if st, serr := m.ports.Images.ImageStatus(ctx, spec, false); serr == nil {

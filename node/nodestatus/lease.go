@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/lockstep-dev/lockstep/node/backoff"
+	"github.com/lockstep-dev/lockstep/node/deps"
 )
 
 // runLease is the "node lease" task: it renews the lease every
@@ -19,7 +20,11 @@ func (m *Manager) runLease(ctx context.Context) {
 	tk := m.d.Tasks.NewTicker("node lease renew", m.cfg.LeaseRenewInterval)
 	defer tk.Stop()
 	for {
-		m.syncLease(ctx)
+		// Late: renewed at the next tick, well within the lease's
+		// duration (a lease not yet created is never late).
+		if m.lease == nil || !m.d.Fault(deps.FaultLeaseRenewLate) {
+			m.syncLease(ctx)
+		}
 		if tk.Wait(ctx) != nil {
 			return
 		}
@@ -52,6 +57,9 @@ func (m *Manager) syncLease(ctx context.Context) {
 // one, or after a conflict, it reads the lease, creating it if missing.
 func (m *Manager) renewLease(ctx context.Context) error {
 	name := LeaseNamespace + "/" + m.cfg.NodeName
+	if m.lease != nil && m.d.Fault(deps.FaultLeaseReread) {
+		m.lease = nil // read again, as a restarted agent does
+	}
 	base := m.lease
 	if base == nil {
 		cctx, cancel := m.d.Clock.WithTimeout(ctx, m.timeout)
@@ -76,6 +84,9 @@ func (m *Manager) renewLease(ctx context.Context) error {
 	cctx, cancel := m.d.Clock.WithTimeout(ctx, m.timeout)
 	l, err := m.ports.Leases.UpdateLease(cctx, m.newLease(base))
 	cancel()
+	if err == nil && m.d.Fault(deps.FaultLeaseReplyLost) {
+		l, err = nil, deps.FaultLeaseReplyLost.Err()
+	}
 	if err != nil {
 		if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
 			m.lease = nil

@@ -9,6 +9,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
 	"github.com/lockstep-dev/lockstep/node/backoff"
+	"github.com/lockstep-dev/lockstep/node/deps"
 )
 
 // runStatus is the "node register+status" task: it registers the node,
@@ -115,6 +116,9 @@ func (m *Manager) tryRegister(ctx context.Context) error {
 	cctx, cancel := m.d.Clock.WithTimeout(ctx, m.timeout)
 	created, err := m.ports.Nodes.CreateNode(cctx, node)
 	cancel()
+	if err == nil && m.d.Fault(deps.FaultRegisterReplyLost) {
+		return fmt.Errorf("register node %q: %w", m.cfg.NodeName, deps.FaultRegisterReplyLost.Err())
+	}
 	if err == nil {
 		m.registeredAs(created, f)
 		m.log.Info("node registered", "uid", created.UID)
@@ -170,6 +174,9 @@ func (m *Manager) gather(ctx context.Context) (facts, error) {
 	m.mu.Lock()
 	info, ver := m.info, m.runtimeVer
 	m.mu.Unlock()
+	if info != nil && m.d.Fault(deps.FaultMachineInfoReread) {
+		info = nil // read again, as the kubelet's cadvisor does
+	}
 	if info == nil {
 		cctx, cancel := m.d.Clock.WithTimeout(ctx, m.timeout)
 		i, err := m.ports.Machine.Info(cctx)
@@ -288,6 +295,9 @@ func (m *Manager) tryUpdateStatus(ctx context.Context) error {
 	m.mu.Unlock()
 
 	status := buildStatus(m.cfg, &node.Status, f)
+	if !due && m.d.Fault(deps.FaultNodeStatusReportEarly) {
+		due = true // reported early, as after a restart of the agent
+	}
 	if !due && !statusChanged(&node.Status, &status) {
 		return nil
 	}
@@ -298,6 +308,9 @@ func (m *Manager) tryUpdateStatus(ctx context.Context) error {
 	cctx, cancel := m.d.Clock.WithTimeout(ctx, m.timeout)
 	out, err := m.ports.Nodes.PatchNodeStatus(cctx, m.cfg.NodeName, patch)
 	cancel()
+	if err == nil && m.d.Fault(deps.FaultNodeStatusReplyLost) {
+		out, err = nil, deps.FaultNodeStatusReplyLost.Err()
+	}
 	if err != nil {
 		// The base stays: had the failed patch applied, the next patch
 		// from the same base sets the same fields again.

@@ -66,6 +66,7 @@ type cacheEntry struct {
 
 // Cache is the watched objects' cache (see the package doc).
 type Cache struct {
+	core  deps.Core // for its fault points
 	tasks deps.Tasks
 	clock deps.Clock
 	rand  deps.Rand
@@ -82,7 +83,7 @@ type Cache struct {
 // New returns a cache watching through api; with a nil api it holds
 // nothing and every read misses (readers GET).
 func New(d deps.Core, api deps.ObjectWatchAPI) *Cache {
-	return &Cache{tasks: d.Tasks, clock: d.Clock, rand: d.Rand, log: d.Log.With("component", "object-cache"), api: api,
+	return &Cache{core: d, tasks: d.Tasks, clock: d.Clock, rand: d.Rand, log: d.Log.With("component", "object-cache"), api: api,
 		entries: map[objKey]*cacheEntry{}, podRefs: map[types.UID][]objKey{}}
 }
 
@@ -238,6 +239,9 @@ func (c *Cache) follow(ctx context.Context, k objKey, retry *backoff.Curve) erro
 			}
 			retry.Reset()
 			c.store(k, func(e *cacheEntry) { e.sec = sec })
+			if c.core.Fault(deps.FaultObjectWatchClosed) {
+				return io.EOF
+			}
 		}
 	}
 	w, err := c.api.WatchConfigMap(ctx, k.namespace, k.name)
@@ -252,6 +256,9 @@ func (c *Cache) follow(ctx context.Context, k objKey, retry *backoff.Curve) erro
 		}
 		retry.Reset()
 		c.store(k, func(e *cacheEntry) { e.cm = cm })
+		if c.core.Fault(deps.FaultObjectWatchClosed) {
+			return io.EOF
+		}
 	}
 }
 

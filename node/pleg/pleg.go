@@ -193,6 +193,7 @@ type retryState struct {
 // concurrently with itself or with the loop Start spawned.
 type PLEG struct {
 	cfg    Config
+	core   deps.Core // for its fault points
 	clock  deps.Clock
 	tasks  deps.Tasks
 	log    *slog.Logger
@@ -237,6 +238,7 @@ func New(d deps.Core, rt Runtime, events deps.ContainerEvents, cfg Config) *PLEG
 	}
 	p := &PLEG{
 		cfg:      cfg,
+		core:     d,
 		clock:    d.Clock,
 		tasks:    d.Tasks,
 		log:      log,

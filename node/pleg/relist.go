@@ -14,6 +14,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/lockstep-dev/lockstep/node/backoff"
+	"github.com/lockstep-dev/lockstep/node/deps"
 	"github.com/lockstep-dev/lockstep/node/podstate"
 )
 
@@ -50,6 +51,15 @@ func (p *PLEG) Relist(ctx context.Context) error {
 	p.listSucceeded(ts)
 	p.ch.reset()
 	p.snap.diffAll(sandboxes, containers, p.ch)
+	if len(sandboxes) > 0 && p.core.Fault(deps.FaultPLEGSpuriousEvent) {
+		// A pod reported changed that did not: its worker syncs for
+		// nothing.
+		if uid := types.UID(sandboxes[p.core.Rand.IntN(len(sandboxes))].GetLabels()[podstate.LabelPodUID]); uid != "" {
+			if _, changed := p.ch.pods[uid]; !changed {
+				p.ch.pods[uid] = false
+			}
+		}
+	}
 	p.refreshAndEmit(ctx, ts, true)
 	return nil
 }

@@ -89,6 +89,12 @@ func (s *APISource) listAndWatch(ctx context.Context) (healthy bool, err error) 
 		if ev.Pod != nil {
 			s.seenRV = ev.Pod.ResourceVersion
 			s.m.Apply(SourceAPI, ev.Type, ev.Pod)
+			if s.d.Fault(deps.FaultWatchEventRepeated) {
+				s.m.Apply(SourceAPI, ev.Type, ev.Pod)
+			}
+		}
+		if s.d.Fault(deps.FaultWatchClosed) {
+			return healthy, fmt.Errorf("watch pods of node %q: %w", s.node, deps.FaultWatchClosed.Err())
 		}
 	}
 }

@@ -90,6 +90,9 @@ func (s *FileSource) scan() {
 	defer s.forgetFixed(failed)
 
 	entries, err := s.fs.ReadDir(s.cfg.Dir)
+	if err == nil && s.d.Fault(deps.FaultManifestDirUnreadable) {
+		entries, err = nil, deps.FaultManifestDirUnreadable.Err()
+	}
 	if errors.Is(err, fs.ErrNotExist) {
 		// No directory: no static pods.
 		s.files = map[string]*manifest{}

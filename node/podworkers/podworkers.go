@@ -471,6 +471,12 @@ func (p *PodWorkers) step(ctx context.Context, w *worker, state State, pod *core
 		if res.RequeueAfter > 0 && res.RequeueAfter < delay {
 			delay = res.RequeueAfter
 		}
+		if p.d.Fault(deps.FaultSyncErrorAfterWork) {
+			// As a sync that failed late: retried after the back-off,
+			// never later than it would have been.
+			log.Warn("sync failed; will retry", "error", deps.FaultSyncErrorAfterWork.Err().Error())
+			return Syncing, min(delay, p.jitter(p.cfg.BackoffPeriod))
+		}
 		return Syncing, delay
 	case Terminating:
 		if err := p.syncer.SyncTerminatingPod(ctx, w.uid, pod, grace, lastSync); err != nil {
@@ -487,6 +493,10 @@ func (p *PodWorkers) step(ctx context.Context, w *worker, state State, pod *core
 	default:
 		if err := p.syncer.SyncTerminatedPod(ctx, w.uid, pod); err != nil {
 			log.Warn("finishing a terminated pod failed; will retry", "error", err.Error())
+			return Terminated, p.jitter(p.cfg.BackoffPeriod)
+		}
+		if p.d.Fault(deps.FaultCleanupErrorAfterWork) {
+			log.Warn("finishing a terminated pod failed; will retry", "error", deps.FaultCleanupErrorAfterWork.Err().Error())
 			return Terminated, p.jitter(p.cfg.BackoffPeriod)
 		}
 		p.mu.Lock()

@@ -40,6 +40,7 @@ const (
 
 // Cache is the watched services' cache (see the package doc).
 type Cache struct {
+	core  deps.Core // for its fault points
 	tasks deps.Tasks
 	clock deps.Clock
 	rand  deps.Rand
@@ -54,7 +55,7 @@ type Cache struct {
 
 // New returns a cache listing and watching through api.
 func New(d deps.Core, api deps.ServiceAPI) *Cache {
-	return &Cache{tasks: d.Tasks, clock: d.Clock, rand: d.Rand, log: d.Log.With("component", "service-cache"), api: api,
+	return &Cache{core: d, tasks: d.Tasks, clock: d.Clock, rand: d.Rand, log: d.Log.With("component", "service-cache"), api: api,
 		services: map[string]map[string]*corev1.Service{}}
 }
 
@@ -144,6 +145,9 @@ func (c *Cache) listAndWatch(ctx context.Context, retry *backoff.Curve) error {
 			return fmt.Errorf("watch services: %w", err)
 		}
 		c.apply(ev)
+		if c.core.Fault(deps.FaultServiceWatchClosed) {
+			return io.EOF // closed by the apiserver: resumed at once
+		}
 	}
 }
 

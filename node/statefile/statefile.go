@@ -53,6 +53,17 @@ func Write(files deps.Files, path string, data []byte, perm fs.FileMode) error {
 	return nil
 }
 
+// WriteTorn is the write a crash or a full disk cuts short, for the
+// agent's fault points: path+".tmp" gets the first half of data and is
+// never renamed, so path keeps its old content, and the error says the
+// write did not complete.
+func WriteTorn(files deps.Files, path string, data []byte, perm fs.FileMode) error {
+	if err := files.CreateFile(path+".tmp", data[:len(data)/2], perm); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return fmt.Errorf("write %s: torn after %d of %d bytes: %w", path, len(data)/2, len(data), fs.ErrClosed)
+}
+
 // Sum32 is the FNV-1a 32-bit hash of v's JSON encoding (map keys encode
 // sorted, so equal values always sum the same). A checkpoint sums itself
 // with its checksum field zeroed.

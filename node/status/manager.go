@@ -112,6 +112,9 @@ type entry struct {
 	failures  int
 	notBefore time.Time
 	retry     deps.Timer
+	// unsure: the last attempt failed, maybe after its patch applied (a
+	// timeout, a lost reply); the next one reads the pod first.
+	unsure bool
 }
 
 // NewManager returns a manager writing through pods and comparing with
@@ -340,6 +343,9 @@ func (m *Manager) runWriter(ctx context.Context) {
 		}
 		m.writePod(ctx, uid)
 		m.finish(uid)
+		if m.d.Fault(deps.FaultStatusRewrite) {
+			m.enqueue(uid)
+		}
 	}
 }
 
@@ -357,6 +363,9 @@ func (m *Manager) runResync(ctx context.Context) {
 			}
 		}
 		slices.Sort(uids)
+		if m.d.Fault(deps.FaultStatusResyncReversed) {
+			slices.Reverse(uids)
+		}
 		for _, uid := range uids {
 			m.enqueueLocked(uid)
 		}
@@ -374,6 +383,7 @@ type snapshot struct {
 	version   uint64
 	written   *corev1.Pod
 	deletable bool
+	unsure    bool
 }
 
 // errGone means the pod this status belongs to no longer exists in the API.
@@ -389,7 +399,7 @@ func (m *Manager) writePod(ctx context.Context, uid types.UID) {
 		m.mu.Unlock()
 		return
 	}
-	snap := snapshot{pod: e.pod, status: e.status, version: e.version, written: e.written, deletable: e.deletable}
+	snap := snapshot{pod: e.pod, status: e.status, version: e.version, written: e.written, deletable: e.deletable, unsure: e.unsure}
 	m.mu.Unlock()
 
 	adopted, written, err := m.writeStatus(ctx, snap)
@@ -424,7 +434,7 @@ func (m *Manager) writePod(ctx context.Context, uid types.UID) {
 	}
 	switch {
 	case err == nil:
-		e.failures, e.notBefore = 0, time.Time{}
+		e.failures, e.notBefore, e.unsure = 0, time.Time{}, false
 		if e.retry != nil {
 			e.retry.Stop()
 		}
@@ -436,7 +446,7 @@ func (m *Manager) writePod(ctx context.Context, uid types.UID) {
 		e.done = true
 		m.log.Info("pod gone from the API; status no longer written", "pod", podKey(snap.pod), "uid", uid)
 	default:
-		e.failures++
+		e.failures, e.unsure = e.failures+1, true
 		retry := backoff.Curve{Initial: m.cfg.RetryBackoff, Max: m.cfg.MaxRetryBackoff}
 		d := retry.Delay(e.failures)
 		e.notBefore = m.d.Clock.Now().Add(d)
@@ -461,6 +471,16 @@ func (m *Manager) writeStatus(ctx context.Context, snap snapshot) (adopted *core
 	if err != nil {
 		return nil, nil, err
 	}
+	if snap.unsure {
+		// The last write may have applied though it failed: the watch's
+		// copy may be older than the API's, and a patch against it would
+		// leave that write's fields in place (a pod still Ready). Read the
+		// pod, as the kubelet does before every write.
+		if api, err = m.readPod(ctx, pod, api); err != nil {
+			return nil, nil, err
+		}
+		written = api
+	}
 	want := snap.status
 	if podutil.IsTerminal(api.Status.Phase) && want.Phase != api.Status.Phase {
 		m.log.Warn("API holds a terminal phase; keeping it", "pod", podKey(pod),
@@ -475,15 +495,18 @@ func (m *Manager) writeStatus(ctx context.Context, snap snapshot) (adopted *core
 	normalize(current)
 	merged := merge(want, *current)
 	if equality.Semantic.DeepEqual(current, &merged) {
-		return adopted, nil, nil
+		return adopted, written, nil
 	}
 	patch, unchanged, err := Patch(api.UID, *current, merged)
 	if err != nil || unchanged {
-		return adopted, nil, err
+		return adopted, written, err
 	}
 	rctx, cancel := m.d.Clock.WithTimeout(ctx, m.cfg.RequestTimeout)
 	out, err := m.api.PatchPodStatus(rctx, api.Namespace, api.Name, patch)
 	cancel()
+	if err == nil && m.d.Fault(deps.FaultStatusWriteReplyLost) {
+		out, err = nil, deps.FaultStatusWriteReplyLost.Err()
+	}
 	static := podutil.IsStaticPod(pod)
 	switch {
 	case err == nil:
@@ -495,6 +518,25 @@ func (m *Manager) writeStatus(ctx context.Context, snap snapshot) (adopted *core
 	default:
 		return nil, nil, fmt.Errorf("patch status of pod %s (uid %s): %w", podKey(pod), api.UID, err)
 	}
+}
+
+// readPod reads the API object pod's status lives in (api, as the watch or
+// the last write showed it) from the apiserver.
+func (m *Manager) readPod(ctx context.Context, pod, api *corev1.Pod) (*corev1.Pod, error) {
+	rctx, cancel := m.d.Clock.WithTimeout(ctx, m.cfg.RequestTimeout)
+	fresh, err := m.api.GetPod(rctx, api.Namespace, api.Name)
+	cancel()
+	switch {
+	case apierrors.IsNotFound(err) && !podutil.IsStaticPod(pod):
+		return nil, errGone
+	case err != nil:
+		return nil, fmt.Errorf("read pod %s (uid %s) after a write of unknown outcome: %w", podKey(pod), api.UID, err)
+	case fresh.UID != api.UID && !podutil.IsStaticPod(pod):
+		return nil, errGone // replaced by a pod of the same name
+	case fresh.UID != api.UID:
+		return nil, fmt.Errorf("mirror pod %s was replaced (uid %s, was %s)", podKey(fresh), fresh.UID, api.UID)
+	}
+	return fresh, nil
 }
 
 // apiPod returns what the API holds of the object pod's status lives in —
@@ -557,6 +599,9 @@ func (m *Manager) deletePod(ctx context.Context, pod *corev1.Pod) error {
 	rctx, cancel := m.d.Clock.WithTimeout(ctx, m.cfg.RequestTimeout)
 	err := m.api.DeletePod(rctx, pod.Namespace, pod.Name, pod.UID)
 	cancel()
+	if err == nil && m.d.Fault(deps.FaultDeleteReplyLost) {
+		err = deps.FaultDeleteReplyLost.Err()
+	}
 	if err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("delete pod %s (uid %s): %w", podKey(pod), pod.UID, err)
 	}

@@ -38,7 +38,11 @@ type fakePods struct {
 	rv    int
 	calls []call
 
-	failures  int           // the next n patches fail with an internal error
+	failures int // the next n patches fail with an internal error
+	lost     int // the next n patches apply, but their reply is lost (a timeout)
+	// lagging are the watch's copies of pods while it lags behind the
+	// store (by UID; absent: the watch is up to date).
+	lagging   map[types.UID]*corev1.Pod
 	latency   time.Duration // every patch takes this long
 	inFlight  int
 	maxFlight int
@@ -127,12 +131,30 @@ func (f *fakePods) PatchPodStatus(ctx context.Context, ns, name string, patch []
 	upd := cur.DeepCopy()
 	upd.Status = next.Status
 	f.put(upd)
+	if f.lost > 0 {
+		f.lost--
+		return nil, context.DeadlineExceeded
+	}
 	return f.pods[key].DeepCopy(), nil
+}
+
+// GetPod reads the store (never behind).
+func (f *fakePods) GetPod(_ context.Context, ns, name string) (*corev1.Pod, error) {
+	key := ns + "/" + name
+	f.log("get", key, "")
+	p, ok := f.pods[key]
+	if !ok {
+		return nil, apierrors.NewNotFound(podsResource, name)
+	}
+	return p.DeepCopy(), nil
 }
 
 // APIPod is the watched copy: the fake's store is a watch that is never
 // behind.
 func (f *fakePods) APIPod(uid types.UID) (*corev1.Pod, bool) {
+	if p, ok := f.lagging[uid]; ok {
+		return p.DeepCopy(), true
+	}
 	for _, p := range f.pods {
 		if p.UID == uid {
 			return p.DeepCopy(), true
@@ -681,5 +703,42 @@ func TestManagerIdleResyncWritesNothing(t *testing.T) {
 	r.run(t, 10*time.Minute)
 	if extra := r.api.calls[n:]; len(extra) != 0 {
 		t.Errorf("calls while idle for 10 minutes: %v", extra)
+	}
+}
+
+// A patch whose reply was lost may have applied: the next write must not
+// be computed against the watch's older copy, or its patch leaves fields
+// of the lost write in place (a waiting container still running, a pod
+// still Ready). The manager reads the pod before that write.
+func TestManagerReadsThePodAfterALostReply(t *testing.T) {
+	waiting := corev1.PodStatus{
+		Phase:   corev1.PodRunning,
+		Message: "v2",
+		ContainerStatuses: []corev1.ContainerStatus{{
+			Name: "a", Started: ptr(false), RestartCount: 1,
+			State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff"}},
+		}},
+		Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionFalse, Reason: "ContainersNotReady", LastTransitionTime: mt(2)}},
+	}
+	pod := apiPod("web", corev1.RestartPolicyAlways)
+	pod.Status.Conditions = waiting.Conditions // not ready before, as after
+	r := newRig(t, pod)
+	r.api.lost = 1
+	r.api.lagging = map[types.UID]*corev1.Pod{pod.UID: r.api.pods["ns/web"].DeepCopy()} // the watch never sees the lost write
+	r.m.SetPodStatus(pod, live("v1"))
+	r.run(t, 100*time.Millisecond)
+	r.m.SetPodStatus(pod, waiting)
+	r.run(t, 10*time.Second)
+
+	want := []call{{0, "patch", "ns/web", "Running/v1"}, {time.Second, "get", "ns/web", ""}, {time.Second, "patch", "ns/web", "Running/v2"}}
+	if diff := cmp.Diff(want, r.api.calls); diff != "" {
+		t.Errorf("calls (-want +got):\n%s", diff)
+	}
+	got := r.api.pods["ns/web"].Status
+	if diff := cmp.Diff(waiting.ContainerStatuses, got.ContainerStatuses); diff != "" {
+		t.Errorf("container statuses in the API (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(waiting.Conditions, got.Conditions); diff != "" {
+		t.Errorf("conditions in the API (-want +got):\n%s", diff)
 	}
 }

@@ -38,6 +38,7 @@ const (
 
 // Manager caches service account tokens by request.
 type Manager struct {
+	core  deps.Core // for its fault points
 	clock deps.Clock
 	rand  deps.Rand
 	log   *slog.Logger
@@ -50,7 +51,7 @@ type Manager struct {
 // New returns a token manager requesting tokens through api (nil: every
 // request fails, as in standalone mode).
 func New(d deps.Core, api deps.TokenAPI) *Manager {
-	return &Manager{clock: d.Clock, rand: d.Rand, log: d.Log.With("component", "tokens"), api: api,
+	return &Manager{core: d, clock: d.Clock, rand: d.Rand, log: d.Log.With("component", "tokens"), api: api,
 		cache: map[string]*authenticationv1.TokenRequest{}}
 }
 
@@ -63,7 +64,7 @@ func (m *Manager) Get(ctx context.Context, namespace, name string, tr *authentic
 	m.mu.Lock()
 	cached := m.cache[k]
 	m.mu.Unlock()
-	if cached != nil && !m.needsRefresh(cached) {
+	if cached != nil && !m.needsRefresh(cached) && !m.core.Fault(deps.FaultTokenRefreshEarly) {
 		return cached, nil
 	}
 	if m.api == nil {

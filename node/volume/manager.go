@@ -81,6 +81,7 @@ type Config struct {
 
 // Manager is the volume manager.
 type Manager struct {
+	core    deps.Core // for its fault points
 	clock   deps.Clock
 	tasks   deps.Tasks
 	log     *slog.Logger
@@ -165,7 +166,7 @@ func New(d deps.Core, ports Ports, cfg Config) *Manager {
 		cfg.Backoff.Max = 2*time.Minute + 2*time.Second
 	}
 	m := &Manager{
-		clock: d.Clock, tasks: d.Tasks, log: d.Log.With("component", "volumes"), files: ports.Files, mounts: ports.Mounts,
+		core: d, clock: d.Clock, tasks: d.Tasks, log: d.Log.With("component", "volumes"), files: ports.Files, mounts: ports.Mounts,
 		objects: ports.Objects, claims: ports.Claims, trustBundles: ports.TrustBundles, tokens: token.New(d, ports.Tokens), events: ports.Events, cfg: cfg,
 		wake:    d.Tasks.NewSignal("volume reconciler wake"),
 		retry:   backoff.New(cfg.Backoff),
@@ -413,10 +414,16 @@ func (m *Manager) reconcilePod(ctx context.Context, pod *corev1.Pod) {
 			(now.Sub(st.refreshed) >= m.cfg.ResyncPeriod || m.watched.ChangedSince(pod.Namespace, v, st.refreshed))
 		backingOff := st.err != nil && m.retry.Remaining(key, time.Time{}, st.failedAt, now) > 0
 		m.mu.Unlock()
+		if !due && !backingOff && m.core.Fault(deps.FaultVolumeResyncEarly) {
+			due = true // set up again, as the periodic resync does
+		}
 		if backingOff || !due && m.isSetUp(pod, v) {
 			continue
 		}
 		changed, err := m.setUp(ctx, pod, v)
+		if err == nil && m.core.Fault(deps.FaultVolumeSetUpFails) {
+			changed, err = false, fmt.Errorf("set up volume %q: %w", v.Name, deps.FaultVolumeSetUpFails.Err())
+		}
 		m.record(pod, v, key, changed, err)
 	}
 	m.mu.Lock()

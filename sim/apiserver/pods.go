@@ -98,6 +98,25 @@ func applyPatch[T any](obj T, patch []byte, out T) (T, error) {
 	return out, nil
 }
 
+// GetPod reads a pod as the server holds it now (a consistent read: no
+// stale-read fault applies).
+func (s *Server) GetPod(ctx context.Context, namespace, name string) (*corev1.Pod, error) {
+	if err := s.request(ctx, VerbGet, "pod "+key(namespace, name)); err != nil {
+		return nil, err
+	}
+	defer s.response()
+	s.mu.Lock()
+	defer s.unlock()
+	p := s.pods[key(namespace, name)]
+	if err := s.authorizePod("get", p, name); err != nil {
+		return nil, err
+	}
+	if p == nil {
+		return nil, apierrors.NewNotFound(podsResource, name)
+	}
+	return p.DeepCopy(), nil
+}
+
 // DeletePod deletes a pod at once (grace period 0), provided its UID is
 // uid (an empty uid deletes whatever pod has the name).
 func (s *Server) DeletePod(ctx context.Context, namespace, name string, uid types.UID) error {

@@ -79,6 +79,10 @@ type Config struct {
 	// set the agent gets a device plugin registry (AddDevicePlugin adds
 	// more).
 	DevicePlugins []deviceplugin.Config
+	// Faults turns the agent's fault points on at these rates (see
+	// DrawFaults); empty: off, the agent's Core.Faults nil as in
+	// production.
+	Faults FaultRates
 }
 
 // DevicePluginDir is the simulated agent's device plugin directory.
@@ -114,6 +118,8 @@ type Harness struct {
 	// plugins are the fake plugins by resource, in order of addition.
 	registry *deviceplugin.Registry
 	plugins  []*deviceplugin.Plugin
+	// faults are the fault points of every agent of this node (nil: off).
+	faults *faultPoints
 }
 
 // New builds the world; the agent is not started yet.
@@ -165,6 +171,9 @@ func New(cfg Config) *Harness {
 		shutdown: &nodeShutdown{k: k, events: deps.NewInbox[bool](k.Tasks(), "logind shutdown signals"), maxDelay: cfg.ShutdownMaxDelay,
 			state: &ShutdownState{Started: -1, Released: -1}},
 		manifests: newManifestServer(k)}
+	if len(cfg.Faults) > 0 {
+		h.faults = newFaultPoints(k, cfg.Seed, cfg.Faults)
+	}
 	for _, pc := range cfg.DevicePlugins {
 		h.AddDevicePlugin(pc)
 	}
@@ -258,6 +267,9 @@ func (h *Harness) StartAgent() {
 		OOMKills:        h.ooms,
 		MemoryThreshold: h.memcg,
 		Shutdown:        h.shutdown,
+	}
+	if h.faults != nil {
+		d.Faults = h.faults
 	}
 	if h.cfg.ManifestURL != "" {
 		d.ManifestHTTP = h.manifests

@@ -120,6 +120,15 @@ func (c *Client) PatchPodStatus(ctx context.Context, namespace, name string, pat
 	return withoutManagedFields(out), nil
 }
 
+// GetPod reads the pod from the apiserver (a consistent read).
+func (c *Client) GetPod(ctx context.Context, namespace, name string) (*corev1.Pod, error) {
+	out, err := c.cs.CoreV1().Pods(namespace).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("get pod %s/%s: %w", namespace, name, err)
+	}
+	return withoutManagedFields(out), nil
+}
+
 // DeletePod deletes the pod at once (grace period 0) if it still has uid,
 // so a pod recreated under the same name is never deleted by mistake.
 func (c *Client) DeletePod(ctx context.Context, namespace, name string, uid types.UID) error {
