@@ -39,7 +39,7 @@ const baseRun = "TestScenarios|TestFoundBySweeps"
 var relevant = map[string]string{
 	"node/backoff":  "TestCrashLoopCurveAsUpstream|TestCrashLoopBackOff|TestBackOffResetsAfterTenMinutesOfRunning|TestImagePullBackOff|TestProbeFailureBacksOff|TestPullBackoffInvariantCatchesEarlyRetries",
 	"node/podutil":  "TestRestartPolicies|TestContainerRestartRules|TestShortenedGraceStopsSooner|TestForceDeleteStopsAtOnce|TestFailedPodStatusText|TestNeverPullMissingImage|TestCriticalPodPreempts|TestInitContainersRunInOrder",
-	"node/termmsg":  "TestTerminationMessage|TestTerminationMessageMounted|TestFailedPodStatusText",
+	"node/termmsg":  "TestTerminationMessage|TestTerminationMessageMounted|TestFailedPodStatusText|TestTerminationMessagesShareThePodsBudget",
 	"node/eviction": "TestEvictionOfTheFirstRanked|TestPressureRegressions|TestLocalStorageEvictions|TestMemoryThresholdWakesTheEvictionManager|TestCriticalPodPreempts|TestAdmissionRejections",
 }
 
@@ -86,7 +86,7 @@ func main() {
 	flag.StringVar(&c.report, "report", "", "write the markdown report to this file")
 	flag.BoolVar(&c.verbose, "v", false, "print the failing output of each judge")
 	flag.DurationVar(&c.unitTO, "unit-timeout", 2*time.Minute, "timeout of the unit judge")
-	flag.DurationVar(&c.scenTO, "scenario-timeout", 5*time.Minute, "timeout of the scenario judge")
+	flag.DurationVar(&c.scenTO, "scenario-timeout", 2*time.Minute, "timeout of the scenario judge")
 	flag.Parse()
 	c.pkgs = strings.FieldsFunc(pkgs, func(r rune) bool { return r == ' ' || r == ',' })
 	if err := run(context.Background(), c, os.Stdout, os.Stderr); err != nil {
