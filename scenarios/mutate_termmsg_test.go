@@ -1,6 +1,7 @@
 package scenarios
 
 import (
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -45,5 +46,46 @@ func TestTerminationMessagesShareThePodsBudget(t *testing.T) {
 		if got := apiContainer(t, h, "chatty", name).State.Terminated.Message; got != want {
 			t.Errorf("%s's message: %d bytes, want its first %d (12 KiB shared by 4 containers)", name, len(got), len(want))
 		}
+	}
+}
+
+// TestTerminationMessageOfALostLog: a container whose message falls back
+// to its log, and whose log file is gone when it fails (removed on the
+// host after the log manager's last look, which would have had the
+// runtime reopen it), reports why its message is missing, as the kubelet
+// does ("Error on reading termination message from logs: …") rather than
+// an empty message. Written for a mutant of node/termmsg that survived every
+// other test (the read error dropped: docs/mutation.md).
+func TestTerminationMessageOfALostLog(t *testing.T) {
+	h := start(t, 2802)
+	pod := mustCreate(t, h, NewPod("lost", h.NodeName, Restart(corev1.RestartPolicyNever), MessageFromLogs("app"),
+		Exits("app", 15*time.Second, 1)))
+	runUntil(t, h, "lost running", time.Minute, func() bool { return running(h, pod.UID) == 1 })
+	// Half a second before the exit, between two of the log manager's
+	// looks (every 10 s).
+	if err := h.K.RunFor(14500 * time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	sbs := Sandboxes(h, pod.UID)
+	if len(sbs) != 1 {
+		t.Fatalf("%d sandboxes, want 1", len(sbs))
+	}
+	sb, _ := h.Runtime.TrueSandboxConfig(sbs[0].Id)
+	for _, c := range TrueContainers(h) {
+		if c.PodUID != pod.UID {
+			continue
+		}
+		cfg, _ := h.Runtime.TrueContainerConfig(c.ID)
+		if err := h.Files.Remove(filepath.Join(sb.GetLogDirectory(), cfg.GetLogPath())); err != nil {
+			t.Fatalf("removing the log of %s: %v", c.Name, err)
+		}
+	}
+	var term *corev1.ContainerStateTerminated
+	runUntil(t, h, "the container reported terminated", time.Minute, func() bool {
+		term = apiContainer(t, h, "lost", "app").State.Terminated
+		return term != nil
+	})
+	if want := "Error on reading termination message from logs: "; !strings.HasPrefix(term.Message, want) {
+		t.Errorf("terminated message = %q, want one that begins %q", term.Message, want)
 	}
 }

@@ -39,7 +39,7 @@ const baseRun = "TestScenarios|TestFoundBySweeps"
 var relevant = map[string]string{
 	"node/backoff":  "TestCrashLoopCurveAsUpstream|TestCrashLoopBackOff|TestBackOffResetsAfterTenMinutesOfRunning|TestImagePullBackOff|TestProbeFailureBacksOff|TestPullBackoffInvariantCatchesEarlyRetries",
 	"node/podutil":  "TestRestartPolicies|TestContainerRestartRules|TestShortenedGraceStopsSooner|TestForceDeleteStopsAtOnce|TestFailedPodStatusText|TestNeverPullMissingImage|TestCriticalPodPreempts|TestInitContainersRunInOrder",
-	"node/termmsg":  "TestTerminationMessage|TestTerminationMessageMounted|TestFailedPodStatusText|TestTerminationMessagesShareThePodsBudget",
+	"node/termmsg":  "TestTerminationMessage|TestTerminationMessageMounted|TestFailedPodStatusText|TestTerminationMessagesShareThePodsBudget|TestTerminationMessageOfALostLog",
 	"node/eviction": "TestEvictionOfTheFirstRanked|TestPressureRegressions|TestLocalStorageEvictions|TestMemoryThresholdWakesTheEvictionManager|TestCriticalPodPreempts|TestAdmissionRejections",
 }
 
