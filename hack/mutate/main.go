@@ -38,7 +38,7 @@ const baseRun = "TestScenarios|TestFoundBySweeps"
 // package decides). A package not listed is judged by baseRun alone.
 var relevant = map[string]string{
 	"node/backoff":  "TestCrashLoopCurveAsUpstream|TestCrashLoopBackOff|TestBackOffResetsAfterTenMinutesOfRunning|TestImagePullBackOff|TestProbeFailureBacksOff|TestPullBackoffInvariantCatchesEarlyRetries",
-	"node/podutil":  "TestRestartPolicies|TestContainerRestartRules|TestShortenedGraceStopsSooner|TestForceDeleteStopsAtOnce|TestFailedPodStatusText|TestNeverPullMissingImage|TestCriticalPodPreempts|TestInitContainersRunInOrder",
+	"node/podutil":  "TestClusterCriticalPodPreempts|TestPullPolicyDefaults|TestSidecarStartsBeforeApp|TestSidecarRestartsWhenItCrashes|TestSidecarsStopLastInReverseOrder|TestJobWithSidecarCompletes|TestRestartPolicies|TestContainerRestartRules|TestShortenedGraceStopsSooner|TestForceDeleteStopsAtOnce|TestFailedPodStatusText|TestNeverPullMissingImage|TestCriticalPodPreempts|TestInitContainersRunInOrder",
 	"node/termmsg":  "TestTerminationMessage|TestTerminationMessageMounted|TestFailedPodStatusText|TestTerminationMessagesShareThePodsBudget|TestTerminationMessageOfALostLog",
 	"node/eviction": "TestEvictionOfTheFirstRanked|TestPressureRegressions|TestLocalStorageEvictions|TestMemoryThresholdWakesTheEvictionManager|TestCriticalPodPreempts|TestAdmissionRejections",
 }
