@@ -75,29 +75,41 @@ func TestPullPolicyDefaults(t *testing.T) {
 // hex64 is a digest's 64 hex digits.
 const hex64 = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
 
-// TestRunOncePodGetsNoNewSandbox: the sandbox of a running restartPolicy
-// Never pod dies (its container with it): the pod's container ran and may
-// not run again, so the kubelet gives the pod no new sandbox
-// (computePodActions: a pod that runs once and has a container that ran
-// keeps its dead sandbox) and the pod fails. Written for a mutant of
-// node/podutil that survived the scenario suite (RunsOnce always false:
-// docs/mutation.md).
+// TestRunOncePodGetsNoNewSandbox: the sandbox of a running pod whose
+// container may not run again (restartPolicy Never, the pod's or the
+// container's own) dies, its container with it: the container ran, so the
+// kubelet gives the pod no new sandbox (computePodActions: a pod that
+// runs once and has a container that ran keeps its dead sandbox) and the
+// pod fails. Written for mutants of node/podutil that survived the
+// scenario suite (RunsOnce always false; a container's own Never read as
+// Always: docs/mutation.md).
 func TestRunOncePodGetsNoNewSandbox(t *testing.T) {
-	h := start(t, 2804)
-	pod := mustCreate(t, h, NewPod("once", h.NodeName, Restart(corev1.RestartPolicyNever)))
-	runUntil(t, h, "once running", time.Minute, func() bool { return running(h, pod.UID) == 1 })
-	for _, sb := range Sandboxes(h, pod.UID) {
-		if err := h.Runtime.StopPodSandbox(context.Background(), sb.Id); err != nil {
-			t.Fatal(err)
-		}
-	}
-	runUntil(t, h, "once Failed", time.Minute, func() bool { return PodIs(h, "default", "once", corev1.PodFailed, false) })
-	// The checker is left out: the runtime's own SIGKILL of the sandbox's
-	// container would read as the agent's (sigterm-first).
-	if err := h.K.RunFor(30 * time.Second); err != nil {
-		t.Fatal(err)
-	}
-	if sbs := Sandboxes(h, pod.UID); len(sbs) != 1 {
-		t.Errorf("%d sandboxes of a Never pod whose container ran, want its dead one only", len(sbs))
+	never := corev1.ContainerRestartPolicyNever
+	for name, opt := range map[string]PodOption{
+		"pod's policy":       Restart(corev1.RestartPolicyNever),
+		"container's policy": func(p *corev1.Pod) { p.Spec.Containers[0].RestartPolicy = &never },
+	} {
+		t.Run(name, func(t *testing.T) {
+			h := start(t, 2804)
+			pod := mustCreate(t, h, NewPod("once", h.NodeName, opt))
+			runUntil(t, h, "once running", time.Minute, func() bool { return running(h, pod.UID) == 1 })
+			for _, sb := range Sandboxes(h, pod.UID) {
+				if err := h.Runtime.StopPodSandbox(context.Background(), sb.Id); err != nil {
+					t.Fatal(err)
+				}
+			}
+			// The checker is left out: the runtime's own SIGKILL of the
+			// sandbox's container would read as the agent's (sigterm-first).
+			if err := h.K.RunFor(30 * time.Second); err != nil {
+				t.Fatal(err)
+			}
+			if sbs := Sandboxes(h, pod.UID); len(sbs) != 1 {
+				t.Errorf("%d sandboxes of a pod whose container ran and may not run again, want its dead one only", len(sbs))
+			}
+			if !PodIs(h, "default", "once", corev1.PodFailed, false) {
+				p, _ := APIPod(h, "default", "once")
+				t.Errorf("pod %s, want Failed", p.Status.Phase)
+			}
+		})
 	}
 }
