@@ -4,7 +4,7 @@ PKGS     := ./...
 BIN      := bin/lockstep
 SEED     ?= 1
 
-.PHONY: all build test test-race-scenarios test-race-rest test-scenarios lint bench bench-compare sim run run-fakecri e2e bench-real conformance diff-kubelet diff-kubelet-real clean regress teeth
+.PHONY: all build test test-race-scenarios test-race-rest test-scenarios lint bench bench-compare sim run run-fakecri e2e bench-real conformance diff-kubelet diff-kubelet-real clean regress teeth mutate
 
 all: build
 
@@ -106,6 +106,26 @@ sim:
 	$(GO) build -o bin/lockstep ./cmd/lockstep
 	bin/lockstep sim sweep --scenario $(SIM_SCENARIOS) --swarm --seeds $(SIM_SEEDS) \
 		--parallel $(SIM_PARALLEL) --duration $(SIM_DURATION) --shrink-time 2m
+
+MUTATE_PKGS   ?= node/backoff node/podutil node/termmsg node/eviction
+MUTATE_BUDGET ?= 20m
+MUTATE_MAX    ?= 0
+MUTATE_MODE   ?= unit+scenarios
+MUTATE_CHECKS ?= 3
+MUTATE_REPORT ?= /tmp/lockstep-mutation.md
+
+## mutate: mutation testing of node/ packages with the scenario suite as
+## the judge (issue 28; hack/mutate, docs/mutation.md). Each mutant is
+## judged through `go test -overlay` (the tree is never written): the
+## package's unit tests, then TestScenarios, TestFoundBySweeps and the
+## package's relevant scenario tests at MUTATE_CHECKS plans per property.
+## MUTATE_MODE=scenarios judges by the scenario suite alone, both by each
+## judge. At most MUTATE_MAX mutants a package (a seeded sample; 0: all),
+## within MUTATE_BUDGET of wall time in all; prints the survivors and the
+## score per package, and writes the markdown report to MUTATE_REPORT
+mutate:
+	nice -n 10 $(GO) run ./hack/mutate -pkgs '$(MUTATE_PKGS)' -budget $(MUTATE_BUDGET) \
+		-max $(MUTATE_MAX) -mode $(MUTATE_MODE) -checks $(MUTATE_CHECKS) -report $(MUTATE_REPORT)
 
 DEMO_DIR ?= /tmp/lockstep-demo
 
