@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -398,5 +399,34 @@ func TestVolumesClusterTrustBundleAndPodCertificate(t *testing.T) {
 	}
 	if ev := eventsAbout(h, "default", "certified"); !hasEvent(ev, "Warning FailedMount: ", "podCertificate projected volume sources (PodCertificateRequest) are not supported by lockstep") {
 		t.Errorf("no FailedMount event naming the podCertificate source; events %q", ev)
+	}
+}
+
+// TestVolumesCompletedPodKeepsItsDirectoryUntilDeleted: a pod that ran to
+// completion and stays in the API has its volumes torn down, but its
+// directory keeps the files behind its containers' other mounts (the
+// hosts file) until the pod is deleted, as the kubelet's does (it
+// removes pod directories only for pods it no longer has); then the
+// directory goes (issue 27 cause F1).
+func TestVolumesCompletedPodKeepsItsDirectoryUntilDeleted(t *testing.T) {
+	h := start(t, 72)
+	c := NewChecker(h)
+	pod := mustCreate(t, h, NewPod("done", h.NodeName, Restart(corev1.RestartPolicyNever), Exits("app", 2*time.Second, 0),
+		WithVolume(emptyDir("scratch")), Mounts("app", "scratch", "/out")))
+	runUntil(t, h, "the pod succeeds", time.Minute, func() bool { return PodIs(h, "default", "done", corev1.PodSucceeded, false) })
+	runChecked(t, h, c, 30*time.Second)
+	hosts := podspec.HostsFilePath("", pod.UID)
+	exists := func(p string) bool { _, err := h.Files.Stat(p); return err == nil }
+	vols, _ := h.Files.ReadDir(podspec.PodVolumesDir("", pod.UID))
+	got := map[string]bool{"hosts file": exists(hosts), "volumes": len(vols) > 0}
+	if diff := cmp.Diff(map[string]bool{"hosts file": true, "volumes": false}, got); diff != "" {
+		t.Errorf("30 s after the pod completed, present (-want +got):\n%s", diff)
+	}
+	if err := h.API.User().DeletePodGracefully("default", "done", nil); err != nil {
+		t.Fatal(err)
+	}
+	runChecked(t, h, c, 30*time.Second)
+	if podDirExists(h, pod.UID) {
+		t.Errorf("the pod directory %s remains after the pod was deleted", podspec.PodDir("", pod.UID))
 	}
 }

@@ -227,7 +227,12 @@ func (a *Agent) SyncTerminatingPod(ctx context.Context, uid types.UID, pod *core
 func (a *Agent) SyncTerminatedPod(_ context.Context, uid types.UID, pod *corev1.Pod) error {
 	a.unseen.Forget(uid)
 	a.admission.book.ForgetUnsupported(uid)
-	a.pods.volumes.RemovePod(uid)
+	if cur, desired := a.merger.Pod(uid); desired && cur.DeletionTimestamp == nil {
+		// Ended but still in the API: its directory stays till it is gone.
+		a.pods.volumes.UnmountPod(uid)
+	} else {
+		a.pods.volumes.RemovePod(uid)
+	}
 	if a.pods.userns != nil {
 		a.pods.userns.Release(uid)
 	}
