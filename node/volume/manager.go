@@ -121,6 +121,11 @@ type volState struct {
 	refreshed time.Time
 	failedAt  time.Time
 	err       error
+	// podChanged: the pod's labels or annotations changed since the
+	// volume was last set up; a volume that may change (downwardAPI,
+	// projected, …) is set up again at the next pass, as the kubelet
+	// remounts such volumes at every sync of the pod.
+	podChanged bool
 }
 
 // Ports are the parts of the outside world the volume manager uses.
@@ -223,10 +228,18 @@ func (m *Manager) run(ctx context.Context) {
 // labels and annotations for its downwardAPI volumes.
 func (m *Manager) AddPod(pod *corev1.Pod) {
 	m.mu.Lock()
-	_, known := m.desired[pod.UID]
+	old, known := m.desired[pod.UID]
 	m.desired[pod.UID] = pod
 	delete(m.removable, pod.UID)
-	if !known {
+	metaChanged := known && !(maps.Equal(old.Labels, pod.Labels) && maps.Equal(old.Annotations, pod.Annotations))
+	if metaChanged {
+		for i := range pod.Spec.Volumes {
+			if st := m.vols[volKey(pod.UID, pod.Spec.Volumes[i].Name)]; st != nil {
+				st.podChanged = true
+			}
+		}
+	}
+	if !known || metaChanged {
 		m.fresh[pod.UID] = true
 	}
 	if m.waiters[pod.UID] == nil {
@@ -235,6 +248,8 @@ func (m *Manager) AddPod(pod *corev1.Pod) {
 	m.mu.Unlock()
 	if !known {
 		m.watched.Acquire(pod)
+	}
+	if !known || metaChanged {
 		m.wake.Notify()
 	}
 }
@@ -439,7 +454,7 @@ func (m *Manager) reconcilePod(ctx context.Context, pod *corev1.Pod) {
 			m.vols[key] = st
 		}
 		due := st.refreshed.IsZero() || !p.ResolveOnce(v) &&
-			(now.Sub(st.refreshed) >= m.cfg.ResyncPeriod || m.watched.ChangedSince(pod.Namespace, v, st.refreshed))
+			(st.podChanged || now.Sub(st.refreshed) >= m.cfg.ResyncPeriod || m.watched.ChangedSince(pod.Namespace, v, st.refreshed))
 		backingOff := st.err != nil && m.retry.Remaining(key, time.Time{}, st.failedAt, now) > 0
 		m.mu.Unlock()
 		if backingOff || !due && m.isSetUp(pod, v) {
@@ -474,7 +489,7 @@ func (m *Manager) record(pod *corev1.Pod, v *corev1.Volume, key string, changed 
 		m.event(pod, corev1.EventTypeWarning, ReasonFailedMount, fmt.Sprintf("MountVolume.SetUp failed for volume %q : %v", v.Name, err))
 		return
 	}
-	st.err, st.failedAt, st.refreshed = nil, time.Time{}, now
+	st.err, st.failedAt, st.refreshed, st.podChanged = nil, time.Time{}, now, false
 	m.mu.Unlock()
 	m.retry.Forget(key)
 	if changed {
