@@ -113,7 +113,9 @@ type Harness struct {
 	// new one for every agent, as the registration socket is recreated);
 	// plugins are the fake plugins by resource, in order of addition.
 	registry *deviceplugin.Registry
-	plugins  []*deviceplugin.Plugin
+	// stopWatch ends the running agent's watch of the file tree.
+	stopWatch func()
+	plugins   []*deviceplugin.Plugin
 }
 
 // New builds the world; the agent is not started yet.
@@ -262,6 +264,7 @@ func (h *Harness) StartAgent() {
 	if h.cfg.ManifestURL != "" {
 		d.ManifestHTTP = h.manifests
 	}
+	d.ManifestChanges, h.stopWatch = newDirChanges(h.Files, tasks)
 	cfg := h.cfg.Agent
 	cfg.NodeName = h.NodeName
 	cfg.ManifestDir = h.cfg.ManifestDir
@@ -317,6 +320,7 @@ func (h *Harness) CrashAgent() {
 	}
 	h.K.KillGroup(h.group)
 	h.cancel()
+	h.stopWatch()
 	h.shutdown.state.Inhibited = false // logind drops a dead process's lock
 	h.agent, h.group, h.cancel, h.certs = nil, nil, nil, nil
 	h.registry = nil
