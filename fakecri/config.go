@@ -76,6 +76,11 @@ type Config struct {
 	// reports the feature off for every handler and refuses them (as
 	// containerd 1.6 would run them in the node's: the agent checks first).
 	UserNamespaces bool
+	// RecursiveReadOnlyMounts makes every handler report the
+	// recursive_read_only_mounts feature (as containerd 2 on a kernel
+	// with mount_setattr does); without it the runtime reports it off, as
+	// containerd 1.6 does.
+	RecursiveReadOnlyMounts bool
 	// ImagefsMountpoint is the imagefs mountpoint ImageFsInfo and
 	// container stats name (default containerd's snapshotter directory). A
 	// real kubelet asks cAdvisor about that directory, so beside one it

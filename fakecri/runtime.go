@@ -231,7 +231,7 @@ func (r *Runtime) Status(ctx context.Context, verbose bool) (*runtimeapi.StatusR
 	for _, h := range append([]string{""}, r.cfg.RuntimeHandlers...) {
 		resp.RuntimeHandlers = append(resp.RuntimeHandlers, &runtimeapi.RuntimeHandler{
 			Name:     h,
-			Features: &runtimeapi.RuntimeHandlerFeatures{UserNamespaces: r.cfg.UserNamespaces},
+			Features: &runtimeapi.RuntimeHandlerFeatures{UserNamespaces: r.cfg.UserNamespaces, RecursiveReadOnlyMounts: r.cfg.RecursiveReadOnlyMounts},
 		})
 	}
 	if verbose {

@@ -7,9 +7,11 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 
+	"github.com/lockstep-dev/lockstep/fakecri"
 	"github.com/lockstep-dev/lockstep/sim/apiserver"
 	"github.com/lockstep-dev/lockstep/sim/harness"
 )
@@ -353,4 +355,47 @@ func TestFidelityNotReadyMessage(t *testing.T) {
 	runUntil(t, h, "NotReady for two causes", 2*time.Minute, func() bool {
 		return ready().Message == "[container runtime is down, "+notReady+"]"
 	})
+}
+
+// TestFidelityVolumeMountStatusesOnARecursiveReadOnlyRuntime: on a runtime
+// whose handler supports recursive read-only mounts, read-only mounts
+// asking for Enabled or IfPossible report recursiveReadOnly Enabled (and
+// are made so), a plain read-only one Disabled, as the kubelet resolves
+// them from the handler's features (resolveRecursiveReadOnly).
+func TestFidelityVolumeMountStatusesOnARecursiveReadOnlyRuntime(t *testing.T) {
+	h := harness.New(harness.Config{
+		Seed:    2702,
+		Replay:  func(s uint64) string { return fmt.Sprintf("go test ./scenarios -run '^%s$' (seed %d)", t.Name(), s) },
+		Runtime: fakecri.Config{RecursiveReadOnlyMounts: true},
+	})
+	t.Cleanup(h.Close)
+	h.StartAgent()
+	enabled, ifPossible, disabled := corev1.RecursiveReadOnlyEnabled, corev1.RecursiveReadOnlyIfPossible, corev1.RecursiveReadOnlyDisabled
+	mustCreate(t, h, NewPod("rro", h.NodeName, WithVolume(emptyDir("a")), WithVolume(emptyDir("b")), WithVolume(emptyDir("c")),
+		func(p *corev1.Pod) {
+			c := &p.Spec.Containers[0]
+			c.VolumeMounts = append(c.VolumeMounts,
+				corev1.VolumeMount{Name: "a", MountPath: "/a", ReadOnly: true, RecursiveReadOnly: &enabled},
+				corev1.VolumeMount{Name: "b", MountPath: "/b", ReadOnly: true, RecursiveReadOnly: &ifPossible},
+				corev1.VolumeMount{Name: "c", MountPath: "/c", ReadOnly: true})
+		}))
+	runUntil(t, h, "the pod runs", time.Minute, func() bool { return PodIs(h, "default", "rro", corev1.PodRunning, true) })
+	want := []corev1.VolumeMountStatus{
+		{Name: "a", MountPath: "/a", ReadOnly: true, RecursiveReadOnly: &enabled},
+		{Name: "b", MountPath: "/b", ReadOnly: true, RecursiveReadOnly: &enabled},
+		{Name: "c", MountPath: "/c", ReadOnly: true, RecursiveReadOnly: &disabled},
+	}
+	p, _ := APIPod(h, "default", "rro")
+	if diff := cmp.Diff(want, p.Status.ContainerStatuses[0].VolumeMounts); diff != "" {
+		t.Errorf("volumeMounts (-want +got):\n%s", diff)
+	}
+	rroMounts := map[string]bool{}
+	for _, ct := range PodContainers(h, p.UID) {
+		for _, m := range h.Runtime.TrueMounts(ct.ID) {
+			rroMounts[m.GetContainerPath()] = m.GetRecursiveReadOnly()
+		}
+	}
+	if diff := cmp.Diff(map[string]bool{"/a": true, "/b": true, "/c": false}, rroMounts, cmpopts.IgnoreMapEntries(func(k string, _ bool) bool { return k != "/a" && k != "/b" && k != "/c" })); diff != "" {
+		t.Errorf("recursive read-only mounts in the runtime (-want +got):\n%s", diff)
+	}
 }

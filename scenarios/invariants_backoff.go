@@ -165,7 +165,7 @@ func (c *Checker) backoffInstance(ct *runtimeapi.Container) *backoffInstance {
 			attempt: ct.Metadata.GetAttempt(), started: -1, finished: -1, stopAsked: -1}
 		in.key = in.uid + "/" + in.name
 		if cfg, ok := c.h.Runtime.TrueContainerConfigView(ct.Id); ok {
-			in.key += "/" + cfg.GetImage().GetImage() + "/" + cfg.GetLinux().GetResources().String()
+			in.key += "/" + cmp.Or(cfg.GetImage().GetUserSpecifiedImage(), cfg.GetImage().GetImage()) + "/" + cfg.GetLinux().GetResources().String()
 		}
 		b.insts[ct.Id] = in
 	}

@@ -267,3 +267,24 @@ func TestMirrorAcrossAgentRestarts(t *testing.T) {
 		return !ok && len(runningUIDs(h)) == 0
 	})
 }
+
+// TestStaticManifestSeenAtOnce: a manifest written, edited or removed
+// between two periodic scans (every 20 s) is acted on at once, as the
+// kubelet's inotify watch of the directory makes it — issue 27 cause N1
+// (lockstep's mirror pods came 5–6 s after the kubelet's).
+func TestStaticManifestSeenAtOnce(t *testing.T) {
+	h := start(t, 13)
+	runChecked(t, h, NewChecker(h), 7*time.Second) // mid-period: the next scan is 13 s away
+	h.Files.WriteFile(manifestDir+"/etcd.yaml", manifest("busybox:latest", "1"))
+	runUntil(t, h, "the static pod's container runs", 3*time.Second, func() bool { return len(Containers(h)) == 1 })
+	running := Containers(h)[0]
+	h.Files.WriteFile(manifestDir+"/etcd.yaml", manifest("busybox:latest", "2"))
+	runUntil(t, h, "the edited manifest's pod replaces it", 3*time.Second+30*time.Second, func() bool {
+		cs := Containers(h)
+		return len(cs) == 1 && cs[0].PodUID != running.PodUID
+	})
+	if err := h.Files.Remove(manifestDir + "/etcd.yaml"); err != nil {
+		t.Fatal(err)
+	}
+	runUntil(t, h, "the removed manifest's pod stopped", 3*time.Second+30*time.Second, func() bool { return len(Containers(h)) == 0 })
+}

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -399,4 +400,91 @@ func TestVolumesClusterTrustBundleAndPodCertificate(t *testing.T) {
 	if ev := eventsAbout(h, "default", "certified"); !hasEvent(ev, "Warning FailedMount: ", "podCertificate projected volume sources (PodCertificateRequest) are not supported by lockstep") {
 		t.Errorf("no FailedMount event naming the podCertificate source; events %q", ev)
 	}
+}
+
+// TestVolumesCompletedPodKeepsItsDirectoryUntilDeleted: a pod that ran to
+// completion and stays in the API has its volumes torn down, but its
+// directory keeps the files behind its containers' other mounts (the
+// hosts file) until the pod is deleted, as the kubelet's does (it
+// removes pod directories only for pods it no longer has); then the
+// directory goes (issue 27 cause F1).
+func TestVolumesCompletedPodKeepsItsDirectoryUntilDeleted(t *testing.T) {
+	h := start(t, 72)
+	c := NewChecker(h)
+	pod := mustCreate(t, h, NewPod("done", h.NodeName, Restart(corev1.RestartPolicyNever), Exits("app", 2*time.Second, 0),
+		WithVolume(emptyDir("scratch")), Mounts("app", "scratch", "/out")))
+	runUntil(t, h, "the pod succeeds", time.Minute, func() bool { return PodIs(h, "default", "done", corev1.PodSucceeded, false) })
+	runChecked(t, h, c, 30*time.Second)
+	hosts := podspec.HostsFilePath("", pod.UID)
+	exists := func(p string) bool { _, err := h.Files.Stat(p); return err == nil }
+	vols, _ := h.Files.ReadDir(podspec.PodVolumesDir("", pod.UID))
+	got := map[string]bool{"hosts file": exists(hosts), "volumes": len(vols) > 0}
+	if diff := cmp.Diff(map[string]bool{"hosts file": true, "volumes": false}, got); diff != "" {
+		t.Errorf("30 s after the pod completed, present (-want +got):\n%s", diff)
+	}
+	if err := h.API.User().DeletePodGracefully("default", "done", nil); err != nil {
+		t.Fatal(err)
+	}
+	runChecked(t, h, c, 30*time.Second)
+	if podDirExists(h, pod.UID) {
+		t.Errorf("the pod directory %s remains after the pod was deleted", podspec.PodDir("", pod.UID))
+	}
+}
+
+// TestVolumesDownwardAnnotationsIncludeTheAgentsOwn: a downwardAPI volume
+// of metadata.annotations holds, beside the pod's own annotations, the two
+// the kubelet adds to every pod it receives: kubernetes.io/config.source
+// ("api") and kubernetes.io/config.seen (when it first saw the pod,
+// RFC 3339 with nanoseconds) — issue 27 cause F3.
+func TestVolumesDownwardAnnotationsIncludeTheAgentsOwn(t *testing.T) {
+	h := start(t, 73)
+	info := corev1.Volume{Name: "info", VolumeSource: corev1.VolumeSource{DownwardAPI: &corev1.DownwardAPIVolumeSource{
+		Items: []corev1.DownwardAPIVolumeFile{{Path: "annotations", FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.annotations"}}}}}}
+	created := h.K.Now()
+	pod := mustCreate(t, h, NewPod("annotated", h.NodeName, WithVolume(info), Mounts("app", "info", "/etc/podinfo"), func(p *corev1.Pod) {
+		p.Annotations = map[string]string{"team": "a"}
+	}))
+	runUntil(t, h, "the pod runs", time.Minute, func() bool { return PodIs(h, "default", "annotated", corev1.PodRunning, true) })
+	data, err := h.Files.ReadFile(path.Join(podspec.PodVolumesDir("", pod.UID), podspec.PluginDownwardAPI, "info", "annotations"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+		k, v, _ := strings.Cut(line, "=")
+		got[k] = v
+	}
+	seen, err := time.Parse(time.RFC3339Nano, strings.Trim(got["kubernetes.io/config.seen"], `"`))
+	if err != nil || seen.Before(created) || seen.After(created.Add(10*time.Second)) {
+		t.Errorf("config.seen %q (%v): want the first sighting, within 10 s of the creation at %v", got["kubernetes.io/config.seen"], err, created)
+	}
+	delete(got, "kubernetes.io/config.seen")
+	if diff := cmp.Diff(map[string]string{"team": `"a"`, "kubernetes.io/config.source": `"api"`}, got); diff != "" {
+		t.Errorf("annotations file (-want +got):\n%s\n%s", diff, data)
+	}
+}
+
+// TestVolumesDownwardLabelsFollowAnUpdate: a label change reaches a
+// running pod's downwardAPI volume within a few seconds (the kubelet
+// remounts such volumes at every sync of the pod), not at the next
+// minute's resync — issue 27 cause F3, second half.
+func TestVolumesDownwardLabelsFollowAnUpdate(t *testing.T) {
+	h := start(t, 74)
+	pod := mustCreate(t, h, volumePod("relabel", h.NodeName))
+	runUntil(t, h, "the pod runs", time.Minute, func() bool { return PodIs(h, "default", "relabel", corev1.PodRunning, true) })
+	runChecked(t, h, NewChecker(h), 20*time.Second) // well inside the minute's resync
+	p, err := h.API.User().GetPod("default", "relabel")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Labels = map[string]string{"tier": "api"}
+	if _, err := h.API.User().UpdatePod(p); err != nil {
+		t.Fatal(err)
+	}
+	file := path.Join(podspec.PodVolumesDir("", pod.UID), podspec.PluginDownwardAPI, "labels", "labels")
+	var data []byte
+	runUntil(t, h, "the new label in the volume", 5*time.Second, func() bool {
+		data, _ = h.Files.ReadFile(file)
+		return string(data) == `tier="api"`
+	})
 }

@@ -158,6 +158,8 @@ func Known(s Sources, uid types.UID) bool {
 	if _, ok := s.Workers.State(uid); ok {
 		return true
 	}
-	_, ok := s.Runtime(uid)
-	return ok
+	st, ok := s.Runtime(uid)
+	// The runtime's view keeps an empty entry for a pod whose containers
+	// and sandboxes were removed: that holds nothing of it.
+	return ok && (len(st.Containers) > 0 || len(st.Sandboxes) > 0)
 }

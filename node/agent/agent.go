@@ -403,7 +403,7 @@ func (a *Agent) Start(ctx context.Context) {
 		a.d.Tasks.Go("source api", func() { src.Run(ctx) })
 	}
 	if a.cfg.ManifestDir != "" {
-		src := podsource.NewFileSource(a.d.Core, a.d.Files, podsource.FileConfig{
+		src := podsource.NewFileSource(a.d.Core, a.d.Files, a.d.ManifestChanges, podsource.FileConfig{
 			Dir: a.cfg.ManifestDir, NodeName: a.cfg.NodeName, Period: a.cfg.FileCheckFrequency,
 			OnManifestError: a.manifestError,
 		}, a.merger)

@@ -61,7 +61,7 @@ func (a *Agent) SyncPod(ctx context.Context, pod *corev1.Pod, lastSync time.Time
 	prev := a.status.WithCachedStatus(pod)
 	terminal := podutil.IsTerminal(prev.Status.Phase)
 	if !terminal && a.pastDeadline(prev) {
-		return a.deadlineExceeded(pod, prev, st), nil
+		return a.deadlineExceeded(ctx, pod, prev, st), nil
 	}
 	// run is the pod with the resources it was allocated (a resize the
 	// node has not accepted yet waits, PodResizePending).
@@ -89,7 +89,7 @@ func (a *Agent) SyncPod(ctx context.Context, pod *corev1.Pod, lastSync time.Time
 		waiting[name] = status.Waiting{Reason: w.Reason, Message: w.Message}
 	}
 	now := a.d.Clock.Now()
-	s := withUnsupportedMessage(status.Generate(prev, st, waiting, a.pods.probes.ForPod(pod, st), a.nodeAddrs(), now), unsupported)
+	s := withUnsupportedMessage(status.Generate(prev, st, waiting, a.pods.probes.ForPod(pod, st), a.nodeAddrs(ctx, pod), now), unsupported)
 	if !terminal {
 		s = a.resizeStatus(run, prev.Status.Conditions, s, rz, view)
 	}
@@ -132,7 +132,7 @@ func (a *Agent) pastDeadline(pod *corev1.Pod) bool {
 // does: event and status reason DeadlineExceeded, phase Failed; the
 // worker then terminates it (its containers are killed within the grace
 // period).
-func (a *Agent) deadlineExceeded(pod, prev *corev1.Pod, st *podstate.PodStatus) podworkers.SyncResult {
+func (a *Agent) deadlineExceeded(ctx context.Context, pod, prev *corev1.Pod, st *podstate.PodStatus) podworkers.SyncResult {
 	if a.d.API.Events != nil {
 		ref := &corev1.ObjectReference{Kind: "Pod", APIVersion: "v1", Namespace: pod.Namespace, Name: pod.Name, UID: pod.UID}
 		a.d.API.Events.Event(ref, corev1.EventTypeNormal, status.ReasonDeadlineExceeded, status.MessageDeadlineExceeded)
@@ -140,7 +140,7 @@ func (a *Agent) deadlineExceeded(pod, prev *corev1.Pod, st *podstate.PodStatus) 
 	a.d.Log.Info("pod exceeded its active deadline", "pod", pod.Namespace+"/"+pod.Name, "uid", string(pod.UID),
 		"activeDeadlineSeconds", *pod.Spec.ActiveDeadlineSeconds)
 	now := a.d.Clock.Now()
-	s := status.Generate(prev, st, nil, a.pods.probes.ForPod(pod, st), a.nodeAddrs(), now)
+	s := status.Generate(prev, st, nil, a.pods.probes.ForPod(pod, st), a.nodeAddrs(ctx, pod), now)
 	a.status.SetPodStatus(pod, status.DeadlineExceeded(prev, s, st, now))
 	return podworkers.SyncResult{Terminal: true}
 }
@@ -218,7 +218,7 @@ func (a *Agent) SyncTerminatingPod(ctx context.Context, uid types.UID, pod *core
 	}
 	prev := a.status.WithCachedStatus(pod)
 	now := a.d.Clock.Now()
-	s := status.Generate(prev, after, nil, a.pods.probes.ForPod(pod, after), a.nodeAddrs(), now)
+	s := status.Generate(prev, after, nil, a.pods.probes.ForPod(pod, after), a.nodeAddrs(ctx, pod), now)
 	s = status.WithResources(s, a.cm.alloc.Allocated(pod), after)
 	a.status.SetPodStatus(pod, status.Terminate(prev, s, now))
 	return nil
@@ -229,7 +229,12 @@ func (a *Agent) SyncTerminatingPod(ctx context.Context, uid types.UID, pod *core
 func (a *Agent) SyncTerminatedPod(_ context.Context, uid types.UID, pod *corev1.Pod) error {
 	a.unseen.Forget(uid)
 	a.admission.book.ForgetUnsupported(uid)
-	a.pods.volumes.RemovePod(uid)
+	if cur, desired := a.merger.Pod(uid); desired && cur.DeletionTimestamp == nil {
+		// Ended but still in the API: its directory stays till it is gone.
+		a.pods.volumes.UnmountPod(uid)
+	} else {
+		a.pods.volumes.RemovePod(uid)
+	}
 	if a.pods.userns != nil {
 		a.pods.userns.Release(uid)
 	}
@@ -265,8 +270,17 @@ func (a *Agent) deleteIfDeleted(uid types.UID) {
 	}
 }
 
-func (a *Agent) nodeAddrs() status.NodeAddrs {
-	return status.NodeAddrs{HostIP: a.cfg.Node.HostIP, HostIPs: a.cfg.Node.HostIPs, RuntimeType: a.cfg.RuntimeType}
+// nodeAddrs is what the node contributes to pod's status: its addresses,
+// the runtime's name and, for a pod with a read-only mount asking for
+// recursive read-only mode, whether the pod's runtime handler supports it
+// (the kubelet's runtimeClassSupportsRecursiveReadOnlyMounts), which its
+// volumeMounts' status reports.
+func (a *Agent) nodeAddrs(ctx context.Context, pod *corev1.Pod) status.NodeAddrs {
+	n := status.NodeAddrs{HostIP: a.cfg.Node.HostIP, HostIPs: a.cfg.Node.HostIPs, RuntimeType: a.cfg.RuntimeType}
+	if status.AsksRecursiveReadOnly(pod) {
+		n.RecursiveReadOnlyMounts = a.exec.HandlerSupportsRecursiveReadOnly(ctx, pod)
+	}
+	return n
 }
 
 // expect records the containers just started (res.Started) until the

@@ -42,7 +42,7 @@ func (a *Agent) waitForVolumes(ctx context.Context, pod *corev1.Pod) error {
 	for _, c := range append(append([]corev1.Container{}, pod.Spec.InitContainers...), pod.Spec.Containers...) {
 		waiting[c.Name] = status.Waiting{Reason: podutil.ReasonContainerCreating}
 	}
-	a.status.SetPodStatus(pod, status.Generate(prev, st, waiting, nil, a.nodeAddrs(), a.d.Clock.Now()))
+	a.status.SetPodStatus(pod, status.Generate(prev, st, waiting, nil, a.nodeAddrs(ctx, pod), a.d.Clock.Now()))
 	return fmt.Errorf("volumes of pod %s/%s: %w", pod.Namespace, pod.Name, err)
 }
 

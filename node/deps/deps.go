@@ -72,6 +72,9 @@ type Deps struct {
 	Shutdown ShutdownNotifier
 	// ManifestHTTP fetches the HTTP static pod source; nil: none.
 	ManifestHTTP ManifestHTTP
+	// ManifestChanges tells the file source when the static pod manifest
+	// directory changes; nil: the source only re-reads it every period.
+	ManifestChanges DirChanges
 	// DevicePlugins is where device plugins register; nil: no device
 	// plugins (no extended resources from devices).
 	DevicePlugins DevicePluginRegistry

@@ -79,3 +79,17 @@ type ManifestHTTP interface {
 	// of a 200 answer; any other status is an error naming it.
 	Get(ctx context.Context, url string, header map[string][]string) ([]byte, error)
 }
+
+// DirChanges tells the static pod file source at once when an entry of
+// its manifest directory is created, written, removed or renamed, between
+// its periodic scans (the kubelet's inotify watch beside its period).
+// Real: fsnotify (node/real/dirwatch). Simulated: the in-memory file
+// tree's change hooks (sim/harness).
+type DirChanges interface {
+	// Next blocks until an entry of dir changed since the previous call
+	// for dir returned (since the first call: changes before it may be
+	// missed), or until ctx ends (returning ctx.Err()). Another error
+	// means dir cannot be watched now (it does not exist, say): the
+	// caller relies on its period and tries again later.
+	Next(ctx context.Context, dir string) error
+}

@@ -355,7 +355,7 @@ func (m *Manager) Forget(uid string) {
 }
 
 func (m *Manager) event(pod *corev1.Pod, container, eventType, reason, message string) {
-	m.record(pod, fmt.Sprintf("spec.containers{%s}", container), eventType, reason, message)
+	m.record(pod, podutil.ContainerFieldPath(pod, container), eventType, reason, message)
 }
 
 // podEvent records an event on the pod itself.

@@ -25,15 +25,17 @@ import (
 
 // events records events as "+<virtual s> <reason>: <message>".
 type events struct {
-	k   *kernel.Kernel
-	mu  sync.Mutex
-	log []string
+	k     *kernel.Kernel
+	mu    sync.Mutex
+	log   []string
+	paths []string // "<reason> <field path>" of every event
 }
 
-func (e *events) Event(_ *corev1.ObjectReference, _, reason, message string) {
+func (e *events) Event(ref *corev1.ObjectReference, _, reason, message string) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.log = append(e.log, fmt.Sprintf("+%v %s: %s", e.k.Elapsed(), reason, message))
+	e.paths = append(e.paths, reason+" "+ref.FieldPath)
 }
 
 func (e *events) take() []string {
@@ -343,5 +345,36 @@ func TestPulledWithSecretIsThePodsWhoHoldIt(t *testing.T) {
 	wantPulls := []string{" localhost:5000/private/app:v1 alice", " localhost:5000/private/app:v1 ", " localhost:5000/private/app:v1 ", " localhost:5000/public/app:v1 "}
 	if diff := cmp.Diff(wantPulls, pulls); diff != "" {
 		t.Errorf("pulls (-want +got):\n%s", diff)
+	}
+}
+
+// TestEventsNameTheContainersField: image events point at the container
+// by its place in the spec, as upstream's container references do:
+// spec.initContainers{name} for an init container,
+// spec.ephemeralContainers{name} for a debug container (lockstep wrote
+// spec.containers{…} for all three: issue 27's harness, cause E12).
+func TestEventsNameTheContainersField(t *testing.T) {
+	w := newWorld(t, images.Config{}, nil, fakecri.Image{Ref: "busybox:1", Size: 1})
+	p := pod("paths", "busybox:1", corev1.PullIfNotPresent)
+	p.Spec.InitContainers = []corev1.Container{{Name: "setup", Image: "busybox:1", ImagePullPolicy: corev1.PullIfNotPresent}}
+	p.Spec.EphemeralContainers = []corev1.EphemeralContainer{{EphemeralContainerCommon: corev1.EphemeralContainerCommon{
+		Name: "debugger", Image: "busybox:1", ImagePullPolicy: corev1.PullIfNotPresent}}}
+	debug := corev1.Container(p.Spec.EphemeralContainers[0].EphemeralContainerCommon)
+	for _, c := range []*corev1.Container{&p.Spec.InitContainers[0], &debug, &p.Spec.Containers[0]} {
+		done := false
+		w.k.Go("ensure "+c.Name, func() {
+			if _, err := w.m.EnsureImage(w.ctx, p, c, nil); err != nil {
+				t.Errorf("ensure %s: %v", c.Name, err)
+			}
+			done = true
+		})
+		if err := w.k.RunUntil(func() bool { return done }, time.Hour); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := []string{"Pulling spec.initContainers{setup}", "Pulled spec.initContainers{setup}",
+		"Pulled spec.ephemeralContainers{debugger}", "Pulled spec.containers{c}"}
+	if diff := cmp.Diff(want, w.ev.paths); diff != "" {
+		t.Errorf("event field paths (-want +got):\n%s", diff)
 	}
 }

@@ -48,6 +48,8 @@ type FileSource struct {
 	fs  deps.Files
 	cfg FileConfig
 	m   *Merger
+	// changes, when set, wakes a scan as soon as the directory changes.
+	changes deps.DirChanges
 
 	// files holds the last scan's result per path.
 	files map[string]*manifest
@@ -62,25 +64,56 @@ type manifest struct {
 	err error
 }
 
-// NewFileSource returns the static pod source feeding m.
-func NewFileSource(d deps.Core, fs deps.Files, cfg FileConfig, m *Merger) *FileSource {
+// NewFileSource returns the static pod source feeding m. With changes
+// (nil: none) it also scans as soon as the directory changes, as the
+// kubelet's inotify watch makes it.
+func NewFileSource(d deps.Core, fs deps.Files, changes deps.DirChanges, cfg FileConfig, m *Merger) *FileSource {
 	if cfg.Period <= 0 {
 		cfg.Period = DefaultFilePeriod
 	}
-	return &FileSource{d: d, fs: fs, cfg: cfg, m: m, files: map[string]*manifest{}, reported: map[string]string{}}
+	return &FileSource{d: d, fs: fs, changes: changes, cfg: cfg, m: m, files: map[string]*manifest{}, reported: map[string]string{}}
 }
 
-// Run scans the directory at once and then every period until ctx ends.
+// Run scans the directory at once, then whenever it changes and at the
+// latest a period after the last scan, until ctx ends.
 func (s *FileSource) Run(ctx context.Context) {
 	if s.cfg.Dir == "" {
 		s.m.Set(SourceFile, nil)
 		return
 	}
+	changed := s.d.Tasks.NewSignal("podsource-file-changed")
+	if s.changes != nil {
+		s.d.Tasks.Go("podsource-file-watch", func() { s.watch(ctx, changed) })
+	}
 	s.scan()
-	tick := s.d.Tasks.NewTicker("podsource-file-scan", s.cfg.Period)
-	defer tick.Stop()
-	for tick.Wait(ctx) == nil {
+	for {
+		wctx, cancel := s.d.Clock.WithTimeout(ctx, s.cfg.Period)
+		_ = changed.Wait(wctx)
+		cancel()
+		if ctx.Err() != nil {
+			return
+		}
 		s.scan()
+	}
+}
+
+// watch notifies changed at every change of the directory until ctx ends;
+// while the directory cannot be watched (it does not exist yet) it tries
+// again every period.
+func (s *FileSource) watch(ctx context.Context, changed deps.Signal) {
+	for ctx.Err() == nil {
+		err := s.changes.Next(ctx, s.cfg.Dir)
+		switch {
+		case err == nil:
+			changed.Notify()
+		case ctx.Err() != nil:
+			return
+		default:
+			s.d.Log.Debug("static pod directory not watched; scanning every period", "dir", s.cfg.Dir, "error", err.Error())
+			if s.d.Tasks.Sleep(ctx, s.cfg.Period) != nil {
+				return
+			}
+		}
 	}
 }
 

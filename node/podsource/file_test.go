@@ -66,7 +66,7 @@ func startFiles(t *testing.T, files map[string]string, sources ...string) *fileW
 		r.Attrs(func(a slog.Attr) bool { attrs[a.Key] = a.Value.String(); return true })
 		fw.warnings = append(fw.warnings, attrs["file"]+": "+attrs["error"])
 	}})
-	src := podsource.NewFileSource(d.Core, d.Files, podsource.FileConfig{
+	src := podsource.NewFileSource(d.Core, d.Files, nil, podsource.FileConfig{
 		Dir:      manifestDir,
 		NodeName: "node-1",
 		OnManifestError: func(file string, err error) {
@@ -356,7 +356,7 @@ func TestAllSeenWaitsForBothSources(t *testing.T) {
 
 func TestFileSourceWithoutDirectory(t *testing.T) {
 	w := newWorld(t, podsource.SourceFile)
-	src := podsource.NewFileSource(w.d.Core, w.d.Files, podsource.FileConfig{NodeName: "node-1"}, w.m)
+	src := podsource.NewFileSource(w.d.Core, w.d.Files, nil, podsource.FileConfig{NodeName: "node-1"}, w.m)
 	w.d.Tasks.Go("file-source", func() { src.Run(context.Background()) })
 	if err := w.k.Run(); err != nil {
 		t.Fatal(err)

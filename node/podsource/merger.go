@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -18,8 +19,9 @@ import (
 // several tasks; the Updates of one call are put on the inbox before the
 // call returns, in the order REMOVE, ADD, UPDATE, DELETE, RECONCILE.
 type Merger struct {
-	log *slog.Logger
-	out *deps.Inbox[Update]
+	log   *slog.Logger
+	clock deps.Clock
+	out   *deps.Inbox[Update]
 
 	mu      sync.Mutex
 	sources map[string]*sourcePods
@@ -36,7 +38,7 @@ type sourcePods struct {
 // NewMerger returns a Merger for the named sources that puts its Updates
 // on out.
 func NewMerger(d deps.Core, sources []string, out *deps.Inbox[Update]) *Merger {
-	m := &Merger{log: d.Log, out: out, sources: map[string]*sourcePods{}}
+	m := &Merger{log: d.Log, clock: d.Clock, out: out, sources: map[string]*sourcePods{}}
 	for _, name := range sources {
 		if _, dup := m.sources[name]; dup {
 			continue
@@ -179,7 +181,7 @@ func (m *Merger) Set(source string, pods []*corev1.Pod) {
 			m.log.Warn("pod listed twice; first kept", "source", source, "pod", p.Namespace+"/"+p.Name, "uid", p.UID)
 			continue
 		}
-		own := ownCopy(source, p)
+		own := m.stampSeen(s.pods[p.UID], ownCopy(source, p))
 		next[own.UID] = own
 		if op, ok := change(s.pods[own.UID], own); ok {
 			groups[op] = append(groups[op], own)
@@ -215,7 +217,7 @@ func (m *Merger) Apply(source string, event deps.PodEventType, pod *corev1.Pod) 
 	}
 	switch event {
 	case deps.PodAdded, deps.PodModified:
-		own := ownCopy(source, pod)
+		own := m.stampSeen(s.pods[pod.UID], ownCopy(source, pod))
 		op, ok := change(s.pods[own.UID], own)
 		s.pods[own.UID] = own
 		if ok {
@@ -260,6 +262,23 @@ func ownCopy(source string, p *corev1.Pod) *corev1.Pod {
 		own.Annotations = map[string]string{}
 	}
 	own.Annotations[AnnotationConfigSource] = source
+	return own
+}
+
+// stampSeen gives own the time the agent first saw the pod
+// (AnnotationConfigSeen), as the kubelet's pod config does for every pod it
+// receives (recordFirstSeenTime): old's time when the source had it
+// already, now for a new pod; a static pod's manifest source sets its own.
+// Containers see it through the downward API's metadata.annotations.
+func (m *Merger) stampSeen(old, own *corev1.Pod) *corev1.Pod {
+	if old == nil {
+		old = &corev1.Pod{}
+	}
+	if seen, ok := old.Annotations[AnnotationConfigSeen]; ok {
+		own.Annotations[AnnotationConfigSeen] = seen
+	} else if _, ok := own.Annotations[AnnotationConfigSeen]; !ok {
+		own.Annotations[AnnotationConfigSeen] = m.clock.Now().Format(time.RFC3339Nano)
+	}
 	return own
 }
 

@@ -4,6 +4,7 @@ import (
 	"runtime"
 	"strconv"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
@@ -173,7 +174,9 @@ func TestPodsAreCopiedAndStampedWithSource(t *testing.T) {
 		t.Fatalf("updates: %v", summarize(us))
 	}
 	got := us[0].Pods[0]
-	want := map[string]string{podsource.AnnotationConfigSource: "api", "k": "v"}
+	// The first-seen time, as the kubelet stamps every pod it receives.
+	firstSeen := w.d.Clock.Now().Format(time.RFC3339Nano)
+	want := map[string]string{podsource.AnnotationConfigSource: "api", podsource.AnnotationConfigSeen: firstSeen, "k": "v"}
 	if diff := cmp.Diff(want, got.Annotations); diff != "" {
 		t.Errorf("handed-out annotations (-want +got):\n%s", diff)
 	}
@@ -185,10 +188,14 @@ func TestPodsAreCopiedAndStampedWithSource(t *testing.T) {
 	got.Labels = map[string]string{"mutated": "yes"}
 	got.Spec.Containers[0].Image = "mutated"
 	a.Spec.Containers[0].Image = "mutated-input"
+	w.run(time.Minute)
 	w.m.Set(podsource.SourceAPI, []*corev1.Pod{apiPod("a")})
-	if diff := cmp.Diff([]string{"UPDATE api ns/a"}, w.summary()); diff != "" {
+	us = w.updates()
+	if got := summarize(us); !cmp.Equal([]string{"UPDATE api ns/a"}, got) {
 		// Only the annotation "k" differs from the first version.
-		t.Errorf("(-want +got):\n%s", diff)
+		t.Errorf("updates %v, want [UPDATE api ns/a]", got)
+	} else if seen := us[0].Pods[0].Annotations[podsource.AnnotationConfigSeen]; seen != firstSeen {
+		t.Errorf("an update a minute later: first seen %q, want the first sighting's %q", seen, firstSeen)
 	}
 	w.m.Set(podsource.SourceAPI, []*corev1.Pod{apiPod("a")})
 	if diff := cmp.Diff([]string(nil), w.summary()); diff != "" {

@@ -278,8 +278,11 @@ func (e *Executor) containerConfig(ctx context.Context, pod *corev1.Pod, c *core
 		}
 		user.Username = img.GetUsername()
 	}
+	// The runtime is given the image's ID, as the kubelet does (its
+	// EnsureImageExists returns ImageStatus's Id): the instance runs the
+	// image that was checked, even if the tag moves before it is created.
 	opts := podspec.ContainerOptions{RestartCount: restartCount, PodIPs: podIPs, ImageUser: user,
-		TerminationLog: e.terminationLog(pod, c, restartCount)}
+		ImageRef: st.GetImage().GetId(), TerminationLog: e.terminationLog(pod, c, restartCount)}
 	if opts.ConfigMaps, opts.Secrets, err = e.envObjects(ctx, pod, c); err != nil {
 		return nil, fmt.Errorf("container %q of pod %s/%s: %w", c.Name, pod.Namespace, pod.Name, err)
 	}

@@ -169,7 +169,7 @@ func TestExecutorCalls(t *testing.T) {
 			wantCalls: []string{
 				"RunPodSandbox web attempt=0 handler=\"\"", "PodSandboxStatus sb1",
 				"ImageStatus busybox:1.36", "ImageStatus busybox:1.36",
-				"CreateContainer app attempt=0 in sb1 image=busybox:1.36", "StartContainer c2",
+				"CreateContainer app attempt=0 in sb1 image=sha256:busybox:1.36", "StartContainer c2",
 			},
 			wantEvents: []string{
 				"observe sandbox err=<nil>",
@@ -203,7 +203,7 @@ func TestExecutorCalls(t *testing.T) {
 			wantCalls: []string{
 				"StopContainer old timeout=30", "RemoveContainer old",
 				"ImageStatus busybox:1.36", "ImageStatus busybox:1.36",
-				"CreateContainer app attempt=2 in sb0 image=busybox:1.36", "StartContainer c1",
+				"CreateContainer app attempt=2 in sb0 image=sha256:busybox:1.36", "StartContainer c1",
 			},
 			wantEvents: []string{
 				appField + " Normal Killing: Stopping container app",
@@ -234,7 +234,7 @@ func TestExecutorCalls(t *testing.T) {
 			fail: map[string]error{"CreateContainer": errors.New("no space left")},
 			wantCalls: []string{
 				"ImageStatus busybox:1.36", "ImageStatus busybox:1.36",
-				"CreateContainer app attempt=0 in sb0 image=busybox:1.36",
+				"CreateContainer app attempt=0 in sb0 image=sha256:busybox:1.36",
 			},
 			wantEvents: []string{
 				appField + " Normal Pulled: Container image \"busybox:1.36\" already present on machine and can be accessed by the pod",
@@ -263,7 +263,7 @@ func TestExecutorCalls(t *testing.T) {
 			pod:  rroPod(corev1.RecursiveReadOnlyEnabled), st: running,
 			handlers: []*runtimeapi.RuntimeHandler{{Name: "", Features: &runtimeapi.RuntimeHandlerFeatures{RecursiveReadOnlyMounts: true}}},
 			wantCalls: []string{"ImageStatus busybox:1.36", "ImageStatus busybox:1.36", "Status ",
-				"CreateContainer app attempt=0 in sb0 image=busybox:1.36 rro=/data", "StartContainer c1"},
+				"CreateContainer app attempt=0 in sb0 image=sha256:busybox:1.36 rro=/data", "StartContainer c1"},
 			wantEvents: []string{
 				appField + " Normal Pulled: Container image \"busybox:1.36\" already present on machine and can be accessed by the pod",
 				appField + " Normal Created: Container created",
@@ -276,7 +276,7 @@ func TestExecutorCalls(t *testing.T) {
 			name: "recursiveReadOnly IfPossible on a runtime without it: a plain read-only mount",
 			pod:  rroPod(corev1.RecursiveReadOnlyIfPossible), st: running,
 			wantCalls: []string{"ImageStatus busybox:1.36", "ImageStatus busybox:1.36", "Status ",
-				"CreateContainer app attempt=0 in sb0 image=busybox:1.36", "StartContainer c1"},
+				"CreateContainer app attempt=0 in sb0 image=sha256:busybox:1.36", "StartContainer c1"},
 			wantEvents: []string{
 				appField + " Normal Pulled: Container image \"busybox:1.36\" already present on machine and can be accessed by the pod",
 				appField + " Normal Created: Container created",
@@ -294,7 +294,7 @@ func TestExecutorCalls(t *testing.T) {
 			fail: map[string]error{"ExecSync": errors.New("no such file")},
 			wantCalls: []string{
 				"ImageStatus busybox:1.36", "ImageStatus busybox:1.36",
-				"CreateContainer app attempt=0 in sb0 image=busybox:1.36", "StartContainer c1",
+				"CreateContainer app attempt=0 in sb0 image=sha256:busybox:1.36", "StartContainer c1",
 				"ExecSync c1 [setup]", "StopContainer c1 timeout=30",
 			},
 			wantEvents: []string{

@@ -53,7 +53,7 @@ func (e *Executor) applyRecursiveReadOnly(ctx context.Context, pod *corev1.Pod, 
 	if !asks {
 		return nil
 	}
-	supports := e.handlerSupportsRecursiveReadOnly(ctx, pod)
+	supports := e.HandlerSupportsRecursiveReadOnly(ctx, pod)
 	for _, m := range c.VolumeMounts {
 		rro, err := ResolveRecursiveReadOnly(m, supports)
 		if err != nil {
@@ -72,12 +72,12 @@ func (e *Executor) applyRecursiveReadOnly(ctx context.Context, pod *corev1.Pod, 
 	return nil
 }
 
-// handlerSupportsRecursiveReadOnly reports whether the runtime handler
+// HandlerSupportsRecursiveReadOnly reports whether the runtime handler
 // the pod runs under says it supports recursive read-only mounts (CRI
 // Status, runtimeHandlers[].features); a runtime that lists no handlers,
 // or one the pod's is not among, does not (the kubelet's
 // runtimeHandlerSupportsRecursiveReadOnlyMounts).
-func (e *Executor) handlerSupportsRecursiveReadOnly(ctx context.Context, pod *corev1.Pod) bool {
+func (e *Executor) HandlerSupportsRecursiveReadOnly(ctx context.Context, pod *corev1.Pod) bool {
 	handler, err := e.runtimeHandler(ctx, pod)
 	if err != nil {
 		return false

@@ -45,3 +45,34 @@ func RecursiveReadOnly(m corev1.VolumeMount, supportsRRO bool) bool {
 	}
 	return false
 }
+
+// AsksRecursiveReadOnly reports whether a container of pod (init,
+// regular or ephemeral) has a read-only mount asking for a recursive
+// read-only mode other than Disabled: only then does its status depend on
+// what the runtime supports.
+func AsksRecursiveReadOnly(pod *corev1.Pod) bool {
+	asks := func(ms []corev1.VolumeMount) bool {
+		for _, m := range ms {
+			if m.ReadOnly && m.RecursiveReadOnly != nil && *m.RecursiveReadOnly != corev1.RecursiveReadOnlyDisabled {
+				return true
+			}
+		}
+		return false
+	}
+	for _, c := range pod.Spec.InitContainers {
+		if asks(c.VolumeMounts) {
+			return true
+		}
+	}
+	for _, c := range pod.Spec.Containers {
+		if asks(c.VolumeMounts) {
+			return true
+		}
+	}
+	for _, c := range pod.Spec.EphemeralContainers {
+		if asks(c.VolumeMounts) {
+			return true
+		}
+	}
+	return false
+}

@@ -100,9 +100,11 @@ type Manager struct {
 	wake  deps.Signal
 	retry *backoff.Backoff
 
-	mu        sync.Mutex
-	desired   map[types.UID]*corev1.Pod
-	removable map[types.UID]bool
+	mu      sync.Mutex
+	desired map[types.UID]*corev1.Pod
+	// removable are the pods whose volumes the reconciler tears down,
+	// with what else goes (teardownScope).
+	removable map[types.UID]teardownScope
 	// fresh are the pods added since the last pass over every pod: a wake
 	// by AddPod reconciles just them, so admitting N pods costs O(N)
 	// reconciles, not O(N²). allDue asks the next pass to cover every
@@ -120,6 +122,11 @@ type volState struct {
 	refreshed time.Time
 	failedAt  time.Time
 	err       error
+	// podChanged: the pod's labels or annotations changed since the
+	// volume was last set up; a volume that may change (downwardAPI,
+	// projected, …) is set up again at the next pass, as the kubelet
+	// remounts such volumes at every sync of the pod.
+	podChanged bool
 }
 
 // Ports are the parts of the outside world the volume manager uses.
@@ -170,7 +177,7 @@ func New(d deps.Core, ports Ports, cfg Config) *Manager {
 		objects: ports.Objects, claims: ports.Claims, trustBundles: ports.TrustBundles, tokens: token.New(d, ports.Tokens), events: ports.Events, cfg: cfg,
 		wake:    d.Tasks.NewSignal("volume reconciler wake"),
 		retry:   backoff.New(cfg.Backoff),
-		desired: map[types.UID]*corev1.Pod{}, removable: map[types.UID]bool{}, fresh: map[types.UID]bool{},
+		desired: map[types.UID]*corev1.Pod{}, removable: map[types.UID]teardownScope{}, fresh: map[types.UID]bool{},
 		vols: map[string]*volState{}, waiters: map[types.UID]deps.Signal{},
 	}
 	m.watched = ports.Cache
@@ -222,10 +229,18 @@ func (m *Manager) run(ctx context.Context) {
 // labels and annotations for its downwardAPI volumes.
 func (m *Manager) AddPod(pod *corev1.Pod) {
 	m.mu.Lock()
-	_, known := m.desired[pod.UID]
+	old, known := m.desired[pod.UID]
 	m.desired[pod.UID] = pod
 	delete(m.removable, pod.UID)
-	if !known {
+	metaChanged := known && !(maps.Equal(old.Labels, pod.Labels) && maps.Equal(old.Annotations, pod.Annotations))
+	if metaChanged {
+		for i := range pod.Spec.Volumes {
+			if st := m.vols[volKey(pod.UID, pod.Spec.Volumes[i].Name)]; st != nil {
+				st.podChanged = true
+			}
+		}
+	}
+	if !known || metaChanged {
 		m.fresh[pod.UID] = true
 	}
 	if m.waiters[pod.UID] == nil {
@@ -234,18 +249,43 @@ func (m *Manager) AddPod(pod *corev1.Pod) {
 	m.mu.Unlock()
 	if !known {
 		m.watched.Acquire(pod)
+	}
+	if !known || metaChanged {
 		m.wake.Notify()
 	}
 }
 
+// teardownScope is what a pod's tear-down removes.
+type teardownScope int
+
+const (
+	// volumesOnly unmounts and removes the volumes of a pod that ended
+	// but is still in the API: its directory (hosts file, termination
+	// message files) stays, as the kubelet's does, until the pod is gone;
+	// the housekeeping's CleanupOrphans then removes it.
+	volumesOnly teardownScope = iota + 1
+	// wholePodDir removes the pod's directory with everything in it.
+	wholePodDir
+)
+
 // RemovePod drops a terminated pod's volumes from the desired state: the
 // reconciler tears them down and removes the pod's directory.
-func (m *Manager) RemovePod(uid types.UID) {
+func (m *Manager) RemovePod(uid types.UID) { m.remove(uid, wholePodDir) }
+
+// UnmountPod drops the volumes of a pod that ended but stays in the API
+// (a completed or failed pod not deleted yet): the reconciler tears them
+// down, and the pod's directory keeps the files behind its containers'
+// other mounts (/etc/hosts, the termination message) until the pod is
+// gone, as the kubelet's does (its pod directories are removed only for
+// pods it no longer has, cleanupOrphanedPodDirs).
+func (m *Manager) UnmountPod(uid types.UID) { m.remove(uid, volumesOnly) }
+
+func (m *Manager) remove(uid types.UID, scope teardownScope) {
 	m.mu.Lock()
 	delete(m.desired, uid)
 	delete(m.waiters, uid)
 	delete(m.fresh, uid)
-	m.removable[uid] = true
+	m.removable[uid] = max(m.removable[uid], scope)
 	m.mu.Unlock()
 	m.watched.Release(uid)
 	m.wake.Notify()
@@ -267,11 +307,11 @@ func (m *Manager) CleanupOrphans(known func(types.UID) bool) {
 		if !m.isPodDir(e.Name()) {
 			continue
 		}
-		if _, desired := m.desired[uid]; desired || m.removable[uid] || known(uid) {
+		if _, desired := m.desired[uid]; desired || m.removable[uid] != 0 || known(uid) {
 			continue
 		}
 		m.log.Info("orphaned pod directory found", "uid", string(uid))
-		m.removable[uid] = true
+		m.removable[uid] = wholePodDir
 		marked = true
 	}
 	m.mu.Unlock()
@@ -381,9 +421,13 @@ func (m *Manager) reconcile(ctx context.Context, desired []*corev1.Pod) {
 	}
 	m.mu.Lock()
 	removable := slices.Sorted(maps.Keys(m.removable))
+	scopes := make([]teardownScope, len(removable))
+	for i, uid := range removable {
+		scopes[i] = m.removable[uid]
+	}
 	m.mu.Unlock()
-	for _, uid := range removable {
-		m.tearDown(uid)
+	for i, uid := range removable {
+		m.tearDown(uid, scopes[i])
 	}
 }
 
@@ -411,7 +455,7 @@ func (m *Manager) reconcilePod(ctx context.Context, pod *corev1.Pod) {
 			m.vols[key] = st
 		}
 		due := st.refreshed.IsZero() || !p.ResolveOnce(v) &&
-			(now.Sub(st.refreshed) >= m.cfg.ResyncPeriod || m.watched.ChangedSince(pod.Namespace, v, st.refreshed))
+			(st.podChanged || now.Sub(st.refreshed) >= m.cfg.ResyncPeriod || m.watched.ChangedSince(pod.Namespace, v, st.refreshed))
 		backingOff := st.err != nil && m.retry.Remaining(key, time.Time{}, st.failedAt, now) > 0
 		m.mu.Unlock()
 		if !due && !backingOff && m.core.Fault(deps.FaultVolumeResyncEarly) {
@@ -452,7 +496,7 @@ func (m *Manager) record(pod *corev1.Pod, v *corev1.Volume, key string, changed 
 		m.event(pod, corev1.EventTypeWarning, ReasonFailedMount, fmt.Sprintf("MountVolume.SetUp failed for volume %q : %v", v.Name, err))
 		return
 	}
-	st.err, st.failedAt, st.refreshed = nil, time.Time{}, now
+	st.err, st.failedAt, st.refreshed, st.podChanged = nil, time.Time{}, now, false
 	m.mu.Unlock()
 	m.retry.Forget(key)
 	if changed {
@@ -460,9 +504,10 @@ func (m *Manager) record(pod *corev1.Pod, v *corev1.Volume, key string, changed 
 	}
 }
 
-// tearDown removes a terminated or orphaned pod's directory, volumes
-// included, and forgets it.
-func (m *Manager) tearDown(uid types.UID) {
+// tearDown unmounts a terminated or orphaned pod's volumes and removes
+// their directory, or with wholePodDir the pod's whole directory, and
+// forgets them.
+func (m *Manager) tearDown(uid types.UID, scope teardownScope) {
 	m.mu.Lock()
 	_, desired := m.desired[uid]
 	m.mu.Unlock()
@@ -470,18 +515,29 @@ func (m *Manager) tearDown(uid types.UID) {
 		return // wanted again (a pod is never re-added once terminated, but be safe)
 	}
 	dir := podspec.PodDir(m.cfg.Node.RootDir, uid)
+	if scope == volumesOnly {
+		dir = podspec.PodVolumesDir(m.cfg.Node.RootDir, uid)
+	}
 	if err := m.unmountAll(uid); err != nil {
 		m.log.Warn("unmounting a pod's volumes failed; will retry", "uid", string(uid), "error", err.Error())
 		return
 	}
-	if err := m.files.RemoveAll(dir); err != nil {
+	err := m.files.RemoveAll(dir)
+	if err == nil && scope == volumesOnly {
+		// An empty volumes directory marks the rest a pod's directory for
+		// CleanupOrphans (isPodDir), which removes it once the pod is gone.
+		err = m.files.MkdirAll(dir)
+	}
+	if err != nil {
 		m.log.Warn("removing a pod's directory failed; will retry", "uid", string(uid), "error", err.Error())
 		return
 	}
 	m.tokens.Forget(uid)
 	m.log.Info("pod volumes torn down", "uid", string(uid))
 	m.mu.Lock()
-	delete(m.removable, uid)
+	if m.removable[uid] == scope {
+		delete(m.removable, uid) // else widened meanwhile: the next pass
+	}
 	for k := range m.vols {
 		if strings.HasPrefix(k, string(uid)+"/") {
 			delete(m.vols, k)

@@ -313,3 +313,29 @@ func TestAddingPodsReconcilesOnlyTheNewOnes(t *testing.T) {
 		t.Errorf("the periodic pass looked at %d pod directories, want every one of the %d pods", got, n)
 	}
 }
+
+// TestUnmountPodKeepsThePodDirectoryUntilOrphaned: a pod that ended but is
+// still in the API loses its volumes but keeps its directory (other files
+// of its containers' mounts live there) until CleanupOrphans finds it no
+// longer known.
+func TestUnmountPodKeepsThePodDirectoryUntilOrphaned(t *testing.T) {
+	w := newWorld(t)
+	pod := w.pod("done", corev1.Volume{Name: "scratch", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}})
+	w.m.AddPod(pod)
+	w.run(2 * time.Second)
+	hosts := podspec.HostsFilePath(root, pod.UID)
+	w.files.WriteFile(hosts, []byte("127.0.0.1 localhost\n"))
+	w.m.UnmountPod(pod.UID)
+	w.m.CleanupOrphans(func(types.UID) bool { return true })
+	w.run(2 * time.Second)
+	vols, _ := w.files.ReadDir(podspec.PodVolumesDir(root, pod.UID))
+	_, hostsErr := w.files.Stat(hosts)
+	if len(vols) != 0 || hostsErr != nil {
+		t.Fatalf("after UnmountPod: %d volume plugin directories left (want 0), hosts file: %v (want kept)", len(vols), hostsErr)
+	}
+	w.m.CleanupOrphans(func(types.UID) bool { return false })
+	w.run(2 * time.Second)
+	if _, err := w.files.Stat(podspec.PodDir(root, pod.UID)); err == nil {
+		t.Errorf("the pod directory remains once the pod is no longer known")
+	}
+}

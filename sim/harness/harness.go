@@ -120,6 +120,8 @@ type Harness struct {
 	plugins  []*deviceplugin.Plugin
 	// faults are the fault points of every agent of this node (nil: off).
 	faults *faultPoints
+	// stopWatch ends the running agent's watch of the file tree.
+	stopWatch func()
 }
 
 // New builds the world; the agent is not started yet.
@@ -274,6 +276,7 @@ func (h *Harness) StartAgent() {
 	if h.cfg.ManifestURL != "" {
 		d.ManifestHTTP = h.manifests
 	}
+	d.ManifestChanges, h.stopWatch = newDirChanges(h.Files, tasks)
 	cfg := h.cfg.Agent
 	cfg.NodeName = h.NodeName
 	cfg.ManifestDir = h.cfg.ManifestDir
@@ -329,6 +332,7 @@ func (h *Harness) CrashAgent() {
 	}
 	h.K.KillGroup(h.group)
 	h.cancel()
+	h.stopWatch()
 	h.shutdown.state.Inhibited = false // logind drops a dead process's lock
 	h.agent, h.group, h.cancel, h.certs = nil, nil, nil, nil
 	h.registry = nil

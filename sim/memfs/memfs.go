@@ -28,6 +28,10 @@ type FS struct {
 	owners map[string]owner
 	// gen counts the calls that may have changed the tree.
 	gen uint64
+	// watchers are told of every change (OnChange), in registration
+	// order; lastWatch numbers them.
+	watchers  []watcher
+	lastWatch int
 }
 
 // Generation is a counter that moves with every call that may change the
@@ -37,6 +41,39 @@ func (f *FS) Generation() uint64 {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.gen
+}
+
+// watcher is one OnChange registration.
+type watcher struct {
+	id int
+	fn func(name string)
+}
+
+// OnChange registers fn, called with the path of every file or symbolic
+// link created, written, appended to, removed or renamed (both names; a
+// removed tree's root), as inotify would report it to a watch on its
+// directory. fn runs under the tree's lock: it must not use the tree. The
+// returned function unregisters it.
+func (f *FS) OnChange(fn func(name string)) (cancel func()) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.lastWatch++
+	id := f.lastWatch
+	f.watchers = append(f.watchers, watcher{id: id, fn: fn})
+	return func() {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		f.watchers = slices.DeleteFunc(f.watchers, func(w watcher) bool { return w.id == id })
+	}
+}
+
+// changedLocked tells the watchers of changes to names.
+func (f *FS) changedLocked(names ...string) {
+	for _, w := range f.watchers {
+		for _, n := range names {
+			w.fn(n)
+		}
+	}
 }
 
 // owner is who owns a path.
@@ -73,6 +110,7 @@ func (f *FS) WriteFile(name string, data []byte) {
 	f.gen++
 	f.mkdirAllLocked(path.Dir(name))
 	f.files[name] = append([]byte(nil), data...)
+	f.changedLocked(name)
 }
 
 // Remove deletes a file or symbolic link; a missing one is not an error.
@@ -85,6 +123,7 @@ func (f *FS) Remove(name string) error {
 	delete(f.links, name)
 	delete(f.modes, name)
 	delete(f.owners, name)
+	f.changedLocked(name)
 	return nil
 }
 
@@ -120,6 +159,7 @@ func (f *FS) RemoveAll(name string) error {
 			delete(f.owners, k)
 		}
 	}
+	f.changedLocked(name)
 	return nil
 }
 
@@ -140,6 +180,7 @@ func (f *FS) Symlink(target, link string) error {
 		return &fs.PathError{Op: "symlink", Path: link, Err: fs.ErrExist}
 	}
 	f.links[link] = target
+	f.changedLocked(link)
 	return nil
 }
 
@@ -308,6 +349,7 @@ func (f *FS) AppendFile(name string, data []byte) error {
 	}
 	f.mkdirAllLocked(dir)
 	f.files[name] = append(f.files[name], data...)
+	f.changedLocked(name)
 	return nil
 }
 

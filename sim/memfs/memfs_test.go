@@ -166,3 +166,23 @@ func TestGenerationMovesWithEveryChange(t *testing.T) {
 		}
 	}
 }
+
+func TestOnChangeReportsEveryChangedEntry(t *testing.T) {
+	f := New()
+	var got []string
+	cancel := f.OnChange(func(name string) { got = append(got, name) })
+	f.WriteFile("/m/a.yaml", []byte("a"))
+	_ = f.AppendFile("/m/a/0.log", []byte("x"))
+	_ = f.CreateFile("/m/b.yaml", []byte("b"), 0o644)
+	_ = f.Rename("/m/b.yaml", "/m/c.yaml")
+	_ = f.Symlink("/m/c.yaml", "/m/d.yaml")
+	_ = f.Remove("/m/d.yaml")
+	_ = f.RemoveAll("/m/a")
+	_ = f.MkdirAll("/m/e") // a new empty directory is not reported
+	cancel()
+	f.WriteFile("/m/after.yaml", nil)
+	want := []string{"/m/a.yaml", "/m/a/0.log", "/m/b.yaml", "/m/b.yaml", "/m/c.yaml", "/m/d.yaml", "/m/d.yaml", "/m/a"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("changes reported (-want +got):\n%s", diff)
+	}
+}

@@ -25,6 +25,7 @@ func (f *FS) CreateFile(name string, data []byte, perm fs.FileMode) error {
 		f.modes = map[string]fs.FileMode{}
 	}
 	f.modes[name] = perm.Perm()
+	f.changedLocked(name)
 	return nil
 }
 
@@ -60,6 +61,7 @@ func (f *FS) Rename(from, to string) error {
 	default:
 		return &fs.PathError{Op: "rename", Path: from, Err: fs.ErrNotExist}
 	}
+	f.changedLocked(from, to)
 	return nil
 }
 

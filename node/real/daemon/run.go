@@ -30,6 +30,7 @@ import (
 	"github.com/lockstep-dev/lockstep/node/podspec"
 	realcri "github.com/lockstep-dev/lockstep/node/real/cri"
 	"github.com/lockstep-dev/lockstep/node/real/deviceplugin"
+	"github.com/lockstep-dev/lockstep/node/real/dirwatch"
 	"github.com/lockstep-dev/lockstep/node/real/du"
 	"github.com/lockstep-dev/lockstep/node/real/kube"
 	"github.com/lockstep-dev/lockstep/node/real/logind"
@@ -229,6 +230,10 @@ func (n *node) localDeps(ctx context.Context, o Options, rt Runtime, log *slog.L
 	}
 	if o.ManifestURL != "" {
 		d.ManifestHTTP = manifesthttp.New(o.HTTPCheckFrequency)
+	}
+	if o.ManifestPath != "" {
+		// The process's lifetime: the watch ends with it.
+		d.ManifestChanges = dirwatch.New()
 	}
 	if len(o.ShutdownGroups()) > 0 {
 		d.Shutdown = logind.New()

@@ -36,26 +36,16 @@ func (s *Server) containerLogs(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, fmt.Sprintf("container %q not found in pod %s", container, podDesc), http.StatusNotFound)
 		return
 	}
-	st, ok := findStatus(pod, container)
-	if !ok {
-		http.Error(w, fmt.Sprintf("container %q in pod %s is waiting to start", container, podDesc), http.StatusBadRequest)
-		return
-	}
-	instance := int(st.RestartCount)
+	st, _ := findStatus(pod, container)
 	podDir := podspec.LogDirectory(s.p.PodLogsRoot(), podspec.RefOf(pod))
-	if opts.previous {
-		instance = previousInstance(filepath.Join(podDir, container), instance)
-		if instance < 0 {
-			http.Error(w, fmt.Sprintf("previous terminated container %q in pod %s not found", container, podDesc), http.StatusBadRequest)
-			return
-		}
+	instance, err := logInstance(st, opts.previous, filepath.Join(podDir, container), container, podDesc)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
 	}
 	path := filepath.Join(podDir, podspec.ContainerLogPath(container, instance))
 	file, err := openLogFile(path)
 	switch {
-	case errors.Is(err, fs.ErrNotExist) && !opts.previous && st.State.Waiting != nil:
-		http.Error(w, fmt.Sprintf("container %q in pod %s is waiting to start: %s", container, podDesc, st.State.Waiting.Reason), http.StatusBadRequest)
-		return
 	case errors.Is(err, fs.ErrNotExist):
 		http.Error(w, fmt.Sprintf("log of container %q (restart %d) in pod %s not found", container, instance, podDesc), http.StatusNotFound)
 		return
@@ -97,6 +87,64 @@ func (s *Server) containerLogs(w http.ResponseWriter, r *http.Request) {
 	if err := stream.run(r.Context().Done()); err != nil {
 		s.log.Info("container log stream ended with an error", "pod", ns+"/"+name, "podUID", pod.UID, "container", container, "err", err)
 	}
+}
+
+// logInstance picks the instance whose log a request reads, from the
+// container's status alone, as the kubelet does (validateContainerLogStatus,
+// v1.37.2): with previous, the instance its last termination names; else
+// the running or terminated instance, or, while it waits to run again, the
+// one that last terminated. A container without such an instance is an
+// error in the kubelet's words. Instances are found by
+// their log's number: the status's own (RestartCount) for the instance
+// its ContainerID names, the newest older log in dir for an earlier one.
+func logInstance(st corev1.ContainerStatus, previous bool, dir, container, podDesc string) (int, error) {
+	fail := func(format string, args ...any) (int, error) {
+		return 0, fmt.Errorf("container %q in pod %s "+format, append([]any{container, podDesc}, args...)...)
+	}
+	current := int(st.RestartCount)
+	byID := func(id string) (int, error) {
+		if id == st.ContainerID {
+			return current, nil
+		}
+		if n := previousInstance(dir, current); n >= 0 {
+			return n, nil
+		}
+		return 0, fmt.Errorf("unable to retrieve container logs for %s", id)
+	}
+	last := st.LastTerminationState.Terminated
+	waiting, running, terminated := st.State.Waiting, st.State.Running, st.State.Terminated
+	switch {
+	case st.Name == "":
+		return fail("is not available")
+	case previous:
+		if last == nil || last.ContainerID == "" {
+			return 0, fmt.Errorf("previous terminated container %q in pod %s not found", container, podDesc)
+		}
+		return byID(last.ContainerID)
+	case running != nil:
+		return current, nil
+	case terminated != nil && terminated.ContainerID != "":
+		return byID(terminated.ContainerID)
+	case terminated != nil:
+		if last != nil && last.ContainerID != "" {
+			return byID(last.ContainerID)
+		}
+		return fail("is terminated")
+	case last != nil:
+		if last.ContainerID == "" {
+			return fail("is terminated")
+		}
+		return byID(last.ContainerID)
+	case waiting != nil:
+		switch waiting.Reason {
+		case "ErrImagePull":
+			return fail("is waiting to start: image can't be pulled")
+		case "ImagePullBackOff":
+			return fail("is waiting to start: trying and failing to pull image")
+		}
+		return fail("is waiting to start: %s", waiting.Reason)
+	}
+	return fail("is waiting to start - no logs yet")
 }
 
 // findPod returns the pod named namespace/name, preferring one that is not

@@ -197,13 +197,18 @@ func do(t *testing.T, h http.Handler, method, target, token string) (int, string
 // logPod is a pod with one container "app" whose status says instance
 // restartCount is running.
 func logPod(restartCount int32) *corev1.Pod {
+	var last corev1.ContainerState
+	if restartCount > 0 {
+		last.Terminated = &corev1.ContainerStateTerminated{ExitCode: 1, ContainerID: fmt.Sprintf("containerd://app-%d", restartCount-1)}
+	}
 	return &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "web", UID: types.UID("uid-1")},
 		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "app"}}, InitContainers: []corev1.Container{{Name: "init"}}},
 		Status: corev1.PodStatus{
 			ContainerStatuses: []corev1.ContainerStatus{{
 				Name: "app", RestartCount: restartCount, ContainerID: fmt.Sprintf("containerd://app-%d", restartCount),
-				State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}},
+				State:                corev1.ContainerState{Running: &corev1.ContainerStateRunning{}},
+				LastTerminationState: last,
 			}},
 		},
 	}

@@ -144,10 +144,35 @@ func TestContainerLogs(t *testing.T) {
 	waiting.Status.ContainerStatuses[0].State = corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "ContainerCreating"}}
 	done := logPod(0)
 	done.Name, done.UID = "done", "uid-4"
-	done.Status.ContainerStatuses[0].State = corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 0}}
+	done.Status.ContainerStatuses[0].State = corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 0, ContainerID: "containerd://app-0"}}
 	gap := logPod(3)
 	gap.Name, gap.UID = "gap", "uid-5"
-	p.setPods(web, fresh, waiting, done, gap)
+	// Crash-looping: instance 2 exited and waits out its back-off; its
+	// status names it as the container and as the last termination.
+	looping := logPod(2)
+	looping.Name, looping.UID = "looping", "uid-6"
+	lst := &looping.Status.ContainerStatuses[0]
+	lst.State = corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff"}}
+	lst.LastTerminationState.Terminated.ContainerID = lst.ContainerID
+	pulling := logPod(0)
+	pulling.Name, pulling.UID = "pulling", "uid-7"
+	pulling.Status.ContainerStatuses[0].ContainerID = ""
+	pulling.Status.ContainerStatuses[0].State = corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "ImagePullBackOff"}}
+	// Terminated, its instance removed (no ID) and no earlier one.
+	gone := logPod(0)
+	gone.Name, gone.UID = "gone", "uid-8"
+	gone.Status.ContainerStatuses[0].ContainerID = ""
+	gone.Status.ContainerStatuses[0].State = corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 1}}
+	// The instance its last termination names was collected.
+	collected := logPod(1)
+	collected.Name, collected.UID = "collected", "uid-9"
+	p.setPods(web, fresh, waiting, done, gap, looping, pulling, gone, collected)
+	loopLog := func(n int) string {
+		return strings.Replace(logPath(p, "app", n), "default_web_uid-1", "default_looping_uid-6", 1)
+	}
+	writeLog(t, loopLog(2), "2025-01-01T00:00:00Z stdout F crashed again")
+	writeLog(t, loopLog(1), "2025-01-01T00:00:00Z stdout F crashed first")
+	writeLog(t, strings.Replace(logPath(p, "app", 1), "default_web_uid-1", "default_collected_uid-9", 1), "2025-01-01T00:00:00Z stdout F now")
 	writeLog(t, logPath(p, "app", 1), currentLog...)
 	writeLog(t, logPath(p, "app", 0), "2025-01-01T00:00:00Z stdout F previous run")
 	writeLog(t, strings.Replace(logPath(p, "app", 0), "default_web_uid-1", "default_done_uid-4", 1), "2025-01-01T00:00:00Z stdout F finished")
@@ -192,7 +217,12 @@ func TestContainerLogs(t *testing.T) {
 		{"no previous instance", "/containerLogs/default/fresh/app?previous=true", 400, "previous terminated container \"app\" in pod default/fresh (uid-2) not found\n"},
 		{"no log file yet", "/containerLogs/default/fresh/app", 404, "log of container \"app\" (restart 0) in pod default/fresh (uid-2) not found\n"},
 		{"waiting to start", "/containerLogs/default/waiting/app", 400, "container \"app\" in pod default/waiting (uid-3) is waiting to start: ContainerCreating\n"},
-		{"init container without a status", "/containerLogs/default/web/init", 400, "container \"init\" in pod default/web (uid-1) is waiting to start\n"},
+		{"init container without a status", "/containerLogs/default/web/init", 400, "container \"init\" in pod default/web (uid-1) is not available\n"},
+		{"crash loop: the instance that last exited", "/containerLogs/default/looping/app", 200, "crashed again\n"},
+		{"crash loop: previous is the last termination, as the kubelet's", "/containerLogs/default/looping/app?previous=true", 200, "crashed again\n"},
+		{"pull back-off", "/containerLogs/default/pulling/app", 400, "container \"app\" in pod default/pulling (uid-7) is waiting to start: trying and failing to pull image\n"},
+		{"terminated and removed", "/containerLogs/default/gone/app", 400, "container \"app\" in pod default/gone (uid-8) is terminated\n"},
+		{"last termination collected", "/containerLogs/default/collected/app?previous=true", 400, "unable to retrieve container logs for containerd://app-0\n"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

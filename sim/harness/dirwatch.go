@@ -1,0 +1,53 @@
+package harness
+
+import (
+	"context"
+	"path"
+	"sync"
+
+	"github.com/lockstep-dev/lockstep/node/deps"
+	"github.com/lockstep-dev/lockstep/sim/memfs"
+)
+
+// dirChanges is the simulated inotify watch of one agent incarnation
+// (deps.DirChanges): the in-memory tree tells it of every changed entry,
+// and Next for a directory returns once an entry of it changed. Like an
+// inotify watch, it sees changes only from the first Next for a directory
+// on.
+type dirChanges struct {
+	tasks deps.Tasks
+
+	mu      sync.Mutex
+	watched map[string]deps.Signal // by directory
+}
+
+// newDirChanges watches files for an agent whose tasks are tasks; stop
+// ends the watch (when the agent stops).
+func newDirChanges(files *memfs.FS, tasks deps.Tasks) (w *dirChanges, stop func()) {
+	w = &dirChanges{tasks: tasks, watched: map[string]deps.Signal{}}
+	return w, files.OnChange(w.changed)
+}
+
+// Next implements deps.DirChanges.
+func (w *dirChanges) Next(ctx context.Context, dir string) error {
+	dir = path.Clean(dir)
+	w.mu.Lock()
+	sig := w.watched[dir]
+	if sig == nil {
+		sig = w.tasks.NewSignal("dirwatch " + dir)
+		w.watched[dir] = sig
+	}
+	w.mu.Unlock()
+	return sig.Wait(ctx)
+}
+
+// changed wakes the watch of name's directory (it runs under the tree's
+// lock and does not use the tree).
+func (w *dirChanges) changed(name string) {
+	w.mu.Lock()
+	sig := w.watched[path.Dir(name)]
+	w.mu.Unlock()
+	if sig != nil {
+		sig.Notify()
+	}
+}
