@@ -113,3 +113,41 @@ func TestRunOncePodGetsNoNewSandbox(t *testing.T) {
 		})
 	}
 }
+
+// TestEphemeralContainerEventsNameIt: the events about a debug container
+// (Pulled, Created, Started) point at it as upstream's references do,
+// with the field path spec.ephemeralContainers{name}. Written for a
+// mutant of node/podutil that survived the scenario suite (an empty field
+// path for ephemeral containers: docs/mutation.md).
+func TestEphemeralContainerEventsNameIt(t *testing.T) {
+	h := start(t, 2805)
+	mustCreate(t, h, NewPod("debugged", h.NodeName))
+	runUntil(t, h, "debugged Running", time.Minute, func() bool { return PodIs(h, "default", "debugged", corev1.PodRunning, true) })
+	p, _ := APIPod(h, "default", "debugged")
+	p.Spec.EphemeralContainers = []corev1.EphemeralContainer{{TargetContainerName: "app", EphemeralContainerCommon: corev1.EphemeralContainerCommon{
+		Name: "debugger", Image: "busybox:latest", ImagePullPolicy: corev1.PullIfNotPresent,
+	}}}
+	if _, err := h.API.User().UpdateEphemeralContainers(p); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.K.RunFor(30 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]string{}
+	for _, e := range h.API.User().Events() {
+		t.Logf("%s %s %s %q", e.Object.Kind, e.Object.FieldPath, e.Reason, e.Message)
+		if e.Object.Kind == "Pod" && e.Object.Name == "debugged" && strings.Contains(e.Object.FieldPath, "{debugger}") {
+			seen[e.Reason] = e.Object.FieldPath
+		}
+	}
+	for _, reason := range []string{"Pulled", "Created", "Started"} {
+		if _, ok := seen[reason]; !ok {
+			t.Errorf("no %s event of the debug container", reason)
+		}
+	}
+	for reason, path := range seen {
+		if path != "spec.ephemeralContainers{debugger}" {
+			t.Errorf("%s event of the debug container: field path %q, want spec.ephemeralContainers{debugger}", reason, path)
+		}
+	}
+}
