@@ -82,12 +82,25 @@ func TestCrashingContainerRestartsWithBackoff(t *testing.T) {
 	if lt := cs.LastTerminationState.Terminated; lt == nil || lt.ExitCode != 1 {
 		t.Errorf("lastState.terminated = %+v, want exit code 1", lt)
 	}
-	// Backoff: the gap before the 2nd restart exceeds the one before the 1st.
-	got = e.waitPod(t, p, 30*time.Second, "waiting in CrashLoopBackOff", func(p *corev1.Pod) bool {
-		w := p.Status.ContainerStatuses[0].State.Waiting
-		return w != nil && w.Reason == "CrashLoopBackOff"
+	// Back-off: while the container waits out its back-off the status
+	// shows its last exit (terminated, Error), as the kubelet v1.37's
+	// does (set at the start of a sync; CrashLoopBackOff shows at the
+	// sync that restarts it); the next instance starts no sooner than the
+	// back-off (20 s before the third restart) after the last one ended.
+	n := cs.RestartCount
+	e.waitPod(t, p, 30*time.Second, "terminated, waiting out its back-off", func(p *corev1.Pod) bool {
+		term := p.Status.ContainerStatuses[0].State.Terminated
+		return term != nil && term.ExitCode == 1 && term.Reason == "Error"
 	})
-	t.Logf("restartCount %d, state %+v", got.Status.ContainerStatuses[0].RestartCount, got.Status.ContainerStatuses[0].State)
+	got = e.waitPod(t, p, 60*time.Second, "restarted after its back-off", func(p *corev1.Pod) bool {
+		cs := p.Status.ContainerStatuses[0]
+		return cs.RestartCount > n && cs.State.Terminated != nil && cs.LastTerminationState.Terminated != nil
+	})
+	cs = got.Status.ContainerStatuses[0]
+	if gap := cs.State.Terminated.StartedAt.Sub(cs.LastTerminationState.Terminated.FinishedAt.Time); gap < 10*time.Second {
+		t.Errorf("restart %d began %v after the previous instance ended, want at least its back-off (10 s or more)", cs.RestartCount, gap)
+	}
+	t.Logf("restartCount %d, state %+v", cs.RestartCount, cs.State)
 }
 
 func TestMemoryHogIsOOMKilled(t *testing.T) {

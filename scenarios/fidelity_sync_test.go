@@ -252,7 +252,10 @@ func TestEnvFileKeyRefAsUpstream(t *testing.T) {
 			t.Fatalf("write %s: %v", path, err)
 		}
 	}
-	checked(t, h, c, 15*time.Second)
+	// The failed start shows at the sync after the one that failed (the
+	// status is set before a sync's actions, as the kubelet's), which
+	// comes after the worker's back-off of 10 s (jittered up to 15 s).
+	checked(t, h, c, 30*time.Second)
 	if !PodIs(h, "default", "envfile", corev1.PodRunning, true) {
 		t.Fatalf("envfile is not Running and ready")
 	}

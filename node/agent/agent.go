@@ -216,7 +216,9 @@ func New(d deps.Deps, cfg Config) (*Agent, error) {
 	}
 	cm.devices = newDevices(d, cfg)
 	pods.userns = newUserNamespaces(d, cfg)
-	a := &Agent{
+	a := &Agent{}
+	cfg.RuntimeSync.SandboxReady = a.sandboxReady
+	*a = Agent{
 		d: d, cfg: cfg, cm: cm, pods: pods,
 		updates: deps.NewInbox[podsource.Update](d.Tasks, "config updates"),
 		pleg:    pleg.New(d.Core, d.Runtime, d.RuntimeEvents, cfg.PLEG),

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/lockstep-dev/lockstep/node/metrics"
@@ -77,26 +78,31 @@ func (a *Agent) SyncPod(ctx context.Context, pod *corev1.Pod, lastSync time.Time
 		}
 		rz.Error, resized = a.resizeInPlace(ctx, run, st)
 	}
-	res, syncErr := a.exec.Execute(ctx, run, st, terminal, a.unhealthy(pod), a.pods.probes.ForPod(pod, st).Started)
-	a.expect(pod.UID, res.Started)
-	view := st
-	if !terminal {
-		view = a.finishResize(ctx, run, st, &rz, resized)
-	}
-
-	waiting := make(map[string]status.Waiting, len(res.Waiting))
-	for name, w := range res.Waiting {
-		waiting[name] = status.Waiting{Reason: w.Reason, Message: w.Message}
-	}
+	// The status is the kubelet's SyncPod's: computed from the runtime's
+	// view before this sync's actions, with the reasons the syncs before
+	// it left containers waiting for, and set before the actions; what
+	// they change shows at the next sync (their PLEG events, or the
+	// retry). The sandbox's readiness is set as soon as a new one runs
+	// (sandboxReady), the resize conditions after the actions.
 	now := a.d.Clock.Now()
-	s := withUnsupportedMessage(status.Generate(prev, st, waiting, a.pods.probes.ForPod(pod, st), a.nodeAddrs(ctx, pod), now), unsupported)
+	s := withUnsupportedMessage(status.Generate(prev, st, a.reasons(pod.UID), a.pods.probes.ForPod(pod, st), a.nodeAddrs(ctx, pod), now), unsupported)
 	if !terminal {
-		s = a.resizeStatus(run, prev.Status.Conditions, s, rz, view)
+		s = status.WithResources(s, run, st)
 	}
 	if s.Phase == corev1.PodRunning && prev.Status.Phase != corev1.PodRunning && !pod.CreationTimestamp.IsZero() {
 		a.cfg.Metrics.ObservePodStartDuration(now.Sub(pod.CreationTimestamp.Time))
 	}
 	a.status.SetPodStatus(pod, s)
+
+	res, syncErr := a.exec.Execute(ctx, run, st, terminal, a.unhealthy(pod), a.pods.probes.ForPod(pod, st).Started)
+	a.expect(pod.UID, res.Started)
+	if !terminal {
+		view := a.finishResize(ctx, run, st, &rz, resized)
+		if rs := a.resizeStatus(run, prev.Status.Conditions, s, rz, view); !equality.Semantic.DeepEqual(rs, s) {
+			s = rs
+			a.status.SetPodStatus(pod, s)
+		}
+	}
 	return syncResult(pod, s, res.Actions.RetryAfter, a.cfg.SyncTick, now), syncErr
 }
 
@@ -302,4 +308,23 @@ func (a *Agent) viewIsStale(pod *corev1.Pod, st *podstate.PodStatus) bool {
 			"pod", pod.Namespace+"/"+pod.Name, "uid", string(pod.UID), "container", c.Name, "id", c.ID)
 	}
 	return stale
+}
+
+// reasons is why the syncs of pod uid left its containers waiting, as the
+// status generator reads them.
+func (a *Agent) reasons(uid types.UID) map[string]status.Waiting {
+	rs := a.exec.Reasons(string(uid))
+	out := make(map[string]status.Waiting, len(rs))
+	for name, w := range rs {
+		out[name] = status.Waiting{Reason: w.Reason, Message: w.Message}
+	}
+	return out
+}
+
+// sandboxReady sets pod's PodReadyToStartContainers condition True once
+// its new sandbox runs, as the kubelet's OnPodSandboxReady does before it
+// pulls the pod's images.
+func (a *Agent) sandboxReady(pod *corev1.Pod) {
+	prev := a.status.WithCachedStatus(pod)
+	a.status.SetPodStatus(pod, status.WithSandboxReady(prev.Status, pod.Generation, a.d.Clock.Now()))
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"sync"
 	"time"
 
@@ -55,6 +56,11 @@ type Config struct {
 	// Observer, when set, is told about every sandbox and container start
 	// attempt (for metrics); nil observes nothing. It must not block.
 	Observer Observer
+	// SandboxReady, when set, is called once a new sandbox of pod runs
+	// and its network is read, before any of its images is pulled: the
+	// kubelet sets PodReadyToStartContainers True then
+	// (OnPodSandboxReady), not at the next sync.
+	SandboxReady func(pod *corev1.Pod)
 }
 
 // Observer watches what the executor starts, from the syncing task.
@@ -86,6 +92,10 @@ type Executor struct {
 	// pod (after a failed stop) does not run it again.
 	mu         sync.Mutex
 	preStopped map[string]map[string]bool
+	// reasons holds, by pod UID, why each container was last left
+	// waiting by a sync (the kubelet's reason cache): a container's entry
+	// is set when a sync leaves it waiting and dropped when one starts it.
+	reasons map[string]map[string]Waiting
 
 	// Last good answers of the apiserver, by namespace/name.
 	configMaps lastGood[*corev1.ConfigMap]
@@ -101,6 +111,7 @@ func NewExecutor(d deps.Core, ports Ports, cfg Config) *Executor {
 		hooks:  lifecycle.New(d, ports.Runtime, ports.ProbeNet),
 
 		preStopped: map[string]map[string]bool{},
+		reasons:    map[string]map[string]Waiting{},
 	}
 }
 
@@ -133,7 +144,9 @@ func (e *Executor) Execute(ctx context.Context, pod *corev1.Pod, st *podstate.Po
 			}
 		}
 		if step.Op == nil {
-			return plan.Result()
+			res, err := plan.Result()
+			e.recordReasons(string(pod.UID), res)
+			return res, err
 		}
 		plan.Report(r.do(ctx, step.Op))
 	}
@@ -174,6 +187,9 @@ func (r *run) do(ctx context.Context, op Op) Outcome {
 		return Outcome{ID: id, Err: err}
 	case SandboxStatusOp:
 		st, err := e.ports.Runtime.PodSandboxStatus(ctx, op.ID, false)
+		if err == nil && e.cfg.SandboxReady != nil {
+			e.cfg.SandboxReady(pod)
+		}
 		return Outcome{IP: st.GetStatus().GetNetwork().GetIp(), Err: err}
 	case UserNamespaceOp:
 		return Outcome{Err: e.userNamespace(ctx, pod, r.sandbox, "", false)}
@@ -606,7 +622,38 @@ func (e *Executor) ForgetPod(uid string) {
 	e.images.Forget(uid)
 	e.mu.Lock()
 	delete(e.preStopped, uid)
+	delete(e.reasons, uid)
 	e.mu.Unlock()
+}
+
+// Reasons returns why the syncs of pod uid left each of its containers
+// waiting, as of the last sync that acted on it: the reasons the status
+// written at the start of the next sync reports, as the kubelet's
+// generateAPIPodStatus reads its reason cache.
+func (e *Executor) Reasons(uid string) map[string]Waiting {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return maps.Clone(e.reasons[uid])
+}
+
+// recordReasons updates pod uid's reasons with a sync's result: the
+// containers it left waiting get their reason, those it started lose
+// theirs; the others keep what an earlier sync recorded.
+func (e *Executor) recordReasons(uid string, res Result) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	r := e.reasons[uid]
+	if r == nil {
+		if len(res.Waiting) == 0 {
+			return
+		}
+		r = map[string]Waiting{}
+		e.reasons[uid] = r
+	}
+	for _, s := range res.Started {
+		delete(r, s.Name)
+	}
+	maps.Copy(r, res.Waiting)
 }
 
 func (e *Executor) event(pod *corev1.Pod, container, eventType, reason, message string) {

@@ -224,3 +224,27 @@ func unreadyGates(pod *corev1.Pod, others []corev1.PodCondition) []string {
 	}
 	return msgs
 }
+
+// WithSandboxReady returns s with PodReadyToStartContainers True (the
+// kubelet's OnPodSandboxReady: a new sandbox runs, its network and volumes
+// are ready) for a pod at generation; the other conditions and fields are
+// s's. The condition's transition time moves to now only when its status
+// changes.
+func WithSandboxReady(s corev1.PodStatus, generation int64, now time.Time) corev1.PodStatus {
+	out := *s.DeepCopy()
+	c := cond(corev1.PodReadyToStartContainers, true, "", "")
+	c.ObservedGeneration = generation
+	c.LastTransitionTime = metav1.Time{Time: now}
+	for i, p := range out.Conditions {
+		if p.Type != c.Type {
+			continue
+		}
+		if p.Status == c.Status {
+			c.LastTransitionTime = p.LastTransitionTime
+		}
+		out.Conditions[i] = c
+		return out
+	}
+	out.Conditions = append(out.Conditions, c)
+	return out
+}
