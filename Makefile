@@ -61,8 +61,9 @@ regress: $(REGRESS_TAGS)
 
 ## teeth: the checker catches deliberately broken builds of the decisions
 ## it no longer takes from the agent (docs/checker.md): eviction ranking,
-## QoS class, the grace period. Same rule as regress (one tag each).
-TEETH_TAGS := regress_teeth_rank regress_teeth_qos regress_teeth_grace
+## QoS class, the grace period, the sandbox reported ready. Same rule as
+## regress (one tag each).
+TEETH_TAGS := regress_teeth_rank regress_teeth_qos regress_teeth_grace regress_teeth_sandbox
 teeth: $(TEETH_TAGS)
 
 # One re-created bug, named by its tag (not .PHONY: phony targets skip

@@ -34,10 +34,12 @@ type Checker struct {
 	instances map[string]map[string]bool
 	policy    map[types.UID]corev1.RestartPolicy
 	lastPhase map[types.UID]corev1.PodPhase
-	restarts  map[string]int32
-	ctr       *containerChecks // see invariants_containers.go
-	term      *terminationState
-	suite     *suiteState // see invariants_suite.go
+	// sandbox: sandbox-reported's claims and the sandboxes' creations.
+	sandbox  sandboxState
+	restarts map[string]int32
+	ctr      *containerChecks // see invariants_containers.go
+	term     *terminationState
+	suite    *suiteState // see invariants_suite.go
 	// volumesReported: volume losses already reported (invariants_volumes.go).
 	volumesReported map[string]bool
 	probes          *probeChecks        // see invariants_probes.go
@@ -80,7 +82,7 @@ type Checker struct {
 // check the runtime.
 func NewChecker(h *harness.Harness) *Checker {
 	c := &Checker{h: h, instances: map[string]map[string]bool{}, policy: map[types.UID]corev1.RestartPolicy{},
-		lastPhase: map[types.UID]corev1.PodPhase{}, restarts: map[string]int32{}, term: newTerminationState(), suite: newSuiteState(),
+		lastPhase: map[types.UID]corev1.PodPhase{}, restarts: map[string]int32{}, sandbox: newSandboxState(), term: newTerminationState(), suite: newSuiteState(),
 		probes: newProbeChecks(), sidecars: newSidecarChecks(),
 		hooks: newHookChecks(), cg: newCgroupChecks(), cpus: newCPUChecks(),
 		pressure: newPressureChecks(), storage: newLocalStorageChecks(), imagegc: newImageGCChecks(), ooms: map[string]*oomKill{}, rz: newResizeChecks(), dv: newDeviceChecks(), prompt: newPromptChecks()}
@@ -153,6 +155,7 @@ func (c *Checker) Check() {
 	c.checkStatsRate()
 	c.evaluate("status-prompt")
 	c.checkStatusPrompt(truth)
+	c.checkSandboxReported()
 	if !c.due("instances", readsRuntime|readsAPI, false) {
 		return
 	}
@@ -197,6 +200,7 @@ func (c *Checker) onWrite(r apiserver.Record) {
 	c.onWriteCgroups(r)
 	c.onWriteResize(r)
 	c.onWriteDevices(r)
+	c.onWriteSandbox(r)
 	p := r.Pod
 	c.policy[p.UID] = p.Spec.RestartPolicy
 	prev, seen := c.lastPhase[p.UID]

@@ -243,7 +243,7 @@ func Invariants() []string {
 		"prestop-before-stop", "poststart-before-started", "volumes-kept", "token-valid", "client-cert-valid", "cgroups-match", "qos-reported", "exclusive-cpus", "numa-aligned", "devices-once",
 		"eviction-order", "critical-survives", "evicted-stays-dead",
 		"one-eviction-per-cycle", "reclaim-first", "local-storage-evicted", "local-storage-kept", "pressure-conditions", "admission", "oom-reported", "stats-rate",
-		"shutdown-order", "shutdown-grace", "shutdown-not-ready", "status-prompt",
+		"shutdown-order", "shutdown-grace", "shutdown-not-ready", "status-prompt", "sandbox-reported",
 		"allocations-fit", "allocation-checkpointed", "service-env",
 		"deleted-disappears", "converges", "status-matches", "mirror-present", "resize-in-place", "resize-restarts-once", "resize-converges",
 	}

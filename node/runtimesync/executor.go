@@ -148,6 +148,13 @@ func (e *Executor) Execute(ctx context.Context, pod *corev1.Pod, st *podstate.Po
 			e.recordReasons(string(pod.UID), res)
 			return res, err
 		}
+		if err := ctx.Err(); err != nil {
+			// The sync was cancelled (a kill took over): make no further
+			// call, as a gRPC call on a cancelled context never reaches the
+			// runtime.
+			res, _ := plan.Result()
+			return res, fmt.Errorf("sync of pod %s/%s stopped before %T: %w", pod.Namespace, pod.Name, step.Op, err)
+		}
 		plan.Report(r.do(ctx, step.Op))
 	}
 }
@@ -183,11 +190,14 @@ func (r *run) do(ctx context.Context, op Op) Outcome {
 		return Outcome{Err: e.mkdir(op.Path)}
 	case RunPodSandboxOp:
 		r.log.Info("creating sandbox", "attempt", op.Attempt, "reason", op.Reason)
+		if earlySandboxReady && e.cfg.SandboxReady != nil {
+			e.cfg.SandboxReady(pod)
+		}
 		id, err := e.runPodSandbox(ctx, pod, r.sandbox)
 		return Outcome{ID: id, Err: err}
 	case SandboxStatusOp:
 		st, err := e.ports.Runtime.PodSandboxStatus(ctx, op.ID, false)
-		if err == nil && e.cfg.SandboxReady != nil {
+		if err == nil && e.cfg.SandboxReady != nil && !earlySandboxReady {
 			e.cfg.SandboxReady(pod)
 		}
 		return Outcome{IP: st.GetStatus().GetNetwork().GetIp(), Err: err}

@@ -377,3 +377,77 @@ func TestResolveRecursiveReadOnly(t *testing.T) {
 		}
 	}
 }
+
+// cancellingRuntime cancels the sync's context at its first ImageStatus
+// call, as a kill arriving while the sync checks the image would.
+type cancellingRuntime struct {
+	*recordingRuntime
+	cancel context.CancelFunc
+}
+
+func (c cancellingRuntime) ImageStatus(ctx context.Context, spec *runtimeapi.ImageSpec, v bool) (*runtimeapi.ImageStatusResponse, error) {
+	c.cancel()
+	return c.recordingRuntime.ImageStatus(ctx, spec, v)
+}
+
+// TestExecutorSandboxReadyCancelAndReasons: the executor tells
+// SandboxReady once the new sandbox runs and its IP is read, before the
+// image; a sync cancelled mid-way (a kill took over) makes no further
+// call; and the reasons a sync leaves containers waiting for are kept for
+// the next status (Reasons) until a sync starts the container.
+func TestExecutorSandboxReadyCancelAndReasons(t *testing.T) {
+	k := kernel.New(kernel.Config{Seed: 1})
+	t.Cleanup(k.Close)
+	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "ns", UID: "uid-1"}}
+	p.Spec.Containers = []corev1.Container{{Name: "app", Image: "busybox:1.36"}}
+	ctx, cancel := context.WithCancel(context.Background())
+	rt := cancellingRuntime{recordingRuntime: &recordingRuntime{}, cancel: cancel}
+	var calls []string
+	var ready []string
+	e := NewExecutor(k.Deps().Core, Ports{Runtime: rt, Images: rt}, Config{SandboxReady: func(pod *corev1.Pod) {
+		ready = append(ready, fmt.Sprintf("%s after %d calls", pod.Name, len(rt.calls)))
+	}})
+	execute := func(ctx context.Context, st *podstate.PodStatus) (Result, error) {
+		var res Result
+		var err error
+		done := false
+		k.Tasks().Go("execute", func() {
+			res, err = e.Execute(ctx, p, st, false, nil, nil)
+			done = true
+		})
+		if rerr := k.RunUntil(func() bool { return done }, time.Minute); rerr != nil {
+			t.Fatal(rerr)
+		}
+		return res, err
+	}
+	_, err := execute(ctx, &podstate.PodStatus{UID: "uid-1"})
+	calls = rt.calls
+	want := []string{"RunPodSandbox web attempt=0 handler=\"\"", "PodSandboxStatus sb1", "ImageStatus busybox:1.36"}
+	if diff := cmp.Diff(want, calls); diff != "" {
+		t.Errorf("CRI calls of the cancelled sync (-want +got):\n%s", diff)
+	}
+	if !errors.Is(err, context.Canceled) {
+		t.Errorf("cancelled sync's error %v, want context.Canceled", err)
+	}
+	if diff := cmp.Diff([]string{"web after 2 calls"}, ready); diff != "" {
+		t.Errorf("SandboxReady calls (-want +got):\n%s", diff)
+	}
+
+	// A sync whose image check fails leaves app waiting: the reason is
+	// kept for the next sync's status; a sync that starts it drops it.
+	rt.recordingRuntime.fail = map[string]error{"ImageStatus": errors.New("disk error")}
+	running := &podstate.PodStatus{UID: "uid-1", Sandboxes: []podstate.Sandbox{{ID: "sb1", State: podstate.SandboxReady, IP: "10.0.0.7"}}}
+	rt.cancel = func() {}
+	if _, err := execute(context.Background(), running); err == nil {
+		t.Fatal("sync with a failing image check: no error")
+	}
+	if got := e.Reasons("uid-1")["app"].Reason; got == "" {
+		t.Errorf("no reason kept for app after a failed start: %v", e.Reasons("uid-1"))
+	}
+	if _, err := execute(context.Background(), running); err != nil {
+		t.Fatal(err)
+	}
+	if got := e.Reasons("uid-1"); len(got) != 0 {
+		t.Errorf("reasons after app started: %v, want none", got)
+	}
+}
