@@ -289,6 +289,10 @@ func TestListenersFollowTheContainer(t *testing.T) {
 	if got := []string{get(web), dial(declared)}; !cmp.Equal(got, []string{"200 200", "up"}) {
 		t.Errorf("while running: %q, want 200 and a declared port up", got)
 	}
+	// The connections of the requests above are closed by the client;
+	// the server drops them when it reads their end: wait for that, so
+	// the count below is the hanging request's own.
+	waitFor(t, "the earlier requests' connections to close", func() bool { return w.srv.openConns(ip, 8080) == 0 })
 	hung := make(chan string, 1)
 	go func() {
 		c := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}, Timeout: 10 * time.Second}
