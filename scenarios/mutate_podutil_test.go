@@ -151,3 +151,33 @@ func TestEphemeralContainerEventsNameIt(t *testing.T) {
 		}
 	}
 }
+
+// TestStaticPodPreempts: a static pod is critical whatever its priority
+// (upstream's IsCriticalPod: static, mirror, or priority at least
+// system-critical), so on a full node it is admitted by preempting a
+// BestEffort pod, as the cluster-critical pod above is. Written for a
+// mutant of node/podutil that survived the scenario suite (static and
+// mirror for static or mirror: docs/mutation.md).
+func TestStaticPodPreempts(t *testing.T) {
+	h := startEviction(t, 7)
+	for _, n := range []string{"g0", "g1", "g2", "be0", "g3", "g4"} {
+		class := 2
+		if strings.HasPrefix(n, "be") {
+			class = 0
+		}
+		qosPod(t, h, n, class, 0)
+		if err := h.K.RunFor(time.Second); err != nil {
+			t.Fatal(err)
+		}
+	}
+	runUntil(t, h, "six pods running", time.Minute, func() bool { return PodIs(h, "default", "g4", corev1.PodRunning, false) })
+	h.Files.WriteFile(manifestDir+"/etcd.yaml", manifest("busybox:latest", "1"))
+	runUntil(t, h, "the static pod's mirror Running", time.Minute, func() bool {
+		m, ok := mirrorOf(h)
+		return ok && m.Status.Phase == corev1.PodRunning
+	})
+	p, _ := APIPod(h, "default", "be0")
+	if p.Status.Phase != corev1.PodFailed || p.Status.Reason != "Preempting" {
+		t.Errorf("BestEffort pod: %s %q %q, want Failed by preemption", p.Status.Phase, p.Status.Reason, p.Status.Message)
+	}
+}
