@@ -8,6 +8,8 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/lockstep-dev/lockstep/sim/harness"
 )
 
 // TestClusterCriticalPodPreempts: a pod of priority exactly 2,000,000,000
@@ -19,17 +21,7 @@ import (
 // docs/mutation.md).
 func TestClusterCriticalPodPreempts(t *testing.T) {
 	h := startEviction(t, 6)
-	for _, n := range []string{"g0", "g1", "g2", "be0", "g3", "g4"} {
-		class := 2
-		if strings.HasPrefix(n, "be") {
-			class = 0
-		}
-		qosPod(t, h, n, class, 0)
-		if err := h.K.RunFor(time.Second); err != nil {
-			t.Fatal(err)
-		}
-	}
-	runUntil(t, h, "six pods running", time.Minute, func() bool { return PodIs(h, "default", "g4", corev1.PodRunning, false) })
+	fillNode(t, h)
 	prio := int32(2_000_000_000)
 	mustCreate(t, h, NewPod("critical", h.NodeName, Env("app", "FAKECRI_MEMORY", fmt.Sprintf("%dMi", 16)), Grace(10),
 		func(p *corev1.Pod) { p.Spec.PriorityClassName, p.Spec.Priority = "system-cluster-critical", &prio }))
@@ -160,6 +152,23 @@ func TestEphemeralContainerEventsNameIt(t *testing.T) {
 // mirror for static or mirror: docs/mutation.md).
 func TestStaticPodPreempts(t *testing.T) {
 	h := startEviction(t, 7)
+	fillNode(t, h)
+	h.Files.WriteFile(manifestDir+"/etcd.yaml", manifest("busybox:latest", "1"))
+	runUntil(t, h, "the static pod's mirror Running", time.Minute, func() bool {
+		m, ok := mirrorOf(h)
+		return ok && m.Status.Phase == corev1.PodRunning
+	})
+	p, _ := APIPod(h, "default", "be0")
+	if p.Status.Phase != corev1.PodFailed || p.Status.Reason != "Preempting" {
+		t.Errorf("BestEffort pod: %s %q %q, want Failed by preemption", p.Status.Phase, p.Status.Reason, p.Status.Message)
+	}
+}
+
+// fillNode fills the eviction scenario's node to its pod limit with five
+// Guaranteed pods and one BestEffort pod, be0, the one a critical pod
+// preempts.
+func fillNode(t *testing.T, h *harness.Harness) {
+	t.Helper()
 	for _, n := range []string{"g0", "g1", "g2", "be0", "g3", "g4"} {
 		class := 2
 		if strings.HasPrefix(n, "be") {
@@ -171,13 +180,4 @@ func TestStaticPodPreempts(t *testing.T) {
 		}
 	}
 	runUntil(t, h, "six pods running", time.Minute, func() bool { return PodIs(h, "default", "g4", corev1.PodRunning, false) })
-	h.Files.WriteFile(manifestDir+"/etcd.yaml", manifest("busybox:latest", "1"))
-	runUntil(t, h, "the static pod's mirror Running", time.Minute, func() bool {
-		m, ok := mirrorOf(h)
-		return ok && m.Status.Phase == corev1.PodRunning
-	})
-	p, _ := APIPod(h, "default", "be0")
-	if p.Status.Phase != corev1.PodFailed || p.Status.Reason != "Preempting" {
-		t.Errorf("BestEffort pod: %s %q %q, want Failed by preemption", p.Status.Phase, p.Status.Reason, p.Status.Message)
-	}
 }
