@@ -293,6 +293,7 @@ func (r *run) justExited(containerID string) bool {
 // status-matches for API pods, and for static pods exactly those whose
 // manifest is present run, once each, with their mirror pods.
 func (r *run) liveness() []Violation {
+	r.c.evaluate("liveness")
 	var out []Violation
 	fail := func(inv, format string, args ...any) {
 		out = append(out, Violation{inv, r.h.K.Elapsed(), fmt.Sprintf(format, args...)})
