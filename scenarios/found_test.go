@@ -145,6 +145,13 @@ func TestFoundBySweeps(t *testing.T) {
 		// tell that the later instance the API showed superseded it
 		// (status-prompt now keeps each instance's start with its event).
 		{"instance removed before status-prompt judged its exit", "runtime-faults", 7196, "network-not-ready:14318,0,0@19234;create:19,0,0@7998;cri-hang:8,19466,0@100;sandbox-no-ip:3,0,0@14718;cri-hang:7,21521,0@7208;delete:12,0,0@14231;create:3,0,0@1353"},
+		// A delete while the runtime restarted: StopContainer failed
+		// before any SIGTERM, and the retry after the restart gave the
+		// container only what was left of the grace counted from the
+		// delete (2 s of 10): it needed 4 s and was SIGKILLed
+		// (sigterm-first). A retried kill now gets the whole grace again,
+		// as the kubelet's.
+		{"kill retried after a runtime restart", "runtime-faults", 2, "create:12,0,0@100;create:20,0,0@100;create:6,0,0@100;create:4,0,0@100;create:7,0,0@11337;delete:23,0,0@4074;create:18,0,0@5836;runtime-restart:9371,0,0@100;delete:4,0,0@100"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			actions, err := ParseActions(tc.actions)

@@ -164,12 +164,9 @@ type worker struct {
 	pod     *corev1.Pod
 	state   State
 	hasWork bool
-	// grace is the accumulated kill grace period (only shrinks).
-	grace *int64
-	// killBy is when the grace period ends, counted from the first kill
-	// request (or from a shorter grace period, when that ends sooner): a
-	// retried kill gets only what is left of it.
-	killBy           time.Time
+	// grace is the accumulated kill grace period (only shrinks); every
+	// kill step gets all of it, a retried one too (as the kubelet's).
+	grace            *int64
 	reason           string
 	restartRequested bool
 	running          bool // the worker task is alive
@@ -337,26 +334,9 @@ func workerName(u Work) string {
 	return string(u.UID)
 }
 
-// setGraceLocked sets w's kill grace period to g seconds from now; the
-// deadline only moves earlier.
+// setGraceLocked sets w's kill grace period to g seconds.
 func (p *PodWorkers) setGraceLocked(w *worker, g int64) {
 	w.grace = &g
-	by := p.d.Clock.Now().Add(time.Duration(g) * time.Second)
-	if w.killBy.IsZero() || by.Before(w.killBy) {
-		w.killBy = by
-	}
-}
-
-// graceLeftLocked is the grace period for w's next kill step: what is left
-// of it until w.killBy, in whole seconds rounded up (the first kill gets it
-// all), and 0 once it has run out (no preStop hook then; the runtime still
-// gets its least stop time).
-func (p *PodWorkers) graceLeftLocked(w *worker) int64 {
-	left := w.killBy.Sub(p.d.Clock.Now())
-	if left <= 0 {
-		return 0
-	}
-	return min(*w.grace, int64((left+time.Second-1)/time.Second))
 }
 
 func killGrace(u Work, pod *corev1.Pod) int64 {
@@ -413,7 +393,7 @@ func (p *PodWorkers) run(w *worker) {
 		w.op = Sync
 		var grace int64
 		if w.grace != nil {
-			grace = p.graceLeftLocked(w)
+			grace = *w.grace
 		}
 		stepCtx, cancel := p.d.Tasks.WithCancel(p.ctx)
 		w.cancelStep = cancel

@@ -257,9 +257,8 @@ func TestFailedTerminationIsRetriedThroughTheQueue(t *testing.T) {
 	if err := k.RunFor(time.Minute); err != nil {
 		t.Fatal(err)
 	}
-	// The 5 s grace ran out long before the retry: it gets none (no
-	// preStop hook; the runtime still gets its least stop time).
-	want = append(want, "+1m0s terminating grace=0", "+1m1s terminated")
+	// The retry gets the whole grace again, however late it comes.
+	want = append(want, "+1m0s terminating grace=5", "+1m1s terminated")
 	if diff := cmp.Diff(want, f.calls); diff != "" {
 		t.Errorf("after the retry (-want +got):\n%s", diff)
 	}
@@ -268,10 +267,11 @@ func TestFailedTerminationIsRetriedThroughTheQueue(t *testing.T) {
 	}
 }
 
-// TestRetriedKillGetsWhatIsLeftOfTheGrace: the grace period counts from the
-// first kill request; a kill retried after a failure gets what is left of
-// it (in whole seconds, rounded up), not a fresh one.
-func TestRetriedKillGetsWhatIsLeftOfTheGrace(t *testing.T) {
+// TestRetriedKillGetsTheGraceAgain: a kill retried after a failure gets
+// the pod's whole grace period again, as the kubelet's pod worker passes
+// the same grace to every SyncTerminatingPod: the runtime may not have
+// delivered the first SIGTERM at all (it was down).
+func TestRetriedKillGetsTheGraceAgain(t *testing.T) {
 	k, f, pw, q := setup(t, time.Second)
 	f.killFailures = 1
 	g := int64(30)
@@ -285,7 +285,7 @@ func TestRetriedKillGetsWhatIsLeftOfTheGrace(t *testing.T) {
 	if err := k.RunFor(time.Minute); err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"+0s terminating grace=30", "+1s terminating failed", "+16.5s terminating grace=14", "+17.5s terminated"}
+	want := []string{"+0s terminating grace=30", "+1s terminating failed", "+16.5s terminating grace=30", "+17.5s terminated"}
 	if diff := cmp.Diff(want, f.calls); diff != "" {
 		t.Errorf("steps (-want +got):\n%s", diff)
 	}
