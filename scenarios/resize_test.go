@@ -1,6 +1,7 @@
 package scenarios
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -300,5 +301,56 @@ func TestAllocationCheckpointedCatchesAMissingEntry(t *testing.T) {
 	}
 	if diff := cmp.Diff([]string{"allocation-checkpointed"}, got); diff != "" {
 		t.Errorf("violations (-want +got):\n%s", diff)
+	}
+}
+
+// TestResizeRunningInitContainer: the node declares
+// InPlacePodVerticalScalingInitContainers, so the apiserver accepts a
+// resize of a running non-sidecar init container (the upstream conformance
+// spec "should support resizing a non-sidecar init container" does the
+// same); the agent updates that instance in place (no restart) and the
+// init container's status reports the new resources.
+func TestResizeRunningInitContainer(t *testing.T) {
+	h := start(t, 33)
+	pod := NewPod("rzi", h.NodeName, Init("init", time.Hour, 0))
+	pod.Spec.InitContainers[0].Resources = ResizeLevel(1)
+	pod.Spec.Containers[0].Resources = ResizeLevel(1)
+	pod = mustCreate(t, h, pod)
+	initRunning := func() string {
+		for _, c := range TrueContainers(h) {
+			if c.PodUID == pod.UID && c.Name == "init" && c.State == runtimeapi.ContainerState_CONTAINER_RUNNING {
+				return c.ID
+			}
+		}
+		return ""
+	}
+	runUntil(t, h, "the init container running", time.Minute, func() bool { return initRunning() != "" })
+	id := initRunning()
+	for _, n := range h.API.User().Nodes() {
+		if n.Name == h.NodeName && !slices.Contains(n.Status.DeclaredFeatures, "InPlacePodVerticalScalingInitContainers") {
+			t.Fatalf("node declares %q, want InPlacePodVerticalScalingInitContainers among them", n.Status.DeclaredFeatures)
+		}
+	}
+	if _, err := h.API.User().ResizePod("default", "rzi", map[string]corev1.ResourceRequirements{"init": ResizeLevel(3)}); err != nil {
+		t.Fatalf("resize the init container: %v", err)
+	}
+	want := ResizeLevel(3)
+	runUntil(t, h, "the init container's status resized", time.Minute, func() bool {
+		p, ok := APIPod(h, "default", "rzi")
+		if !ok || len(p.Status.InitContainerStatuses) == 0 || p.Status.InitContainerStatuses[0].Resources == nil {
+			return false
+		}
+		return sameQuantities(p.Status.InitContainerStatuses[0].Resources.Limits, want.Limits)
+	})
+	if got := initRunning(); got != id {
+		t.Fatalf("running init instance %q after the resize, want %q (in place)", got, id)
+	}
+	have, _ := h.Runtime.TrueContainerResources(id)
+	if got, w := have.GetMemoryLimitInBytes(), want.Limits.Memory().Value(); got != w {
+		t.Errorf("init container's memory limit in the runtime %d, want %d", got, w)
+	}
+	p, _ := APIPod(h, "default", "rzi")
+	if d := cmp.Diff(want.Requests, p.Status.InitContainerStatuses[0].AllocatedResources, quantityCmp); d != "" {
+		t.Errorf("init container's allocatedResources (-want +got):\n%s", d)
 	}
 }

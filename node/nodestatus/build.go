@@ -103,6 +103,21 @@ func runtimeFeatures(resp *runtimeapi.StatusResponse) *corev1.NodeFeatures {
 	return &corev1.NodeFeatures{SupplementalGroupsPolicy: &sgp}
 }
 
+// DeclaredFeatures is node.status.declaredFeatures (KEP-5328, GA in
+// v1.37): the features of the kubelet's node-declared-features registry
+// (k8s.io/component-helpers/nodedeclaredfeatures) that lockstep
+// implements, sorted. The apiserver refuses a pod update that needs one
+// the node does not declare, and the scheduler places no pod needing one
+// there. Declared: resizing a running non-sidecar init container, and
+// exec/attach/port-forward WebSockets served by the agent itself (v5
+// stream close and the port-forward tunnel). Not declared, so refused
+// up front instead of failing on the node: resizing pod-level resources
+// (Infeasible here), RestartAllContainers restart rules, resizing
+// memory-backed volumes, user namespaces with the host network, DRA's.
+func DeclaredFeatures() []string {
+	return []string{"ExtendWebSocketsToKubelet", "InPlacePodVerticalScalingInitContainers"}
+}
+
 // goArch turns a machine architecture as uname reports it into GOARCH
 // form; an empty one is this binary's GOARCH.
 func goArch(arch string) string {
@@ -297,6 +312,7 @@ func buildStatus(cfg Config, old *corev1.NodeStatus, f facts) corev1.NodeStatus 
 	if f.features != nil {
 		s.Features = f.features
 	}
+	s.DeclaredFeatures = DeclaredFeatures()
 
 	// The condition messages are the kubelet's words (nodestatus/setters.go):
 	// users, dashboards and alerts match on them.

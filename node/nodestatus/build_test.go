@@ -2,6 +2,7 @@ package nodestatus
 
 import (
 	"errors"
+	"slices"
 	"testing"
 	"time"
 
@@ -9,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ndfeatures "k8s.io/component-helpers/nodedeclaredfeatures/features"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/lockstep-dev/lockstep/node/deps"
@@ -212,6 +214,29 @@ func TestNewNode(t *testing.T) {
 	}
 	if diff := cmp.Diff(wantConds, n.Status.Conditions); diff != "" {
 		t.Errorf("conditions (-want +got):\n%s", diff)
+	}
+	wantDeclared := []string{"ExtendWebSocketsToKubelet", "InPlacePodVerticalScalingInitContainers"}
+	if diff := cmp.Diff(wantDeclared, n.Status.DeclaredFeatures); diff != "" {
+		t.Errorf("declaredFeatures (-want +got):\n%s", diff)
+	}
+}
+
+// TestDeclaredFeaturesAreKnown: every declared feature is one the
+// apiserver and the scheduler know (the registry they infer a pod's
+// needs from), in the sorted order the kubelet publishes them in.
+func TestDeclaredFeaturesAreKnown(t *testing.T) {
+	known := map[string]bool{}
+	for _, f := range ndfeatures.AllFeatures {
+		known[f.Name()] = true
+	}
+	got := DeclaredFeatures()
+	for _, name := range got {
+		if !known[name] {
+			t.Errorf("declared feature %q is not in the node-declared-features registry", name)
+		}
+	}
+	if !slices.IsSorted(got) {
+		t.Errorf("declared features %q not sorted", got)
 	}
 }
 

@@ -64,6 +64,10 @@ func (u *User) ResizePod(namespace, name string, resources map[string]corev1.Res
 		return old.DeepCopy(), nil
 	}
 	if node, ok := s.nodes[p.Spec.NodeName]; ok {
+		if missing := undeclaredFeatures(old, p, node.Status.DeclaredFeatures); len(missing) > 0 {
+			return nil, apierrors.NewForbidden(schema.GroupResource{Resource: "pods"}, name,
+				fmt.Errorf("pod update requires features %s which are not available on node %q", strings.Join(missing, ", "), node.Name))
+		}
 		if err := withinAllocatable(p, node.Status.Allocatable); err != nil {
 			forbidden := apierrors.NewForbidden(schema.GroupResource{Resource: "pods"}, name, err)
 			forbidden.ErrStatus.Details.Causes = append(forbidden.ErrStatus.Details.Causes, metav1.StatusCause{Type: "NodeCapacity"})
@@ -72,6 +76,28 @@ func (u *User) ResizePod(namespace, name string, resources map[string]corev1.Res
 	}
 	p.Generation++
 	return s.putPodLocked(ActorUser, VerbResize, old, p).DeepCopy(), nil
+}
+
+// featureInitContainerResize is the node-declared feature a resize of a
+// non-sidecar init container needs (v1.37's registry name).
+const featureInitContainerResize = "InPlacePodVerticalScalingInitContainers"
+
+// undeclaredFeatures lists the node-declared features the update from old
+// to p needs that the node does not declare, as the real apiserver's pod
+// update check does (NodeDeclaredFeatures, GA in v1.37): resizing a
+// non-sidecar init container needs InPlacePodVerticalScalingInitContainers.
+func undeclaredFeatures(old, p *corev1.Pod, declared []string) []string {
+	for i := range p.Spec.InitContainers {
+		c := &p.Spec.InitContainers[i]
+		if c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways {
+			continue
+		}
+		if o := containerByName(&old.Spec, c.Name); o != nil && len(changedResources(o.Resources, c.Resources)) > 0 &&
+			!slices.Contains(declared, featureInitContainerResize) {
+			return []string{featureInitContainerResize}
+		}
+	}
+	return nil
 }
 
 // containerByName finds a regular or init container of spec.
