@@ -152,6 +152,13 @@ func TestFoundBySweeps(t *testing.T) {
 		// (sigterm-first). A retried kill now gets the whole grace again,
 		// as the kubelet's.
 		{"kill retried after a runtime restart", "runtime-faults", 2, "create:12,0,0@100;create:20,0,0@100;create:6,0,0@100;create:4,0,0@100;create:7,0,0@11337;delete:23,0,0@4074;create:18,0,0@5836;runtime-restart:9371,0,0@100;delete:4,0,0@100"},
+		// The same, as the checker saw it once the retry got its whole
+		// grace: a delete during a second runtime restart, the retry 14 s
+		// later (the pod worker's back-off, not the restart's end), the
+		// container stopped 4 s after its SIGTERM, past a grace counted
+		// from the restart's end (grace-honoured). A runtime restart now
+		// impairs the runtime until the retry after it (stepRetry).
+		{"kill retried a back-off after a runtime restart", "runtime-faults", 2, "create:12,0,0@100;create:20,0,0@6496;create:6,0,0@1247;runtime-restart:6885,0,0@15077;create:4,0,0@7576;create:7,0,0@16088;pull-fail:1,0,0@16168;pull-fail:3,0,0@9183;pull-fail:1,0,0@18432;delete:23,0,0@2037;pull-fail:1,0,0@12391;cri-hang:1,8417,0@7717;runtime-restart:9371,0,0@3079;delete:4,0,0@531"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			actions, err := ParseActions(tc.actions)

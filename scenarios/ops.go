@@ -319,9 +319,13 @@ func opNetworkNotReady(r *run, a [3]int) error {
 	return nil
 }
 
+// opRuntimeRestart takes the runtime down for a ms. A kill whose
+// StopContainer fails meanwhile is retried at the pod worker's next step,
+// up to stepRetry after, with the whole grace again (as the kubelet's):
+// the runtime is impaired until then.
 func opRuntimeRestart(r *run, a [3]int) error {
 	r.c.RuntimeDown(ms(a[0]))
-	r.c.RuntimeImpaired(ms(a[0]))
+	r.c.RuntimeImpaired(addSat(ms(a[0]), stepRetry))
 	r.h.Runtime.Restart(ms(a[0]))
 	return nil
 }
