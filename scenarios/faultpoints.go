@@ -25,9 +25,14 @@ func apiFaultPoints() map[deps.Point]time.Duration {
 }
 
 // excuseFaultPoint tells c of a fault point that fired: one standing for
-// an apiserver fault excuses the API (see apiFaultPoints).
+// an apiserver fault excuses the API (see apiFaultPoints); a late eviction
+// cycle leaves the eviction manager's samples a period further apart
+// (pressure-conditions).
 func excuseFaultPoint(c *Checker, p deps.Point) {
 	if d, ok := apiFaultPoints()[p]; ok {
 		c.APIImpaired(d)
+	}
+	if p == deps.FaultEvictionTickLate {
+		c.pressure.tickLate = c.h.K.Elapsed()
 	}
 }

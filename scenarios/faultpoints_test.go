@@ -98,3 +98,34 @@ func TestFaultPointsDocumented(t *testing.T) {
 		}
 	}
 }
+
+// TestFoundWithFaultPoints replays plans that sweeps with the agent's
+// fault points on found failing, each fixed since: they must pass.
+func TestFoundWithFaultPoints(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name, scenario string
+		seed           uint64
+		actions        string
+	}{
+		// make sim (swarm): an eviction cycle ran a period late
+		// (eviction-tick-late), so the eviction manager's last sample of
+		// memory over its threshold was 18 s before the signal went
+		// under, and MemoryPressure cleared the transition period after
+		// that sample, as upstream's would: the checker's slack for the
+		// sampling was one period short (pressure-conditions).
+		{"late eviction cycle before memory pressure ended", "eviction", 115, "node-pids:1,0,0@666;create-storage:1,1,3@11101;node-memory:2,0,0@15738;wait:0,0,0@6073;node-memory:2,0,0@18723;create-storage:1,0,3@17922;create-storage:0,1,1@7953;node-memory:0,0,0@100"},
+		{"late eviction cycle, QoS pods", "eviction", 209, "create-qos:0,2,3@15149;create-qos:1,1,5@4610;create-qos:2,1,0@8693;node-pids:0,0,0@12729;create-qos:1,2,5@4678;node-memory:1,0,0@16970;node-memory:1,0,0@3919;create-qos:3,0,4@13685;create-qos:2,0,4@1897;create-qos:3,0,5@16491;node-memory:0,0,0@100"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			actions, err := ParseActions(tc.actions)
+			if err != nil {
+				t.Fatal(err)
+			}
+			res := Execute(Plan{Scenario: tc.scenario, Seed: tc.seed, Actions: actions, Faults: true}, Options{})
+			if res.Failed() {
+				t.Errorf("%s", res.Report())
+			}
+		})
+	}
+}

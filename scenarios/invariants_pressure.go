@@ -51,8 +51,11 @@ type pressureChecks struct {
 	// met: since when each pressure condition's signal has been over a
 	// threshold (absent: not over); longMet the end of the latest run of
 	// at least a sampling period, and the agent it was seen under.
-	met      map[corev1.NodeConditionType]time.Duration
-	longMet  map[corev1.NodeConditionType]time.Duration
+	met     map[corev1.NodeConditionType]time.Duration
+	longMet map[corev1.NodeConditionType]time.Duration
+	// tickLate: when an eviction cycle last ran a period late (the
+	// eviction-tick-late fault point; 0: never).
+	tickLate time.Duration
 	longBy   map[corev1.NodeConditionType]int
 	apiConds map[corev1.NodeConditionType]bool
 	trueFrom map[corev1.NodeConditionType]time.Duration
@@ -312,7 +315,14 @@ func (c *Checker) onNodeConditions(n *corev1.Node) {
 			if p.trueBy[t] == c.h.Restarts() && now-p.trueFrom[t] < period-transitionSlack {
 				c.fail("pressure-conditions", "%s cleared %v after it was set (transition period %v)", t, now-p.trueFrom[t], period)
 			}
-			if end, ok := p.longMet[t]; ok && p.longBy[t] == c.h.Restarts() && now < end+period-transitionSlack {
+			// The agent sees a signal once a cycle: its last sample over the
+			// threshold may be up to transitionSlack before the run's end, a
+			// period more when a cycle ran late around then.
+			slack := transitionSlack
+			if end, ok := p.longMet[t]; ok && p.tickLate > 0 && p.tickLate >= end-evictionPeriod-2*time.Second {
+				slack += evictionPeriod
+			}
+			if end, ok := p.longMet[t]; ok && p.longBy[t] == c.h.Restarts() && now < end+period-slack {
 				c.fail("pressure-conditions", "%s cleared %v after its signal was last over a threshold (transition period %v)", t, now-end, period)
 			}
 		}
