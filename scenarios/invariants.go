@@ -35,7 +35,9 @@ type Checker struct {
 	policy    map[types.UID]corev1.RestartPolicy
 	lastPhase map[types.UID]corev1.PodPhase
 	// sandbox: sandbox-reported's claims and the sandboxes' creations.
-	sandbox  sandboxState
+	sandbox sandboxState
+	// features: features-declared's pods (invariants_features.go).
+	features featureState
 	restarts map[string]int32
 	ctr      *containerChecks // see invariants_containers.go
 	term     *terminationState
@@ -82,7 +84,7 @@ type Checker struct {
 // check the runtime.
 func NewChecker(h *harness.Harness) *Checker {
 	c := &Checker{h: h, instances: map[string]map[string]bool{}, policy: map[types.UID]corev1.RestartPolicy{},
-		lastPhase: map[types.UID]corev1.PodPhase{}, restarts: map[string]int32{}, sandbox: newSandboxState(), term: newTerminationState(), suite: newSuiteState(),
+		lastPhase: map[types.UID]corev1.PodPhase{}, restarts: map[string]int32{}, sandbox: newSandboxState(), features: newFeatureState(), term: newTerminationState(), suite: newSuiteState(),
 		probes: newProbeChecks(), sidecars: newSidecarChecks(),
 		hooks: newHookChecks(), cg: newCgroupChecks(), cpus: newCPUChecks(),
 		pressure: newPressureChecks(), storage: newLocalStorageChecks(), imagegc: newImageGCChecks(), ooms: map[string]*oomKill{}, rz: newResizeChecks(), dv: newDeviceChecks(), prompt: newPromptChecks()}
@@ -156,6 +158,7 @@ func (c *Checker) Check() {
 	c.evaluate("status-prompt")
 	c.checkStatusPrompt(truth)
 	c.checkSandboxReported()
+	c.checkFeaturesDeclared()
 	if !c.due("instances", readsRuntime|readsAPI, false) {
 		return
 	}
@@ -201,6 +204,7 @@ func (c *Checker) onWrite(r apiserver.Record) {
 	c.onWriteResize(r)
 	c.onWriteDevices(r)
 	c.onWriteSandbox(r)
+	c.onWriteFeatures(r)
 	p := r.Pod
 	c.policy[p.UID] = p.Spec.RestartPolicy
 	prev, seen := c.lastPhase[p.UID]

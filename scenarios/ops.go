@@ -61,6 +61,7 @@ func Ops() map[string]Op {
 		"watch-burst":         {"create a pods b ms apart, the apiserver closing the pod watches after the c-th", drawArgs(1, burstMaxPods, 0, burstMaxGap, 0, burstMaxPods), opWatchBurst},
 		"manifest":            {"static pod a: remove (b=0) its manifest, write its first version (b=1) or a new one (b=2)", drawArgs(0, len(staticNames)-1, 0, 2), opManifest},
 		"mirror-delete":       {"delete static pod a's mirror pod, with grace 0 or 30 (b)", drawArgs(0, len(staticNames)-1, 0, 1), opMirrorDelete},
+		"create-restart-all":  {"create a pod whose container has a RestartAllContainers restart rule (a node feature lockstep does not declare)", nil, opCreateRestartAll},
 		"create-probed":       {"create a pod with probes drawn from seed a (see DrawProbedPod)", drawArgs(0, 1<<16-1), opCreateProbed},
 		"create-pinned":       {"create a Guaranteed pod asking for a whole CPUs (1-5) of shape b (see PinnedPod)", drawArgs(1, 5, 0, 5), opCreatePinned},
 		"create-sized":        {"create a pod of QoS class a (Guaranteed, Burstable, BestEffort) and size b (see QOSPod)", drawArgs(0, 2, 0, 63), opCreateQOS},

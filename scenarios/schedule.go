@@ -98,6 +98,7 @@ var families = map[string][]string{
 	"stats-rate":       {"stats-rate"},
 	"status-prompt":    {"status-prompt"},
 	"sandbox":          {"sandbox-reported"},
+	"features":         {"features-declared"},
 	"liveness":         {"deleted-disappears", "converges", "status-matches", "mirror-present", "resize-in-place", "resize-restarts-once", "resize-converges"},
 	"on-write":         {"legal-phases", "terminal-is-final", "restart-count-monotone", "ready-is-true", "fresh-probe-results", "poststart-before-started", "qos-reported", "oom-reported", "critical-survives", "one-eviction-per-cycle", "eviction-order", "reclaim-first", "local-storage-kept", "pressure-conditions", "devices-once"},
 	"on-shutdown-stop": {"shutdown-order", "shutdown-grace"},

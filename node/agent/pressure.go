@@ -98,7 +98,8 @@ func (a *Agent) admit(pod *corev1.Pod) {
 	pod = a.cm.alloc.Allocated(pod)
 	steps := podadmit.Steps{
 		Pressure: a.node.evictions.Conditions(), ShuttingDown: a.node.shutdown.ShuttingDown(),
-		Node: a.admissionNode, FreshNode: a.admission.node.Read, Fits: a.admission.book.Fits, Admitted: a.admittedPods,
+		Declared: nodestatus.DeclaredFeatures(),
+		Node:     a.admissionNode, FreshNode: a.admission.node.Read, Fits: a.admission.book.Fits, Admitted: a.admittedPods,
 		Preempt: a.preempt, Resources: a.admitResources,
 	}
 	if a.cm.devices != nil {

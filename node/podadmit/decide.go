@@ -14,6 +14,9 @@ type Steps struct {
 	Pressure []corev1.NodeConditionType
 	// ShuttingDown: graceful node shutdown is under way.
 	ShuttingDown bool
+	// Declared are the node features the node declares
+	// (nodestatus.DeclaredFeatures).
+	Declared []string
 	// Node is the node as admission sees it (NodeView.AdmissionNode).
 	Node func() admission.Node
 	// FreshNode reads the Node from the API now (ok false: it could not).
@@ -34,9 +37,11 @@ type Steps struct {
 
 // Decide is the kubelet's admission of a pod new to the node, in its
 // order: node pressure, then (unless shutting down, which refuses every
-// pod) the node's labels, taints and resources beside the admitted pods,
-// read again from the API before refusing for node affinity or taints (the
-// copy may be a moment behind); a pod that does not fit may preempt
+// pod) the node features the pod needs (the kubelet checks them after the
+// resources; here they come first, so that a pod refused for a feature
+// never preempts anyone), the node's labels, taints and resources beside
+// the admitted pods, read again from the API before refusing for node
+// affinity or taints (the copy may be a moment behind); a pod that does not fit may preempt
 // admitted pods (critical pods only); then devices, then CPUs and memory.
 func Decide(pod *corev1.Pod, s Steps) admission.Decision {
 	d := admission.AdmitUnderPressure(pod, podspec.QOSClass(pod), s.Pressure)
@@ -44,6 +49,9 @@ func Decide(pod *corev1.Pod, s Steps) admission.Decision {
 		d = admission.Decision{Reason: shutdown.NotAdmittedReason, Message: shutdown.NotAdmittedMessage}
 	}
 	if !d.Admitted() {
+		return d
+	}
+	if d := admission.AdmitDeclaredFeatures(pod, s.Declared); !d.Admitted() {
 		return d
 	}
 	node := s.Node()

@@ -79,6 +79,15 @@ func TestDecide(t *testing.T) {
 	plain := podOf("plain", 0, "1")
 	bestEffort := podOf("besteffort", 0, "")
 	victim := podOf("victim", 0, "1")
+	// A critical pod whose container asks to restart the whole pod on an
+	// exit: it needs RestartAllContainersOnContainerExits.
+	restartAll := podOf("restart-all", 2000001000, "1")
+	never := corev1.ContainerRestartPolicyNever
+	restartAll.Spec.Containers[0].RestartPolicy = &never
+	restartAll.Spec.Containers[0].RestartPolicyRules = []corev1.ContainerRestartRule{{
+		Action:    corev1.ContainerRestartRuleActionRestartAllContainers,
+		ExitCodes: &corev1.ContainerRestartRuleOnExitCodes{Operator: corev1.ContainerRestartRuleOnExitCodesOpIn, Values: []int32{42}},
+	}}
 	tests := []struct {
 		name         string
 		pod          *corev1.Pod
@@ -109,6 +118,10 @@ func TestDecide(t *testing.T) {
 			want: ok, wantCalls: []string{"node", "fits", "admitted", "preempt victim", "resources"}},
 		{name: "devices refuse", pod: plain, c: chain{fits: []admission.Decision{ok}, devices: &tooBig},
 			want: tooBig, wantCalls: []string{"node", "fits", "devices"}},
+		{name: "an undeclared node feature refuses before the node is read (no preemption)", pod: restartAll,
+			c:         chain{fits: []admission.Decision{tooBig}, victims: []*corev1.Pod{victim}},
+			want:      admission.Decision{Reason: admission.ReasonPodFeatureUnsupported, Message: "Pod requires node features that are not available: RestartAllContainersOnContainerExits"},
+			wantCalls: nil},
 		{name: "resources refuse", pod: plain, c: chain{fits: []admission.Decision{ok}, resources: affinity},
 			want: affinity, wantCalls: []string{"node", "fits", "resources"}},
 	}

@@ -12,6 +12,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/apimachinery/pkg/util/version"
+	ndf "k8s.io/component-helpers/nodedeclaredfeatures"
 
 	"github.com/lockstep-dev/lockstep/node/admission"
 	"github.com/lockstep-dev/lockstep/node/podspec"
@@ -78,26 +80,23 @@ func (u *User) ResizePod(namespace, name string, resources map[string]corev1.Res
 	return s.putPodLocked(ActorUser, VerbResize, old, p).DeepCopy(), nil
 }
 
-// featureInitContainerResize is the node-declared feature a resize of a
-// non-sidecar init container needs (v1.37's registry name).
-const featureInitContainerResize = "InPlacePodVerticalScalingInitContainers"
-
 // undeclaredFeatures lists the node-declared features the update from old
 // to p needs that the node does not declare, as the real apiserver's pod
-// update check does (NodeDeclaredFeatures, GA in v1.37): resizing a
+// update check does (NodeDeclaredFeatures, GA in v1.37), with the same
+// registry (k8s.io/component-helpers/nodedeclaredfeatures): resizing a
 // non-sidecar init container needs InPlacePodVerticalScalingInitContainers.
 func undeclaredFeatures(old, p *corev1.Pod, declared []string) []string {
-	for i := range p.Spec.InitContainers {
-		c := &p.Spec.InitContainers[i]
-		if c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways {
-			continue
-		}
-		if o := containerByName(&old.Spec, c.Name); o != nil && len(changedResources(o.Resources, c.Resources)) > 0 &&
-			!slices.Contains(declared, featureInitContainerResize) {
-			return []string{featureInitContainerResize}
-		}
+	fw := ndf.DefaultFramework
+	needs, err := fw.InferForPodUpdate(&ndf.PodInfo{Spec: &old.Spec, Status: &old.Status}, &ndf.PodInfo{Spec: &p.Spec, Status: &p.Status},
+		version.MustParseGeneric("1.37.2"))
+	if err != nil || needs.IsEmpty() {
+		return nil
 	}
-	return nil
+	match, err := fw.MatchNodeFeatureSet(needs, fw.TryMap(declared))
+	if err != nil || match.IsMatch {
+		return nil
+	}
+	return match.UnsatisfiedRequirements
 }
 
 // containerByName finds a regular or init container of spec.
