@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	nodev1 "k8s.io/api/node/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -350,5 +351,35 @@ func TestEtcHostsOnContainerd(t *testing.T) {
 		if !strings.Contains(log, want+"\n") {
 			t.Errorf("/etc/hosts lacks the line %q:\n%s", want, log)
 		}
+	}
+}
+
+// TestDeclaredNodeFeaturesOnContainerd: the Node declares the node
+// features lockstep implements (status.declaredFeatures, v1.37), and a
+// pod that needs one it does not (a RestartAllContainers restart rule:
+// RestartAllContainersOnContainerExits) fails admission with reason
+// PodFeatureUnsupported before containerd gets a sandbox.
+func TestDeclaredNodeFeaturesOnContainerd(t *testing.T) {
+	e := setup(t)
+	node, err := e.admin.CoreV1().Nodes().Get(ctxT(t, 10*time.Second), e.node, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"ExtendWebSocketsToKubelet", "InPlacePodVerticalScalingInitContainers"}, node.Status.DeclaredFeatures); diff != "" {
+		t.Errorf("node declaredFeatures (-want +got):\n%s", diff)
+	}
+	p := e.pod("restart-all", false, "sleep 3600")
+	never := corev1.ContainerRestartPolicyNever
+	p.Spec.Containers[0].RestartPolicy = &never
+	p.Spec.Containers[0].RestartPolicyRules = []corev1.ContainerRestartRule{{
+		Action:    corev1.ContainerRestartRuleActionRestartAllContainers,
+		ExitCodes: &corev1.ContainerRestartRuleOnExitCodes{Operator: corev1.ContainerRestartRuleOnExitCodesOpIn, Values: []int32{42}},
+	}}
+	got := e.create(t, p)
+	e.waitPod(t, got, 60*time.Second, "Failed with PodFeatureUnsupported", func(p *corev1.Pod) bool {
+		return p.Status.Phase == corev1.PodFailed && p.Status.Reason == "PodFeatureUnsupported"
+	})
+	if sbs, _ := e.criOf(t, string(got.UID)); len(sbs) != 0 {
+		t.Errorf("containerd holds %d sandboxes of a rejected pod", len(sbs))
 	}
 }
