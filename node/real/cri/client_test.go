@@ -98,6 +98,12 @@ func TestLifecycleThroughClient(t *testing.T) {
 	if _, ok := err.(interface{ ExitStatus() int }); !ok {
 		t.Errorf("ExecSync's exit error %T has no ExitStatus method", err)
 	}
+	// The kubelet's CRI client's words (a failed hook's message shows them).
+	if exit != nil {
+		if diff := cmp.Diff("command 'false' exited with 1: ", exit.Error()); diff != "" {
+			t.Errorf("exit error text (-want +got):\n%s", diff)
+		}
+	}
 
 	if err := c.StopContainer(ctx, id, 10); err != nil {
 		t.Fatal(err)

@@ -238,9 +238,12 @@ type ExitError struct {
 	Stderr      []byte
 }
 
-// Error names the command, the container and the exit code.
+// Error names the command, the exit code and its stderr in the words of
+// the kubelet's CRI client (cri-client's ExecSync): users see it in a
+// failed hook's PostStartHookError message and FailedPreStopHook event.
+// The container is named by the caller's message, not here.
 func (e *ExitError) Error() string {
-	return fmt.Sprintf("command '%s' in container %q exited with %d: %s", strings.Join(e.Cmd, " "), e.ContainerID, e.Code, e.Stderr)
+	return fmt.Sprintf("command '%s' exited with %d: %s", strings.Join(e.Cmd, " "), e.Code, e.Stderr)
 }
 
 // String is Error.
