@@ -114,12 +114,12 @@ func compareTimelines[T any](where string, k, l []Observed[T], tol time.Duration
 	for _, p := range append(pairs, [2]int{len(k), len(l)}) {
 		for ; ki < p[0]; ki++ {
 			other := stateAt(l, k[ki].At)
-			out = append(out, Difference{At: k[ki].At, Where: where, What: "state only on kubelet",
+			out = append(out, Difference{At: k[ki].At, Where: where, What: "state only on kubelet" + transient(k, ki),
 				Kubelet: fieldDiff(k[ki].State, other, true), Lockstep: fieldDiff(k[ki].State, other, false)})
 		}
 		for ; li < p[1]; li++ {
 			other := stateAt(k, l[li].At)
-			out = append(out, Difference{At: l[li].At, Where: where, What: "state only on lockstep",
+			out = append(out, Difference{At: l[li].At, Where: where, What: "state only on lockstep" + transient(l, li),
 				Kubelet: fieldDiff(l[li].State, other, false), Lockstep: fieldDiff(l[li].State, other, true)})
 		}
 		if p[0] == len(k) {
@@ -133,6 +133,23 @@ func compareTimelines[T any](where string, k, l []Observed[T], tol time.Duration
 		ki, li = p[0]+1, p[1]+1
 	}
 	return out
+}
+
+// TransientFor is how long a state may last and still be called
+// transient: one an agent's status writer replaced so soon that the other
+// agent's may well have coalesced it with the next (W1 in
+// docs/fidelity.md). Such a state is still a difference, marked.
+const TransientFor = 100 * time.Millisecond
+
+// transient marks a state of seq that the next one replaced within
+// TransientFor: " (transient: N ms)"; "" otherwise.
+func transient[T any](seq []Observed[T], i int) string {
+	if i+1 < len(seq) {
+		if d := seq[i+1].At - seq[i].At; d < TransientFor {
+			return fmt.Sprintf(" (transient: %d ms)", d.Milliseconds())
+		}
+	}
+	return ""
 }
 
 func abs(d time.Duration) time.Duration {

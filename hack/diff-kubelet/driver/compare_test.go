@@ -46,6 +46,9 @@ func TestCompareTimelines(t *testing.T) {
 		{name: "extra state on lockstep", k: []Observed[PodState]{obs(0, "Pending"), obs(3*s, "Running")},
 			l:    []Observed[PodState]{obs(0, "Pending"), obs(2*s, "Unknown"), obs(3*s, "Running")},
 			want: []string{"state only on lockstep"}},
+		{name: "transient extra state on lockstep", k: []Observed[PodState]{obs(0, "Pending"), obs(3*s, "Running")},
+			l:    []Observed[PodState]{obs(0, "Pending"), obs(3*s, "Unknown"), obs(3*s+8*time.Millisecond, "Running")},
+			want: []string{"state only on lockstep (transient: 8 ms)"}},
 		{name: "missing on lockstep", k: []Observed[PodState]{obs(0, "Pending"), obs(3*s, "Failed")},
 			l:    []Observed[PodState]{obs(0, "Pending")},
 			want: []string{"state only on kubelet"}},
@@ -105,5 +108,21 @@ func TestCompareResults(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("compareResults (-want +got):\n%s", diff)
+	}
+}
+
+// TestKindsCountsTransientStates: the table's count of a scenario's
+// differences says how many of its states were transient.
+func TestKindsCountsTransientStates(t *testing.T) {
+	ds := []Difference{
+		{Where: "pod p", What: "state only on lockstep (transient: 8 ms)"},
+		{Where: "pod p", What: "state only on kubelet"},
+		{Where: "events of Pod/p", What: "event only on lockstep"},
+	}
+	if diff := cmp.Diff("2 states (1 transient), 1 events, 0 files/logs/exec", kinds(ds)); diff != "" {
+		t.Errorf("kinds (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff("1 states, 0 events, 0 files/logs/exec", kinds(ds[1:2])); diff != "" {
+		t.Errorf("kinds without transient states (-want +got):\n%s", diff)
 	}
 }

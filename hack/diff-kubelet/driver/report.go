@@ -35,19 +35,25 @@ func table(outcomes []*Outcome, wall time.Duration) string {
 	return b.String()
 }
 
-// kinds counts differences by what they are about: pod states, events,
-// files/logs/exec results.
+// kinds counts differences by what they are about: pod states (and how
+// many of them transient), events, files/logs/exec results.
 func kinds(ds []Difference) string {
-	var st, ev, res int
+	var st, tr, ev, res int
 	for _, d := range ds {
 		switch {
 		case strings.HasPrefix(d.Where, "pod "):
 			st++
+			if strings.Contains(d.What, "(transient:") {
+				tr++
+			}
 		case strings.HasPrefix(d.Where, "events of "):
 			ev++
 		default:
 			res++
 		}
+	}
+	if tr > 0 {
+		return fmt.Sprintf("%d states (%d transient), %d events, %d files/logs/exec", st, tr, ev, res)
 	}
 	return fmt.Sprintf("%d states, %d events, %d files/logs/exec", st, ev, res)
 }
