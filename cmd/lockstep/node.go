@@ -94,6 +94,8 @@ set the same options, and flags override it.`,
 		"unsafe sysctls (names, or prefixes ending in '*') pods may set beyond the safe ones")
 	f.BoolVar(&o.SeccompDefault, "seccomp-default", o.SeccompDefault,
 		"use the runtime's default seccomp profile (RuntimeDefault) for containers that set none, instead of Unconfined")
+	f.BoolVar(&o.RuntimeEvents, "runtime-events", o.RuntimeEvents,
+		"take the runtime's container events when it offers them (relisting every 5m as a safety net); false relists every second only, as the kubelet with EventedPLEG off")
 	f.BoolVar(&o.SerializeImagePulls, "serialize-image-pulls", o.SerializeImagePulls, "pull one image at a time; false lets up to --max-parallel-image-pulls run at once")
 	f.Int32Var(&o.MaxParallelImagePulls, "max-parallel-image-pulls", o.MaxParallelImagePulls, "most image pulls at once with --serialize-image-pulls=false (0: no limit)")
 	addCgroupFlags(f, &o.Cgroups)

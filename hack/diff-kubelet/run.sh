@@ -22,7 +22,11 @@
 # DIFF_PARALLEL (scenarios run at once, default 6), DIFF_NETWORK (0: no
 # served pod network, the network scenarios skipped; default on), DIFF_OUT (output dir,
 # default /tmp/lockstep-diff-kubelet-<timestamp>), DIFF_KUBELET_V /
-# DIFF_LOCKSTEP_V (log levels, 2), E2E_DIR (/tmp/lockstep-diff-kubelet).
+# DIFF_LOCKSTEP_V (log levels, 2), DIFF_LOCKSTEP_EVENTS (lockstep's
+# --runtime-events, default false: both agents relist every second, as the
+# kubelet does with EventedPLEG off, its default; true compares lockstep's
+# evented PLEG, candidate C-evented-pleg in docs/fidelity.md), E2E_DIR
+# (/tmp/lockstep-diff-kubelet).
 set -uo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 repo="$(cd "$here/../.." && pwd)"
@@ -228,6 +232,7 @@ cmdfile lockstep "$E2E_DIR/bin/lockstep" node --kubeconfig="$E2E_DIR/node.kubeco
   --max-pods=110 --serialize-image-pulls=true --sync-frequency=1m --node-status-update-frequency=10s \
   --resolv-conf=/etc/resolv.conf --cluster-dns="$cluster_dns" --cluster-domain=cluster.local \
   --pod-infra-container-image="$pause_image" \
+  --runtime-events="${DIFF_LOCKSTEP_EVENTS:-false}" \
   --v="${DIFF_LOCKSTEP_V:-2}"
 
 log "=== the commands the driver runs (kubelet config: $kdir/config.yaml)"

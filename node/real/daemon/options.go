@@ -79,6 +79,11 @@ type Options struct {
 	// SeccompDefault makes RuntimeDefault the seccomp profile of
 	// containers that name none.
 	SeccompDefault bool
+	// RuntimeEvents takes the runtime's container events
+	// (GetContainerEvents) when it offers them, relisting every 5 min as a
+	// safety net (the evented PLEG); false relists every second only, as
+	// the kubelet does with EventedPLEG off, its default. Default true.
+	RuntimeEvents bool
 	// SingleProcessOOMKill (cgroup v2) keeps the kernel's single-process
 	// OOM kill instead of killing the whole container; nil is false on
 	// cgroup v2 and true, the only choice, on cgroup v1.
@@ -158,6 +163,7 @@ type Options struct {
 func Defaults() Options {
 	return Options{
 		RuntimeEndpoint:                  "unix:///run/containerd/containerd.sock",
+		RuntimeEvents:                    true,
 		RootDir:                          "/var/lib/lockstep",
 		PodLogsRoot:                      "/var/log/pods",
 		ContainerLogsDir:                 "/var/log/containers",

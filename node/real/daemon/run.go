@@ -65,7 +65,8 @@ type Runtime struct {
 	Close func()
 }
 
-// DialRuntime connects to the CRI runtime at o.RuntimeEndpoint.
+// DialRuntime connects to the CRI runtime at o.RuntimeEndpoint; with
+// o.RuntimeEvents its container events feed the evented PLEG.
 func DialRuntime(ctx context.Context, o Options) (Runtime, error) {
 	c, err := realcri.Dial(ctx, o.RuntimeEndpoint, realcri.Options{
 		RequestTimeout: o.RuntimeRequestTimeout, ImageEndpoint: o.ImageEndpoint,
@@ -77,7 +78,11 @@ func DialRuntime(ctx context.Context, o Options) (Runtime, error) {
 	if v := c.DialVersion(); v != nil && v.GetRuntimeName() != "" {
 		typ = v.GetRuntimeName()
 	}
-	return Runtime{Runtime: c, Images: c, Events: c.EventSource(), Type: typ, Close: func() { _ = c.Close(context.Background()) }}, nil
+	rt := Runtime{Runtime: c, Images: c, Type: typ, Close: func() { _ = c.Close(context.Background()) }}
+	if o.RuntimeEvents {
+		rt.Events = c.EventSource()
+	}
+	return rt, nil
 }
 
 // Run runs the node agent until ctx ends. Containers outlive it: stopping
