@@ -115,6 +115,13 @@ func TestFoundWithFaultPoints(t *testing.T) {
 		// that sample, as upstream's would: the checker's slack for the
 		// sampling was one period short (pressure-conditions).
 		{"late eviction cycle before memory pressure ended", "eviction", 115, "node-pids:1,0,0@666;create-storage:1,1,3@11101;node-memory:2,0,0@15738;wait:0,0,0@6073;node-memory:2,0,0@18723;create-storage:1,0,3@17922;create-storage:0,1,1@7953;node-memory:0,0,0@100"},
+		// make sim (swarm): two StartContainer failures in a row, then a
+		// sandbox without an IP: the status written before the sync's
+		// actions showed the container waiting with no last termination
+		// (the two newest instances never ran), so Pending after Running,
+		// as upstream's getPhase gives for that status (legal-phases
+		// allowed only Pending → Running).
+		{"two failed starts, Running to Pending", "runtime-faults", 633, "sandbox-no-ip:3,0,0@4702;cri-latency:3,2362,1@9760;create:0,0,0@2031;pull-fail:2,0,0@10257;cri-error:0,3,4@381;cri-hang:4,2514,0@2964;cri-error:6,3,2@5354;sandbox-no-ip:1,0,0@17710"},
 		{"late eviction cycle, QoS pods", "eviction", 209, "create-qos:0,2,3@15149;create-qos:1,1,5@4610;create-qos:2,1,0@8693;node-pids:0,0,0@12729;create-qos:1,2,5@4678;node-memory:1,0,0@16970;node-memory:1,0,0@3919;create-qos:3,0,4@13685;create-qos:2,0,4@1897;create-qos:3,0,5@16491;node-memory:0,0,0@100"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

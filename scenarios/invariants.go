@@ -187,6 +187,26 @@ func (c *Checker) Check() {
 	}
 }
 
+// pendingAgain reports whether p's status is one upstream's getPhase
+// (kubelet_pods.go) calls Pending although the pod ran: no regular
+// container running and one waiting with no terminated last state. The
+// kubelet writes that when a container's two newest instances never ran
+// (two StartContainer failures in a row: the second-newest one's Waiting
+// state becomes lastState), so Running → Pending is legal then, and only
+// then.
+func pendingAgain(p *corev1.Pod) bool {
+	waiting := false
+	for _, cs := range p.Status.ContainerStatuses {
+		switch {
+		case cs.State.Running != nil:
+			return false
+		case cs.State.Waiting != nil && cs.LastTerminationState.Terminated == nil:
+			waiting = true
+		}
+	}
+	return waiting
+}
+
 // onWrite checks pod statuses as the apiserver commits them.
 func (c *Checker) onWrite(r apiserver.Record) {
 	c.apiGen++
@@ -216,7 +236,7 @@ func (c *Checker) onWrite(r apiserver.Record) {
 		}
 		if prev == corev1.PodSucceeded || prev == corev1.PodFailed {
 			c.fail("terminal-is-final", "pod %s/%s went %s → %s", p.Namespace, p.Name, prev, now)
-		} else if now != "" && !slices.Contains(legal[prev], now) {
+		} else if now != "" && !slices.Contains(legal[prev], now) && !(prev == corev1.PodRunning && now == corev1.PodPending && pendingAgain(p)) {
 			c.fail("legal-phases", "pod %s/%s went %s → %s", p.Namespace, p.Name, prev, now)
 		}
 	}

@@ -76,3 +76,29 @@ func containerConfig(pod *corev1.Pod, name string, attempt uint32) *runtimeapi.C
 		LogPath: fmt.Sprintf("%s/%d.log", name, attempt),
 	}
 }
+
+// TestPendingAgain: Running → Pending is legal only for the status
+// upstream's getPhase calls Pending after a run: no regular container
+// running and one waiting with no terminated last state.
+func TestPendingAgain(t *testing.T) {
+	waiting := corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "ContainerCreating"}}
+	running := corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}
+	ended := corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 1}}
+	pod := func(cs ...corev1.ContainerStatus) *corev1.Pod {
+		return &corev1.Pod{Status: corev1.PodStatus{ContainerStatuses: cs}}
+	}
+	for _, tc := range []struct {
+		name string
+		pod  *corev1.Pod
+		want bool
+	}{
+		{"waiting, never ended", pod(corev1.ContainerStatus{Name: "a", State: waiting}), true},
+		{"waiting after an exit (back-off)", pod(corev1.ContainerStatus{Name: "a", State: waiting, LastTerminationState: ended}), false},
+		{"one waiting, one running", pod(corev1.ContainerStatus{Name: "a", State: waiting}, corev1.ContainerStatus{Name: "b", State: running}), false},
+		{"terminated", pod(corev1.ContainerStatus{Name: "a", State: ended}), false},
+	} {
+		if got := pendingAgain(tc.pod); got != tc.want {
+			t.Errorf("%s: pendingAgain = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
