@@ -12,6 +12,7 @@ import (
 
 	"github.com/lockstep-dev/lockstep/node/podspec"
 	"github.com/lockstep-dev/lockstep/node/podstate"
+	"github.com/lockstep-dev/lockstep/scenarios/refmodel"
 )
 
 // MaxCreated bounds how long a container instance may stay in Created
@@ -167,7 +168,7 @@ func (c *Checker) checkPrevious(key string, latest *runtimeapi.Container, presen
 		return
 	}
 	switch {
-	case !present[prevID] && c.removedOnStaleView(prevID, prev):
+	case !present[prevID] && c.removedOnStaleView(key, prevID, prev):
 		c.ctr.reported[prevID] = true // not a failure: judged once
 	case !present[prevID]:
 		c.ctr.reported[prevID] = true
@@ -181,14 +182,35 @@ func (c *Checker) checkPrevious(key string, latest *runtimeapi.Container, presen
 }
 
 // removedOnStaleView reports whether the agent decided to stop (and
-// remove) instance id while the runtime's lists lagged, so soon after it
-// started that the lists may still have shown it Created: the agent then
-// clears it away as an instance left Created by a crashed sync.
-func (c *Checker) removedOnStaleView(id string, s startedInstance) bool {
+// remove) instance id of container key (pod UID/name) while the runtime's
+// lists lagged, so soon after it started that the lists may still have
+// shown it Created: the agent then clears it away as an instance left
+// Created by a crashed sync. The runtime sees the stop asked only after
+// the container's preStop hook, which may take the pod's grace period.
+func (c *Checker) removedOnStaleView(key, id string, s startedInstance) bool {
+	// The hook's time: the stop is asked up to the grace period after the
+	// agent decided it.
+	var hook time.Duration
+	uid, name, _ := strings.Cut(key, "/")
+	if spec := c.suite.specs[types.UID(uid)]; spec != nil && hasPreStop(spec, name) {
+		hook = time.Duration(refmodel.SpecGracePeriod(&corev1.Pod{Spec: *spec})) * time.Second
+	}
 	asked, ok := c.h.Runtime.TrueStopAskedAt(id)
-	if !ok || s.startedAt == 0 || c.suite.viewStale == 0 || c.elapsedAt(asked) > c.suite.viewStale {
+	if !ok || s.startedAt == 0 || c.suite.viewStale == 0 || c.elapsedAt(asked) > addSat(c.suite.viewStale, hook) {
 		return false
 	}
 	// The agent acts on a relist up to a period (1 s) and a sync step old.
-	return time.Duration(asked-s.startedAt) <= c.suite.listLag+2*time.Second
+	return time.Duration(asked-s.startedAt) <= c.suite.listLag+2*time.Second+hook
+}
+
+// hasPreStop reports whether container name of spec has a preStop hook.
+func hasPreStop(spec *corev1.PodSpec, name string) bool {
+	for _, list := range [][]corev1.Container{spec.InitContainers, spec.Containers} {
+		for i := range list {
+			if list[i].Name == name {
+				return list[i].Lifecycle != nil && list[i].Lifecycle.PreStop != nil
+			}
+		}
+	}
+	return false
 }
