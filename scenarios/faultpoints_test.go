@@ -128,6 +128,22 @@ func TestFoundWithFaultPoints(t *testing.T) {
 		// stop 6.4 s after the start, past the stale view's excuse
 		// (previous-kept: the excuse now counts the hook's grace).
 		{"stale Created kill after a preStop hook", "relist-race", 1654, "stale-list:573,0,0@9498;create:12,0,0@3767;delete:22,0,0@7206;stale-list:1128,0,0@2401;cri-latency:6,1143,6@11070;delete:12,0,0@8351;cri-latency:6,968,3@12125;delete:2,0,0@16427;create:17,0,0@3634"},
+		// make sim (swarm): a slow StartContainer under lagging lists: the
+		// next sync's view showed the just-started instance still Created,
+		// and the unseen tracker took any sight of its ID as the view
+		// having caught up, so the agent killed it as left Created and
+		// started another: a restartPolicy Never container ran twice
+		// (never-restart). A view showing it Created is now stale.
+		{"started instance seen Created, Never pod", "relist-race", 2685, "wait:0,0,0@19135;stale-list:563,0,0@5111;cri-latency:6,2898,6@100;cri-latency:9,1069,1@13298;crash:581,0,0@7297;stale-list:1147,0,0@11570;crash:4104,0,0@18122;create:2,0,0@4022"},
+		{"the same with a hung StartContainer", "runtime-faults", 2209, "stale-list:2438,0,0@4894;network-not-ready:23848,0,0@3062;create:2,0,0@1039;cri-hang:6,24655,0@693"},
+		// make sim (swarm): a node status patch applied but its reply lost
+		// (node-status-reply-lost); the retry built its patch on the node
+		// as last written before it, found nothing to change against that
+		// base and sent nothing, so the API kept the applied patch's
+		// MemoryPressure False for 150 s while the agent's was True
+		// (pressure-conditions). A try after a failed patch now reads the
+		// node again.
+		{"node status reply lost, pressure set meanwhile", "oom", 2519, "node-memory:4,0,0@18077;node-memory:0,0,0@17059;delete:2,0,0@17421;node-memory:3,0,0@14880;create-oom:0,1,1@590;create-oom:0,0,2@100"},
 		{"late eviction cycle, QoS pods", "eviction", 209, "create-qos:0,2,3@15149;create-qos:1,1,5@4610;create-qos:2,1,0@8693;node-pids:0,0,0@12729;create-qos:1,2,5@4678;node-memory:1,0,0@16970;node-memory:1,0,0@3919;create-qos:3,0,4@13685;create-qos:2,0,4@1897;create-qos:3,0,5@16491;node-memory:0,0,0@100"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

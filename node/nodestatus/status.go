@@ -269,7 +269,7 @@ var errNotRegistered = errors.New("not registered")
 
 // tryUpdateStatus computes the status on top of the node as last written
 // and patches the difference if needed. The node is read only when this
-// process has neither created nor written it.
+// process has neither created nor written it, or its last write failed.
 func (m *Manager) tryUpdateStatus(ctx context.Context) error {
 	if !m.Registered() {
 		return errNotRegistered
@@ -312,8 +312,13 @@ func (m *Manager) tryUpdateStatus(ctx context.Context) error {
 		out, err = nil, deps.FaultNodeStatusReplyLost.Err()
 	}
 	if err != nil {
-		// The base stays: had the failed patch applied, the next patch
-		// from the same base sets the same fields again.
+		// The patch may have applied (a reply lost): the next try reads
+		// the node again, as the kubelet's does, instead of patching from
+		// the old base — a status equal to that base would send nothing
+		// and leave the applied patch's fields in place.
+		m.mu.Lock()
+		m.written = nil
+		m.mu.Unlock()
 		return fmt.Errorf("patch status of node %q: %w", m.cfg.NodeName, err)
 	}
 	m.mu.Lock()

@@ -58,7 +58,8 @@ func (t *Tracker) Expect(uid types.UID, now time.Time, started ...Container) {
 	}
 }
 
-// Stale reports whether st lacks a container started for pod uid, and
+// Stale reports whether st lacks a container started for pod uid (or
+// shows it not started yet, Created), and
 // forgets the expectations st satisfies and those older than Timeout at
 // now (returned as given up, for the caller to log).
 func (t *Tracker) Stale(uid types.UID, st *podstate.PodStatus, now time.Time) (stale bool, givenUp []Container) {
@@ -67,7 +68,12 @@ func (t *Tracker) Stale(uid types.UID, st *podstate.PodStatus, now time.Time) (s
 	m := t.pods[uid]
 	for _, name := range slices.Sorted(maps.Keys(m)) {
 		e := m[name]
-		found := slices.ContainsFunc(st.Containers, func(c podstate.Container) bool { return c.ID == e.id })
+		// A view that shows the instance still Created is older than its
+		// start: acting on it would take it for one left Created by a
+		// crashed sync and start another.
+		found := slices.ContainsFunc(st.Containers, func(c podstate.Container) bool {
+			return c.ID == e.id && c.State != podstate.ContainerCreated
+		})
 		switch {
 		case found:
 			delete(m, name)

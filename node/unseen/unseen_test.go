@@ -36,6 +36,18 @@ func TestStale(t *testing.T) {
 			at: time.Second, wantStale: true, wantAfter: true},
 		{name: "another instance of the name does not count", started: []Container{{"app", "2"}}, view: view("1"),
 			wantStale: true, wantAfter: true},
+		{name: "seen only Created (a view older than the start): stale", started: []Container{{"app", "1"}},
+			view: func() *podstate.PodStatus {
+				st := view("1")
+				st.Containers[0].State = podstate.ContainerCreated
+				return st
+			}(), at: time.Second, wantStale: true, wantAfter: true},
+		{name: "seen exited: not stale", started: []Container{{"app", "1"}},
+			view: func() *podstate.PodStatus {
+				st := view("1")
+				st.Containers[0].State = podstate.ContainerExited
+				return st
+			}(), wantStale: false},
 		{name: "given up after the timeout", started: []Container{{"app", "1"}}, view: view(), at: Timeout + time.Second,
 			wantStale: false, wantGivenUp: []Container{{"app", "1"}}},
 		{name: "exactly the timeout: still waiting", started: []Container{{"app", "1"}}, view: view(), at: Timeout,
