@@ -103,11 +103,7 @@ func TestFaultPointsDocumented(t *testing.T) {
 // fault points on found failing, each fixed since: they must pass.
 func TestFoundWithFaultPoints(t *testing.T) {
 	t.Parallel()
-	for _, tc := range []struct {
-		name, scenario string
-		seed           uint64
-		actions        string
-	}{
+	replayFound(t, true, []foundPlan{
 		// make sim (swarm): an eviction cycle ran a period late
 		// (eviction-tick-late), so the eviction manager's last sample of
 		// memory over its threshold was 18 s before the signal went
@@ -145,16 +141,5 @@ func TestFoundWithFaultPoints(t *testing.T) {
 		// node again.
 		{"node status reply lost, pressure set meanwhile", "oom", 2519, "node-memory:4,0,0@18077;node-memory:0,0,0@17059;delete:2,0,0@17421;node-memory:3,0,0@14880;create-oom:0,1,1@590;create-oom:0,0,2@100"},
 		{"late eviction cycle, QoS pods", "eviction", 209, "create-qos:0,2,3@15149;create-qos:1,1,5@4610;create-qos:2,1,0@8693;node-pids:0,0,0@12729;create-qos:1,2,5@4678;node-memory:1,0,0@16970;node-memory:1,0,0@3919;create-qos:3,0,4@13685;create-qos:2,0,4@1897;create-qos:3,0,5@16491;node-memory:0,0,0@100"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			actions, err := ParseActions(tc.actions)
-			if err != nil {
-				t.Fatal(err)
-			}
-			res := Execute(Plan{Scenario: tc.scenario, Seed: tc.seed, Actions: actions, Faults: true}, Options{})
-			if res.Failed() {
-				t.Errorf("%s", res.Report())
-			}
-		})
-	}
+	})
 }

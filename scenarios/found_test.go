@@ -9,11 +9,7 @@ import (
 // them gives.
 func TestFoundBySweeps(t *testing.T) {
 	t.Parallel()
-	for _, tc := range []struct {
-		name, scenario string
-		seed           uint64
-		actions        string
-	}{
+	replayFound(t, false, []foundPlan{
 		// A pod that finished (OOMKilled, restartPolicy Never) while its
 		// final status write was slow, then deleted by a user: its worker
 		// had nothing more to do, so nobody told the status manager the
@@ -159,13 +155,27 @@ func TestFoundBySweeps(t *testing.T) {
 		// from the restart's end (grace-honoured). A runtime restart now
 		// impairs the runtime until the retry after it (stepRetry).
 		{"kill retried a back-off after a runtime restart", "runtime-faults", 2, "create:12,0,0@100;create:20,0,0@6496;create:6,0,0@1247;runtime-restart:6885,0,0@15077;create:4,0,0@7576;create:7,0,0@16088;pull-fail:1,0,0@16168;pull-fail:3,0,0@9183;pull-fail:1,0,0@18432;delete:23,0,0@2037;pull-fail:1,0,0@12391;cri-hang:1,8417,0@7717;runtime-restart:9371,0,0@3079;delete:4,0,0@531"},
-	} {
+	})
+}
+
+// foundPlan is a plan a sweep found failing, fixed since.
+type foundPlan struct {
+	name, scenario string
+	seed           uint64
+	actions        string
+}
+
+// replayFound runs each plan (with the agent's fault points drawn from its
+// seed when faults) and requires it to pass.
+func replayFound(t *testing.T, faults bool, plans []foundPlan) {
+	t.Helper()
+	for _, tc := range plans {
 		t.Run(tc.name, func(t *testing.T) {
 			actions, err := ParseActions(tc.actions)
 			if err != nil {
 				t.Fatal(err)
 			}
-			res := Execute(Plan{Scenario: tc.scenario, Seed: tc.seed, Actions: actions}, Options{})
+			res := Execute(Plan{Scenario: tc.scenario, Seed: tc.seed, Actions: actions, Faults: faults}, Options{})
 			if res.Failed() {
 				t.Errorf("%s", res.Report())
 			}

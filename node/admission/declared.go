@@ -13,9 +13,9 @@ import (
 // because it needs a node feature the node does not declare.
 const ReasonPodFeatureUnsupported = "PodFeatureUnsupported"
 
-// featuresVersion is the Kubernetes release whose node-declared-features
+// FeaturesVersion is the Kubernetes release whose node-declared-features
 // registry decides what a pod needs: the one lockstep stands in for.
-const featuresVersion = "1.37.2"
+const FeaturesVersion = "1.37.2"
 
 // AdmitDeclaredFeatures decides on a pod new to the node as the kubelet's
 // declared-features admit handler: the features the pod needs, inferred
@@ -28,7 +28,7 @@ const featuresVersion = "1.37.2"
 // static pods and pods bound with spec.nodeName, which it never sees.
 func AdmitDeclaredFeatures(pod *corev1.Pod, declared []string) Decision {
 	fw := ndf.DefaultFramework
-	needs, err := fw.InferForPodScheduling(&ndf.PodInfo{Spec: &pod.Spec, Status: &pod.Status}, version.MustParseGeneric(featuresVersion))
+	needs, err := fw.InferForPodScheduling(&ndf.PodInfo{Spec: &pod.Spec, Status: &pod.Status}, version.MustParseGeneric(FeaturesVersion))
 	if err != nil {
 		return Decision{Reason: ReasonPodFeatureUnsupported, Message: fmt.Sprintf("Failed to infer pod's feature requirements: %v", err)}
 	}

@@ -88,7 +88,7 @@ func (u *User) ResizePod(namespace, name string, resources map[string]corev1.Res
 func undeclaredFeatures(old, p *corev1.Pod, declared []string) []string {
 	fw := ndf.DefaultFramework
 	needs, err := fw.InferForPodUpdate(&ndf.PodInfo{Spec: &old.Spec, Status: &old.Status}, &ndf.PodInfo{Spec: &p.Spec, Status: &p.Status},
-		version.MustParseGeneric("1.37.2"))
+		version.MustParseGeneric(admission.FeaturesVersion))
 	if err != nil || needs.IsEmpty() {
 		return nil
 	}
