@@ -27,12 +27,17 @@ func apiFaultPoints() map[deps.Point]time.Duration {
 // excuseFaultPoint tells c of a fault point that fired: one standing for
 // an apiserver fault excuses the API (see apiFaultPoints); a late eviction
 // cycle leaves the eviction manager's samples a period further apart
-// (pressure-conditions).
+// (pressure-conditions); a late image collection round detects new images
+// a period later (reclaim-first, image-gc-lru: the minimum age counts from
+// detection).
 func excuseFaultPoint(c *Checker, p deps.Point) {
 	if d, ok := apiFaultPoints()[p]; ok {
 		c.APIImpaired(d)
 	}
 	if p == deps.FaultEvictionTickLate {
 		c.pressure.tickLate = c.h.K.Elapsed()
+	}
+	if p == deps.FaultImageGCLate {
+		c.imagegc.late = append(c.imagegc.late, c.h.K.Elapsed())
 	}
 }

@@ -140,6 +140,13 @@ func TestFoundWithFaultPoints(t *testing.T) {
 		// (pressure-conditions). A try after a failed patch now reads the
 		// node again.
 		{"node status reply lost, pressure set meanwhile", "oom", 2519, "node-memory:4,0,0@18077;node-memory:0,0,0@17059;delete:2,0,0@17421;node-memory:3,0,0@14880;create-oom:0,1,1@590;create-oom:0,0,2@100"},
+		// make sim (swarm): an image collection round ran a period late
+		// (image-gc-late), so the collector first detected an image two
+		// periods after it came; the eviction manager's reclaim then
+		// kept it as younger than the minimum age (counted from
+		// detection, as upstream's) and evicted a pod: the checker's
+		// slack was one detection period (reclaim-first).
+		{"late image collection round before disk pressure", "image-gc", 2245, "crash:318,0,0@100;crash:3991,0,0@2069;create-image:2,1,0@3992;image-disk:3,0,0@8593;image-disk:0,0,0@6948;create-image:3,0,0@14210;create-image:1,1,0@12526;wait:0,0,0@17393;wait:0,0,0@16702;delete:0,0,0@6617;create-image:1,1,0@13833;image-disk:3,0,0@100"},
 		{"late eviction cycle, QoS pods", "eviction", 209, "create-qos:0,2,3@15149;create-qos:1,1,5@4610;create-qos:2,1,0@8693;node-pids:0,0,0@12729;create-qos:1,2,5@4678;node-memory:1,0,0@16970;node-memory:1,0,0@3919;create-qos:3,0,4@13685;create-qos:2,0,4@1897;create-qos:3,0,5@16491;node-memory:0,0,0@100"},
 	})
 }

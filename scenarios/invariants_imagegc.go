@@ -25,6 +25,22 @@ type imageGCChecks struct {
 	lastUsed  map[string]time.Duration
 	useSince  map[string]time.Duration
 	longest   map[string]time.Duration
+	// late: when collection rounds ran a period late (the image-gc-late
+	// fault point): each delays the collector's next detection, from
+	// which its minimum age counts, by a period.
+	late []time.Duration
+}
+
+// lateRounds is the delay the late rounds between from and to add to the
+// collector's detections: a period each.
+func (g *imageGCChecks) lateRounds(from, to, period time.Duration) time.Duration {
+	var d time.Duration
+	for _, at := range g.late {
+		if at >= from && at <= to {
+			d += period
+		}
+	}
+	return d
 }
 
 func newImageGCChecks() *imageGCChecks {
@@ -124,7 +140,7 @@ func (c *Checker) judgeLRU(id string, tags []string, at time.Duration, present [
 	seen := g.seenUsed(id, period)
 	for _, img := range present {
 		y := img.GetId()
-		if y == id || img.GetPinned() || g.firstSeen[y]+pol.MinAge+period+margin > at {
+		if y == id || img.GetPinned() || g.firstSeen[y]+pol.MinAge+period+margin+g.lateRounds(g.firstSeen[y], at, period) > at {
 			continue
 		}
 		yUsed, yEver := g.lastUsed[y]

@@ -278,9 +278,10 @@ func (c *Checker) checkReclaimFirst(pod *corev1.Pod) {
 		if img.GetPinned() {
 			continue
 		}
-		if seen, ok := c.imagegc.firstSeen[img.GetId()]; minAge > 0 && (!ok || now-seen < minAge+gc.EffectivePeriod()+unusedImageFor) {
+		if seen, ok := c.imagegc.firstSeen[img.GetId()]; minAge > 0 && (!ok || now-seen < minAge+gc.EffectivePeriod()+c.imagegc.lateRounds(seen, now, gc.EffectivePeriod())+unusedImageFor) {
 			// Younger than the collector's minimum age (counted from its
-			// first detection, up to a period after the image came).
+			// first detection, up to a period after the image came, a
+			// period more for each round that ran late meanwhile).
 			continue
 		}
 		if last, ok := c.pressure.imageUsed[img.GetId()]; !ok || now-last >= unusedImageFor {
