@@ -69,7 +69,9 @@ type Object struct {
 type Action struct {
 	At Duration `json:"at"`
 	// Do is the kind: delete, patch, patch-status, resize, exec, logs, snapshot,
-	// restart-agent, taint, untaint, ephemeral, remove-static, create.
+	// restart-agent, taint, untaint, ephemeral, remove-static,
+	// rewrite-static (the manifest removed and written back unchanged at
+	// once), create.
 	Do string `json:"do"`
 	// Pod names the scenario's pod acted on.
 	Pod string `json:"pod,omitempty"`
@@ -118,7 +120,7 @@ func (d Duration) MarshalJSON() ([]byte, error) { return json.Marshal(d.String()
 // scenario exclusive.
 var actionKinds = map[string]bool{
 	"delete": false, "patch": false, "resize": false, "exec": false, "logs": false, "snapshot": false,
-	"ephemeral": false, "remove-static": false, "create": false, "patch-status": false, "write-file": false,
+	"ephemeral": false, "remove-static": false, "rewrite-static": false, "create": false, "patch-status": false, "write-file": false,
 	"restart-agent": true, "taint": true, "untaint": true,
 }
 

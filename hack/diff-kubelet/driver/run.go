@@ -292,6 +292,19 @@ func (h *harness) act(ctx context.Context, s *Scenario, a Action, sd *side, ns s
 		return "", err
 	case "remove-static":
 		return "", os.Remove(filepath.Join(sd.manifests, ns+"-"+a.Pod+".yaml"))
+	case "rewrite-static":
+		path := filepath.Join(sd.manifests, ns+"-"+a.Pod+".yaml")
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return "", fmt.Errorf("rewrite static pod %s: %w", path, err)
+		}
+		if err := os.Remove(path); err != nil {
+			return "", fmt.Errorf("rewrite static pod %s: %w", path, err)
+		}
+		if err := os.WriteFile(path, data, 0o644); err != nil {
+			return "", fmt.Errorf("rewrite static pod %s: %w", path, err)
+		}
+		return "", nil
 	case "create":
 		return "", h.createPod(ctx, a.NewPod, sd, ns)
 	case "write-file":
