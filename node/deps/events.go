@@ -91,5 +91,12 @@ type DirChanges interface {
 	// missed), or until ctx ends (returning ctx.Err()). Another error
 	// means dir cannot be watched now (it does not exist, say): the
 	// caller relies on its period and tries again later.
-	Next(ctx context.Context, dir string) error
+	//
+	// removed names (base names, sorted, each once) the entries of dir
+	// that were removed or renamed away in that time, even those written
+	// back since: a manifest deleted and written again before the caller
+	// reads the directory was still deleted, as the kubelet's watch,
+	// which handles every event on its own, sees it. A lost event (an
+	// overflowing queue) may leave a removal out.
+	Next(ctx context.Context, dir string) (removed []string, err error)
 }

@@ -6,9 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -42,7 +44,11 @@ type FileConfig struct {
 // Every scan is a complete snapshot for the Merger. A manifest that does
 // not parse or validate is reported and skipped; a manifest that cannot be
 // read for another reason than being gone keeps the pod it last gave, so a
-// transient I/O error kills nothing.
+// transient I/O error kills nothing. A manifest the watch saw removed is
+// removed, even when it is back by the time the directory is read: its
+// pod goes (one snapshot without it) and, written back unchanged, comes
+// again with the same UID — stopped and started again, as the kubelet's
+// watch, which acts on the deletion event on its own, does.
 type FileSource struct {
 	d   deps.Core
 	fs  deps.Files
@@ -55,6 +61,11 @@ type FileSource struct {
 	files map[string]*manifest
 	// reported holds the error last reported per path (or the directory).
 	reported map[string]string
+
+	// mu guards removed: the base names of the manifests the watch saw
+	// removed since the last scan.
+	mu      sync.Mutex
+	removed map[string]bool
 }
 
 // manifest is one file's content digest and what it gave.
@@ -71,7 +82,8 @@ func NewFileSource(d deps.Core, fs deps.Files, changes deps.DirChanges, cfg File
 	if cfg.Period <= 0 {
 		cfg.Period = DefaultFilePeriod
 	}
-	return &FileSource{d: d, fs: fs, changes: changes, cfg: cfg, m: m, files: map[string]*manifest{}, reported: map[string]string{}}
+	return &FileSource{d: d, fs: fs, changes: changes, cfg: cfg, m: m, files: map[string]*manifest{}, reported: map[string]string{},
+		removed: map[string]bool{}}
 }
 
 // Run scans the directory at once, then whenever it changes and at the
@@ -102,9 +114,10 @@ func (s *FileSource) Run(ctx context.Context) {
 // again every period.
 func (s *FileSource) watch(ctx context.Context, changed deps.Signal) {
 	for ctx.Err() == nil {
-		err := s.changes.Next(ctx, s.cfg.Dir)
+		removed, err := s.changes.Next(ctx, s.cfg.Dir)
 		switch {
 		case err == nil:
+			s.noteRemoved(removed)
 			changed.Notify()
 		case ctx.Err() != nil:
 			return
@@ -117,10 +130,67 @@ func (s *FileSource) watch(ctx context.Context, changed deps.Signal) {
 	}
 }
 
+// noteRemoved records manifests the watch saw removed, for the next scan.
+func (s *FileSource) noteRemoved(names []string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, n := range names {
+		s.removed[n] = true
+	}
+}
+
+// dropRemoved forgets the manifests the watch saw removed since the last
+// scan and, when one of them gave a pod, hands the Merger the snapshot
+// without them: the deletion happened, whatever the directory holds now.
+func (s *FileSource) dropRemoved() {
+	s.mu.Lock()
+	names := slices.Sorted(maps.Keys(s.removed))
+	clear(s.removed)
+	s.mu.Unlock()
+	if brokenIgnoresRemovals {
+		return
+	}
+	dropped := false
+	for _, name := range names {
+		path := filepath.Join(s.cfg.Dir, name)
+		if mf := s.files[path]; mf != nil {
+			dropped = dropped || mf.pod != nil
+			delete(s.files, path)
+		}
+	}
+	if dropped {
+		pods, _ := podsOf(s.files)
+		s.m.Set(SourceFile, pods)
+	}
+}
+
+// podsOf returns the pods of files in the order of their paths; a pod
+// whose namespace/name an earlier path defines already is left out, and
+// dups names, for each such path, the path that defines it first.
+func podsOf(files map[string]*manifest) (pods []*corev1.Pod, dups map[string]string) {
+	owner := map[string]string{} // namespace/name → path
+	dups = map[string]string{}
+	for _, path := range slices.Sorted(maps.Keys(files)) {
+		mf := files[path]
+		if mf.pod == nil {
+			continue
+		}
+		key := mf.pod.Namespace + "/" + mf.pod.Name
+		if first, dup := owner[key]; dup {
+			dups[path] = first
+			continue
+		}
+		owner[key] = path
+		pods = append(pods, mf.pod)
+	}
+	return pods, dups
+}
+
 // scan reads the directory once and hands the Merger the snapshot.
 func (s *FileSource) scan() {
 	failed := map[string]bool{}
 	defer s.forgetFixed(failed)
+	s.dropRemoved()
 
 	entries, err := s.fs.ReadDir(s.cfg.Dir)
 	if err == nil && s.d.Fault(deps.FaultManifestDirUnreadable) {
@@ -161,8 +231,6 @@ func (s *FileSource) scan() {
 	}
 
 	next := make(map[string]*manifest, len(names))
-	owner := map[string]string{} // namespace/name → path
-	var pods []*corev1.Pod
 	for _, name := range names {
 		path := filepath.Join(s.cfg.Dir, name)
 		mf, err := s.read(path, seenOf)
@@ -175,15 +243,12 @@ func (s *FileSource) scan() {
 		next[path] = mf
 		if mf.err != nil {
 			s.report(failed, path, fmt.Errorf("static pod manifest %s: %w", path, mf.err))
-			continue
 		}
-		key := mf.pod.Namespace + "/" + mf.pod.Name
-		if first, dup := owner[key]; dup {
-			s.report(failed, path, fmt.Errorf("static pod manifest %s: pod %s is already defined by %s", path, key, first))
-			continue
-		}
-		owner[key] = path
-		pods = append(pods, mf.pod)
+	}
+	pods, dups := podsOf(next)
+	for _, path := range slices.Sorted(maps.Keys(dups)) {
+		mf := next[path]
+		s.report(failed, path, fmt.Errorf("static pod manifest %s: pod %s is already defined by %s", path, mf.pod.Namespace+"/"+mf.pod.Name, dups[path]))
 	}
 	s.files = next
 	s.m.Set(SourceFile, pods)

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"testing/fstest"
 	"time"
@@ -16,6 +17,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/lockstep-dev/lockstep/node/deps"
 	"github.com/lockstep-dev/lockstep/node/podsource"
 	"github.com/lockstep-dev/lockstep/node/podutil"
 )
@@ -48,6 +50,13 @@ type fileWorld struct {
 
 func startFiles(t *testing.T, files map[string]string, sources ...string) *fileWorld {
 	t.Helper()
+	return startFilesWatched(t, files, nil, sources...)
+}
+
+// startFilesWatched is startFiles with the directory watched by the
+// DirChanges watch makes from the world's tasks (nil: not watched).
+func startFilesWatched(t *testing.T, files map[string]string, watch func(deps.Tasks) deps.DirChanges, sources ...string) *fileWorld {
+	t.Helper()
 	if len(sources) == 0 {
 		sources = []string{podsource.SourceFile}
 	}
@@ -66,7 +75,11 @@ func startFiles(t *testing.T, files map[string]string, sources ...string) *fileW
 		r.Attrs(func(a slog.Attr) bool { attrs[a.Key] = a.Value.String(); return true })
 		fw.warnings = append(fw.warnings, attrs["file"]+": "+attrs["error"])
 	}})
-	src := podsource.NewFileSource(d.Core, d.Files, nil, podsource.FileConfig{
+	var changes deps.DirChanges
+	if watch != nil {
+		changes = watch(d.Tasks)
+	}
+	src := podsource.NewFileSource(d.Core, d.Files, changes, podsource.FileConfig{
 		Dir:      manifestDir,
 		NodeName: "node-1",
 		OnManifestError: func(file string, err error) {
@@ -194,6 +207,80 @@ func TestFileSourceEditRemoveAndIgnoredFiles(t *testing.T) {
 	fw.run(20 * time.Second)
 	if diff := cmp.Diff([]string{"REMOVE file data/db-node-1"}, fw.summary()); diff != "" {
 		t.Errorf("removal (-want +got):\n%s", diff)
+	}
+}
+
+// scriptedChanges is a directory watch the test drives: change wakes
+// Next, which reports the names given as removed.
+type scriptedChanges struct {
+	sig     deps.Signal
+	mu      sync.Mutex
+	removed []string
+}
+
+func (c *scriptedChanges) Next(ctx context.Context, _ string) ([]string, error) {
+	if err := c.sig.Wait(ctx); err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	r := c.removed
+	c.removed = nil
+	return r, nil
+}
+
+// change reports a change of the directory, removed naming the entries
+// removed meanwhile.
+func (c *scriptedChanges) change(removed ...string) {
+	c.mu.Lock()
+	c.removed = append(c.removed, removed...)
+	c.mu.Unlock()
+	c.sig.Notify()
+}
+
+// TestFileSourceRemovalWrittenBack: a manifest the watch saw removed is
+// removed even though it was written back, unchanged, before the
+// directory was read — the pod goes and comes back with the same UID and
+// a new first-seen time, as the kubelet's watch handles the deletion
+// event on its own (upstream's "should successfully recreate when file is
+// removed and recreated"). A write that removed nothing changes nothing,
+// and a removed broken manifest had no pod to remove.
+func TestFileSourceRemovalWrittenBack(t *testing.T) {
+	var changes *scriptedChanges
+	fw := startFilesWatched(t, map[string]string{"web.yaml": goodManifest, "broken.yaml": "kind: Pod"}, func(tasks deps.Tasks) deps.DirChanges {
+		changes = &scriptedChanges{sig: tasks.NewSignal("scripted changes")}
+		return changes
+	})
+	fw.run(time.Second)
+	first := fw.updates()
+	if diff := cmp.Diff([]string{"ADD file default/web-node-1"}, summarize(first)); diff != "" {
+		t.Fatalf("first scan (-want +got):\n%s", diff)
+	}
+	uid := first[0].Pods[0].UID
+
+	fw.files.rm(manifestDir + "/web.yaml")
+	fw.files.write(manifestDir+"/web.yaml", goodManifest)
+	changes.change("web.yaml")
+	fw.run(time.Second)
+	us := fw.updates()
+	if diff := cmp.Diff([]string{"REMOVE file default/web-node-1", "ADD file default/web-node-1"}, summarize(us)); diff != "" {
+		t.Fatalf("removed and written back (-want +got):\n%s", diff)
+	}
+	if us[0].Pods[0].UID != uid || us[1].Pods[0].UID != uid {
+		t.Errorf("removed %s, added %s: want the same UID %s", us[0].Pods[0].UID, us[1].Pods[0].UID, uid)
+	}
+	if seen := us[1].Pods[0].Annotations[podsource.AnnotationConfigSeen]; seen != "2026-01-01T00:00:01Z" {
+		t.Errorf("written-back pod seen at %s, want the scan's time 2026-01-01T00:00:01Z", seen)
+	}
+
+	fw.files.write(manifestDir+"/web.yaml", goodManifest)
+	changes.change()
+	fw.files.rm(manifestDir + "/broken.yaml")
+	fw.files.write(manifestDir+"/broken.yaml", "kind: Pod")
+	changes.change("broken.yaml")
+	fw.run(time.Second)
+	if diff := cmp.Diff([]string(nil), fw.summary()); diff != "" {
+		t.Errorf("a plain write and a broken manifest's removal (-want +got):\n%s", diff)
 	}
 }
 

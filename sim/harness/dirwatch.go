@@ -2,7 +2,9 @@ package harness
 
 import (
 	"context"
+	"maps"
 	"path"
+	"slices"
 	"sync"
 
 	"github.com/lockstep-dev/lockstep/node/deps"
@@ -19,33 +21,48 @@ type dirChanges struct {
 
 	mu      sync.Mutex
 	watched map[string]deps.Signal // by directory
+	// removed holds, by watched directory, the base names of its entries
+	// removed or renamed away since its Next last returned.
+	removed map[string]map[string]bool
 }
 
 // newDirChanges watches files for an agent whose tasks are tasks; stop
 // ends the watch (when the agent stops).
 func newDirChanges(files *memfs.FS, tasks deps.Tasks) (w *dirChanges, stop func()) {
-	w = &dirChanges{tasks: tasks, watched: map[string]deps.Signal{}}
+	w = &dirChanges{tasks: tasks, watched: map[string]deps.Signal{}, removed: map[string]map[string]bool{}}
 	return w, files.OnChange(w.changed)
 }
 
 // Next implements deps.DirChanges.
-func (w *dirChanges) Next(ctx context.Context, dir string) error {
+func (w *dirChanges) Next(ctx context.Context, dir string) ([]string, error) {
 	dir = path.Clean(dir)
 	w.mu.Lock()
 	sig := w.watched[dir]
 	if sig == nil {
 		sig = w.tasks.NewSignal("dirwatch " + dir)
 		w.watched[dir] = sig
+		w.removed[dir] = map[string]bool{}
 	}
 	w.mu.Unlock()
-	return sig.Wait(ctx)
+	if err := sig.Wait(ctx); err != nil {
+		return nil, err
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	removed := slices.Sorted(maps.Keys(w.removed[dir]))
+	clear(w.removed[dir])
+	return removed, nil
 }
 
-// changed wakes the watch of name's directory (it runs under the tree's
-// lock and does not use the tree).
-func (w *dirChanges) changed(name string) {
+// changed wakes the watch of name's directory, noting name's removal when
+// gone (it runs under the tree's lock and does not use the tree).
+func (w *dirChanges) changed(name string, gone bool) {
+	dir := path.Dir(name)
 	w.mu.Lock()
-	sig := w.watched[path.Dir(name)]
+	sig := w.watched[dir]
+	if sig != nil && gone {
+		w.removed[dir][path.Base(name)] = true
+	}
 	w.mu.Unlock()
 	if sig != nil {
 		sig.Notify()

@@ -46,15 +46,16 @@ func (f *FS) Generation() uint64 {
 // watcher is one OnChange registration.
 type watcher struct {
 	id int
-	fn func(name string)
+	fn func(name string, gone bool)
 }
 
 // OnChange registers fn, called with the path of every file or symbolic
 // link created, written, appended to, removed or renamed (both names; a
 // removed tree's root), as inotify would report it to a watch on its
-// directory. fn runs under the tree's lock: it must not use the tree. The
-// returned function unregisters it.
-func (f *FS) OnChange(fn func(name string)) (cancel func()) {
+// directory; gone is set when nothing is left at the path (removed, or
+// renamed away). fn runs under the tree's lock: it must not use the tree.
+// The returned function unregisters it.
+func (f *FS) OnChange(fn func(name string, gone bool)) (cancel func()) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.lastWatch++
@@ -71,9 +72,34 @@ func (f *FS) OnChange(fn func(name string)) (cancel func()) {
 func (f *FS) changedLocked(names ...string) {
 	for _, w := range f.watchers {
 		for _, n := range names {
-			w.fn(n)
+			w.fn(n, !f.existsLocked(n))
 		}
 	}
+}
+
+// existsLocked reports whether anything (a file, link or directory) is
+// at name itself, links not followed.
+func (f *FS) existsLocked(name string) bool {
+	_, file := f.files[name]
+	_, link := f.links[name]
+	return file || link || f.dirs[name] || f.hasChildLocked(name)
+}
+
+// hasChildLocked reports whether a file or link lies under dir (an
+// implicit directory).
+func (f *FS) hasChildLocked(dir string) bool {
+	prefix := dir + "/"
+	for n := range f.files {
+		if strings.HasPrefix(n, prefix) {
+			return true
+		}
+	}
+	for n := range f.links {
+		if strings.HasPrefix(n, prefix) {
+			return true
+		}
+	}
+	return false
 }
 
 // owner is who owns a path.

@@ -169,8 +169,13 @@ func TestGenerationMovesWithEveryChange(t *testing.T) {
 
 func TestOnChangeReportsEveryChangedEntry(t *testing.T) {
 	f := New()
-	var got []string
-	cancel := f.OnChange(func(name string) { got = append(got, name) })
+	var got, gone []string
+	cancel := f.OnChange(func(name string, g bool) {
+		got = append(got, name)
+		if g {
+			gone = append(gone, name)
+		}
+	})
 	f.WriteFile("/m/a.yaml", []byte("a"))
 	_ = f.AppendFile("/m/a/0.log", []byte("x"))
 	_ = f.CreateFile("/m/b.yaml", []byte("b"), 0o644)
@@ -184,5 +189,9 @@ func TestOnChangeReportsEveryChangedEntry(t *testing.T) {
 	want := []string{"/m/a.yaml", "/m/a/0.log", "/m/b.yaml", "/m/b.yaml", "/m/c.yaml", "/m/d.yaml", "/m/d.yaml", "/m/a"}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("changes reported (-want +got):\n%s", diff)
+	}
+	// Gone: the renamed-away name, the removed link and the removed tree.
+	if diff := cmp.Diff([]string{"/m/b.yaml", "/m/d.yaml", "/m/a"}, gone); diff != "" {
+		t.Errorf("entries reported gone (-want +got):\n%s", diff)
 	}
 }

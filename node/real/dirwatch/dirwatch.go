@@ -7,7 +7,9 @@ package dirwatch
 import (
 	"context"
 	"fmt"
+	"maps"
 	"path/filepath"
+	"slices"
 	"sync"
 
 	"github.com/fsnotify/fsnotify"
@@ -19,41 +21,54 @@ import (
 type Watcher struct {
 	mu      sync.Mutex
 	w       *fsnotify.Watcher
-	pending map[string]chan struct{} // by watched directory; capacity 1
+	pending map[string]*dirState // by watched directory
 	closed  bool
+}
+
+// dirState is one watched directory's pending change.
+type dirState struct {
+	changed chan struct{} // capacity 1: one pending change is enough
+	// removed holds the base names of the entries removed or renamed
+	// away since Next last returned.
+	removed map[string]bool
 }
 
 var _ deps.DirChanges = (*Watcher)(nil)
 
 // New returns a watcher; its inotify instance is made on the first Next.
-func New() *Watcher { return &Watcher{pending: map[string]chan struct{}{}} }
+func New() *Watcher { return &Watcher{pending: map[string]*dirState{}} }
 
 // Next implements deps.DirChanges: it blocks until an entry of dir was
 // created, written, removed or renamed (or dir itself went away) since the
-// previous call returned, or until ctx ends.
-func (w *Watcher) Next(ctx context.Context, dir string) error {
-	ch, err := w.watch(filepath.Clean(dir))
+// previous call returned, or until ctx ends, and returns the entries
+// removed or renamed away meanwhile.
+func (w *Watcher) Next(ctx context.Context, dir string) ([]string, error) {
+	st, err := w.watch(filepath.Clean(dir))
 	if err != nil {
-		return err
+		return nil, err
 	}
 	select {
-	case <-ch:
-		return nil
+	case <-st.changed:
 	case <-ctx.Done():
-		return ctx.Err()
+		return nil, ctx.Err()
 	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	removed := slices.Sorted(maps.Keys(st.removed))
+	clear(st.removed)
+	return removed, nil
 }
 
-// watch returns dir's pending-change channel, adding dir to the inotify
-// watch (and starting the watch) the first time.
-func (w *Watcher) watch(dir string) (chan struct{}, error) {
+// watch returns dir's pending change, adding dir to the inotify watch
+// (and starting the watch) the first time.
+func (w *Watcher) watch(dir string) (*dirState, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.closed {
 		return nil, fmt.Errorf("watch %s: the watcher is closed", dir)
 	}
-	if ch, ok := w.pending[dir]; ok {
-		return ch, nil
+	if st, ok := w.pending[dir]; ok {
+		return st, nil
 	}
 	if w.w == nil {
 		fw, err := fsnotify.NewWatcher()
@@ -66,9 +81,9 @@ func (w *Watcher) watch(dir string) (chan struct{}, error) {
 	if err := w.w.Add(dir); err != nil {
 		return nil, fmt.Errorf("watch %s: %w", dir, err)
 	}
-	ch := make(chan struct{}, 1)
-	w.pending[dir] = ch
-	return ch, nil
+	st := &dirState{changed: make(chan struct{}, 1), removed: map[string]bool{}}
+	w.pending[dir] = st
+	return st, nil
 }
 
 // forward turns the watch's events into pending changes of their
@@ -83,16 +98,17 @@ func (w *Watcher) forward(fw *fsnotify.Watcher) {
 				return
 			}
 			w.mu.Lock()
+			gone := ev.Has(fsnotify.Remove | fsnotify.Rename)
 			for _, dir := range []string{filepath.Dir(ev.Name), filepath.Clean(ev.Name)} {
-				ch, ok := w.pending[dir]
+				st, ok := w.pending[dir]
 				if !ok {
 					continue
 				}
-				select {
-				case ch <- struct{}{}:
-				default: // one pending change is enough
+				if gone && dir == filepath.Dir(ev.Name) {
+					st.removed[filepath.Base(ev.Name)] = true
 				}
-				if dir == filepath.Clean(ev.Name) && ev.Has(fsnotify.Remove|fsnotify.Rename) {
+				st.notify()
+				if dir == filepath.Clean(ev.Name) && gone {
 					delete(w.pending, dir)
 					_ = fw.Remove(dir)
 				}
@@ -105,14 +121,19 @@ func (w *Watcher) forward(fw *fsnotify.Watcher) {
 			// An overflow loses events: tell every directory, which then
 			// re-reads itself whole.
 			w.mu.Lock()
-			for _, ch := range w.pending {
-				select {
-				case ch <- struct{}{}:
-				default:
-				}
+			for _, st := range w.pending {
+				st.notify()
 			}
 			w.mu.Unlock()
 		}
+	}
+}
+
+// notify marks the directory changed (one pending change is enough).
+func (st *dirState) notify() {
+	select {
+	case st.changed <- struct{}{}:
+	default:
 	}
 }
 
