@@ -222,9 +222,12 @@ func (p *PodWorkers) UpdatePod(u Work) {
 	switch u.Type {
 	case Create:
 		if w.state != Syncing && !regress104648 {
-			if w.finished {
+			if w.finished && !w.running {
 				p.resetLocked(w, u.Pod)
 			} else {
+				// Restarted by its own task once finished: a reset
+				// under a running task would let that task move the
+				// restarted pod on as the old one.
 				w.restartRequested = true
 				w.pod = u.Pod
 			}
@@ -361,6 +364,12 @@ func (p *PodWorkers) ensureRunningLocked(w *worker) {
 func (p *PodWorkers) run(w *worker) {
 	for {
 		p.mu.Lock()
+		if w.finished && w.restartRequested {
+			// The pod was added back (same UID) while it terminated:
+			// it starts again as a new pod.
+			p.resetLocked(w, w.pod)
+			w.running, w.hasWork = true, true
+		}
 		if !w.hasWork {
 			if w.finished && !w.restartRequested {
 				w.running = false
@@ -415,10 +424,6 @@ func (p *PodWorkers) run(w *worker) {
 			}
 			w.state = next
 			w.hasWork = true // go on to the next state at once
-		}
-		if w.state == Terminated && w.finished && w.restartRequested {
-			p.resetLocked(w, w.pod)
-			w.running, w.hasWork = true, true
 		}
 		// Requeue a step that did not move the worker on: the resync of a
 		// syncing pod, the retry of a failed terminating or terminated step.

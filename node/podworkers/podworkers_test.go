@@ -290,3 +290,51 @@ func TestRetriedKillGetsTheGraceAgain(t *testing.T) {
 		t.Errorf("steps (-want +got):\n%s", diff)
 	}
 }
+
+// createOnTerminated is an Observer that hands the pod's worker a Create
+// of the same UID right after its terminated step, before the worker
+// task takes the lock again: the pod added back (a static pod's manifest
+// removed and written back) at the instant its worker finished.
+type createOnTerminated struct {
+	pw   *podworkers.PodWorkers
+	pod  *corev1.Pod
+	done bool
+}
+
+func (o *createOnTerminated) ObservePodWorker(ref podworkers.PodRef, op podworkers.Operation, _ time.Duration) {
+	if op == podworkers.OpTerminated && !o.done {
+		o.done = true
+		o.pw.UpdatePod(podworkers.Work{Type: podworkers.Create, UID: ref.UID, Pod: o.pod})
+	}
+}
+
+func (o *createOnTerminated) ForgetPodWorker(types.UID) {}
+
+// TestCreateAsTheWorkerFinishesRestartsItOnce: a Create of a UID whose
+// worker is finishing its terminated step starts the pod again, once,
+// on the same worker task — the worker is not reset under its running
+// task (which then moved the restarted pod back to terminated, leaving a
+// desired pod finished and never run).
+func TestCreateAsTheWorkerFinishesRestartsItOnce(t *testing.T) {
+	k := kernel.New(kernel.Config{Seed: 1})
+	t.Cleanup(k.Close)
+	f := &fakeSyncer{k: k, stepTime: time.Second}
+	obs := &createOnTerminated{pod: pod(2)}
+	pw := podworkers.New(context.Background(), k.Deps().Core, f, podworkers.NewWorkQueue(k), podworkers.Config{Observer: obs})
+	obs.pw = pw
+	pw.UpdatePod(podworkers.Work{Type: podworkers.Create, UID: "u1", Pod: pod(1)})
+	if err := k.RunFor(500 * time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	pw.UpdatePod(podworkers.Work{Type: podworkers.Kill, UID: "u1", Reason: "removed"})
+	if err := k.RunFor(10 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"+0s sync gen=1", "+500ms sync cancelled", "+500ms terminating grace=30", "+1.5s terminated", "+1.5s sync gen=2"}
+	if diff := cmp.Diff(want, f.calls); diff != "" {
+		t.Errorf("steps (-want +got):\n%s", diff)
+	}
+	if st, _ := pw.State("u1"); st != podworkers.Syncing || pw.IsFinished("u1") {
+		t.Errorf("state %v finished %v, want syncing, not finished", st, pw.IsFinished("u1"))
+	}
+}
