@@ -63,7 +63,7 @@ regress: $(REGRESS_TAGS)
 ## it no longer takes from the agent (docs/checker.md): eviction ranking,
 ## QoS class, the grace period, the sandbox reported ready. Same rule as
 ## regress (one tag each).
-TEETH_TAGS := regress_teeth_rank regress_teeth_qos regress_teeth_grace regress_teeth_sandbox regress_teeth_features
+TEETH_TAGS := regress_teeth_rank regress_teeth_qos regress_teeth_grace regress_teeth_sandbox regress_teeth_features regress_teeth_readd regress_teeth_latest
 teeth: $(TEETH_TAGS)
 
 # One re-created bug, named by its tag (not .PHONY: phony targets skip

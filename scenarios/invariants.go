@@ -62,6 +62,7 @@ type Checker struct {
 	bo              *backoffChecks      // see invariants_backoff.go
 	svc             *serviceChecks      // see invariants_services.go
 	prompt          *promptChecks       // see invariants_prompt.go
+	stc             *staticChecks       // see invariants_static.go
 	reportedOnce    map[string]bool     // see failOnce
 	snap            *truthSnap          // see truth.go
 	sched           schedule            // see schedule.go
@@ -87,7 +88,8 @@ func NewChecker(h *harness.Harness) *Checker {
 		lastPhase: map[types.UID]corev1.PodPhase{}, restarts: map[string]int32{}, sandbox: newSandboxState(), features: newFeatureState(), term: newTerminationState(), suite: newSuiteState(),
 		probes: newProbeChecks(), sidecars: newSidecarChecks(),
 		hooks: newHookChecks(), cg: newCgroupChecks(), cpus: newCPUChecks(),
-		pressure: newPressureChecks(), storage: newLocalStorageChecks(), imagegc: newImageGCChecks(), ooms: map[string]*oomKill{}, rz: newResizeChecks(), dv: newDeviceChecks(), prompt: newPromptChecks()}
+		pressure: newPressureChecks(), storage: newLocalStorageChecks(), imagegc: newImageGCChecks(), ooms: map[string]*oomKill{}, rz: newResizeChecks(), dv: newDeviceChecks(), prompt: newPromptChecks(),
+		stc: newStaticChecks()}
 	c.svc = newServiceChecks(c)
 	h.API.OnWrite(c.onWrite)
 	h.OnStopContainer(c.onShutdownStop)
@@ -117,6 +119,10 @@ func (c *Checker) Check() {
 	c.checkNodeReady()
 	if c.due("termination", readsRuntime|readsAPI|readsAgent, c.graceDeadlinePassed(), c.suite.runtimeImpaired) {
 		c.checkTermination(truth)
+	}
+	c.trackAgent()
+	if c.due("static", readsRuntime|readsAgent, c.staticDeadlinePassed(), c.suite.runtimeImpaired) {
+		c.checkStaticRemovals(truth)
 	}
 	if c.due("volumes", readsRuntime|readsFiles, false) {
 		c.checkVolumes(truth)

@@ -60,6 +60,8 @@ func Ops() map[string]Op {
 		"api-close-watch":     {"the apiserver closes the pod watches at their timeout (not a fault)", nil, opAPICloseWatch},
 		"watch-burst":         {"create a pods b ms apart, the apiserver closing the pod watches after the c-th", drawArgs(1, burstMaxPods, 0, burstMaxGap, 0, burstMaxPods), opWatchBurst},
 		"manifest":            {"static pod a: remove (b=0) its manifest, write its first version (b=1) or a new one (b=2)", drawArgs(0, len(staticNames)-1, 0, 2), opManifest},
+		"manifest-readd":      {"static pod a: remove its manifest and write it back unchanged at once (the same UID)", drawArgs(0, len(staticNames)-1), opManifestReadd},
+		"manifest-burst":      {"static pod a: write b new versions of its manifest 100 ms apart (during the graceful termination of the one running)", drawArgs(0, len(staticNames)-1, 2, 8), opManifestBurst},
 		"mirror-delete":       {"delete static pod a's mirror pod, with grace 0 or 30 (b)", drawArgs(0, len(staticNames)-1, 0, 1), opMirrorDelete},
 		"create-restart-all":  {"create a pod whose container has a RestartAllContainers restart rule (a node feature lockstep does not declare)", nil, opCreateRestartAll},
 		"create-probed":       {"create a pod with probes drawn from seed a (see DrawProbedPod)", drawArgs(0, 1<<16-1), opCreateProbed},
@@ -420,19 +422,61 @@ func opAPICompact(r *run, _ [3]int) error {
 
 func opManifest(r *run, a [3]int) error {
 	name := staticNames[pick(a[0], len(staticNames))]
-	path := r.manifestDir + "/" + name + ".yaml"
 	if a[1] == 0 {
-		r.h.Files.Remove(path)
-		delete(r.manifests, name)
+		r.removeManifest(name)
 		return nil
 	}
-	version := r.step // an edit
+	version := r.step + 1 // an edit
 	if a[1] == 1 {
 		version = 0 // the same manifest again: a re-add keeps the pod's UID
 	}
-	r.h.Files.WriteFile(path, propManifest(name, version))
-	r.manifests[name] = true
+	r.writeManifest(name, version)
 	return nil
+}
+
+// opManifestReadd removes a static pod's manifest and writes it back
+// unchanged in the same instant, as `rm` then a copy does (upstream's
+// "should successfully recreate when file is removed and recreated").
+func opManifestReadd(r *run, a [3]int) error {
+	name := staticNames[pick(a[0], len(staticNames))]
+	version, ok := r.manifests[name]
+	if !ok {
+		return nil
+	}
+	r.removeManifest(name)
+	r.writeManifest(name, version)
+	return nil
+}
+
+// opManifestBurst writes b new versions of a static pod's manifest, 100 ms
+// apart (upstream's "should update a static pod when the static pod is
+// updated multiple times during the graceful termination period").
+func opManifestBurst(r *run, a [3]int) error {
+	name := staticNames[pick(a[0], len(staticNames))]
+	for i := range max(a[1], 1) {
+		if i > 0 {
+			if err := r.advance(100 * time.Millisecond); err != nil {
+				return err
+			}
+		}
+		r.writeManifest(name, (r.step+1)*100+i+1)
+	}
+	return nil
+}
+
+// writeManifest writes version of static pod name's manifest and tells
+// the checker.
+func (r *run) writeManifest(name string, version int) {
+	r.h.Files.WriteFile(r.manifestDir+"/"+name+".yaml", propManifest(name, version))
+	r.manifests[name] = version
+	r.c.ManifestWritten(name, version)
+}
+
+// removeManifest removes static pod name's manifest and tells the checker.
+func (r *run) removeManifest(name string) {
+	r.h.Files.Remove(r.manifestDir + "/" + name + ".yaml")
+	delete(r.manifests, name)
+	r.c.ManifestRemoved(name)
 }
 
 func opMirrorDelete(r *run, a [3]int) error {

@@ -91,7 +91,7 @@ type run struct {
 	c           *Checker
 	created     []string
 	deleted     map[string]bool
-	manifests   map[string]bool
+	manifests   map[string]int // the version written last, by name
 	manifestDir string
 	step        int
 	stalls      int
@@ -120,7 +120,7 @@ func Execute(plan Plan, o Options) Result {
 		sc.Setup(h)
 	}
 	h.StartAgent()
-	r := &run{h: h, c: NewChecker(h), deleted: map[string]bool{}, manifests: map[string]bool{}, manifestDir: "/etc/kubernetes/manifests"}
+	r := &run{h: h, c: NewChecker(h), deleted: map[string]bool{}, manifests: map[string]int{}, manifestDir: "/etc/kubernetes/manifests"}
 	r.c.Exhaustive = o.Exhaustive
 	h.OnFaultPoint(func(p deps.Point) { excuseFaultPoint(r.c, p) })
 	res.Err = r.execute(plan, o)
@@ -359,6 +359,9 @@ func (r *run) liveness() []Violation {
 	}
 	for _, m := range r.c.MirrorsMissing() {
 		fail("mirror-present", "%s", strings.TrimPrefix(m, "mirror-present: "))
+	}
+	for _, m := range r.c.staticVersionsSettled() {
+		fail("static-latest", "%s", m)
 	}
 	return out
 }

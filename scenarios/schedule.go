@@ -75,6 +75,7 @@ var families = map[string][]string{
 	"service-env":      {"service-env"},
 	"node-ready":       {"node-ready"},
 	"termination":      {"grace-honoured", "deleted-stops", "static-exclusive"},
+	"static":           {"static-removal-stops"},
 	"volumes":          {"volumes-kept"},
 	"tokens":           {"token-valid"},
 	"probes":           {"liveness-restarts", "startup-protects"},
@@ -99,7 +100,7 @@ var families = map[string][]string{
 	"status-prompt":    {"status-prompt"},
 	"sandbox":          {"sandbox-reported"},
 	"features":         {"features-declared"},
-	"liveness":         {"deleted-disappears", "converges", "status-matches", "mirror-present", "resize-in-place", "resize-restarts-once", "resize-converges"},
+	"liveness":         {"deleted-disappears", "converges", "status-matches", "mirror-present", "static-latest", "resize-in-place", "resize-restarts-once", "resize-converges"},
 	"on-write":         {"legal-phases", "terminal-is-final", "restart-count-monotone", "ready-is-true", "fresh-probe-results", "poststart-before-started", "qos-reported", "oom-reported", "critical-survives", "one-eviction-per-cycle", "eviction-order", "reclaim-first", "local-storage-kept", "pressure-conditions", "devices-once"},
 	"on-shutdown-stop": {"shutdown-order", "shutdown-grace"},
 }

@@ -288,3 +288,45 @@ func TestStaticManifestSeenAtOnce(t *testing.T) {
 	}
 	runUntil(t, h, "the removed manifest's pod stopped", 3*time.Second+30*time.Second, func() bool { return len(Containers(h)) == 0 })
 }
+
+// TestStaticManifestRemovedAndWrittenBack: a manifest removed and written
+// back unchanged at once (the same UID) stops the pod and starts it again
+// — restart count 1 — with its mirror pod Running, as upstream's node e2e
+// "should successfully recreate when file is removed and recreated"
+// expects within 2 minutes; it stays running, and removing the manifest
+// then deletes the mirror pod.
+func TestStaticManifestRemovedAndWrittenBack(t *testing.T) {
+	h := start(t, 18)
+	c := NewChecker(h)
+	h.Files.WriteFile(manifestDir+"/etcd.yaml", manifest("busybox:latest", "1"))
+	first := mirrorSettled(t, h, "static pod running with its mirror pod")
+	runChecked(t, h, c, 2*time.Second) // the watch is up
+	h.Files.Remove(manifestDir + "/etcd.yaml")
+	c.ManifestRemoved("etcd")
+	h.Files.WriteFile(manifestDir+"/etcd.yaml", manifest("busybox:latest", "1"))
+	restarted := func() bool {
+		m, ok := mirrorOf(h)
+		if !ok || m.Status.Phase != corev1.PodRunning || len(m.Status.ContainerStatuses) != 1 {
+			return false
+		}
+		cs := m.Status.ContainerStatuses[0]
+		return cs.State.Running != nil && cs.RestartCount == 1
+	}
+	if err := h.K.RunUntil(restarted, 2*time.Minute); err != nil {
+		m, _ := mirrorOf(h)
+		t.Fatalf("mirror pod not Running with restart count 1 within 2 minutes: %v\nmirror status: %+v", err, m.Status)
+	}
+	runChecked(t, h, c, 30*time.Second)
+	if !restarted() {
+		m, _ := mirrorOf(h)
+		t.Errorf("mirror pod did not stay Running with restart count 1: %+v", m.Status)
+	}
+	if m, _ := mirrorOf(h); m.Annotations[podsource.AnnotationConfigMirror] != first.Annotations[podsource.AnnotationConfigMirror] {
+		t.Errorf("mirror hash %s, want the unchanged manifest's %s", m.Annotations[podsource.AnnotationConfigMirror], first.Annotations[podsource.AnnotationConfigMirror])
+	}
+	for _, v := range c.Violations() {
+		t.Errorf("%s", v)
+	}
+	h.Files.Remove(manifestDir + "/etcd.yaml")
+	runUntil(t, h, "the mirror pod deleted", 2*time.Minute, func() bool { _, ok := mirrorOf(h); return !ok })
+}

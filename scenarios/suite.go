@@ -123,8 +123,8 @@ func runtimeFaults() Scenario {
 }
 
 func staticPods() Scenario {
-	return Scenario{Name: "static-pods", Doc: "manifests added, edited, removed and re-added; mirror pods deleted; pods needing a node feature the node does not declare; crashes and outages",
-		Mix: map[string]int{"manifest": 5, "mirror-delete": 2, "create": 1, "create-restart-all": 1, "crash": 1, "crash-in-sync": 1,
+	return Scenario{Name: "static-pods", Doc: "manifests added, edited, removed and re-added (also at once), rewritten many times in a row; mirror pods deleted; pods needing a node feature the node does not declare; crashes and outages",
+		Mix: map[string]int{"manifest": 5, "manifest-readd": 2, "manifest-burst": 2, "mirror-delete": 2, "create": 1, "create-restart-all": 1, "crash": 1, "crash-in-sync": 1,
 			"api-outage": 1, "wait": 1}}
 }
 
@@ -239,12 +239,12 @@ func Invariants() []string {
 	return []string{
 		"one-instance", "never-restart", "no-stuck-created", "previous-kept", "terminal-is-final",
 		"legal-phases", "restart-count-monotone", "backoff-respected", "ready-is-true", "grace-honoured", "deleted-stops", "static-exclusive",
-		"sigterm-first", "lease-fresh", "node-ready", "liveness-restarts", "startup-protects", "fresh-probe-results", "sidecar-order", "pull-backoff", "image-gc-safe", "image-gc-lru", "log-bounded", "log-lines-once",
+		"static-removal-stops", "sigterm-first", "lease-fresh", "node-ready", "liveness-restarts", "startup-protects", "fresh-probe-results", "sidecar-order", "pull-backoff", "image-gc-safe", "image-gc-lru", "log-bounded", "log-lines-once",
 		"prestop-before-stop", "poststart-before-started", "volumes-kept", "token-valid", "client-cert-valid", "cgroups-match", "qos-reported", "exclusive-cpus", "numa-aligned", "devices-once",
 		"eviction-order", "critical-survives", "evicted-stays-dead",
 		"one-eviction-per-cycle", "reclaim-first", "local-storage-evicted", "local-storage-kept", "pressure-conditions", "admission", "oom-reported", "stats-rate",
 		"shutdown-order", "shutdown-grace", "shutdown-not-ready", "status-prompt", "sandbox-reported", "features-declared",
 		"allocations-fit", "allocation-checkpointed", "service-env",
-		"deleted-disappears", "converges", "status-matches", "mirror-present", "resize-in-place", "resize-restarts-once", "resize-converges",
+		"deleted-disappears", "converges", "status-matches", "mirror-present", "static-latest", "resize-in-place", "resize-restarts-once", "resize-converges",
 	}
 }

@@ -181,7 +181,7 @@ func (a *Agent) ensureMirror(ctx context.Context, pod *corev1.Pod, mirrors map[s
 // pod's UID) and nobody deleted it.
 func mirrorInPlace(existing, static *corev1.Pod) bool {
 	hash, _ := podsource.StaticPodUIDFromMirror(existing)
-	return hash == static.UID && existing.DeletionTimestamp == nil
+	return (hash == static.UID || brokenKeepsStaleMirror) && existing.DeletionTimestamp == nil
 }
 
 // deleteOrphanedMirrors deletes the mirror pods whose static pod is gone
