@@ -200,11 +200,16 @@ type loopTimes struct {
 	last  time.Time
 }
 
-// New builds an agent over d. Nothing runs until Start. It fails when a
-// resource manager cannot start (a CPU manager checkpoint that does not
-// fit its policy or the machine).
+// New builds an agent over d. Nothing runs until Start, but the root
+// directory is made a shared mount first (volume.ShareRootDir, as the
+// kubelet's setupDataDirs). It fails when that fails or when a resource
+// manager cannot start (a CPU manager checkpoint that does not fit its
+// policy or the machine).
 func New(d deps.Deps, cfg Config) (*Agent, error) {
 	cfg = withDefaults(d, cfg)
+	if err := volume.ShareRootDir(d.Files, d.Mounts, cfg.Node.RootDir); err != nil {
+		return nil, err
+	}
 	cm, err := newContainerManager(d, &cfg)
 	if err != nil {
 		return nil, err

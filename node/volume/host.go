@@ -2,7 +2,9 @@ package volume
 
 import (
 	"context"
+	"fmt"
 	"path"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -85,10 +87,12 @@ func (m *Manager) setUp(ctx context.Context, pod *corev1.Pod, v *corev1.Volume) 
 }
 
 // unmountAll tears down every volume of a pod found on disk (each
-// plugin's directory), before the pod's directory goes.
+// plugin's directory), then unmounts what is still mounted below the
+// pod's volumes (unmountNested), before the pod's directory goes.
 func (m *Manager) unmountAll(uid types.UID) error {
+	vols := podspec.PodVolumesDir(m.cfg.Node.RootDir, uid)
 	for _, p := range plugin.All() {
-		pdir := path.Join(podspec.PodVolumesDir(m.cfg.Node.RootDir, uid), p.Name())
+		pdir := path.Join(vols, p.Name())
 		entries, err := m.files.ReadDir(pdir)
 		if err != nil {
 			continue
@@ -99,5 +103,32 @@ func (m *Manager) unmountAll(uid types.UID) error {
 			}
 		}
 	}
-	return nil
+	return m.unmountNested(vols)
+}
+
+// unmountNested unmounts every mount left below a pod's volumes
+// directory: what a container with Bidirectional propagation mounted
+// inside its volume reaches the host (the root directory is a shared
+// mount, ShareRootDir) and outlives the container. Removing the pod's
+// directory over such a mount would delete the mounted file system's
+// content and then fail on the busy mount point, so it is unmounted
+// first, the deepest mounts first; one still there is an error and the
+// directory stays.
+func (m *Manager) unmountNested(vols string) error {
+	if m.mounts == nil {
+		return nil
+	}
+	left, err := m.mounts.MountsUnder(vols)
+	if err != nil {
+		return fmt.Errorf("list the mounts below %s: %w", vols, err)
+	}
+	for _, mp := range left {
+		if err := m.mounts.Unmount(mp); err != nil {
+			return fmt.Errorf("unmount %s, mounted below the pod's volumes: %w", mp, err)
+		}
+	}
+	if left, err = m.mounts.MountsUnder(vols); err == nil && len(left) > 0 {
+		err = fmt.Errorf("%s still mounted below the pod's volumes", strings.Join(left, ", "))
+	}
+	return err
 }

@@ -32,6 +32,8 @@ type world struct {
 	files *memfs.FS
 	api   *apiserver.Server
 	m     *volume.Manager
+	// mounts: the tmpfs model (newWorldWith mounts set), else nil.
+	mounts *memfs.Mounts
 }
 
 func newWorld(t *testing.T) *world { t.Helper(); return newWorldWith(t, false) }
@@ -47,7 +49,8 @@ func newWorldWith(t *testing.T, mounts bool) *world {
 	d := k.Deps()
 	d.Files = w.files
 	if mounts {
-		d.Mounts = memfs.NewMounts(w.files)
+		w.mounts = memfs.NewMounts(w.files)
+		d.Mounts = w.mounts
 	}
 	d.API = deps.API{Pods: w.api, Events: apiserver.NewRecorder(w.api, k, corev1.EventSource{Component: "kubelet", Host: "n1"}), ConfigMaps: w.api, Secrets: w.api}
 	w.m = volume.New(d.Core, volume.Ports{Files: d.Files, Mounts: d.Mounts, Objects: d.API.Objects(), Claims: w.api, TrustBundles: w.api, Events: d.API.Events}, volume.Config{Node: podspec.NodeInfo{RootDir: root, NodeName: "n1"}})
