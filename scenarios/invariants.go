@@ -63,6 +63,7 @@ type Checker struct {
 	svc             *serviceChecks      // see invariants_services.go
 	prompt          *promptChecks       // see invariants_prompt.go
 	stc             *staticChecks       // see invariants_static.go
+	propagation     *propagationChecks  // see invariants_propagation.go
 	reportedOnce    map[string]bool     // see failOnce
 	snap            *truthSnap          // see truth.go
 	sched           schedule            // see schedule.go
@@ -89,7 +90,7 @@ func NewChecker(h *harness.Harness) *Checker {
 		probes: newProbeChecks(), sidecars: newSidecarChecks(),
 		hooks: newHookChecks(), cg: newCgroupChecks(), cpus: newCPUChecks(),
 		pressure: newPressureChecks(), storage: newLocalStorageChecks(), imagegc: newImageGCChecks(), ooms: map[string]*oomKill{}, rz: newResizeChecks(), dv: newDeviceChecks(), prompt: newPromptChecks(),
-		stc: newStaticChecks()}
+		stc: newStaticChecks(), propagation: newPropagationChecks()}
 	c.svc = newServiceChecks(c)
 	h.API.OnWrite(c.onWrite)
 	h.OnStopContainer(c.onShutdownStop)
@@ -126,6 +127,9 @@ func (c *Checker) Check() {
 	}
 	if c.due("volumes", readsRuntime|readsFiles, false) {
 		c.checkVolumes(truth)
+	}
+	if c.due("propagation", readsRuntime, false) {
+		c.checkPropagation(truth)
 	}
 	if c.due("tokens", readsRuntime|readsAPI|readsFiles, c.tokenExpired()) {
 		c.tokensExpire = time.Time{}
@@ -231,6 +235,7 @@ func (c *Checker) onWrite(r apiserver.Record) {
 	c.onWriteDevices(r)
 	c.onWriteSandbox(r)
 	c.onWriteFeatures(r)
+	c.onWritePropagation(r)
 	p := r.Pod
 	c.policy[p.UID] = p.Spec.RestartPolicy
 	prev, seen := c.lastPhase[p.UID]

@@ -11,6 +11,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/lockstep-dev/lockstep/node/podspec"
 	"github.com/lockstep-dev/lockstep/sim/apiserver"
 	"github.com/lockstep-dev/lockstep/sim/harness"
 )
@@ -33,6 +34,7 @@ func Ops() map[string]Op {
 		"delete-force":        {"delete pod a with 120 s, wait b ms, force-delete it", drawArgs(0, 24, 0, 20000), opDeleteForce},
 		"update":              {"change pod a's labels", drawArgs(0, 24), opUpdate},
 		"create-volumes":      {"create a pod with configMap, secret, kube-api-access and emptyDir volumes, with fsGroup when a=1", drawArgs(0, 1), opCreateVolumes},
+		"create-propagation":  {"create a pod whose privileged container mounts an emptyDir with Bidirectional propagation and another with HostToContainer (a: 1 makes the second a hostPath below the root directory)", drawArgs(0, 1), opCreatePropagation},
 		"update-config":       {"change the configMap and the secret those pods mount to version a", drawArgs(0, 9), opUpdateConfig},
 		"crash":               {"crash the agent, restart it after a ms", drawArgs(0, 5000), opCrash},
 		"crash-in-sync":       {"crash the agent just before CRI call a, restart after b ms", drawArgs(0, len(crashPoints)-1, 0, 5000), opCrashInSync},
@@ -601,6 +603,23 @@ func opCreateVolumes(r *run, a [3]int) error {
 		opts = append(opts, func(p *corev1.Pod) { p.Spec.SecurityContext = &corev1.PodSecurityContext{FSGroup: &gid} })
 	}
 	if _, err := Create(r.h, NewPod(name, r.h.NodeName, opts...)); err != nil {
+		return err
+	}
+	r.created = append(r.created, name)
+	return nil
+}
+
+func opCreatePropagation(r *run, a [3]int) error {
+	name := fmt.Sprintf("p%d", r.step)
+	vol := emptyDir("shared")
+	if a[0] == 1 {
+		dirOrCreate := corev1.HostPathDirectoryOrCreate
+		vol = corev1.Volume{Name: "shared", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{
+			Path: podspec.DefaultRootDir + "/shared-" + name, Type: &dirOrCreate}}}
+	}
+	if _, err := Create(r.h, NewPod(name, r.h.NodeName, WithVolume(vol),
+		MountsPropagated("app", "shared", "/mnt", corev1.MountPropagationBidirectional), Privileged("app"),
+		MountsPropagated("side", "shared", "/mnt", corev1.MountPropagationHostToContainer))); err != nil {
 		return err
 	}
 	r.created = append(r.created, name)

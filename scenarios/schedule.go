@@ -77,6 +77,7 @@ var families = map[string][]string{
 	"termination":      {"grace-honoured", "deleted-stops", "static-exclusive"},
 	"static":           {"static-removal-stops"},
 	"volumes":          {"volumes-kept"},
+	"propagation":      {"propagation-shared", "propagation-privileged"},
 	"tokens":           {"token-valid"},
 	"probes":           {"liveness-restarts", "startup-protects"},
 	"sidecars":         {"sidecar-order"},

@@ -145,8 +145,8 @@ func imagePulls() Scenario {
 }
 
 func volumes() Scenario {
-	return Scenario{Name: "volumes", Doc: "pods with configMap, secret, token and emptyDir volumes (fsGroup or not), config updates, watch drops, outages and crashes",
-		Mix: map[string]int{"create-volumes": 4, "create": 1, "delete": 2, "delete-force": 1, "update-config": 2, "api-drop-watches": 1,
+	return Scenario{Name: "volumes", Doc: "pods with configMap, secret, token and emptyDir volumes (fsGroup or not), mounts with Bidirectional and HostToContainer propagation, config updates, watch drops, outages and crashes",
+		Mix: map[string]int{"create-volumes": 4, "create-propagation": 1, "create": 1, "delete": 2, "delete-force": 1, "update-config": 2, "api-drop-watches": 1,
 			"api-outage": 1, "crash": 1, "crash-in-sync": 1, "crash-during-outage": 1, "wait": 1}}
 }
 

@@ -23,6 +23,23 @@ func Mounts(container, volume, mountPath string) PodOption {
 	}
 }
 
+// MountsPropagated mounts volume at mountPath in container with mount
+// propagation mode.
+func MountsPropagated(container, volume, mountPath string, mode corev1.MountPropagationMode) PodOption {
+	return func(p *corev1.Pod) {
+		c := findOrAdd(p, container)
+		c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: volume, MountPath: mountPath, MountPropagation: &mode})
+	}
+}
+
+// Privileged makes container privileged.
+func Privileged(container string) PodOption {
+	return func(p *corev1.Pod) {
+		yes := true
+		findOrAdd(p, container).SecurityContext = &corev1.SecurityContext{Privileged: &yes}
+	}
+}
+
 // emptyDir is an emptyDir volume on disk.
 func emptyDir(name string) corev1.Volume {
 	return corev1.Volume{Name: name, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}
