@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"time"
+
+	"github.com/lockstep-dev/lockstep/node/real/mounter"
 )
 
 // Agent names accepted in BENCH_COMPARE_AGENTS.
@@ -91,6 +93,11 @@ func (d *driver) startAgent(ctx context.Context, agent string, qps, burst int, l
 	node := NodeName(agent)
 	kubeconfig := filepath.Join(d.dir, "node-"+node+".kubeconfig")
 	work := filepath.Join(d.dir, "bench", agent)
+	// lockstep made its root directory, below work, a bind mount of
+	// itself in an earlier round.
+	if err := mounter.New().UnmountTree(work); err != nil {
+		return nil, fmt.Errorf("clean %s: %w", work, err)
+	}
 	if err := os.RemoveAll(work); err != nil {
 		return nil, fmt.Errorf("clean %s: %w", work, err)
 	}

@@ -44,7 +44,7 @@ func TestDemo(t *testing.T) {
 	}
 	_, file, _, _ := runtime.Caller(0)
 	manifests := filepath.Join(filepath.Dir(file), "..", "..", "examples", "manifests")
-	dir := t.TempDir()
+	dir := rootDir(t)
 	o := daemon.Defaults()
 	o.RuntimeEndpoint, o.ManifestPath, o.NodeName = daemon.FakeRuntime, manifests, "demo-node"
 	o.Address, o.Port, o.ReadOnlyPort = "127.0.0.1", freePort(t), freePort(t)

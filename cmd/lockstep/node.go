@@ -67,7 +67,7 @@ set the same options, and flags override it.`,
 	f.StringVar(&o.RuntimeEndpoint, "container-runtime-endpoint", o.RuntimeEndpoint, `CRI runtime socket, or "fake" for the in-process fake runtime`)
 	f.StringVar(&o.ImageEndpoint, "image-service-endpoint", o.ImageEndpoint, "CRI image service socket (default: the runtime endpoint)")
 	f.StringVar(&o.ManifestPath, "pod-manifest-path", o.ManifestPath, "directory of static pod manifests")
-	f.StringVar(&o.RootDir, "root-dir", o.RootDir, "directory for lockstep's files (serving certificates)")
+	f.StringVar(&o.RootDir, "root-dir", o.RootDir, "directory for lockstep's files (pods' volumes, checkpoints, certificates); made a shared mount at start (bind-mounted onto itself unless it lies on a shared mount already), as the kubelet does, so that mountPropagation Bidirectional and HostToContainer work")
 	f.StringVar(&o.PodLogsRoot, "pod-logs-dir", o.PodLogsRoot, "directory of pod log directories")
 	f.StringVar(&o.ContainerLogsDir, "container-logs-dir", o.ContainerLogsDir, "directory of the container log symlinks log shippers tail")
 	f.DurationVar(&o.MinimumContainerTTLDuration, "minimum-container-ttl-duration", o.MinimumContainerTTLDuration, "minimum age of a dead container before it is garbage collected")

@@ -38,7 +38,7 @@ spec:
 // any), and returns its output and error.
 func runOnce(t *testing.T, manifests map[string]string, url ...string) (string, error) {
 	t.Helper()
-	dir := t.TempDir()
+	dir := rootDir(t)
 	mdir := filepath.Join(dir, "manifests")
 	if err := os.MkdirAll(mdir, 0o755); err != nil {
 		t.Fatal(err)

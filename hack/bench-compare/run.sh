@@ -65,6 +65,7 @@ finish() {
   stop_all
   remove_kube_chains
   mkdir -p "$out/logs" && cp -a "$LOG_DIR"/. "$out/logs"/ 2>/dev/null
+  unmount_under "$E2E_DIR" # lockstep's root directory is a bind mount of itself
   rm -rf "$E2E_DIR"
   echo "bench-compare output (table.md, bench-compare.svg, results.json, logs): $out"
   echo "bench-compare result: $([[ $rc == 0 ]] && echo OK || echo "FAILED (exit $rc)")"
@@ -76,6 +77,7 @@ trap 'exit 130' INT TERM
 set -e
 [[ $(id -u) == 0 ]] || { echo "bench-compare: run as root (like make e2e)" >&2; exit 1; }
 stop_all # a run killed hard may have left things behind
+unmount_under "$E2E_DIR"
 rm -rf "$E2E_DIR"; mkdir -p "$LOG_DIR" "$PID_DIR" "$out"
 
 log "=== build lockstep and the driver"

@@ -16,3 +16,12 @@ import socket
 s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()
 PY
 }
+# unmount_under DIR: unmounts every mount at or below DIR, deepest first
+# (an agent's root directory is a bind mount of itself, made shared at start,
+# and pods' volumes may hold mounts below it); never fails.
+unmount_under() {
+  awk -v d="${1%/}/" 'index($2 "/", d) == 1 {print $2}' /proc/self/mounts | sort -r | while read -r m; do
+    umount "$m" 2>/dev/null || umount -l "$m" 2>/dev/null
+  done
+  return 0
+}

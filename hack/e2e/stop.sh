@@ -53,10 +53,9 @@ stop_pid containerd
 # containerd-shim processes of our containerd (their -address is our socket).
 for pid in $(pgrep -f "containerd-shim.*-address $CONTAINERD_SOCK" 2>/dev/null); do kill -KILL "$pid" 2>/dev/null; done
 
-# Mounts under the scratch dir, deepest first.
-awk -v d="$E2E_DIR/" 'index($2, d) == 1 {print $2}' /proc/self/mounts | sort -r | while read -r m; do
-  umount "$m" 2>/dev/null || umount -l "$m" 2>/dev/null
-done
+# Mounts under the scratch dir (lockstep's root directory, a bind mount of
+# itself, among them), deepest first.
+unmount_under "$E2E_DIR"
 for ns in "${netns[@]}"; do umount "$ns" 2>/dev/null; rm -f "$ns"; done
 
 # CNI: bridge, NAT chains tagged with our network name, cached results.

@@ -23,16 +23,19 @@ const selfMountInfo = "/proc/self/mountinfo"
 // and the mount table of the agent's mount namespace.
 type Mounter struct {
 	m mount.Interface
-	// mountInfo is the mount table read; sys is mount(2). Tests give
-	// their own.
+	// mountInfo is the mount table read; sys is mount(2), umount
+	// umount(2). Tests give their own.
 	mountInfo string
 	sys       func(source, target, fstype string, flags uintptr, data string) error
+	umount    func(target string, flags int) error
 }
 
 var _ deps.Mounter = Mounter{}
 
 // New returns the system's mounter.
-func New() Mounter { return Mounter{m: mount.New(""), mountInfo: selfMountInfo, sys: unix.Mount} }
+func New() Mounter {
+	return Mounter{m: mount.New(""), mountInfo: selfMountInfo, sys: unix.Mount, umount: unix.Unmount}
+}
 
 // MountTmpfs mounts a tmpfs at dir.
 func (r Mounter) MountTmpfs(dir string, sizeBytes int64) error {
@@ -122,4 +125,27 @@ func below(infos []mount.MountInfo, dir string) []string {
 	}
 	slices.SortStableFunc(out, func(a, b string) int { return strings.Count(b, "/") - strings.Count(a, "/") })
 	return out
+}
+
+// UnmountTree unmounts everything mounted at dir or below it, deepest
+// first, for the tools and tests that remove an agent's root directory
+// (which the agent made a bind mount of itself and never unmounts).
+func (r Mounter) UnmountTree(dir string) error {
+	dir = filepath.Clean(dir)
+	infos, err := mount.ParseMountInfo(r.mountInfo)
+	if err != nil {
+		return fmt.Errorf("read the mount table %s: %w", r.mountInfo, err)
+	}
+	points := below(infos, dir)
+	for i := len(infos) - 1; i >= 0; i-- {
+		if infos[i].MountPoint == dir {
+			points = append(points, dir)
+		}
+	}
+	for _, mp := range points {
+		if err := r.umount(mp, 0); err != nil {
+			return fmt.Errorf("unmount %s: %w", mp, err)
+		}
+	}
+	return nil
 }

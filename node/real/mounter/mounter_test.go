@@ -103,3 +103,18 @@ func TestMountsUnder(t *testing.T) {
 		t.Errorf("mounts under %s (-want +got):\n%s", vols, diff)
 	}
 }
+
+func TestUnmountTree(t *testing.T) {
+	const root = "/var/lib/lockstep"
+	m, _ := fake(t, rootBound+`91 90 0:50 / `+root+`/pods/u1/volumes/kubernetes.io~secret/sec rw - tmpfs tmpfs rw
+`, nil)
+	var got []string
+	m.umount = func(target string, _ int) error { got = append(got, target); return nil }
+	if err := m.UnmountTree(root); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{root + "/pods/u1/volumes/kubernetes.io~secret/sec", root}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("unmounted (-want +got):\n%s", diff)
+	}
+}
