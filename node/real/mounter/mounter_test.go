@@ -4,10 +4,12 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"k8s.io/mount-utils"
 )
 
 // Mount tables as /proc/self/mountinfo shows them.
@@ -116,5 +118,48 @@ func TestUnmountTree(t *testing.T) {
 	want := []string{root + "/pods/u1/volumes/kubernetes.io~secret/sec", root}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("unmounted (-want +got):\n%s", diff)
+	}
+}
+
+// TestMakeSharedOnThisHost makes a temporary directory shared with the
+// real mount(2) twice (as root only): one bind mount, shared, and
+// UnmountTree takes it away.
+func TestMakeSharedOnThisHost(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to mount")
+	}
+	dir := t.TempDir()
+	m := New()
+	t.Cleanup(func() {
+		if err := m.UnmountTree(dir); err != nil {
+			t.Error(err)
+		}
+	})
+	for range 2 {
+		if err := m.MakeShared(dir); err != nil {
+			t.Fatal(err)
+		}
+	}
+	at := func() (n int, shared bool) {
+		infos, err := mount.ParseMountInfo(selfMountInfo)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, i := range infos {
+			if i.MountPoint == dir {
+				n++
+				shared = slices.ContainsFunc(i.OptionalFields, func(f string) bool { return strings.HasPrefix(f, "shared:") })
+			}
+		}
+		return n, shared
+	}
+	if n, shared := at(); n != 1 || !shared {
+		t.Errorf("after two MakeShared: %d mounts at %s (shared: %v), want one, shared", n, dir, shared)
+	}
+	if err := m.UnmountTree(dir); err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := at(); n != 0 {
+		t.Errorf("after UnmountTree: %d mounts at %s, want none", n, dir)
 	}
 }
