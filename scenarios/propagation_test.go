@@ -79,3 +79,53 @@ func TestPropagationUnprivilegedBidirectionalRefused(t *testing.T) {
 		t.Errorf("waiting state (-want +got):\n%s", diff)
 	}
 }
+
+// TestPropagationNodeSuiteReadOnlyPod runs the node suite's pod of "Mount
+// recursive read-only … when the runtime does not support recursive
+// read-only mounts should accept non-recursive read-only mounts"
+// (test/e2e_node/mount_rro_linux_test.go podForRROUnsupported) on a
+// runtime without recursive read-only mounts: privileged init containers
+// with a Bidirectional emptyDir around one with four mounts of it. The
+// pod succeeds, the propagation invariants hold, and the second init
+// container's volumeMounts are Disabled for the read-only mounts and
+// unset for the read-write one, as the spec checks.
+func TestPropagationNodeSuiteReadOnlyPod(t *testing.T) {
+	h := start(t, 36)
+	c := NewChecker(h)
+	ifPossible, disabled := corev1.RecursiveReadOnlyIfPossible, corev1.RecursiveReadOnlyDisabled
+	mustCreate(t, h, NewPod("mount-ro", h.NodeName, WithVolume(emptyDir("mnt")),
+		Init("mount", 200*time.Millisecond, 0), Init("test", 200*time.Millisecond, 0), Init("unmount", 200*time.Millisecond, 0),
+		MountsPropagated("mount", "mnt", "/mnt", corev1.MountPropagationBidirectional), Privileged("mount"),
+		MountsPropagated("unmount", "mnt", "/mnt", corev1.MountPropagationBidirectional), Privileged("unmount"),
+		Exits("app", 200*time.Millisecond, 0),
+		func(p *corev1.Pod) {
+			p.Spec.RestartPolicy = corev1.RestartPolicyNever
+			p.Spec.InitContainers[1].VolumeMounts = []corev1.VolumeMount{
+				{Name: "mnt", MountPath: "/mnt-rro-if-possible", ReadOnly: true, RecursiveReadOnly: &ifPossible},
+				{Name: "mnt", MountPath: "/mnt-rro-disabled", ReadOnly: true, RecursiveReadOnly: &disabled},
+				{Name: "mnt", MountPath: "/mnt-ro", ReadOnly: true},
+				{Name: "mnt", MountPath: "/mnt-rw"},
+			}
+		}))
+	runUntil(t, h, "the pod succeeds", time.Minute, func() bool {
+		p, err := h.API.User().GetPod("default", "mount-ro")
+		return err == nil && p.Status.Phase == corev1.PodSucceeded
+	})
+	runChecked(t, h, c, 2*time.Second)
+	p, err := h.API.User().GetPod("default", "mount-ro")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Status.InitContainerStatuses) != 3 {
+		t.Fatalf("%d init container statuses, want 3", len(p.Status.InitContainerStatuses))
+	}
+	want := []corev1.VolumeMountStatus{
+		{Name: "mnt", MountPath: "/mnt-rro-if-possible", ReadOnly: true, RecursiveReadOnly: &disabled},
+		{Name: "mnt", MountPath: "/mnt-rro-disabled", ReadOnly: true, RecursiveReadOnly: &disabled},
+		{Name: "mnt", MountPath: "/mnt-ro", ReadOnly: true, RecursiveReadOnly: &disabled},
+		{Name: "mnt", MountPath: "/mnt-rw"},
+	}
+	if diff := cmp.Diff(want, p.Status.InitContainerStatuses[1].VolumeMounts); diff != "" {
+		t.Errorf("volumeMounts of init container test (-want +got):\n%s", diff)
+	}
+}
