@@ -169,7 +169,7 @@ func propagation(c *corev1.Container, m corev1.VolumeMount) (runtimeapi.MountPro
 	case corev1.MountPropagationHostToContainer:
 		return runtimeapi.MountPropagation_PROPAGATION_HOST_TO_CONTAINER, nil
 	case corev1.MountPropagationBidirectional:
-		if c.SecurityContext == nil || c.SecurityContext.Privileged == nil || !*c.SecurityContext.Privileged {
+		if !unprivilegedBidirectional && (c.SecurityContext == nil || c.SecurityContext.Privileged == nil || !*c.SecurityContext.Privileged) {
 			return 0, fmt.Errorf("volumeMount %q: Bidirectional mount propagation is available only to privileged containers", m.Name)
 		}
 		return runtimeapi.MountPropagation_PROPAGATION_BIDIRECTIONAL, nil
