@@ -36,7 +36,7 @@ trap 'rm -rf "$work"' EXIT
 tarball="$work/busybox-$version.tar.bz2"
 
 if [[ -n "${CONFORMANCE_BUSYBOX_TARBALL:-}" ]]; then
-  cp "$CONFORMANCE_BUSYBOX_TARBALL" "$tarball"
+  cp "$CONFORMANCE_BUSYBOX_TARBALL" "$tarball" || fail "cannot read CONFORMANCE_BUSYBOX_TARBALL=$CONFORMANCE_BUSYBOX_TARBALL"
 else
   # The Debian archive this machine installs from (not its security mirror).
   mirror="$( { cat /etc/apt/sources.list.d/*.sources 2>/dev/null | awk '/^URIs:/ { for (i = 2; i <= NF; i++) print $i }'

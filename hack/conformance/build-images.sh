@@ -1,18 +1,29 @@
 #!/usr/bin/env bash
-# Builds the images the upstream suite runs (no registry is reachable here)
+# Builds the images the upstream suites run (no registry is reachable here)
 # as OCI archives and imports them into containerd's k8s.io namespace under
-# the names the suite expects. Each is made from Debian's busybox-static
-# (relative applet links), plus:
+# the names the suites expect. Each is made from busybox 1.37.0 built as
+# upstream's busybox image is (build-busybox.sh: static, ash as /bin/sh,
+# nmeter and the other default applets; relative applet links), plus:
 #   agnhost      the static agnhost binary ($CONFORMANCE_BIN/agnhost) as
-#                entrypoint, /bin/sh being Debian's dash (busybox ash would
-#                run its own applets before PATH), the image's own user and
-#                group, a curl stand-in (busybox wget, curl-standin.sh),
-#                netcat-openbsd as nc and bash as busybox ash
+#                entrypoint, /bin/sh being Debian's dash, the image's own
+#                user and group, a curl stand-in (busybox wget,
+#                curl-standin.sh), netcat-openbsd as nc and busybox ash as
+#                bash
 #   pause        a sh loop that exits on TERM, user 65535
 #   nonroot      user 1234
 #   nonewprivs   upstream's nnp, setuid root
 #   nginx        busybox httpd on port 80
-#   glibc-dns-testing, busybox (both tags): busybox, bash as /bin/sh
+#   glibc-dns-testing, busybox: busybox alone
+# Where a suite uses two tags of one image (busybox 1.37.0-2 and 1.36.1-1,
+# agnhost 2.66.1 and 2.55, nginx 1.27.0-2 and 1.28.0-2) each tag is an image
+# of its own (a label naming it in the config, so a distinct image ID and
+# digest): the specs that change a pod's image check that the status's image
+# and imageID change with it.
+# If busybox 1.37.0 cannot be built (its source cannot be fetched), Debian's
+# busybox-static 1.35 serves instead, with a warning: no nmeter (the node
+# suite's lifecycle specs fail), and bash as the busybox image's /bin/sh,
+# since 1.35's ash drops environment variables with non-identifier names
+# (then "should not write to root filesystem" fails on bash's error text).
 # Images that cannot be made here (private registries, image volumes) are
 # left out; their specs count as not applicable.
 set -euo pipefail
@@ -22,13 +33,21 @@ bin="${CONFORMANCE_BIN:?CONFORMANCE_BIN: directory of the binaries build.sh made
 work="$E2E_DIR/conformance-images"
 rm -rf "$work" && mkdir -p "$work"
 e2e=registry.k8s.io/e2e-test-images
+if bb="$("$here/build-busybox.sh")"; then
+  fallback=0
+else
+  bb=/bin/busybox fallback=1
+  echo "build-images.sh: WARNING: busybox 1.37.0 could not be built (above); using Debian's busybox-static 1.35:" \
+    "the specs that run nmeter fail, and the busybox image's /bin/sh is bash" >&2
+fi
 
-# busybox_rootfs DIR: a root file system of busybox-static.
+# busybox_rootfs DIR: a root file system of busybox ($bb).
 busybox_rootfs() {
   local d=$1
-  mkdir -p "$d/bin" "$d/tmp" "$d/etc" "$d/root"
-  cp /bin/busybox "$d/bin/busybox"
-  for a in $(/bin/busybox --list); do [[ $a == busybox ]] || ln -sf busybox "$d/bin/$a"; done
+  mkdir -p "$d/bin" "$d/tmp" "$d/etc" "$d/root" "$d/usr/bin"
+  cp "$bb" "$d/bin/busybox"
+  for a in $("$bb" --list); do [[ $a == busybox ]] || ln -sf busybox "$d/bin/$a"; done
+  ln -sf ../../bin/env "$d/usr/bin/env"
   chmod 1777 "$d/tmp"
   printf 'root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/:/bin/false\n' > "$d/etc/passwd"
   printf 'root:x:0:\nnogroup:x:65534:\n' > "$d/etc/group"
@@ -44,7 +63,8 @@ with_binary() {
 }
 
 # oci_import REF ROOTFS ENTRYPOINT_JSON CMD_JSON USER: tars ROOTFS into a
-# one-layer OCI image named REF and imports it.
+# one-layer OCI image named REF and imports it. The config's label names REF,
+# so two tags made of one ROOTFS are two images.
 oci_import() {
   local ref=$1 rootfs=$2 entry=$3 cmd=$4 user=$5 d ldig lsize cdig csize mdig msize
   d="$work/$(echo "$ref" | tr '/:' '__')"
@@ -52,8 +72,8 @@ oci_import() {
   tar --sort=name --mtime=@0 --owner=0 --group=0 --numeric-owner -C "$rootfs" -cf "$d/layer.tar" .
   ldig=$(sha256sum "$d/layer.tar" | cut -d' ' -f1); lsize=$(stat -c %s "$d/layer.tar")
   mv "$d/layer.tar" "$d/layout/blobs/sha256/$ldig"
-  printf '{"architecture":"amd64","os":"linux","config":{"User":"%s","Env":["PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"],"Entrypoint":%s,"Cmd":%s,"WorkingDir":"/"},"rootfs":{"type":"layers","diff_ids":["sha256:%s"]}}' \
-    "$user" "$entry" "$cmd" "$ldig" > "$d/config.json"
+  printf '{"architecture":"amd64","os":"linux","config":{"User":"%s","Labels":{"dev.lockstep.conformance.image":"%s"},"Env":["PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"],"Entrypoint":%s,"Cmd":%s,"WorkingDir":"/"},"rootfs":{"type":"layers","diff_ids":["sha256:%s"]}}' \
+    "$user" "$ref" "$entry" "$cmd" "$ldig" > "$d/config.json"
   cdig=$(sha256sum "$d/config.json" | cut -d' ' -f1); csize=$(stat -c %s "$d/config.json")
   mv "$d/config.json" "$d/layout/blobs/sha256/$cdig"
   printf '{"schemaVersion":2,"mediaType":"application/vnd.oci.image.manifest.v1+json","config":{"mediaType":"application/vnd.oci.image.config.v1+json","digest":"sha256:%s","size":%s},"layers":[{"mediaType":"application/vnd.oci.image.layer.v1.tar","digest":"sha256:%s","size":%s}]}' \
@@ -70,13 +90,14 @@ oci_import() {
 
 base="$work/rootfs-busybox"
 busybox_rootfs "$base"
-# /bin/sh is bash: Debian's busybox 1.35 ash drops environment variables
-# whose names are not shell identifiers (envFrom keys like data-1) where
-# the real image's busybox passes them on (the ConfigMap/Secret "via the
-# environment" specs run `sh -c env`); bash passes them on and runs the
-# ash extensions the specs use ([[ ]]).
-with_binary "$base" /bin/bash
-rm -f "$base/bin/sh" && ln -s bash "$base/bin/sh"
+if (( fallback )); then
+  # Debian's busybox 1.35 ash drops environment variables whose names are
+  # not shell identifiers (envFrom keys like data-1, which the ConfigMap and
+  # Secret "via the environment" specs' `sh -c env` expects); bash passes
+  # them on and runs the ash extensions the specs use ([[ ]]).
+  with_binary "$base" /bin/bash
+  rm -f "$base/bin/sh" && ln -s bash "$base/bin/sh"
+fi
 for ref in "$e2e/busybox:1.37.0-2" "$e2e/busybox:1.36.1-1" "$e2e/glibc-dns-testing:2.1.1"; do
   oci_import "$ref" "$base" null '["sh"]' ""
 done
