@@ -1,15 +1,17 @@
 //go:build tools
 
-// Package tools pins what `make conformance` builds beside the e2e control
-// plane: the upstream e2e suite (test/e2e, built with `go test -c`), the
-// controller manager and scheduler the suite's pods need, and agnhost, the
-// suite's workhorse image. The blank imports of the suite's test sources let
+// Package tools pins what `make conformance` and `make node-conformance`
+// build beside the e2e control plane: the upstream e2e suite (test/e2e) and
+// the node suite (test/e2e_node), both built with `go test -c`, the
+// controller manager and scheduler the suites' pods need, and agnhost, the
+// suites' workhorse image. The blank imports of the suites' test sources let
 // `go mod tidy` record their dependencies (tests of dependencies are not
 // tidied otherwise). It is a separate module so none of this reaches the
 // project's go.mod.
 package tools
 
 import (
+	_ "github.com/coreos/go-systemd/v22/util"
 	_ "github.com/onsi/ginkgo/v2"
 	_ "go.yaml.in/yaml/v2"
 	_ "k8s.io/kubernetes/cmd/kube-controller-manager"
@@ -42,7 +44,16 @@ import (
 	_ "k8s.io/kubernetes/test/e2e/storage/external"
 	_ "k8s.io/kubernetes/test/e2e/testing-manifests"
 	_ "k8s.io/kubernetes/test/e2e/windows"
+	_ "k8s.io/kubernetes/test/e2e_node"
+	_ "k8s.io/kubernetes/test/e2e_node/mounter"
+	_ "k8s.io/kubernetes/test/e2e_node/perf/workloads"
+	_ "k8s.io/kubernetes/test/e2e_node/plugins/gcp-credential-provider/pkg"
+	_ "k8s.io/kubernetes/test/e2e_node/runner/node"
+	_ "k8s.io/kubernetes/test/e2e_node/services"
+	_ "k8s.io/kubernetes/test/e2e_node/testdeviceplugin"
+	_ "k8s.io/kubernetes/test/e2e_node/testing-manifests"
 	_ "k8s.io/kubernetes/test/fixtures"
 	_ "k8s.io/kubernetes/test/images/agnhost"
 	_ "k8s.io/kubernetes/test/utils/ktesting/format"
+	_ "k8s.io/system-validators/validators"
 )
