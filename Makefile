@@ -4,7 +4,7 @@ PKGS     := ./...
 BIN      := bin/lockstep
 SEED     ?= 1
 
-.PHONY: all build test test-race-scenarios test-race-rest test-scenarios lint bench bench-compare sim run run-fakecri e2e bench-real conformance diff-kubelet diff-kubelet-real clean regress teeth mutate
+.PHONY: all build test test-race-scenarios test-race-rest test-scenarios lint bench bench-compare sim run run-fakecri e2e bench-real conformance node-conformance diff-kubelet diff-kubelet-real clean regress teeth mutate
 
 all: build
 
@@ -172,6 +172,15 @@ bench-real:
 ## the machine's e2e lock after the builds.
 conformance:
 	hack/conformance/run.sh
+
+## node-conformance: the upstream kubelet's node suite (k8s.io/kubernetes
+## v1.37.2 e2e_node.test, its [NodeConformance] specs) against lockstep in
+## make conformance's environment, lockstep on the kubelet's paths and ports
+## (/var/lib/kubelet, /var/log/pods, 10255; restored at teardown) (as root;
+## about an hour; see hack/conformance/README.md). CONFORMANCE_FOCUS='regexp'
+## runs a subset; NODE_CONFORMANCE_PARALLEL=N e2e_node.test processes (12).
+node-conformance:
+	hack/conformance/node-run.sh
 
 ## diff-kubelet: the differential harness: every scenario of
 ## hack/diff-kubelet/scenarios on the upstream kubelet v1.37.2 and on lockstep

@@ -29,6 +29,7 @@ def main():
     ap.add_argument("--skip", required=True, help="skip regexp without the not-applicable specs")
     ap.add_argument("--not-applicable", required=True)
     ap.add_argument("--wall", type=int, default=0)
+    ap.add_argument("--title", default="conformance", help="what the first line calls the run")
     a = ap.parse_args()
     na = []
     with open(a.not_applicable) as f:
@@ -72,7 +73,7 @@ def main():
             rows["passed"].append((text, "", secs))
     total = sum(len(v) for v in rows.values())
     applicable = total - len(rows["not applicable"])
-    print(f"conformance: {total} specs selected, wall time {a.wall // 60} min {a.wall % 60} s")
+    print(f"{a.title}: {total} specs selected, wall time {a.wall // 60} min {a.wall % 60} s")
     for kind in ("passed", "failed", "skipped", "not applicable"):
         print(f"\n{kind}: {len(rows[kind])}")
         for text, why, secs in sorted(rows[kind]):
