@@ -140,7 +140,7 @@ suite() { # NAME FOCUS [more e2e_node.test args]: one e2e_node.test run
     --prepull-images=false --host="$api_url" --bearer-token="$(cat "$E2E_DIR/admin.token")" \
     --node-name="$E2E_NODE" --container-runtime-endpoint="unix://$CONTAINERD_SOCK" \
     --image-service-endpoint="unix://$CONTAINERD_SOCK" --dns-domain=cluster.local \
-    --kubelet-root-dir="$lockstep_root_dir" --report-dir="$report/$name" \
+    --report-dir="$report/$name" \
     --ginkgo.focus="$rx" --ginkgo.skip="$suite_skip" \
     --ginkgo.timeout="${CONFORMANCE_TIMEOUT:-24h}" --ginkgo.no-color --ginkgo.v \
     ${CONFORMANCE_ARGS:-} "$@") >"$LOG_DIR/e2e_node.test-$name.log" 2>&1 9>&-
