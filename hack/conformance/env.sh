@@ -38,6 +38,7 @@ phase() { # NAME: ends the current phase, starts NAME
   cur=$1; phase_start=$SECONDS
   log "=== $1"
 }
+cnf_suite_pids=() # the suite's background processes (shards), killed at teardown
 cnf_finish() {
   local rc=$?
   set +e
@@ -45,6 +46,11 @@ cnf_finish() {
   # A run that never got to start anything (a failed build, interrupted
   # while waiting for the lock) leaves $E2E_DIR alone: another run may own it.
   if [[ -n ${cnf_started:-} ]]; then
+    # The suite's processes first (shards run in the background: an
+    # interrupted run must not leave them driving a cluster being torn down).
+    for p in "${cnf_suite_pids[@]}"; do
+      pkill -KILL -P "$p" 2>/dev/null; kill -KILL "$p" 2>/dev/null
+    done
     for p in kube-scheduler kube-controller-manager; do
       [[ -f $PID_DIR/$p ]] && { kill -KILL "$(cat "$PID_DIR/$p")" 2>/dev/null; rm -f "$PID_DIR/$p"; }
     done
@@ -77,6 +83,9 @@ cnf_build() { # BINARY...: what build.sh builds for the suite
   export CONTROL_PLANE_BIN
   phase "build suite"
   CONFORMANCE_BIN="$("$here/build.sh" "$@")"
+  # The images' busybox (cached), built here rather than under the lock
+  # by build-images.sh; a failure is build-images.sh's to report.
+  nice -n 19 "$here/build-busybox.sh" >/dev/null || true
   export CONFORMANCE_BIN
 }
 

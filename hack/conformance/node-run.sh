@@ -154,7 +154,7 @@ mapfile -t rxs < <(python3 "$here/shard.py" "$report/dry-run/specs.json" "${NODE
 rm -rf "$report/dry-run"
 pids=()
 for i in "${!rxs[@]}"; do
-  suite "shard-$i" "${rxs[$i]}" & pids+=($!)
+  suite "shard-$i" "${rxs[$i]}" & pids+=($!); cnf_suite_pids+=($!)
 done
 log "${#rxs[@]} e2e_node.test processes: ${pids[*]}"
 for p in "${pids[@]}"; do wait "$p" || rc=$?; done

@@ -73,7 +73,7 @@ if (( shards > 1 )); then
   rm -rf "$report/dry-run"
   pids=()
   for i in "${!rxs[@]}"; do
-    suite "$report/shard-$i" "$LOG_DIR/e2e.test-$i.log" "${rxs[$i]}" & pids+=($!)
+    suite "$report/shard-$i" "$LOG_DIR/e2e.test-$i.log" "${rxs[$i]}" & pids+=($!); cnf_suite_pids+=($!)
   done
   log "${#rxs[@]} e2e.test processes: ${pids[*]}"
   for p in "${pids[@]}"; do wait "$p" || rc=$?; done
