@@ -231,7 +231,7 @@ func TestBootstrapJoinAndRotate(t *testing.T) {
 			"--bootstrap-kubeconfig="+boot, "--kubeconfig="+kubeconfig, "--rotate-certificates", "--rotate-server-certificates",
 			"--hostname-override="+joinNode, "--node-ip=127.0.0.1", "--container-runtime-endpoint=fake",
 			"--root-dir="+root, "--pod-logs-dir="+filepath.Join(work, "pods"), "--container-logs-dir="+filepath.Join(work, "containers"),
-			"--address=127.0.0.1", fmt.Sprintf("--port=%d", port), "--read-only-port=0", "--v=2")
+			"--address=127.0.0.1", fmt.Sprintf("--port=%d", port), "--read-only-port=0", "--healthz-port=0", "--v=2")
 		cmd.Stdout, cmd.Stderr = logFile, logFile
 		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 		if err := cmd.Start(); err != nil {

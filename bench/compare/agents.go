@@ -156,7 +156,7 @@ func (d *driver) startAgent(ctx context.Context, agent string, qps, burst int, l
 			"--root-dir="+filepath.Join(work, "root"),
 			"--pod-logs-dir="+filepath.Join(work, "pods"),
 			"--container-logs-dir="+filepath.Join(work, "containers"),
-			"--address=127.0.0.1", "--port="+strconv.Itoa(port), "--read-only-port=0",
+			"--address=127.0.0.1", "--port="+strconv.Itoa(port), "--read-only-port=0", "--healthz-port=0",
 			"--authorization-mode=AlwaysAllow",
 			"--image-gc-high-threshold=100", "--max-pods="+strconv.Itoa(MaxPods),
 			// As kubemark's hollow kubelet: no cgroups (the fake runtime

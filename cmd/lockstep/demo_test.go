@@ -48,6 +48,7 @@ func TestDemo(t *testing.T) {
 	o := daemon.Defaults()
 	o.RuntimeEndpoint, o.ManifestPath, o.NodeName = daemon.FakeRuntime, manifests, "demo-node"
 	o.Address, o.Port, o.ReadOnlyPort = "127.0.0.1", freePort(t), freePort(t)
+	o.HealthzPort = 0 // the host's 10248 may be another node's
 	o.RootDir, o.PodLogsRoot, o.ContainerLogsDir = dir, filepath.Join(dir, "pods"), filepath.Join(dir, "containers")
 	if err := o.Validate(); err != nil {
 		t.Fatal(err)

@@ -83,6 +83,9 @@ set the same options, and flags override it.`,
 	f.StringVar(&o.Address, "address", o.Address, "IP address the HTTP server listens on")
 	f.Int32Var(&o.Port, "port", o.Port, "secure (TLS) port of the HTTP server")
 	f.Int32Var(&o.ReadOnlyPort, "read-only-port", o.ReadOnlyPort, "unauthenticated read-only port (0: off)")
+	f.Int32Var(&o.HealthzPort, "healthz-port", o.HealthzPort, "port of the plain-HTTP healthz endpoint, /healthz only (0: off)")
+	f.StringVar(&o.HealthzBindAddress, "healthz-bind-address", o.HealthzBindAddress,
+		"IP address the healthz port listens on (0.0.0.0 or :: for every interface)")
 	f.StringVar(&o.TLSCertFile, "tls-cert-file", o.TLSCertFile, "serving certificate (default: self-signed, generated in --root-dir)")
 	f.StringVar(&o.TLSKeyFile, "tls-private-key-file", o.TLSKeyFile, "serving key")
 	f.StringVar(&o.ClientCAFile, "client-ca-file", o.ClientCAFile, "CA bundle that authenticates client certificates")

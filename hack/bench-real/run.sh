@@ -118,6 +118,7 @@ node
 --address=127.0.0.1
 --port=$lockstep_port
 --read-only-port=0
+--healthz-port=0
 --authorization-mode=Webhook
 --client-ca-file=$E2E_DIR/pki/ca.crt
 --image-gc-high-threshold=100

@@ -222,7 +222,7 @@ cmdfile kubelet "$kubelet_bin" --config="$kdir/config.yaml" --kubeconfig="$E2E_D
 ldir="$E2E_DIR/lockstep"
 cmdfile lockstep "$E2E_DIR/bin/lockstep" node --kubeconfig="$E2E_DIR/node.kubeconfig" \
   --container-runtime-endpoint="unix://${runtime_sock[lockstep]}" \
-  --hostname-override="$lockstep_node" --node-ip="$node_ip" --address="$node_ip" --port="$lport" --read-only-port=0 \
+  --hostname-override="$lockstep_node" --node-ip="$node_ip" --address="$node_ip" --port="$lport" --read-only-port=0 --healthz-port=0 \
   --authorization-mode=Webhook --client-ca-file="$pki/ca.crt" \
   --root-dir="$ldir/root" --pod-logs-dir="$ldir/pods" --container-logs-dir="$ldir/containers" \
   --pod-manifest-path="$ldir/manifests" --file-check-frequency=5s \

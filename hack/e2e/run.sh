@@ -90,6 +90,8 @@ mkdir -p "$E2E_DIR/manifests"
 # apiserver refuses to proxy nodes/<n>/proxy/... to (node-ip.sh).
 node_ip=$("$here/node-ip.sh")
 port=$(free_port)
+# Its own healthz port: the default 127.0.0.1:10248 is make conformance's.
+healthz_port=$(free_port)
 cat > "$E2E_DIR/lockstep.args" <<ARGS
 node
 --kubeconfig=$E2E_DIR/node.kubeconfig
@@ -103,6 +105,7 @@ node
 --address=$node_ip
 --port=$port
 --read-only-port=0
+--healthz-port=$healthz_port
 --authorization-mode=Webhook
 --client-ca-file=$E2E_DIR/pki/ca.crt
 --image-gc-high-threshold=100
@@ -114,5 +117,5 @@ phase "start metrics-server"
 "$here/start-metrics-server.sh"
 phase "e2e tests"
 cd "$repo"
-LOCKSTEP_E2E_DIR="$E2E_DIR" LOCKSTEP_E2E_NODE="$E2E_NODE" LOCKSTEP_E2E_PORT="$port" LOCKSTEP_E2E_NODE_IP="$node_ip" LOCKSTEP_E2E_KUBECTL="$LOCKSTEP_E2E_KUBECTL" LOCKSTEP_E2E_KCM="$LOCKSTEP_E2E_KCM" \
+LOCKSTEP_E2E_DIR="$E2E_DIR" LOCKSTEP_E2E_NODE="$E2E_NODE" LOCKSTEP_E2E_PORT="$port" LOCKSTEP_E2E_HEALTHZ_PORT="$healthz_port" LOCKSTEP_E2E_NODE_IP="$node_ip" LOCKSTEP_E2E_KUBECTL="$LOCKSTEP_E2E_KUBECTL" LOCKSTEP_E2E_KCM="$LOCKSTEP_E2E_KCM" \
   go test -tags e2e -count=1 -v -timeout 20m ./e2e/ "$@"

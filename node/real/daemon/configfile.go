@@ -17,7 +17,7 @@ import (
 // reported once as ignored.
 var supportedFields = []string{
 	"apiVersion", "kind", "staticPodPath", "podLogsDir", "syncFrequency", "fileCheckFrequency", "address", "port",
-	"readOnlyPort", "tlsCertFile", "tlsPrivateKeyFile", "authentication.x509.clientCAFile",
+	"readOnlyPort", "healthzPort", "healthzBindAddress", "tlsCertFile", "tlsPrivateKeyFile", "authentication.x509.clientCAFile",
 	"authentication.webhook.enabled", "authentication.anonymous.enabled", "authorization.mode",
 	"enableProfilingHandler",
 	"clusterDomain", "clusterDNS", "resolvConf", "runtimeRequestTimeout", "maxPods",
@@ -143,6 +143,12 @@ func applyServing(c *kubeletv1beta1.KubeletConfiguration, o *Options, set setter
 	set("address", "address", func() { o.Address = c.Address })
 	set("port", "port", func() { o.Port = c.Port })
 	set("readOnlyPort", "read-only-port", func() { o.ReadOnlyPort = c.ReadOnlyPort })
+	set("healthzPort", "healthz-port", func() {
+		if c.HealthzPort != nil {
+			o.HealthzPort = *c.HealthzPort
+		}
+	})
+	set("healthzBindAddress", "healthz-bind-address", func() { o.HealthzBindAddress = c.HealthzBindAddress })
 	set("tlsCertFile", "tls-cert-file", func() { o.TLSCertFile = c.TLSCertFile })
 	set("tlsPrivateKeyFile", "tls-private-key-file", func() { o.TLSKeyFile = c.TLSPrivateKeyFile })
 	set("rotateCertificates", "rotate-certificates", func() { o.RotateCertificates = c.RotateCertificates })

@@ -23,6 +23,7 @@ func (o *Options) KubeletConfiguration() *kubeletv1beta1.KubeletConfiguration {
 		taints = []corev1.Taint{}
 	}
 	maxImages := o.NodeStatusMaxImages
+	healthzPort := o.HealthzPort
 	var byPriority []kubeletv1beta1.ShutdownGracePeriodByPodPriority
 	for _, g := range o.ShutdownGracePeriodByPodPriority {
 		byPriority = append(byPriority, kubeletv1beta1.ShutdownGracePeriodByPodPriority{Priority: g.Priority, ShutdownGracePeriodSeconds: g.GracePeriodSeconds})
@@ -51,6 +52,8 @@ func (o *Options) KubeletConfiguration() *kubeletv1beta1.KubeletConfiguration {
 		Address:                          o.Address,
 		Port:                             o.Port,
 		ReadOnlyPort:                     o.ReadOnlyPort,
+		HealthzPort:                      &healthzPort,
+		HealthzBindAddress:               o.HealthzBindAddress,
 		TLSCertFile:                      o.TLSCertFile,
 		TLSPrivateKeyFile:                o.TLSKeyFile,
 		RotateCertificates:               o.RotateCertificates,

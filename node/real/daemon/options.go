@@ -65,10 +65,16 @@ type Options struct {
 	Address                       string
 	Port                          int32
 	ReadOnlyPort                  int32
-	TLSCertFile                   string
-	TLSKeyFile                    string
-	ClientCAFile                  string
-	AuthorizationMode             string
+	// HealthzBindAddress and HealthzPort are where the plain-HTTP healthz
+	// port listens (--healthz-bind-address, --healthz-port; config fields
+	// healthzBindAddress, healthzPort): 127.0.0.1:10248 by default, as the
+	// kubelet's; port 0 turns it off.
+	HealthzBindAddress string
+	HealthzPort        int32
+	TLSCertFile        string
+	TLSKeyFile         string
+	ClientCAFile       string
+	AuthorizationMode  string
 	// EnableProfilingHandler serves /debug/pprof on the secure port
 	// (config field enableProfilingHandler; default true, as the kubelet).
 	EnableProfilingHandler bool
@@ -179,6 +185,8 @@ func Defaults() Options {
 		Address:                          "0.0.0.0",
 		Port:                             10250,
 		ReadOnlyPort:                     0,
+		HealthzBindAddress:               "127.0.0.1",
+		HealthzPort:                      10248,
 		AuthorizationMode:                "Webhook",
 		EnableProfilingHandler:           true,
 		ClusterDomain:                    "cluster.local",
@@ -276,6 +284,10 @@ func (o *Options) validateNumbers(bad badOption) error {
 		return bad("read-only-port", o.ReadOnlyPort, "must be between 0 (off) and 65535")
 	case o.ReadOnlyPort != 0 && o.ReadOnlyPort == o.Port:
 		return bad("read-only-port", o.ReadOnlyPort, "must differ from --port")
+	case o.HealthzPort < 0 || o.HealthzPort > 65535:
+		return bad("healthz-port", o.HealthzPort, "must be between 0 (off) and 65535")
+	case o.HealthzPort != 0 && (o.HealthzPort == o.Port || o.HealthzPort == o.ReadOnlyPort):
+		return bad("healthz-port", o.HealthzPort, "must differ from --port and --read-only-port")
 	case o.MaxParallelImagePulls < 0:
 		return bad("max-parallel-image-pulls", o.MaxParallelImagePulls, "must be a positive number (0: unset)")
 	case o.SerializeImagePulls && o.MaxParallelImagePulls > 1:
@@ -300,6 +312,8 @@ func (o *Options) validateNamesAndPaths(bad badOption) error {
 	switch {
 	case net.ParseIP(o.Address) == nil:
 		return bad("address", o.Address, "must be an IP address such as 0.0.0.0 or 127.0.0.1")
+	case net.ParseIP(o.HealthzBindAddress) == nil:
+		return bad("healthz-bind-address", o.HealthzBindAddress, "must be an IP address such as 127.0.0.1, 0.0.0.0 or ::")
 	case o.NodeName != "" && (len(o.NodeName) > 253 || !dns1123.MatchString(o.NodeName)):
 		return bad("hostname-override", o.NodeName, "must be a lowercase DNS name (a-z, 0-9, '-', '.')")
 	case !filepath.IsAbs(o.RootDir):

@@ -400,6 +400,7 @@ func serve(ctx context.Context, o Options, n *node) error {
 
 	scfg := server.Config{
 		Address: o.Address, Port: int(o.Port), ReadOnlyPort: int(o.ReadOnlyPort),
+		HealthzAddress: o.HealthzBindAddress, HealthzPort: int(o.HealthzPort),
 		TLSCertFile: o.TLSCertFile, TLSKeyFile: o.TLSKeyFile, CertDir: o.CertDirectory(),
 		ClientCAFile: o.ClientCAFile,
 		Metrics:      metrics.Handler(reg), ProbeMetrics: metrics.Handler(probeReg),
@@ -429,6 +430,9 @@ func serve(ctx context.Context, o Options, n *node) error {
 	attrs := []any{"secure", srv.SecureAddr().String()}
 	if ro := srv.ReadOnlyAddr(); ro != nil {
 		attrs = append(attrs, "readOnly", ro.String())
+	}
+	if h := srv.HealthzAddr(); h != nil {
+		attrs = append(attrs, "healthz", h.String())
 	}
 	log.Info("lockstep node is running", attrs...)
 	if ro := srv.ReadOnlyAddr(); ro != nil {

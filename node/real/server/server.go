@@ -18,6 +18,11 @@
 // /logs/ (node log files, authorized as nodes/log), /checkpoint/ (not
 // supported: 501) and /debug/pprof/.
 //
+// A third listener, the healthz port (plain HTTP, 127.0.0.1:10248 by
+// default as the kubelet's --healthz-port and --healthz-bind-address),
+// serves /healthz and /healthz/<check> and nothing else: no metrics,
+// configuration or profiles reach it unauthenticated (CVE-2019-11248).
+//
 // This is real-world code (node/real): it runs net/http goroutines on the
 // wall clock and is not part of the simulated agent.
 package server
@@ -78,6 +83,10 @@ type Config struct {
 	// ReadOnlyPort is the unauthenticated port; 0 turns it off (the
 	// kubelet config file's default).
 	ReadOnlyPort int
+	// HealthzAddress and HealthzPort are where the healthz port listens
+	// (plain HTTP, /healthz only); HealthzPort 0 turns it off.
+	HealthzAddress string
+	HealthzPort    int
 
 	// TLSCertFile and TLSKeyFile are the serving certificate and key.
 	// When both are empty, a self-signed certificate for the node name
@@ -139,6 +148,7 @@ type Server struct {
 
 	secure   http.Handler
 	readOnly http.Handler
+	health   http.Handler
 
 	// resourceMetrics and cadvisorMetrics serve the stats sample as
 	// /metrics/resource and /metrics/cadvisor (node/real/statsmetrics).
@@ -146,6 +156,9 @@ type Server struct {
 
 	// listen opens listeners (net.Listen; tests replace it).
 	listen func(network, address string) (net.Listener, error)
+	// healthzRetry is how long the healthz port waits between attempts to
+	// listen (defaultHealthzRetry; tests shorten it).
+	healthzRetry time.Duration
 
 	// stopping is closed when shutdown starts: followed logs end.
 	stopping chan struct{}
@@ -155,7 +168,12 @@ type Server struct {
 	started      bool
 	secureAddr   net.Addr
 	readOnlyAddr net.Addr
+	healthzAddr  net.Addr
 }
+
+// defaultHealthzRetry is how long the healthz port waits before it tries
+// to listen again after a failure (the kubelet's 5 s).
+const defaultHealthzRetry = 5 * time.Second
 
 // New validates cfg, loads or generates the serving certificate and the
 // client CA, and builds the handlers. It does not listen.
@@ -175,6 +193,12 @@ func New(p Provider, cfg Config, log *slog.Logger) (*Server, error) {
 	if cfg.ReadOnlyPort == cfg.Port {
 		return nil, fmt.Errorf("read-only port %d: must differ from the secure port", cfg.ReadOnlyPort)
 	}
+	if cfg.HealthzPort < 0 || cfg.HealthzPort > 65535 {
+		return nil, fmt.Errorf("healthz port %d: must be 0 (off) or between 1 and 65535", cfg.HealthzPort)
+	}
+	if cfg.HealthzPort != 0 && net.ParseIP(cfg.HealthzAddress) == nil {
+		return nil, fmt.Errorf("healthz address %q: must be an IP address", cfg.HealthzAddress)
+	}
 	if cfg.LogPollInterval <= 0 {
 		cfg.LogPollInterval = 250 * time.Millisecond
 	}
@@ -186,9 +210,10 @@ func New(p Provider, cfg Config, log *slog.Logger) (*Server, error) {
 	}
 	s := &Server{
 		p: p, cfg: cfg, log: log,
-		listen:   net.Listen,
-		stopping: make(chan struct{}),
-		done:     make(chan struct{}),
+		listen:       net.Listen,
+		healthzRetry: defaultHealthzRetry,
+		stopping:     make(chan struct{}),
+		done:         make(chan struct{}),
 	}
 	if cfg.ServingCertificate != nil {
 		s.tls = &tls.Config{MinVersion: tls.VersionTLS12, GetCertificate: dynamicCert(cfg.ServingCertificate)}
@@ -235,6 +260,11 @@ func New(p Provider, cfg Config, log *slog.Logger) (*Server, error) {
 	roMux := http.NewServeMux()
 	s.installCommon(roMux)
 	s.readOnly = s.logged("read-only", roMux)
+
+	healthMux := http.NewServeMux()
+	healthMux.HandleFunc("GET /healthz", s.healthz)
+	healthMux.HandleFunc("GET /healthz/{check}", s.healthzCheck)
+	s.health = s.logged("healthz", healthMux)
 	return s, nil
 }
 
@@ -265,6 +295,10 @@ func (s *Server) SecureHandler() http.Handler { return s.secure }
 // ReadOnlyHandler is the read-only port's handler (no authentication).
 func (s *Server) ReadOnlyHandler() http.Handler { return s.readOnly }
 
+// HealthzHandler is the healthz port's handler: /healthz and its checks
+// only, no authentication.
+func (s *Server) HealthzHandler() http.Handler { return s.health }
+
 // TLSConfig is a copy of the secure port's TLS configuration (serving
 // certificate; client certificates requested when a client CA is set).
 func (s *Server) TLSConfig() *tls.Config { return s.tls.Clone() }
@@ -272,7 +306,10 @@ func (s *Server) TLSConfig() *tls.Config { return s.tls.Clone() }
 // Start listens on the secure port and, when configured, the read-only
 // port, and returns once both listen. It serves until ctx ends, then shuts
 // down gracefully (followed logs end at once, other requests get
-// ShutdownTimeout) and closes Done.
+// ShutdownTimeout) and closes Done. The healthz port, when configured, is
+// tried at once and, while it cannot listen (the address is taken), again
+// every 5 s with an error logged, as the kubelet does: it never stops
+// the node from starting.
 func (s *Server) Start(ctx context.Context) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -304,6 +341,12 @@ func (s *Server) Start(ctx context.Context) error {
 		s.log.Info("serving the read-only port", "addr", s.readOnlyAddr.String())
 		go s.serve("read-only", func() error { return roSrv.Serve(roLn) })
 	}
+	var healthSrv *http.Server
+	if s.cfg.HealthzPort != 0 {
+		healthSrv = &http.Server{Handler: s.health, ErrorLog: errLog, ReadHeaderTimeout: 30 * time.Second}
+		servers = append(servers, healthSrv)
+		s.startHealthz(ctx, healthSrv)
+	}
 	go func() {
 		<-ctx.Done()
 		close(s.stopping)
@@ -323,6 +366,43 @@ func (s *Server) Start(ctx context.Context) error {
 		close(s.done)
 	}()
 	return nil
+}
+
+// startHealthz serves the healthz port with srv: it listens now if it
+// can, else keeps trying every healthzRetry until it can or ctx ends.
+func (s *Server) startHealthz(ctx context.Context, srv *http.Server) {
+	addr := net.JoinHostPort(s.cfg.HealthzAddress, strconv.Itoa(s.cfg.HealthzPort))
+	try := func() bool {
+		ln, err := s.listen("tcp", addr)
+		if err != nil {
+			s.log.Error("cannot listen on the healthz port; trying again", "addr", addr, "retry", s.healthzRetry, "err", err)
+			return false
+		}
+		s.healthzAddr = ln.Addr()
+		s.log.Info("serving the healthz port", "addr", s.healthzAddr.String())
+		go s.serve("healthz", func() error { return srv.Serve(ln) })
+		return true
+	}
+	if try() {
+		return
+	}
+	go func() {
+		t := time.NewTicker(s.healthzRetry)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+			s.mu.Lock()
+			ok := try()
+			s.mu.Unlock()
+			if ok {
+				return
+			}
+		}
+	}()
 }
 
 // serve runs one server's serve loop and logs how it ended.
@@ -348,6 +428,14 @@ func (s *Server) ReadOnlyAddr() net.Addr {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.readOnlyAddr
+}
+
+// HealthzAddr is the healthz listener's address (nil before Start, when
+// the port is off, or while it cannot listen).
+func (s *Server) HealthzAddr() net.Addr {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.healthzAddr
 }
 
 // pods answers the managed pods as a v1 PodList.

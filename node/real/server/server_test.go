@@ -267,6 +267,8 @@ func TestNewValidates(t *testing.T) {
 		{"negative port", Config{Port: -1}, "secure port -1"},
 		{"read-only port too large", Config{ReadOnlyPort: 65536}, "read-only port 65536"},
 		{"same ports", Config{Port: 10250, ReadOnlyPort: 10250}, "must differ"},
+		{"healthz port too large", Config{HealthzAddress: "127.0.0.1", HealthzPort: 65536}, "healthz port 65536: must be 0 (off) or between 1 and 65535"},
+		{"healthz address not an IP", Config{HealthzAddress: "localhost", HealthzPort: 10248}, `healthz address "localhost": must be an IP address`},
 		{"cert without key", Config{TLSCertFile: "/x.crt"}, "TLSCertFile and TLSKeyFile must be given together"},
 		{"missing cert files", Config{TLSCertFile: "/nonexistent/x.crt", TLSKeyFile: "/nonexistent/x.key"}, "/nonexistent/x.crt"},
 		{"nowhere to keep a self-signed certificate", Config{}, "no CertDir"},
