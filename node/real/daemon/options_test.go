@@ -32,7 +32,10 @@ func TestInvalidOptions(t *testing.T) {
 		{"healthz port from file", func(o *Options) { o.HealthzPort = -1; o.SetOrigin("healthz-port", "field healthzPort in /etc/c.yaml") },
 			"invalid field healthzPort in /etc/c.yaml (-1): must be between 0 (off) and 65535"},
 		{"healthz port clashes", func(o *Options) { o.HealthzPort = 10250; o.SetOrigin("healthz-port", "--healthz-port") }, "invalid --healthz-port=10250: must differ from --port and --read-only-port"},
-		{"healthz bind address", func(o *Options) { o.HealthzBindAddress = "localhost"; o.SetOrigin("healthz-bind-address", "--healthz-bind-address") },
+		{"healthz bind address", func(o *Options) {
+			o.HealthzBindAddress = "localhost"
+			o.SetOrigin("healthz-bind-address", "--healthz-bind-address")
+		},
 			"invalid --healthz-bind-address=localhost: must be an IP address such as 127.0.0.1, 0.0.0.0 or ::"},
 		{"sync frequency", func(o *Options) { o.SyncFrequency = 0; o.SetOrigin("sync-frequency", "--sync-frequency") }, "invalid --sync-frequency=0s: must be a positive duration such as 10s"},
 		{"status frequency", func(o *Options) {
