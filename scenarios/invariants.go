@@ -38,6 +38,8 @@ type Checker struct {
 	sandbox sandboxState
 	// features: features-declared's pods (invariants_features.go).
 	features featureState
+	// appArmor: apparmor-refused's pods (invariants_apparmor.go).
+	appArmor appArmorState
 	restarts map[string]int32
 	ctr      *containerChecks // see invariants_containers.go
 	term     *terminationState
@@ -86,7 +88,7 @@ type Checker struct {
 // check the runtime.
 func NewChecker(h *harness.Harness) *Checker {
 	c := &Checker{h: h, instances: map[string]map[string]bool{}, policy: map[types.UID]corev1.RestartPolicy{},
-		lastPhase: map[types.UID]corev1.PodPhase{}, restarts: map[string]int32{}, sandbox: newSandboxState(), features: newFeatureState(), term: newTerminationState(), suite: newSuiteState(),
+		lastPhase: map[types.UID]corev1.PodPhase{}, restarts: map[string]int32{}, sandbox: newSandboxState(), features: newFeatureState(), appArmor: newAppArmorState(), term: newTerminationState(), suite: newSuiteState(),
 		probes: newProbeChecks(), sidecars: newSidecarChecks(),
 		hooks: newHookChecks(), cg: newCgroupChecks(), cpus: newCPUChecks(),
 		pressure: newPressureChecks(), storage: newLocalStorageChecks(), imagegc: newImageGCChecks(), ooms: map[string]*oomKill{}, rz: newResizeChecks(), dv: newDeviceChecks(), prompt: newPromptChecks(),
@@ -169,6 +171,7 @@ func (c *Checker) Check() {
 	c.checkStatusPrompt(truth)
 	c.checkSandboxReported()
 	c.checkFeaturesDeclared()
+	c.checkAppArmorRefused()
 	if !c.due("instances", readsRuntime|readsAPI, false) {
 		return
 	}
@@ -236,6 +239,7 @@ func (c *Checker) onWrite(r apiserver.Record) {
 	c.onWriteSandbox(r)
 	c.onWriteFeatures(r)
 	c.onWritePropagation(r)
+	c.onWriteAppArmor(r)
 	p := r.Pod
 	c.policy[p.UID] = p.Spec.RestartPolicy
 	prev, seen := c.lastPhase[p.UID]

@@ -66,6 +66,7 @@ func Ops() map[string]Op {
 		"manifest-burst":      {"static pod a: write b new versions of its manifest 100 ms apart (during the graceful termination of the one running)", drawArgs(0, len(staticNames)-1, 2, 8), opManifestBurst},
 		"mirror-delete":       {"delete static pod a's mirror pod, with grace 0 or 30 (b)", drawArgs(0, len(staticNames)-1, 0, 1), opMirrorDelete},
 		"create-restart-all":  {"create a pod whose container has a RestartAllContainers restart rule (a node feature lockstep does not declare)", nil, opCreateRestartAll},
+		"create-apparmor":     {"create a pod asking for AppArmor in way a (see AppArmorPod; the last two ask for nothing) on a host without AppArmor", drawArgs(0, len(appArmorKinds)-1), opCreateAppArmor},
 		"create-probed":       {"create a pod with probes drawn from seed a (see DrawProbedPod)", drawArgs(0, 1<<16-1), opCreateProbed},
 		"create-pinned":       {"create a Guaranteed pod asking for a whole CPUs (1-5) of shape b (see PinnedPod)", drawArgs(1, 5, 0, 5), opCreatePinned},
 		"create-sized":        {"create a pod of QoS class a (Guaranteed, Burstable, BestEffort) and size b (see QOSPod)", drawArgs(0, 2, 0, 63), opCreateQOS},

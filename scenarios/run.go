@@ -332,6 +332,9 @@ func (r *run) liveness() []Violation {
 	for _, v := range r.c.resizeSettled(live, truth) {
 		fail(v[0], "%s", v[1])
 	}
+	for _, msg := range r.c.appArmorSettled(live) {
+		fail("apparmor-refused", "%s", msg)
+	}
 	static := staticSandboxes(r.h.Runtime.TrueSandboxes())
 	for _, msg := range r.c.cgroupsSettled(live, static) {
 		fail("cgroups-match", "%s", msg)

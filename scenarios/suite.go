@@ -44,6 +44,7 @@ func Scenarios() []Scenario {
 		apiFaults(),
 		runtimeFaults(),
 		staticPods(),
+		podRefusals(),
 		termination(),
 		probeFailure(),
 		imagePulls(),
@@ -126,6 +127,11 @@ func staticPods() Scenario {
 	return Scenario{Name: "static-pods", Doc: "manifests added, edited, removed and re-added (also at once), rewritten many times in a row; mirror pods deleted; pods needing a node feature the node does not declare; crashes and outages",
 		Mix: map[string]int{"manifest": 5, "manifest-readd": 2, "manifest-burst": 2, "mirror-delete": 2, "create": 1, "create-restart-all": 1, "crash": 1, "crash-in-sync": 1,
 			"api-outage": 1, "wait": 1}}
+}
+
+func podRefusals() Scenario {
+	return Scenario{Name: "pod-refusals", Doc: "pods the node must refuse beside ordinary ones: pods asking for AppArmor on a host without it (apparmor-refused), with crashes, outages and deletions",
+		Mix: map[string]int{"create-apparmor": 4, "create": 2, "delete": 1, "crash": 1, "crash-in-sync": 1, "api-outage": 1, "wait": 1}}
 }
 
 func termination() Scenario {
@@ -243,7 +249,7 @@ func Invariants() []string {
 		"prestop-before-stop", "poststart-before-started", "volumes-kept", "token-valid", "client-cert-valid", "cgroups-match", "qos-reported", "exclusive-cpus", "numa-aligned", "devices-once",
 		"eviction-order", "critical-survives", "evicted-stays-dead",
 		"one-eviction-per-cycle", "reclaim-first", "local-storage-evicted", "local-storage-kept", "pressure-conditions", "admission", "oom-reported", "stats-rate",
-		"shutdown-order", "shutdown-grace", "shutdown-not-ready", "status-prompt", "sandbox-reported", "features-declared",
+		"shutdown-order", "shutdown-grace", "shutdown-not-ready", "status-prompt", "sandbox-reported", "features-declared", "apparmor-refused",
 		"allocations-fit", "allocation-checkpointed", "service-env",
 		"deleted-disappears", "converges", "status-matches", "mirror-present", "static-latest", "resize-in-place", "resize-restarts-once", "resize-converges",
 	}

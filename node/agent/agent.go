@@ -159,6 +159,8 @@ type admitting struct {
 	node *podadmit.NodeView
 	// sysctls decides which sysctls pods may set.
 	sysctls *admission.SysctlAllowlist
+	// appArmor: the host has AppArmor enabled (read once from the machine).
+	appArmor bool
 }
 
 // podParts are the managers a pod's sync uses beside the executor.
@@ -231,7 +233,7 @@ func New(d deps.Deps, cfg Config) (*Agent, error) {
 		exec:    newExecutor(d, cfg, pods, cm.devices),
 		admission: admitting{
 			book: podadmit.NewBook(), node: podadmit.NewNodeView(d.Core, cfg.NodeName, d.API.NodeWatch, d.API.Nodes),
-			sysctls: sysctlAllowlist(d, cfg.AllowedUnsafeSysctls),
+			sysctls: sysctlAllowlist(d, cfg.AllowedUnsafeSysctls), appArmor: hostAppArmor(d),
 		},
 		unseen: unseen.New(),
 	}

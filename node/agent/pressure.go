@@ -97,7 +97,7 @@ func (a *Agent) admit(pod *corev1.Pod) {
 	// agent): a resize it had deferred is not accepted by the way.
 	pod = a.cm.alloc.Allocated(pod)
 	steps := podadmit.Steps{
-		Pressure: a.node.evictions.Conditions(), ShuttingDown: a.node.shutdown.ShuttingDown(),
+		Pressure: a.node.evictions.Conditions(), ShuttingDown: a.node.shutdown.ShuttingDown(), AppArmor: a.admission.appArmor,
 		Declared: nodestatus.DeclaredFeatures(),
 		Node:     a.admissionNode, FreshNode: a.admission.node.Read, Fits: a.admission.book.Fits, Admitted: a.admittedPods,
 		Preempt: a.preempt, Resources: a.admitResources,

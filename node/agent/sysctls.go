@@ -37,6 +37,17 @@ func sysctlAllowlist(d deps.Deps, unsafe []string) *admission.SysctlAllowlist {
 	return w
 }
 
+// hostAppArmor reads whether the host has AppArmor enabled
+// (deps.MachineInfo.AppArmor); a machine that cannot say has none.
+func hostAppArmor(d deps.Deps) bool {
+	if d.Machine == nil {
+		return false
+	}
+	// Built before any task runs; both machines answer without blocking.
+	info, err := d.Machine.Info(context.Background())
+	return err == nil && info.AppArmor
+}
+
 // rejection returns why pod must not run at all (podadmit.Book.Rejection:
 // admission refused it, or a sysctl the node does not allow; "" when it
 // may run).

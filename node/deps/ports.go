@@ -229,6 +229,9 @@ type MachineInfo struct {
 	HugePages []HugePagePool
 	// CgroupV2 says the host runs the unified cgroup v2 hierarchy.
 	CgroupV2 bool
+	// AppArmor says the host's kernel has AppArmor enabled (a pod that
+	// asks for an AppArmor profile is refused on a host without it).
+	AppArmor bool
 	// Topology places every online logical CPU, by ascending ID; empty
 	// when it cannot be read (the CPU manager's static policy needs it).
 	Topology []CPUInfo

@@ -14,6 +14,8 @@ type Steps struct {
 	Pressure []corev1.NodeConditionType
 	// ShuttingDown: graceful node shutdown is under way.
 	ShuttingDown bool
+	// AppArmor: the host has AppArmor enabled (deps.MachineInfo.AppArmor).
+	AppArmor bool
 	// Declared are the node features the node declares
 	// (nodestatus.DeclaredFeatures).
 	Declared []string
@@ -36,16 +38,21 @@ type Steps struct {
 }
 
 // Decide is the kubelet's admission of a pod new to the node, in its
-// order: node pressure, then (unless shutting down, which refuses every
-// pod) the node features the pod needs (the kubelet checks them after the
-// resources; here they come first, so that a pod refused for a feature
-// never preempts anyone), the node's labels, taints and resources beside
+// order: node pressure, then AppArmor (a pod asking for a profile on a
+// host without AppArmor; as the kubelet's, it wins over a shutdown under
+// way), then (unless shutting down, which refuses every other pod) the
+// node features the pod needs (the kubelet checks AppArmor and features
+// after the resources; here they come first, so that a pod refused for
+// either never preempts anyone), the node's labels, taints and resources beside
 // the admitted pods, read again from the API before refusing for node
 // affinity or taints (the copy may be a moment behind); a pod that does not fit may preempt
 // admitted pods (critical pods only); then devices, then CPUs and memory.
 func Decide(pod *corev1.Pod, s Steps) admission.Decision {
 	d := admission.AdmitUnderPressure(pod, podspec.QOSClass(pod), s.Pressure)
-	if s.ShuttingDown {
+	if d.Admitted() {
+		d = admission.AdmitAppArmor(pod, s.AppArmor)
+	}
+	if s.ShuttingDown && d.Reason != admission.ReasonAppArmor {
 		d = admission.Decision{Reason: shutdown.NotAdmittedReason, Message: shutdown.NotAdmittedMessage}
 	}
 	if !d.Admitted() {

@@ -88,6 +88,9 @@ func TestDecide(t *testing.T) {
 		Action:    corev1.ContainerRestartRuleActionRestartAllContainers,
 		ExitCodes: &corev1.ContainerRestartRuleOnExitCodes{Operator: corev1.ContainerRestartRuleOnExitCodesOpIn, Values: []int32{42}},
 	}}
+	// A critical pod asking for AppArmor (the steps' host has none).
+	confined := podOf("confined", 2000001000, "1")
+	confined.Spec.SecurityContext = &corev1.PodSecurityContext{AppArmorProfile: &corev1.AppArmorProfile{Type: corev1.AppArmorProfileTypeRuntimeDefault}}
 	tests := []struct {
 		name         string
 		pod          *corev1.Pod
@@ -122,6 +125,13 @@ func TestDecide(t *testing.T) {
 			c:         chain{fits: []admission.Decision{tooBig}, victims: []*corev1.Pod{victim}},
 			want:      admission.Decision{Reason: admission.ReasonPodFeatureUnsupported, Message: "Pod requires node features that are not available: RestartAllContainersOnContainerExits"},
 			wantCalls: nil},
+		{name: "AppArmor on a host without it refuses before the node is read (no preemption)", pod: confined,
+			c:         chain{fits: []admission.Decision{tooBig}, victims: []*corev1.Pod{victim}},
+			want:      admission.Decision{Reason: "AppArmor", Message: "Cannot enforce AppArmor: AppArmor is not enabled on the host"},
+			wantCalls: nil},
+		{name: "AppArmor wins over a shutdown under way, as the kubelet's chain orders them", pod: confined, shuttingDown: true,
+			c:    chain{fits: []admission.Decision{ok}},
+			want: admission.Decision{Reason: "AppArmor"}, wantCalls: nil},
 		{name: "resources refuse", pod: plain, c: chain{fits: []admission.Decision{ok}, resources: affinity},
 			want: affinity, wantCalls: []string{"node", "fits", "resources"}},
 	}

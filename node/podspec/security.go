@@ -358,6 +358,35 @@ func appArmorFor(pod *corev1.Pod, c *corev1.Container) *corev1.AppArmorProfile {
 	return nil
 }
 
+// NeedsAppArmor reports whether pod asks for AppArmor confinement, as
+// the kubelet's AppArmor admission decides it: a pod- or container-level
+// (init, regular or ephemeral) appArmorProfile of a type other than
+// Unconfined, or a deprecated container.apparmor.security.beta.kubernetes.io
+// annotation whose value is not "unconfined". Unconfined needs nothing.
+func NeedsAppArmor(pod *corev1.Pod) bool {
+	confines := func(p *corev1.AppArmorProfile) bool {
+		return p != nil && p.Type != corev1.AppArmorProfileTypeUnconfined
+	}
+	if sc := pod.Spec.SecurityContext; sc != nil && confines(sc.AppArmorProfile) {
+		return true
+	}
+	containers := slices.Concat(pod.Spec.InitContainers, pod.Spec.Containers)
+	for i := range pod.Spec.EphemeralContainers {
+		containers = append(containers, corev1.Container{SecurityContext: pod.Spec.EphemeralContainers[i].SecurityContext})
+	}
+	for _, c := range containers {
+		if c.SecurityContext != nil && confines(c.SecurityContext.AppArmorProfile) {
+			return true
+		}
+	}
+	for k, v := range pod.Annotations {
+		if strings.HasPrefix(k, corev1.DeprecatedAppArmorBetaContainerAnnotationKeyPrefix) && v != corev1.DeprecatedAppArmorBetaProfileNameUnconfined {
+			return true
+		}
+	}
+	return false
+}
+
 // appArmorFromAnnotation reads the deprecated annotation form of a
 // profile ("runtime/default", "unconfined", "localhost/<name>"); any other
 // value (or none) is no profile.

@@ -71,6 +71,10 @@ type Config struct {
 	// --bootstrap-kubeconfig --rotate-certificates do. The pair survives
 	// agent crashes (CertStore, the disk).
 	ClientCertLifetime time.Duration
+	// AppArmor: the machine's kernel has AppArmor enabled
+	// (deps.MachineInfo.AppArmor). False, the default, is a host without
+	// it, on which pods asking for an AppArmor profile are refused.
+	AppArmor bool
 	// CPUs is the machine's CPU topology (see Topology); nil: one socket
 	// and one NUMA node of single-thread cores, as many as the node
 	// model's CPU capacity. When set, the node's CPU capacity follows it.
@@ -205,6 +209,10 @@ func DefaultCgroups() cgroups.Config {
 	return cgroups.Config{CgroupsPerQOS: true, Root: "/", Driver: cgroups.DriverCgroupfs, EnforcePods: true}
 }
 
+// AppArmor reports whether the simulated machine has AppArmor enabled
+// (Config.AppArmor): a fact of the world, not the agent's decision.
+func (h *Harness) AppArmor() bool { return h.cfg.AppArmor }
+
 // CgroupConfig is the cgroup configuration agents of this harness run
 // with.
 func (h *Harness) CgroupConfig() cgroups.Config {
@@ -234,7 +242,7 @@ func (h *Harness) AgentConfig() agent.Config { return h.cfg.Agent }
 // Machine is the node's machine information as the agent reads it (its
 // CPU topology and NUMA nodes).
 func (h *Harness) Machine() deps.MachineInfo {
-	info, _ := machineModel{h.Runtime, h.NodeName, h.cfg.CPUs}.Info(context.Background())
+	info, _ := machineModel{h.Runtime, h.NodeName, h.cfg.CPUs, h.cfg.AppArmor}.Info(context.Background())
 	return info
 }
 
@@ -263,7 +271,7 @@ func (h *Harness) StartAgent() {
 		Files:           h.Files,
 		Mounts:          h.Mounts,
 		Cgroups:         h.Cgroups,
-		Machine:         machineModel{h.Runtime, h.NodeName, h.cfg.CPUs},
+		Machine:         machineModel{h.Runtime, h.NodeName, h.cfg.CPUs, h.cfg.AppArmor},
 		Disk:            diskUsage{h.Files, h.Runtime},
 		ProbeNet:        probeNet{h.Runtime, tasks},
 		OOMKills:        h.ooms,

@@ -16,6 +16,8 @@ type machineModel struct {
 	rt   *fakecri.Runtime
 	name string
 	cpus []deps.CPUInfo // nil: Topology(1, 1, capacity, 1)
+	// appArmor: the kernel has AppArmor enabled (Config.AppArmor).
+	appArmor bool
 }
 
 func (m machineModel) Info(context.Context) (deps.MachineInfo, error) {
@@ -27,6 +29,7 @@ func (m machineModel) Info(context.Context) (deps.MachineInfo, error) {
 		// A modern host: cgroup v2, both x86 huge page sizes, none reserved.
 		HugePages: []deps.HugePagePool{{PageSizeBytes: 2 << 20}, {PageSizeBytes: 1 << 30}},
 		CgroupV2:  true,
+		AppArmor:  m.appArmor,
 		Topology:  m.topology(int(u.CPUCapacityMilli / 1000)),
 		NUMANodes: m.numaNodes(u.MemoryCapacity),
 	}, nil

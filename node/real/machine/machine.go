@@ -125,6 +125,7 @@ func (m *Machine) Info(ctx context.Context) (deps.MachineInfo, error) {
 		return deps.MachineInfo{}, err
 	}
 	info.CgroupV2 = m.cgroupV2()
+	info.AppArmor = m.appArmor()
 	if info.Topology, err = m.topology(); err != nil {
 		return deps.MachineInfo{}, err
 	}
@@ -172,6 +173,17 @@ func (m *Machine) hugePages() ([]deps.HugePagePool, error) {
 func (m *Machine) cgroupV2() bool {
 	_, err := os.Stat(filepath.Join(m.opts.SysDir, "fs/cgroup/cgroup.controllers"))
 	return err == nil
+}
+
+// appArmor reports whether the kernel has AppArmor enabled, as the
+// kubelet decides it: <sys>/kernel/security/apparmor exists and
+// <sys>/module/apparmor/parameters/enabled reads "Y".
+func (m *Machine) appArmor() bool {
+	if _, err := os.Stat(filepath.Join(m.opts.SysDir, "kernel/security/apparmor")); err != nil {
+		return false
+	}
+	b, err := os.ReadFile(filepath.Join(m.opts.SysDir, "module/apparmor/parameters/enabled"))
+	return err == nil && len(b) > 1 && b[0] == 'Y'
 }
 
 // Usage reads the node's resource usage.

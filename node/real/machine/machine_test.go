@@ -2,6 +2,7 @@ package machine
 
 import (
 	"context"
+	"maps"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -340,5 +341,35 @@ func TestThermalThrottlePaths(t *testing.T) {
 	}
 	if got := newFixtureMachine(t, procFiles()).ThermalThrottlePaths(); got != nil {
 		t.Errorf("without a possible-CPU list: %v, want none", got)
+	}
+}
+
+// TestInfoAppArmor: AppArmor is enabled only when the securityfs
+// directory exists and the module parameter reads Y, as the kubelet reads
+// them; the fixture without either (this test host's case) has none.
+func TestInfoAppArmor(t *testing.T) {
+	tests := []struct {
+		name  string
+		files map[string]string
+		want  bool
+	}{
+		{"absent", nil, false},
+		{"enabled", map[string]string{"sys/kernel/security/apparmor/profiles": "", "sys/module/apparmor/parameters/enabled": "Y\n"}, true},
+		{"module disabled", map[string]string{"sys/kernel/security/apparmor/profiles": "", "sys/module/apparmor/parameters/enabled": "N\n"}, false},
+		{"no securityfs entry", map[string]string{"sys/module/apparmor/parameters/enabled": "Y\n"}, false},
+		{"no parameter", map[string]string{"sys/kernel/security/apparmor/profiles": ""}, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			files := procFiles()
+			maps.Copy(files, tc.files)
+			info, err := newFixtureMachine(t, files).Info(context.Background())
+			if err != nil {
+				t.Fatalf("Info: %v", err)
+			}
+			if info.AppArmor != tc.want {
+				t.Errorf("AppArmor = %v, want %v", info.AppArmor, tc.want)
+			}
+		})
 	}
 }
