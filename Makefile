@@ -63,9 +63,9 @@ regress: $(REGRESS_TAGS)
 ## it no longer takes from the agent (docs/checker.md): eviction ranking,
 ## QoS class, the grace period, the sandbox reported ready, the root
 ## directory made a shared mount, static manifests' removals and versions,
-## AppArmor admission.
+## AppArmor admission, FQDN length.
 ## Same rule as regress (one tag each).
-TEETH_TAGS := regress_teeth_rank regress_teeth_qos regress_teeth_grace regress_teeth_sandbox regress_teeth_features regress_teeth_readd regress_teeth_latest regress_teeth_propagation regress_teeth_apparmor
+TEETH_TAGS := regress_teeth_rank regress_teeth_qos regress_teeth_grace regress_teeth_sandbox regress_teeth_features regress_teeth_readd regress_teeth_latest regress_teeth_propagation regress_teeth_apparmor regress_teeth_fqdn
 teeth: $(TEETH_TAGS)
 
 # One re-created bug, named by its tag (not .PHONY: phony targets skip

@@ -40,6 +40,8 @@ type Checker struct {
 	features featureState
 	// appArmor: apparmor-refused's pods (invariants_apparmor.go).
 	appArmor appArmorState
+	// fqdn: fqdn-too-long's pods (invariants_fqdn.go).
+	fqdn fqdnState
 	restarts map[string]int32
 	ctr      *containerChecks // see invariants_containers.go
 	term     *terminationState
@@ -88,7 +90,7 @@ type Checker struct {
 // check the runtime.
 func NewChecker(h *harness.Harness) *Checker {
 	c := &Checker{h: h, instances: map[string]map[string]bool{}, policy: map[types.UID]corev1.RestartPolicy{},
-		lastPhase: map[types.UID]corev1.PodPhase{}, restarts: map[string]int32{}, sandbox: newSandboxState(), features: newFeatureState(), appArmor: newAppArmorState(), term: newTerminationState(), suite: newSuiteState(),
+		lastPhase: map[types.UID]corev1.PodPhase{}, restarts: map[string]int32{}, sandbox: newSandboxState(), features: newFeatureState(), appArmor: newAppArmorState(), fqdn: newFQDNState(), term: newTerminationState(), suite: newSuiteState(),
 		probes: newProbeChecks(), sidecars: newSidecarChecks(),
 		hooks: newHookChecks(), cg: newCgroupChecks(), cpus: newCPUChecks(),
 		pressure: newPressureChecks(), storage: newLocalStorageChecks(), imagegc: newImageGCChecks(), ooms: map[string]*oomKill{}, rz: newResizeChecks(), dv: newDeviceChecks(), prompt: newPromptChecks(),
@@ -172,6 +174,7 @@ func (c *Checker) Check() {
 	c.checkSandboxReported()
 	c.checkFeaturesDeclared()
 	c.checkAppArmorRefused()
+	c.checkFQDNTooLong()
 	if !c.due("instances", readsRuntime|readsAPI, false) {
 		return
 	}
@@ -240,6 +243,7 @@ func (c *Checker) onWrite(r apiserver.Record) {
 	c.onWriteFeatures(r)
 	c.onWritePropagation(r)
 	c.onWriteAppArmor(r)
+	c.onWriteFQDN(r)
 	p := r.Pod
 	c.policy[p.UID] = p.Spec.RestartPolicy
 	prev, seen := c.lastPhase[p.UID]

@@ -67,6 +67,7 @@ func Ops() map[string]Op {
 		"mirror-delete":       {"delete static pod a's mirror pod, with grace 0 or 30 (b)", drawArgs(0, len(staticNames)-1, 0, 1), opMirrorDelete},
 		"create-restart-all":  {"create a pod whose container has a RestartAllContainers restart rule (a node feature lockstep does not declare)", nil, opCreateRestartAll},
 		"create-apparmor":     {"create a pod asking for AppArmor in way a (see AppArmorPod; the last two ask for nothing) on a host without AppArmor", drawArgs(0, len(appArmorKinds)-1), opCreateAppArmor},
+		"create-fqdn":         {"create a pod whose hostname is its FQDN, spec.hostname of a letters (over 64 bytes in all past 36 with cluster.local: no sandbox)", drawArgs(1, 63), opCreateFQDN},
 		"create-probed":       {"create a pod with probes drawn from seed a (see DrawProbedPod)", drawArgs(0, 1<<16-1), opCreateProbed},
 		"create-pinned":       {"create a Guaranteed pod asking for a whole CPUs (1-5) of shape b (see PinnedPod)", drawArgs(1, 5, 0, 5), opCreatePinned},
 		"create-sized":        {"create a pod of QoS class a (Guaranteed, Burstable, BestEffort) and size b (see QOSPod)", drawArgs(0, 2, 0, 63), opCreateQOS},

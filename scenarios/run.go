@@ -335,6 +335,9 @@ func (r *run) liveness() []Violation {
 	for _, msg := range r.c.appArmorSettled(live) {
 		fail("apparmor-refused", "%s", msg)
 	}
+	for _, msg := range r.c.fqdnSettled(live) {
+		fail("fqdn-too-long", "%s", msg)
+	}
 	static := staticSandboxes(r.h.Runtime.TrueSandboxes())
 	for _, msg := range r.c.cgroupsSettled(live, static) {
 		fail("cgroups-match", "%s", msg)

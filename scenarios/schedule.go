@@ -103,6 +103,7 @@ var families = map[string][]string{
 	"features":         {"features-declared"},
 	"liveness":         {"deleted-disappears", "converges", "status-matches", "mirror-present", "static-latest", "resize-in-place", "resize-restarts-once", "resize-converges"},
 	"apparmor":         {"apparmor-refused"},
+	"fqdn":             {"fqdn-too-long"},
 	"on-write":         {"legal-phases", "terminal-is-final", "restart-count-monotone", "ready-is-true", "fresh-probe-results", "poststart-before-started", "qos-reported", "oom-reported", "critical-survives", "one-eviction-per-cycle", "eviction-order", "reclaim-first", "local-storage-kept", "pressure-conditions", "devices-once"},
 	"on-shutdown-stop": {"shutdown-order", "shutdown-grace"},
 }

@@ -130,8 +130,9 @@ func staticPods() Scenario {
 }
 
 func podRefusals() Scenario {
-	return Scenario{Name: "pod-refusals", Doc: "pods the node must refuse beside ordinary ones: pods asking for AppArmor on a host without it (apparmor-refused), with crashes, outages and deletions",
-		Mix: map[string]int{"create-apparmor": 4, "create": 2, "delete": 1, "crash": 1, "crash-in-sync": 1, "api-outage": 1, "wait": 1}}
+	return Scenario{Name: "pod-refusals", Doc: "pods the node must refuse or cannot start beside ordinary ones: pods asking for AppArmor on a host without it (apparmor-refused), pods whose FQDN hostname is longer than 64 bytes (fqdn-too-long, cluster domain cluster.local), with crashes, outages and deletions",
+		Mix:       map[string]int{"create-apparmor": 4, "create-fqdn": 3, "create": 2, "delete": 1, "crash": 1, "crash-in-sync": 1, "api-outage": 1, "wait": 1},
+		Configure: func(c *harness.Config) { c.Agent.Node.ClusterDomain = "cluster.local" }}
 }
 
 func termination() Scenario {
@@ -249,7 +250,7 @@ func Invariants() []string {
 		"prestop-before-stop", "poststart-before-started", "volumes-kept", "token-valid", "client-cert-valid", "cgroups-match", "qos-reported", "exclusive-cpus", "numa-aligned", "devices-once",
 		"eviction-order", "critical-survives", "evicted-stays-dead",
 		"one-eviction-per-cycle", "reclaim-first", "local-storage-evicted", "local-storage-kept", "pressure-conditions", "admission", "oom-reported", "stats-rate",
-		"shutdown-order", "shutdown-grace", "shutdown-not-ready", "status-prompt", "sandbox-reported", "features-declared", "apparmor-refused",
+		"shutdown-order", "shutdown-grace", "shutdown-not-ready", "status-prompt", "sandbox-reported", "features-declared", "apparmor-refused", "fqdn-too-long",
 		"allocations-fit", "allocation-checkpointed", "service-env",
 		"deleted-disappears", "converges", "status-matches", "mirror-present", "static-latest", "resize-in-place", "resize-restarts-once", "resize-converges",
 	}

@@ -39,7 +39,7 @@ func SandboxConfig(pod *corev1.Pod, attempt uint32, node NodeInfo, cgroupParent 
 	ref := RefOf(pod)
 	sc, err := sandboxSecurityContext(pod)
 	if err != nil {
-		return nil, fmt.Errorf("sandbox of pod %s: %w", podName(pod), err)
+		return nil, &SandboxConfigError{Pod: podName(pod), Cause: err}
 	}
 	cfg := &runtimeapi.PodSandboxConfig{
 		Metadata: &runtimeapi.PodSandboxMetadata{
@@ -58,17 +58,31 @@ func SandboxConfig(pod *corev1.Pod, attempt uint32, node NodeInfo, cgroupParent 
 	if !pod.Spec.HostNetwork {
 		hostname, err := podHostname(pod, node.ClusterDomain)
 		if err != nil {
-			return nil, fmt.Errorf("sandbox of pod %s: %w", podName(pod), err)
+			return nil, &SandboxConfigError{Pod: podName(pod), Cause: err}
 		}
 		cfg.Hostname = hostname
 	}
 	dns, err := dnsConfig(pod, node)
 	if err != nil {
-		return nil, fmt.Errorf("sandbox of pod %s: %w", podName(pod), err)
+		return nil, &SandboxConfigError{Pod: podName(pod), Cause: err}
 	}
 	cfg.DnsConfig = dns
 	return cfg, nil
 }
+
+// SandboxConfigError is why a pod's sandbox config cannot be built:
+// Cause, worded as the kubelet words it (a FailedCreatePodSandBox event
+// carries it alone), for the pod named.
+type SandboxConfigError struct {
+	Pod   string
+	Cause error
+}
+
+// Error names the pod and the cause.
+func (e *SandboxConfigError) Error() string { return fmt.Sprintf("sandbox of pod %s: %v", e.Pod, e.Cause) }
+
+// Unwrap returns the cause.
+func (e *SandboxConfigError) Unwrap() error { return e.Cause }
 
 // sandboxLabels returns the pod's labels with the agent's own on top.
 func sandboxLabels(pod *corev1.Pod, ref podstate.PodRef) map[string]string {
@@ -88,8 +102,9 @@ func podHostname(pod *corev1.Pod, clusterDomain string) (string, error) {
 		return hostname, err
 	}
 	fqdn := hostname + "." + domain
-	if len(fqdn) > fqdnMaxLen {
-		return "", fmt.Errorf("FQDN %q is too long to be a hostname (%d characters, at most %d)", fqdn, len(fqdn), fqdnMaxLen)
+	if len(fqdn) > fqdnMaxLen && !ignoreFQDNLimit {
+		return "", fmt.Errorf("failed to construct FQDN from pod hostname and cluster domain, FQDN %s is too long (%d characters is the max, %d characters requested)",
+			fqdn, fqdnMaxLen, len(fqdn))
 	}
 	return fqdn, nil
 }

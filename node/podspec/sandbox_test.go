@@ -1,6 +1,7 @@
 package podspec
 
 import (
+	"errors"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -130,7 +131,22 @@ func TestSandboxHostname(t *testing.T) {
 			mod: func(p *corev1.Pod) {
 				p.Spec.Hostname, p.Spec.Subdomain, p.Spec.SetHostnameAsFQDN = strings.Repeat("h", 40), "sub", ptr(true)
 			},
-			wantErr: "too long to be a hostname",
+			wantErr: "failed to construct FQDN from pod hostname and cluster domain, FQDN " + strings.Repeat("h", 40) +
+				".sub.prod.svc.cluster.local is too long (64 characters is the max, 67 characters requested)",
+		},
+		{
+			name: "FQDN of 64 characters kept",
+			mod: func(p *corev1.Pod) {
+				p.Spec.Hostname, p.Spec.Subdomain, p.Spec.SetHostnameAsFQDN = strings.Repeat("h", 37), "sub", ptr(true)
+			},
+			want: strings.Repeat("h", 37) + ".sub.prod.svc.cluster.local",
+		},
+		{
+			name: "FQDN too long without setHostnameAsFQDN: the short hostname",
+			mod: func(p *corev1.Pod) {
+				p.Spec.Hostname, p.Spec.Subdomain = strings.Repeat("h", 40), "sub"
+			},
+			want: strings.Repeat("h", 40),
 		},
 		{name: "invalid subdomain", mod: func(p *corev1.Pod) { p.Spec.Subdomain = "a.b" }, wantErr: `subdomain "a.b" is not a valid DNS label`},
 		// Upstream GeneratePodHostNameAndDomain: hostnameOverride wins over
@@ -175,6 +191,25 @@ func TestSandboxHostname(t *testing.T) {
 				t.Errorf("hostname = %q, want %q", got.Hostname, tt.want)
 			}
 		})
+	}
+}
+
+// TestSandboxConfigErrorCarriesTheCause: a sandbox config error names
+// the pod, and its Cause is the kubelet's text alone (what a
+// FailedCreatePodSandBox event carries).
+func TestSandboxConfigErrorCarriesTheCause(t *testing.T) {
+	pod := testPod(func(p *corev1.Pod) {
+		p.Name, p.Spec.Subdomain, p.Spec.SetHostnameAsFQDN = "hostfqdnveryveryveryverylongforfqdntobemorethan64bytes-1", "t", ptr(true)
+	})
+	_, err := SandboxConfig(pod, 0, testNode(), "")
+	var sce *SandboxConfigError
+	if !errors.As(err, &sce) {
+		t.Fatalf("err = %v, want a *SandboxConfigError", err)
+	}
+	want := "failed to construct FQDN from pod hostname and cluster domain, FQDN " +
+		"hostfqdnveryveryveryverylongforfqdntobemorethan64bytes-1.t.prod.svc.cluster.local is too long (64 characters is the max, 81 characters requested)"
+	if sce.Pod != "prod/hostfqdnveryveryveryverylongforfqdntobemorethan64bytes-1" || sce.Cause.Error() != want {
+		t.Errorf("pod %q cause %q, want prod/… and %q", sce.Pod, sce.Cause, want)
 	}
 }
 

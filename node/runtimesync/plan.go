@@ -258,9 +258,19 @@ func (p *Plan) planSandbox() {
 		}
 	}
 	p.call(SandboxConfigOp{Attempt: attempt}, func(o Outcome) {
-		if o.Err != nil {
-			p.abort(fmt.Errorf("sandbox config of pod %s/%s: %w", pod.Namespace, pod.Name, o.Err))
+		if o.Err == nil {
+			return
 		}
+		if acts.CreateSandbox {
+			// The kubelet builds the config as it creates the sandbox: its
+			// failure is the creation's (event, ContainerCreating).
+			p.sandboxFailed(sandboxConfigCause(o.Err))
+		}
+		if _, named := errors.AsType[*podspec.SandboxConfigError](o.Err); named {
+			p.abort(o.Err)
+			return
+		}
+		p.abort(fmt.Errorf("sandbox config of pod %s/%s: %w", pod.Namespace, pod.Name, o.Err))
 	})
 	switch {
 	case acts.CreateSandbox:
@@ -282,16 +292,33 @@ func (p *Plan) planSandbox() {
 	p.then(p.planStarts)
 }
 
+// sandboxFailed reports a sandbox that could not be created for cause:
+// a FailedCreatePodSandBox event "Failed to create pod sandbox: <cause>"
+// (the kubelet's, every sync that tries) and every container to start
+// waiting in ContainerCreating.
+func (p *Plan) sandboxFailed(cause error) {
+	p.event("", corev1.EventTypeWarning, "FailedCreatePodSandBox", fmt.Sprintf("Failed to create pod sandbox: %v", cause))
+	for _, s := range p.acts.Start {
+		p.res.Waiting[s.Name] = Waiting{Reason: podutil.ReasonContainerCreating}
+	}
+}
+
+// sandboxConfigCause is a sandbox config error as the kubelet words it
+// in its event: the cause alone, without lockstep's naming of the pod.
+func sandboxConfigCause(err error) error {
+	if sce, ok := errors.AsType[*podspec.SandboxConfigError](err); ok {
+		return sce.Cause
+	}
+	return err
+}
+
 // sandboxRan follows RunPodSandboxOp: on failure every container to
 // start waits in ContainerCreating and the sync ends; else the new
 // sandbox's IP is read.
 func (p *Plan) sandboxRan(o Outcome) {
 	pod := p.in.Pod
 	if o.Err != nil {
-		p.event("", corev1.EventTypeWarning, "FailedCreatePodSandBox", fmt.Sprintf("Failed to create pod sandbox: %v", o.Err))
-		for _, s := range p.acts.Start {
-			p.res.Waiting[s.Name] = Waiting{Reason: podutil.ReasonContainerCreating}
-		}
+		p.sandboxFailed(o.Err)
 		p.abort(fmt.Errorf("create sandbox of pod %s/%s: %w", pod.Namespace, pod.Name, o.Err))
 		return
 	}

@@ -211,7 +211,9 @@ type outcomes []scripted
 //	                         error when it reads "rpc error: code = C
 //	                         desc = D")
 //	config: MESSAGE          ContainerConfig fails with the kubelet's
-//	                         MESSAGE (a podspec.ConfigError) in context
+//	                         MESSAGE (a podspec.ConfigError) in context;
+//	                         SandboxConfig with MESSAGE the cause of a
+//	                         podspec.SandboxConfigError
 //	image REASON MESSAGE     EnsureImage fails with the image manager's
 //	                         REASON (ErrImagePull, ImagePullBackOff…)
 //	hook MESSAGE             PostStart: the hook fails with MESSAGE
@@ -240,6 +242,10 @@ func parseOutcomes(input string) (outcomes, error) {
 		case "fail":
 			s.outcome.Err = scriptedError(msg)
 		case "config":
+			if s.kind == "SandboxConfig" {
+				s.outcome.Err = &podspec.SandboxConfigError{Pod: "ns/web", Cause: errors.New(msg)}
+				break
+			}
 			s.outcome.Err = fmt.Errorf("container %q of pod ns/web: env \"X\": %w", s.container, &podspec.ConfigError{Message: msg})
 		case "image":
 			if len(rest) < 2 {

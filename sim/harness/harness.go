@@ -209,6 +209,11 @@ func DefaultCgroups() cgroups.Config {
 	return cgroups.Config{CgroupsPerQOS: true, Root: "/", Driver: cgroups.DriverCgroupfs, EnforcePods: true}
 }
 
+// ClusterDomain is the cluster's DNS domain the agent is configured with
+// (Config.Agent.Node.ClusterDomain): a fact of the cluster, which pods'
+// FQDNs end in.
+func (h *Harness) ClusterDomain() string { return h.cfg.Agent.Node.ClusterDomain }
+
 // AppArmor reports whether the simulated machine has AppArmor enabled
 // (Config.AppArmor): a fact of the world, not the agent's decision.
 func (h *Harness) AppArmor() bool { return h.cfg.AppArmor }
