@@ -41,7 +41,7 @@ type Checker struct {
 	// appArmor: apparmor-refused's pods (invariants_apparmor.go).
 	appArmor appArmorState
 	// fqdn: fqdn-too-long's pods (invariants_fqdn.go).
-	fqdn fqdnState
+	fqdn     fqdnState
 	restarts map[string]int32
 	ctr      *containerChecks // see invariants_containers.go
 	term     *terminationState

@@ -79,7 +79,9 @@ type SandboxConfigError struct {
 }
 
 // Error names the pod and the cause.
-func (e *SandboxConfigError) Error() string { return fmt.Sprintf("sandbox of pod %s: %v", e.Pod, e.Cause) }
+func (e *SandboxConfigError) Error() string {
+	return fmt.Sprintf("sandbox of pod %s: %v", e.Pod, e.Cause)
+}
 
 // Unwrap returns the cause.
 func (e *SandboxConfigError) Unwrap() error { return e.Cause }
