@@ -61,10 +61,10 @@ regress: $(REGRESS_TAGS)
 
 ## teeth: the checker catches deliberately broken builds of the decisions
 ## it no longer takes from the agent (docs/checker.md): eviction ranking,
-## QoS class, the grace period, the sandbox reported ready, the root
-## directory made a shared mount, static manifests' removals and versions,
-## AppArmor admission, FQDN length.
-## Same rule as regress (one tag each).
+## QoS class, the grace period, the sandbox reported ready, declared node
+## features, the root directory made a shared mount, static manifests'
+## removals and versions, AppArmor admission, the FQDN length limit. Same
+## rule as regress (one tag each).
 TEETH_TAGS := regress_teeth_rank regress_teeth_qos regress_teeth_grace regress_teeth_sandbox regress_teeth_features regress_teeth_readd regress_teeth_latest regress_teeth_propagation regress_teeth_apparmor regress_teeth_fqdn
 teeth: $(TEETH_TAGS)
 
