@@ -488,3 +488,72 @@ func TestVolumesDownwardLabelsFollowAnUpdate(t *testing.T) {
 		return string(data) == `tier="api"`
 	})
 }
+
+// TestVolumesMissingSourceStatusWhileWaiting: a pod whose Secret (with an
+// init container) or ConfigMap (without) volume does not exist gets its
+// status written while its sync waits for the volume, as the kubelet's
+// SyncPod writes it before WaitForAttachAndMount: Pending, PodScheduled
+// True, PodReadyToStartContainers False, Initialized True only without
+// init containers (else False, ContainersNotInitialized), ContainersReady
+// and Ready False, every container waiting (ContainerCreating, or
+// PodInitializing with init containers); then deleted, it is gone from
+// the API within seconds (upstream's "should not hang when terminating
+// pods mounting non-existent volumes": 10 s).
+func TestVolumesMissingSourceStatusWhileWaiting(t *testing.T) {
+	h := start(t, 74)
+	c := NewChecker(h)
+	secret := corev1.Volume{Name: "creds", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: "nosuch"}}}
+	cm := mustCreate(t, h, NewPod("cm", h.NodeName, WithVolume(configMapVolume("cfg", "nosuch")), Mounts("app", "cfg", "/etc/app")))
+	sec := mustCreate(t, h, NewPod("sec", h.NodeName, WithVolume(secret), Mounts("app", "creds", "/creds"), Init("setup", time.Second, 0)))
+	runChecked(t, h, c, 10*time.Second)
+	want := map[string]summary{
+		"cm": {Phase: corev1.PodPending, Conditions: map[corev1.PodConditionType]corev1.ConditionStatus{
+			corev1.PodScheduled: "True", corev1.PodReadyToStartContainers: "False", corev1.PodInitialized: "True",
+			corev1.ContainersReady: "False", corev1.PodReady: "False"},
+			Containers: map[string]string{"app": "waiting:ContainerCreating"}, Restarts: map[string]int32{"app": 0}},
+		"sec": {Phase: corev1.PodPending, Conditions: map[corev1.PodConditionType]corev1.ConditionStatus{
+			corev1.PodScheduled: "True", corev1.PodReadyToStartContainers: "False", corev1.PodInitialized: "False",
+			corev1.ContainersReady: "False", corev1.PodReady: "False"},
+			Containers: map[string]string{"setup": "waiting:PodInitializing", "app": "waiting:PodInitializing"},
+			Restarts:   map[string]int32{"setup": 0, "app": 0}},
+	}
+	got := map[string]summary{}
+	for _, p := range []*corev1.Pod{cm, sec} {
+		ap, ok := APIPod(h, "default", p.Name)
+		if !ok {
+			t.Fatalf("pod %s gone", p.Name)
+		}
+		got[p.Name] = summarize(ap)
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("status 10 s after creation, volumes missing (-want +got):\n%s", diff)
+	}
+	reasons := func(name string) map[corev1.PodConditionType]string {
+		ap, _ := APIPod(h, "default", name)
+		out := map[corev1.PodConditionType]string{}
+		for _, cd := range ap.Status.Conditions {
+			out[cd.Type] = cd.Reason
+		}
+		return out
+	}
+	if diff := cmp.Diff(map[corev1.PodConditionType]string{
+		corev1.PodScheduled: "", corev1.PodReadyToStartContainers: "PodSandboxNotReady", corev1.PodInitialized: "ContainersNotInitialized",
+		corev1.ContainersReady: "ContainersNotReady", corev1.PodReady: "ContainersNotReady"}, reasons("sec")); diff != "" {
+		t.Errorf("condition reasons of sec (-want +got):\n%s", diff)
+	}
+	if testing.Verbose() {
+		ap, _ := APIPod(h, "default", "sec")
+		t.Logf("status of sec: %+v", ap.Status)
+	}
+	if err := h.API.User().DeletePodGracefully("default", "cm", nil); err != nil {
+		t.Fatal(err)
+	}
+	runUntil(t, h, "the deleted pod gone from the API", 10*time.Second, func() bool {
+		_, ok := APIPod(h, "default", "cm")
+		return !ok
+	})
+	c.Check()
+	if v := c.Violations(); len(v) > 0 {
+		t.Errorf("violations: %v", v)
+	}
+}

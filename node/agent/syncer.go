@@ -38,7 +38,7 @@ func (a *Agent) SyncPod(ctx context.Context, pod *corev1.Pod, lastSync time.Time
 	if reason, msg := a.rejection(pod); reason != "" {
 		return a.refuse(pod, reason, msg), nil
 	}
-	if err := a.waitForVolumes(ctx, pod); err != nil {
+	if err := a.waitForVolumes(ctx, pod, lastSync, unsupported); err != nil {
 		return podworkers.SyncResult{}, err
 	}
 	st, err := a.pleg.Cache().GetNewerThan(ctx, pod.UID, viewSince(a.since(lastSync)))

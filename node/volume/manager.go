@@ -332,6 +332,10 @@ func (m *Manager) isPodDir(name string) bool {
 	return err == nil && info.IsDir()
 }
 
+// AllSetUp reports whether every volume of pod is set up now, without
+// waiting (WaitForPod would return at once).
+func (m *Manager) AllSetUp(pod *corev1.Pod) bool { return len(m.missing(pod)) == 0 }
+
 // WaitForPod waits until every volume of pod is set up, at most
 // WaitTimeout; the error then names the volumes still missing and why.
 func (m *Manager) WaitForPod(ctx context.Context, pod *corev1.Pod) error {

@@ -143,7 +143,13 @@ func TestMissingConfigMapTimesOutThenMountsWhenCreated(t *testing.T) {
 	pod := w.pod("p", corev1.Volume{Name: "c", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
 		LocalObjectReference: corev1.LocalObjectReference{Name: "later"}}}})
 	w.m.AddPod(pod)
+	if w.m.AllSetUp(pod) {
+		t.Fatalf("AllSetUp before the configmap exists; want false (the sync writes the pod's status before it waits)")
+	}
 	err, done := w.wait(pod, 3*time.Minute)
+	if w.m.AllSetUp(pod) {
+		t.Errorf("AllSetUp after the wait timed out; want false")
+	}
 	if !done || err == nil || !strings.Contains(err.Error(), `unmounted volumes=[c]`) || !strings.Contains(err.Error(), `configmap "later" not found`) {
 		t.Fatalf("WaitForPod: done=%v err=%v; want a timeout naming volume c and the missing configmap", done, err)
 	}
@@ -156,6 +162,9 @@ func TestMissingConfigMapTimesOutThenMountsWhenCreated(t *testing.T) {
 	}
 	if got := w.read(volDir(pod, podspec.PluginConfigMap, "c") + "/k"); got != "v" {
 		t.Errorf("k = %q, want v", got)
+	}
+	if !w.m.AllSetUp(pod) {
+		t.Errorf("AllSetUp false once the volume is set up")
 	}
 }
 
