@@ -1,7 +1,6 @@
 package agent
 
 import (
-	"fmt"
 	"strings"
 	"time"
 
@@ -45,12 +44,11 @@ func (a *Agent) newProber() *prober.Manager {
 // instance fail its liveness or startup probe?
 func (a *Agent) unhealthy(pod *corev1.Pod) func(string) (runtimesync.ProbeKill, bool) {
 	return func(id string) (runtimesync.ProbeKill, bool) {
-		name, t, grace, failed := a.pods.probes.Failed(pod, id)
+		_, t, grace, failed := a.pods.probes.Failed(pod, id)
 		if !failed {
 			return runtimesync.ProbeKill{}, false
 		}
-		msg := fmt.Sprintf("Container %s failed %s probe, will be restarted", name, strings.ToLower(t.String()))
-		return runtimesync.ProbeKill{Message: msg, Grace: grace}, true
+		return runtimesync.ProbeKill{Probe: strings.ToLower(t.String()), Grace: grace}, true
 	}
 }
 

@@ -66,9 +66,9 @@ type Inputs struct {
 
 // ProbeKill is the kill a failed liveness or startup probe asks for.
 type ProbeKill struct {
-	// Message is the reason of the kill and the Killing event's message
-	// ("Container app failed liveness probe, will be restarted").
-	Message string
+	// Probe names the probe that failed, as the kubelet's messages do:
+	// "liveness" or "startup".
+	Probe string
 	// Grace is the probe's own termination grace period (nil: the pod's).
 	Grace *int64
 }
@@ -370,7 +370,7 @@ func initStep(in Inputs, acts *Actions, c *corev1.Container, i int, passed bool)
 		if pk, failed := unhealthy(in, latest.ID); failed {
 			// Killed now; restarted once it has exited, after its
 			// crash-loop back-off, like any failed container.
-			acts.Kill = append(acts.Kill, probeKill(latest, pk))
+			acts.Kill = append(acts.Kill, probeKill(latest, pk, "Container", podutil.RestartsAfterKill(in.Pod, c, true)))
 		}
 	case podstate.ContainerUnknown:
 		acts.Kill = append(acts.Kill, unknownKill(latest))
@@ -398,7 +398,9 @@ func initStep(in Inputs, acts *Actions, c *corev1.Container, i int, passed bool)
 // started (its startup probe, if any, succeeded).
 func sidecarRunning(in Inputs, acts *Actions, c *corev1.Container, i int, latest podstate.Container) initOutcome {
 	if pk, failed := unhealthy(in, latest.ID); failed {
-		acts.Kill = append(acts.Kill, probeKill(latest, pk))
+		// The kubelet's message for a sidecar says neither "Container"
+		// nor that it will be restarted, though it always is.
+		acts.Kill = append(acts.Kill, probeKill(latest, pk, "Init container", false))
 		acts.Start = append(acts.Start, ContainerStart{Name: c.Name, Init: true, Index: i, RestartCount: nextCount(in.Status, c.Name)})
 		return initBusy
 	}
@@ -437,11 +439,16 @@ func computeRegular(in Inputs, acts *Actions) (keep int) {
 				continue
 			}
 			if pk, failed := unhealthy(in, latest.ID); failed {
-				// Killed and, as its restart policies say, started again
-				// in the same sync, as the kubelet does: the back-off is
+				// Killed and, unless its restart policy (its own, else
+				// the pod's) is Never, started again in the same sync,
+				// as the kubelet's computePodActions does: whatever the
+				// killed instance's exit code (a process that exits 0 on
+				// SIGTERM under OnFailure runs again), its restart rules
+				// not consulted (it has not exited yet). The back-off is
 				// judged on the instance that exited before this one.
-				acts.Kill = append(acts.Kill, probeKill(latest, pk))
-				if podutil.RestartsAfterKill(pod, c, false) {
+				restart := podutil.RestartsAfterKill(pod, c, false)
+				acts.Kill = append(acts.Kill, probeKill(latest, pk, "Container", restart))
+				if restart {
 					acts.Start = append(acts.Start, ContainerStart{Name: c.Name, Index: i, RestartCount: nextCount(st, c.Name)})
 				}
 				continue
@@ -679,8 +686,16 @@ func specChangedKill(c podstate.Container) ContainerKill {
 		Message: fmt.Sprintf("Container %s definition changed, will be restarted", c.Name)}
 }
 
-func probeKill(c podstate.Container, pk ProbeKill) ContainerKill {
-	return ContainerKill{ID: c.ID, Name: c.Name, Reason: pk.Message, Message: pk.Message, Grace: pk.Grace}
+// probeKill is the kill of an instance whose liveness or startup probe
+// failed, with the kubelet's message: "<what> <name> failed <probe>
+// probe", followed by ", will be restarted" when it is started again in
+// the same sync (restart).
+func probeKill(c podstate.Container, pk ProbeKill, what string, restart bool) ContainerKill {
+	msg := fmt.Sprintf("%s %s failed %s probe", what, c.Name, pk.Probe)
+	if restart {
+		msg += ", will be restarted"
+	}
+	return ContainerKill{ID: c.ID, Name: c.Name, Reason: msg, Message: msg, Grace: pk.Grace}
 }
 
 func hasReadySandbox(st *podstate.PodStatus) bool {

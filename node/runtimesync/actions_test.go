@@ -63,6 +63,13 @@ func seedRestarts(in Inputs, restarted map[string]time.Duration) {
 	}
 }
 
+// The kubelet's Killing messages of a probe kill (computePodActions).
+const (
+	failed           = "Container app failed liveness probe"
+	restarted        = "Container app failed liveness probe, will be restarted"
+	startupRestarted = "Container app failed startup probe, will be restarted"
+)
+
 func TestComputeActions(t *testing.T) {
 	always, onFailure, never := corev1.RestartPolicyAlways, corev1.RestartPolicyOnFailure, corev1.RestartPolicyNever
 	sb := []podstate.Sandbox{ready("sb1", 0)}
@@ -249,8 +256,8 @@ func TestComputeActions(t *testing.T) {
 			// the sandbox stays.
 			name: "liveness failed: kill and start again in one sync (no earlier exit: no back-off)",
 			pod:  testPod(always, nil, "app"), status: podStatus(sb, ctr("c1", "app", podstate.ContainerRunning, 0, 0, 0)),
-			unhealthy: map[string]string{"c1": "liveness probe failed"},
-			want: Actions{SandboxID: "sb1", Kill: []ContainerKill{{ID: "c1", Name: "app", Reason: "liveness probe failed", Message: "liveness probe failed"}},
+			unhealthy: map[string]string{"c1": "liveness"},
+			want: Actions{SandboxID: "sb1", Kill: []ContainerKill{{ID: "c1", Name: "app", Reason: restarted, Message: restarted}},
 				Start: []ContainerStart{{Name: "app", RestartCount: 1}}},
 		},
 		{
@@ -258,16 +265,68 @@ func TestComputeActions(t *testing.T) {
 			pod:  testPod(always, nil, "app"),
 			status: podStatus(sb, ctr("c2", "app", podstate.ContainerRunning, 1, 0, 0),
 				ctr("c1", "app", podstate.ContainerExited, 0, 137, 30*time.Second)),
-			unhealthy: map[string]string{"c2": "liveness probe failed"},
+			unhealthy: map[string]string{"c2": "liveness"},
 			restarted: map[string]time.Duration{"app": 29 * time.Second},
-			want: Actions{SandboxID: "sb1", Kill: []ContainerKill{{ID: "c2", Name: "app", Reason: "liveness probe failed", Message: "liveness probe failed"}},
+			want: Actions{SandboxID: "sb1", Kill: []ContainerKill{{ID: "c2", Name: "app", Reason: restarted, Message: restarted}},
 				Start: []ContainerStart{{Name: "app", RestartCount: 2}}},
 		},
 		{
 			name: "liveness failed under Never: kill, and the pod is done",
 			pod:  testPod(never, nil, "app"), status: podStatus(sb, ctr("c1", "app", podstate.ContainerRunning, 0, 0, 0)),
-			unhealthy: map[string]string{"c1": "liveness probe failed"},
-			want:      Actions{SandboxID: "sb1", KillPod: true, Kill: []ContainerKill{{ID: "c1", Name: "app", Reason: "liveness probe failed", Message: "liveness probe failed"}}},
+			unhealthy: map[string]string{"c1": "liveness"},
+			want:      Actions{SandboxID: "sb1", KillPod: true, Kill: []ContainerKill{{ID: "c1", Name: "app", Reason: failed, Message: failed}}},
+		},
+		{
+			// The kubelet's computePodActions: a probe kill under any
+			// policy but Never starts the container again in the same
+			// sync, whatever the exit code the kill will bring (a process
+			// that exits 0 on SIGTERM runs again under OnFailure).
+			name: "liveness failed under OnFailure: kill and start again in one sync",
+			pod:  testPod(onFailure, nil, "app"), status: podStatus(sb, ctr("c1", "app", podstate.ContainerRunning, 0, 0, 0)),
+			unhealthy: map[string]string{"c1": "liveness"},
+			want: Actions{SandboxID: "sb1", Kill: []ContainerKill{{ID: "c1", Name: "app", Reason: restarted, Message: restarted}},
+				Start: []ContainerStart{{Name: "app", RestartCount: 1}}},
+		},
+		{
+			name: "startup failed under OnFailure: kill and start again in one sync",
+			pod:  testPod(onFailure, nil, "app"), status: podStatus(sb, ctr("c1", "app", podstate.ContainerRunning, 0, 0, 0)),
+			unhealthy: map[string]string{"c1": "startup"},
+			want: Actions{SandboxID: "sb1", Kill: []ContainerKill{{ID: "c1", Name: "app", Reason: startupRestarted, Message: startupRestarted}},
+				Start: []ContainerStart{{Name: "app", RestartCount: 1}}},
+		},
+		{
+			// After the exit 0 the kill brought, held by its back-off
+			// (the earlier exit finished 5 s ago, 10 s back-off): a later
+			// sync sees exit 0 under OnFailure and does not restart it,
+			// as the kubelet's ShouldContainerBeRestarted does not.
+			name: "liveness failed again under OnFailure within the back-off: killed, held in CrashLoopBackOff",
+			pod:  testPod(onFailure, nil, "app"),
+			status: podStatus(sb, ctr("c2", "app", podstate.ContainerRunning, 1, 0, 0),
+				ctr("c1", "app", podstate.ContainerExited, 0, 0, 5*time.Second)),
+			unhealthy: map[string]string{"c2": "liveness"},
+			restarted: map[string]time.Duration{"app": 5 * time.Second},
+			want: Actions{SandboxID: "sb1", Kill: []ContainerKill{{ID: "c2", Name: "app", Reason: restarted, Message: restarted}},
+				Waiting: map[string]Waiting{"app": {Reason: "CrashLoopBackOff",
+					Message: "back-off 10s restarting failed container=app pod=web_ns(uid-1)"}},
+				RetryAfter: 5 * time.Second},
+		},
+		{
+			// The container's own restartPolicy decides over the pod's:
+			// Never keeps it dead (the pod is done), Always or OnFailure
+			// restarts it in a Never pod.
+			name:      "liveness failed, container restartPolicy Never in an Always pod: kill, the pod is done",
+			pod:       withContainerPolicy(testPod(always, nil, "app"), "app", corev1.ContainerRestartPolicyNever),
+			status:    podStatus(sb, ctr("c1", "app", podstate.ContainerRunning, 0, 0, 0)),
+			unhealthy: map[string]string{"c1": "liveness"},
+			want:      Actions{SandboxID: "sb1", KillPod: true, Kill: []ContainerKill{{ID: "c1", Name: "app", Reason: failed, Message: failed}}},
+		},
+		{
+			name:      "liveness failed, container restartPolicy OnFailure in a Never pod: kill and start again",
+			pod:       withContainerPolicy(testPod(never, nil, "app"), "app", corev1.ContainerRestartPolicyOnFailure),
+			status:    podStatus(sb, ctr("c1", "app", podstate.ContainerRunning, 0, 0, 0)),
+			unhealthy: map[string]string{"c1": "liveness"},
+			want: Actions{SandboxID: "sb1", Kill: []ContainerKill{{ID: "c1", Name: "app", Reason: restarted, Message: restarted}},
+				Start: []ContainerStart{{Name: "app", RestartCount: 1}}},
 		},
 		{
 			name: "created but never started: remove it, start the next attempt",
@@ -322,7 +381,7 @@ func TestComputeActions(t *testing.T) {
 			in := Inputs{Pod: tc.pod, Status: tc.status, Terminal: tc.terminal, Now: now, Backoff: backoff.NewRestarts(backoff.Config{}), Hash: hash}
 			seedRestarts(in, tc.restarted)
 			if tc.unhealthy != nil {
-				in.Unhealthy = func(id string) (ProbeKill, bool) { r, ok := tc.unhealthy[id]; return ProbeKill{Message: r}, ok }
+				in.Unhealthy = func(id string) (ProbeKill, bool) { r, ok := tc.unhealthy[id]; return ProbeKill{Probe: r}, ok }
 			}
 			got := ComputeActions(in)
 			if diff := cmp.Diff(tc.want, got, cmpopts.EquateEmpty()); diff != "" {

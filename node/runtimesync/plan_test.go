@@ -123,8 +123,7 @@ func (env *planEnv) sync(d *datadriven.TestData) (string, error) {
 		if !slices.Contains(unhealthy, id) {
 			return ProbeKill{}, false
 		}
-		c, _ := in.Status.Instance(id)
-		return ProbeKill{Message: fmt.Sprintf("Container %s failed liveness probe, will be restarted", c.Name), Grace: probeGrace}, true
+		return ProbeKill{Probe: "liveness", Grace: probeGrace}, true
 	}
 	in.Started = func(id string) bool { return !slices.Contains(unstarted, id) }
 	script, err := parseOutcomes(d.Input)
