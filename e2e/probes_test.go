@@ -125,3 +125,35 @@ func TestProbeTCPStartupOnLatePort(t *testing.T) {
 		return time.Now().After(deadline), nil
 	})
 }
+
+// TestProbeLivenessOnFailureExitZeroRestarts: a container that traps
+// SIGTERM and exits 0, under restartPolicy OnFailure, fails its exec
+// liveness probe: the kubelet kills it ("will be restarted") and starts
+// it again in the same sync whatever its exit code (computePodActions
+// puts a probe-killed container in ContainersToStart unless the policy is
+// Never), so restartCount reaches 1 and the pod never turns Succeeded.
+func TestProbeLivenessOnFailureExitZeroRestarts(t *testing.T) {
+	e := setup(t)
+	p := e.pod("liveness-onfailure", false, `trap 'exit 0' TERM; sleep 600 & wait $!`)
+	p.Spec.RestartPolicy = corev1.RestartPolicyOnFailure
+	p.Spec.Containers[0].LivenessProbe = &corev1.Probe{
+		ProbeHandler:        corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: []string{"sh", "-c", "exit 1"}}},
+		InitialDelaySeconds: 5, PeriodSeconds: 2, FailureThreshold: 1,
+	}
+	p = e.create(t, p)
+	got := e.waitPod(t, p, 90*time.Second, "restarted after its liveness probe failed", func(p *corev1.Pod) bool {
+		if p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+			t.Fatalf("pod turned %s instead of restarting its container: %+v", p.Status.Phase, p.Status.ContainerStatuses)
+		}
+		cs := p.Status.ContainerStatuses
+		return len(cs) == 1 && cs[0].RestartCount >= 1
+	})
+	last := got.Status.ContainerStatuses[0].LastTerminationState.Terminated
+	if last == nil || last.ExitCode != 0 {
+		t.Errorf("last termination %+v; want the killed instance's exit 0", last)
+	}
+	evs := strings.Join(e.events(t, p), "\n")
+	if want := "Killing: Container c failed liveness probe, will be restarted"; !strings.Contains(evs, want) {
+		t.Errorf("no event %q; events:\n%s", want, evs)
+	}
+}

@@ -29,6 +29,8 @@ type probeChecks struct {
 	restarts int
 	agentUp  time.Duration // since when the current agent runs (-1: down)
 	reported map[string]bool
+	// owed: probe-restarts' obligations (invariants_probekill.go).
+	owed []probeRestart
 }
 
 // probedInstance is what the checker knows of one container instance's
@@ -205,6 +207,7 @@ func (c *Checker) checkProbes(truth []RuntimeContainer) {
 			c.judgeStop(id, pi)
 		}
 	}
+	c.checkProbeRestarts(truth)
 }
 
 // deleting reports whether the pod is being deleted (its kills are not
@@ -305,14 +308,14 @@ func (c *Checker) judgeStop(id string, pi *probedInstance) {
 		earliest := max(from, pi.started+delay) + time.Duration(failures-1)*period
 		return killed+time.Second >= earliest && c.unhealthyWithin(id, p, decided-period-timeout-time.Second, killed)
 	}
-	if justified(StartupProbe, pi.started) {
-		return
-	}
 	livenessFrom := pi.started
 	if spec.StartupProbe != nil {
 		livenessFrom = pi.healthy[2]
 	}
-	if justified(LivenessProbe, livenessFrom) {
+	if justified(StartupProbe, pi.started) || justified(LivenessProbe, livenessFrom) {
+		if _, asked := c.h.Runtime.TrueStopAskedAt(id); asked {
+			c.expectProbeRestart(id, pi, killed, c.elapsedAt(exit.FinishedAt))
+		}
 		return
 	}
 	inv := "liveness-restarts"

@@ -3,6 +3,7 @@ package scenarios
 import (
 	"fmt"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -96,6 +97,13 @@ func DrawProbedPod(d Drawer, name, node string) *corev1.Pod {
 	}
 	if drawBool(d, "restart-on-failure") {
 		opts = append(opts, Restart(corev1.RestartPolicyOnFailure))
+	}
+	// Drawn last, so the pods earlier seeds drew keep their shape: a
+	// process that traps SIGTERM and exits 0 (after up to 2 s), as the
+	// node suite's containers do; a probe kill must restart it all the
+	// same under OnFailure (probe-restarts).
+	if drawBool(d, "exits-zero-on-term") {
+		opts = append(opts, StopsAfter("app", time.Duration(d.Int("term-exit-ms", 0, 2000))*time.Millisecond))
 	}
 	return NewPod(name, node, opts...)
 }

@@ -79,7 +79,7 @@ var families = map[string][]string{
 	"volumes":          {"volumes-kept"},
 	"propagation":      {"propagation-shared", "propagation-privileged"},
 	"tokens":           {"token-valid"},
-	"probes":           {"liveness-restarts", "startup-protects"},
+	"probes":           {"liveness-restarts", "startup-protects", "probe-restarts"},
 	"sidecars":         {"sidecar-order"},
 	"pulls":            {"pull-backoff"},
 	"imagegc":          {"image-gc-safe", "image-gc-lru"},

@@ -446,7 +446,8 @@ func computeRegular(in Inputs, acts *Actions) (keep int) {
 				// SIGTERM under OnFailure runs again), its restart rules
 				// not consulted (it has not exited yet). The back-off is
 				// judged on the instance that exited before this one.
-				restart := podutil.RestartsAfterKill(pod, c, false)
+				restart := podutil.RestartsAfterKill(pod, c, false) &&
+					!(probeKillWaitsForExit && pod.Spec.RestartPolicy == corev1.RestartPolicyOnFailure)
 				acts.Kill = append(acts.Kill, probeKill(latest, pk, "Container", restart))
 				if restart {
 					acts.Start = append(acts.Start, ContainerStart{Name: c.Name, Index: i, RestartCount: nextCount(st, c.Name)})
