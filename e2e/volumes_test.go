@@ -440,3 +440,40 @@ func TestVolumesFiveObjectsStartFigure(t *testing.T) {
 	t.Logf("FIGURE pod with 5 configMap/secret volumes, create -> Ready via watch: %v; lockstep's API requests meanwhile: %v",
 		took.Round(time.Millisecond), perPod(reqStart, e.lockstepRequests(t), 1))
 }
+
+// TestVolumeMissingSecretStatusThenDelete: a pod whose secret volume
+// names a secret that does not exist (the node suite's "Terminate Pods"
+// and pod conditions specs) gets FailedMount events and, while its sync
+// waits for the volume, the status the kubelet writes before that wait:
+// Pending, PodScheduled True, PodReadyToStartContainers False,
+// Initialized True, ContainersReady and Ready False, the container
+// waiting in ContainerCreating; deleted, it is gone within 10 s.
+func TestVolumeMissingSecretStatusThenDelete(t *testing.T) {
+	e := setup(t)
+	p := e.pod("missing-secret", false, "sleep 3600")
+	p.Spec.Volumes = []corev1.Volume{{Name: "vol1", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: "non-existent-" + rand.String(8)}}}}
+	p.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "vol1", MountPath: "/mnt/vol1"}}
+	p = e.create(t, p)
+	want := map[corev1.PodConditionType]corev1.ConditionStatus{
+		corev1.PodScheduled: corev1.ConditionTrue, corev1.PodReadyToStartContainers: corev1.ConditionFalse,
+		corev1.PodInitialized: corev1.ConditionTrue, corev1.ContainersReady: corev1.ConditionFalse, corev1.PodReady: corev1.ConditionFalse,
+	}
+	got := e.waitPod(t, p, 20*time.Second, "waiting for its volume with its conditions written", func(p *corev1.Pod) bool {
+		for ty, st := range want {
+			if podCondition(p, ty) != st {
+				return false
+			}
+		}
+		return p.Status.Phase == corev1.PodPending
+	})
+	if cs := got.Status.ContainerStatuses; len(cs) != 1 || cs[0].State.Waiting == nil || cs[0].State.Waiting.Reason != "ContainerCreating" {
+		t.Errorf("container statuses %+v; want c waiting in ContainerCreating", cs)
+	}
+	poll(t, 30*time.Second, "a FailedMount event", func() (bool, error) {
+		evs := strings.Join(e.events(t, p), "\n")
+		return strings.Contains(evs, "FailedMount: MountVolume.SetUp failed for volume \"vol1\""), fmt.Errorf("events:\n%s", evs)
+	})
+	start := time.Now()
+	e.deleteAndWait(t, p, 10*time.Second)
+	t.Logf("gone %v after the delete", time.Since(start).Round(100*time.Millisecond))
+}

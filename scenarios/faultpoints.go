@@ -29,7 +29,7 @@ func apiFaultPoints() map[deps.Point]time.Duration {
 // cycle leaves the eviction manager's samples a period further apart
 // (pressure-conditions); a late image collection round detects new images
 // a period later (reclaim-first, image-gc-lru: the minimum age counts from
-// detection).
+// detection); any excuses volume-wait-status.
 func excuseFaultPoint(c *Checker, p deps.Point) {
 	if d, ok := apiFaultPoints()[p]; ok {
 		c.APIImpaired(d)
@@ -40,4 +40,8 @@ func excuseFaultPoint(c *Checker, p deps.Point) {
 	if p == deps.FaultImageGCLate {
 		c.imagegc.late = append(c.imagegc.late, c.h.K.Elapsed())
 	}
+	// Any rare path may fail a pod's sync (a checkpoint write, a CRI
+	// call): its worker retries after a back-off, and the status it
+	// writes comes late (volume-wait-status).
+	c.volStatus().faultAt = c.h.K.Elapsed()
 }

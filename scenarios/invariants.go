@@ -49,6 +49,7 @@ type Checker struct {
 	// volumesReported: volume losses already reported (invariants_volumes.go).
 	volumesReported map[string]bool
 	probes          *probeChecks        // see invariants_probes.go
+	vs              *volStatusChecks    // see invariants_volstatus.go
 	sidecars        *sidecarChecks      // see invariants_sidecars.go
 	pulls           *pullChecks         // see invariants_images.go
 	imagegc         *imageGCChecks      // see invariants_imagegc.go
@@ -141,6 +142,8 @@ func (c *Checker) Check() {
 	}
 	c.evaluate("probes") // endpoints' health moves with time
 	c.checkProbes(truth)
+	c.evaluate("volstatus") // its bound moves with time
+	c.checkVolStatus()
 	if c.due("sidecars", readsRuntime, false) {
 		c.checkSidecarOrder()
 	}
@@ -235,6 +238,7 @@ func (c *Checker) onWrite(r apiserver.Record) {
 	c.onWriteTermination(r)
 	c.onWriteSuite(r)
 	c.onWriteProbes(r)
+	c.onWriteVolStatus(r)
 	c.onWriteHooks(r)
 	c.onWriteCgroups(r)
 	c.onWriteResize(r)

@@ -35,6 +35,7 @@ func Ops() map[string]Op {
 		"update":              {"change pod a's labels", drawArgs(0, 24), opUpdate},
 		"create-volumes":      {"create a pod with configMap, secret, kube-api-access and emptyDir volumes, with fsGroup when a=1", drawArgs(0, 1), opCreateVolumes},
 		"create-propagation":  {"create a pod whose privileged container mounts an emptyDir with Bidirectional propagation and another with HostToContainer (a: 1 makes the second a hostPath below the root directory)", drawArgs(0, 1), opCreatePropagation},
+		"create-missing-vol":  {"create a pod whose configMap (a=0) or secret (a=1) volume names an object that does not exist, with an init container when b=1", drawArgs(0, 1, 0, 1), opCreateMissingVolume},
 		"update-config":       {"change the configMap and the secret those pods mount to version a", drawArgs(0, 9), opUpdateConfig},
 		"crash":               {"crash the agent, restart it after a ms", drawArgs(0, 5000), opCrash},
 		"crash-in-sync":       {"crash the agent just before CRI call a, restart after b ms", drawArgs(0, len(crashPoints)-1, 0, 5000), opCrashInSync},
@@ -622,6 +623,25 @@ func opCreatePropagation(r *run, a [3]int) error {
 	if _, err := Create(r.h, NewPod(name, r.h.NodeName, WithVolume(vol),
 		MountsPropagated("app", "shared", "/mnt", corev1.MountPropagationBidirectional), Privileged("app"),
 		MountsPropagated("side", "shared", "/mnt", corev1.MountPropagationHostToContainer))); err != nil {
+		return err
+	}
+	r.created = append(r.created, name)
+	return nil
+}
+
+// opCreateMissingVolume creates a pod whose volume source never exists:
+// its sync waits for the volume, writing its status (volume-wait-status).
+func opCreateMissingVolume(r *run, a [3]int) error {
+	name := fmt.Sprintf("p%d", r.step)
+	vol := configMapVolume("cfg", "absent-"+name)
+	if a[0] == 1 {
+		vol = corev1.Volume{Name: "cfg", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: "absent-" + name}}}
+	}
+	opts := []PodOption{WithVolume(vol), Mounts("app", "cfg", "/etc/app")}
+	if a[1] == 1 {
+		opts = append(opts, Init("setup", time.Second, 0))
+	}
+	if _, err := Create(r.h, NewPod(name, r.h.NodeName, opts...)); err != nil {
 		return err
 	}
 	r.created = append(r.created, name)

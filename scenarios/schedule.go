@@ -78,6 +78,7 @@ var families = map[string][]string{
 	"static":           {"static-removal-stops"},
 	"volumes":          {"volumes-kept"},
 	"propagation":      {"propagation-shared", "propagation-privileged"},
+	"volstatus":        {"volume-wait-status"},
 	"tokens":           {"token-valid"},
 	"probes":           {"liveness-restarts", "startup-protects", "probe-restarts"},
 	"sidecars":         {"sidecar-order"},

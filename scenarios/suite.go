@@ -152,8 +152,8 @@ func imagePulls() Scenario {
 }
 
 func volumes() Scenario {
-	return Scenario{Name: "volumes", Doc: "pods with configMap, secret, token and emptyDir volumes (fsGroup or not), mounts with Bidirectional and HostToContainer propagation, config updates, watch drops, outages and crashes",
-		Mix: map[string]int{"create-volumes": 4, "create-propagation": 1, "create": 1, "delete": 2, "delete-force": 1, "update-config": 2, "api-drop-watches": 1,
+	return Scenario{Name: "volumes", Doc: "pods with configMap, secret, token and emptyDir volumes (fsGroup or not), mounts with Bidirectional and HostToContainer propagation, pods whose volume source does not exist, config updates, watch drops, outages and crashes",
+		Mix: map[string]int{"create-volumes": 4, "create-propagation": 1, "create-missing-vol": 2, "create": 1, "delete": 2, "delete-force": 1, "update-config": 2, "api-drop-watches": 1,
 			"api-outage": 1, "crash": 1, "crash-in-sync": 1, "crash-during-outage": 1, "wait": 1}}
 }
 
@@ -247,7 +247,7 @@ func Invariants() []string {
 		"one-instance", "never-restart", "no-stuck-created", "previous-kept", "terminal-is-final",
 		"legal-phases", "restart-count-monotone", "backoff-respected", "ready-is-true", "grace-honoured", "deleted-stops", "static-exclusive",
 		"static-removal-stops", "sigterm-first", "lease-fresh", "node-ready", "liveness-restarts", "startup-protects", "probe-restarts", "fresh-probe-results", "sidecar-order", "pull-backoff", "image-gc-safe", "image-gc-lru", "log-bounded", "log-lines-once",
-		"prestop-before-stop", "poststart-before-started", "volumes-kept", "token-valid", "client-cert-valid", "cgroups-match", "qos-reported", "exclusive-cpus", "numa-aligned", "devices-once",
+		"prestop-before-stop", "poststart-before-started", "volumes-kept", "volume-wait-status", "token-valid", "client-cert-valid", "cgroups-match", "qos-reported", "exclusive-cpus", "numa-aligned", "devices-once",
 		"eviction-order", "critical-survives", "evicted-stays-dead",
 		"one-eviction-per-cycle", "reclaim-first", "local-storage-evicted", "local-storage-kept", "pressure-conditions", "admission", "oom-reported", "stats-rate",
 		"shutdown-order", "shutdown-grace", "shutdown-not-ready", "status-prompt", "sandbox-reported", "features-declared", "apparmor-refused", "fqdn-too-long",

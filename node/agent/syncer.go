@@ -38,8 +38,12 @@ func (a *Agent) SyncPod(ctx context.Context, pod *corev1.Pod, lastSync time.Time
 	if reason, msg := a.rejection(pod); reason != "" {
 		return a.refuse(pod, reason, msg), nil
 	}
-	if err := a.waitForVolumes(ctx, pod, lastSync, unsupported); err != nil {
-		return podworkers.SyncResult{}, err
+	if statusAfterVolumes {
+		// The deliberately broken build (teeth_volstatus.go): the wait
+		// before the status.
+		if _, err := a.waitForVolumes(ctx, pod); err != nil {
+			return podworkers.SyncResult{}, err
+		}
 	}
 	st, err := a.pleg.Cache().GetNewerThan(ctx, pod.UID, viewSince(a.since(lastSync)))
 	if err != nil {
@@ -93,6 +97,16 @@ func (a *Agent) SyncPod(ctx context.Context, pod *corev1.Pod, lastSync time.Time
 		a.cfg.Metrics.ObservePodStartDuration(now.Sub(pod.CreationTimestamp.Time))
 	}
 	a.status.SetPodStatus(pod, s)
+	// The pod's volumes, after its status and its cgroup, as the
+	// kubelet's SyncPod orders them: a pod whose volume source is missing
+	// shows why it waits.
+	if waited, err := a.waitForVolumes(ctx, pod); err != nil {
+		return podworkers.SyncResult{}, err
+	} else if waited {
+		if st, err = a.pleg.Cache().GetNewerThan(ctx, pod.UID, viewSince(a.since(lastSync))); err != nil {
+			return podworkers.SyncResult{}, fmt.Errorf("wait for the runtime view of pod %s/%s: %w", pod.Namespace, pod.Name, err)
+		}
+	}
 
 	res, syncErr := a.exec.Execute(ctx, run, st, terminal, a.unhealthy(pod), a.pods.probes.ForPod(pod, st).Started)
 	a.expect(pod.UID, res.Started)

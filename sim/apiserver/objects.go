@@ -194,6 +194,24 @@ func (u *User) PutSecret(sec *corev1.Secret) {
 	u.s.notifyObjWatchesLocked("secrets", key(c.Namespace, c.Name))
 }
 
+// HasConfigMap reports whether the configMap namespace/name exists,
+// bypassing every fault (for checkers).
+func (u *User) HasConfigMap(namespace, name string) bool {
+	u.s.mu.Lock()
+	defer u.s.mu.Unlock()
+	_, ok := u.s.objs.configMaps[key(namespace, name)]
+	return ok
+}
+
+// HasSecret reports whether the secret namespace/name exists, bypassing
+// every fault (for checkers).
+func (u *User) HasSecret(namespace, name string) bool {
+	u.s.mu.Lock()
+	defer u.s.mu.Unlock()
+	_, ok := u.s.objs.secrets[key(namespace, name)]
+	return ok
+}
+
 // GetRuntimeClass reads a RuntimeClass (any node may read them all).
 func (s *Server) GetRuntimeClass(ctx context.Context, name string) (*nodev1.RuntimeClass, error) {
 	if err := s.request(ctx, VerbGet, fmt.Sprintf("runtimeclass %q", name)); err != nil {
