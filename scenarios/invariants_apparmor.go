@@ -2,6 +2,8 @@ package scenarios
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -86,7 +88,8 @@ func (c *Checker) checkAppArmorRefused() {
 		return
 	}
 	truth := c.truth()
-	for uid, name := range c.appArmor.asks {
+	for _, uid := range slices.Sorted(maps.Keys(c.appArmor.asks)) { // in order: the trace must not depend on the map's
+		name := c.appArmor.asks[uid]
 		if c.appArmor.reported[uid] {
 			continue
 		}

@@ -1,6 +1,8 @@
 package scenarios
 
 import (
+	"maps"
+	"slices"
 	"strings"
 	"time"
 
@@ -201,7 +203,8 @@ func (c *Checker) checkProbes(truth []RuntimeContainer) {
 			c.checkLivenessDeadline(ct.ID, pi, now)
 		}
 	}
-	for id, pi := range pc.insts {
+	for _, id := range slices.Sorted(maps.Keys(pc.insts)) { // in order: the trace must not depend on the map's
+		pi := pc.insts[id]
 		if !pi.gone && !running[id] {
 			pi.gone = true
 			c.judgeStop(id, pi)

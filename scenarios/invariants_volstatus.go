@@ -1,6 +1,8 @@
 package scenarios
 
 import (
+	"maps"
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -102,7 +104,10 @@ func (c *Checker) checkVolStatus() {
 		return
 	}
 	now := c.h.K.Elapsed()
-	for uid, since := range vs.since {
+	// In UID order: the first failure reported, and so the trace, must
+	// not depend on the map's order.
+	for _, uid := range slices.Sorted(maps.Keys(vs.since)) {
+		since := vs.since[uid]
 		p := vs.pods[uid]
 		switch {
 		case vs.reported[uid] || p == nil || p.DeletionTimestamp != nil || now-since <= volumeStatusBound:
@@ -124,9 +129,14 @@ func (c *Checker) checkVolStatus() {
 // volumeWaitShown says what p's status lacks of a pod waiting for its
 // volumes with no sandbox ("" when nothing).
 func volumeWaitShown(p *corev1.Pod) string {
-	want := map[corev1.PodConditionType]corev1.ConditionStatus{
-		corev1.PodScheduled: corev1.ConditionTrue, corev1.PodReadyToStartContainers: corev1.ConditionFalse,
-		corev1.ContainersReady: corev1.ConditionFalse, corev1.PodReady: corev1.ConditionFalse,
+	// A list, not a map: the first condition reported must not depend on
+	// the map's order (the failure's text is in the trace).
+	want := []struct {
+		t corev1.PodConditionType
+		s corev1.ConditionStatus
+	}{
+		{corev1.PodScheduled, corev1.ConditionTrue}, {corev1.PodReadyToStartContainers, corev1.ConditionFalse},
+		{corev1.ContainersReady, corev1.ConditionFalse}, {corev1.PodReady, corev1.ConditionFalse},
 	}
 	if p.Status.Phase != corev1.PodPending {
 		return "has phase " + string(p.Status.Phase) + ", want Pending"
@@ -135,9 +145,9 @@ func volumeWaitShown(p *corev1.Pod) string {
 	for _, cd := range p.Status.Conditions {
 		got[cd.Type] = cd.Status
 	}
-	for t, s := range want {
-		if got[t] != s {
-			return "has condition " + string(t) + "=" + string(got[t]) + ", want " + string(s)
+	for _, w := range want {
+		if got[w.t] != w.s {
+			return "has condition " + string(w.t) + "=" + string(got[w.t]) + ", want " + string(w.s)
 		}
 	}
 	if n := len(p.Status.ContainerStatuses); n != len(p.Spec.Containers) {

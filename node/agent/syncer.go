@@ -38,13 +38,6 @@ func (a *Agent) SyncPod(ctx context.Context, pod *corev1.Pod, lastSync time.Time
 	if reason, msg := a.rejection(pod); reason != "" {
 		return a.refuse(pod, reason, msg), nil
 	}
-	if statusAfterVolumes {
-		// The deliberately broken build (teeth_volstatus.go): the wait
-		// before the status.
-		if _, err := a.waitForVolumes(ctx, pod); err != nil {
-			return podworkers.SyncResult{}, err
-		}
-	}
 	st, err := a.pleg.Cache().GetNewerThan(ctx, pod.UID, viewSince(a.since(lastSync)))
 	if err != nil {
 		return podworkers.SyncResult{}, fmt.Errorf("wait for the runtime view of pod %s/%s: %w", pod.Namespace, pod.Name, err)
@@ -95,6 +88,13 @@ func (a *Agent) SyncPod(ctx context.Context, pod *corev1.Pod, lastSync time.Time
 	}
 	if s.Phase == corev1.PodRunning && prev.Status.Phase != corev1.PodRunning && !pod.CreationTimestamp.IsZero() {
 		a.cfg.Metrics.ObservePodStartDuration(now.Sub(pod.CreationTimestamp.Time))
+	}
+	if statusAfterVolumes {
+		// The deliberately broken build (teeth_volstatus.go): the wait
+		// before the status (the pod's cgroup made already).
+		if _, err := a.waitForVolumes(ctx, pod); err != nil {
+			return podworkers.SyncResult{}, err
+		}
 	}
 	a.status.SetPodStatus(pod, s)
 	// The pod's volumes, after its status and its cgroup, as the
