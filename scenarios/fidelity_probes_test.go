@@ -238,3 +238,41 @@ func TestFidelityNetworkProbeTexts(t *testing.T) {
 		}
 	}
 }
+
+// A container is ready as soon as its startup probe has passed and its
+// readiness probe passes, not a readiness period later: the status
+// generated for a started instance that is not ready makes its readiness
+// worker probe at once, as the kubelet's UpdatePodStatus triggers it (the
+// node suite's "should be ready immediately after startupProbe succeeds":
+// startup passing after 32 s, readiness every 30 s, Ready within 25 s of
+// Started there; here within 2 s).
+func TestFidelityReadyAsSoonAsStarted(t *testing.T) {
+	h := start(t, 43)
+	c := NewChecker(h)
+	writes := watchContainer(h, "startup", "app")
+	readiness := execProbe("check", 30, 3)
+	startup := execProbe("boot", 5, 120)
+	mustCreate(t, h, NewPod("startup", h.NodeName,
+		Env("app", "FAKECRI_EXEC", "check=0;boot=1,32s:0"),
+		WithProbe("app", ReadinessProbe, readiness), WithProbe("app", StartupProbe, startup)))
+	if err := h.K.RunFor(90 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	c.Check()
+	reportViolations(t, c)
+	var startedAt, readyAt time.Time
+	for _, w := range *writes {
+		if w.Started == "true" && startedAt.IsZero() {
+			startedAt = w.At
+		}
+		if w.Ready && w.PodRdy == corev1.ConditionTrue && readyAt.IsZero() {
+			readyAt = w.At
+		}
+	}
+	if startedAt.IsZero() || readyAt.IsZero() {
+		t.Fatalf("started at %v, ready at %v: want both (writes %+v)", startedAt, readyAt, *writes)
+	}
+	if d := readyAt.Sub(startedAt); d < 0 || d > 2*time.Second {
+		t.Errorf("Ready %v after Started; want within 2 s (the readiness probe run at once, not at its next 30 s tick)", d)
+	}
+}

@@ -497,14 +497,22 @@ func (p *PodResults) Ready(id string) bool {
 		return !p.m.takeNotYetReady(p.uid, id)
 	}
 	r, ok := p.m.result(id, Readiness)
-	if ok {
-		return r == Success
+	if ok && r == Success {
+		return true
 	}
+	// Asked about a started instance that is not ready (no verdict yet,
+	// or its initial or last one a failure), the readiness worker probes
+	// at once rather than at its next tick, as the kubelet's
+	// UpdatePodStatus triggers it: an instance whose startup probe just
+	// passed is ready without waiting a readiness period.
 	p.m.mu.Lock()
 	tk := p.m.workers[key{p.uid, c.Name, Readiness}]
 	p.m.mu.Unlock()
 	if tk != nil {
 		tk.wake()
+	}
+	if ok {
+		return false
 	}
 	return p.before[id] && p.m.foundReady(p.uid, c.Name, id)
 }
