@@ -140,19 +140,20 @@ type PreStopResult struct {
 
 // RunPreStop runs preStop handler h against t as a task of its own and
 // waits for it at most grace seconds: a hook that outlives the grace
-// period is abandoned (its context cancelled), so that the container is
-// still stopped in time. name names the task.
+// period is abandoned, not stopped, so that the container is still
+// stopped in time while the hook runs on until it ends by itself, the
+// container's stop ends it (an exec hook) or ctx ends — as the kubelet
+// leaves its hook running: a looping preStop hook lives the grace period
+// and the stop's minimum window after it. name names the task.
 func (r *Runner) RunPreStop(ctx context.Context, name string, h *corev1.LifecycleHandler, t Target, grace int64) PreStopResult {
 	type outcome struct {
 		msg string
 		err error
 	}
 	start := r.clock.Now()
-	hookCtx, cancel := r.tasks.WithCancel(ctx)
-	defer cancel()
 	done := deps.NewInbox[outcome](r.tasks, "prestop "+name)
 	r.tasks.Go("prestop "+name, func() {
-		msg, err := r.Run(hookCtx, h, t)
+		msg, err := r.Run(ctx, h, t)
 		done.Put(outcome{msg, err})
 	})
 	wait, stop := r.clock.WithTimeout(ctx, time.Duration(grace)*time.Second)

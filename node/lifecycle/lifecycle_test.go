@@ -27,13 +27,16 @@ type fakeExec struct {
 	delay time.Duration
 	code  int
 	ran   []string
+	ended []string // how each call ended: "done" or its context's error
 }
 
 func (f *fakeExec) ExecSync(ctx context.Context, id string, cmd []string, _ time.Duration) ([]byte, []byte, error) {
 	f.ran = append(f.ran, fmt.Sprintf("%s: %v", id, cmd))
 	if err := f.k.Tasks().Sleep(ctx, f.delay); err != nil {
+		f.ended = append(f.ended, err.Error())
 		return nil, nil, err
 	}
+	f.ended = append(f.ended, "done")
 	if f.code != 0 {
 		return []byte("boom\n"), nil, exitErr(f.code)
 	}
@@ -173,4 +176,26 @@ func TestRunPreStop(t *testing.T) {
 			})
 		})
 	}
+}
+
+// TestAbandonedPreStopRunsOn: an exec hook that outlives its grace period
+// is abandoned, not stopped: the exec runs on (until it ends, the
+// container's stop ends it, or the caller's context does), as the
+// kubelet leaves it, so a looping hook lives past the grace into the
+// stop's minimum window.
+func TestAbandonedPreStopRunsOn(t *testing.T) {
+	run(t, func(k *kernel.Kernel, newRunner func(*fakeExec, *fakeNet) *Runner) {
+		exec := fakeExec{delay: 15 * time.Second}
+		h := &corev1.LifecycleHandler{Exec: &corev1.ExecAction{Command: []string{"loop"}}}
+		got := newRunner(&exec, nil).RunPreStop(context.Background(), "web/app", h, target(), 10)
+		if !got.Cut || got.Waited != 10*time.Second {
+			t.Fatalf("result %+v, want cut after 10 s", got)
+		}
+		if err := k.Tasks().Sleep(context.Background(), 10*time.Second); err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff([]string{"done"}, exec.ended); diff != "" {
+			t.Errorf("how the abandoned exec ended (-want +got):\n%s", diff)
+		}
+	})
 }
