@@ -330,3 +330,45 @@ func TestStaticManifestRemovedAndWrittenBack(t *testing.T) {
 	h.Files.Remove(manifestDir + "/etcd.yaml")
 	runUntil(t, h, "the mirror pod deleted", 2*time.Minute, func() bool { _, ok := mirrorOf(h); return !ok })
 }
+
+// An updated static pod's old mirror pod stays (same UID) while the old
+// version lives out its grace period, and is replaced only once the new
+// version may start, as the kubelet replaces a mirror pod when the new
+// version syncs (the node suite's "mirror pod termination should satisfy
+// grace period when static pod is updated": the mirror's UID unchanged
+// for 19 s after the update).
+func TestStaticUpdateKeepsOldMirrorThroughGrace(t *testing.T) {
+	h := start(t, 12)
+	slow := func(version string) []byte {
+		return []byte(strings.Replace(string(manifest("busybox:latest", version)), "spec:\n",
+			"spec:\n  terminationGracePeriodSeconds: 20\n", 1) +
+			"    - {name: FAKECRI_IGNORE_SIGTERM, value: \"true\"}\n")
+	}
+	h.Files.WriteFile(manifestDir+"/etcd.yaml", slow("1"))
+	runUntil(t, h, "the first version's mirror pod Running", 2*time.Minute, func() bool {
+		m, ok := mirrorOf(h)
+		return ok && m.Status.Phase == corev1.PodRunning
+	})
+	first, _ := mirrorOf(h)
+	h.Files.WriteFile(manifestDir+"/etcd.yaml", slow("2"))
+	updated := h.K.Now()
+	for h.K.Now().Sub(updated) < 19*time.Second {
+		if err := h.K.RunFor(200 * time.Millisecond); err != nil {
+			t.Fatal(err)
+		}
+		m, ok := mirrorOf(h)
+		if !ok || m.UID != first.UID {
+			t.Fatalf("%v after the update the mirror pod is %v (present %v); want the first version's %s until its grace period is over",
+				h.K.Now().Sub(updated), func() types.UID {
+					if m == nil {
+						return ""
+					}
+					return m.UID
+				}(), ok, first.UID)
+		}
+	}
+	runUntil(t, h, "the second version's mirror pod Running", 2*time.Minute, func() bool {
+		m, ok := mirrorOf(h)
+		return ok && m.UID != first.UID && m.Status.Phase == corev1.PodRunning
+	})
+}

@@ -62,7 +62,10 @@ func (a *Agent) housekeeping(ctx context.Context, gc bool) {
 					live = append(live, st)
 				}
 			}
-			if podutil.IsStaticPod(pod) {
+			if _, earlier := a.otherStaticInstance(pod); podutil.IsStaticPod(pod) && !earlier {
+				// Not while an earlier version still runs: its mirror
+				// stays until this version may start, as the kubelet
+				// replaces a mirror only when the new version syncs.
 				a.ensureMirror(ctx, pod, mirrors)
 			}
 			continue
