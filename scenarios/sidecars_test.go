@@ -328,3 +328,40 @@ func TestContainerRestartRules(t *testing.T) {
 		})
 	}
 }
+
+// TestSidecarsWithHungPreStopStopTogether: sidecars whose preStop hooks
+// outlive the grace period are stopped together once it is over (2 s
+// after, the stop's minimum window), not one after another in their
+// reverse order: with no grace left a sidecar does not wait for its turn,
+// as the kubelet's killContainer skips the ordering then (the node suite's
+// "should terminate sidecars simultaneously if prestop doesn't exit").
+func TestSidecarsWithHungPreStopStopTogether(t *testing.T) {
+	h := start(t, 15)
+	hung := func(name string) []PodOption {
+		return []PodOption{Sidecar(name), PreStop(name, ExecHook("/bin/drain")), Env(name, "FAKECRI_EXEC", "/bin/drain=hang"), IgnoresSIGTERM(name)}
+	}
+	opts := append(append(hung("first"), hung("second")...), Grace(30))
+	pod := mustCreate(t, h, NewPod("hung", h.NodeName, opts...))
+	runUntil(t, h, "hung Running", time.Minute, func() bool { return PodIs(h, "default", "hung", corev1.PodRunning, true) })
+	deleted := h.K.Now()
+	if err := h.API.User().DeletePodGracefully("default", "hung", nil); err != nil {
+		t.Fatal(err)
+	}
+	var times containerInstances
+	runUntil(t, h, "every container stopped", 2*time.Minute, func() bool {
+		times = podInstanceTimes(t, h, pod.UID)
+		for _, n := range []string{"app", "first", "second"} {
+			if len(times[n]) == 0 || times[n][0].finished.IsZero() {
+				return false
+			}
+		}
+		return true
+	})
+	first, second := times["first"][0].finished.Sub(deleted), times["second"][0].finished.Sub(deleted)
+	if d := first - second; d < -time.Second || d > time.Second {
+		t.Errorf("sidecars stopped at first +%v, second +%v: want together (within 1 s)", first, second)
+	}
+	if first > 33*time.Second || second > 33*time.Second {
+		t.Errorf("sidecars stopped at first +%v, second +%v: want by the 30 s grace plus the 2 s window", first, second)
+	}
+}

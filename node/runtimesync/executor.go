@@ -576,12 +576,15 @@ func (e *Executor) killContainer(ctx context.Context, pod *corev1.Pod, c podstat
 			return fmt.Errorf("kill container %q (%s): %w", c.Name, c.ID, err)
 		}
 		e.markPreStopRan(pod, c.ID)
-		grace = lifecycle.RemainingGrace(grace, r.Waited, MinStopTimeout)
+		grace = lifecycle.RemainingGrace(grace, r.Waited, 0)
 	}
-	if turn != nil {
+	if turn != nil && grace > 0 {
+		// A sidecar waits for its turn only with grace left: one whose
+		// hook used it all is stopped at once with the others, as the
+		// kubelet's killContainer skips the ordering then.
 		grace = turn(grace)
 	}
-	return e.stopContainer(ctx, c.ID, grace)
+	return e.stopContainer(ctx, c.ID, grace) // at least MinStopTimeout
 }
 
 // preStopRan reports whether instance id of pod has had its preStop hook.
