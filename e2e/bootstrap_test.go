@@ -26,6 +26,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/util/keyutil"
+
+	"github.com/lockstep-dev/lockstep/node/real/mounter/mountertest"
 )
 
 // joinNode is the second node TestBootstrapJoinAndRotate starts: the
@@ -204,7 +206,7 @@ func TestBootstrapJoinAndRotate(t *testing.T) {
 	ca := loadClusterCA(t, e.dir)
 	token := e.bootstrapToken(t)
 
-	work := t.TempDir()
+	work := mountertest.TempDir(t)
 	admin, err := clientcmd.LoadFromFile(filepath.Join(e.dir, "admin.kubeconfig"))
 	if err != nil {
 		t.Fatal(err)

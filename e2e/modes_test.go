@@ -22,6 +22,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/lockstep-dev/lockstep/node/real/mounter/mountertest"
 )
 
 // staticManifest is a busybox static pod manifest.
@@ -180,7 +182,7 @@ func TestRunOnce(t *testing.T) {
 		e.waitNodeReady(t, 60*time.Second)
 	})
 
-	dir := t.TempDir()
+	dir := mountertest.TempDir(t)
 	mdir := filepath.Join(dir, "manifests")
 	if err := os.MkdirAll(mdir, 0o755); err != nil {
 		t.Fatal(err)
