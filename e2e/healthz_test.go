@@ -44,6 +44,16 @@ func TestHealthzPort(t *testing.T) {
 	paths := []string{"/healthz", "/healthz/ping", "/healthz/syncloop",
 		"/pods", "/stats/summary", "/metrics", "/metrics/cadvisor", "/metrics/resource", "/metrics/probes",
 		"/configz", "/debug/pprof/", "/logs/", "/containerLogs/kube-system/x/y", "/runningpods/"}
+	// The node may have been restarted by the test before (its new
+	// process listens a moment after the Node still shows Ready).
+	poll(t, 30*time.Second, "the healthz port to answer", func() (bool, error) {
+		resp, err := hc.Get(base + "/healthz")
+		if err != nil {
+			return false, err
+		}
+		resp.Body.Close()
+		return true, nil
+	})
 	got, want := map[string]answer{}, map[string]answer{}
 	for _, p := range paths {
 		got[p] = fetch(p)
