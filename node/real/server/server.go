@@ -41,6 +41,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/benbjohnson/clock"
 	corev1 "k8s.io/api/core/v1"
 	cri "k8s.io/cri-api/pkg/apis"
 	statsv1alpha1 "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
@@ -157,8 +158,11 @@ type Server struct {
 	// listen opens listeners (net.Listen; tests replace it).
 	listen func(network, address string) (net.Listener, error)
 	// healthzRetry is how long the healthz port waits between attempts to
-	// listen (defaultHealthzRetry; tests shorten it).
+	// listen (defaultHealthzRetry), on clock (the wall clock; tests drive
+	// a mock); healthzUp is closed once the healthz port listens.
 	healthzRetry time.Duration
+	clock        clock.Clock
+	healthzUp    chan struct{}
 
 	// stopping is closed when shutdown starts: followed logs end.
 	stopping chan struct{}
@@ -211,9 +215,9 @@ func New(p Provider, cfg Config, log *slog.Logger) (*Server, error) {
 	s := &Server{
 		p: p, cfg: cfg, log: log,
 		listen:       net.Listen,
-		healthzRetry: defaultHealthzRetry,
-		stopping:     make(chan struct{}),
-		done:         make(chan struct{}),
+		healthzRetry: defaultHealthzRetry, clock: clock.New(), healthzUp: make(chan struct{}),
+		stopping: make(chan struct{}),
+		done:     make(chan struct{}),
 	}
 	if cfg.ServingCertificate != nil {
 		s.tls = &tls.Config{MinVersion: tls.VersionTLS12, GetCertificate: dynamicCert(cfg.ServingCertificate)}
@@ -379,6 +383,7 @@ func (s *Server) startHealthz(ctx context.Context, srv *http.Server) {
 			return false
 		}
 		s.healthzAddr = ln.Addr()
+		close(s.healthzUp)
 		s.log.Info("serving the healthz port", "addr", s.healthzAddr.String())
 		go s.serve("healthz", func() error { return srv.Serve(ln) })
 		return true
@@ -387,7 +392,7 @@ func (s *Server) startHealthz(ctx context.Context, srv *http.Server) {
 		return
 	}
 	go func() {
-		t := time.NewTicker(s.healthzRetry)
+		t := s.clock.Ticker(s.healthzRetry)
 		defer t.Stop()
 		for {
 			select {
