@@ -107,15 +107,10 @@ cnf_start_cluster() {
   "$here/build-images.sh" 9>&-
 
   phase "start control plane"
-  pki="$E2E_DIR/pki"; mkdir -p "$pki"
+  pki="$E2E_DIR/pki"
   # The cluster CA signs the apiserver's client certificate for the kubelet API;
   # lockstep trusts it with --client-ca-file.
-  openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj "/CN=lockstep-conformance-ca" \
-    -keyout "$pki/ca.key" -out "$pki/ca.crt" 2>/dev/null
-  openssl req -newkey rsa:2048 -nodes -subj "/O=system:masters/CN=kube-apiserver-kubelet-client" \
-    -keyout "$pki/kubelet-client.key" -out "$pki/kubelet-client.csr" 2>/dev/null
-  openssl x509 -req -in "$pki/kubelet-client.csr" -CA "$pki/ca.crt" -CAkey "$pki/ca.key" -CAcreateserial \
-    -days 2 -out "$pki/kubelet-client.crt" 2>/dev/null
+  "$e2e/make-pki.sh" "$pki" lockstep-conformance-ca
   export E2E_DISABLE_ADMISSION=""
   export E2E_APISERVER_ARGS="--client-ca-file $pki/ca.crt --kubelet-client-certificate $pki/kubelet-client.crt --kubelet-client-key $pki/kubelet-client.key --kubelet-preferred-address-types InternalIP,Hostname"
   "$e2e/start-control-plane.sh" 9>&-

@@ -123,13 +123,8 @@ log "=== start control plane"
 # A CA the apiserver trusts for clients and the agents trust for the
 # apiserver's kubelet-client certificate (logs, exec go through the agents'
 # secure ports).
-pki="$E2E_DIR/pki"; mkdir -p "$pki"
-openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj "/CN=lockstep-diff-ca" \
-  -keyout "$pki/ca.key" -out "$pki/ca.crt" 2>/dev/null
-openssl req -newkey rsa:2048 -nodes -subj "/O=system:masters/CN=kube-apiserver-kubelet-client" \
-  -keyout "$pki/kubelet-client.key" -out "$pki/kubelet-client.csr" 2>/dev/null
-openssl x509 -req -in "$pki/kubelet-client.csr" -CA "$pki/ca.crt" -CAkey "$pki/ca.key" -CAcreateserial \
-  -days 2 -out "$pki/kubelet-client.crt" 2>/dev/null
+pki="$E2E_DIR/pki"
+"$e2e/make-pki.sh" "$pki" lockstep-diff-ca
 export E2E_APISERVER_ARGS="${E2E_APISERVER_ARGS:-} --kubelet-client-certificate $pki/kubelet-client.crt --kubelet-client-key $pki/kubelet-client.key --kubelet-preferred-address-types InternalIP,Hostname --client-ca-file $pki/ca.crt"
 E2E_EXTRA_NODES="$kubelet_node" "$e2e/start-control-plane.sh"
 node_ip=$("$e2e/node-ip.sh")

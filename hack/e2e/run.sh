@@ -59,24 +59,18 @@ phase "start control plane"
 # (kubectl logs/exec/attach/port-forward go apiserver → lockstep, which
 # trusts the CA with --client-ca-file); the apiserver reaches the node at
 # its InternalIP, as in hack/conformance.
-pki="$E2E_DIR/pki"; mkdir -p "$pki"
-openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj "/CN=lockstep-e2e-ca" \
-  -keyout "$pki/ca.key" -out "$pki/ca.crt" 2>/dev/null
-openssl req -newkey rsa:2048 -nodes -subj "/O=system:masters/CN=kube-apiserver-kubelet-client" \
-  -keyout "$pki/kubelet-client.key" -out "$pki/kubelet-client.csr" 2>/dev/null
-openssl x509 -req -in "$pki/kubelet-client.csr" -CA "$pki/ca.crt" -CAkey "$pki/ca.key" -CAcreateserial \
-  -days 2 -out "$pki/kubelet-client.crt" 2>/dev/null
+# The same CA signs the front proxy's client certificate (the aggregation
+# layer, below), which only the name front-proxy-client may use.
+pki="$E2E_DIR/pki"
+"$here/make-pki.sh" "$pki" lockstep-e2e-ca \
+  "kubelet-client:/O=system:masters/CN=kube-apiserver-kubelet-client" \
+  "front-proxy-client:/CN=front-proxy-client"
 # The apiserver also trusts the CA for client certificates and accepts
 # bootstrap tokens: e2e/bootstrap_test.go joins a second node with a
 # bootstrap token and signs its CSRs with the CA (no controller manager).
 export E2E_APISERVER_ARGS="${E2E_APISERVER_ARGS:-} --kubelet-client-certificate $pki/kubelet-client.crt --kubelet-client-key $pki/kubelet-client.key --kubelet-preferred-address-types InternalIP,Hostname --client-ca-file $pki/ca.crt --enable-bootstrap-token-auth"
 # The aggregation layer (metrics-server behind the metrics.k8s.io
-# APIService, for kubectl top): the same CA signs the front proxy's client
-# certificate, which only the name front-proxy-client may use.
-openssl req -newkey rsa:2048 -nodes -subj "/CN=front-proxy-client" \
-  -keyout "$pki/front-proxy-client.key" -out "$pki/front-proxy-client.csr" 2>/dev/null
-openssl x509 -req -in "$pki/front-proxy-client.csr" -CA "$pki/ca.crt" -CAkey "$pki/ca.key" -CAcreateserial \
-  -days 2 -out "$pki/front-proxy-client.crt" 2>/dev/null
+# APIService, for kubectl top) with the front proxy's certificate.
 E2E_APISERVER_ARGS+=" --requestheader-client-ca-file $pki/ca.crt --requestheader-allowed-names front-proxy-client"
 E2E_APISERVER_ARGS+=" --requestheader-username-headers X-Remote-User --requestheader-group-headers X-Remote-Group --requestheader-extra-headers-prefix X-Remote-Extra-"
 E2E_APISERVER_ARGS+=" --proxy-client-cert-file $pki/front-proxy-client.crt --proxy-client-key-file $pki/front-proxy-client.key"
