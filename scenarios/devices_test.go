@@ -83,7 +83,7 @@ func deviceConfig(t *testing.T, h *harness.Harness, pod, name string) (string, [
 // once; a pod asking for more than is free is refused
 // (OutOfexample.com/foo); the allocations survive an agent crash; a
 // deleted pod's devices go to the next pod; the plugin's death makes
-// allocatable 0 and, after the grace, removes the resource.
+// allocatable 0 and, after the grace, removes the resource (capacity 0).
 func TestDevicePluginLifecycle(t *testing.T) {
 	h := startDevices(t, 21)
 	c := NewChecker(h)
@@ -156,7 +156,8 @@ func TestDevicePluginLifecycle(t *testing.T) {
 	if took := h.K.Elapsed() - start; took > 15*time.Second {
 		t.Errorf("allocatable dropped to 0 after %v, want within a status period", took)
 	}
-	runUntil(t, h, "resource removed", 10*time.Minute, func() bool { c, a := nodeDevices(h); return c == "" && a == "" })
+	// Removed after the grace, the resource stays at 0, as upstream's.
+	runUntil(t, h, "resource removed", 10*time.Minute, func() bool { c, a := nodeDevices(h); return c == "0" && a == "0" })
 	if took := h.K.Elapsed() - start; took < devicemanager.DefaultGrace {
 		t.Errorf("resource removed after %v, before the %v grace", took, devicemanager.DefaultGrace)
 	}

@@ -7,7 +7,9 @@ import "context"
 const DevicePluginVersion = "v1beta1"
 
 // DeviceRegistration is a device plugin's request to be registered: the
-// API version it speaks, the extended resource it offers and its options.
+// API version it speaks, the extended resource it offers and the options
+// it sent along (the agent, as the kubelet, goes by the plugin's answer to
+// GetDevicePluginOptions instead).
 type DeviceRegistration struct {
 	Version      string
 	ResourceName string
@@ -58,6 +60,10 @@ type DeviceSpec struct {
 // DevicePlugin is a registered device plugin as the agent calls it (real:
 // a gRPC client on the plugin's unix socket; sim: an in-process fake).
 type DevicePlugin interface {
+	// GetDevicePluginOptions asks the plugin which optional calls it
+	// wants; the agent calls it once when the plugin registers, and
+	// refuses the registration when it fails.
+	GetDevicePluginOptions(ctx context.Context) (DevicePluginOptions, error)
 	// ListAndWatch calls update with the full device list each time the
 	// plugin sends one, and returns when the stream ends (the plugin
 	// disconnected) or ctx ends.

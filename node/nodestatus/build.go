@@ -47,7 +47,8 @@ type facts struct {
 	handlers []corev1.NodeRuntimeHandler
 	features *corev1.NodeFeatures
 	// devCapacity and devAllocatable are the device plugins' extended
-	// resources; devRemoved those to drop from the status.
+	// resources; devRemoved those removed after their plugin's grace
+	// (shown at 0).
 	devCapacity, devAllocatable corev1.ResourceList
 	devRemoved                  []corev1.ResourceName
 }
@@ -270,9 +271,12 @@ func buildStatus(cfg Config, old *corev1.NodeStatus, f facts) corev1.NodeStatus 
 	for name, q := range Allocatable(c, cfg.Reserved) {
 		s.Allocatable[name] = q
 	}
+	// A device plugin resource removed after its plugin's grace stays in
+	// the status at 0, as the kubelet's MachineInfo setter keeps it: it
+	// still reads as a device plugin resource, not a cluster-level one.
 	for _, name := range f.devRemoved {
-		delete(s.Capacity, name)
-		delete(s.Allocatable, name)
+		s.Capacity[name] = *resource.NewQuantity(0, resource.DecimalSI)
+		s.Allocatable[name] = *resource.NewQuantity(0, resource.DecimalSI)
 	}
 	for name, q := range f.devCapacity {
 		s.Capacity[name] = q

@@ -506,10 +506,11 @@ func TestBuildStatusDeviceResources(t *testing.T) {
 		devAllocatable: corev1.ResourceList{"example.com/foo": resource.MustParse("3")},
 		devRemoved:     []corev1.ResourceName{"example.com/gone"}}
 	s := buildStatus(testCfg, &old, f)
-	if diff := cmp.Diff(map[string]string{"cpu": "4", "memory": "8Gi", "pods": "110", "example.com/foo": "4", "example.com/other": "1"}, quantities(s.Capacity)); diff != "" {
+	// A removed resource stays at 0, as the kubelet shows it.
+	if diff := cmp.Diff(map[string]string{"cpu": "4", "memory": "8Gi", "pods": "110", "example.com/foo": "4", "example.com/other": "1", "example.com/gone": "0"}, quantities(s.Capacity)); diff != "" {
 		t.Errorf("capacity (-want +got):\n%s", diff)
 	}
-	if diff := cmp.Diff(map[string]string{"cpu": "3500m", "memory": "7Gi", "pods": "110", "example.com/foo": "3"}, quantities(s.Allocatable)); diff != "" {
+	if diff := cmp.Diff(map[string]string{"cpu": "3500m", "memory": "7Gi", "pods": "110", "example.com/foo": "3", "example.com/gone": "0"}, quantities(s.Allocatable)); diff != "" {
 		t.Errorf("allocatable (-want +got):\n%s", diff)
 	}
 }

@@ -132,8 +132,9 @@ type Config struct {
 
 // Devices reports the extended resources of device plugins
 // (node/cm/devicemanager): capacity counts every device, allocatable the
-// healthy ones; removed are resources to drop from the status (their
-// plugin has been gone past its grace; reported on every call).
+// healthy ones; removed are resources whose plugin has been gone past its
+// grace, which the status shows at capacity and allocatable 0 (reported
+// on every call).
 type Devices interface {
 	Resources() (capacity, allocatable corev1.ResourceList, removed []corev1.ResourceName)
 }

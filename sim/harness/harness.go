@@ -349,6 +349,9 @@ func (h *Harness) CrashAgent() {
 	h.shutdown.state.Inhibited = false // logind drops a dead process's lock
 	h.agent, h.group, h.cancel, h.certs = nil, nil, nil, nil
 	h.registry = nil
+	for _, p := range h.plugins {
+		p.Disconnect() // the dead agent's streams are gone
+	}
 }
 
 // AddDevicePlugin starts a fake device plugin, which registers with the
@@ -366,12 +369,13 @@ func (h *Harness) AddDevicePlugin(cfg deviceplugin.Config) *deviceplugin.Plugin 
 	return p
 }
 
-// RestartDevicePlugin brings a dead plugin back: it registers again.
+// RestartDevicePlugin brings a faulty plugin back: its faults are cleared
+// (a dead one revives) and, when it is down (see deviceplugin.State), it
+// registers again.
 func (h *Harness) RestartDevicePlugin(p *deviceplugin.Plugin) {
-	if !p.Dead() {
+	if !p.Heal() {
 		return
 	}
-	p.Revive()
 	if h.registry != nil {
 		h.registry.Register(p.Registration(), p, nil)
 	}

@@ -8,9 +8,14 @@
 // survives agent restarts. Devices are freed when their pod terminates.
 //
 // The plugins are reached through deps.DevicePlugin (real: gRPC on unix
-// sockets in node/real/deviceplugin; sim: in-process fakes). A plugin that
-// disconnects leaves its devices unhealthy (allocatable 0) and, unless it
-// registers again within Config.Grace, its resource leaves the capacity.
+// sockets in node/real/deviceplugin; sim: in-process fakes). As the
+// kubelet's: a registration asks the plugin for its options first and is
+// refused when that fails (the plugin is never called again); a plugin
+// whose ListAndWatch stream ends, at once or after listing, is stopped:
+// its devices turn unhealthy (allocatable 0, capacity kept), it is not
+// listened to again until it registers anew, and unless it does within
+// Config.Grace its resource is removed (the node shows capacity 0) and
+// its devices forgotten.
 //
 // Where this differs from the kubelet: devices are chosen at container
 // creation, not in the admission handler (admission only counts them);
@@ -38,6 +43,9 @@ import (
 // DefaultGrace is how long the resource of a disconnected plugin stays in
 // the capacity (as unhealthy devices) before it is removed.
 const DefaultGrace = 5 * time.Minute
+
+// OptionsTimeout bounds a registering plugin's GetDevicePluginOptions.
+const OptionsTimeout = 10 * time.Second
 
 // ReasonUnexpectedAdmissionError is the admission reason of a pod whose
 // devices cannot be found, as the kubelet's.
@@ -72,6 +80,15 @@ type endpoint struct {
 	devices map[string]bool
 	// stoppedAt is when the plugin disconnected (zero while connected).
 	stoppedAt time.Time
+	// removed: the plugin stayed away past the grace; its devices are
+	// forgotten and the resource is reported removed until it registers
+	// again.
+	removed bool
+}
+
+// expired reports whether ep's resource is removed at now.
+func (m *Manager) expired(ep *endpoint, now time.Time) bool {
+	return ep.removed || (!ep.stoppedAt.IsZero() && now.Sub(ep.stoppedAt) >= m.cfg.Grace)
 }
 
 // containerDevices are one container's devices of one resource.
@@ -116,12 +133,13 @@ func (m *Manager) restore() {
 		return
 	}
 	now := m.d.Clock.Now()
-	for name, ids := range data.RegisteredDevices {
+	for _, name := range slices.Sorted(maps.Keys(data.RegisteredDevices)) {
 		ep := &endpoint{devices: map[string]bool{}, stoppedAt: now}
-		for _, id := range ids {
+		for _, id := range data.RegisteredDevices[name] {
 			ep.devices[id] = false
 		}
 		m.res[name] = ep
+		m.expireLater(name, 0)
 	}
 	for _, e := range data.PodDeviceEntries {
 		m.set(types.UID(e.PodUID), e.ContainerName, e.ResourceName, containerDevices{ids: e.DeviceIDs, resp: e.AllocResp})
@@ -158,9 +176,11 @@ func (m *Manager) Start(ctx context.Context) {
 	})
 }
 
-// Register validates req and, when it is acceptable, starts following the
-// plugin's device list in a task of its own. A plugin registering a
-// resource that already has one replaces it.
+// Register validates req, asks the plugin for its options (refusing it
+// when that fails, as the kubelet: "failed to get device plugin options")
+// and, when it is acceptable, starts following the plugin's device list
+// in a task of its own. A plugin registering a resource that already has
+// one replaces it. The options are the plugin's answer, not req's.
 func (m *Manager) Register(ctx context.Context, req deps.DeviceRegistration, plugin deps.DevicePlugin) error {
 	if req.Version != deps.DevicePluginVersion {
 		err := fmt.Errorf("register device plugin for %q: version %q is not supported, want %s", req.ResourceName, req.Version, deps.DevicePluginVersion)
@@ -171,17 +191,27 @@ func (m *Manager) Register(ctx context.Context, req deps.DeviceRegistration, plu
 		m.d.Log.Warn("device plugin refused", "resource", req.ResourceName, "error", err.Error())
 		return fmt.Errorf("register device plugin: %w", err)
 	}
+	octx, cancel := m.d.Clock.WithTimeout(ctx, OptionsTimeout)
+	opts, err := plugin.GetDevicePluginOptions(octx)
+	cancel()
+	if err != nil {
+		err = fmt.Errorf("register device plugin %q: failed to get device plugin options: %w", req.ResourceName, err)
+		m.d.Log.Warn("device plugin refused", "resource", req.ResourceName, "error", err.Error())
+		return err
+	}
 	wctx, stop := m.d.Tasks.WithCancel(ctx)
 	m.mu.Lock()
 	m.gen++
 	gen := m.gen
 	ep := m.res[req.ResourceName]
-	if ep == nil {
+	if ep == nil || ep.removed {
+		// A resource removed past its grace starts afresh, as upstream
+		// forgot it: no devices until the plugin lists them.
 		ep = &endpoint{devices: map[string]bool{}}
 		m.res[req.ResourceName] = ep
 	}
 	old := ep.stop
-	ep.plugin, ep.opts, ep.gen, ep.stoppedAt, ep.stop = plugin, req.Options, gen, time.Time{}, stop
+	ep.plugin, ep.opts, ep.gen, ep.stoppedAt, ep.stop = plugin, opts, gen, time.Time{}, stop
 	m.mu.Unlock()
 	if old != nil {
 		old() // the plugin registered anew: its old stream is done
@@ -192,11 +222,26 @@ func (m *Manager) Register(ctx context.Context, req deps.DeviceRegistration, plu
 	m.checkpoint()
 	name := req.ResourceName
 	m.d.Tasks.Go("device plugin "+name, func() {
-		err := plugin.ListAndWatch(wctx, func(devs []deps.Device) { m.update(name, gen, devs) })
+		err := m.listAndWatch(wctx, name, gen, plugin)
 		m.disconnected(name, gen, err)
 		stop()
 	})
 	return nil
+}
+
+// listAndWatch follows plugin's stream once: when it ends the plugin is
+// stopped, and never listened to again (upstream does not re-dial; the
+// plugin must register anew).
+func (m *Manager) listAndWatch(ctx context.Context, name string, gen int, plugin deps.DevicePlugin) error {
+	for {
+		err := plugin.ListAndWatch(ctx, func(devs []deps.Device) { m.update(name, gen, devs) })
+		if !teethRelistAfterStreamEnd || ctx.Err() != nil {
+			return err
+		}
+		if err := m.d.Tasks.Sleep(ctx, time.Second); err != nil {
+			return err
+		}
+	}
 }
 
 // update replaces the device list of resource name, if gen is still its
@@ -236,13 +281,32 @@ func (m *Manager) disconnected(name string, gen int, err error) {
 		msg = err.Error()
 	}
 	m.d.Log.Warn("device plugin disconnected; its devices are unhealthy", "resource", name, "error", msg)
+	m.expireLater(name, gen)
+}
+
+// expireLater removes resource name once the grace has passed, if its
+// plugin (gen) has not registered again by then.
+func (m *Manager) expireLater(name string, gen int) {
+	m.d.Tasks.AfterFunc("device plugin grace "+name, m.cfg.Grace, func() {
+		m.mu.Lock()
+		ep := m.res[name]
+		if ep == nil || ep.gen != gen || ep.stoppedAt.IsZero() || ep.removed {
+			m.mu.Unlock()
+			return
+		}
+		ep.removed, ep.devices = true, map[string]bool{}
+		m.mu.Unlock()
+		m.d.Log.Info("device plugin resource removed after its grace", "resource", name)
+		m.checkpoint()
+	})
 }
 
 // Resources returns the extended resources of the devices: capacity
 // counts every device, allocatable the healthy ones; removed are the
-// resources whose plugin has been gone longer than the grace, which must
-// leave the node status (until their plugin registers again). It changes
-// nothing, so any number of readers may call it.
+// resources whose plugin has been gone longer than the grace, which the
+// node status shows with capacity and allocatable 0 (as upstream, so that
+// they read as device plugin resources; until their plugin registers
+// again). It changes nothing, so any number of readers may call it.
 func (m *Manager) Resources() (capacity, allocatable corev1.ResourceList, removed []corev1.ResourceName) {
 	now := m.d.Clock.Now()
 	capacity, allocatable = corev1.ResourceList{}, corev1.ResourceList{}
@@ -250,7 +314,7 @@ func (m *Manager) Resources() (capacity, allocatable corev1.ResourceList, remove
 	defer m.mu.Unlock()
 	for _, name := range slices.Sorted(maps.Keys(m.res)) {
 		ep := m.res[name]
-		if !ep.stoppedAt.IsZero() && now.Sub(ep.stoppedAt) >= m.cfg.Grace {
+		if m.expired(ep, now) {
 			removed = append(removed, corev1.ResourceName(name))
 			continue
 		}
@@ -277,7 +341,7 @@ func (m *Manager) AdmissionAllocatable() corev1.ResourceList {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for name, ep := range m.res {
-		if !ep.stoppedAt.IsZero() && now.Sub(ep.stoppedAt) >= m.cfg.Grace {
+		if m.expired(ep, now) {
 			continue
 		}
 		taken := m.taken(name, "")
@@ -611,7 +675,9 @@ func (m *Manager) checkpoint() {
 	m.mu.Lock()
 	data := checkpointData{RegisteredDevices: map[string][]string{}}
 	for name, ep := range m.res {
-		data.RegisteredDevices[name] = slices.Sorted(maps.Keys(ep.devices))
+		if !ep.removed { // a removed resource does not come back at a restart
+			data.RegisteredDevices[name] = slices.Sorted(maps.Keys(ep.devices))
+		}
 	}
 	for _, uid := range slices.Sorted(maps.Keys(m.alloc)) {
 		for _, c := range slices.Sorted(maps.Keys(m.alloc[uid])) {

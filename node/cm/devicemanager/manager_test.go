@@ -322,3 +322,156 @@ func TestAdmissionAllocatableCountsHeldDevices(t *testing.T) {
 func pods(list ...*corev1.Pod) func() []*corev1.Pod {
 	return func() []*corev1.Pod { return list }
 }
+
+// methods are the methods of p's calls, in order.
+func methods(p *deviceplugin.Plugin) []string {
+	var out []string
+	for _, c := range p.Calls() {
+		out = append(out, c.Method)
+	}
+	return out
+}
+
+// TestOptionsFailureRefusesPlugin: as upstream's e2e "when
+// GetDevicePluginOptions fails, device plugin will not be used": the
+// registration fails with "failed to get device plugin options" and the
+// plugin's error, the plugin sees that one call only, and its resource
+// never appears.
+func TestOptionsFailureRefusesPlugin(t *testing.T) {
+	w := newWorld(t)
+	p := deviceplugin.New(deviceplugin.Config{Resource: foo, Count: 1, FailOptions: true}, w.k.NewSignal)
+	err := w.m.Register(w.ctx, p.Registration(), p)
+	if err == nil || !strings.Contains(err.Error(), "failed to get device plugin options") || !strings.Contains(err.Error(), deviceplugin.ErrOptions.Error()) {
+		t.Fatalf("Register = %v, want failed to get device plugin options: %v", err, deviceplugin.ErrOptions)
+	}
+	w.run(time.Minute)
+	if diff := cmp.Diff([]string{"GetDevicePluginOptions"}, methods(p)); diff != "" {
+		t.Errorf("calls (-want +got):\n%s", diff)
+	}
+	if c, a, removed := w.resources(); len(c) != 0 || len(a) != 0 || removed != nil {
+		t.Errorf("a refused plugin's resource: capacity %v allocatable %v removed %v", c, a, removed)
+	}
+	w.restart()
+	if c, _, _ := w.resources(); len(c) != 0 {
+		t.Errorf("a refused plugin's resource came back from the checkpoint: %v", c)
+	}
+}
+
+// TestOptionsAreThePluginsAnswer: the options the plugin answers count,
+// not those of its registration request.
+func TestOptionsAreThePluginsAnswer(t *testing.T) {
+	w := newWorld(t)
+	p := deviceplugin.New(deviceplugin.Config{Resource: foo, Count: 2, PreStart: true}, w.k.NewSignal)
+	req := p.Registration()
+	req.Options = deps.DevicePluginOptions{}
+	if err := w.m.Register(w.ctx, req, p); err != nil {
+		t.Fatal(err)
+	}
+	w.run(time.Second)
+	a := pod("a", 1)
+	if _, err := w.m.Allocate(w.ctx, a, &a.Spec.Containers[0]); err != nil {
+		t.Fatal(err)
+	}
+	if len(p.PreStarts()) != 1 {
+		t.Errorf("PreStartContainer calls %v, want one: the plugin's options ask for it", p.PreStarts())
+	}
+}
+
+// TestListAndWatchFailingAtOnceIsNotRetried: as upstream's e2e "when
+// ListAndWatch fails immediately…": the resource is registered with
+// nothing (capacity and allocatable 0), the plugin sees its options call
+// and one ListAndWatch however long we wait, and the resource stays.
+func TestListAndWatchFailingAtOnceIsNotRetried(t *testing.T) {
+	w := newWorld(t)
+	p := deviceplugin.New(deviceplugin.Config{Resource: foo, Count: 1}, w.k.NewSignal)
+	p.FailListAndWatch(true)
+	if err := w.m.Register(w.ctx, p.Registration(), p); err != nil {
+		t.Fatal(err)
+	}
+	w.run(time.Minute)
+	c, a, removed := w.resources()
+	if diff := cmp.Diff([]map[string]string{{foo: "0"}, {foo: "0"}}, []map[string]string{c, a}); diff != "" || removed != nil {
+		t.Fatalf("after the stream failed (-want +got):\n%s removed %v", diff, removed)
+	}
+	if diff := cmp.Diff([]string{"GetDevicePluginOptions", "ListAndWatch"}, methods(p)); diff != "" {
+		t.Errorf("calls (-want +got):\n%s", diff)
+	}
+	if _, _, ok := w.m.Admit(pod("a", 1), nil); ok {
+		t.Error("a pod was admitted to a plugin that never listed a device")
+	}
+}
+
+// TestListAndWatchFailingAfterListingIsNotRetried: as upstream's e2e
+// "when ListAndWatch fails after provisioning devices…": allocatable 0,
+// capacity kept for the grace, no second ListAndWatch, then the resource
+// is removed (the node shows 0) and forgotten across a restart.
+func TestListAndWatchFailingAfterListingIsNotRetried(t *testing.T) {
+	w := newWorld(t)
+	p := w.plugin(deviceplugin.Config{Resource: foo, Count: 2})
+	c, a, _ := w.resources()
+	if diff := cmp.Diff([]map[string]string{{foo: "2"}, {foo: "2"}}, []map[string]string{c, a}); diff != "" {
+		t.Fatalf("after listing (-want +got):\n%s", diff)
+	}
+	p.FailListAndWatch(true)
+	w.run(time.Second)
+	c, a, removed := w.resources()
+	if diff := cmp.Diff([]map[string]string{{foo: "2"}, {foo: "0"}}, []map[string]string{c, a}); diff != "" || removed != nil {
+		t.Fatalf("after the stream failed (-want +got):\n%s removed %v", diff, removed)
+	}
+	w.run(devicemanager.DefaultGrace - 2*time.Second)
+	if c, _, removed := w.resources(); c[foo] != "2" || removed != nil {
+		t.Fatalf("before the grace ended: capacity %v removed %v, want 2 devices kept", c, removed)
+	}
+	if diff := cmp.Diff([]string{"GetDevicePluginOptions", "ListAndWatch"}, methods(p)); diff != "" {
+		t.Errorf("calls (-want +got):\n%s", diff)
+	}
+	w.run(2 * time.Second)
+	if c, a, removed := w.resources(); len(c) != 0 || len(a) != 0 || !cmp.Equal(removed, []corev1.ResourceName{foo}) {
+		t.Fatalf("after the grace: capacity %v allocatable %v removed %v, want none, none, [%s]", c, a, removed, foo)
+	}
+	w.restart()
+	if c, _, removed := w.resources(); len(c) != 0 || removed != nil {
+		t.Errorf("a removed resource came back from the checkpoint: capacity %v removed %v", c, removed)
+	}
+}
+
+// TestStoppedPluginKeepsCapacityForTheGrace: as upstream's e2e "when
+// device plugin is stopped after provisioning devices…": allocatable 0 at
+// once, capacity 2 until the grace, then removed; no pod gets its devices
+// meanwhile; a plugin registering after the removal starts from nothing.
+func TestStoppedPluginKeepsCapacityForTheGrace(t *testing.T) {
+	w := newWorld(t)
+	p := w.plugin(deviceplugin.Config{Resource: foo, Count: 2})
+	p.Die()
+	w.run(time.Second)
+	c, a, removed := w.resources()
+	if diff := cmp.Diff([]map[string]string{{foo: "2"}, {foo: "0"}}, []map[string]string{c, a}); diff != "" || removed != nil {
+		t.Fatalf("after the plugin stopped (-want +got):\n%s removed %v", diff, removed)
+	}
+	b := pod("b", 1)
+	if _, _, ok := w.m.Admit(b, nil); ok {
+		t.Error("a pod was admitted to a stopped plugin's devices")
+	}
+	if _, err := w.m.Allocate(w.ctx, b, &b.Spec.Containers[0]); err == nil {
+		t.Error("a container was given a stopped plugin's devices")
+	}
+	w.run(devicemanager.DefaultGrace)
+	if _, _, removed := w.resources(); !cmp.Equal(removed, []corev1.ResourceName{foo}) {
+		t.Fatalf("after the grace: removed %v, want [%s]", removed, foo)
+	}
+	if diff := cmp.Diff([]string{"GetDevicePluginOptions", "ListAndWatch"}, methods(p)); diff != "" {
+		t.Errorf("calls (-want +got):\n%s", diff)
+	}
+	// Back after the removal, with a stream that fails at once: nothing
+	// of the old devices is left (upstream forgot them).
+	p.Heal()
+	p.FailListAndWatch(true)
+	if err := w.m.Register(w.ctx, p.Registration(), p); err != nil {
+		t.Fatal(err)
+	}
+	w.run(time.Second)
+	c, a, removed = w.resources()
+	if diff := cmp.Diff([]map[string]string{{foo: "0"}, {foo: "0"}}, []map[string]string{c, a}); diff != "" || removed != nil {
+		t.Errorf("re-registered after the removal (-want +got):\n%s removed %v", diff, removed)
+	}
+}

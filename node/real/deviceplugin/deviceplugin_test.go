@@ -2,7 +2,9 @@ package deviceplugin_test
 
 import (
 	"context"
+	"fmt"
 	"os"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -93,4 +95,36 @@ func TestRegisterListAllocateReregister(t *testing.T) {
 	if req2.ResourceName != "example.com/foo" {
 		t.Errorf("re-registration for %q", req2.ResourceName)
 	}
+}
+
+// TestOptionsOverGRPC: the client asks the served plugin for its
+// options; a plugin whose GetDevicePluginOptions fails reaches the agent
+// with its error, and the agent's refusal reaches the plugin's Register
+// call (which Serve retries).
+func TestOptionsOverGRPC(t *testing.T) {
+	dir, err := os.MkdirTemp("", "dp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	reg := deviceplugin.NewRegistry(dir)
+	go reg.Serve(ctx)
+	plugin := sample.New(sample.Config{Resource: "example.com/foo", Count: 1, PreStart: true, FailOptions: true}, world.Tasks{}.NewSignal)
+	go deviceplugin.Serve(ctx, deviceplugin.ServeConfig{Dir: dir, Endpoint: "foo.sock", Registration: plugin.Registration(), Plugin: plugin, Poll: 20 * time.Millisecond})
+
+	_, client, answer := next(t, reg)
+	_, err = client.GetDevicePluginOptions(ctx)
+	if err == nil || !strings.Contains(err.Error(), sample.ErrOptions.Error()) {
+		t.Fatalf("GetDevicePluginOptions = %v, want the plugin's %v", err, sample.ErrOptions)
+	}
+	answer(fmt.Errorf("failed to get device plugin options: %w", err))
+	plugin.FailOptions(false)
+	_, client, answer = next(t, reg) // Serve registers again
+	got, err := client.GetDevicePluginOptions(ctx)
+	if err != nil || !got.PreStartRequired {
+		t.Errorf("GetDevicePluginOptions = %+v, %v; want PreStartRequired", got, err)
+	}
+	answer(nil)
 }

@@ -70,7 +70,10 @@ func (r *Registry) Serve(ctx context.Context) error {
 }
 
 // Register is the Registration service: it connects to the plugin's
-// endpoint and waits for the agent's verdict.
+// endpoint and waits for the agent's verdict (the agent asks the plugin
+// for its options first; an error here reaches the plugin as the
+// Register call's error). A refused plugin's connection is closed: the
+// agent never calls it again.
 func (r *Registry) Register(ctx context.Context, req *pluginapi.RegisterRequest) (*pluginapi.Empty, error) {
 	if filepath.Base(req.GetEndpoint()) != req.GetEndpoint() || req.GetEndpoint() == "" {
 		return nil, fmt.Errorf("register device plugin %q: endpoint %q is not a socket name in %s", req.GetResourceName(), req.GetEndpoint(), r.dir)
@@ -130,6 +133,15 @@ func Dial(path string) (*Client, error) {
 
 // Close closes the connection.
 func (c *Client) Close() error { return c.conn.Close() }
+
+// GetDevicePluginOptions implements deps.DevicePlugin.
+func (c *Client) GetDevicePluginOptions(ctx context.Context) (deps.DevicePluginOptions, error) {
+	o, err := c.api.GetDevicePluginOptions(ctx, &pluginapi.Empty{})
+	if err != nil {
+		return deps.DevicePluginOptions{}, fmt.Errorf("device plugin GetDevicePluginOptions: %w", err)
+	}
+	return deps.DevicePluginOptions{PreStartRequired: o.GetPreStartRequired(), GetPreferredAllocationAvailable: o.GetGetPreferredAllocationAvailable()}, nil
+}
 
 // ListAndWatch implements deps.DevicePlugin; the connection is closed
 // when the stream ends.

@@ -123,8 +123,11 @@ type server struct {
 	cfg ServeConfig
 }
 
-func (s *server) GetDevicePluginOptions(context.Context, *pluginapi.Empty) (*pluginapi.DevicePluginOptions, error) {
-	o := s.cfg.Registration.Options
+func (s *server) GetDevicePluginOptions(ctx context.Context, _ *pluginapi.Empty) (*pluginapi.DevicePluginOptions, error) {
+	o, err := s.cfg.Plugin.GetDevicePluginOptions(ctx)
+	if err != nil {
+		return nil, err
+	}
 	return &pluginapi.DevicePluginOptions{PreStartRequired: o.PreStartRequired, GetPreferredAllocationAvailable: o.GetPreferredAllocationAvailable}, nil
 }
 
