@@ -28,6 +28,52 @@ func devicesScenario() Scenario {
 	}
 }
 
+// DeviceFaultsResource is the device-faults scenario's second plugin,
+// whose GetDevicePluginOptions fails from the start (until healed).
+const DeviceFaultsResource = "example.com/bar"
+
+func deviceFaultsScenario() Scenario {
+	return Scenario{Name: "device-faults", Doc: "a device plugin's GetDevicePluginOptions fails, its ListAndWatch fails at once or after listing, it stops, while pods requesting its devices come and go and the agent crashes; a second plugin starts refused (device-plugin-down, devices-once)",
+		Mix: map[string]int{"create-devices": 4, "delete": 2, "plugin-fail-options": 1, "plugin-fail-list": 2, "plugin-die": 1, "plugin-restart": 1,
+			"crash": 1, "wait": 3},
+		Configure: func(c *harness.Config) {
+			c.DevicePlugins = []deviceplugin.Config{{Resource: DeviceResource, Count: DeviceCount, PreStart: true},
+				{Resource: DeviceFaultsResource, Count: 2, FailOptions: true}}
+		},
+	}
+}
+
+func opPluginFailOptions(r *run, _ [3]int) error {
+	p := r.devicePlugin()
+	if p == nil {
+		return nil
+	}
+	r.fault("device-plugin-fail-options")
+	p.Die() // the plugin restarts…
+	p.Heal()
+	p.FailOptions(true) // …broken, and registers again
+	r.h.RegisterDevicePlugin(p)
+	return nil
+}
+
+func opPluginFailList(r *run, a [3]int) error {
+	p := r.devicePlugin()
+	if p == nil {
+		return nil
+	}
+	if a[0] == 0 {
+		r.fault("device-plugin-fail-list", "when", "streaming")
+		p.FailListAndWatch(true)
+		return nil
+	}
+	r.fault("device-plugin-fail-list", "when", "at once")
+	p.Die()
+	p.Heal()
+	p.FailListAndWatch(true)
+	r.h.RegisterDevicePlugin(p)
+	return nil
+}
+
 // Devices makes container request n devices of resource (a limit, as
 // extended resources are asked for).
 func Devices(container, resourceName string, n int) PodOption {
@@ -76,7 +122,7 @@ func opPluginDie(r *run, _ [3]int) error {
 }
 
 func opPluginRestart(r *run, _ [3]int) error {
-	if p := r.devicePlugin(); p != nil && p.Dead() {
+	if p := r.devicePlugin(); p != nil && (p.Dead() || p.State().Down) {
 		r.h.K.Record("action", trace.F("device-plugin", "restart"))
 		r.h.RestartDevicePlugin(p)
 	}

@@ -217,3 +217,72 @@ func TestDevicesInvariantCatchesViolations(t *testing.T) {
 		t.Errorf("devices-once violations = %q, want a short container and a device in two containers", got)
 	}
 }
+
+// TestDevicePluginFailuresAsUpstreamE2E follows upstream's node e2e
+// "Device Plugin Failures" specs through the whole agent and its node
+// status: a plugin whose GetDevicePluginOptions fails is never on the
+// node and gets that one call; one whose ListAndWatch fails at once is
+// shown 0/0 and never listed again; one whose stream fails after listing
+// 2 devices, and one that stops, are shown allocatable 0 with capacity 2,
+// then 0/0 after the 5 min grace; device-plugin-down sees nothing wrong.
+func TestDevicePluginFailuresAsUpstreamE2E(t *testing.T) {
+	const (
+		optsRes, listRes, afterRes, stopRes = "test.device/opts", "test.device/list", "test.device/after", "test.device/stop"
+	)
+	h := harness.New(harness.Config{Seed: 23,
+		Replay: func(s uint64) string { return fmt.Sprintf("go test ./scenarios -run '^%s$' (seed %d)", t.Name(), s) },
+		DevicePlugins: []deviceplugin.Config{{Resource: optsRes, Count: 1, FailOptions: true}, {Resource: listRes, Count: 1},
+			{Resource: afterRes, Count: 2}, {Resource: stopRes, Count: 2}}})
+	t.Cleanup(h.Close)
+	plugins := h.DevicePlugins()
+	plugins[1].FailListAndWatch(true)
+	h.StartAgent()
+	c := NewChecker(h)
+	node := func() map[string]string {
+		out := map[string]string{}
+		for _, res := range []string{optsRes, listRes, afterRes, stopRes} {
+			capacity, capOK, alloc, allocOK := c.nodeResource(res)
+			out[res] = quantityText(alloc, allocOK) + "/" + quantityText(capacity, capOK)
+		}
+		return out
+	}
+	methods := func(p *deviceplugin.Plugin) []string {
+		var out []string
+		for _, call := range p.Calls() {
+			out = append(out, call.Method)
+		}
+		return out
+	}
+	runUntil(t, h, "devices listed", time.Minute, func() bool { return node()[afterRes] == "2/2" && node()[stopRes] == "2/2" })
+	if err := RunChecked(h, c, time.Minute, 100*time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{optsRes: "absent/absent", listRes: "0/0", afterRes: "2/2", stopRes: "2/2"}
+	if diff := cmp.Diff(want, node()); diff != "" {
+		t.Fatalf("allocatable/capacity after a minute (-want +got):\n%s", diff)
+	}
+	plugins[2].FailListAndWatch(true)
+	plugins[3].Die()
+	if err := RunChecked(h, c, time.Minute, 100*time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	want = map[string]string{optsRes: "absent/absent", listRes: "0/0", afterRes: "0/2", stopRes: "0/2"}
+	if diff := cmp.Diff(want, node()); diff != "" {
+		t.Fatalf("allocatable/capacity a minute after the failures (-want +got):\n%s", diff)
+	}
+	if err := RunChecked(h, c, 5*time.Minute, 100*time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	want = map[string]string{optsRes: "absent/absent", listRes: "0/0", afterRes: "0/0", stopRes: "0/0"}
+	if diff := cmp.Diff(want, node()); diff != "" {
+		t.Errorf("allocatable/capacity past the grace (-want +got):\n%s", diff)
+	}
+	got := [][]string{methods(plugins[0]), methods(plugins[1]), methods(plugins[2]), methods(plugins[3])}
+	two := []string{"GetDevicePluginOptions", "ListAndWatch"}
+	if diff := cmp.Diff([][]string{{"GetDevicePluginOptions"}, two, two, two}, got); diff != "" {
+		t.Errorf("calls of each plugin (-want +got):\n%s", diff)
+	}
+	if v := c.Violations(); len(v) != 0 {
+		t.Errorf("violations: %v", v)
+	}
+}

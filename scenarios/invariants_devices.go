@@ -26,6 +26,8 @@ type deviceChecks struct {
 	reported  map[string]bool
 	// ran: pods the API has shown Running.
 	ran map[types.UID]bool
+	// plugins: what device-plugin-down remembers, by resource.
+	plugins map[string]*pluginWatch
 }
 
 func newDeviceChecks() *deviceChecks {
@@ -62,7 +64,8 @@ func (c *Checker) onWriteDevices(r apiserver.Record) {
 // lists a container's devices); every running container holds exactly the
 // devices it requested; and, while the agent runs, the Node's allocatable
 // never counts more devices than are healthy for longer than
-// deviceStatusBound (see also onWriteDevices).
+// deviceStatusBound (see also onWriteDevices); and device-plugin-down
+// (invariants_devplug.go).
 func (c *Checker) checkDevices(truth []RuntimeContainer) {
 	plugins := c.h.DevicePlugins()
 	if len(plugins) == 0 {
@@ -71,6 +74,7 @@ func (c *Checker) checkDevices(truth []RuntimeContainer) {
 	for _, p := range plugins {
 		c.checkDeviceHolders(p, truth)
 		c.checkDeviceAllocatable(p)
+		c.checkPluginDown(p)
 	}
 }
 
@@ -78,6 +82,18 @@ func (c *Checker) checkDeviceHolders(p *deviceplugin.Plugin, truth []RuntimeCont
 	res := p.Registration().ResourceName
 	env := deviceplugin.EnvName(res)
 	holder := map[string]string{}
+	// Containers made before the plugin first registered (its options
+	// call first succeeded; the step that saw it counts as before) ran
+	// without its devices: to the node the resource was none of a
+	// device plugin's, and upstream's admission drops extended resources
+	// the node lacks. They keep running so.
+	w := c.watchPlugin(res)
+	if !w.registered {
+		for _, ct := range truth {
+			w.unregistered[ct.ID] = true
+		}
+		w.registered = p.State().OptionsOK > 0
+	}
 	for _, ct := range truth {
 		if ct.State != runtimeapi.ContainerState_CONTAINER_RUNNING {
 			continue
@@ -93,7 +109,7 @@ func (c *Checker) checkDeviceHolders(p *deviceplugin.Plugin, truth []RuntimeCont
 			}
 		}
 		key := string(ct.PodUID) + "/" + ct.Name
-		if want := c.deviceRequest(ct.PodUID, ct.Name, res); want >= 0 && want != len(ids) {
+		if want := c.deviceRequest(ct.PodUID, ct.Name, res); want >= 0 && want != len(ids) && !w.unregistered[ct.ID] {
 			c.failOnce("devices-once", "short "+ct.ID, "container %s (%s) runs with %d devices of %s %v, requested %d", key, ct.ID, len(ids), res, ids, want)
 		}
 		for _, id := range ids {

@@ -97,7 +97,7 @@ var families = map[string][]string{
 	"oom":              {"oom-reported"},
 	"shutdown":         {"shutdown-grace", "shutdown-not-ready"},
 	"resize":           {"allocations-fit", "allocation-checkpointed"},
-	"devices":          {"devices-once"},
+	"devices":          {"devices-once", "device-plugin-down"},
 	"stats-rate":       {"stats-rate"},
 	"status-prompt":    {"status-prompt"},
 	"sandbox":          {"sandbox-reported"},

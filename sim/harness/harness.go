@@ -381,6 +381,14 @@ func (h *Harness) RestartDevicePlugin(p *deviceplugin.Plugin) {
 	}
 }
 
+// RegisterDevicePlugin has p register again with the running agent, as
+// it is, faults and all (a plugin process restarted in some state).
+func (h *Harness) RegisterDevicePlugin(p *deviceplugin.Plugin) {
+	if h.registry != nil {
+		h.registry.Register(p.Registration(), p, nil)
+	}
+}
+
 // DevicePlugins are the fake device plugins, in order of addition.
 func (h *Harness) DevicePlugins() []*deviceplugin.Plugin { return slices.Clone(h.plugins) }
 
