@@ -37,6 +37,9 @@ func excuseFaultPoint(c *Checker, p deps.Point) {
 	if p == deps.FaultEvictionTickLate {
 		c.pressure.tickLate = c.h.K.Elapsed()
 	}
+	if p == deps.FaultManifestDirUnreadable {
+		c.stc.dirUnreadable = c.h.K.Elapsed()
+	}
 	if p == deps.FaultImageGCLate {
 		c.imagegc.late = append(c.imagegc.late, c.h.K.Elapsed())
 	}

@@ -34,6 +34,9 @@ type Checker struct {
 	instances map[string]map[string]bool
 	policy    map[types.UID]corev1.RestartPolicy
 	lastPhase map[types.UID]corev1.PodPhase
+	// terminalWrites are the agent's status writes that moved a pod to a
+	// terminal phase since the last check (terminal-after-stopped).
+	terminalWrites map[types.UID]terminalWrite
 	// sandbox: sandbox-reported's claims and the sandboxes' creations.
 	sandbox sandboxState
 	// features: features-declared's pods (invariants_features.go).
@@ -129,6 +132,7 @@ func (c *Checker) Check() {
 	c.trackAgent()
 	if c.due("static", readsRuntime|readsAgent, c.staticDeadlinePassed(), c.suite.runtimeImpaired) {
 		c.checkStaticRemovals(truth)
+		c.checkStaticSuperseded()
 	}
 	if c.due("volumes", readsRuntime|readsFiles, false) {
 		c.checkVolumes(truth)
@@ -147,6 +151,8 @@ func (c *Checker) Check() {
 	if c.due("sidecars", readsRuntime, false) {
 		c.checkSidecarOrder()
 	}
+	c.evaluate("terminal") // judges the writes since the last check
+	c.checkTerminalAfterStopped()
 	c.evaluate("pulls")
 	c.checkPulls()
 	c.evaluate("imagegc") // last use is stamped with the time
@@ -248,6 +254,8 @@ func (c *Checker) onWrite(r apiserver.Record) {
 	c.onWritePropagation(r)
 	c.onWriteAppArmor(r)
 	c.onWriteFQDN(r)
+	c.onWriteMirror(r)
+	c.onWriteTerminal(r)
 	p := r.Pod
 	c.policy[p.UID] = p.Spec.RestartPolicy
 	prev, seen := c.lastPhase[p.UID]

@@ -4,12 +4,16 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/lockstep-dev/lockstep/node/podsource"
+	"github.com/lockstep-dev/lockstep/node/podstate"
+	"github.com/lockstep-dev/lockstep/sim/apiserver"
 )
 
 // watchSettle is how long an agent must have been up before the checker
@@ -35,6 +39,17 @@ type staticChecks struct {
 	// none runs) the last check saw, and since when it runs.
 	agentGen int
 	upSince  time.Duration
+	// supersededAt is when each version written of a manifest stopped
+	// being the one to run — a newer version written over it, or the
+	// manifest removed — by name and version; a version written again
+	// is current again (the same manifest, the same pod).
+	supersededAt map[string]map[int]time.Duration
+	// judged are the sandboxes and containers static-superseded-never-
+	// starts has judged (each once: its creation time never moves).
+	judged map[string]bool
+	// dirUnreadable is when the manifest-dir-unreadable fault point last
+	// fired (-1: never): a scan that failed keeps the pods read before.
+	dirUnreadable time.Duration
 }
 
 // staticRemoval is one container that must stop because its manifest was
@@ -47,18 +62,38 @@ type staticRemoval struct {
 }
 
 func newStaticChecks() *staticChecks {
-	return &staticChecks{removals: map[string]*staticRemoval{}, versions: map[string]int{}, agentGen: -1}
+	return &staticChecks{removals: map[string]*staticRemoval{}, versions: map[string]int{}, agentGen: -1,
+		supersededAt: map[string]map[int]time.Duration{}, judged: map[string]bool{}, dirUnreadable: -1}
 }
 
 // ManifestWritten records that the scenario wrote version of static pod
-// name's manifest.
-func (c *Checker) ManifestWritten(name string, version int) { c.stc.versions[name] = version }
+// name's manifest: the version written before, if another, is superseded
+// now.
+func (c *Checker) ManifestWritten(name string, version int) {
+	if prev, ok := c.stc.versions[name]; ok && prev != version {
+		c.stc.supersede(name, prev, c.h.K.Elapsed())
+	}
+	delete(c.stc.supersededAt[name], version)
+	c.stc.versions[name] = version
+}
+
+// supersede records that version of manifest name stopped being the one
+// to run at t.
+func (s *staticChecks) supersede(name string, version int, t time.Duration) {
+	if s.supersededAt[name] == nil {
+		s.supersededAt[name] = map[int]time.Duration{}
+	}
+	s.supersededAt[name][version] = t
+}
 
 // ManifestRemoved records that the scenario removed static pod name's
 // manifest (written back at once or not): every container of the pod
 // running now must stop within its grace period — when the agent's watch
 // was up to see the removal.
 func (c *Checker) ManifestRemoved(name string) {
+	if prev, ok := c.stc.versions[name]; ok {
+		c.stc.supersede(name, prev, c.h.K.Elapsed())
+	}
 	delete(c.stc.versions, name)
 	c.trackAgent()
 	now := c.h.K.Elapsed()
@@ -216,3 +251,117 @@ func specVersion(cs []corev1.Container) string {
 	}
 	return ""
 }
+
+// staticVersionAnnotation is the annotation the scenarios' manifests carry
+// their version in (propManifest): it reaches the pod's sandbox config
+// and its mirror pod, so the checker tells the versions apart without
+// computing the agent's UIDs.
+const staticVersionAnnotation = "lockstep.test/version"
+
+// supersededSlack is how late after a newer manifest is written the
+// agent may still act on the version it supersedes: a step begun before
+// (one runtime or API call at the same virtual instant), and the
+// checker's step.
+const supersededSlack = 100 * time.Millisecond
+
+// staticVersionOf is the static pod name (without the node suffix) and
+// manifest version an object with annotations and full pod name name
+// stands for; ok is false for anything but a scenario's versioned static
+// pod.
+func (c *Checker) staticVersionOf(annotations map[string]string, name string) (string, int, bool) {
+	v, err := strconv.Atoi(annotations[staticVersionAnnotation])
+	if err != nil || annotations[staticVersionAnnotation] == "" {
+		return "", 0, false
+	}
+	return strings.TrimSuffix(name, "-"+c.h.NodeName), v, true
+}
+
+// supersededBefore returns when version of manifest name was superseded,
+// if it was more than supersededSlack before at and nothing excuses the
+// agent for acting on it then: a runtime or API impairment around the
+// supersession, or a failed scan of the manifest directory since (the
+// newer manifest unseen).
+func (c *Checker) supersededBefore(name string, version int, at time.Duration) (time.Duration, bool) {
+	s, ok := c.stc.supersededAt[name][version]
+	if !ok || at <= s+supersededSlack {
+		return 0, false
+	}
+	if c.suite.runtimeImpaired >= s-supersededSlack || c.stc.dirUnreadable >= s-supersededSlack {
+		return 0, false
+	}
+	return s, true
+}
+
+// checkStaticSuperseded: static-superseded-never-starts — once a newer
+// version of a static pod's manifest is written (or the manifest is
+// removed), the version it supersedes is never started: no sandbox and
+// no container of it is created after that (beyond supersededSlack), as
+// upstream's pod workers drop a static pod removed from its source before
+// its turn to start and start only the one its source holds.
+func (c *Checker) checkStaticSuperseded() {
+	t := c.truth()
+	versionOf := map[string]int{} // pod UID → version
+	nameOf := map[string]string{} // pod UID → static pod name
+	for _, sb := range t.sandboxes {
+		name, v, ok := c.staticVersionOf(sb.Annotations, sb.GetMetadata().GetName())
+		if !ok {
+			continue
+		}
+		uid := sb.GetMetadata().GetUid()
+		versionOf[uid], nameOf[uid] = v, name
+		c.judgeStaticStart("sandbox "+sb.Id, uid, name, v, sb.CreatedAt)
+	}
+	for _, ct := range t.raw {
+		uid := ct.Labels[podstate.LabelPodUID]
+		if v, ok := versionOf[uid]; ok {
+			c.judgeStaticStart("container "+ct.GetMetadata().GetName()+" "+ct.Id, uid, nameOf[uid], v, ct.CreatedAt)
+		}
+	}
+}
+
+// judgeStaticStart judges, once, the creation at created (unix
+// nanoseconds) of what (of pod uid, version v of manifest name).
+func (c *Checker) judgeStaticStart(what, uid, name string, v int, created int64) {
+	if c.stc.judged[what] {
+		return
+	}
+	c.stc.judged[what] = true
+	at := time.Unix(0, created).Sub(c.epoch())
+	if s, ok := c.supersededBefore(name, v, at); ok {
+		c.fail("static-superseded-never-starts", "static pod %s version %d (%s): %s created %v after a newer manifest superseded it (at %v)",
+			name, v, uid, what, at-s, s)
+	}
+}
+
+// onWriteMirror: mirror-follows-current — the agent creates a mirror
+// pod, or writes its status, only for the version of the static pod that
+// is current: never, beyond supersededSlack, for a version a newer
+// manifest (or the manifest's removal) superseded, as upstream makes the
+// mirror pod in the sync of the pod that runs and writes to it only the
+// status of the static pod its full name translates to.
+func (c *Checker) onWriteMirror(r apiserver.Record) {
+	p := r.Pod
+	if r.Actor != apiserver.ActorAgent || (r.Verb != apiserver.VerbCreate && r.Verb != apiserver.VerbPatchStatus) {
+		return
+	}
+	if _, mirror := p.Annotations[podsource.AnnotationConfigMirror]; !mirror {
+		return
+	}
+	name, v, ok := c.staticVersionOf(p.Annotations, p.Name)
+	if !ok {
+		return
+	}
+	at := r.At.Sub(c.epoch())
+	if s, late := c.supersededBefore(name, v, at); late {
+		what := "status written (phase " + string(p.Status.Phase) + ")"
+		if r.Verb == apiserver.VerbCreate {
+			what = "created"
+		}
+		c.fail("mirror-follows-current", "mirror pod %s/%s of version %d %s %v after a newer manifest superseded that version (at %v)",
+			p.Namespace, p.Name, v, what, at-s, s)
+	}
+}
+
+// epoch is the virtual clock's start: times since it compare with the
+// checker's elapsed times.
+func (c *Checker) epoch() time.Time { return c.h.K.Now().Add(-c.h.K.Elapsed()) }

@@ -75,7 +75,8 @@ var families = map[string][]string{
 	"service-env":      {"service-env"},
 	"node-ready":       {"node-ready"},
 	"termination":      {"grace-honoured", "deleted-stops", "static-exclusive"},
-	"static":           {"static-removal-stops"},
+	"static":           {"static-removal-stops", "static-superseded-never-starts"},
+	"terminal":         {"terminal-after-stopped"},
 	"volumes":          {"volumes-kept"},
 	"propagation":      {"propagation-shared", "propagation-privileged"},
 	"volstatus":        {"volume-wait-status"},
@@ -105,7 +106,7 @@ var families = map[string][]string{
 	"liveness":         {"deleted-disappears", "converges", "status-matches", "mirror-present", "static-latest", "resize-in-place", "resize-restarts-once", "resize-converges"},
 	"apparmor":         {"apparmor-refused"},
 	"fqdn":             {"fqdn-too-long"},
-	"on-write":         {"legal-phases", "terminal-is-final", "restart-count-monotone", "ready-is-true", "fresh-probe-results", "poststart-before-started", "qos-reported", "oom-reported", "critical-survives", "one-eviction-per-cycle", "eviction-order", "reclaim-first", "local-storage-kept", "pressure-conditions", "devices-once"},
+	"on-write":         {"legal-phases", "terminal-is-final", "restart-count-monotone", "ready-is-true", "fresh-probe-results", "poststart-before-started", "qos-reported", "oom-reported", "critical-survives", "one-eviction-per-cycle", "eviction-order", "reclaim-first", "local-storage-kept", "pressure-conditions", "devices-once", "mirror-follows-current"},
 	"on-shutdown-stop": {"shutdown-order", "shutdown-grace"},
 }
 

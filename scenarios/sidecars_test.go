@@ -365,3 +365,70 @@ func TestSidecarsWithHungPreStopStopTogether(t *testing.T) {
 		t.Errorf("sidecars stopped at first +%v, second +%v: want by the 30 s grace plus the 2 s window", first, second)
 	}
 }
+
+// TestNeverPodFailingInitStopsSidecarsGracefully is the node suite's
+// "initializing an init container after a restartable init container …
+// Should begin initializing the pod, restartPolicy=Never": init-1, then
+// restartable-init-1 (a sidecar that takes 5 s to exit on SIGTERM), then
+// init-2, which exits 1 after 30 s; meanwhile the sidecar's image changes
+// and it restarts with the new one. Under Never init-2's failure fails the
+// pod, and the sidecar's new instance is sent SIGTERM after init-2 ended
+// and lives its 5 s (it logs "Exiting" after init-2 did), not killed.
+func TestNeverPodFailingInitStopsSidecarsGracefully(t *testing.T) {
+	h := start(t, 21)
+	c := NewChecker(h)
+	pod := mustCreate(t, h, NewPod("imgupdate-never", h.NodeName, Restart(corev1.RestartPolicyNever),
+		Init("init-1", time.Second, 0),
+		Sidecar("restartable-init-1"), StopsAfter("restartable-init-1", 5*time.Second),
+		Init("init-2", 30*time.Second, 1),
+		Sidecar("restartable-init-2"), StopsAfter("restartable-init-2", time.Second),
+		StopsAfter("app", time.Second)))
+	runUntil(t, h, "init-2 running", time.Minute, func() bool {
+		p, ok := APIPod(h, "default", "imgupdate-never")
+		cs := initStatus(p, "init-2")
+		return ok && cs != nil && cs.State.Running != nil
+	})
+	const updated = "registry.k8s.io/e2e-test-images/agnhost:2.53"
+	if _, err := h.API.User().UpdatePodSpec("default", "imgupdate-never", func(s *corev1.PodSpec) { s.InitContainers[1].Image = updated }); err != nil {
+		t.Fatal(err)
+	}
+	runUntil(t, h, "the sidecar restarted with the new image", time.Minute, func() bool {
+		p, _ := APIPod(h, "default", "imgupdate-never")
+		cs := initStatus(p, "restartable-init-1")
+		return cs != nil && cs.State.Running != nil && cs.RestartCount > 0 && cs.Image == updated
+	})
+	// The node suite reads the logs as soon as the pod shows Failed: by
+	// then the sidecar must have logged its exit.
+	for deadline := h.K.Elapsed() + time.Minute; ; {
+		if err := RunChecked(h, c, 100*time.Millisecond, 100*time.Millisecond); err != nil {
+			t.Fatal(err)
+		}
+		if p, _ := APIPod(h, "default", "imgupdate-never"); p.Status.Phase == corev1.PodFailed {
+			break
+		}
+		if h.K.Elapsed() > deadline {
+			t.Fatal("the pod is not Failed a minute after the image change")
+		}
+	}
+	for _, ct := range PodContainers(h, pod.UID) {
+		if ct.State == runtimeapi.ContainerState_CONTAINER_RUNNING {
+			t.Errorf("container %s (attempt %d) still runs when the pod is reported Failed", ct.Name, ct.Attempt)
+		}
+	}
+	times := podInstanceTimes(t, h, pod.UID)
+	init2 := times["init-2"][0].finished
+	side := times["restartable-init-1"]
+	last := side[len(side)-1]
+	for _, ct := range PodContainers(h, pod.UID) {
+		if ct.Name == "restartable-init-1" {
+			at, ok := h.Runtime.TrueStopRequested(ct.ID)
+			t.Logf("restartable-init-1 attempt %d: SIGTERM %v at %v", ct.Attempt, ok, time.Unix(0, at).Sub(init2))
+		}
+	}
+	if last.finished.Sub(init2) < 5*time.Second {
+		t.Errorf("the sidecar's last instance ended %v after init-2, want it to live its 5 s after SIGTERM (instances %+v)", last.finished.Sub(init2), side)
+	}
+	for _, v := range c.Violations() {
+		t.Errorf("%s", v)
+	}
+}

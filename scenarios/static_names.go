@@ -16,6 +16,7 @@ kind: Pod
 metadata:
   name: %s
   namespace: kube-system
+  annotations: {lockstep.test/version: "%d"}
 spec:
   hostNetwork: true
   terminationGracePeriodSeconds: %d
@@ -26,7 +27,7 @@ spec:
     env:
     - {name: FAKECRI_IGNORE_SIGTERM, value: "true"}
     - {name: VERSION, value: "%d"}
-`, name, staticGrace(name), v)
+`, name, v, staticGrace(name), v)
 }
 
 // staticGrace is the grace period of a static pod of the scenarios.

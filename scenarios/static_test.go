@@ -1,6 +1,7 @@
 package scenarios
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -371,4 +372,91 @@ func TestStaticUpdateKeepsOldMirrorThroughGrace(t *testing.T) {
 		m, ok := mirrorOf(h)
 		return ok && m.UID != first.UID && m.Status.Phase == corev1.PodRunning
 	})
+}
+
+// gracefulManifest is the node suite's graceful static pod (mirror pod
+// grace period tests): a container that ignores SIGTERM, 20 s of grace.
+func gracefulManifest() []byte {
+	return []byte(`apiVersion: v1
+kind: Pod
+metadata:
+  name: etcd
+  namespace: kube-system
+spec:
+  terminationGracePeriodSeconds: 20
+  containers:
+  - name: m-test
+    image: busybox:latest
+    env:
+    - {name: FAKECRI_IGNORE_SIGTERM, value: "true"}
+`)
+}
+
+// imageManifest is the node suite's createStaticPod: one container of
+// image, restartPolicy Always, the default grace; version is the
+// checker's name for it (staticVersionAnnotation).
+func imageManifest(image string, version int) []byte {
+	return []byte(`apiVersion: v1
+kind: Pod
+metadata:
+  name: etcd
+  namespace: kube-system
+  annotations: {` + staticVersionAnnotation + `: "` + fmt.Sprint(version) + `"}
+spec:
+  restartPolicy: Always
+  containers:
+  - name: test
+    image: ` + image + `
+`)
+}
+
+// TestStaticUpdatedManyTimesDuringGrace is the node suite's "should update
+// a static pod when the static pod is updated multiple times during the
+// graceful termination period": 300 versions 100 ms apart (30 s, longer
+// than the running version's 20 s of grace), each of an image no registry
+// has, then the pause image. The mirror pod recreated and Running must
+// mirror the pause image's version; no intermediate version may run.
+func TestStaticUpdatedManyTimesDuringGrace(t *testing.T) {
+	h := start(t, 19)
+	c := NewChecker(h)
+	h.Files.WriteFile(manifestDir+"/etcd.yaml", gracefulManifest())
+	c.ManifestWritten("etcd", 0)
+	first := mirrorSettled(t, h, "the graceful static pod running with its mirror pod")
+	runUntil(t, h, "the mirror pod Running", time.Minute, func() bool {
+		m, ok := mirrorOf(h)
+		return ok && m.Status.Phase == corev1.PodRunning
+	})
+	for i := range 300 {
+		image := fmt.Sprintf("image-%d", i)
+		if err := h.Runtime.FailPull(image, "", 0); err != nil {
+			t.Fatal(err)
+		}
+		h.Files.WriteFile(manifestDir+"/etcd.yaml", imageManifest(image, i+1))
+		c.ManifestWritten("etcd", i+1)
+		if err := RunChecked(h, c, 100*time.Millisecond, 100*time.Millisecond); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const pause = "registry.k8s.io/pause:3.10"
+	h.Files.WriteFile(manifestDir+"/etcd.yaml", imageManifest(pause, 301))
+	c.ManifestWritten("etcd", 301)
+	var seen *corev1.Pod
+	for deadline := h.K.Now().Add(3 * time.Minute); h.K.Now().Before(deadline); {
+		if err := RunChecked(h, c, 4*time.Second, 100*time.Millisecond); err != nil {
+			t.Fatal(err)
+		}
+		if m, ok := mirrorOf(h); ok && m.UID != first.UID && m.Status.Phase == corev1.PodRunning {
+			seen = m
+			break
+		}
+	}
+	if seen == nil {
+		t.Fatal("the mirror pod was not recreated and Running within 3 minutes")
+	}
+	if len(seen.Spec.Containers) != 1 || seen.Spec.Containers[0].Image != pause {
+		t.Errorf("the recreated Running mirror pod has containers %+v, want the one of image %s", seen.Spec.Containers, pause)
+	}
+	for _, v := range c.Violations() {
+		t.Errorf("%s", v)
+	}
 }

@@ -222,6 +222,8 @@ func (a *Agent) SyncTerminatingPod(ctx context.Context, uid types.UID, pod *core
 	if running := after.Running(); len(running) > 0 {
 		return fmt.Errorf("pod %s still has %d running containers (first: %q)", uid, len(running), running[0].Name)
 	}
+	// Nothing runs any more: a terminal phase may now be shown.
+	a.status.ContainersStopped(uid)
 	if pod == nil {
 		return nil
 	}

@@ -237,6 +237,9 @@ func (p *PodWorkers) UpdatePod(u Work) {
 			return // terminating or terminated pods ignore updates
 		}
 	case Kill:
+		if brokenStartsSuperseded && w.state == Syncing && w.fullName != "" && !w.mayStart {
+			return // the deliberately broken build (teeth_superseded.go)
+		}
 		g := killGrace(u, w.pod)
 		if regress93210 && w.state == Syncing && w.cancelStep != nil {
 			g = 0

@@ -69,6 +69,10 @@ type Watched interface {
 	// MirrorPod returns the mirror pod namespace/name as the API source
 	// last saw it.
 	MirrorPod(namespace, name string) (*corev1.Pod, bool)
+	// Pod returns the desired pod with uid, from whichever source has
+	// it: a static pod that is not desired any more (its manifest edited
+	// or removed) has no status written to the mirror pod of its name.
+	Pod(uid types.UID) (*corev1.Pod, bool)
 }
 
 // Manager caches the newest status of every pod and keeps it written to the
@@ -115,6 +119,10 @@ type entry struct {
 	// unsure: the last attempt failed, maybe after its patch applied (a
 	// timeout, a lost reply); the next one reads the pod first.
 	unsure bool
+	// stopped: the agent said none of the pod's containers runs any more
+	// (ContainersStopped); until then a terminal phase is withheld from
+	// the API.
+	stopped bool
 }
 
 // NewManager returns a manager writing through pods and comparing with
@@ -201,6 +209,35 @@ func (m *Manager) TerminatePod(pod *corev1.Pod) {
 		base.Phase = pod.Status.Phase
 	}
 	changed := m.setLocked(pod, Terminate(pod, base, m.d.Clock.Now()))
+	if e := m.pods[pod.UID]; e != nil {
+		e.stopped = true
+	}
+	m.mu.Unlock()
+	if changed {
+		m.wake.Notify()
+	}
+}
+
+// ContainersStopped records that none of the pod's containers runs any
+// more and none will (its termination stopped them all): from now on a
+// terminal phase the pod's status carries is written. Until then the
+// API keeps the phase, reason and message it holds, as the kubelet's
+// status manager delays a pod's move to Succeeded or Failed while its
+// pod worker could still have running containers (mergePodStatus): a
+// Job-like pod whose sidecars stop after its app is shown terminal only
+// once they have stopped.
+func (m *Manager) ContainersStopped(uid types.UID) {
+	m.mu.Lock()
+	e := m.pods[uid]
+	if e == nil {
+		e = &entry{}
+		m.pods[uid] = e
+	}
+	changed := !e.stopped && e.version > 0
+	e.stopped = true
+	if changed {
+		m.enqueueLocked(uid)
+	}
 	m.mu.Unlock()
 	if changed {
 		m.wake.Notify()
@@ -226,6 +263,7 @@ func (m *Manager) SetPodDeletable(uid types.UID) {
 		return
 	}
 	e.deletable = true
+	e.stopped = true // deletable: its containers are stopped
 	m.enqueueLocked(uid)
 	m.mu.Unlock()
 	m.wake.Notify()
@@ -384,7 +422,15 @@ type snapshot struct {
 	written   *corev1.Pod
 	deletable bool
 	unsure    bool
+	stopped   bool
 }
+
+// errSuperseded means the static pod this status belongs to is no longer
+// the one its source wants (its manifest was edited or removed): the
+// mirror pod of its name shows only the desired version's status, as the
+// kubelet's status manager skips a static pod whose mirror translates to
+// another pod.
+var errSuperseded = errors.New("static pod is no longer desired")
 
 // errGone means the pod this status belongs to no longer exists in the API.
 var errGone = errors.New("pod is gone from the API")
@@ -399,7 +445,7 @@ func (m *Manager) writePod(ctx context.Context, uid types.UID) {
 		m.mu.Unlock()
 		return
 	}
-	snap := snapshot{pod: e.pod, status: e.status, version: e.version, written: e.written, deletable: e.deletable, unsure: e.unsure}
+	snap := snapshot{pod: e.pod, status: e.status, version: e.version, written: e.written, deletable: e.deletable, unsure: e.unsure, stopped: e.stopped}
 	m.mu.Unlock()
 
 	adopted, written, err := m.writeStatus(ctx, snap)
@@ -442,6 +488,11 @@ func (m *Manager) writePod(ctx context.Context, uid types.UID) {
 			e.done = true
 			m.log.Info("pod deleted", "pod", podKey(snap.pod), "uid", uid)
 		}
+	case errors.Is(err, errSuperseded):
+		// Not written, and not retried: a newer status of this pod (its
+		// manifest written back unchanged) is queued by its own change.
+		e.failures, e.notBefore, e.unsure = 0, time.Time{}, false
+		m.log.Debug("static pod no longer desired; status not written", "pod", podKey(snap.pod), "uid", uid)
 	case errors.Is(err, errGone):
 		e.done = true
 		m.log.Info("pod gone from the API; status no longer written", "pod", podKey(snap.pod), "uid", uid)
@@ -491,6 +542,9 @@ func (m *Manager) writeStatus(ctx context.Context, snap snapshot) (adopted *core
 		normalize(&want)
 		adopted = &want
 	}
+	if !snap.stopped && !brokenShowsTerminalEarly && !podutil.IsTerminal(api.Status.Phase) && podutil.IsTerminal(want.Phase) {
+		want = withholdTerminal(want, api.Status)
+	}
 	current := api.Status.DeepCopy()
 	normalize(current)
 	merged := merge(want, *current)
@@ -518,6 +572,15 @@ func (m *Manager) writeStatus(ctx context.Context, snap snapshot) (adopted *core
 	default:
 		return nil, nil, fmt.Errorf("patch status of pod %s (uid %s): %w", podKey(pod), api.UID, err)
 	}
+}
+
+// withholdTerminal is want with the phase, reason and message the API
+// holds (api): what is written of a terminal status while the pod's
+// containers may still run.
+func withholdTerminal(want, api corev1.PodStatus) corev1.PodStatus {
+	out := *want.DeepCopy()
+	out.Phase, out.Reason, out.Message = api.Phase, api.Reason, api.Message
+	return out
 }
 
 // readPod reads the API object pod's status lives in (api, as the watch or
@@ -550,6 +613,9 @@ func (m *Manager) apiPod(pod, written *corev1.Pod) (*corev1.Pod, error) {
 			return nil, errGone
 		}
 		return newer(watched, written), nil
+	}
+	if _, desired := m.watched.Pod(pod.UID); !desired && !brokenWritesSupersededStatic {
+		return nil, errSuperseded
 	}
 	mirror, ok := m.watched.MirrorPod(pod.Namespace, pod.Name)
 	if !ok {

@@ -46,6 +46,9 @@ type fakePods struct {
 	latency   time.Duration // every patch takes this long
 	inFlight  int
 	maxFlight int
+	// superseded are the static pods no source wants any more (an
+	// edited or removed manifest), by UID; every other pod is desired.
+	superseded map[types.UID]bool
 }
 
 func newFakePods(k *kernel.Kernel, pods ...*corev1.Pod) *fakePods {
@@ -161,6 +164,12 @@ func (f *fakePods) APIPod(uid types.UID) (*corev1.Pod, bool) {
 		}
 	}
 	return nil, false
+}
+
+// Pod reports every pod desired but the superseded ones (the status
+// manager asks only about static pods).
+func (f *fakePods) Pod(uid types.UID) (*corev1.Pod, bool) {
+	return nil, !f.superseded[uid]
 }
 
 // MirrorPod is the watched mirror pod ns/name.
@@ -480,6 +489,7 @@ func TestManagerTerminalNotRegressed(t *testing.T) {
 		pod := apiPod("web", corev1.RestartPolicyAlways)
 		r := newRig(t, pod)
 		r.m.SetPodStatus(pod, done(corev1.PodSucceeded, 0, "done"))
+		r.m.ContainersStopped(pod.UID)
 		r.run(t, time.Second)
 		r.m.SetPodStatus(pod, live("again"))
 		r.m.SetPodStatus(pod, done(corev1.PodFailed, 1, "flip"))
@@ -740,5 +750,63 @@ func TestManagerReadsThePodAfterALostReply(t *testing.T) {
 	}
 	if diff := cmp.Diff(waiting.Conditions, got.Conditions); diff != "" {
 		t.Errorf("conditions in the API (-want +got):\n%s", diff)
+	}
+}
+
+// A terminal phase is withheld from the API while the pod's containers
+// may still run (a sidecar stopping after the failed init container), as
+// the kubelet's mergePodStatus delays it: the API keeps Running with the
+// new container states, and shows Failed once the agent says the
+// containers stopped.
+func TestManagerWithholdsTerminalPhaseUntilStopped(t *testing.T) {
+	pod := apiPod("job", corev1.RestartPolicyNever)
+	r := newRig(t, pod)
+	r.m.SetPodStatus(pod, live("up"))
+	r.run(t, time.Second)
+	r.m.SetPodStatus(pod, done(corev1.PodFailed, 1, "init failed"))
+	r.run(t, 5*time.Second)
+	got := r.api.pods["ns/job"].Status
+	if got.Phase != corev1.PodRunning || got.Message != "up" || got.ContainerStatuses[0].State.Terminated == nil {
+		t.Errorf("before the containers stopped the API holds %s %q (containers %+v), want Running \"up\" with the container terminated",
+			got.Phase, got.Message, got.ContainerStatuses)
+	}
+	if s, _ := r.m.PodStatus(pod.UID); s.Phase != corev1.PodFailed {
+		t.Errorf("cached phase %s, want Failed (only the API write waits)", s.Phase)
+	}
+	r.m.ContainersStopped(pod.UID)
+	r.run(t, time.Second)
+	if diff := cmp.Diff([]call{{0, "patch", "ns/job", "Running/up"}, {time.Second, "patch", "ns/job", "Running/up"}, {6 * time.Second, "patch", "ns/job", "Failed/init failed"}},
+		r.api.ops("patch")); diff != "" {
+		t.Errorf("patches (-want +got):\n%s", diff)
+	}
+}
+
+// The status of a static pod that is no longer desired (its manifest was
+// edited: a new UID) is not written to the mirror pod of its name, even
+// one that still carries its hash: the mirror shows only the desired
+// version, as the kubelet's status manager skips a status whose mirror
+// translates to another pod.
+func TestManagerSkipsSupersededStaticPod(t *testing.T) {
+	static := apiPod("etcd-node", corev1.RestartPolicyAlways)
+	static.UID = "hash1"
+	static.Annotations = map[string]string{podutil.AnnotationConfigSource: "file", podutil.AnnotationConfigHash: "hash1"}
+	mirror := static.DeepCopy()
+	mirror.UID = "uid-mirror"
+	mirror.Annotations = map[string]string{podutil.AnnotationConfigMirror: "hash1"}
+	r := newRig(t, mirror)
+	r.m.SetPodStatus(static, live("v1"))
+	r.run(t, time.Second)
+	r.api.superseded = map[types.UID]bool{"hash1": true}
+	r.m.SetPodStatus(static, live("killed"))
+	r.run(t, 30*time.Second)
+	if diff := cmp.Diff([]call{{0, "patch", "ns/etcd-node", "Running/v1"}}, r.api.ops("patch")); diff != "" {
+		t.Errorf("patches (-want +got):\n%s", diff)
+	}
+	// Written back unchanged (the same UID desired again): written again.
+	r.api.superseded = nil
+	r.m.SetPodStatus(static, live("back"))
+	r.run(t, time.Second)
+	if got := r.api.pods["ns/etcd-node"].Status.Message; got != "back" {
+		t.Errorf("mirror status message %q once the pod is desired again, want \"back\"", got)
 	}
 }
