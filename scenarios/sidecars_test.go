@@ -420,9 +420,11 @@ func TestNeverPodFailingInitStopsSidecarsGracefully(t *testing.T) {
 	side := times["restartable-init-1"]
 	last := side[len(side)-1]
 	for _, ct := range PodContainers(h, pod.UID) {
-		if ct.Name == "restartable-init-1" {
-			at, ok := h.Runtime.TrueStopRequested(ct.ID)
-			t.Logf("restartable-init-1 attempt %d: SIGTERM %v at %v", ct.Attempt, ok, time.Unix(0, at).Sub(init2))
+		if ct.Name != "restartable-init-1" || int(ct.Attempt) != len(side)-1 {
+			continue
+		}
+		if at, ok := h.Runtime.TrueStopRequested(ct.ID); !ok || time.Unix(0, at).Before(init2) {
+			t.Errorf("the sidecar's last instance was sent SIGTERM %v (at %v after init-2 ended), want after init-2 ended", ok, time.Unix(0, at).Sub(init2))
 		}
 	}
 	if last.finished.Sub(init2) < 5*time.Second {

@@ -196,9 +196,9 @@ func (a *Agent) SyncTerminatingPod(ctx context.Context, uid types.UID, pod *core
 	a.pods.probes.Terminating(uid)
 	a.forgetAdmission(uid)
 	if pod != nil {
-		// An evicted pod is Failed (reason Evicted) before its containers
-		// stop, as the kubelet writes it: a restarted agent finds it
-		// terminal and never runs it again.
+		// An evicted pod's status is Failed (reason Evicted) before its
+		// containers stop, as the kubelet sets it; the API is shown the
+		// phase once they have stopped (status.ContainersStopped).
 		// The status reports the generation of the pod terminated (a
 		// graceful delete bumps it), as upstream's first status write of a
 		// terminating pod does.
