@@ -253,7 +253,7 @@ func (m *Manager) ContainersStopped(uid types.UID) {
 func (m *Manager) SetPodDeletable(uid types.UID) {
 	m.mu.Lock()
 	e := m.pods[uid]
-	if e == nil {
+	if e == nil || e.version == 0 {
 		m.mu.Unlock()
 		m.log.Warn("pod marked deletable has no status; not deleting", "uid", uid)
 		return
@@ -396,7 +396,7 @@ func (m *Manager) runResync(ctx context.Context) {
 		m.mu.Lock()
 		uids := make([]types.UID, 0, len(m.pods))
 		for uid, e := range m.pods {
-			if !e.done {
+			if !e.done && e.version > 0 {
 				uids = append(uids, uid)
 			}
 		}
@@ -440,8 +440,9 @@ var errGone = errors.New("pod is gone from the API")
 func (m *Manager) writePod(ctx context.Context, uid types.UID) {
 	m.mu.Lock()
 	e := m.pods[uid]
-	if e == nil || e.done || m.d.Clock.Now().Before(e.notBefore) {
-		// Gone, finished, or backing off: its retry timer queues it again.
+	if e == nil || e.done || e.version == 0 || m.d.Clock.Now().Before(e.notBefore) {
+		// Gone, finished, no status yet (only ContainersStopped), or
+		// backing off: its retry timer queues it again.
 		m.mu.Unlock()
 		return
 	}

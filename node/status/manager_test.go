@@ -810,3 +810,21 @@ func TestManagerSkipsSupersededStaticPod(t *testing.T) {
 		t.Errorf("mirror status message %q once the pod is desired again, want \"back\"", got)
 	}
 }
+
+// ContainersStopped before any status (a pod killed before its first
+// sync) writes nothing, survives the resync, and lets the terminal status
+// set after it be written.
+func TestManagerContainersStoppedBeforeAnyStatus(t *testing.T) {
+	pod := apiPod("early", corev1.RestartPolicyNever)
+	r := newRigWith(t, Config{ResyncPeriod: time.Second}, pod)
+	r.m.ContainersStopped(pod.UID)
+	r.run(t, 3*time.Second)
+	if ups := r.api.ops("patch"); len(ups) != 0 {
+		t.Errorf("patches %v with no status set, want none", ups)
+	}
+	r.m.SetPodStatus(pod, done(corev1.PodFailed, 1, "killed"))
+	r.run(t, time.Second)
+	if got := r.api.pods["ns/early"].Status.Phase; got != corev1.PodFailed {
+		t.Errorf("API phase %s, want Failed (the containers were said stopped before)", got)
+	}
+}
