@@ -74,6 +74,7 @@ func (r *Runtime) ExecSyncResponse(ctx context.Context, containerID string, cmd 
 		return nil, status.Errorf(codes.FailedPrecondition, "exec in container %q: container is in %s state", c.id, c.state)
 	}
 	c.execs = append(c.execs, ExecRecord{Cmd: strings.Join(cmd, " "), At: now})
+	rec := len(c.execs) - 1
 	rl, scripted := findExecRule(c.script.exec, cmd)
 	ans := answer{}
 	if scripted {
@@ -84,10 +85,14 @@ func (r *Runtime) ExecSyncResponse(ctx context.Context, containerID string, cmd 
 	if ans.kind == answerHang {
 		if timeout > 0 {
 			r.clock.Sleep(timeout)
+			r.execEnded(c, rec, false)
 			return nil, status.Errorf(codes.DeadlineExceeded, "exec in container %q: command %q timed out after %s", containerID, strings.Join(cmd, " "), timeout)
 		}
-		return nil, r.newSignal("fakecri/exec-hang/" + containerID).Wait(ctx)
+		err := r.newSignal("fakecri/exec-hang/" + containerID).Wait(ctx)
+		r.execEnded(c, rec, true)
+		return nil, err
 	}
+	r.execEnded(c, rec, false)
 	resp := &runtimeapi.ExecSyncResponse{ExitCode: int32(ans.value)}
 	if !scripted {
 		switch cmd[0] {
@@ -98,6 +103,17 @@ func (r *Runtime) ExecSyncResponse(ctx context.Context, containerID string, cmd 
 		}
 	}
 	return resp, nil
+}
+
+// execEnded records that exec i of container c returned now (cut: by its
+// caller's context, unanswered), for TrueExecs. It reads the container as
+// it is, without bringing the runtime up to now, so that recording
+// changes nothing the simulation sees.
+func (r *Runtime) execEnded(c *container, i int, cut bool) {
+	r.mu.Lock()
+	defer r.unlock()
+	e := &c.execs[i]
+	e.Ended, e.Cut, e.ContainerRan = r.now(), cut, c.state == runningState
 }
 
 // ProbeFailure says why ProbeExec got no exit code.

@@ -316,6 +316,13 @@ type ExecRecord struct {
 	Cmd string
 	// At is when the runtime ran it, in unix nanoseconds.
 	At int64
+	// Ended is when the call returned, in unix nanoseconds (0 while it
+	// runs); Cut, that it returned because its caller's context ended
+	// before the command answered (a hanging command); ContainerRan, that
+	// the container still ran when it returned.
+	Ended        int64
+	Cut          bool
+	ContainerRan bool
 }
 
 // TrueExecs lists the ExecSync calls container id ran (while it was

@@ -1,4 +1,4 @@
-//go:build regress_93210 || regress_104648 || regress_106734 || regress_94829 || regress_121003 || regress_141473 || regress_prompt || regress_teeth_rank || regress_teeth_qos || regress_teeth_grace || regress_teeth_sandbox || regress_teeth_features || regress_teeth_readd || regress_teeth_latest || regress_teeth_propagation || regress_teeth_apparmor || regress_teeth_fqdn || regress_teeth_probekill || regress_teeth_volstatus || regress_teeth_superseded || regress_teeth_mirrorstatus || regress_teeth_terminal || regress_teeth_devstream
+//go:build regress_93210 || regress_104648 || regress_106734 || regress_94829 || regress_121003 || regress_141473 || regress_prompt || regress_teeth_rank || regress_teeth_qos || regress_teeth_grace || regress_teeth_sandbox || regress_teeth_features || regress_teeth_readd || regress_teeth_latest || regress_teeth_propagation || regress_teeth_apparmor || regress_teeth_fqdn || regress_teeth_probekill || regress_teeth_volstatus || regress_teeth_readiness || regress_teeth_prestop || regress_teeth_sidecars || regress_teeth_superseded || regress_teeth_mirrorstatus || regress_teeth_terminal || regress_teeth_devstream
 
 package scenarios
 

@@ -151,9 +151,15 @@ func (r *Runner) RunPreStop(ctx context.Context, name string, h *corev1.Lifecycl
 		err error
 	}
 	start := r.clock.Now()
+	hookCtx := ctx
+	if preStopCutAtGrace {
+		var cancel context.CancelFunc
+		hookCtx, cancel = r.tasks.WithCancel(ctx)
+		defer cancel()
+	}
 	done := deps.NewInbox[outcome](r.tasks, "prestop "+name)
 	r.tasks.Go("prestop "+name, func() {
-		msg, err := r.Run(ctx, h, t)
+		msg, err := r.Run(hookCtx, h, t)
 		done.Put(outcome{msg, err})
 	})
 	wait, stop := r.clock.WithTimeout(ctx, time.Duration(grace)*time.Second)

@@ -508,7 +508,7 @@ func (p *PodResults) Ready(id string) bool {
 	p.m.mu.Lock()
 	tk := p.m.workers[key{p.uid, c.Name, Readiness}]
 	p.m.mu.Unlock()
-	if tk != nil {
+	if tk != nil && !readinessWaitsForTick {
 		tk.wake()
 	}
 	if ok {

@@ -576,7 +576,11 @@ func (e *Executor) killContainer(ctx context.Context, pod *corev1.Pod, c podstat
 			return fmt.Errorf("kill container %q (%s): %w", c.Name, c.ID, err)
 		}
 		e.markPreStopRan(pod, c.ID)
-		grace = lifecycle.RemainingGrace(grace, r.Waited, 0)
+		least := int64(0)
+		if sidecarWaitsPastGrace {
+			least = MinStopTimeout
+		}
+		grace = lifecycle.RemainingGrace(grace, r.Waited, least)
 	}
 	if turn != nil && grace > 0 {
 		// A sidecar waits for its turn only with grace left: one whose
