@@ -59,6 +59,7 @@ type Checker struct {
 	logs            *logChecks          // see invariants_logs.go
 	ready           nodeReadyState      // see invariants_node.go
 	hooks           *hookChecks         // see invariants_hooks.go
+	prestop         *preStopChecks      // see invariants_prestop.go
 	cg              *cgroupChecks       // see invariants_cgroups.go
 	cpus            *cpuChecks          // see invariants_cpus.go
 	pressure        *pressureChecks     // see invariants_pressure.go
@@ -96,7 +97,7 @@ func NewChecker(h *harness.Harness) *Checker {
 	c := &Checker{h: h, instances: map[string]map[string]bool{}, policy: map[types.UID]corev1.RestartPolicy{},
 		lastPhase: map[types.UID]corev1.PodPhase{}, restarts: map[string]int32{}, sandbox: newSandboxState(), features: newFeatureState(), appArmor: newAppArmorState(), fqdn: newFQDNState(), term: newTerminationState(), suite: newSuiteState(),
 		probes: newProbeChecks(), sidecars: newSidecarChecks(),
-		hooks: newHookChecks(), cg: newCgroupChecks(), cpus: newCPUChecks(),
+		hooks: newHookChecks(), prestop: newPreStopChecks(), cg: newCgroupChecks(), cpus: newCPUChecks(),
 		pressure: newPressureChecks(), storage: newLocalStorageChecks(), imagegc: newImageGCChecks(), ooms: map[string]*oomKill{}, rz: newResizeChecks(), dv: newDeviceChecks(), prompt: newPromptChecks(),
 		stc: newStaticChecks(), propagation: newPropagationChecks()}
 	c.svc = newServiceChecks(c)
@@ -160,6 +161,14 @@ func (c *Checker) Check() {
 	c.checkLogs()
 	if c.due("hooks", readsRuntime|readsAPI|readsAgent, false, c.suite.runtimeImpaired) {
 		c.checkHooks(truth)
+	}
+	c.notePreStopAgent()
+	if c.due("prestop", readsRuntime|readsAPI|readsAgent, false, c.suite.runtimeImpaired) {
+		c.checkPreStopAbandoned(truth)
+	}
+	if c.sidecarKillsPending() {
+		c.evaluate("sidecar-stops")
+		c.checkSidecarsStopTogether()
 	}
 	c.checkCgroups()
 	c.evaluate("cpus")
@@ -246,6 +255,7 @@ func (c *Checker) onWrite(r apiserver.Record) {
 	c.onWriteProbes(r)
 	c.onWriteVolStatus(r)
 	c.onWriteHooks(r)
+	c.onWritePreStop(r)
 	c.onWriteCgroups(r)
 	c.onWriteResize(r)
 	c.onWriteDevices(r)

@@ -33,6 +33,9 @@ type probeChecks struct {
 	reported map[string]bool
 	// owed: probe-restarts' obligations (invariants_probekill.go).
 	owed []probeRestart
+	// atOnce: readiness-at-once's obligations by instance ID
+	// (invariants_readiness.go).
+	atOnce map[string]*readyAtOnce
 }
 
 // probedInstance is what the checker knows of one container instance's
@@ -50,7 +53,8 @@ type probedInstance struct {
 }
 
 func newProbeChecks() *probeChecks {
-	return &probeChecks{pods: map[types.UID]*corev1.Pod{}, insts: map[string]*probedInstance{}, reported: map[string]bool{}, agentUp: -1}
+	return &probeChecks{pods: map[types.UID]*corev1.Pod{}, insts: map[string]*probedInstance{}, reported: map[string]bool{}, agentUp: -1,
+		atOnce: map[string]*readyAtOnce{}}
 }
 
 func probeOf(c *corev1.Container, k ProbeKind) *corev1.Probe {
@@ -211,6 +215,7 @@ func (c *Checker) checkProbes(truth []RuntimeContainer) {
 		}
 	}
 	c.checkProbeRestarts(truth)
+	c.checkReadyAtOnce()
 }
 
 // deleting reports whether the pod is being deleted (its kills are not
@@ -348,6 +353,12 @@ func (c *Checker) onWriteProbes(r apiserver.Record) {
 		}
 		if cs.Started != nil && *cs.Started && pi.startedOK < 0 && c.probes.agentUp >= 0 && r.Actor == apiserver.ActorAgent {
 			pi.startedOK = now
+			if !cs.Ready {
+				c.expectReadyAtOnce(id, pi, spec, now)
+			}
+		}
+		if cs.Ready && r.Actor == apiserver.ActorAgent {
+			c.noteReady(id)
 		}
 		if rp := spec.ReadinessProbe; rp != nil && cs.Ready && pi.healthy[1] < 0 {
 			c.fail("fresh-probe-results", "container %s of pod %s/%s (%s) reported ready though its readiness endpoint never answered healthy",

@@ -503,7 +503,7 @@ func opMirrorDelete(r *run, a [3]int) error {
 // stop after a slow app), several containers, containers that exit, crash,
 // grow out of memory or ignore SIGTERM, short and long grace, a container
 // restart rule, an active deadline, lifecycle hooks (slow, failing, outliving
-// the grace) and termination messages; then the image pods
+// the grace, in the app and two sidecars) and termination messages; then the image pods
 // (imagePodKinds).
 func PodKinds() []func(name, node string) *corev1.Pod {
 	kinds := []func(name, node string) *corev1.Pod{
@@ -545,7 +545,8 @@ func PodKinds() []func(name, node string) *corev1.Pod {
 		func(n, node string) *corev1.Pod { return NewPod(n, node, ActiveDeadline(8), Container("web")) },
 		// Lifecycle hooks: a slow postStart and a preStop that runs in the
 		// container; a postStart that always fails (crash loop); a preStop
-		// that hangs past a short grace period (cut).
+		// that hangs past a short grace period (abandoned), in the app and in
+		// two sidecars, all ignoring SIGTERM.
 		func(n, node string) *corev1.Pod {
 			return NewPod(n, node, PostStart("app", SleepHook(3*time.Second)), PreStop("app", ExecHook("/bin/drain")), Grace(10))
 		},
@@ -555,7 +556,7 @@ func PodKinds() []func(name, node string) *corev1.Pod {
 		},
 		func(n, node string) *corev1.Pod {
 			return NewPod(n, node, PreStop("app", ExecHook("/bin/drain")), Env("app", "FAKECRI_EXEC", "/bin/drain=hang"),
-				IgnoresSIGTERM("app"), Grace(4))
+				IgnoresSIGTERM("app"), Grace(4), hungSidecar("first"), hungSidecar("second"))
 		},
 		// Termination messages: from the file, and from the log on error.
 		func(n, node string) *corev1.Pod {
@@ -564,6 +565,19 @@ func PodKinds() []func(name, node string) *corev1.Pod {
 		},
 	}
 	return append(kinds, imagePodKinds()...)
+}
+
+// hungSidecar adds a sidecar whose preStop hook outlives any grace period
+// and that ignores SIGTERM: with the app's own such hook, the pod's kill
+// uses up the grace with every container still running, and the sidecars
+// are stopped together once it is over (sidecars-stop-together), their
+// hooks left to run on (prestop-abandoned-runs-on).
+func hungSidecar(name string) PodOption {
+	return func(p *corev1.Pod) {
+		for _, o := range []PodOption{Sidecar(name), PreStop(name, ExecHook("/bin/drain")), Env(name, "FAKECRI_EXEC", "/bin/drain=hang"), IgnoresSIGTERM(name)} {
+			o(p)
+		}
+	}
 }
 
 // Sidecar adds a restartable init container (restartPolicy Always) that
