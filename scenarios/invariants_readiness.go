@@ -21,8 +21,7 @@ const readyAtOnceSlack = 1500 * time.Millisecond
 // its readiness endpoint answers healthy meanwhile.
 type readyAtOnce struct {
 	pi *probedInstance
-	// from: when the readiness probe may first run (the started status,
-	// or the end of the probe's initial delay); deadline: the bound.
+	// from: when the started status was written; deadline: the bound.
 	from, deadline time.Duration
 	// agent: the agent instance (Harness.Restarts) that wrote it.
 	agent int
@@ -36,15 +35,20 @@ type readyAtOnce struct {
 // it not ready (UpdatePodStatus wakes the readiness worker), so Ready=True
 // follows within the probe's timeout, not a period later — when one
 // success is enough (successThreshold 1) and the initial delay, counted
-// from the start, has passed.
+// from the start, has passed (before it the worker does not probe, and
+// the wake is lost: its next tick probes, upstream as here).
 func (c *Checker) expectReadyAtOnce(id string, pi *probedInstance, spec *corev1.Container, now time.Duration) {
 	rp := spec.ReadinessProbe
 	if rp == nil || spec.StartupProbe == nil || rp.SuccessThreshold > 1 {
 		return
 	}
 	_, timeout, delay, _, _ := probeTiming(rp)
-	from := max(now, pi.started+delay)
-	c.probes.atOnce[id] = &readyAtOnce{pi: pi, from: from, deadline: from + timeout + readyAtOnceSlack, agent: c.h.Restarts()}
+	if now < pi.started+delay {
+		// The worker does not probe before the delay, and the status
+		// that wakes it comes before: its next tick probes.
+		return
+	}
+	c.probes.atOnce[id] = &readyAtOnce{pi: pi, from: now, deadline: now + timeout + readyAtOnceSlack, agent: c.h.Restarts()}
 }
 
 // noteReady records that the agent wrote instance id ready.
