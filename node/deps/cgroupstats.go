@@ -1,0 +1,123 @@
+package deps
+
+import (
+	"context"
+	"time"
+)
+
+// Unlimited is how a CgroupSpec reports a limit the cgroup does not set
+// ("max").
+const Unlimited = ^uint64(0)
+
+// CgroupStats is what the kernel reports of one cgroup and of the
+// processes in it: what cAdvisor reads for a container, a pod or a system
+// container. Zero fields are unknown or zero alike; the readers say which
+// they fill.
+type CgroupStats struct {
+	// Path is the cgroup's path below the hierarchy's root ("/" is the
+	// root).
+	Path string
+	// Created is when the cgroup was made (its directory's change time);
+	// zero when unknown.
+	Created time.Time
+	CPU     CgroupCPU
+	Memory  CgroupMemory
+	Spec    CgroupSpec
+	// IO is the block I/O per device (io.stat), in device order.
+	IO        []DeviceIO
+	Processes ProcessStats
+	// PSI is the pressure stall information (cgroup v2); nil without.
+	PSI *CgroupPSI
+}
+
+// CgroupCPU is a cgroup's cumulative CPU time in nanoseconds.
+type CgroupCPU struct {
+	UsageNanos, UserNanos, SystemNanos uint64
+}
+
+// CgroupMemory is a cgroup's memory accounting in bytes and counts.
+type CgroupMemory struct {
+	// Usage is memory.current; MaxUsage its peak (memory.peak; 0 where the
+	// kernel has none).
+	Usage, MaxUsage uint64
+	// WorkingSet is Usage less the inactive file pages.
+	WorkingSet uint64
+	// Cache is the page cache (memory.stat file), RSS the anonymous
+	// memory (anon), MappedFile the mapped page cache (file_mapped),
+	// Swap the swap in use (memory.swap.current).
+	Cache, RSS, MappedFile, Swap uint64
+	// PageFaults and MajorPageFaults are memory.stat's pgfault and
+	// pgmajfault (recursive on cgroup v2).
+	PageFaults, MajorPageFaults uint64
+	// Failcnt is how often the limit was hit (cgroup v1's
+	// memory.failcnt; 0 on v2, which has none).
+	Failcnt uint64
+	// Events are memory.events' counters.
+	EventsHigh, EventsMax, EventsOOM, EventsOOMKill uint64
+}
+
+// CgroupSpec is what the cgroup limits, as the kernel holds it (a memory
+// limit is rounded down to a page multiple by the kernel). Unlimited
+// stands for "max".
+type CgroupSpec struct {
+	MemoryLimit, MemoryReservation, SwapLimit uint64
+	// CPUPeriod and CPUQuota are in microseconds (quota Unlimited: none);
+	// CPUShares are v1 shares (on v2, from cpu.weight as cAdvisor
+	// converts it).
+	CPUPeriod, CPUQuota, CPUShares uint64
+	// PidsMax is pids.max (0: unlimited, as runc reports it).
+	PidsMax uint64
+}
+
+// DeviceIO is one block device's I/O by a cgroup.
+type DeviceIO struct {
+	Major, Minor uint64
+	// Device is the device's node ("/dev/vda"), "" when unknown.
+	Device                               string
+	ReadBytes, WriteBytes, Reads, Writes uint64
+}
+
+// ProcessStats counts a cgroup's processes and what they hold.
+type ProcessStats struct {
+	Processes, Threads, FileDescriptors, Sockets uint64
+	// OpenFilesSoftLimit is the soft RLIMIT_NOFILE of the cgroup's first
+	// process; 0 when unknown.
+	OpenFilesSoftLimit uint64
+}
+
+// CgroupPSI is a cgroup's pressure for CPU, memory and I/O.
+type CgroupPSI struct {
+	CPU, Memory, IO PSI
+}
+
+// PSI is one resource's pressure: some and full.
+type PSI struct {
+	Some, Full PSIData
+}
+
+// PSIData is one line of a pressure file: the total stall in
+// microseconds and its averages in percent.
+type PSIData struct {
+	Total                uint64
+	Avg10, Avg60, Avg300 float64
+}
+
+// NetInterface is one network interface's counters (/proc/net/dev).
+type NetInterface struct {
+	Name                                    string
+	RxBytes, RxPackets, RxErrors, RxDropped uint64
+	TxBytes, TxPackets, TxErrors, TxDropped uint64
+}
+
+// CgroupStatsReader reads the kernel's figures of cgroups. Real: the
+// cgroup filesystem and /proc (node/real/cgstats). Simulated: the
+// harness's model of the runtime's containers.
+type CgroupStatsReader interface {
+	// Containers reads the cgroups of the runtime's containers with these
+	// IDs; a container whose cgroup is not found is left out.
+	Containers(ctx context.Context, ids []string) (map[string]CgroupStats, error)
+	// System reads the node's cgroups by the Summary's system container
+	// names ("kubelet", "runtime", "pods", "misc"; those the host has)
+	// and the root's as "".
+	System(ctx context.Context) (map[string]CgroupStats, error)
+}
