@@ -74,6 +74,10 @@ type Config struct {
 	// PodNetwork reads pods' network usage where the runtime's stats have
 	// none (the real node's network namespaces); nil leaves it out.
 	PodNetwork stats.NetworkReader
+	// KernelStats reads the kernel's figures of the containers', pods'
+	// and system cgroups (the Summary's and /metrics/cadvisor's); nil
+	// leaves them out.
+	KernelStats deps.CgroupStatsReader
 	// RuntimeSync tunes the executor (back-off curves, runtime handler).
 	RuntimeSync runtimesync.Config
 	// PLEG tunes the lifecycle event generator.
@@ -307,7 +311,7 @@ func newExecutor(d deps.Deps, cfg Config, pods podParts, devices *devicemanager.
 func (a *Agent) newNodeParts() nodeParts {
 	d, cfg := a.d, a.cfg
 	var n nodeParts
-	n.stats = stats.New(d.Core, stats.Ports{Runtime: d.Runtime, Images: d.Images, Machine: d.Machine, Disk: d.Disk, Pods: admittedPodList{a}, Network: cfg.PodNetwork},
+	n.stats = stats.New(d.Core, stats.Ports{Runtime: d.Runtime, Images: d.Images, Machine: d.Machine, Disk: d.Disk, Pods: admittedPodList{a}, Network: cfg.PodNetwork, Cgroups: cfg.KernelStats},
 		stats.Config{Period: cfg.Eviction.Period, RootDir: cfg.Node.RootDir, PodLogsRoot: cfg.Node.PodLogsRoot})
 	n.images = newImageGC(d, cfg)
 	n.logs = logrotate.New(d.Core, d.Runtime, d.Files, cfg.LogRotation)

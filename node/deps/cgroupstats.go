@@ -116,6 +116,9 @@ type CgroupStatsReader interface {
 	// Containers reads the cgroups of the runtime's containers with these
 	// IDs; a container whose cgroup is not found is left out.
 	Containers(ctx context.Context, ids []string) (map[string]CgroupStats, error)
+	// Pods reads the pod-level cgroups of the pods with these UIDs; a pod
+	// whose cgroup is not found is left out.
+	Pods(ctx context.Context, uids []string) (map[string]CgroupStats, error)
 	// System reads the node's cgroups by the Summary's system container
 	// names ("kubelet", "runtime", "pods", "misc"; those the host has)
 	// and the root's as "".

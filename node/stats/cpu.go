@@ -99,6 +99,8 @@ func (p *Provider) fillSampleNanoCores(s *Sample) {
 		ids = append(ids, "node")
 		cpus = append(cpus, s.NodeCPU)
 	}
+	kids, kcpus := s.Kernel.kernelCPUs()
+	ids, cpus = append(ids, kids...), append(cpus, kcpus...)
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.cpu = fillNanoCores(p.cpu, at, ids, cpus)

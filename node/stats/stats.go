@@ -73,6 +73,13 @@ type Sample struct {
 	// time, its rate from the sample before); nil when the machine does
 	// not report it, and the node's CPU is then the pods' sum.
 	NodeCPU *runtimeapi.CpuUsage
+	// Kernel is what the Cgroups port read of the running containers'
+	// and pods' cgroups, the node's root and its system containers, with
+	// their CPU rates; nil without the port.
+	Kernel *KernelStats
+	// Started is when the Provider was made (the agent's start: the
+	// kubelet system container's start time).
+	Started time.Time
 }
 
 // ImageFsBytes is the image filesystem's capacity and available bytes:
@@ -135,6 +142,9 @@ type Ports struct {
 	// sandbox's network namespace, node/real/netstats); nil leaves the
 	// pods' network out then.
 	Network NetworkReader
+	// Cgroups, when set, reads the kernel's figures of the containers',
+	// pods' and system cgroups (Sample.Kernel); nil reads none.
+	Cgroups deps.CgroupStatsReader
 }
 
 // NetworkReader reads one pod sandbox's network usage; nil usage for a
@@ -169,9 +179,12 @@ type Provider struct {
 
 	mu     sync.Mutex
 	latest *Sample
+	// started is when the Provider was made.
+	started time.Time
 	// warned: a runtime stats call failed once already; warnedDisk: a
-	// volume or log measurement; warnedNetwork: a sandbox's network read.
-	warned, warnedDisk, warnedNetwork bool
+	// volume or log measurement; warnedNetwork: a sandbox's network read;
+	// warnedCgroups: a cgroup read.
+	warned, warnedDisk, warnedNetwork, warnedCgroups bool
 	// cpu are the last CPU readings by "c/<container ID>",
 	// "s/<sandbox ID>" and "node", for the rates of the next sample.
 	cpu map[string]cpuReading
@@ -201,7 +214,7 @@ func New(d deps.Core, ports Ports, cfg Config) *Provider {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Provider{d: d, ports: ports, cfg: cfg, log: log}
+	return &Provider{d: d, ports: ports, cfg: cfg, log: log, started: d.Clock.Now()}
 }
 
 // Start spawns the "stats sampler" task, sampling every Period until ctx
@@ -260,7 +273,7 @@ func (p *Provider) RefreshNode(ctx context.Context) (Sample, error) {
 // sample reads everything a Sample holds; the pods' volumes and logs only
 // when local is true.
 func (p *Provider) sample(ctx context.Context, local bool) (Sample, error) {
-	s := Sample{Time: p.d.Clock.Now()}
+	s := Sample{Time: p.d.Clock.Now(), Started: p.started}
 	var err error
 	if s.Machine, err = p.ports.Machine.Info(ctx); err != nil {
 		return Sample{}, fmt.Errorf("machine info: %w", err)
@@ -283,8 +296,9 @@ func (p *Provider) sample(ctx context.Context, local bool) (Sample, error) {
 	if err != nil {
 		return Sample{}, fmt.Errorf("list pod sandbox stats: %w", err)
 	}
+	var netdev map[string][]deps.NetInterface
 	if s.SandboxStats == nil && p.ports.Network != nil {
-		s.SandboxStats = p.sandboxNetworks(ctx)
+		s.SandboxStats, netdev = p.sandboxNetworks(ctx)
 	}
 	statsList, statsErr := p.ports.Runtime.ListContainerStats(ctx, &runtimeapi.ContainerStatsFilter{})
 	if s.Containers, err = p.ports.Runtime.ListContainers(ctx, &runtimeapi.ContainerFilter{}); err != nil {
@@ -308,6 +322,15 @@ func (p *Provider) sample(ctx context.Context, local bool) (Sample, error) {
 			p.warnOnce(&p.warnedDisk, "local storage partly unmeasured", err)
 		}
 		s.VolumeUsage, s.LogsUsage = measured.Volumes, measured.Logs
+	}
+	if p.ports.Cgroups != nil {
+		s.Kernel = p.readKernel(ctx, s.Containers)
+	}
+	if netdev != nil {
+		if s.Kernel == nil {
+			s.Kernel = &KernelStats{}
+		}
+		s.Kernel.Network = netdev
 	}
 	p.fillSampleNanoCores(&s)
 	s.RootfsUsage = rootfsUsage(s.Containers, s.ContainerStats)
@@ -368,20 +391,37 @@ func (p *Provider) containerStats(ctx context.Context, list []*runtimeapi.Contai
 // none: one entry per ready pod sandbox holding only the network usage the
 // Network port reads (pod CPU and memory then stay the containers' sums).
 // What cannot be read (the list, a sandbox's network) is left out, logged
-// once: the pods' network is the least of a sample.
-func (p *Provider) sandboxNetworks(ctx context.Context) []*runtimeapi.PodSandboxStats {
+// once: the pods' network is the least of a sample. Where the port reads
+// every interface's full counters (InterfaceReader), they are returned
+// too, by sandbox ID.
+func (p *Provider) sandboxNetworks(ctx context.Context) ([]*runtimeapi.PodSandboxStats, map[string][]deps.NetInterface) {
 	sandboxes, err := p.ports.Runtime.ListPodSandbox(ctx, &runtimeapi.PodSandboxFilter{
 		State: &runtimeapi.PodSandboxStateValue{State: runtimeapi.PodSandboxState_SANDBOX_READY}})
 	if err != nil {
 		p.warnOnce(&p.warnedNetwork, "pod network usage unavailable", fmt.Errorf("list pod sandboxes: %w", err))
-		return nil
+		return nil, nil
 	}
 	var out []*runtimeapi.PodSandboxStats
+	var counters map[string][]deps.NetInterface
+	ir, full := p.ports.Network.(InterfaceReader)
+	if full {
+		counters = map[string][]deps.NetInterface{}
+	}
 	for _, sb := range sandboxes {
 		if sb.GetLabels()[podstate.LabelPodUID] == "" {
 			continue
 		}
-		net, err := p.ports.Network.PodNetwork(ctx, sb.GetId())
+		var net *runtimeapi.NetworkUsage
+		var err error
+		if full {
+			var ifaces []deps.NetInterface
+			if ifaces, err = ir.PodInterfaces(ctx, sb.GetId()); err == nil && ifaces != nil {
+				counters[sb.GetId()] = ifaces
+				net = NetworkUsage(ifaces, p.d.Clock.Now().UnixNano())
+			}
+		} else {
+			net, err = p.ports.Network.PodNetwork(ctx, sb.GetId())
+		}
 		if err != nil {
 			p.warnOnce(&p.warnedNetwork, "pod network usage unavailable", err)
 			continue
@@ -393,6 +433,26 @@ func (p *Provider) sandboxNetworks(ctx context.Context) []*runtimeapi.PodSandbox
 			Attributes: &runtimeapi.PodSandboxAttributes{Id: sb.GetId(), Metadata: sb.GetMetadata(), Labels: sb.GetLabels(), Annotations: sb.GetAnnotations()},
 			Linux:      &runtimeapi.LinuxPodSandboxStats{Network: net},
 		})
+	}
+	return out, counters
+}
+
+// DefaultInterface is the pod interface the Summary reports inline, as
+// the kubelet does.
+const DefaultInterface = "eth0"
+
+// NetworkUsage is the CRI form of interfaces' counters at ts, eth0 also
+// as the default interface.
+func NetworkUsage(ifaces []deps.NetInterface, ts int64) *runtimeapi.NetworkUsage {
+	out := &runtimeapi.NetworkUsage{Timestamp: ts}
+	for _, i := range ifaces {
+		iface := &runtimeapi.NetworkInterfaceUsage{Name: i.Name,
+			RxBytes: &runtimeapi.UInt64Value{Value: i.RxBytes}, RxErrors: &runtimeapi.UInt64Value{Value: i.RxErrors},
+			TxBytes: &runtimeapi.UInt64Value{Value: i.TxBytes}, TxErrors: &runtimeapi.UInt64Value{Value: i.TxErrors}}
+		out.Interfaces = append(out.Interfaces, iface)
+		if i.Name == DefaultInterface {
+			out.DefaultInterface = iface
+		}
 	}
 	return out
 }

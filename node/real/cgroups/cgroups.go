@@ -66,6 +66,9 @@ func (c *Cgroups) hugetlbAvailable() bool {
 // driver's requirement).
 func SystemdRunning() bool { return systemd.IsRunningSystemd() }
 
+// UnifiedMode reports whether the host runs the unified (v2) hierarchy.
+func UnifiedMode() bool { return ocgroups.IsCgroup2UnifiedMode() }
+
 // V2 reports whether the host runs the unified (v2) hierarchy.
 func (c *Cgroups) V2() bool { return c.v2 }
 

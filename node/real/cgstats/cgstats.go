@@ -36,9 +36,9 @@ type Reader struct {
 	// where /proc is (default /proc); Sys where /sys is (default /sys,
 	// for block device names).
 	Root, Proc, Sys string
-	// Pods is the cgroup holding the pods ("/kubepods" or
+	// PodsCgroup is the cgroup holding the pods ("/kubepods" or
 	// "/kubepods.slice").
-	Pods string
+	PodsCgroup string
 	// Kubelet, Runtime and Misc are the system containers' cgroups; ""
 	// finds them: the agent's own process's, the cgroup of the process
 	// named by RuntimeProcess, and (when SystemdRunning is false) the
@@ -67,31 +67,46 @@ func orDefault(s, d string) string {
 
 // Containers reads the cgroups of the containers with these IDs.
 func (r Reader) Containers(ctx context.Context, ids []string) (map[string]deps.CgroupStats, error) {
+	return r.read(ctx, "container", ids, func(id string) string { return id })
+}
+
+// Pods reads the pod-level cgroups of the pods with these UIDs.
+func (r Reader) Pods(ctx context.Context, uids []string) (map[string]deps.CgroupStats, error) {
+	return r.read(ctx, "pod", uids, func(uid string) string { return podKey + strings.ReplaceAll(uid, "_", "-") })
+}
+
+// podKey prefixes a pod's UID among the directories containerDirs finds.
+const podKey = "pod:"
+
+// read reads the cgroups of these keys, each found under key(k).
+func (r Reader) read(ctx context.Context, what string, keys []string, key func(string) string) (map[string]deps.CgroupStats, error) {
 	dirs, err := r.containerDirs(ctx)
 	if err != nil {
 		return nil, err
 	}
-	out := make(map[string]deps.CgroupStats, len(ids))
+	out := make(map[string]deps.CgroupStats, len(keys))
 	var errs []error
-	for _, id := range ids {
-		p, ok := dirs[id]
+	for _, k := range keys {
+		p, ok := dirs[key(k)]
 		if !ok {
 			continue
 		}
 		s, err := r.Cgroup(p)
 		if err != nil {
-			errs = append(errs, fmt.Errorf("container %s: %w", id, err))
+			errs = append(errs, fmt.Errorf("%s %s: %w", what, k, err))
 			continue
 		}
-		out[id] = s
+		out[k] = s
 	}
 	return out, errors.Join(errs...)
 }
 
 // containerDirs maps every runtime ID found as a cgroup below the pods'
-// cgroup (at most four levels: QoS class, pod, container) to its path.
+// cgroup (at most four levels: QoS class, pod, container) to its path,
+// and every pod's UID (prefixed podKey, dashes for the systemd driver's
+// underscores) to its pod cgroup's.
 func (r Reader) containerDirs(ctx context.Context) (map[string]string, error) {
-	base := filepath.Join(r.root(), r.Pods)
+	base := filepath.Join(r.root(), r.PodsCgroup)
 	out := map[string]string{}
 	err := filepath.WalkDir(base, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
@@ -110,8 +125,11 @@ func (r Reader) containerDirs(ctx context.Context) (map[string]string, error) {
 		if depth := strings.Count(rel, string(filepath.Separator)); rel != "." && depth >= 3 {
 			return fs.SkipDir
 		}
+		cg := "/" + filepath.ToSlash(strings.TrimPrefix(p, r.root()+string(filepath.Separator)))
 		if id := containerID(d.Name()); id != "" {
-			out[id] = "/" + filepath.ToSlash(strings.TrimPrefix(p, r.root()+string(filepath.Separator)))
+			out[id] = cg
+		} else if uid := podUID(d.Name()); uid != "" {
+			out[podKey+uid] = cg
 		}
 		return nil
 	})
@@ -141,11 +159,23 @@ func containerID(name string) string {
 	return name
 }
 
+// podUID is the UID a pod cgroup's name carries ("pod<uid>", or the
+// systemd driver's "kubepods-<qos>-pod<uid with _>.slice"), "" for any
+// other directory.
+func podUID(name string) string {
+	name = strings.TrimSuffix(name, ".slice")
+	i := strings.LastIndex(name, "pod")
+	if i < 0 || (i > 0 && name[i-1] != '-') || len(name) == i+3 {
+		return ""
+	}
+	return strings.ReplaceAll(name[i+3:], "_", "-")
+}
+
 // System reads the root ("") and the system containers the host has.
 func (r Reader) System(ctx context.Context) (map[string]deps.CgroupStats, error) {
 	out := map[string]deps.CgroupStats{}
 	var errs []error
-	paths := map[string]string{"": "/", "pods": r.Pods}
+	paths := map[string]string{"": "/", "pods": r.PodsCgroup}
 	paths["kubelet"] = r.Kubelet
 	if paths["kubelet"] == "" {
 		paths["kubelet"] = r.processCgroup("self")

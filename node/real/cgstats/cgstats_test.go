@@ -85,7 +85,7 @@ func fixture(t *testing.T) Reader {
 	for _, d := range []string{"lockstep", "init.scope"} {
 		write(t, root, map[string]string{d + "/cpu.stat": "usage_usec 2000000\n", d + "/memory.current": "4194304\n", d + "/memory.stat": "anon 2097152\npgfault 5000\n"})
 	}
-	return Reader{Root: root, Proc: proc, Sys: sys, Pods: "/kubepods"}
+	return Reader{Root: root, Proc: proc, Sys: sys, PodsCgroup: "/kubepods"}
 }
 
 func TestContainerFromCgroupV2(t *testing.T) {
@@ -116,6 +116,24 @@ func TestContainerFromCgroupV2(t *testing.T) {
 	}
 	if c := got[ctrID].Created; time.Since(c) > time.Hour {
 		t.Errorf("created %v, want the directory's time", c)
+	}
+}
+
+func TestPodCgroup(t *testing.T) {
+	r := fixture(t)
+	write(t, r.Root, map[string]string{"kubepods/burstable/pod1234/cpu.stat": "usage_usec 60000\n", "kubepods/burstable/pod1234/memory.current": "1500000\n",
+		"kubepods/burstable/pod1234/cgroup.procs": "4242\n"})
+	got, err := r.Pods(context.Background(), []string{"1234", "5678"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 1 || got["1234"].Path != "/kubepods/burstable/pod1234" || got["1234"].CPU.UsageNanos != 60000000 || got["1234"].Processes.Processes != 1 {
+		t.Errorf("pods: %+v, want pod 1234's cgroup", got)
+	}
+	for name, want := range map[string]string{"pod1234": "1234", "kubepods-burstable-pod12_34.slice": "12-34", "kubepods": "", "kubepods-besteffort.slice": "", "burstable": ""} {
+		if got := podUID(name); got != want {
+			t.Errorf("podUID(%q) = %q, want %q", name, got, want)
+		}
 	}
 }
 

@@ -18,6 +18,7 @@ import (
 	"github.com/lockstep-dev/lockstep/node/cm/cgroups"
 	"github.com/lockstep-dev/lockstep/node/deps"
 	realcgroups "github.com/lockstep-dev/lockstep/node/real/cgroups"
+	"github.com/lockstep-dev/lockstep/node/real/cgstats"
 )
 
 // enforcePods is the --enforce-node-allocatable value that limits the
@@ -197,4 +198,18 @@ func checkCgroupDriver(ctx context.Context, rt cri.RuntimeService, o Options) er
 			o.describe("cgroup-driver", o.Cgroups.CgroupDriver), theirs, theirs)
 	}
 	return nil
+}
+
+// kernelStats reads the cgroups of a real runtime's containers on a
+// cgroup v2 host; nil for fakecri (its containers have no cgroups) and on
+// cgroup v1, where the stats keep to what the runtime reports.
+func kernelStats(rt Runtime, o Options) deps.CgroupStatsReader {
+	if rt.Type == "fakecri" || !realcgroups.UnifiedMode() {
+		return nil
+	}
+	driver := cgroups.Driver(o.Cgroups.CgroupDriver)
+	return cgstats.Reader{
+		PodsCgroup:     cgroups.ParseRoot(o.Cgroups.CgroupRoot).Child(cgroups.KubepodsName).Path(driver),
+		SystemdRunning: realcgroups.SystemdRunning(),
+	}
 }

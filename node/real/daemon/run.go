@@ -378,6 +378,7 @@ func agentConfig(o Options, rt Runtime, id identity, mach *machine.Machine, host
 		}, Images: images.Config{ParallelPulls: o.ParallelImagePulls()}},
 		RuntimeType:   rt.Type,
 		PodNetwork:    podNetwork(rt),
+		KernelStats:   kernelStats(rt, o),
 		PLEG:          pleg.Config{UseEvents: rt.Events != nil},
 		Cgroups:       o.Cgroups.Config(),
 		CPUManager:    o.CPUManagerConfig(),

@@ -22,11 +22,14 @@ import (
 
 	cri "k8s.io/cri-api/pkg/apis"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/lockstep-dev/lockstep/node/deps"
+	"github.com/lockstep-dev/lockstep/node/stats"
 )
 
 // DefaultInterface is the pod's interface the Summary reports inline, as
 // the kubelet does.
-const DefaultInterface = "eth0"
+const DefaultInterface = stats.DefaultInterface
 
 // Reader reads pod sandboxes' network usage.
 type Reader struct {
@@ -55,6 +58,21 @@ type info struct {
 // PodNetwork returns the network usage of sandbox sandboxID, nil for a
 // host-network sandbox.
 func (r Reader) PodNetwork(ctx context.Context, sandboxID string) (*runtimeapi.NetworkUsage, error) {
+	ifaces, err := r.PodInterfaces(ctx, sandboxID)
+	if err != nil || ifaces == nil {
+		return nil, err
+	}
+	now := time.Now
+	if r.Now != nil {
+		now = r.Now
+	}
+	return stats.NetworkUsage(ifaces, now().UnixNano()), nil
+}
+
+// PodInterfaces returns the counters of every interface of sandbox
+// sandboxID's network namespace but the loopback, nil for a host-network
+// sandbox.
+func (r Reader) PodInterfaces(ctx context.Context, sandboxID string) ([]deps.NetInterface, error) {
 	resp, err := r.Runtime.PodSandboxStatus(ctx, sandboxID, true)
 	if err != nil {
 		return nil, fmt.Errorf("network of pod sandbox %s: %w", sandboxID, err)
@@ -81,17 +99,30 @@ func (r Reader) PodNetwork(ctx context.Context, sandboxID string) (*runtimeapi.N
 	if err != nil {
 		return nil, fmt.Errorf("network of pod sandbox %s: %w", sandboxID, err)
 	}
-	now := time.Now
-	if r.Now != nil {
-		now = r.Now
+	ifaces, err := ParseInterfaces(data)
+	if err != nil {
+		return nil, fmt.Errorf("network of pod sandbox %s: %w", sandboxID, err)
 	}
-	return ParseNetDev(data, now().UnixNano())
+	if ifaces == nil {
+		ifaces = []deps.NetInterface{}
+	}
+	return ifaces, nil
 }
 
 // ParseNetDev turns /proc/<pid>/net/dev into a NetworkUsage at ts: every
 // interface but the loopback, eth0 also as the default interface.
 func ParseNetDev(data []byte, ts int64) (*runtimeapi.NetworkUsage, error) {
-	out := &runtimeapi.NetworkUsage{Timestamp: ts}
+	ifaces, err := ParseInterfaces(data)
+	if err != nil {
+		return nil, err
+	}
+	return stats.NetworkUsage(ifaces, ts), nil
+}
+
+// ParseInterfaces parses /proc/<pid>/net/dev: every interface's counters
+// but the loopback's.
+func ParseInterfaces(data []byte) ([]deps.NetInterface, error) {
+	var out []deps.NetInterface
 	sc := bufio.NewScanner(bytes.NewReader(data))
 	for line := 0; sc.Scan(); line++ {
 		if line < 2 {
@@ -109,21 +140,18 @@ func ParseNetDev(data []byte, ts int64) (*runtimeapi.NetworkUsage, error) {
 		if name == "lo" {
 			continue
 		}
-		var v [4]uint64
-		for i, col := range []int{0, 2, 8, 10} { // rx bytes, rx errs, tx bytes, tx errs
+		var v [8]uint64
+		// rx bytes, packets, errs, drop; tx bytes, packets, errs, drop
+		for i, col := range []int{0, 1, 2, 3, 8, 9, 10, 11} {
 			n, err := strconv.ParseUint(f[col], 10, 64)
 			if err != nil {
 				return nil, fmt.Errorf("net/dev line %d: %w", line+1, err)
 			}
 			v[i] = n
 		}
-		iface := &runtimeapi.NetworkInterfaceUsage{Name: name,
-			RxBytes: &runtimeapi.UInt64Value{Value: v[0]}, RxErrors: &runtimeapi.UInt64Value{Value: v[1]},
-			TxBytes: &runtimeapi.UInt64Value{Value: v[2]}, TxErrors: &runtimeapi.UInt64Value{Value: v[3]}}
-		out.Interfaces = append(out.Interfaces, iface)
-		if name == DefaultInterface {
-			out.DefaultInterface = iface
-		}
+		out = append(out, deps.NetInterface{Name: name,
+			RxBytes: v[0], RxPackets: v[1], RxErrors: v[2], RxDropped: v[3],
+			TxBytes: v[4], TxPackets: v[5], TxErrors: v[6], TxDropped: v[7]})
 	}
 	if err := sc.Err(); err != nil {
 		return nil, err

@@ -12,6 +12,8 @@ import (
 	"google.golang.org/protobuf/testing/protocmp"
 	cri "k8s.io/cri-api/pkg/apis"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/lockstep-dev/lockstep/node/deps"
 )
 
 const netDev = `Inter-|   Receive                                                |  Transmit
@@ -64,5 +66,21 @@ func TestPodNetwork(t *testing.T) {
 	gone := Reader{Runtime: statusRuntime{info: `{"pid":999999}`}, ProcDir: proc}
 	if _, err := gone.PodNetwork(context.Background(), "sb3"); err == nil || !strings.Contains(err.Error(), "sb3") {
 		t.Errorf("a sandbox whose process is gone: %v, want an error naming sb3", err)
+	}
+}
+
+// Every interface's counters but lo's, packets and drops included, as
+// the cAdvisor network series need them.
+func TestParseInterfaces(t *testing.T) {
+	got, err := ParseInterfaces([]byte(netDev))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []deps.NetInterface{
+		{Name: "eth0", RxBytes: 5000, RxPackets: 40, RxErrors: 1, TxBytes: 7000, TxPackets: 50, TxErrors: 2},
+		{Name: "net1", RxBytes: 10, RxPackets: 1, TxBytes: 20, TxPackets: 1},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("interfaces (-want +got):\n%s", diff)
 	}
 }
