@@ -28,6 +28,18 @@ type CgroupStats struct {
 	Processes ProcessStats
 	// PSI is the pressure stall information (cgroup v2); nil without.
 	PSI *CgroupPSI
+	// Disks are the machine's block devices' counters (/proc/diskstats),
+	// read for the root only.
+	Disks []DiskStats
+}
+
+// DiskStats is one block device's counters since boot.
+type DiskStats struct {
+	// Device is its node ("/dev/vda").
+	Device                                           string
+	ReadsMerged, SectorsRead, ReadTimeMillis         uint64
+	WritesMerged, SectorsWritten, WriteTimeMillis    uint64
+	IOInProgress, IOTimeMillis, WeightedIOTimeMillis uint64
 }
 
 // CgroupCPU is a cgroup's cumulative CPU time in nanoseconds.

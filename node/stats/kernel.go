@@ -4,6 +4,7 @@ import (
 	"context"
 	"slices"
 
+	corev1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/lockstep-dev/lockstep/node/deps"
@@ -80,4 +81,29 @@ func (k *KernelStats) kernelCPUs() (ids []string, cpus []*runtimeapi.CpuUsage) {
 		cpus = append(cpus, k.CPU[id[len("k/"):]])
 	}
 	return ids, cpus
+}
+
+// MemoryLimit is container id's memory limit as its cgroup holds it (the
+// kernel rounds memory.max down to a page multiple), else, when the
+// kernel was not read, what its spec asks (0: none); false when neither
+// limits it.
+func (s Sample) MemoryLimit(id string, spec *corev1.Container) (uint64, bool) {
+	if k, ok := s.Kernel.container(id); ok && !teethSpecMemoryLimit {
+		l := k.Spec.MemoryLimit
+		return l, l != deps.Unlimited && l != 0
+	}
+	if spec == nil {
+		return 0, false
+	}
+	l := spec.Resources.Limits.Memory().Value()
+	return uint64(max(l, 0)), l > 0
+}
+
+// container is the kernel's figures of container id, false when unread.
+func (k *KernelStats) container(id string) (deps.CgroupStats, bool) {
+	if k == nil {
+		return deps.CgroupStats{}, false
+	}
+	c, ok := k.Containers[id]
+	return c, ok
 }

@@ -257,7 +257,30 @@ func (r Reader) Cgroup(p string) (deps.CgroupStats, error) {
 	s.IO = r.io(f.keyedLines("io.stat"))
 	s.Processes = r.processes(&f)
 	s.PSI = psi(&f)
+	if s.Path == "/" {
+		s.Disks = diskstats(files{dir: r.proc()}.keyedLines("diskstats"))
+	}
 	return s, f.err
+}
+
+// diskstats parses /proc/diskstats' lines of whole disks and partitions
+// (loop and ram devices left out).
+func diskstats(lines [][]string) []deps.DiskStats {
+	var out []deps.DiskStats
+	for _, l := range lines {
+		if len(l) < 14 || strings.HasPrefix(l[2], "loop") || strings.HasPrefix(l[2], "ram") {
+			continue
+		}
+		var v [11]uint64
+		for i := range v {
+			v[i], _ = strconv.ParseUint(l[3+i], 10, 64)
+		}
+		out = append(out, deps.DiskStats{Device: "/dev/" + l[2],
+			ReadsMerged: v[1], SectorsRead: v[2], ReadTimeMillis: v[3],
+			WritesMerged: v[5], SectorsWritten: v[6], WriteTimeMillis: v[7],
+			IOInProgress: v[8], IOTimeMillis: v[9], WeightedIOTimeMillis: v[10]})
+	}
+	return out
 }
 
 // memory reads the memory accounting; the root's usage from /proc.
