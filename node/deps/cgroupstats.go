@@ -28,9 +28,11 @@ type CgroupStats struct {
 	Processes ProcessStats
 	// PSI is the pressure stall information (cgroup v2); nil without.
 	PSI *CgroupPSI
-	// Disks are the machine's block devices' counters (/proc/diskstats),
-	// read for the root only.
-	Disks []DiskStats
+	// Disks are the machine's block devices' counters (/proc/diskstats)
+	// and Network the host's interfaces' (/proc/net/dev, the loopback
+	// left out), read for the root only.
+	Disks   []DiskStats
+	Network []NetInterface
 }
 
 // DiskStats is one block device's counters since boot.

@@ -9,6 +9,7 @@ import (
 
 	"github.com/lockstep-dev/lockstep/node/deps"
 	"github.com/lockstep-dev/lockstep/node/podstate"
+	"github.com/lockstep-dev/lockstep/node/statssummary"
 )
 
 // KernelStats is what the kernel reports of a sample's cgroups: what
@@ -106,4 +107,14 @@ func (k *KernelStats) container(id string) (deps.CgroupStats, bool) {
 	}
 	c, ok := k.Containers[id]
 	return c, ok
+}
+
+// summaryKernel is the kernel's figures as the Summary takes them; nil
+// when the kernel was not read.
+func (s Sample) summaryKernel() *statssummary.Kernel {
+	if s.Kernel == nil {
+		return nil
+	}
+	return &statssummary.Kernel{Containers: s.Kernel.Containers, Pods: s.Kernel.Pods, System: s.Kernel.System, CPU: s.Kernel.CPU,
+		Started: s.Started, MemoryLimit: s.MemoryLimit, ImageFs: s.ImageFs}
 }

@@ -105,7 +105,7 @@ type FsUsage = statssummary.FsUsage
 // pods (see statssummary.Build).
 func (s Sample) Summary(nodeName string, pods []*corev1.Pod) *statsv1alpha1.Summary {
 	return statssummary.Build(nodeName, s.Time, s.Machine, s.Usage, pods, s.SandboxStats, s.ContainerStats, s.Containers,
-		statssummary.LocalUsage{Volumes: s.VolumeUsage, Logs: s.LogsUsage, NodeCPU: s.NodeCPU})
+		statssummary.LocalUsage{Volumes: s.VolumeUsage, Logs: s.LogsUsage, NodeCPU: s.NodeCPU, Kernel: s.summaryKernel()})
 }
 
 // Runtime is what a Provider reads of the CRI runtime: the sandboxes and

@@ -58,6 +58,9 @@ type LocalUsage struct {
 	Volumes map[types.UID]map[string]FsUsage
 	Logs    map[types.UID]map[string]FsUsage
 	NodeCPU *runtimeapi.CpuUsage
+	// Kernel, when set, completes the Summary with the kernel's figures
+	// of the cgroups (applyKernel).
+	Kernel *Kernel
 }
 
 // Build returns the Summary of node nodeName at time now. pods are the
@@ -78,6 +81,9 @@ func Build(nodeName string, now time.Time, machine deps.MachineInfo, usage deps.
 	out.Node = nodeStats(nodeName, now, machine, usage, out.Pods)
 	if local.NodeCPU != nil {
 		out.Node.CPU = cpuStats(local.NodeCPU)
+	}
+	if local.Kernel != nil {
+		applyKernel(out, pods, containers, *local.Kernel, now, usage)
 	}
 	return out
 }

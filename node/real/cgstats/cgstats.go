@@ -28,6 +28,7 @@ import (
 	"strings"
 
 	"github.com/lockstep-dev/lockstep/node/deps"
+	"github.com/lockstep-dev/lockstep/node/real/netstats"
 )
 
 // Reader reads cgroups below Root and processes below Proc.
@@ -255,10 +256,20 @@ func (r Reader) Cgroup(p string) (deps.CgroupStats, error) {
 	s.Memory = r.memory(&f, s.Path == "/")
 	s.Spec = spec(&f)
 	s.IO = r.io(f.keyedLines("io.stat"))
-	s.Processes = r.processes(&f)
+	if s.Path != "/" {
+		// The root holds every process of a host without systemd: too
+		// many to walk each sample, and no container's.
+		s.Processes = r.processes(&f)
+	}
 	s.PSI = psi(&f)
 	if s.Path == "/" {
 		s.Disks = diskstats(files{dir: r.proc()}.keyedLines("diskstats"))
+		if b, err := os.ReadFile(filepath.Join(r.proc(), "net", "dev")); err == nil {
+			s.Network, _ = netstats.ParseInterfaces(b)
+			if s.Network == nil {
+				s.Network = []deps.NetInterface{}
+			}
+		}
 	}
 	return s, f.err
 }
