@@ -32,6 +32,7 @@ var checkerMayUse = map[string]string{
 	"podstate.LabelPodNamespace":               "label name on CRI objects",
 	"podstate.LabelContainerName":              "label name on CRI objects",
 	"podstate.PodRef":                          "type: a pod's namespace, name and UID",
+	"stats.Sample":                             "type: the agent's stats sample, the report under test (stats-rate, stats-memory-limit), read, never asked to decide",
 	"podstate.PodRefFromLabels":                "reads the label names back into a PodRef",
 	"podsource.AnnotationConfigSource":         "annotation name of a static pod's source",
 	"podsource.AnnotationConfigMirror":         "annotation name of a mirror pod's hash",

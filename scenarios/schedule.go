@@ -101,7 +101,7 @@ var families = map[string][]string{
 	"shutdown":         {"shutdown-grace", "shutdown-not-ready"},
 	"resize":           {"allocations-fit", "allocation-checkpointed"},
 	"devices":          {"devices-once", "device-plugin-down"},
-	"stats-rate":       {"stats-rate"},
+	"stats-rate":       {"stats-rate", "stats-memory-limit"},
 	"status-prompt":    {"status-prompt"},
 	"sandbox":          {"sandbox-reported"},
 	"features":         {"features-declared"},

@@ -250,7 +250,7 @@ func Invariants() []string {
 		"static-removal-stops", "static-superseded-never-starts", "mirror-follows-current", "terminal-after-stopped", "sigterm-first", "lease-fresh", "node-ready", "liveness-restarts", "startup-protects", "probe-restarts", "fresh-probe-results", "sidecar-order", "pull-backoff", "image-gc-safe", "image-gc-lru", "log-bounded", "log-lines-once",
 		"prestop-before-stop", "prestop-abandoned-runs-on", "sidecars-stop-together", "readiness-at-once", "poststart-before-started", "volumes-kept", "volume-wait-status", "token-valid", "client-cert-valid", "cgroups-match", "qos-reported", "exclusive-cpus", "numa-aligned", "devices-once", "device-plugin-down",
 		"eviction-order", "critical-survives", "evicted-stays-dead",
-		"one-eviction-per-cycle", "reclaim-first", "local-storage-evicted", "local-storage-kept", "pressure-conditions", "admission", "oom-reported", "stats-rate",
+		"one-eviction-per-cycle", "reclaim-first", "local-storage-evicted", "local-storage-kept", "pressure-conditions", "admission", "oom-reported", "stats-rate", "stats-memory-limit",
 		"shutdown-order", "shutdown-grace", "shutdown-not-ready", "status-prompt", "sandbox-reported", "features-declared", "apparmor-refused", "fqdn-too-long",
 		"allocations-fit", "allocation-checkpointed", "service-env",
 		"deleted-disappears", "converges", "status-matches", "mirror-present", "static-latest", "resize-in-place", "resize-restarts-once", "resize-converges",

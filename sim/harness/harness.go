@@ -53,6 +53,9 @@ type Config struct {
 	// events and relist rarely, as it does on a runtime that implements
 	// GetContainerEvents.
 	EventedPLEG bool
+	// KernelStats gives the agent's stats the simulated kernel's figures
+	// of the containers' cgroups (their page-rounded memory limits).
+	KernelStats bool
 	// NoCgroups runs the agent without pod and QoS cgroups
 	// (--cgroups-per-qos=false); otherwise, when Agent.Cgroups is left
 	// zero, the kubelet's defaults apply: cgroupfs under "/", kubepods
@@ -298,6 +301,9 @@ func (h *Harness) StartAgent() {
 		cfg.RuntimeType = "fakecri"
 	}
 	cfg.Cgroups = h.CgroupConfig()
+	if h.cfg.KernelStats {
+		cfg.KernelStats = kernelStats{h.Runtime}
+	}
 	if len(h.cfg.DevicePlugins) > 0 {
 		h.registry = deviceplugin.NewRegistry(h.K.Tasks())
 		d.DevicePlugins = h.registry
