@@ -149,7 +149,7 @@ func shortfalls(pod *corev1.Pod, node Node, used *Usage) []shortfall {
 		if want <= 0 {
 			continue
 		}
-		if _, has := node.Allocatable[r]; !has && isExtended(r) {
+		if _, has := node.Allocatable[r]; !has && IsExtendedResourceName(r) {
 			continue // a resource the node does not know: not the node's to account (as upstream)
 		}
 		capacity, inUse := amount(node.Allocatable, r), used.Requested(r)
@@ -160,9 +160,10 @@ func shortfalls(pod *corev1.Pod, node Node, used *Usage) []shortfall {
 	return out
 }
 
-// isExtended reports whether r is an extended resource (a domain-qualified
-// name outside kubernetes.io, not a quota's "requests." name).
-func isExtended(r corev1.ResourceName) bool {
+// IsExtendedResourceName reports whether r is an extended resource (a
+// domain-qualified name outside kubernetes.io, not a quota's "requests."
+// name).
+func IsExtendedResourceName(r corev1.ResourceName) bool {
 	s := string(r)
 	if !strings.Contains(s, "/") || strings.HasPrefix(s, corev1.ResourceDefaultNamespacePrefix) {
 		return false

@@ -141,6 +141,13 @@ func TestAdmissionNode(t *testing.T) {
 		Spec: corev1.NodeSpec{Taints: []corev1.Taint{{Key: "t", Effect: corev1.TaintEffectNoSchedule}}}}
 	written := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"from": "status"}}}
 	registered := func() map[string]string { return map[string]string{"from": "registration"} }
+	// The Node's allocatable: its cpu, pods and the device manager's
+	// resource are not admission's to take from it (the configured
+	// allocatable and the manager's live count are); a device resource
+	// the manager forgot (shown at 0) and another extended resource are.
+	extended := &corev1.Node{Status: corev1.NodeStatus{Allocatable: corev1.ResourceList{
+		corev1.ResourceCPU: resourceMust("64"), corev1.ResourcePods: resourceMust("500"), "example.com/gpu": resourceMust("8"),
+		"example.com/gone": resourceMust("0"), "example.com/dongle": resourceMust("3"), "hugepages-2Mi": resourceMust("1Gi")}}}
 	facts := NodeFacts{Name: "n", Allocatable: corev1.ResourceList{corev1.ResourceCPU: resourceMust("4")}, MaxPods: 110,
 		Devices: corev1.ResourceList{"example.com/gpu": resourceMust("2")}}
 	wantAlloc := corev1.ResourceList{corev1.ResourceCPU: resourceMust("4"), corev1.ResourcePods: resourceMust("110"),
@@ -159,6 +166,9 @@ func TestAdmissionNode(t *testing.T) {
 		{"else the registration labels", facts, []func() *corev1.Node{is(nil), is(nil)}, registered(), nil, wantAlloc},
 		{"no allocatable: only pods", NodeFacts{Name: "n", MaxPods: 5}, nil, registered(), nil,
 			corev1.ResourceList{corev1.ResourcePods: resourceMust("5")}},
+		{"the Node's extended resources the devices do not report", facts, []func() *corev1.Node{is(extended)}, nil, nil,
+			corev1.ResourceList{corev1.ResourceCPU: resourceMust("4"), corev1.ResourcePods: resourceMust("110"),
+				"example.com/gpu": resourceMust("2"), "example.com/gone": resourceMust("0"), "example.com/dongle": resourceMust("3")}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -46,7 +46,10 @@ type Steps struct {
 // either never preempts anyone), the node's labels, taints and resources beside
 // the admitted pods, read again from the API before refusing for node
 // affinity or taints (the copy may be a moment behind); a pod that does not fit may preempt
-// admitted pods (critical pods only); then devices, then CPUs and memory.
+// admitted pods (critical pods only); then CPUs and memory. Devices come
+// before the node's resources, as the kubelet's device manager answers
+// before its predicates (its extended resources the manager does not
+// know are the node's allocatable's to decide, as upstream's).
 func Decide(pod *corev1.Pod, s Steps) admission.Decision {
 	d := admission.AdmitUnderPressure(pod, podspec.QOSClass(pod), s.Pressure)
 	if d.Admitted() {
@@ -60,6 +63,16 @@ func Decide(pod *corev1.Pod, s Steps) admission.Decision {
 	}
 	if d := admission.AdmitDeclaredFeatures(pod, s.Declared); !d.Admitted() {
 		return d
+	}
+	// Devices before the node's fit, as the kubelet's device manager
+	// allocates in the handler before its predicates: a resource whose
+	// plugin has no healthy device, or none at all while pods hold its
+	// devices, is UnexpectedAdmissionError, not OutOf<resource>, and a
+	// pod refused for devices preempts nobody.
+	if s.Devices != nil {
+		if d := s.Devices(pod); !d.Admitted() {
+			return d
+		}
 	}
 	node := s.Node()
 	d = s.Fits(pod, node)
@@ -76,11 +89,6 @@ func Decide(pod *corev1.Pod, s Steps) admission.Decision {
 			return d
 		}
 		s.Preempt(pod, victims)
-	}
-	if s.Devices != nil {
-		if d := s.Devices(pod); !d.Admitted() {
-			return d
-		}
 	}
 	return s.Resources(pod)
 }

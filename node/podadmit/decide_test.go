@@ -75,6 +75,7 @@ func TestDecide(t *testing.T) {
 	ok := admission.Decision{}
 	tooBig := admission.Decision{Reason: "OutOfcpu", Message: "no cpu"}
 	affinity := admission.Decision{Reason: admission.ReasonNodeAffinity, Message: "labels"}
+	noDevice := admission.Decision{Reason: "UnexpectedAdmissionError", Message: "no healthy devices"}
 	critical := podOf("critical", 2000001000, "1")
 	plain := podOf("plain", 0, "1")
 	bestEffort := podOf("besteffort", 0, "")
@@ -101,7 +102,7 @@ func TestDecide(t *testing.T) {
 		wantCalls    []string
 	}{
 		{name: "fits: every step asked", pod: plain, c: chain{fits: []admission.Decision{ok}, devices: &ok},
-			want: ok, wantCalls: []string{"node", "fits", "devices", "resources"}},
+			want: ok, wantCalls: []string{"devices", "node", "fits", "resources"}},
 		{name: "no device manager: devices skipped", pod: plain, c: chain{fits: []admission.Decision{ok}},
 			want: ok, wantCalls: []string{"node", "fits", "resources"}},
 		{name: "memory pressure refuses best effort before the node is read", pod: bestEffort,
@@ -119,8 +120,9 @@ func TestDecide(t *testing.T) {
 		{name: "a critical pod too big preempts, then devices and resources decide", pod: critical,
 			c:    chain{fits: []admission.Decision{tooBig}, victims: []*corev1.Pod{victim}, resources: ok},
 			want: ok, wantCalls: []string{"node", "fits", "admitted", "preempt victim", "resources"}},
-		{name: "devices refuse", pod: plain, c: chain{fits: []admission.Decision{ok}, devices: &tooBig},
-			want: tooBig, wantCalls: []string{"node", "fits", "devices"}},
+		{name: "devices refuse before the node is read (no preemption)", pod: critical,
+			c:    chain{fits: []admission.Decision{tooBig}, victims: []*corev1.Pod{victim}, devices: &noDevice},
+			want: noDevice, wantCalls: []string{"devices"}},
 		{name: "an undeclared node feature refuses before the node is read (no preemption)", pod: restartAll,
 			c:         chain{fits: []admission.Decision{tooBig}, victims: []*corev1.Pod{victim}},
 			want:      admission.Decision{Reason: admission.ReasonPodFeatureUnsupported, Message: "Pod requires node features that are not available: RestartAllContainersOnContainerExits"},

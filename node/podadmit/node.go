@@ -43,6 +43,9 @@ type NodeView struct {
 	mu     sync.Mutex
 	node   *corev1.Node
 	readAt time.Time
+	// triedAt: when Current last tried to read a watched Node the watch
+	// had not reported.
+	triedAt time.Time
 }
 
 // NewNodeView returns the view of node name through watch and nodes
@@ -97,21 +100,41 @@ func (v *NodeView) keep(n *corev1.Node) {
 	v.mu.Unlock()
 }
 
-// Current is the Node as its watch last reported it, or, when it is not
-// watched, as read from the API at most nodeMaxAge ago (reading it again
-// when it is older); nil when none is known.
+// Current is the Node as its watch last reported it (read from the API
+// when the watch has reported none yet), or, when it is not watched, as
+// read from the API at most nodeMaxAge ago (reading it again when it is
+// older); nil when none is known.
 func (v *NodeView) Current() *corev1.Node {
 	now := v.core.Clock.Now()
 	v.mu.Lock()
 	node, at := v.node, v.readAt
 	v.mu.Unlock()
-	if v.watch != nil || (node != nil && now.Sub(at) < nodeMaxAge) {
+	// Watched, the Node is read when the watch has not reported it yet
+	// (the agent just started), as the kubelet admits API pods only once
+	// its node informer has synced; at most once a nodeMaxAge, so that an
+	// apiserver out of reach does not hold every admission.
+	if v.watch != nil && (node != nil || !v.tryRead(now)) {
+		return node
+	}
+	if node != nil && now.Sub(at) < nodeMaxAge {
 		return node
 	}
 	if fresh, ok := v.Read(); ok {
 		return fresh
 	}
 	return node
+}
+
+// tryRead reports whether a read of the unwatched-yet Node may be tried
+// at now (none tried for nodeMaxAge), and records the try.
+func (v *NodeView) tryRead(now time.Time) bool {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if !v.triedAt.IsZero() && now.Sub(v.triedAt) < nodeMaxAge {
+		return false
+	}
+	v.triedAt = now
+	return true
 }
 
 // Read reads the Node from the API now and keeps it.
@@ -142,24 +165,40 @@ type NodeFacts struct {
 }
 
 // AdmissionNode is the node as admission sees it: its allocatable
-// resources with the pod capacity and the devices, and the labels and
-// taints of the first Node known asks for in turn (the watched or read
-// one, then the one the node status last wrote; nil: not known), else
-// registered's labels (what the node registers with). A source is asked
-// only when those before it know no Node.
+// resources with the pod capacity, the extended resources of the Node's
+// own allocatable that the device manager does not report (as the
+// kubelet's admission reads its Node: a device resource its plugin left,
+// shown at 0, still refuses a pod that asks for it after a restart forgot
+// the plugin; a resource the Node lacks is no node's, and not checked)
+// and the devices, and the labels and taints of the first Node known asks
+// for in turn (the watched or read one, then the one the node status last
+// wrote; nil: not known), else registered's labels (what the node
+// registers with). A source is asked only when those before it know no
+// Node.
 func AdmissionNode(f NodeFacts, registered func() map[string]string, known ...func() *corev1.Node) admission.Node {
 	n := admission.Node{Name: f.Name, Allocatable: f.Allocatable.DeepCopy()}
 	if n.Allocatable == nil {
 		n.Allocatable = corev1.ResourceList{}
 	}
 	n.Allocatable[corev1.ResourcePods] = *resource.NewQuantity(int64(f.MaxPods), resource.DecimalSI)
-	maps.Copy(n.Allocatable, f.Devices)
+	var node *corev1.Node
 	for _, source := range known {
-		if node := source(); node != nil {
-			n.Labels, n.Taints = node.Labels, node.Spec.Taints
-			return n
+		if node = source(); node != nil {
+			break
 		}
 	}
-	n.Labels = registered()
+	if node != nil {
+		n.Labels, n.Taints = node.Labels, node.Spec.Taints
+		if !teethNodeExtendedIgnored {
+			for r, q := range node.Status.Allocatable {
+				if _, ours := n.Allocatable[r]; !ours && admission.IsExtendedResourceName(r) {
+					n.Allocatable[r] = q.DeepCopy()
+				}
+			}
+		}
+	} else {
+		n.Labels = registered()
+	}
+	maps.Copy(n.Allocatable, f.Devices)
 	return n
 }

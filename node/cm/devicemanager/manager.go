@@ -330,18 +330,31 @@ func (m *Manager) Resources() (capacity, allocatable corev1.ResourceList, remove
 	return capacity, allocatable, removed
 }
 
-// AdmissionAllocatable is what admission counts of each device resource:
-// the healthy devices plus those allocated to pods whatever their health
-// (their pods' requests are counted as used beside it). So a pod already
-// holding its devices is admitted again after an agent restart, before
-// its plugin has registered again, while a new pod is not.
+// AdmissionAllocatable is what admission counts of each device resource
+// the manager knows: the healthy devices plus those allocated to pods
+// whatever their health (their pods' requests are counted as used beside
+// it), so that a pod already holding its devices is admitted again after
+// an agent restart, before its plugin has registered again, while a new
+// pod is not. A resource past its grace, or only known from the devices
+// pods hold (a restart forgot its plugin), counts those held devices
+// alone, as upstream raises the node's allocatable to the devices
+// allocated (sanitizeNodeAllocatable); one it does not know at all is
+// left to the Node's own allocatable.
 func (m *Manager) AdmissionAllocatable() corev1.ResourceList {
 	now := m.d.Clock.Now()
 	out := corev1.ResourceList{}
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	for _, name := range m.allocatedResources() {
+		if !m.known(name, now) {
+			out[corev1.ResourceName(name)] = *resource.NewQuantity(int64(len(m.taken(name, ""))), resource.DecimalSI)
+		}
+	}
 	for name, ep := range m.res {
 		if m.expired(ep, now) {
+			if _, held := out[corev1.ResourceName(name)]; !held {
+				out[corev1.ResourceName(name)] = *resource.NewQuantity(0, resource.DecimalSI)
+			}
 			continue
 		}
 		taken := m.taken(name, "")
@@ -356,13 +369,54 @@ func (m *Manager) AdmissionAllocatable() corev1.ResourceList {
 	return out
 }
 
-// requests is what c asks of each device resource the manager knows.
+// known reports whether resource name has a plugin the manager follows
+// (connected or within its grace); m.mu held.
+func (m *Manager) known(name string, now time.Time) bool {
+	ep := m.res[name]
+	return ep != nil && !m.expired(ep, now)
+}
+
+// allocatedResources are the resources some pod holds devices of, sorted;
+// m.mu held.
+func (m *Manager) allocatedResources() []string {
+	set := map[string]bool{}
+	for _, byC := range m.alloc {
+		for _, byRes := range byC {
+			for r := range byRes {
+				set[r] = true
+			}
+		}
+	}
+	return slices.Sorted(maps.Keys(set))
+}
+
+// isDeviceResource reports whether r is a device plugin resource to
+// admission, as upstream's isDevicePluginResource: a plugin the manager
+// follows offers it, or some pod holds devices of it; m.mu held. Another
+// extended resource is the node's to account, not the manager's.
+func (m *Manager) isDeviceResource(r string, now time.Time) bool {
+	return m.known(r, now) || slices.Contains(m.allocatedResources(), r)
+}
+
+// requests is what c asks of each device resource: a resource a plugin
+// registered in this life of the manager (even one past its grace, whose
+// devices are gone) or one some pod holds devices of.
 func (m *Manager) requests(c *corev1.Container) map[string]int {
 	out := map[string]int{}
+	var allocated []string
 	for name, q := range c.Resources.Limits {
-		if _, ok := m.res[string(name)]; ok && q.Value() > 0 {
-			out[string(name)] = int(q.Value())
+		if q.Value() <= 0 {
+			continue
 		}
+		if _, ok := m.res[string(name)]; !ok {
+			if allocated == nil {
+				allocated = m.allocatedResources()
+			}
+			if !slices.Contains(allocated, string(name)) {
+				continue
+			}
+		}
+		out[string(name)] = int(q.Value())
 	}
 	return out
 }
@@ -404,31 +458,49 @@ func (m *Manager) held(uid types.UID) map[string]map[string]bool {
 	return out
 }
 
-// Admit checks that the free healthy devices cover what pod requests,
+// Admit checks, as upstream's device manager does when it allocates at
+// admission (devicesToAllocate), each device resource the pod still
+// needs: one no plugin offers (only pods' held devices make it a device
+// resource: its plugin was removed past its grace, or a restart forgot
+// it) is "cannot allocate unregistered device"; one whose plugin has no
+// healthy device (stopped, or not registered again since a restart) is
+// "no healthy devices present"; otherwise the free healthy devices,
 // beside the pods active returns (the other pods that may still run,
 // whose needs not yet allocated are reserved; asked only when pod needs a
 // device, so that admitting the pods that need none costs no list of
-// every pod). It returns the kubelet's UnexpectedAdmissionError message
-// when they do not.
+// every pod), must cover it. A refusal is the kubelet's
+// UnexpectedAdmissionError with its message. A resource that is no
+// device plugin's is not the manager's to refuse: the node's allocatable
+// decides (admission.Fits). A pod already holding its devices needs none.
 func (m *Manager) Admit(pod *corev1.Pod, active func() []*corev1.Pod) (reason, message string, ok bool) {
+	now := m.d.Clock.Now()
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	needs := m.podNeeds(pod)
 	var others []*corev1.Pod
-	if len(needs) > 0 && active != nil {
-		others = active()
-	}
 	for _, r := range slices.Sorted(maps.Keys(needs)) {
 		want := needs[r] - len(m.held(pod.UID)[r])
-		if want <= 0 {
+		if want <= 0 || !m.isDeviceResource(r, now) {
 			continue
 		}
+		if !m.known(r, now) {
+			return refuse("cannot allocate unregistered device %s", r)
+		}
 		taken := m.taken(r, pod.UID)
-		free := 0
+		healthy, free := 0, 0
 		for id, h := range m.res[r].devices {
-			if h && !taken[id] {
-				free++
+			if h {
+				healthy++
+				if !taken[id] {
+					free++
+				}
 			}
+		}
+		if healthy == 0 {
+			return refuse("no healthy devices present; cannot allocate unhealthy devices %s", r)
+		}
+		if others == nil && active != nil {
+			others = active()
 		}
 		for _, p := range others {
 			if p.UID != pod.UID {
@@ -436,10 +508,15 @@ func (m *Manager) Admit(pod *corev1.Pod, active func() []*corev1.Pod) (reason, m
 			}
 		}
 		if free < want {
-			return ReasonUnexpectedAdmissionError, fmt.Sprintf("Allocate failed due to requested number of devices unavailable for %s. Requested: %d, Available: %d, which is unexpected", r, want, max(free, 0)), false
+			return refuse("requested number of devices unavailable for %s. Requested: %d, Available: %d", r, want, max(free, 0))
 		}
 	}
 	return "", "", true
+}
+
+// refuse is the kubelet's admission refusal for an allocation error.
+func refuse(format string, args ...any) (reason, message string, ok bool) {
+	return ReasonUnexpectedAdmissionError, "Allocate failed due to " + fmt.Sprintf(format, args...) + ", which is unexpected", false
 }
 
 // taken are the devices of resource r allocated to pods other than

@@ -475,3 +475,89 @@ func TestStoppedPluginKeepsCapacityForTheGrace(t *testing.T) {
 		t.Errorf("re-registered after the removal (-want +got):\n%s removed %v", diff, removed)
 	}
 }
+
+// admissionAllocatable is AdmissionAllocatable as strings.
+func (w *world) admissionAllocatable() map[string]string {
+	got := map[string]string{}
+	for k, v := range w.m.AdmissionAllocatable() {
+		got[string(k)] = v.String()
+	}
+	return got
+}
+
+// TestAdmitRefusesAsUpstreamsAllocate: the refusals of upstream's
+// devicesToAllocate, with the kubelet's UnexpectedAdmissionError message:
+// a known resource with no healthy device (its plugin stopped, or not
+// registered again since a restart); a resource no plugin offers that a
+// pod holds devices of ("unregistered"). A resource the manager does not
+// know at all is not its to refuse: AdmissionAllocatable leaves it to the
+// Node, or reports 0 for one removed past its grace in this life.
+func TestAdmitRefusesAsUpstreamsAllocate(t *testing.T) {
+	const noHealthy = "Allocate failed due to no healthy devices present; cannot allocate unhealthy devices example.com/foo, which is unexpected"
+	const unregistered = "Allocate failed due to cannot allocate unregistered device example.com/foo, which is unexpected"
+	type verdict struct {
+		Reason, Message string
+		OK              bool
+		Allocatable     map[string]string
+	}
+	admit := func(w *world, p *corev1.Pod) verdict {
+		reason, msg, ok := w.m.Admit(p, nil)
+		return verdict{reason, msg, ok, w.admissionAllocatable()}
+	}
+	refused := func(msg string, alloc map[string]string) verdict {
+		return verdict{devicemanager.ReasonUnexpectedAdmissionError, msg, false, alloc}
+	}
+	for _, tc := range []struct {
+		name  string
+		setup func(w *world) *corev1.Pod // returns a pod holding devices, or nil
+		want  verdict
+	}{
+		{"stopped plugin", func(w *world) *corev1.Pod {
+			w.plugin(deviceplugin.Config{Resource: foo, Count: 2}).Die()
+			w.run(time.Second)
+			return nil
+		}, refused(noHealthy, map[string]string{foo: "0"})},
+		{"restarted, plugin not back", func(w *world) *corev1.Pod {
+			w.plugin(deviceplugin.Config{Resource: foo, Count: 2}).Die()
+			w.run(time.Second)
+			w.restart()
+			return nil
+		}, refused(noHealthy, map[string]string{foo: "0"})},
+		{"removed past the grace", func(w *world) *corev1.Pod {
+			w.plugin(deviceplugin.Config{Resource: foo, Count: 2}).Die()
+			w.run(devicemanager.DefaultGrace + time.Second)
+			return nil
+		}, verdict{OK: true, Allocatable: map[string]string{foo: "0"}}},
+		{"removed past the grace, then restarted", func(w *world) *corev1.Pod {
+			w.plugin(deviceplugin.Config{Resource: foo, Count: 2}).Die()
+			w.run(devicemanager.DefaultGrace + time.Second)
+			w.restart()
+			return nil
+		}, verdict{OK: true, Allocatable: map[string]string{}}},
+		{"removed past the grace while a pod holds devices, then restarted", func(w *world) *corev1.Pod {
+			p := w.plugin(deviceplugin.Config{Resource: foo, Count: 2})
+			a := pod("a", 1)
+			if _, err := w.m.Allocate(w.ctx, a, &a.Spec.Containers[0]); err != nil {
+				w.t.Fatal(err)
+			}
+			p.Die()
+			w.run(devicemanager.DefaultGrace + time.Second)
+			w.restart()
+			return a
+		}, refused(unregistered, map[string]string{foo: "1"})},
+		{"never registered", func(*world) *corev1.Pod { return nil }, verdict{OK: true, Allocatable: map[string]string{}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := newWorld(t)
+			holder := tc.setup(w)
+			if diff := cmp.Diff(tc.want, admit(w, pod("b", 1))); diff != "" {
+				t.Errorf("a new pod asking for 1 device (-want +got):\n%s", diff)
+			}
+			if holder != nil {
+				if _, msg, ok := w.m.Admit(holder, nil); !ok {
+					t.Errorf("the pod holding its devices refused: %s", msg)
+				}
+			}
+		})
+	}
+}
