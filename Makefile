@@ -65,7 +65,7 @@ regress: $(REGRESS_TAGS)
 ## features, the root directory made a shared mount, static manifests'
 ## removals and versions, AppArmor admission, the FQDN length limit. Same
 ## rule as regress (one tag each).
-TEETH_TAGS := regress_teeth_rank regress_teeth_qos regress_teeth_grace regress_teeth_sandbox regress_teeth_features regress_teeth_readd regress_teeth_latest regress_teeth_propagation regress_teeth_apparmor regress_teeth_fqdn regress_teeth_probekill regress_teeth_volstatus regress_teeth_memlimit regress_teeth_readiness regress_teeth_prestop regress_teeth_sidecars regress_teeth_superseded regress_teeth_mirrorstatus regress_teeth_terminal regress_teeth_devstream
+TEETH_TAGS := regress_teeth_rank regress_teeth_qos regress_teeth_grace regress_teeth_sandbox regress_teeth_features regress_teeth_readd regress_teeth_latest regress_teeth_propagation regress_teeth_apparmor regress_teeth_fqdn regress_teeth_probekill regress_teeth_volstatus regress_teeth_memlimit regress_teeth_readiness regress_teeth_prestop regress_teeth_sidecars regress_teeth_superseded regress_teeth_mirrorstatus regress_teeth_terminal regress_teeth_devstream regress_teeth_devadmit
 teeth: $(TEETH_TAGS)
 
 # One re-created bug, named by its tag (not .PHONY: phony targets skip

@@ -33,9 +33,9 @@ func devicesScenario() Scenario {
 const DeviceFaultsResource = "example.com/bar"
 
 func deviceFaultsScenario() Scenario {
-	return Scenario{Name: "device-faults", Doc: "a device plugin's GetDevicePluginOptions fails, its ListAndWatch fails at once or after listing, it stops, while pods requesting its devices come and go and the agent crashes; a second plugin starts refused (device-plugin-down, devices-once)",
+	return Scenario{Name: "device-faults", Doc: "a device plugin's GetDevicePluginOptions fails, its ListAndWatch fails at once or after listing, it stops (also past its grace, then the agent restarts and a pod asks for its devices), while pods requesting its devices come and go and the agent crashes; a second plugin starts refused (device-plugin-down, devices-once)",
 		Mix: map[string]int{"create-devices": 4, "delete": 2, "plugin-fail-options": 1, "plugin-fail-list": 2, "plugin-die": 1, "plugin-restart": 1,
-			"crash": 1, "wait": 3},
+			"plugin-gone-restart": 1, "crash": 1, "wait": 3},
 		Configure: func(c *harness.Config) {
 			c.DevicePlugins = []deviceplugin.Config{{Resource: DeviceResource, Count: DeviceCount, PreStart: true},
 				{Resource: DeviceFaultsResource, Count: 2, FailOptions: true}}
@@ -119,6 +119,32 @@ func opPluginDie(r *run, _ [3]int) error {
 		p.Die()
 	}
 	return nil
+}
+
+// opPluginGoneRestart: the plugin dies and stays down past upstream's
+// grace (and the node status that reports the removal); the agent
+// crashes and restarts, forgetting the plugin; a pod then asks for its
+// devices: upstream refuses it (OutOf<resource> from the Node's 0, or
+// UnexpectedAdmissionError while pods hold its devices), it must never
+// run without them (devices-once).
+func opPluginGoneRestart(r *run, a [3]int) error {
+	p := r.devicePlugin()
+	if p == nil {
+		return nil
+	}
+	r.fault("device-plugin-gone-restart", "downtime", ms(a[0]))
+	if !p.Dead() {
+		p.Die()
+	}
+	if err := r.advance(upstreamDeviceGrace + deviceStatusBound); err != nil {
+		return err
+	}
+	r.h.CrashAgent()
+	if err := r.advance(ms(a[0])); err != nil {
+		return err
+	}
+	r.h.StartAgent()
+	return opCreateDevices(r, [3]int{a[1]})
 }
 
 func opPluginRestart(r *run, _ [3]int) error {

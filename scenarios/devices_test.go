@@ -81,7 +81,7 @@ func deviceConfig(t *testing.T, h *harness.Harness, pod, name string) (string, [
 // TestDevicePluginLifecycle: the plugin's devices become node capacity
 // and allocatable; pods get their devices' env and mount, each device
 // once; a pod asking for more than is free is refused
-// (OutOfexample.com/foo); the allocations survive an agent crash; a
+// (UnexpectedAdmissionError); the allocations survive an agent crash; a
 // deleted pod's devices go to the next pod; the plugin's death makes
 // allocatable 0 and, after the grace, removes the resource (capacity 0).
 func TestDevicePluginLifecycle(t *testing.T) {
@@ -92,11 +92,12 @@ func TestDevicePluginLifecycle(t *testing.T) {
 	runUntil(t, h, "pod a running", time.Minute, func() bool { return PodIs(h, "default", "a", corev1.PodRunning, true) })
 	mustCreate(t, h, NewPod("b", h.NodeName, Devices("app", DeviceResource, 3)))
 	runUntil(t, h, "pod b failed", time.Minute, func() bool { return PodIs(h, "default", "b", corev1.PodFailed, false) })
-	// As the kubelet: the resource check against allocatable (which
-	// holds the devices) refuses it before the device manager is asked.
+	// As the kubelet: its device manager (the topology manager's admit
+	// handler) refuses it before the resource check against allocatable
+	// (kubelet.go adds it first).
 	b, _ := APIPod(h, "default", "b")
-	if want := "Pod was rejected: Node didn't have enough resource: example.com/foo, requested: 3, used: 2, capacity: 4"; b.Status.Reason != "OutOfexample.com/foo" || b.Status.Message != want {
-		t.Errorf("pod b status = %q %q, want OutOfexample.com/foo %q", b.Status.Reason, b.Status.Message, want)
+	if want := "Pod was rejected: Allocate failed due to requested number of devices unavailable for example.com/foo. Requested: 3, Available: 2, which is unexpected"; b.Status.Reason != "UnexpectedAdmissionError" || b.Status.Message != want {
+		t.Errorf("pod b status = %q %q, want UnexpectedAdmissionError %q", b.Status.Reason, b.Status.Message, want)
 	}
 	mustCreate(t, h, NewPod("c", h.NodeName, Devices("app", DeviceResource, 1), Devices("web", DeviceResource, 1)))
 	runUntil(t, h, "pod c running", time.Minute, func() bool { return PodIs(h, "default", "c", corev1.PodRunning, true) })
@@ -170,11 +171,14 @@ func TestDevicePluginLifecycle(t *testing.T) {
 }
 
 // TestDevicesInvariantCatchesViolations: devices-once reports a device in
-// two running containers and a container running with fewer devices than
-// it requested.
+// two running containers, a container running with fewer devices than it
+// requested and one holding devices the plugin never allocated together.
 func TestDevicesInvariantCatchesViolations(t *testing.T) {
 	h := startDevices(t, 22)
 	c := NewChecker(h)
+	// Created once the Node shows the resource, pod a may not run
+	// without its devices.
+	runUntil(t, h, "devices in the node status", time.Minute, func() bool { c, a := nodeDevices(h); return c == "4" && a == "4" })
 	mustCreate(t, h, NewPod("a", h.NodeName, Devices("app", DeviceResource, 2)))
 	runUntil(t, h, "pod a running", time.Minute, func() bool { return PodIs(h, "default", "a", corev1.PodRunning, true) })
 	c.Check()
@@ -213,8 +217,11 @@ func TestDevicesInvariantCatchesViolations(t *testing.T) {
 			got = append(got, v.Detail)
 		}
 	}
-	if len(got) != 2 || !strings.Contains(strings.Join(got, "\n"), "runs with 1 devices") || !strings.Contains(strings.Join(got, "\n"), "in two running containers") {
-		t.Errorf("devices-once violations = %q, want a short container and a device in two containers", got)
+	all := strings.Join(got, "\n")
+	for _, want := range []string{"runs with 1 devices", "in two running containers", "[foo-0] of example.com/foo that the plugin never allocated"} {
+		if !strings.Contains(all, want) {
+			t.Errorf("devices-once violations = %q, want one saying %q", got, want)
+		}
 	}
 }
 
@@ -281,6 +288,73 @@ func TestDevicePluginFailuresAsUpstreamE2E(t *testing.T) {
 	two := []string{"GetDevicePluginOptions", "ListAndWatch"}
 	if diff := cmp.Diff([][]string{{"GetDevicePluginOptions"}, two, two, two}, got); diff != "" {
 		t.Errorf("calls of each plugin (-want +got):\n%s", diff)
+	}
+	if v := c.Violations(); len(v) != 0 {
+		t.Errorf("violations: %v", v)
+	}
+}
+
+// TestDeviceAdmissionAsUpstream: what upstream's admission does with a
+// pod asking for devices after an agent restart (kubelet.go adds the
+// device manager's admit handler before the predicates'): a resource
+// whose plugin was removed past its grace, which the restarted agent no
+// longer knows, is refused by the Node's own allocatable, 0 (predicate.go
+// keeps a request of a resource the Node lists): OutOf<resource>; one
+// whose plugin stopped within the grace, known from the checkpoint with
+// no healthy device, is refused by the device manager
+// (devicesToAllocate): UnexpectedAdmissionError, as upstream's e2e
+// "device manager … kubelet restart … UnexpectedAdmissionError"; one no
+// plugin ever offered, which the Node lacks, is dropped
+// (removeMissingExtendedResources) and the pod runs without devices.
+// devices-once finds nothing wrong.
+func TestDeviceAdmissionAsUpstream(t *testing.T) {
+	const gone, stopped, never = "example.com/gone", "example.com/stopped", "example.com/never"
+	h := harness.New(harness.Config{Seed: 24,
+		Replay: func(s uint64) string { return fmt.Sprintf("go test ./scenarios -run '^%s$' (seed %d)", t.Name(), s) },
+		DevicePlugins: []deviceplugin.Config{{Resource: gone, Count: 2}, {Resource: stopped, Count: 2}}})
+	t.Cleanup(h.Close)
+	h.StartAgent()
+	c := NewChecker(h)
+	node := func(res string) string {
+		capacity, capOK, alloc, allocOK := c.nodeResource(res)
+		return quantityText(alloc, allocOK) + "/" + quantityText(capacity, capOK)
+	}
+	runUntil(t, h, "devices listed", time.Minute, func() bool { return node(gone) == "2/2" && node(stopped) == "2/2" })
+	plugins := h.DevicePlugins()
+	plugins[0].Die()
+	if err := RunChecked(h, c, 4*time.Minute, 100*time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	plugins[1].Die()
+	if err := RunChecked(h, c, 90*time.Second, 100*time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"0/0", "0/2"}, []string{node(gone), node(stopped)}); diff != "" {
+		t.Fatalf("allocatable/capacity of %s (past the grace) and %s (within it) (-want +got):\n%s", gone, stopped, diff)
+	}
+	h.CrashAgent()
+	h.StartAgent()
+	mustCreate(t, h, NewPod("gone", h.NodeName, Devices("app", gone, 1)))
+	mustCreate(t, h, NewPod("stopped", h.NodeName, Devices("app", stopped, 1)))
+	mustCreate(t, h, NewPod("never", h.NodeName, Devices("app", never, 1)))
+	runUntil(t, h, "pods decided", time.Minute, func() bool {
+		return PodIs(h, "default", "gone", corev1.PodFailed, false) && PodIs(h, "default", "stopped", corev1.PodFailed, false) &&
+			PodIs(h, "default", "never", corev1.PodRunning, true)
+	})
+	got := map[string]string{}
+	for _, name := range []string{"gone", "stopped"} {
+		p, _ := APIPod(h, "default", name)
+		got[name] = p.Status.Reason + ": " + p.Status.Message
+	}
+	want := map[string]string{
+		"gone":    "OutOfexample.com/gone: Pod was rejected: Node didn't have enough resource: example.com/gone, requested: 1, used: 0, capacity: 0",
+		"stopped": "UnexpectedAdmissionError: Pod was rejected: Allocate failed due to no healthy devices present; cannot allocate unhealthy devices example.com/stopped, which is unexpected",
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("refusals (-want +got):\n%s", diff)
+	}
+	if err := RunChecked(h, c, 10*time.Second, 100*time.Millisecond); err != nil {
+		t.Fatal(err)
 	}
 	if v := c.Violations(); len(v) != 0 {
 		t.Errorf("violations: %v", v)

@@ -247,6 +247,7 @@ func (c *Checker) onWrite(r apiserver.Record) {
 	c.evaluate("on-write")
 	c.onWritePressure(r)
 	c.onWriteOOM(r)
+	c.onWriteDeviceNode(r)
 	if r.Kind != apiserver.KindPod || r.Pod == nil {
 		return
 	}

@@ -28,10 +28,60 @@ type deviceChecks struct {
 	ran map[types.UID]bool
 	// plugins: what device-plugin-down remembers, by resource.
 	plugins map[string]*pluginWatch
+	// listed: the extended resources the Node has ever shown (capacity
+	// or allocatable, any value), by the writes the checker saw.
+	listed map[corev1.ResourceName]bool
+	// deviceless: by pod, the extended resources it requested that the
+	// Node had never shown when the pod was created (upstream's
+	// admission may drop them: the pod may run without their devices).
+	deviceless map[types.UID]map[string]bool
 }
 
 func newDeviceChecks() *deviceChecks {
-	return &deviceChecks{overSince: map[string]time.Duration{}, reported: map[string]bool{}, ran: map[types.UID]bool{}}
+	return &deviceChecks{overSince: map[string]time.Duration{}, reported: map[string]bool{}, ran: map[types.UID]bool{},
+		listed: map[corev1.ResourceName]bool{}, deviceless: map[types.UID]map[string]bool{}}
+}
+
+// onWriteDeviceNode records the extended resources the Node shows.
+func (c *Checker) onWriteDeviceNode(r apiserver.Record) {
+	if r.Node == nil || r.Node.Name != c.h.NodeName {
+		return
+	}
+	for _, l := range []corev1.ResourceList{r.Node.Status.Capacity, r.Node.Status.Allocatable} {
+		for name := range l {
+			c.dv.listed[name] = true
+		}
+	}
+}
+
+// notePodDevices records, when pod is first seen, the resources it
+// requests that the Node never showed: upstream's admission takes the
+// Node's allocatable from its own copy of the Node
+// (removeMissingExtendedResources drops a request of an extended
+// resource the Node lacks, so the pod runs without those devices); once
+// the Node has shown a resource (a removed device resource stays at 0),
+// a pod asking for it gets its devices or is refused. The moment of the
+// pod's creation stands for its admission: the kubelet admits no API pod
+// before its Node informer has synced, and no later than the pod exists.
+func (c *Checker) notePodDevices(p *corev1.Pod) {
+	if _, seen := c.dv.deviceless[p.UID]; seen {
+		return
+	}
+	out := map[string]bool{}
+	for _, ct := range append(slices.Clone(p.Spec.InitContainers), p.Spec.Containers...) {
+		for name, q := range ct.Resources.Limits {
+			if q.Value() <= 0 || c.dv.listed[name] {
+				continue
+			}
+			// Writes before the checker existed: the Node as it is.
+			if _, capOK, _, allocOK := c.nodeResource(string(name)); capOK || allocOK {
+				c.dv.listed[name] = true
+				continue
+			}
+			out[string(name)] = true
+		}
+	}
+	c.dv.deviceless[p.UID] = out
 }
 
 // onWriteDevices checks the last part of devices-once: a pod that ran is
@@ -43,6 +93,7 @@ func (c *Checker) onWriteDevices(r apiserver.Record) {
 		return
 	}
 	p := r.Pod
+	c.notePodDevices(p)
 	if p.Status.Phase == corev1.PodRunning {
 		c.dv.ran[p.UID] = true
 		return
@@ -62,10 +113,12 @@ func (c *Checker) onWriteDevices(r apiserver.Record) {
 // checkDevices checks devices-once: no device is in two running
 // containers' configs (the sample plugin's <RESOURCE>_DEVICE variable
 // lists a container's devices); every running container holds exactly the
-// devices it requested; and, while the agent runs, the Node's allocatable
-// never counts more devices than are healthy for longer than
-// deviceStatusBound (see also onWriteDevices); and device-plugin-down
-// (invariants_devplug.go).
+// devices it requested, and they are a set the plugin itself allocated
+// (an Allocate call in its own record), unless the Node had never shown
+// the resource when its pod was created (notePodDevices); and, while the
+// agent runs, the Node's allocatable never counts more devices than are
+// healthy for longer than deviceStatusBound (see also onWriteDevices);
+// and device-plugin-down (invariants_devplug.go).
 func (c *Checker) checkDevices(truth []RuntimeContainer) {
 	plugins := c.h.DevicePlugins()
 	if len(plugins) == 0 {
@@ -82,18 +135,7 @@ func (c *Checker) checkDeviceHolders(p *deviceplugin.Plugin, truth []RuntimeCont
 	res := p.Registration().ResourceName
 	env := deviceplugin.EnvName(res)
 	holder := map[string]string{}
-	// Containers made before the plugin first registered (its options
-	// call first succeeded; the step that saw it counts as before) ran
-	// without its devices: to the node the resource was none of a
-	// device plugin's, and upstream's admission drops extended resources
-	// the node lacks. They keep running so.
-	w := c.watchPlugin(res)
-	if !w.registered {
-		for _, ct := range truth {
-			w.unregistered[ct.ID] = true
-		}
-		w.registered = p.State().OptionsOK > 0
-	}
+	var allocated map[string]bool // the plugin's allocations, read once needed
 	for _, ct := range truth {
 		if ct.State != runtimeapi.ContainerState_CONTAINER_RUNNING {
 			continue
@@ -109,8 +151,21 @@ func (c *Checker) checkDeviceHolders(p *deviceplugin.Plugin, truth []RuntimeCont
 			}
 		}
 		key := string(ct.PodUID) + "/" + ct.Name
-		if want := c.deviceRequest(ct.PodUID, ct.Name, res); want >= 0 && want != len(ids) && !w.unregistered[ct.ID] {
+		want := c.deviceRequest(ct.PodUID, ct.Name, res)
+		excused := want > 0 && c.dv.deviceless[ct.PodUID][res]
+		if want >= 0 && want != len(ids) && !excused {
 			c.failOnce("devices-once", "short "+ct.ID, "container %s (%s) runs with %d devices of %s %v, requested %d", key, ct.ID, len(ids), res, ids, want)
+		}
+		if len(ids) > 0 && !excused {
+			if allocated == nil {
+				allocated = map[string]bool{}
+				for _, a := range p.Allocations() {
+					allocated[strings.Join(slices.Sorted(slices.Values(a)), ",")] = true
+				}
+			}
+			if !allocated[strings.Join(slices.Sorted(slices.Values(ids)), ",")] {
+				c.failOnce("devices-once", "unallocated "+ct.ID, "container %s (%s) runs with devices %v of %s that the plugin never allocated together", key, ct.ID, ids, res)
+			}
 		}
 		for _, id := range ids {
 			if other, ok := holder[id]; ok && other != key {

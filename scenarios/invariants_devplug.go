@@ -41,10 +41,6 @@ type pluginWatch struct {
 	calls, registrations int
 	// seen: the resource has been in the node's capacity.
 	seen bool
-	// registered: the plugin's options call has succeeded (as seen);
-	// unregistered: the containers that existed before (devices-once).
-	registered   bool
-	unregistered map[string]bool
 }
 
 // watchPlugin returns the record of resource res.
@@ -54,7 +50,7 @@ func (c *Checker) watchPlugin(res string) *pluginWatch {
 	}
 	w := c.dv.plugins[res]
 	if w == nil {
-		w = &pluginWatch{epochAt: map[int]time.Duration{}, listGen: -1, unregistered: map[string]bool{}}
+		w = &pluginWatch{epochAt: map[int]time.Duration{}, listGen: -1}
 		c.dv.plugins[res] = w
 	}
 	return w

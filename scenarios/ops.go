@@ -91,6 +91,7 @@ func Ops() map[string]Op {
 		"plugin-restart":      {"a dead or down device plugin comes back healed and registers again", nil, opPluginRestart},
 		"plugin-fail-options": {"the device plugin restarts with GetDevicePluginOptions failing and registers again", nil, opPluginFailOptions},
 		"plugin-fail-list":    {"the device plugin's ListAndWatch fails: its open stream ends (a=0), or it restarts and registers again with every stream failing at once (a=1)", drawArgs(0, 1), opPluginFailList},
+		"plugin-gone-restart": {"the device plugin dies and stays down past the 5 min grace; the agent crashes and restarts after a ms; a pod requesting devices is created (see DevicePod, n=b)", drawArgs(0, 5000, 0, 5), opPluginGoneRestart},
 		"device-health":       {"device a of the plugin turns healthy when b=1, else unhealthy", drawArgs(0, DeviceCount-1, 0, 1), opDeviceHealth},
 		"service-put":         {"create or change service a (web, db) of namespace default to cluster IP 10.96.7.b", drawArgs(0, 1, 1, 250), opServicePut},
 		"service-delete":      {"delete service a (web, db) of namespace default", drawArgs(0, 1), opServiceDelete},
