@@ -310,7 +310,7 @@ func TestDevicePluginFailuresAsUpstreamE2E(t *testing.T) {
 func TestDeviceAdmissionAsUpstream(t *testing.T) {
 	const gone, stopped, never = "example.com/gone", "example.com/stopped", "example.com/never"
 	h := harness.New(harness.Config{Seed: 24,
-		Replay: func(s uint64) string { return fmt.Sprintf("go test ./scenarios -run '^%s$' (seed %d)", t.Name(), s) },
+		Replay:        func(s uint64) string { return fmt.Sprintf("go test ./scenarios -run '^%s$' (seed %d)", t.Name(), s) },
 		DevicePlugins: []deviceplugin.Config{{Resource: gone, Count: 2}, {Resource: stopped, Count: 2}}})
 	t.Cleanup(h.Close)
 	h.StartAgent()
