@@ -86,7 +86,9 @@ func (c *Checker) notePodDevices(p *corev1.Pod) {
 
 // onWriteDevices checks the last part of devices-once: a pod that ran is
 // never refused for devices afterwards (an agent restart re-admits it on
-// the devices it holds, its plugin registered again or not).
+// the devices it holds, its plugin registered again or not), but one
+// that may have run without them (created before the Node showed the
+// resource).
 func (c *Checker) onWriteDevices(r apiserver.Record) {
 	plugins := c.h.DevicePlugins()
 	if r.Pod == nil || len(plugins) == 0 {
@@ -103,7 +105,14 @@ func (c *Checker) onWriteDevices(r apiserver.Record) {
 	}
 	refused := p.Status.Reason == "UnexpectedAdmissionError"
 	for _, pl := range plugins {
-		refused = refused || p.Status.Reason == "OutOf"+pl.Registration().ResourceName
+		res := pl.Registration().ResourceName
+		if c.dv.deviceless[p.UID][res] {
+			// It ran without the devices (the Node lacked the resource);
+			// upstream admits every pod again at a restart, against the
+			// Node that now shows it, and refuses it.
+			return
+		}
+		refused = refused || p.Status.Reason == "OutOf"+res
 	}
 	if refused {
 		c.failOnce("devices-once", "refused "+string(p.UID), "pod %s/%s ran, then was refused: %s: %s", p.Namespace, p.Name, p.Status.Reason, p.Status.Message)
