@@ -23,10 +23,15 @@ type CgroupStats struct {
 	CPU     CgroupCPU
 	Memory  CgroupMemory
 	Spec    CgroupSpec
-	// IO is the block I/O per device (io.stat), in device order.
+	// IO is the block I/O per device (io.stat; v1's blkio service
+	// counters), in device order.
 	IO        []DeviceIO
 	Processes ProcessStats
-	// PSI is the pressure stall information (cgroup v2); nil without.
+	// PSI is the pressure stall information: a v2 cgroup's pressure
+	// files, nil when it has none. On cgroup v1 every cgroup but the root
+	// reports all zero (no v1 cgroup has pressure, and upstream's kubelet
+	// converts cAdvisor's empty figures, never nil), the root the
+	// machine's (/proc/pressure).
 	PSI *CgroupPSI
 	// Disks are the machine's block devices' counters (/proc/diskstats)
 	// and Network the host's interfaces' (/proc/net/dev, the loopback
@@ -51,28 +56,34 @@ type CgroupCPU struct {
 
 // CgroupMemory is a cgroup's memory accounting in bytes and counts.
 type CgroupMemory struct {
-	// Usage is memory.current; MaxUsage its peak (memory.peak; 0 where the
-	// kernel has none).
+	// Usage is memory.current (v1: memory.usage_in_bytes); MaxUsage its
+	// peak (memory.peak, memory.max_usage_in_bytes; 0 where the kernel
+	// has none).
 	Usage, MaxUsage uint64
 	// WorkingSet is Usage less the inactive file pages.
 	WorkingSet uint64
-	// Cache is the page cache (memory.stat file), RSS the anonymous
-	// memory (anon), MappedFile the mapped page cache (file_mapped),
-	// Swap the swap in use (memory.swap.current).
+	// Cache is the page cache (memory.stat file; v1 total_cache), RSS
+	// the anonymous memory (anon; total_rss), MappedFile the mapped page
+	// cache (file_mapped; total_mapped_file), Swap the swap in use
+	// (memory.swap.current; total_swap). On v1 the total_ figures are
+	// the hierarchy's where memory.use_hierarchy is on, as cAdvisor reads
+	// them.
 	Cache, RSS, MappedFile, Swap uint64
 	// PageFaults and MajorPageFaults are memory.stat's pgfault and
-	// pgmajfault (recursive on cgroup v2).
+	// pgmajfault (recursive on cgroup v2, the cgroup's own on v1).
 	PageFaults, MajorPageFaults uint64
 	// Failcnt is how often the limit was hit (cgroup v1's
 	// memory.failcnt; 0 on v2, which has none).
 	Failcnt uint64
-	// Events are memory.events' counters.
+	// Events are memory.events' counters (v2); on v1 only the OOM kills,
+	// from memory.oom_control.
 	EventsHigh, EventsMax, EventsOOM, EventsOOMKill uint64
 }
 
 // CgroupSpec is what the cgroup limits, as the kernel holds it (a memory
 // limit is rounded down to a page multiple by the kernel). Unlimited
-// stands for "max".
+// stands for "max" (v2) and for v1's "unlimited", a limit above 2^62
+// bytes (9223372036854771712), as cAdvisor and the kubelet take it.
 type CgroupSpec struct {
 	MemoryLimit, MemoryReservation, SwapLimit uint64
 	// CPUPeriod and CPUQuota are in microseconds (quota Unlimited: none);

@@ -1,15 +1,19 @@
 // Package cgstats is the real deps.CgroupStatsReader: it reads containers'
-// and system cgroups from the cgroup v2 filesystem (cpu.stat, memory.*,
-// io.stat, pids.*, the pressure files) and their processes from /proc
-// (threads, file descriptors, sockets, the open-files limit), the figures
-// cAdvisor gives the kubelet. A limit is reported as the kernel holds it:
-// memory.max is rounded down to a page multiple when written.
+// and system cgroups from the cgroup filesystem and their processes from
+// /proc (threads, file descriptors, sockets, the open-files limit), the
+// figures cAdvisor gives the kubelet. On cgroup v2 they come from
+// cpu.stat, memory.*, io.stat, pids.* and the pressure files; on cgroup
+// v1 (v1.go) from the cpu, cpuacct, memory, blkio and pids hierarchies,
+// each mounted in a directory of its own below the root. A limit is
+// reported as the kernel holds it: memory.max and memory.limit_in_bytes
+// are rounded down to a page multiple when written.
 //
 // A container's cgroup is found below the pods' cgroup by its runtime ID
 // (the cgroupfs driver names it "<id>", the systemd driver
-// "<runtime>-<id>.scope"). The node's own figures (the root, "") come from
-// the root cgroup where it has them and /proc/meminfo and /proc/vmstat
-// where it does not (the root has no memory.current).
+// "<runtime>-<id>.scope"), in every v1 hierarchy at the same path. The
+// node's own figures (the root, "") come from the root cgroup where it
+// has them and /proc/meminfo and /proc/vmstat where it does not (the v2
+// root has no memory.current).
 //
 // This is real-world code (node/real): it reads the host's files.
 package cgstats
@@ -33,10 +37,14 @@ import (
 
 // Reader reads cgroups below Root and processes below Proc.
 type Reader struct {
-	// Root is where cgroup v2 is mounted (default /sys/fs/cgroup); Proc
+	// Root is where cgroup v2 is mounted, or on cgroup v1 the directory
+	// holding a mount of each hierarchy (default /sys/fs/cgroup); Proc
 	// where /proc is (default /proc); Sys where /sys is (default /sys,
 	// for block device names).
 	Root, Proc, Sys string
+	// V1: the host runs the v1 hierarchies (legacy or hybrid mode; a
+	// hybrid host's unified hierarchy holds no controller).
+	V1 bool
 	// PodsCgroup is the cgroup holding the pods ("/kubepods" or
 	// "/kubepods.slice").
 	PodsCgroup string
@@ -92,7 +100,7 @@ func (r Reader) read(ctx context.Context, what string, keys []string, key func(s
 		if !ok {
 			continue
 		}
-		s, err := r.Cgroup(p)
+		s, err := r.cgroup(cgroupRef{path: p})
 		if err != nil {
 			errs = append(errs, fmt.Errorf("%s %s: %w", what, k, err))
 			continue
@@ -105,9 +113,18 @@ func (r Reader) read(ctx context.Context, what string, keys []string, key func(s
 // containerDirs maps every runtime ID found as a cgroup below the pods'
 // cgroup (at most four levels: QoS class, pod, container) to its path,
 // and every pod's UID (prefixed podKey, dashes for the systemd driver's
-// underscores) to its pod cgroup's.
+// underscores) to its pod cgroup's. On cgroup v1 it looks in the memory
+// hierarchy: the kubelet and the runtime make a pod's and a container's
+// cgroup at the same path in every hierarchy.
 func (r Reader) containerDirs(ctx context.Context) (map[string]string, error) {
-	base := filepath.Join(r.root(), r.PodsCgroup)
+	hroot := r.root()
+	if r.V1 {
+		hroot = r.hierarchies()[ctlMemory]
+		if hroot == "" {
+			return map[string]string{}, nil
+		}
+	}
+	base := filepath.Join(hroot, r.PodsCgroup)
 	out := map[string]string{}
 	err := filepath.WalkDir(base, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
@@ -126,7 +143,7 @@ func (r Reader) containerDirs(ctx context.Context) (map[string]string, error) {
 		if depth := strings.Count(rel, string(filepath.Separator)); rel != "." && depth >= 3 {
 			return fs.SkipDir
 		}
-		cg := "/" + filepath.ToSlash(strings.TrimPrefix(p, r.root()+string(filepath.Separator)))
+		cg := "/" + filepath.ToSlash(strings.TrimPrefix(p, hroot+string(filepath.Separator)))
 		if id := containerID(d.Name()); id != "" {
 			out[id] = cg
 		} else if uid := podUID(d.Name()); uid != "" {
@@ -176,29 +193,29 @@ func podUID(name string) string {
 func (r Reader) System(ctx context.Context) (map[string]deps.CgroupStats, error) {
 	out := map[string]deps.CgroupStats{}
 	var errs []error
-	paths := map[string]string{"": "/", "pods": r.PodsCgroup}
-	paths["kubelet"] = r.Kubelet
-	if paths["kubelet"] == "" {
-		paths["kubelet"] = r.processCgroup("self")
+	refs := map[string]cgroupRef{"": {path: "/"}, "pods": {path: r.PodsCgroup}}
+	refs["kubelet"] = cgroupRef{path: r.Kubelet}
+	if r.Kubelet == "" {
+		refs["kubelet"] = r.processCgroup("self")
 	}
-	paths["runtime"] = r.Runtime
-	if paths["runtime"] == "" {
+	refs["runtime"] = cgroupRef{path: r.Runtime}
+	if r.Runtime == "" {
 		if pid := r.findProcess(orDefault(r.RuntimeProcess, "containerd")); pid != "" {
-			paths["runtime"] = r.processCgroup(pid)
+			refs["runtime"] = r.processCgroup(pid)
 		}
 	}
-	paths["misc"] = r.Misc
-	if paths["misc"] == "" && !r.SystemdRunning {
-		paths["misc"] = r.processCgroup("1")
+	refs["misc"] = cgroupRef{path: r.Misc}
+	if r.Misc == "" && !r.SystemdRunning {
+		refs["misc"] = r.processCgroup("1")
 	}
-	for name, p := range paths {
+	for name, ref := range refs {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-		if p == "" {
+		if ref.path == "" {
 			continue
 		}
-		s, err := r.Cgroup(p)
+		s, err := r.cgroup(ref)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("system container %q: %w", name, err))
 			continue
@@ -208,19 +225,46 @@ func (r Reader) System(ctx context.Context) (map[string]deps.CgroupStats, error)
 	return out, errors.Join(errs...)
 }
 
-// processCgroup is the v2 cgroup of process pid ("self" for this one),
-// "" when unreadable.
-func (r Reader) processCgroup(pid string) string {
+// cgroupRef names a cgroup: its path, and on cgroup v1 where a process
+// is in each hierarchy when that differs from path (controller → path).
+type cgroupRef struct {
+	path string
+	v1   map[string]string
+}
+
+// processCgroup is the cgroup of process pid ("self" for this one), a
+// zero ref when unreadable. On cgroup v1 its name is the kubelet's for a
+// process's container (the name=systemd hierarchy's path, else the cpu
+// hierarchy's) and each hierarchy is read where the process is in it.
+func (r Reader) processCgroup(pid string) cgroupRef {
 	b, err := os.ReadFile(filepath.Join(r.proc(), pid, "cgroup"))
 	if err != nil {
-		return ""
+		return cgroupRef{}
 	}
+	v1 := map[string]string{}
+	var unified string
 	for _, line := range strings.Split(string(b), "\n") {
-		if p, ok := strings.CutPrefix(line, "0::"); ok {
-			return path.Clean("/" + p)
+		parts := strings.SplitN(line, ":", 3)
+		if len(parts) != 3 {
+			continue
+		}
+		p := path.Clean("/" + parts[2])
+		if parts[0] == "0" && parts[1] == "" {
+			unified = p
+			continue
+		}
+		for _, ctl := range strings.Split(parts[1], ",") {
+			v1[ctl] = p
 		}
 	}
-	return ""
+	if !r.V1 {
+		return cgroupRef{path: unified}
+	}
+	name := v1["name=systemd"]
+	if name == "" {
+		name = v1[ctlCPU]
+	}
+	return cgroupRef{path: name, v1: v1}
 }
 
 // findProcess returns the PID of the first process whose name is comm,
@@ -242,8 +286,22 @@ func (r Reader) findProcess(comm string) string {
 	return ""
 }
 
-// Cgroup reads the cgroup at p (below Root; "/" the root).
+// Cgroup reads the cgroup at p (below Root, or below each v1
+// hierarchy; "/" the root).
 func (r Reader) Cgroup(p string) (deps.CgroupStats, error) {
+	return r.cgroup(cgroupRef{path: p})
+}
+
+// cgroup reads the cgroup ref names.
+func (r Reader) cgroup(ref cgroupRef) (deps.CgroupStats, error) {
+	if r.V1 {
+		return r.cgroupV1(ref)
+	}
+	return r.cgroupV2(ref.path)
+}
+
+// cgroupV2 reads the cgroup at p below the unified hierarchy.
+func (r Reader) cgroupV2(p string) (deps.CgroupStats, error) {
 	dir := filepath.Join(r.root(), p)
 	st, err := os.Stat(dir)
 	if err != nil {
@@ -261,17 +319,23 @@ func (r Reader) Cgroup(p string) (deps.CgroupStats, error) {
 		// many to walk each sample, and no container's.
 		s.Processes = r.processes(&f)
 	}
-	s.PSI = psi(&f)
+	s.PSI = psi(&f, ".pressure")
 	if s.Path == "/" {
-		s.Disks = diskstats(files{dir: r.proc()}.keyedLines("diskstats"))
-		if b, err := os.ReadFile(filepath.Join(r.proc(), "net", "dev")); err == nil {
-			s.Network, _ = netstats.ParseInterfaces(b)
-			if s.Network == nil {
-				s.Network = []deps.NetInterface{}
-			}
-		}
+		r.machine(&s)
 	}
 	return s, f.err
+}
+
+// machine adds what the root reports of the whole machine: its disks'
+// and network interfaces' counters.
+func (r Reader) machine(s *deps.CgroupStats) {
+	s.Disks = diskstats(files{dir: r.proc()}.keyedLines("diskstats"))
+	if b, err := os.ReadFile(filepath.Join(r.proc(), "net", "dev")); err == nil {
+		s.Network, _ = netstats.ParseInterfaces(b)
+		if s.Network == nil {
+			s.Network = []deps.NetInterface{}
+		}
+	}
 }
 
 // diskstats parses /proc/diskstats' lines of whole disks and partitions
@@ -443,16 +507,17 @@ func openFilesSoft(p string) uint64 {
 	return 0
 }
 
-// psi reads cpu.pressure, memory.pressure and io.pressure; nil when the
-// cgroup has none (cgroup v1, or PSI off).
-func psi(f *files) *deps.CgroupPSI {
+// psi reads the pressure files cpu<suffix>, memory<suffix> and
+// io<suffix> (a v2 cgroup's cpu.pressure…, /proc/pressure's cpu…); nil
+// when there are none (PSI off).
+func psi(f *files, suffix string) *deps.CgroupPSI {
 	var out deps.CgroupPSI
 	any := false
 	for _, x := range []struct {
 		file string
 		to   *deps.PSI
-	}{{"cpu.pressure", &out.CPU}, {"memory.pressure", &out.Memory}, {"io.pressure", &out.IO}} {
-		lines := f.keyedLines(x.file)
+	}{{"cpu", &out.CPU}, {"memory", &out.Memory}, {"io", &out.IO}} {
+		lines := f.keyedLines(x.file + suffix)
 		for _, l := range lines {
 			if len(l) == 0 {
 				continue
@@ -505,13 +570,17 @@ func parseLimit(s string) uint64 {
 }
 
 // files reads a cgroup's (or /proc's) files; err keeps the first failure
-// of a file that must exist.
+// of a file that must exist. With no dir it has no files (a v1
+// hierarchy the host lacks).
 type files struct {
 	dir string
 	err error
 }
 
 func (f *files) read(name string, must bool) ([]byte, bool) {
+	if f.dir == "" {
+		return nil, false
+	}
 	b, err := os.ReadFile(filepath.Join(f.dir, name))
 	if err != nil {
 		if must && f.err == nil {
@@ -523,6 +592,9 @@ func (f *files) read(name string, must bool) ([]byte, bool) {
 }
 
 func (f files) exists(name string) bool {
+	if f.dir == "" {
+		return false
+	}
 	_, err := os.Stat(filepath.Join(f.dir, name))
 	return err == nil
 }

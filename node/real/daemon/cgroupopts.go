@@ -200,15 +200,16 @@ func checkCgroupDriver(ctx context.Context, rt cri.RuntimeService, o Options) er
 	return nil
 }
 
-// kernelStats reads the cgroups of a real runtime's containers on a
-// cgroup v2 host; nil for fakecri (its containers have no cgroups) and on
-// cgroup v1, where the stats keep to what the runtime reports.
+// kernelStats reads the cgroups of a real runtime's containers, on a
+// cgroup v2 host or from the v1 hierarchies (legacy or hybrid); nil for
+// fakecri (its containers have no cgroups).
 func kernelStats(rt Runtime, o Options) deps.CgroupStatsReader {
-	if rt.Type == "fakecri" || !realcgroups.UnifiedMode() {
+	if rt.Type == "fakecri" {
 		return nil
 	}
 	driver := cgroups.Driver(o.Cgroups.CgroupDriver)
 	return cgstats.Reader{
+		V1:             !realcgroups.UnifiedMode(),
 		PodsCgroup:     cgroups.ParseRoot(o.Cgroups.CgroupRoot).Child(cgroups.KubepodsName).Path(driver),
 		SystemdRunning: realcgroups.SystemdRunning(),
 	}
