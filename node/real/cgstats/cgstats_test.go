@@ -28,129 +28,51 @@ func eachLayout(t *testing.T, f func(t *testing.T, l cgstatstest.Layout, h cgsta
 	}
 }
 
-// The container's figures are the same whichever the layout but for
-// what one version has and the other lacks: v1 has no pressure (all
-// zero, as upstream reports it) and keeps the memsw limit (80M here)
-// where v2 has memory.swap.max (0).
-func TestContainerOnEachLayout(t *testing.T) {
+// Every cgroup of the suite's node is read as cgstatstest says the
+// kernel's files mean (the container's figures the same on both layouts
+// but for what one version has and the other lacks): the container and
+// its pod found by ID and UID under either driver's names, the system
+// containers by the Summary's names (the agent's own as the kubelet
+// names it: on v1 its name=systemd path, each hierarchy read where the
+// process is), the root with the machine's pressure, disks and network.
+func TestReaderOnEachLayout(t *testing.T) {
 	eachLayout(t, func(t *testing.T, l cgstatstest.Layout, h cgstatstest.Host) {
-		got, err := reader(h).Containers(context.Background(), []string{ctrID, "gone"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		want := deps.CgroupStats{
-			Path: h.ContainerCgroup,
-			CPU:  deps.CgroupCPU{UsageNanos: 51234000, UserNanos: 30000000, SystemNanos: 20000000},
-			Memory: deps.CgroupMemory{Usage: 1302528, MaxUsage: 2199552, WorkingSet: 1302528 - 565248,
-				Cache: 856064, RSS: 319488, PageFaults: 1979},
-			// The limit as the kernel holds it (80M rounded down to
-			// pages), 2 shares (no CPU request; on v2 from weight 1).
-			Spec: deps.CgroupSpec{MemoryLimit: cgstatstest.LimitBytes, CPUPeriod: 100000, CPUQuota: deps.Unlimited, CPUShares: 2},
-			IO:   []deps.DeviceIO{{Major: 254, Device: "/dev/vda", ReadBytes: 8192, WriteBytes: 8192, Reads: 2, Writes: 2}},
-			// 4300 ended: its files are not there; threads from
-			// pids.current.
-			Processes: deps.ProcessStats{Processes: 2, Threads: 2, FileDescriptors: 3, Sockets: 1, OpenFilesSoftLimit: 1048576},
-		}
-		switch l {
-		case cgstatstest.V2:
-			want.CPU.SystemNanos = 21234000
-			want.PSI = &deps.CgroupPSI{
-				CPU:    deps.PSI{Some: deps.PSIData{Total: 120}, Full: deps.PSIData{Total: 100}},
-				Memory: deps.PSI{},
-				IO:     deps.PSI{Some: deps.PSIData{Total: 3000, Avg10: 1.5, Avg60: 0.25, Avg300: 0.05}, Full: deps.PSIData{Total: 2000, Avg10: 1, Avg60: 0.2, Avg300: 0.04}},
+		r := reader(h)
+		ctx := context.Background()
+		var got cgstatstest.Figures
+		var errs [3]error
+		got.Containers, errs[0] = r.Containers(ctx, []string{ctrID, "gone"})
+		got.Pods, errs[1] = r.Pods(ctx, []string{cgstatstest.PodUID, "5678"})
+		got.System, errs[2] = r.System(ctx)
+		for _, err := range errs {
+			if err != nil {
+				t.Fatal(err)
 			}
-		case cgstatstest.V1Hybrid:
-			// cpuacct.stat: 3 and 2 ticks of 10 ms.
-			want.PSI = &deps.CgroupPSI{}
-			want.Spec.SwapLimit = cgstatstest.LimitBytes
 		}
-		if diff := cmp.Diff(map[string]deps.CgroupStats{ctrID: want}, got, cmpopts.IgnoreFields(deps.CgroupStats{}, "Created")); diff != "" {
-			t.Errorf("containers (-want +got):\n%s", diff)
+		for _, m := range []map[string]deps.CgroupStats{got.Containers, got.Pods, got.System} {
+			for k, s := range m {
+				if time.Since(s.Created) > time.Hour {
+					t.Errorf("%q created %v, want its directory's time", k, s.Created)
+				}
+			}
 		}
-		if c := got[ctrID].Created; time.Since(c) > time.Hour {
-			t.Errorf("created %v, want the directory's time", c)
+		if diff := cmp.Diff(h.Want(), got, cmpopts.IgnoreFields(deps.CgroupStats{}, "Created")); diff != "" {
+			t.Errorf("figures (-want +got):\n%s", diff)
+		}
+		r.SystemdRunning = true
+		sys, _ := r.System(ctx)
+		if _, ok := sys["misc"]; ok {
+			t.Errorf("misc reported on a systemd host without --system-cgroups")
 		}
 	})
 }
 
-func TestPodCgroup(t *testing.T) {
-	eachLayout(t, func(t *testing.T, l cgstatstest.Layout, h cgstatstest.Host) {
-		got, err := reader(h).Pods(context.Background(), []string{cgstatstest.PodUID, "5678"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		type pod struct {
-			Path        string
-			CPU, Memory uint64
-			Limit       uint64
-		}
-		gotPods := map[string]pod{}
-		for uid, s := range got {
-			gotPods[uid] = pod{s.Path, s.CPU.UsageNanos, s.Memory.Usage, s.Spec.MemoryLimit}
-		}
-		want := map[string]pod{cgstatstest.PodUID: {h.PodCgroup, 60000000, 1500000, cgstatstest.LimitBytes}}
-		if diff := cmp.Diff(want, gotPods); diff != "" {
-			t.Errorf("pods (-want +got):\n%s", diff)
-		}
-	})
+func TestPodUIDFromDirectoryName(t *testing.T) {
 	for name, want := range map[string]string{"pod1234": "1234", "kubepods-burstable-pod12_34.slice": "12-34", "kubepods": "", "kubepods-besteffort.slice": "", "burstable": ""} {
 		if got := podUID(name); got != want {
 			t.Errorf("podUID(%q) = %q, want %q", name, got, want)
 		}
 	}
-}
-
-// The node's cgroups by the Summary's names: the agent's own (as the
-// kubelet names it: on v1 its name=systemd path), the runtime's, the
-// pods', init's (misc) and the root; the root's pressure is the
-// machine's.
-func TestSystemContainers(t *testing.T) {
-	eachLayout(t, func(t *testing.T, l cgstatstest.Layout, h cgstatstest.Host) {
-		r := reader(h)
-		got, err := r.System(context.Background())
-		if err != nil {
-			t.Fatal(err)
-		}
-		paths := map[string]string{}
-		for k, v := range got {
-			paths[k] = v.Path
-		}
-		if diff := cmp.Diff(map[string]string{"": "/", "pods": h.PodsCgroup, "kubelet": h.Kubelet, "runtime": h.Runtime, "misc": h.Misc}, paths); diff != "" {
-			t.Errorf("system containers (-want +got):\n%s", diff)
-		}
-		root := got[""]
-		wantRoot := deps.CgroupMemory{Usage: 8000000 * 1024, WorkingSet: 7000000 * 1024, Cache: 314572800, RSS: 209715200, MappedFile: 1000, PageFaults: 900000, MajorPageFaults: 30}
-		if l == cgstatstest.V1Hybrid {
-			// The root memory cgroup's: the hierarchy's cache, RSS and
-			// mapped file, the root's own page faults.
-			wantRoot = deps.CgroupMemory{Usage: 524288000, WorkingSet: 524288000 - 104857600, Cache: 314572800, RSS: 209715200, MappedFile: 1000, PageFaults: 31820, MajorPageFaults: 2}
-		}
-		if diff := cmp.Diff(wantRoot, root.Memory); diff != "" {
-			t.Errorf("root memory (-want +got):\n%s", diff)
-		}
-		wantPSI := &deps.CgroupPSI{CPU: deps.PSI{Some: deps.PSIData{Total: 5, Avg10: 0.1}}, Memory: deps.PSI{Some: deps.PSIData{Total: 7}, Full: deps.PSIData{Total: 3}},
-			IO: deps.PSI{Some: deps.PSIData{Total: 11}, Full: deps.PSIData{Total: 9}}}
-		if diff := cmp.Diff(wantPSI, root.PSI); diff != "" {
-			t.Errorf("root PSI (-want +got):\n%s", diff)
-		}
-		if diff := cmp.Diff([]deps.NetInterface{{Name: "eth0", RxBytes: 5000000, RxPackets: 4000, RxDropped: 1, TxBytes: 1000000, TxPackets: 3000}}, root.Network); diff != "" {
-			t.Errorf("root network (-want +got):\n%s", diff)
-		}
-		if len(root.Disks) != 1 || root.Disks[0].Device != "/dev/vda" {
-			t.Errorf("root disks %+v, want vda's", root.Disks)
-		}
-		if k := got["kubelet"]; k.Memory.Usage != 4194304 || k.Memory.RSS != 2097152 || k.Memory.PageFaults != 5000 || k.CPU.UsageNanos != 2e9 {
-			t.Errorf("kubelet %+v", k)
-		}
-		if m := got["misc"]; l == cgstatstest.V1Hybrid && m.Memory.Usage != 524288000 {
-			t.Errorf("misc memory %+v, want the memory root's, where init is on v1", m.Memory)
-		}
-		r.SystemdRunning = true
-		got, _ = r.System(context.Background())
-		if _, ok := got["misc"]; ok {
-			t.Errorf("misc reported on a systemd host without --system-cgroups")
-		}
-	})
 }
 
 func TestContainerIDFromDirectoryName(t *testing.T) {

@@ -14,6 +14,8 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/lockstep-dev/lockstep/node/deps"
+	"github.com/lockstep-dev/lockstep/node/real/cgstats"
+	"github.com/lockstep-dev/lockstep/node/real/cgstats/cgstatstest"
 	"github.com/lockstep-dev/lockstep/node/stats"
 )
 
@@ -62,22 +64,25 @@ var podBounds = map[string]bound{
 }
 
 // suiteSample is the node suite's pod stats-busybox-0 a few seconds after
-// its container's restart, as the kernel shows it on cgroup v2.
-func suiteSample(now time.Time) source {
+// its container's restart, the kernel's figures of its container and of
+// the root as cgstats reads them on a host of layout l.
+func suiteSample(t *testing.T, now time.Time, l cgstatstest.Layout) source {
+	h := cgstatstest.New(t, l)
+	r := cgstats.Reader{Root: h.Root, Proc: h.Proc, Sys: h.Sys, V1: h.V1, PodsCgroup: h.PodsCgroup}
+	kernel, err := r.Cgroup(h.ContainerCgroup)
+	if err != nil {
+		t.Fatal(err)
+	}
+	root, err := r.Cgroup("/")
+	if err != nil {
+		t.Fatal(err)
+	}
 	at := now.UnixNano()
 	labels := map[string]string{"io.kubernetes.pod.uid": "uid-0", "io.kubernetes.pod.name": "stats-busybox-0",
 		"io.kubernetes.pod.namespace": "ns", "io.kubernetes.container.name": "busybox-container"}
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "stats-busybox-0", Namespace: "ns", UID: "uid-0"},
 		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "busybox-container", Image: "busybox",
 			Resources: corev1.ResourceRequirements{Limits: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("80M")}}}}}}
-	kernel := deps.CgroupStats{
-		CPU: deps.CgroupCPU{UsageNanos: 90e6, UserNanos: 40e6, SystemNanos: 50e6},
-		Memory: deps.CgroupMemory{Usage: 1302528, MaxUsage: 2199552, WorkingSet: 737280, Cache: 856064, RSS: 319488,
-			PageFaults: 1979, MajorPageFaults: 1},
-		Spec:      deps.CgroupSpec{MemoryLimit: 79998976, SwapLimit: 0, CPUPeriod: 100000, CPUQuota: deps.Unlimited, CPUShares: 2},
-		IO:        []deps.DeviceIO{{Major: 254, Device: "/dev/vda", ReadBytes: 16384, WriteBytes: 16384, Reads: 4, Writes: 4}},
-		Processes: deps.ProcessStats{Processes: 2, Threads: 2, FileDescriptors: 6, Sockets: 0, OpenFilesSoftLimit: 1048576},
-	}
 	return source{pods: []*corev1.Pod{pod}, s: stats.Sample{
 		Time:    now,
 		Machine: deps.MachineInfo{CPUs: 2, MemoryBytes: 4 << 30},
@@ -96,7 +101,7 @@ func suiteSample(now time.Time) source {
 		}},
 		Kernel: &stats.KernelStats{
 			Containers: map[string]deps.CgroupStats{"c1": kernel},
-			System:     map[string]deps.CgroupStats{"": {Path: "/", Disks: []deps.DiskStats{{Device: "/dev/vda", SectorsRead: 5000, IOTimeMillis: 1200}}}},
+			System:     map[string]deps.CgroupStats{"": root},
 			Network:    map[string][]deps.NetInterface{"s1": {{Name: "eth0", RxBytes: 1200, RxPackets: 12, TxBytes: 800, TxPackets: 9}}},
 		},
 	}}
@@ -105,11 +110,18 @@ func suiteSample(now time.Time) source {
 // Every series container_metrics_test.go's matchers name is scraped,
 // and each of busybox-container's samples (and of its pod's "POD"
 // network) lies within the spec's bounds; the memory limit is the
-// cgroup's page-rounded value, not the spec's 80000000.
+// cgroup's page-rounded value, not the spec's 80000000. The spec does
+// not depend on the cgroup version: so on a v2 host and a v1 hybrid one.
 func TestCadvisorMeetsTheNodeSuitesBounds(t *testing.T) {
+	for _, l := range cgstatstest.Layouts {
+		t.Run(l.String(), func(t *testing.T) { cadvisorMeetsTheNodeSuitesBounds(t, l) })
+	}
+}
+
+func cadvisorMeetsTheNodeSuitesBounds(t *testing.T, l cgstatstest.Layout) {
 	now := time.Unix(1_700_000_000, 0)
 	rec := httptest.NewRecorder()
-	Handler(NewCadvisor(suiteSample(now), nil)).ServeHTTP(rec, httptest.NewRequest("GET", "/metrics/cadvisor", nil))
+	Handler(NewCadvisor(suiteSample(t, now, l), nil)).ServeHTTP(rec, httptest.NewRequest("GET", "/metrics/cadvisor", nil))
 	dec := expfmt.SampleDecoder{Dec: expfmt.NewDecoder(strings.NewReader(rec.Body.String()), expfmt.NewFormat(expfmt.TypeTextPlain)), Opts: &expfmt.DecodeOptions{}}
 	byName := map[string][]*model.Sample{}
 	for {

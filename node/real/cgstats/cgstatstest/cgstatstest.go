@@ -14,6 +14,9 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/lockstep-dev/lockstep/node/deps"
 )
 
 // Layout is a host's cgroup layout.
@@ -113,16 +116,21 @@ func (h *Host) layV2(t testing.TB) {
 		pod + "memory.current":      "1500000\n",
 		pod + "memory.max":          "79998976\n",
 		pod + "memory.stat":         "anon 400000\nfile 900000\ninactive_file 600000\npgfault 2500\npgmajfault 0\n",
-		pod + "cpu.pressure":        "some avg10=0.00 avg60=0.00 avg300=0.00 total=150\n",
-		"kubepods/cpu.stat":         "usage_usec 900000\nuser_usec 500000\nsystem_usec 400000\n",
-		"kubepods/memory.current":   "52428800\n",
-		"kubepods/memory.stat":      "anon 20971520\nfile 31457280\ninactive_file 10485760\npgfault 50000\npgmajfault 3\n",
-		"kubepods/memory.max":       "3758096384\n",
-		"cpu.stat":                  "usage_usec 9000000\nuser_usec 5000000\nsystem_usec 4000000\n",
-		"memory.stat":               "anon 209715200\nfile 314572800\nfile_mapped 1000\npgfault 900000\npgmajfault 30\n",
-		"cpu.pressure":              "some avg10=0.10 avg60=0.00 avg300=0.00 total=5\nfull avg10=0.00 avg60=0.00 avg300=0.00 total=0\n",
-		"memory.pressure":           "some avg10=0.00 avg60=0.00 avg300=0.00 total=7\nfull avg10=0.00 avg60=0.00 avg300=0.00 total=3\n",
-		"io.pressure":               "some avg10=0.00 avg60=0.00 avg300=0.00 total=11\nfull avg10=0.00 avg60=0.00 avg300=0.00 total=9\n",
+
+		"kubepods/cpu.stat":       "usage_usec 900000\nuser_usec 500000\nsystem_usec 400000\n",
+		"kubepods/memory.current": "52428800\n",
+		"kubepods/memory.stat":    "anon 20971520\nfile 31457280\ninactive_file 10485760\npgfault 50000\npgmajfault 3\n",
+		"kubepods/memory.max":     "3758096384\n",
+		"cpu.stat":                "usage_usec 9000000\nuser_usec 5000000\nsystem_usec 4000000\n",
+		"memory.stat":             "anon 209715200\nfile 314572800\nfile_mapped 1000\npgfault 900000\npgmajfault 30\n",
+		"cpu.pressure":            "some avg10=0.10 avg60=0.00 avg300=0.00 total=5\nfull avg10=0.00 avg60=0.00 avg300=0.00 total=0\n",
+		"memory.pressure":         "some avg10=0.00 avg60=0.00 avg300=0.00 total=7\nfull avg10=0.00 avg60=0.00 avg300=0.00 total=3\n",
+		"io.pressure":             "some avg10=0.00 avg60=0.00 avg300=0.00 total=11\nfull avg10=0.00 avg60=0.00 avg300=0.00 total=9\n",
+	}
+	for _, d := range []string{pod, "kubepods/", h.Kubelet[1:] + "/", h.Runtime[1:] + "/", h.Misc[1:] + "/"} {
+		for _, res := range []string{"cpu", "memory", "io"} {
+			files[d+res+".pressure"] = "some avg10=0.00 avg60=0.00 avg300=0.00 total=150\nfull avg10=0.00 avg60=0.00 avg300=0.00 total=0\n"
+		}
 	}
 	for _, d := range []string{h.Kubelet, h.Runtime, h.Misc} {
 		files[d[1:]+"/cpu.stat"] = "usage_usec 2000000\nuser_usec 1500000\nsystem_usec 500000\n"
@@ -300,3 +308,88 @@ func Write(t testing.TB, dir string, files map[string]string) {
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }
+
+// Figures are what the kernel reports of a host's cgroups, as
+// node/real/cgstats reads them (by the deps.CgroupStatsReader's keys).
+type Figures struct {
+	// Containers by runtime ID, Pods by UID, System by the Summary's
+	// system container names and "" for the root.
+	Containers, Pods, System map[string]deps.CgroupStats
+}
+
+// Created is the creation time Figures give every cgroup (the laid-out
+// directories' own times are the test's).
+var Created = time.Unix(1_700_000_000, 0)
+
+// Want is what a cgstats reader of h (with SystemdRunning false) reads:
+// the figures laid out, converted as cAdvisor converts each version's.
+// On v1: hierarchical cache and RSS, the cgroup's own page faults,
+// cpuacct.stat's ticks, v1's unlimited as deps.Unlimited, all-zero
+// pressure but the root's (/proc/pressure).
+func (h Host) Want() Figures {
+	c := func(usage, user, system uint64) deps.CgroupCPU {
+		return deps.CgroupCPU{UsageNanos: usage, UserNanos: user, SystemNanos: system}
+	}
+	unlimited := deps.CgroupSpec{MemoryLimit: deps.Unlimited, SwapLimit: deps.Unlimited}
+	ctr := deps.CgroupStats{
+		Path: h.ContainerCgroup, CPU: c(51234000, 30000000, 20000000),
+		Memory: deps.CgroupMemory{Usage: ctrUsage, MaxUsage: ctrPeak, WorkingSet: ctrUsage - ctrInactiveFile,
+			Cache: ctrFile, RSS: ctrAnon, PageFaults: ctrPageFaults},
+		// The limit as the kernel holds it, 2 shares (no CPU request;
+		// on v2 from weight 1).
+		Spec:      deps.CgroupSpec{MemoryLimit: LimitBytes, CPUPeriod: 100000, CPUQuota: deps.Unlimited, CPUShares: 2},
+		IO:        []deps.DeviceIO{{Major: 254, Device: "/dev/vda", ReadBytes: 8192, WriteBytes: 8192, Reads: 2, Writes: 2}},
+		Processes: deps.ProcessStats{Processes: 2, Threads: 2, FileDescriptors: 3, Sockets: 1, OpenFilesSoftLimit: 1048576},
+	}
+	pod := deps.CgroupStats{Path: h.PodCgroup, CPU: c(60000000, 35000000, 25000000),
+		Memory: deps.CgroupMemory{Usage: 1500000, WorkingSet: 900000, Cache: 900000, RSS: 400000, PageFaults: 2500},
+		Spec:   deps.CgroupSpec{MemoryLimit: LimitBytes, SwapLimit: deps.Unlimited}}
+	pods := deps.CgroupStats{Path: h.PodsCgroup, CPU: c(900000000, 500000000, 400000000),
+		Memory: deps.CgroupMemory{Usage: 52428800, WorkingSet: 52428800 - 10485760, Cache: 31457280, RSS: 20971520, PageFaults: 50000, MajorPageFaults: 3},
+		Spec:   deps.CgroupSpec{MemoryLimit: 3758096384, SwapLimit: deps.Unlimited}}
+	sys := deps.CgroupStats{CPU: c(2000000000, 1500000000, 500000000),
+		Memory: deps.CgroupMemory{Usage: 4194304, WorkingSet: 4194304 - 524288, Cache: 1048576, RSS: 2097152, PageFaults: 5000}, Spec: unlimited}
+	root := deps.CgroupStats{Path: "/", CPU: c(9000000000, 5000000000, 4000000000),
+		Memory: deps.CgroupMemory{Usage: 8000000 * 1024, WorkingSet: 7000000 * 1024, Cache: 314572800, RSS: 209715200, MappedFile: 1000, PageFaults: 900000, MajorPageFaults: 30},
+		Spec:   unlimited,
+		PSI: &deps.CgroupPSI{CPU: deps.PSI{Some: deps.PSIData{Total: 5, Avg10: 0.1}}, Memory: deps.PSI{Some: deps.PSIData{Total: 7}, Full: deps.PSIData{Total: 3}},
+			IO: deps.PSI{Some: deps.PSIData{Total: 11}, Full: deps.PSIData{Total: 9}}},
+		Disks: []deps.DiskStats{{Device: "/dev/vda", ReadsMerged: 100, SectorsRead: 5000, ReadTimeMillis: 1200, WritesMerged: 300, SectorsWritten: 8000,
+			WriteTimeMillis: 2400, IOTimeMillis: 1200, WeightedIOTimeMillis: 3600}},
+		Network: []deps.NetInterface{{Name: "eth0", RxBytes: 5000000, RxPackets: 4000, RxDropped: 1, TxBytes: 1000000, TxPackets: 3000}},
+	}
+	if h.V1 {
+		ctr.PSI, pod.PSI, pods.PSI, sys.PSI = &deps.CgroupPSI{}, &deps.CgroupPSI{}, &deps.CgroupPSI{}, &deps.CgroupPSI{}
+		ctr.Spec.SwapLimit = LimitBytes // memory.memsw.limit_in_bytes
+		// The cgroups' own page faults: none of the pod's or kubepods'
+		// processes are directly in them; pids.current counts the
+		// hierarchy's.
+		pod.CPU, pod.Memory.PageFaults, pod.Spec.CPUShares, pod.Processes.Threads = c(60000000, 30000000, 30000000), 0, 2, 3
+		pods.Memory.PageFaults, pods.Memory.MajorPageFaults = 0, 0
+		root.Memory = deps.CgroupMemory{Usage: 524288000, WorkingSet: 524288000 - 104857600, Cache: 314572800, RSS: 209715200, MappedFile: 1000, PageFaults: 31820, MajorPageFaults: 2}
+		root.Spec = deps.CgroupSpec{MemoryLimit: deps.Unlimited, SwapLimit: deps.Unlimited, CPUShares: 1024, CPUPeriod: 100000, CPUQuota: deps.Unlimited}
+	} else {
+		psi := &deps.CgroupPSI{CPU: deps.PSI{Some: deps.PSIData{Total: 150}}, Memory: deps.PSI{Some: deps.PSIData{Total: 150}}, IO: deps.PSI{Some: deps.PSIData{Total: 150}}}
+		pod.PSI, pods.PSI, sys.PSI = psi, psi, psi
+		ctr.CPU.SystemNanos = 21234000
+		ctr.PSI = &deps.CgroupPSI{
+			CPU: deps.PSI{Some: deps.PSIData{Total: 120}, Full: deps.PSIData{Total: 100}},
+			IO:  deps.PSI{Some: deps.PSIData{Total: 3000, Avg10: 1.5, Avg60: 0.25, Avg300: 0.05}, Full: deps.PSIData{Total: 2000, Avg10: 1, Avg60: 0.2, Avg300: 0.04}},
+		}
+	}
+	kubelet, runtime, misc := sys, sys, sys
+	kubelet.Path, runtime.Path, misc.Path = h.Kubelet, h.Runtime, h.Misc
+	if h.V1 {
+		// Init is in the controllers' roots, /init.scope only by name.
+		misc.CPU, misc.Memory, misc.Spec = root.CPU, root.Memory, root.Spec
+	}
+	out := Figures{Containers: map[string]deps.CgroupStats{ContainerID: ctr}, Pods: map[string]deps.CgroupStats{PodUID: pod},
+		System: map[string]deps.CgroupStats{"": root, "pods": pods, "kubelet": kubelet, "runtime": runtime, "misc": misc}}
+	for _, m := range []map[string]deps.CgroupStats{out.Containers, out.Pods, out.System} {
+		for k, s := range m {
+			s.Created = Created
+			m[k] = s
+		}
+	}
+	return out
+}
