@@ -34,6 +34,13 @@ func (a *Agent) refuse(pod *corev1.Pod, reason, message string) podworkers.SyncR
 		ref := &corev1.ObjectReference{Kind: "Pod", APIVersion: "v1", Namespace: pod.Namespace, Name: pod.Name, UID: pod.UID}
 		a.d.API.Events.Event(ref, corev1.EventTypeWarning, reason, message)
 	}
+	// A refused pod with nothing running shows Failed at once, as
+	// upstream's rejectPod: the status manager withholds a terminal phase
+	// only while the pod could still have running containers (one
+	// re-refused after a restart keeps it until they stopped).
+	if st, _ := a.pleg.Cache().Get(pod.UID); len(st.Running()) == 0 {
+		a.status.ContainersStopped(pod.UID)
+	}
 	a.status.SetPodStatus(pod, status.Reject(prev, reason, message, a.d.Clock.Now()))
 	return podworkers.SyncResult{Terminal: true}
 }
