@@ -71,14 +71,23 @@ type Action struct {
 	// Do is the kind: delete, patch, patch-status, resize, exec, logs, snapshot,
 	// restart-agent, taint, untaint, ephemeral, remove-static,
 	// rewrite-static (the manifest removed and written back unchanged at
-	// once), create.
+	// once), patch-static (Patch, a strategic merge patch, applied to the
+	// static pod's manifest, written back atomically as a new file: a new
+	// version of the static pod; Repeat times, Every apart), create.
 	Do string `json:"do"`
 	// Pod names the scenario's pod acted on.
 	Pod string `json:"pod,omitempty"`
 	// Grace is the deletion's grace period in seconds (nil: the pod's).
 	Grace *int64 `json:"grace,omitempty"`
-	// Patch is a strategic merge patch (patch, resize) as YAML/JSON.
+	// Patch is a strategic merge patch (patch, resize, patch-status,
+	// patch-static) as YAML/JSON. In patch-static, every "{{n}}" of the
+	// patch's text is the rewrite's number (1 to Repeat), so that each
+	// rewrite makes a different version.
 	Patch json.RawMessage `json:"patch,omitempty"`
+	// Repeat (patch-static) is how many rewrites to make (0 means 1), Every
+	// apart; the actions after it wait until the last one is written.
+	Repeat int      `json:"repeat,omitempty"`
+	Every  Duration `json:"every,omitempty"`
 	// Container and Command (exec, logs: Previous).
 	Container string   `json:"container,omitempty"`
 	Command   []string `json:"command,omitempty"`
@@ -120,7 +129,7 @@ func (d Duration) MarshalJSON() ([]byte, error) { return json.Marshal(d.String()
 // scenario exclusive.
 var actionKinds = map[string]bool{
 	"delete": false, "patch": false, "resize": false, "exec": false, "logs": false, "snapshot": false,
-	"ephemeral": false, "remove-static": false, "rewrite-static": false, "create": false, "patch-status": false, "write-file": false,
+	"ephemeral": false, "remove-static": false, "rewrite-static": false, "patch-static": false, "create": false, "patch-status": false, "write-file": false,
 	"restart-agent": true, "taint": true, "untaint": true,
 }
 
@@ -175,6 +184,17 @@ func (s *Scenario) validate() error {
 		if a.At.Duration > s.Duration.Duration {
 			return fmt.Errorf("action %d (%s) at %v, after the scenario's end %v", i, a.Do, a.At, s.Duration)
 		}
+		if a.Repeat < 0 || a.Every.Duration < 0 || ((a.Repeat > 1 || a.Every.Duration > 0) && a.Do != "patch-static") {
+			return fmt.Errorf("action %d (%s): repeat and every are patch-static's, and not negative", i, a.Do)
+		}
+		if a.Repeat > 1 {
+			if last := a.At.Duration + time.Duration(a.Repeat-1)*a.Every.Duration; last > s.Duration.Duration {
+				return fmt.Errorf("action %d (%s): its last rewrite at %v, after the scenario's end %v", i, a.Do, last, s.Duration)
+			}
+		}
+		if strings.HasSuffix(a.Do, "-static") && !isStatic(s, a.Pod) {
+			return fmt.Errorf("action %d (%s): %q is not a static pod of the scenario", i, a.Do, a.Pod)
+		}
 		switch a.Do {
 		case "create":
 			if a.NewPod == nil || a.NewPod.Name == "" {
@@ -196,7 +216,7 @@ func (s *Scenario) validate() error {
 		}
 		if (a.Do == "write-file" && (a.Container == "" || a.Path == "")) ||
 			(a.Do == "exec" && len(a.Command) == 0) || (a.Do == "ephemeral" && a.Ephemeral == nil) ||
-			((a.Do == "patch" || a.Do == "resize" || a.Do == "patch-status") && len(a.Patch) == 0) {
+			((a.Do == "patch" || a.Do == "resize" || a.Do == "patch-status" || a.Do == "patch-static") && len(a.Patch) == 0) {
 			return fmt.Errorf("action %d: %s lacks its argument", i, a.Do)
 		}
 	}

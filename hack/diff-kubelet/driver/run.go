@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -17,6 +18,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/strategicpatch"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
@@ -193,22 +195,31 @@ func (h *harness) createPods(ctx context.Context, s *Scenario, sd *side, ns stri
 		errs = append(errs, h.createPod(ctx, &p, sd, ns))
 	}
 	for _, p := range s.Static {
-		sp := p.DeepCopy()
-		sp.Namespace = ns
-		if sp.APIVersion == "" {
-			sp.APIVersion, sp.Kind = "v1", "Pod"
-		}
-		data, err := yaml.Marshal(sp)
+		data, err := staticManifest(&p, ns)
 		if err != nil {
 			errs = append(errs, err)
 			continue
 		}
-		path := filepath.Join(sd.manifests, ns+"-"+sp.Name+".yaml")
+		path := filepath.Join(sd.manifests, ns+"-"+p.Name+".yaml")
 		if err := os.WriteFile(path, data, 0o644); err != nil {
 			errs = append(errs, fmt.Errorf("write static pod %s: %w", path, err))
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// staticManifest is the manifest of the static pod p in namespace ns.
+func staticManifest(p *v1.Pod, ns string) ([]byte, error) {
+	sp := p.DeepCopy()
+	sp.Namespace = ns
+	if sp.APIVersion == "" {
+		sp.APIVersion, sp.Kind = "v1", "Pod"
+	}
+	data, err := yaml.Marshal(sp)
+	if err != nil {
+		return nil, fmt.Errorf("static pod %s/%s: %w", ns, p.Name, err)
+	}
+	return data, nil
 }
 
 func (h *harness) createPod(ctx context.Context, tmpl *v1.Pod, sd *side, ns string) error {
@@ -305,6 +316,8 @@ func (h *harness) act(ctx context.Context, s *Scenario, a Action, sd *side, ns s
 			return "", fmt.Errorf("rewrite static pod %s: %w", path, err)
 		}
 		return "", nil
+	case "patch-static":
+		return "", patchStatic(ctx, a, filepath.Join(sd.manifests, ns+"-"+a.Pod+".yaml"))
 	case "create":
 		return "", h.createPod(ctx, a.NewPod, sd, ns)
 	case "write-file":
@@ -315,6 +328,60 @@ func (h *harness) act(ctx context.Context, s *Scenario, a Action, sd *side, ns s
 		return "", sd.runtime.writeFile(ctx, string(p.UID), a.Container, a.Path, a.Content)
 	}
 	return "", fmt.Errorf("unknown action %q", a.Do)
+}
+
+// patchStatic makes a.Repeat (at least one) rewrites of the static pod
+// manifest at path, a.Every apart, each with the action's patch (its
+// "{{n}}" the rewrite's number).
+func patchStatic(ctx context.Context, a Action, path string) error {
+	n := max(a.Repeat, 1)
+	for i := 1; i <= n; i++ {
+		if i > 1 && a.Every.Duration > 0 {
+			select {
+			case <-ctx.Done():
+				return fmt.Errorf("patch static pod %s: rewrite %d of %d: %w", path, i, n, ctx.Err())
+			case <-time.After(a.Every.Duration):
+			}
+		}
+		patch := bytes.ReplaceAll(a.Patch, []byte("{{n}}"), []byte(strconv.Itoa(i)))
+		if err := patchManifest(path, patch); err != nil {
+			return fmt.Errorf("rewrite %d of %d: %w", i, n, err)
+		}
+	}
+	return nil
+}
+
+// patchManifest applies a strategic merge patch (JSON) to the pod
+// manifest at path and writes the result as a new file that replaces it
+// in one rename: the agents' directory watches see the new version at
+// once and never a half-written file (the temporary file's name starts
+// with a dot, which both agents' static pod sources ignore).
+func patchManifest(path string, patch []byte) error {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Errorf("patch static pod %s: %w", path, err)
+	}
+	orig, err := yaml.YAMLToJSON(data)
+	if err != nil {
+		return fmt.Errorf("patch static pod %s: read manifest: %w", path, err)
+	}
+	patched, err := strategicpatch.StrategicMergePatch(orig, patch, v1.Pod{})
+	if err != nil {
+		return fmt.Errorf("patch static pod %s: apply %s: %w", path, patch, err)
+	}
+	out, err := yaml.JSONToYAML(patched)
+	if err != nil {
+		return fmt.Errorf("patch static pod %s: %w", path, err)
+	}
+	tmp := filepath.Join(filepath.Dir(path), "."+filepath.Base(path)+".tmp")
+	if err := os.WriteFile(tmp, out, 0o644); err != nil {
+		return fmt.Errorf("patch static pod %s: %w", path, err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		_ = os.Remove(tmp)
+		return fmt.Errorf("patch static pod %s: %w", path, err)
+	}
+	return nil
 }
 
 // isStatic reports whether s has a static pod named name.
