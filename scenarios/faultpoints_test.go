@@ -148,5 +148,17 @@ func TestFoundWithFaultPoints(t *testing.T) {
 		// slack was one detection period (reclaim-first).
 		{"late image collection round before disk pressure", "image-gc", 2245, "crash:318,0,0@100;crash:3991,0,0@2069;create-image:2,1,0@3992;image-disk:3,0,0@8593;image-disk:0,0,0@6948;create-image:3,0,0@14210;create-image:1,1,0@12526;wait:0,0,0@17393;wait:0,0,0@16702;delete:0,0,0@6617;create-image:1,1,0@13833;image-disk:3,0,0@100"},
 		{"late eviction cycle, QoS pods", "eviction", 209, "create-qos:0,2,3@15149;create-qos:1,1,5@4610;create-qos:2,1,0@8693;node-pids:0,0,0@12729;create-qos:1,2,5@4678;node-memory:1,0,0@16970;node-memory:1,0,0@3919;create-qos:3,0,4@13685;create-qos:2,0,4@1897;create-qos:3,0,5@16491;node-memory:0,0,0@100"},
+		// make test (device-faults seed 26): a device pod admitted whose
+		// first sync failed (allocation-checkpoint-fails) before its
+		// plugin died; past the grace the agent restarted, and the
+		// runtime's view of the pod's sandbox reached the PLEG before
+		// the API source's add reached admission: the PLEG's sync started
+		// a worker, whose sync (its rejection read while admission had
+		// not decided yet) created the container after admission refused
+		// the pod (OutOfexample.com/foo, the Node's 0), without devices
+		// (devices-once). A resync now never starts a worker, as the
+		// kubelet's PLEG syncs only pods its config loop added and
+		// admitted.
+		{"PLEG sync before admission after a restart", "device-faults", 26, "wait:0,0,0@100;create-devices:0,0,0@15002;plugin-gone-restart:2,5,0@100;wait:0,0,0@100;wait:0,0,0@100;wait:0,0,0@100;wait:0,0,0@100;wait:0,0,0@100;wait:0,0,0@100;wait:0,0,0@100;wait:0,0,0@100;wait:0,0,0@100"},
 	})
 }

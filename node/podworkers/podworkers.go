@@ -47,7 +47,9 @@ const (
 	Create UpdateType = iota
 	// Update: the pod's spec or metadata changed.
 	Update
-	// Sync: resync (requeue due, PLEG event, probe result).
+	// Sync: resync (requeue due, PLEG event, probe result). It wakes a
+	// worker, never starts one: a pod reaches the workers through its
+	// source's Create, once admission has decided on it.
 	Sync
 	// Kill: terminate the pod (deleted, evicted, removed from its source,
 	// or an orphan found in the runtime).
@@ -196,16 +198,20 @@ func New(ctx context.Context, d deps.Core, syncer Syncer, queue *WorkQueue, cfg 
 		workers: map[types.UID]*worker{}, static: map[string][]types.UID{}}
 }
 
-// UpdatePod hands work to the pod's worker, creating it if needed.
+// UpdatePod hands work to the pod's worker, creating it if needed (but
+// for a Sync, which only wakes a worker that exists).
 func (p *PodWorkers) UpdatePod(u Work) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	w := p.workers[u.UID]
 	if w == nil {
-		if u.Type == Update || u.Type == Sync {
-			if u.Pod == nil {
-				return
-			}
+		if u.Type == Sync || (u.Type == Update && u.Pod == nil) {
+			// A resync of a pod no worker has: its source's Create (and
+			// the admission before it) has not come yet, as after an
+			// agent restart when the runtime's view of a pod reaches the
+			// PLEG first. The kubelet's PLEG and probes sync only the pods
+			// its config loop added and admitted in the same step.
+			return
 		}
 		w = &worker{uid: u.UID, pod: u.Pod, name: workerName(u), wake: p.d.Tasks.NewSignal("pod " + workerName(u))}
 		p.workers[u.UID] = w

@@ -338,3 +338,30 @@ func TestCreateAsTheWorkerFinishesRestartsItOnce(t *testing.T) {
 		t.Errorf("state %v finished %v, want syncing, not finished", st, pw.IsFinished("u1"))
 	}
 }
+
+// TestSyncNeverStartsAWorker: a resync (a PLEG event, a probe result) of a
+// pod the workers were never handed runs nothing, as after an agent
+// restart when the runtime's view of a pod comes before its source's add
+// and the admission that precedes it; the Create then starts the worker.
+func TestSyncNeverStartsAWorker(t *testing.T) {
+	k, f, pw, _ := setup(t, time.Second)
+	pw.UpdatePod(podworkers.Work{Type: podworkers.Sync, UID: "u1", Pod: pod(1)})
+	if err := k.RunFor(5 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := pw.State("u1"); ok || len(f.calls) != 0 {
+		t.Fatalf("a sync of an unknown pod started a worker: steps %v", f.calls)
+	}
+	pw.UpdatePod(podworkers.Work{Type: podworkers.Create, UID: "u1", Pod: pod(2)})
+	if err := k.RunFor(500 * time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	pw.UpdatePod(podworkers.Work{Type: podworkers.Sync, UID: "u1", Pod: pod(3)})
+	if err := k.RunFor(5 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"+5s sync gen=2", "+6s sync gen=3"}
+	if diff := cmp.Diff(want, f.calls); diff != "" {
+		t.Errorf("steps (-want +got):\n%s", diff)
+	}
+}
