@@ -159,6 +159,14 @@ func TestFoundWithFaultPoints(t *testing.T) {
 		// (devices-once). A resync now never starts a worker, as the
 		// kubelet's PLEG syncs only pods its config loop added and
 		// admitted.
+		// make test (device-faults seed 26, the unshrunk draw): a pod
+		// held a device whose plugin was removed past its grace; the
+		// plugin came back after a restart with a stream that failed
+		// before listing it, and at the next restart admission counted
+		// only the devices listed since, 0, so the pod that ran was
+		// refused OutOfexample.com/foo (devices-once). The devices pods
+		// hold now count, as upstream's sanitizeNodeAllocatable.
+		{"held device unlisted after the plugin came back", "device-faults", 26, "create-devices:2,0,0@100;create-devices:0,0,0@15002;plugin-gone-restart:2,0,0@100;plugin-fail-list:1,0,0@100;crash:2196,0,0@100"},
 		{"PLEG sync before admission after a restart", "device-faults", 26, "wait:0,0,0@100;create-devices:0,0,0@15002;plugin-gone-restart:2,5,0@100;wait:0,0,0@100;wait:0,0,0@100;wait:0,0,0@100;wait:0,0,0@100;wait:0,0,0@100;wait:0,0,0@100;wait:0,0,0@100;wait:0,0,0@100;wait:0,0,0@100"},
 	})
 }

@@ -332,8 +332,8 @@ func (m *Manager) Resources() (capacity, allocatable corev1.ResourceList, remove
 
 // AdmissionAllocatable is what admission counts of each device resource
 // the manager knows: the healthy devices plus those allocated to pods
-// whatever their health (their pods' requests are counted as used beside
-// it), so that a pod already holding its devices is admitted again after
+// whatever their health or whether its plugin listed them since the
+// manager started (their pods' requests are counted as used beside it), so that a pod already holding its devices is admitted again after
 // an agent restart, before its plugin has registered again, while a new
 // pod is not. A resource past its grace, or only known from the devices
 // pods hold (a restart forgot its plugin), counts those held devices
@@ -357,14 +357,16 @@ func (m *Manager) AdmissionAllocatable() corev1.ResourceList {
 			}
 			continue
 		}
-		taken := m.taken(name, "")
-		n := 0
+		// The devices pods hold count whether or not the plugin listed
+		// them in this life of the manager: one registered again whose
+		// stream failed at once has listed none.
+		counted := m.taken(name, "")
 		for id, h := range ep.devices {
-			if h || taken[id] {
-				n++
+			if h {
+				counted[id] = true
 			}
 		}
-		out[corev1.ResourceName(name)] = *resource.NewQuantity(int64(n), resource.DecimalSI)
+		out[corev1.ResourceName(name)] = *resource.NewQuantity(int64(len(counted)), resource.DecimalSI)
 	}
 	return out
 }

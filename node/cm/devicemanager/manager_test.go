@@ -545,6 +545,28 @@ func TestAdmitRefusesAsUpstreamsAllocate(t *testing.T) {
 			w.restart()
 			return a
 		}, refused(unregistered, map[string]string{foo: "1"})},
+		// device-faults seed 26: the held device still counts once the
+		// plugin is back with a stream that failed before listing it, so
+		// the holder fits the node's count at the next restart, as
+		// upstream raises the allocatable to the devices allocated.
+		{"removed past the grace while a pod holds devices, restarted, back with no listing", func(w *world) *corev1.Pod {
+			p := w.plugin(deviceplugin.Config{Resource: foo, Count: 2})
+			a := pod("a", 1)
+			if _, err := w.m.Allocate(w.ctx, a, &a.Spec.Containers[0]); err != nil {
+				w.t.Fatal(err)
+			}
+			p.Die()
+			w.run(devicemanager.DefaultGrace + time.Second)
+			w.restart()
+			p.Heal()
+			p.FailListAndWatch(true)
+			if err := w.m.Register(w.ctx, p.Registration(), p); err != nil {
+				w.t.Fatal(err)
+			}
+			w.run(time.Second)
+			w.restart()
+			return a
+		}, refused(noHealthy, map[string]string{foo: "1"})},
 		{"never registered", func(*world) *corev1.Pod { return nil }, verdict{OK: true, Allocatable: map[string]string{}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
