@@ -201,6 +201,40 @@ func (r *Runtime) TrueExit(id string) (exit Exit, ok bool) {
 	return Exit{Code: c.exitCode, Reason: c.reason, FinishedAt: c.finishedAt}, true
 }
 
+// PastExit is a container that had exited by some instant, as
+// TrueExitedAt lists it.
+type PastExit struct {
+	ID      string
+	Name    string
+	Attempt uint32
+	// Labels are the container's labels (shared: do not modify).
+	Labels map[string]string
+	Exit
+}
+
+// TrueExitedAt lists the containers that had exited by t (unix
+// nanoseconds, not after the clock's now) and were still in the runtime
+// then, whether removed since or not, with how they exited, in creation
+// order, bypassing every injected fault. Removed containers are
+// remembered for the stale retention (5 minutes at least), so an instant
+// older than that may miss some. For invariant checkers that judge a
+// decision made at t from what the runtime held then, which a later
+// removal (container garbage collection) must not hide.
+func (r *Runtime) TrueExitedAt(t int64) []PastExit {
+	r.mu.Lock()
+	defer r.unlock()
+	r.advance(r.now())
+	var out []PastExit
+	for _, c := range r.containerOrder {
+		if state, ok := c.stateAt(t, true); !ok || state != exitedState {
+			continue
+		}
+		out = append(out, PastExit{ID: c.id, Name: c.config.GetMetadata().GetName(), Attempt: c.config.GetMetadata().GetAttempt(),
+			Labels: c.config.GetLabels(), Exit: Exit{Code: c.exitCode, Reason: c.reason, FinishedAt: c.finishedAt}})
+	}
+	return out
+}
+
 // TrueContainerConfig returns a copy of the config container id was
 // created with, and false when no such container was ever created. Like
 // TrueContainers it bypasses faults and never blocks.

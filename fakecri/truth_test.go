@@ -73,3 +73,36 @@ func TestTruthViews(t *testing.T) {
 		t.Errorf("config of a removed container: %v", cfg)
 	}
 }
+
+// TestTrueExitedAt checks that the exits listed for an instant are those
+// the runtime held then: not a container still running then, nor one
+// created after, but one removed since (a garbage-collected instance)
+// with its exit.
+func TestTrueExitedAt(t *testing.T) {
+	f := newFixture(t)
+	sb := f.runPod("a")
+	first := f.run(sb, ctrConfig("app", "FAKECRI_EXIT_AFTER=5s"))
+	f.clock.Advance(2 * time.Second)
+	running := f.clock.Now().UnixNano()
+	f.clock.Advance(4 * time.Second) // exited at +5s
+	exited := f.clock.Now().UnixNano()
+	cfg := ctrConfig("app")
+	cfg.Metadata.Attempt = 1
+	second := f.run(sb, cfg)
+	f.clock.Advance(time.Second)
+	if err := f.r.RemoveContainer(f.ctx, first); err != nil {
+		t.Fatal(err)
+	}
+	exitsAt := f.r.TrueExitedAt
+	if got := exitsAt(running); len(got) != 0 {
+		t.Errorf("exits while the first instance ran: %+v, want none", got)
+	}
+	want := []PastExit{{ID: first, Name: "app", Attempt: 0, Labels: ctrConfig("app").Labels,
+		Exit: Exit{Code: 0, Reason: "Completed", FinishedAt: exited - time.Second.Nanoseconds()}}}
+	if diff := cmp.Diff(want, exitsAt(exited)); diff != "" {
+		t.Errorf("exits when the first instance had exited, since removed (-want +got):\n%s", diff)
+	}
+	if got := exitsAt(f.clock.Now().UnixNano()); len(got) != 0 {
+		t.Errorf("exits now (the first removed, %s running): %+v, want none", second, got)
+	}
+}
