@@ -147,6 +147,15 @@ func TestFoundWithFaultPoints(t *testing.T) {
 		// detection, as upstream's) and evicted a pod: the checker's
 		// slack was one detection period (reclaim-first).
 		{"late image collection round before disk pressure", "image-gc", 2245, "crash:318,0,0@100;crash:3991,0,0@2069;create-image:2,1,0@3992;image-disk:3,0,0@8593;image-disk:0,0,0@6948;create-image:3,0,0@14210;create-image:1,1,0@12526;wait:0,0,0@17393;wait:0,0,0@16702;delete:0,0,0@6617;create-image:1,1,0@13833;image-disk:3,0,0@100"},
+		// make test: a probed pod's container killed by its liveness
+		// probe a fourth time while the third instance's exit was 20 s
+		// old: the crash-loop back-off held the start (as upstream's
+		// doBackOff on the newest exited instance), and the container
+		// GC removed that instance as soon as the killed one exited,
+		// before the checker saw the exit, which then found no earlier
+		// exit and owed a restart at once (probe-restarts now judges
+		// from the instances the runtime held at the kill).
+		{"earlier instance collected before the kill's exit was seen", "probe-failure", 4, "create-probed:8484,0,0@1519;crash:7,0,0@104;create-probed:13,0,0@854;create-probed:39,0,0@100"},
 		{"late eviction cycle, QoS pods", "eviction", 209, "create-qos:0,2,3@15149;create-qos:1,1,5@4610;create-qos:2,1,0@8693;node-pids:0,0,0@12729;create-qos:1,2,5@4678;node-memory:1,0,0@16970;node-memory:1,0,0@3919;create-qos:3,0,4@13685;create-qos:2,0,4@1897;create-qos:3,0,5@16491;node-memory:0,0,0@100"},
 		// make test (device-faults seed 26): a device pod admitted whose
 		// first sync failed (allocation-checkpoint-fails) before its

@@ -37,7 +37,9 @@ type probeRestart struct {
 // exited) is Never, whatever exit code the kill brings: a process that
 // exits 0 on SIGTERM under OnFailure runs again. That start goes through
 // the crash-loop back-off (doBackOff), judged on the newest instance that
-// had exited before the kill: with none in the runtime, it goes at once;
+// had exited before the kill in the pod status of the sync that killed
+// it (what the runtime held when the stop was asked, whether removed
+// since or not): with none, it goes at once;
 // so it does when that instance finished more than the longest back-off
 // (300 s) before. In between the back-off may hold it (and a held
 // instance that exited 0 under OnFailure is then never restarted, as
@@ -65,12 +67,17 @@ func (c *Checker) expectProbeRestart(id string, pi *probedInstance, killed, fini
 	if !ok {
 		return
 	}
-	for _, ct := range c.truth().raw {
-		ref, err := podstate.PodRefFromLabels(ct.Labels)
-		if err != nil || ref.UID != pi.uid || ct.Metadata.GetName() != pi.name || ct.Metadata.GetAttempt() >= attempt {
+	// The instances the kill's sync saw are those the runtime held when
+	// it asked the stop, not those it holds now: the container garbage
+	// collector may remove the earlier exited instance as soon as the
+	// killed one has exited (it keeps the newest dead instance per
+	// container), before the checker sees that exit.
+	for _, ex := range c.h.Runtime.TrueExitedAt(c.epoch().Add(killed).UnixNano()) {
+		ref, err := podstate.PodRefFromLabels(ex.Labels)
+		if err != nil || ref.UID != pi.uid || ex.Name != pi.name || ex.Attempt >= attempt {
 			continue
 		}
-		if exit, ok := c.h.Runtime.TrueExit(ct.Id); ok && killed-c.elapsedAt(exit.FinishedAt) <= crashBackoffMax {
+		if killed-c.elapsedAt(ex.FinishedAt) <= crashBackoffMax {
 			return // the back-off may hold the start
 		}
 	}
@@ -83,14 +90,14 @@ func (c *Checker) expectProbeRestart(id string, pi *probedInstance, killed, fini
 // was not quiet meanwhile: the agent restarted or went down (a new agent
 // sees an exit 0 under OnFailure and, as the kubelet, leaves it), the
 // runtime was impaired or its lists stale (the start may fail, and the
-// next sync judges the exit code), the pod is being deleted or its
-// sandbox is replaced.
+// next sync judges the exit code), the pod is being deleted or failed
+// (probeRestartVoid) or its sandbox is replaced.
 func (c *Checker) checkProbeRestarts(truth []RuntimeContainer) {
 	pc, now := c.probes, c.h.K.Elapsed()
 	kept := pc.owed[:0]
 	for _, o := range pc.owed {
 		switch {
-		case c.h.Agent() == nil || c.h.Restarts() != o.agent || c.deletingPod(o.uid) ||
+		case c.h.Agent() == nil || c.h.Restarts() != o.agent || c.probeRestartVoid(o.uid) ||
 			now <= addSat(max(c.suite.runtimeImpaired, c.suite.viewStale), probeRestartSlack):
 			continue // excused
 		case c.newerAttempt(truth, o):
@@ -103,6 +110,18 @@ func (c *Checker) checkProbeRestarts(truth []RuntimeContainer) {
 		kept = append(kept, o)
 	}
 	pc.owed = kept
+}
+
+// probeRestartVoid reports whether pod uid no longer owes probe-restarts'
+// starts: it is being deleted, or it failed (its active deadline, an
+// eviction). Unlike deletingPod it does not take Succeeded as a reason:
+// a pod that owes a probe-killed container's start had that container
+// restarted in the kill's sync upstream, so it cannot have succeeded;
+// Succeeded there is the missing restart's own consequence (an OnFailure
+// container that exited 0 on SIGTERM, left as done).
+func (c *Checker) probeRestartVoid(uid types.UID) bool {
+	p := c.probes.pods[uid]
+	return p == nil || p.DeletionTimestamp != nil || c.lastPhase[uid] == corev1.PodFailed
 }
 
 // newerAttempt reports whether the runtime holds an attempt of o's
