@@ -258,6 +258,12 @@ func networkStats(n *runtimeapi.NetworkUsage, now time.Time) *statsv1alpha1.Netw
 	for _, i := range n.GetInterfaces() {
 		out.Interfaces = append(out.Interfaces, interfaceStats(i))
 	}
+	if len(out.Interfaces) == 0 && n.GetDefaultInterface() != nil {
+		// containerd 1.6 reports the default interface alone; it is one
+		// of the pod's interfaces, and the kubelet (cAdvisor's list)
+		// always lists it there too.
+		out.Interfaces = []statsv1alpha1.InterfaceStats{out.InterfaceStats}
+	}
 	return out
 }
 

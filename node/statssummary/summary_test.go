@@ -404,3 +404,19 @@ func TestBuildNetworkWithoutTimestamp(t *testing.T) {
 		t.Errorf("network time (-want +got):\n%s", diff)
 	}
 }
+
+// containerd 1.6 reports a sandbox's default interface without the list of
+// interfaces: the Summary lists it among the pod's interfaces too, as the
+// kubelet does (the node suite's summary spec wants the list).
+func TestBuildNetworkDefaultInterfaceListed(t *testing.T) {
+	sb := sbstats("s1", "uid-1")
+	sb.Linux.Network.Interfaces = nil
+	got := Build("node-a", now, machine, usage, []*corev1.Pod{pod("default", "web", "uid-1", 50)}, []*runtimeapi.PodSandboxStats{sb}, nil, nil, LocalUsage{})
+	if len(got.Pods) != 1 || got.Pods[0].Network == nil {
+		t.Fatalf("pods: %+v", got.Pods)
+	}
+	n := got.Pods[0].Network
+	if diff := cmp.Diff([]statsv1alpha1.InterfaceStats{n.InterfaceStats}, n.Interfaces); diff != "" || n.InterfaceStats.Name == "" {
+		t.Errorf("interfaces (-want +got), default %q:\n%s", n.InterfaceStats.Name, diff)
+	}
+}
