@@ -12,6 +12,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/lockstep-dev/lockstep/node/eviction"
+	"github.com/lockstep-dev/lockstep/node/podstate"
 	"github.com/lockstep-dev/lockstep/scenarios/refmodel"
 	"github.com/lockstep-dev/lockstep/sim/apiserver"
 )
@@ -137,6 +138,13 @@ func (c *Checker) onEviction(pod *corev1.Pod) {
 			ids[ct.ID] = true
 		}
 	}
+	// The evicted phase is shown once the containers stopped: they may be
+	// gone from the runtime's list by now, not from its memory.
+	for _, e := range c.h.Runtime.TrueExitedAt(c.h.K.Now().UnixNano()) {
+		if types.UID(e.Labels[podstate.LabelPodUID]) == pod.UID {
+			ids[e.ID] = true
+		}
+	}
 	p.evicted[pod.UID] = ids
 	if refmodel.IsCritical(pod) {
 		c.fail("critical-survives", "critical pod %s/%s (priority %d) was evicted: %s", pod.Namespace, pod.Name, refmodel.Priority(pod), pod.Status.Message)
@@ -185,7 +193,17 @@ func (c *Checker) checkEvictionOrder(pod *corev1.Pod, signal refmodel.Signal) {
 	if c.impairedWithin(stableFor) {
 		return
 	}
-	usage := c.steadyUsages()
+	// The ranking is judged at the decision: when the agent first asked the
+	// runtime to stop one of the pod's containers (the kubelet shows the
+	// evicted phase only once they have stopped, so by this write they
+	// no longer run).
+	at := c.h.K.Elapsed()
+	for id := range c.pressure.evicted[pod.UID] {
+		if ns, ok := c.h.Runtime.TrueStopAskedAt(id); ok {
+			at = min(at, c.elapsedAt(ns))
+		}
+	}
+	usage := c.steadyUsages(at)
 	self, ok := usage[pod.UID]
 	if !ok {
 		return
@@ -205,14 +223,14 @@ func (c *Checker) checkEvictionOrder(pod *corev1.Pod, signal refmodel.Signal) {
 	}
 }
 
-// steadyUsages are the true usages of the pods whose every container has
-// run for stableFor with a constant script (no memory growth, no init
-// containers).
-func (c *Checker) steadyUsages() map[types.UID]refmodel.Usage {
-	now := c.h.K.Elapsed()
+// steadyUsages are the true usages of the pods whose every container had
+// run for stableFor at instant at (and still ran then) with a constant
+// script (no memory growth, no init containers).
+func (c *Checker) steadyUsages(at time.Duration) map[types.UID]refmodel.Usage {
 	running := map[types.UID]map[string]bool{}
 	for _, ct := range c.truth().containers {
-		if ct.State != runtimeapi.ContainerState_CONTAINER_RUNNING || now-c.pressure.runningSince[ct.ID] < stableFor {
+		since, seen := c.pressure.runningSince[ct.ID]
+		if !seen || at-since < stableFor || !c.ranAt(ct, at) {
 			continue
 		}
 		if running[ct.PodUID] == nil {
@@ -251,6 +269,17 @@ func (c *Checker) steadyUsages() map[types.UID]refmodel.Usage {
 		}
 	}
 	return out
+}
+
+// ranAt reports whether container ct still ran at instant at: it runs
+// now, or it exited at or after at (a pod evicted with no grace stops in
+// the instant it was asked to).
+func (c *Checker) ranAt(ct RuntimeContainer, at time.Duration) bool {
+	if ct.State == runtimeapi.ContainerState_CONTAINER_RUNNING {
+		return true
+	}
+	exit, ok := c.h.Runtime.TrueExit(ct.ID)
+	return ok && exit.FinishedAt != 0 && c.elapsedAt(exit.FinishedAt) >= at
 }
 
 func quantityOr(s string) int64 {
