@@ -50,6 +50,14 @@ phase "build kubectl"
 export LOCKSTEP_E2E_KUBECTL="$("$here/build-kubectl.sh")"
 phase "build metrics-server"
 export METRICS_SERVER_BIN="$("$here/build-metrics-server.sh")"
+if [[ -n ${E2E_LOCK:-} ]]; then
+  # Another agent on this machine (make conformance, make node-conformance,
+  # make diff-kubelet) shares the kubepods cgroups: each would remove the
+  # other's pod cgroups as orphans. Wait for the lock after building.
+  phase "wait for $E2E_LOCK"
+  exec 9>"$E2E_LOCK"
+  flock 9
+fi
 phase "start containerd"
 "$here/start-containerd.sh"
 phase "start registry"
