@@ -113,8 +113,12 @@ func TestMemoryHogIsOOMKilled(t *testing.T) {
 		Limits: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("32Mi")},
 	}
 	p = e.create(t, p)
-	got := e.waitPod(t, p, 60*time.Second, "terminated", func(p *corev1.Pod) bool {
-		return len(p.Status.ContainerStatuses) == 1 && p.Status.ContainerStatuses[0].State.Terminated != nil
+	// The terminated state comes first; the phase follows once the pod's
+	// termination has finished (the kubelet's status manager withholds a
+	// terminal phase while the pod could still have running containers).
+	got := e.waitPod(t, p, 60*time.Second, "terminated and terminal", func(p *corev1.Pod) bool {
+		return len(p.Status.ContainerStatuses) == 1 && p.Status.ContainerStatuses[0].State.Terminated != nil &&
+			(p.Status.Phase == corev1.PodFailed || p.Status.Phase == corev1.PodSucceeded)
 	})
 	term := got.Status.ContainerStatuses[0].State.Terminated
 	if term.Reason != "OOMKilled" || term.ExitCode != 137 {
