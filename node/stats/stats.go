@@ -297,8 +297,15 @@ func (p *Provider) sample(ctx context.Context, local bool) (Sample, error) {
 		return Sample{}, fmt.Errorf("list pod sandbox stats: %w", err)
 	}
 	var netdev map[string][]deps.NetInterface
-	if s.SandboxStats == nil && p.ports.Network != nil {
+	switch {
+	case s.SandboxStats == nil && p.ports.Network != nil:
 		s.SandboxStats, netdev = p.sandboxNetworks(ctx)
+	case p.ports.Cgroups != nil && isInterfaceReader(p.ports.Network):
+		// The runtime's sandbox stats have no packet or drop counters
+		// (containerd 1.6 reports the default interface's bytes and
+		// errors only): the kernel's figures take every interface's
+		// full counters from the sandbox's network namespace.
+		_, netdev = p.sandboxNetworks(ctx)
 	}
 	statsList, statsErr := p.ports.Runtime.ListContainerStats(ctx, &runtimeapi.ContainerStatsFilter{})
 	if s.Containers, err = p.ports.Runtime.ListContainers(ctx, &runtimeapi.ContainerFilter{}); err != nil {
@@ -435,6 +442,13 @@ func (p *Provider) sandboxNetworks(ctx context.Context) ([]*runtimeapi.PodSandbo
 		})
 	}
 	return out, counters
+}
+
+// isInterfaceReader reports whether r reads every interface's full
+// counters.
+func isInterfaceReader(r NetworkReader) bool {
+	_, ok := r.(InterfaceReader)
+	return ok
 }
 
 // DefaultInterface is the pod interface the Summary reports inline, as

@@ -351,3 +351,66 @@ func TestProviderNetworkWithoutSandboxStats(t *testing.T) {
 		}
 	}
 }
+
+// fullNet is fakeNet that also reads every interface's full counters
+// (stats.InterfaceReader), as the real node's network reader does.
+type fullNet struct{ fakeNet }
+
+func (n fullNet) PodInterfaces(_ context.Context, id string) ([]deps.NetInterface, error) {
+	*n.calls = append(*n.calls, id)
+	return []deps.NetInterface{{Name: "eth0", RxBytes: 100, RxPackets: 3, RxDropped: 1, TxBytes: 200, TxPackets: 4}}, nil
+}
+
+// noCgroups is a kernel reader that finds no cgroup.
+type noCgroups struct{}
+
+func (noCgroups) Containers(context.Context, []string) (map[string]deps.CgroupStats, error) {
+	return nil, nil
+}
+func (noCgroups) Pods(context.Context, []string) (map[string]deps.CgroupStats, error) {
+	return nil, nil
+}
+func (noCgroups) System(context.Context) (map[string]deps.CgroupStats, error) { return nil, nil }
+
+// With sandbox stats from the runtime (containerd 1.6: bytes and errors of
+// the default interface only), a node reading the kernel's figures still
+// takes every interface's full counters (packets, drops) from the network
+// port: the cAdvisor series need them.
+func TestProviderKernelNetworkBesideSandboxStats(t *testing.T) {
+	k := kernel.New(kernel.Config{Seed: 1})
+	rt := fakecri.New(fakecri.Config{Clock: k, Rand: k.Rand(), Files: memfs.New(),
+		NewSignal: func(n string) fakecri.Signal { return k.NewSignal(n) }})
+	var calls []string
+	p := stats.New(k.Deps().Core, stats.Ports{Runtime: rt, Images: rt, Machine: machine{rt}, Network: fullNet{fakeNet{&calls}}, Cgroups: noCgroups{}}, stats.Config{})
+	ctx := context.Background()
+	sbCfg := &runtimeapi.PodSandboxConfig{Metadata: &runtimeapi.PodSandboxMetadata{Name: "web", Namespace: "default", Uid: "uid-1"},
+		Labels: map[string]string{"io.kubernetes.pod.uid": "uid-1"}}
+	var s stats.Sample
+	var sbID string
+	k.Go("setup", func() {
+		id, err := rt.RunPodSandbox(ctx, sbCfg, "")
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		sbID = id
+		if s, err = p.Refresh(ctx); err != nil {
+			t.Error(err)
+		}
+	})
+	if err := k.RunFor(time.Second); err != nil {
+		t.Fatal(err)
+	}
+	k.Close()
+	if len(s.SandboxStats) == 0 {
+		t.Fatalf("the runtime's sandbox stats were replaced: %+v", s.SandboxStats)
+	}
+	var got map[string][]deps.NetInterface
+	if s.Kernel != nil {
+		got = s.Kernel.Network
+	}
+	want := map[string][]deps.NetInterface{sbID: {{Name: "eth0", RxBytes: 100, RxPackets: 3, RxDropped: 1, TxBytes: 200, TxPackets: 4}}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("kernel network (-want +got):\n%s", diff)
+	}
+}
