@@ -405,7 +405,7 @@ func sidecarRunning(in Inputs, acts *Actions, c *corev1.Container, i int, latest
 		return initBusy
 	}
 	if in.Hash != nil && latest.Hash != "" && latest.Hash != in.Hash(c) {
-		acts.Kill = append(acts.Kill, specChangedKill(latest))
+		acts.Kill = append(acts.Kill, sidecarChangedKill(latest))
 		acts.Start = append(acts.Start, ContainerStart{Name: c.Name, Init: true, Index: i, RestartCount: nextCount(in.Status, c.Name)})
 		return initBusy
 	}
@@ -685,6 +685,14 @@ func unknownKill(c podstate.Container) ContainerKill {
 func specChangedKill(c podstate.Container) ContainerKill {
 	return ContainerKill{ID: c.ID, Name: c.Name, Reason: "container spec changed",
 		Message: fmt.Sprintf("Container %s definition changed, will be restarted", c.Name)}
+}
+
+// sidecarChangedKill is the kill of a running sidecar whose container's
+// spec changed, with the kubelet's message for an init container (neither
+// "Container" nor that it will be restarted, though it always is).
+func sidecarChangedKill(c podstate.Container) ContainerKill {
+	return ContainerKill{ID: c.ID, Name: c.Name, Reason: "container spec changed",
+		Message: fmt.Sprintf("Init container %s definition changed", c.Name)}
 }
 
 // probeKill is the kill of an instance whose liveness or startup probe

@@ -483,3 +483,23 @@ func TestImageFixEndsBackOff(t *testing.T) {
 		t.Errorf("starts after the image fix (-want +got):\n%s", diff)
 	}
 }
+
+// A running sidecar whose spec changed is killed with the kubelet's
+// message for an init container ("Init container <name> definition
+// changed", no "will be restarted") and started again.
+func TestSidecarSpecChangedKillMessage(t *testing.T) {
+	always := corev1.ContainerRestartPolicyAlways
+	p := testPod(corev1.RestartPolicyNever, []string{"side"}, "app")
+	p.Spec.InitContainers[0].RestartPolicy = &always
+	p.Spec.InitContainers[0].Image = "nginx"
+	sb := ready("sb1", 0)
+	acts := ComputeActions(Inputs{Pod: p, Status: podStatus([]podstate.Sandbox{sb}, ctr("c1", "side", podstate.ContainerRunning, 0, 0, 0)), Now: now,
+		Backoff: backoff.NewRestarts(backoff.Config{}), Hash: hash})
+	want := []ContainerKill{{ID: "c1", Name: "side", Reason: "container spec changed", Message: "Init container side definition changed"}}
+	if diff := cmp.Diff(want, acts.Kill); diff != "" {
+		t.Errorf("kills (-want +got):\n%s", diff)
+	}
+	if len(acts.Start) != 1 || acts.Start[0].Name != "side" || !acts.Start[0].Init {
+		t.Errorf("starts %+v, want the sidecar started again", acts.Start)
+	}
+}
