@@ -535,14 +535,7 @@ func TestAdmitRefusesAsUpstreamsAllocate(t *testing.T) {
 			return nil
 		}, verdict{OK: true, Allocatable: map[string]string{}}},
 		{"removed past the grace while a pod holds devices, then restarted", func(w *world) *corev1.Pod {
-			p := w.plugin(deviceplugin.Config{Resource: foo, Count: 2})
-			a := pod("a", 1)
-			if _, err := w.m.Allocate(w.ctx, a, &a.Spec.Containers[0]); err != nil {
-				w.t.Fatal(err)
-			}
-			p.Die()
-			w.run(devicemanager.DefaultGrace + time.Second)
-			w.restart()
+			_, a := heldThenGone(w)
 			return a
 		}, refused(unregistered, map[string]string{foo: "1"})},
 		// device-faults seed 26: the held device still counts once the
@@ -550,14 +543,7 @@ func TestAdmitRefusesAsUpstreamsAllocate(t *testing.T) {
 		// the holder fits the node's count at the next restart, as
 		// upstream raises the allocatable to the devices allocated.
 		{"removed past the grace while a pod holds devices, restarted, back with no listing", func(w *world) *corev1.Pod {
-			p := w.plugin(deviceplugin.Config{Resource: foo, Count: 2})
-			a := pod("a", 1)
-			if _, err := w.m.Allocate(w.ctx, a, &a.Spec.Containers[0]); err != nil {
-				w.t.Fatal(err)
-			}
-			p.Die()
-			w.run(devicemanager.DefaultGrace + time.Second)
-			w.restart()
+			p, a := heldThenGone(w)
 			p.Heal()
 			p.FailListAndWatch(true)
 			if err := w.m.Register(w.ctx, p.Registration(), p); err != nil {
@@ -582,4 +568,19 @@ func TestAdmitRefusesAsUpstreamsAllocate(t *testing.T) {
 			}
 		})
 	}
+}
+
+// heldThenGone registers a plugin of two devices, gives one to a pod,
+// stops the plugin past its grace and restarts the agent: the plugin and
+// the pod holding its device.
+func heldThenGone(w *world) (*deviceplugin.Plugin, *corev1.Pod) {
+	p := w.plugin(deviceplugin.Config{Resource: foo, Count: 2})
+	a := pod("a", 1)
+	if _, err := w.m.Allocate(w.ctx, a, &a.Spec.Containers[0]); err != nil {
+		w.t.Fatal(err)
+	}
+	p.Die()
+	w.run(devicemanager.DefaultGrace + time.Second)
+	w.restart()
+	return p, a
 }

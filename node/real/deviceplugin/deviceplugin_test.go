@@ -29,10 +29,10 @@ func next(t *testing.T, r *deviceplugin.Registry) (deps.DeviceRegistration, deps
 	return req, p, answer
 }
 
-// TestRegisterListAllocateReregister: the sample plugin served over gRPC
-// registers on kubelet.sock, streams its devices, answers Allocate, and
-// registers again when the agent's socket is recreated.
-func TestRegisterListAllocateReregister(t *testing.T) {
+// scratch is a short socket directory (removed at the end) and a context
+// cancelled at the end of the test.
+func scratch(t *testing.T) (string, context.Context) {
+	t.Helper()
 	dir, err := os.MkdirTemp("", "dp")
 	if err != nil {
 		t.Fatal(err)
@@ -40,6 +40,14 @@ func TestRegisterListAllocateReregister(t *testing.T) {
 	t.Cleanup(func() { os.RemoveAll(dir) })
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
+	return dir, ctx
+}
+
+// TestRegisterListAllocateReregister: the sample plugin served over gRPC
+// registers on kubelet.sock, streams its devices, answers Allocate, and
+// registers again when the agent's socket is recreated.
+func TestRegisterListAllocateReregister(t *testing.T) {
+	dir, ctx := scratch(t)
 
 	regCtx, stopReg := context.WithCancel(ctx)
 	reg := deviceplugin.NewRegistry(dir)
@@ -102,20 +110,14 @@ func TestRegisterListAllocateReregister(t *testing.T) {
 // with its error, and the agent's refusal reaches the plugin's Register
 // call (which Serve retries).
 func TestOptionsOverGRPC(t *testing.T) {
-	dir, err := os.MkdirTemp("", "dp")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
+	dir, ctx := scratch(t)
 	reg := deviceplugin.NewRegistry(dir)
 	go reg.Serve(ctx)
 	plugin := sample.New(sample.Config{Resource: "example.com/foo", Count: 1, PreStart: true, FailOptions: true}, world.Tasks{}.NewSignal)
 	go deviceplugin.Serve(ctx, deviceplugin.ServeConfig{Dir: dir, Endpoint: "foo.sock", Registration: plugin.Registration(), Plugin: plugin, Poll: 20 * time.Millisecond})
 
 	_, client, answer := next(t, reg)
-	_, err = client.GetDevicePluginOptions(ctx)
+	_, err := client.GetDevicePluginOptions(ctx)
 	if err == nil || !strings.Contains(err.Error(), sample.ErrOptions.Error()) {
 		t.Fatalf("GetDevicePluginOptions = %v, want the plugin's %v", err, sample.ErrOptions)
 	}
